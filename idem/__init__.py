@@ -1,0 +1,1 @@
+"""The Ledger That Charged Twice: idempotent S3-triggered Lambda handlers."""

@@ -1,0 +1,47 @@
+"""The keyed scribe: the complete pattern.
+
+1. One conditional put claims the key, with a lease that ends at this invocation's
+   deadline. If the put fails, DynamoDB returns the record in the same call: `done`
+   means a duplicate (replay the stored result), a live lease means another invocation
+   is at work (raise, so Lambda retries later), anything else was taken over by the put.
+2. The provider is called with the same key, so a retry after a charge that landed
+   replays it instead of charging again: the only way to close the window between
+   the charge and the commit.
+3. The commit writes `done` and the ledger entry in one transaction, only if this
+   invocation still owns the record.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import S3Object
+from ..ledger import LostOwnership, Status
+from .common import Services, charge_step, order_for, receipt
+
+
+class WorkInProgress(RuntimeError):
+    """Another invocation holds a live lease on this work: fail, and let Lambda retry."""
+
+
+def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
+    order = order_for(obj, svc)
+    now = svc.clock.now()
+    deadline = now + context.get_remaining_time_in_millis() / 1000
+    owner = svc.new_token()
+    claim = svc.ledger.claim(order.key, owner, lease_until=deadline, source=order.source)
+    if not claim.won:
+        existing = claim.existing
+        if existing.status is Status.DONE:
+            return {**(existing.result or {}), "status": "duplicate"}
+        raise WorkInProgress(
+            f"{order.source} is being worked on until t={existing.lease_until:.0f}; retry later")
+    charge = charge_step(svc, order, idempotency_key=order.key)
+    try:
+        svc.ledger.commit(order.key, owner, receipt(charge), order.account, order.amount_cents)
+    except LostOwnership:
+        # Our lease ran out mid-flight and another invocation took the work over.
+        # The provider key made our charge and theirs the same charge; theirs commits.
+        return {**receipt(charge), "status": "superseded"}
+    svc.checkpoint("recorded")
+    svc.faults.at("after_commit", order.key)
+    return receipt(charge)

@@ -1,0 +1,236 @@
+"""The ledger: one DynamoDB table holding the charge entries and the idempotency records.
+
+Item shapes (partition key `pk` only):
+- `account#<name>`: the ledger entry, `charges` and `cents` counters.
+- `charge#<recipe>#<digest>`: an idempotency record: `status`, `owner`, `lease_until`,
+  `expires_at` (the table's TTL attribute), `result`, `source` (what the key was made from).
+
+Every method that touches a record counts its DynamoDB call in `calls`, so a chapter can
+show what each pattern costs; ledger entries are counted apart in `entry_calls`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from .clock import Clock
+from .dynamo import cancelled_by_condition, condition_failed, from_item, to_item, values
+
+DAY = 24 * 60 * 60
+
+
+class Status(str, Enum):
+    CLAIMED = "claimed"  # claim_first: seen, says nothing about the work
+    IN_PROGRESS = "in_progress"  # robust, keyed: the work started
+    DONE = "done"  # robust, keyed: the work finished
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class AlreadyClaimed(Exception):
+    """A conditional put found the key taken."""
+
+
+class LostOwnership(Exception):
+    """A commit was refused: the record is no longer this invocation's to finish."""
+
+
+@dataclass(frozen=True)
+class Record:
+    key: str
+    status: Status
+    owner: str = ""
+    lease_until: float = 0.0
+    expires_at: float = 0.0
+    result: Any = None
+    source: str = ""
+
+    def expired(self, now: float) -> bool:
+        """Expiry is checked here, in code: DynamoDB's TTL deletes items days late."""
+        return bool(self.expires_at) and self.expires_at <= now
+
+    def lease_live(self, now: float) -> bool:
+        return self.status is Status.IN_PROGRESS and self.lease_until > now
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> "Record":
+        plain = from_item(item) or {}
+        return cls(
+            key=plain["pk"],
+            status=Status(plain.get("status", Status.CLAIMED.value)),
+            owner=plain.get("owner", ""),
+            lease_until=plain.get("lease_until", 0),
+            expires_at=plain.get("expires_at", 0),
+            result=plain.get("result"),
+            source=plain.get("source", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of `Ledger.claim`: won, or lost to the existing record."""
+
+    won: bool
+    existing: Record | None = None
+
+
+class Ledger:
+    def __init__(self, client: Any, table: str, clock: Clock, ttl_seconds: int = DAY) -> None:
+        self.client = client
+        self.table = table
+        self.clock = clock
+        self.ttl_seconds = ttl_seconds
+        self.calls: Counter[str] = Counter()
+        self.entry_calls = 0
+
+    @property
+    def record_calls(self) -> int:
+        return sum(self.calls.values())
+
+    def _expires_at(self) -> int:
+        return int(self.clock.now()) + self.ttl_seconds
+
+    # -- claim_first: one conditional put, the record says only "seen" ---------------
+    def claim_once(self, key: str, source: str = "") -> bool:
+        """Put the key if absent. True if this call put it."""
+        self.calls["PutItem"] += 1
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=to_item({"pk": key, "status": Status.CLAIMED.value,
+                              "source": source, "expires_at": self._expires_at()}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True
+
+    # -- robust, as the article writes it: get, then conditional put, then mark done --
+    def get_record(self, key: str) -> Record | None:
+        self.calls["GetItem"] += 1
+        item = self.client.get_item(TableName=self.table, Key=to_item({"pk": key}),
+                                    ConsistentRead=True).get("Item")
+        return Record.from_item(item) if item else None
+
+    def put_in_progress(self, key: str, source: str = "") -> None:
+        """Pencil it in. Raises AlreadyClaimed if a concurrent duplicate got there first."""
+        self.calls["PutItem"] += 1
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=to_item({"pk": key, "status": Status.IN_PROGRESS.value,
+                              "source": source, "expires_at": self._expires_at()}),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if condition_failed(error):
+                raise AlreadyClaimed(key) from None
+            raise
+
+    def mark_done(self, key: str, result: Any = None) -> None:
+        """Ink it in, unconditionally (as the article does)."""
+        self.calls["UpdateItem"] += 1
+        self.client.update_item(
+            TableName=self.table,
+            Key=to_item({"pk": key}),
+            UpdateExpression="SET #s = :done, #r = :result",
+            ExpressionAttributeNames={"#s": "status", "#r": "result"},
+            ExpressionAttributeValues=values(done=Status.DONE.value, result=result or {}),
+        )
+
+    # -- keyed: put-first claim with a lease, and a commit fenced to the owner -------
+    def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
+        """Claim the key in one call, or learn who holds it.
+
+        The put succeeds when there is no record, when the record has expired, or when
+        an earlier invocation's lease ran out. Otherwise DynamoDB hands back the record
+        (ReturnValuesOnConditionCheckFailure=ALL_OLD): a duplicate costs one call.
+        """
+        now = self.clock.now()
+        self.calls["PutItem"] += 1
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=to_item({"pk": key, "status": Status.IN_PROGRESS.value, "owner": owner,
+                              "lease_until": lease_until, "source": source,
+                              "expires_at": self._expires_at()}),
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR expires_at <= :now"
+                    " OR (#s = :in_progress AND lease_until <= :now)"
+                ),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values(now=now, in_progress=Status.IN_PROGRESS.value),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if condition_failed(error) and "Item" in error.response:
+                return Claim(won=False, existing=Record.from_item(error.response["Item"]))
+            raise
+        return Claim(won=True)
+
+    def commit(self, key: str, owner: str, result: Any, account: str, cents: int) -> None:
+        """Mark the record done and write the ledger entry, atomically, if we still own it.
+
+        Raises LostOwnership when the lease passed to another invocation: a zombie's
+        commit must not land over the new owner's.
+        """
+        self.calls["TransactWriteItems"] += 1
+        try:
+            self.client.transact_write_items(TransactItems=[
+                {"Update": {
+                    "TableName": self.table,
+                    "Key": to_item({"pk": key}),
+                    "UpdateExpression": "SET #s = :done, #r = :result",
+                    "ConditionExpression": "#o = :me AND #s = :in_progress",
+                    "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#o": "owner"},
+                    "ExpressionAttributeValues": values(
+                        done=Status.DONE.value, result=result or {}, me=owner,
+                        in_progress=Status.IN_PROGRESS.value),
+                }},
+                self._entry_update(account, cents),
+            ])
+        except ClientError as error:
+            if cancelled_by_condition(error, 0):
+                raise LostOwnership(key) from None
+            raise
+
+    # -- the ledger entry: the system's own record of a charge -----------------------
+    def _entry_update(self, account: str, cents: int) -> dict[str, Any]:
+        return {"Update": {
+            "TableName": self.table,
+            "Key": to_item({"pk": f"account#{account}"}),
+            "UpdateExpression": "ADD charges :one, cents :cents",
+            "ExpressionAttributeValues": values(one=1, cents=cents),
+        }}
+
+    def add_entry(self, account: str, cents: int) -> None:
+        """Write one charge into the account's ledger entry (not idempotent by itself)."""
+        self.entry_calls += 1
+        update = self._entry_update(account, cents)["Update"]
+        self.client.update_item(**update)
+
+    # -- reading the table back (for chapters, the auditor and tests) ---------------
+    def items(self) -> list[dict[str, Any]]:
+        """Every item in the table, plain values, sorted by key."""
+        found: list[dict[str, Any]] = []
+        for page in self.client.get_paginator("scan").paginate(TableName=self.table, ConsistentRead=True):
+            found.extend(from_item(item) for item in page["Items"])
+        return sorted(found, key=lambda item: item["pk"])
+
+    def records(self) -> list[Record]:
+        return [Record.from_item(to_item(item)) for item in self.items()
+                if item["pk"].split("#")[0] not in ("account", "faultcount")]
+
+    def entry(self, account: str) -> tuple[int, int]:
+        """(charges, cents) the ledger holds for an account."""
+        item = from_item(self.client.get_item(
+            TableName=self.table, Key=to_item({"pk": f"account#{account}"}),
+            ConsistentRead=True).get("Item")) or {}
+        return item.get("charges", 0), item.get("cents", 0)

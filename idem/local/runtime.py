@@ -1,0 +1,268 @@
+"""A local Lambda for asynchronous invocations, on a virtual clock.
+
+What it reproduces from the Lambda service, and nothing more:
+- an async queue: S3 hands the event over and gets no answer back;
+- on a function error, up to `retries` (MaximumRetryAttempts, 0-2) more attempts, about
+  60 s and then 120 s after the failure, with the same event and request id;
+- events older than `max_event_age` (MaximumEventAgeInSeconds) are dropped;
+- a function timeout (30 s by default) that sets the context's remaining time;
+- containers: a warm one keeps its module globals between invocations, a cold one loads
+  the entry module afresh; an invocation that arrives while all are busy gets a new one;
+- the on-failure destination: an SQS queue receiving Lambda's invocation record.
+
+It runs `idem.entry` exactly as Lambda would, against the moto resources of a LocalWorld.
+"""
+from __future__ import annotations
+
+import copy
+import heapq
+import importlib.util
+import itertools
+import json
+import random
+import uuid
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+from ..clock import iso8601
+from ..faults import Crash, raise_crash
+from .world import ACCOUNT, REGION, LocalWorld
+
+RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
+DEFAULT_MAX_EVENT_AGE = 6 * 60 * 60
+
+
+@dataclass
+class Attempt:
+    """One invocation of the function, as the runtime saw it."""
+
+    delivery: int  # which copy of the event S3 delivered (2 = a duplicate)
+    attempt: int  # 1 = first try, 2 and 3 = Lambda's retries
+    request_id: str
+    container: str
+    cold: bool
+    start: float  # seconds on the virtual clock since it started
+    end: float = 0.0
+    outcome: str = "running"  # ok, error, crash, timeout
+    error: str = ""
+    result: Any = None
+    steps: list[tuple[float, str]] = field(default_factory=list)
+    ddb_calls: int = 0
+    logs: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome != "ok"
+
+
+@dataclass(order=True)
+class _Pending:
+    due: float
+    seq: int
+    event: dict = field(compare=False)
+    delivery: int = field(compare=False)
+    attempt: int = field(compare=False)
+    request_id: str = field(compare=False)
+    enqueued: float = field(compare=False)
+
+
+class LambdaContext:
+    """The context object Lambda passes to a handler, reading the virtual clock."""
+
+    def __init__(self, request_id: str, function_name: str, deadline: float, clock: Any,
+                 memory_mb: int = 256) -> None:
+        self.aws_request_id = request_id
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
+        self.memory_limit_in_mb = memory_mb
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = "2026/01/01/[$LATEST]local"
+        self._deadline = deadline
+        self._clock = clock
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - self._clock.now()) * 1000))
+
+
+class Container:
+    """An execution environment: its own copy of the entry module and its globals."""
+
+    def __init__(self, name: str, entry: str) -> None:
+        self.name = name
+        self.module = _load_fresh(entry)
+        self.busy = False
+        self.invocations = 0
+
+
+def _load_fresh(module_name: str) -> ModuleType:
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot find the entry module {module_name}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class LocalLambda:
+    def __init__(
+        self,
+        world: LocalWorld,
+        env: dict[str, str],
+        *,
+        retries: int = 2,
+        timeout: float = 30.0,
+        max_event_age: float = DEFAULT_MAX_EVENT_AGE,
+        reuse_containers: bool = True,
+        function_name: str = "idem-charge",
+        entry: str = "idem.entry",
+        seed: int = 0,
+    ) -> None:
+        if not 0 <= retries <= 2:
+            raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
+        if not 60 <= max_event_age <= 21_600:
+            raise ValueError(f"MaximumEventAgeInSeconds is 60-21600; got {max_event_age}")
+        self.world = world
+        self.clock = world.clock
+        self.env = dict(env)
+        self.retries = retries
+        self.timeout = timeout
+        self.max_event_age = max_event_age
+        self.reuse_containers = reuse_containers
+        self.function_name = function_name
+        self.entry = entry
+        self.attempts: list[Attempt] = []
+        self.containers: list[Container] = []
+        self._queue: list[_Pending] = []
+        self._seq = itertools.count()
+        self._deliveries = 0
+        self._random = random.Random(seed)
+        self._running: list[Attempt] = []
+        self._triggers: list[list[Any]] = []
+
+    # -- what S3 does ------------------------------------------------------------------
+    def send(self, event: dict[str, Any], *, at: float | None = None) -> int:
+        """Queue an async invocation (S3 delivering an event). Returns the delivery number."""
+        self._deliveries += 1
+        due = self.clock.now() if at is None else self.clock.start + at
+        heapq.heappush(self._queue, _Pending(due, next(self._seq), copy.deepcopy(event),
+                                             self._deliveries, 1, self._new_id(), due))
+        return self._deliveries
+
+    def send_now(self, event: dict[str, Any]) -> int:
+        """Deliver a copy of the event and run it at once, even while another invocation
+        is in the middle of its work: a concurrent duplicate."""
+        self._deliveries += 1
+        pending = _Pending(self.clock.now(), next(self._seq), copy.deepcopy(event),
+                           self._deliveries, 1, self._new_id(), self.clock.now())
+        self._invoke(pending)
+        return pending.delivery
+
+    def during(self, step: str, action: Callable[[], Any], *, delivery: int = 1,
+               attempt: int = 1) -> None:
+        """Run `action` once, when that invocation reaches the checkpoint `step`."""
+        self._triggers.append([step, delivery, attempt, action, False])
+
+    # -- what the Lambda service does -------------------------------------------------
+    def run(self) -> list[Attempt]:
+        """Process the queue until it is empty, moving the clock to each due time."""
+        while self._queue:
+            pending = heapq.heappop(self._queue)
+            self.clock.advance_to(pending.due)
+            if self.clock.now() - pending.enqueued > self.max_event_age:
+                self._to_destination(pending, "EventAgeExceeded", None)
+                continue
+            self._invoke(pending)
+        return self.attempts
+
+    def _invoke(self, pending: _Pending) -> Attempt:
+        container, cold = self._acquire()
+        deadline = self.clock.now() + self.timeout
+        attempt = Attempt(pending.delivery, pending.attempt, pending.request_id,
+                          container.name, cold, round(self.clock.t, 3))
+        self.attempts.append(attempt)
+        self._running.append(attempt)
+        app = container.module._app
+        calls_before = app.services.ledger.record_calls
+        context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
+        try:
+            attempt.result = container.module.lambda_handler(copy.deepcopy(pending.event), context)
+            attempt.outcome = "ok"
+        except Crash as crash:
+            attempt.outcome, attempt.error = "crash", f"Runtime.ExitError: {crash}"
+            container.module = None  # the process is gone: this container is never reused
+        except Exception as error:  # the function's error, as Lambda reports it
+            attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
+        finally:
+            self._running.pop()
+            attempt.ddb_calls = app.services.ledger.record_calls - calls_before
+            container.busy = False
+        if attempt.outcome == "ok" and self.clock.now() > deadline:
+            attempt.outcome = "timeout"
+            attempt.error = f"Sandbox.Timedout: Task timed out after {self.timeout:.2f} seconds"
+        attempt.end = round(self.clock.t, 3)
+        if attempt.failed:
+            self._after_failure(pending, attempt)
+        return attempt
+
+    def _after_failure(self, pending: _Pending, attempt: Attempt) -> None:
+        if pending.attempt <= self.retries:
+            delay = RETRY_DELAYS[pending.attempt - 1]
+            heapq.heappush(self._queue, _Pending(
+                self.clock.now() + delay, next(self._seq), pending.event, pending.delivery,
+                pending.attempt + 1, pending.request_id, pending.enqueued))
+        else:
+            self._to_destination(pending, "RetriesExhausted", attempt)
+
+    def _acquire(self) -> tuple[Container, bool]:
+        self.containers = [c for c in self.containers if c.module is not None]
+        if self.reuse_containers:
+            for container in self.containers:
+                if not container.busy:
+                    container.busy = True
+                    container.invocations += 1
+                    return container, False
+        container = Container(f"c{len(self.containers) + 1}", self.entry)
+        container.module._app = container.module.App.from_environment(
+            self.env, session=self.world.session, clock=self.clock, checkpoint=self._checkpoint,
+            new_token=self._new_id, crash=raise_crash, log=self._log)
+        container.busy = True
+        container.invocations = 1
+        self.containers.append(container)
+        return container, True
+
+    def _checkpoint(self, step: str) -> None:
+        current = self._running[-1]
+        current.steps.append((round(self.clock.t, 3), step))
+        for trigger in self._triggers:
+            name, delivery, attempt, action, fired = trigger
+            if not fired and (name, delivery, attempt) == (step, current.delivery, current.attempt):
+                trigger[4] = True
+                action()
+
+    def _log(self, line: str) -> None:
+        if self._running:
+            self._running[-1].logs.append(line)
+
+    def _new_id(self) -> str:
+        return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+
+    def _to_destination(self, pending: _Pending, condition: str, attempt: Attempt | None) -> None:
+        """Send Lambda's invocation record to the on-failure destination (an SQS queue)."""
+        error_type, _, message = (attempt.error if attempt else "").partition(": ")
+        record = {
+            "version": "1.0",
+            "timestamp": iso8601(self.clock.now()),
+            "requestContext": {
+                "requestId": pending.request_id,
+                "functionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}:$LATEST",
+                "condition": condition,
+                "approximateInvokeCount": pending.attempt if attempt else pending.attempt - 1,
+            },
+            "requestPayload": pending.event,
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
+                                "functionError": "Unhandled"},
+            "responsePayload": {"errorType": error_type, "errorMessage": message},
+        }
+        self.world.sqs.send_message(QueueUrl=self.world.queue_url, MessageBody=json.dumps(record))

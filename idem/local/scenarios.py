@@ -1,0 +1,172 @@
+"""The scenario matrix: every handler against every fault point, time and delivery.
+
+A scenario is one upload, one fresh LocalWorld, and the local runtime doing what Lambda
+does until nothing is left to retry. Its outcome is read back from the resources
+themselves: the provider's charges, the ledger, the record, the failure queue.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..faults import FAULT_POINTS, FaultPlan
+from ..handlers import HANDLERS, HAS_DONE_STATE
+from .runtime import Attempt, LocalLambda
+from .world import LocalWorld
+
+DELIVERIES = ("single", "duplicate", "concurrent")
+TIMES = ("once", "always")
+VERDICTS = ("double_charge", "exactly_once", "needs_attention", "silent_mismatch",
+            "failed_visibly", "silent_loss")
+ORDER_KEY = "alice/order-0001.csv"
+DUPLICATE_AFTER = 5.0  # seconds: S3's second copy of the event, one after the other
+
+#: The headline rows: (fault, times, delivery). `-` stands for "no fault, nothing to repeat".
+HEADLINE = (
+    ("none", "-", "single"),
+    ("at_charge", "once", "single"),
+    ("at_charge", "always", "single"),
+    ("after_charge", "once", "single"),
+    ("after_charge", "always", "single"),
+    ("after_commit", "once", "single"),
+    ("none", "-", "duplicate"),
+    ("none", "-", "concurrent"),
+)
+OUTCOME_FIELDS = ("handler", "fault", "times", "delivery", "charges", "ledger", "attempts",
+                  "dlq", "record", "completed", "ddb_calls", "verdict")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    handler: str
+    fault: str = "none"
+    times: str = "-"
+    delivery: str = "single"
+    how: str = "exception"  # or "crash"
+    retries: int = 2
+    timeout: float = 30.0
+    store: str = "dynamodb"  # where the fault plan counts arrivals: dynamodb or memory
+    reuse_containers: bool = True
+    concurrent_at: str = "before_charge"  # the first invocation's step where the copy runs
+
+
+@dataclass
+class Outcome:
+    scenario: Scenario
+    charges: int
+    ledger: int
+    attempts: int
+    dlq: int
+    record: str
+    completed: bool
+    ddb_calls: int
+    verdict: str
+    trace: list[Attempt] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """The outcome fields, as `sim --json` prints them."""
+        s = self.scenario
+        values = {"handler": s.handler, "fault": s.fault, "times": s.times, "delivery": s.delivery,
+                  **{k: v for k, v in asdict(self).items() if k in OUTCOME_FIELDS}}
+        return {name: values[name] for name in OUTCOME_FIELDS}
+
+
+def judge(charges: int, completed: bool, dlq: int, record: str) -> str:
+    """The verdict: the first rule that matches."""
+    if charges >= 2:
+        return "double_charge"
+    if charges == 1 and completed:
+        return "exactly_once"
+    if charges == 1:
+        # an in_progress record is what the reconciliation job flags
+        return "needs_attention" if dlq or record == "in_progress" else "silent_mismatch"
+    return "failed_visibly" if dlq else "silent_loss"
+
+
+#: Extra handlers (e.g. powertools) register a runner here: Scenario -> Outcome.
+EXTRA_RUNNERS: dict[str, Callable[[Scenario], Outcome]] = {}
+
+
+def handler_names() -> tuple[str, ...]:
+    return tuple(HANDLERS) + tuple(EXTRA_RUNNERS)
+
+
+def run(scenario: Scenario) -> Outcome:
+    """Run one scenario in a fresh world and read its outcome back."""
+    if scenario.handler in EXTRA_RUNNERS:
+        return EXTRA_RUNNERS[scenario.handler](scenario)
+    _check(scenario)
+    with LocalWorld() as world:
+        runtime = LocalLambda(world, env_for(world, scenario), retries=scenario.retries,
+                              timeout=scenario.timeout,
+                              reuse_containers=scenario.reuse_containers)
+        event = world.event(world.upload(ORDER_KEY))
+        deliver(runtime, event, scenario.delivery, scenario.concurrent_at)
+        runtime.run()
+        return read_outcome(world, runtime, scenario, scenario.handler in HAS_DONE_STATE)
+
+
+def env_for(world: LocalWorld, scenario: Scenario) -> dict[str, str]:
+    fault = FaultPlan(scenario.fault, "once" if scenario.times == "-" else scenario.times,
+                      scenario.how, scenario.store)
+    return world.env(scenario.handler, fault)
+
+
+def deliver(runtime: LocalLambda, event: dict[str, Any], delivery: str, concurrent_at: str) -> None:
+    """S3's side of a scenario: one delivery, two in a row, or two at once."""
+    runtime.send(event)
+    if delivery == "duplicate":
+        runtime.send(event, at=DUPLICATE_AFTER)
+    elif delivery == "concurrent":
+        runtime.during(concurrent_at, lambda: runtime.send_now(event))
+
+
+def read_outcome(world: LocalWorld, runtime: LocalLambda, scenario: Scenario,
+                 has_done_state: bool, record_status: str | None = None) -> Outcome:
+    charges = len(world.provider().charges())
+    ledger = world.ledger()
+    entries = ledger.entry("alice")[0]
+    records = ledger.records()
+    record = record_status or (str(records[0].status) if records else "-")
+    failures = world.failure_queue()
+    completed = charges >= 1 and entries == charges and (record == "done" or not has_done_state)
+    return Outcome(
+        scenario=scenario, charges=charges, ledger=entries, attempts=len(runtime.attempts),
+        dlq=len(failures), record=record, completed=completed,
+        ddb_calls=sum(a.ddb_calls for a in runtime.attempts),
+        verdict=judge(charges, completed, len(failures), record),
+        trace=list(runtime.attempts), items=ledger.items(), failures=failures)
+
+
+def _check(scenario: Scenario) -> None:
+    if scenario.handler not in handler_names():
+        raise ValueError(f"unknown handler {scenario.handler!r}; choose from {', '.join(handler_names())}")
+    if scenario.fault not in FAULT_POINTS:
+        raise ValueError(f"unknown fault {scenario.fault!r}; choose from {', '.join(FAULT_POINTS)}")
+    if scenario.delivery not in DELIVERIES:
+        raise ValueError(f"unknown delivery {scenario.delivery!r}; choose from {', '.join(DELIVERIES)}")
+    if (scenario.fault == "none") != (scenario.times == "-"):
+        raise ValueError("times is '-' exactly when the fault is 'none'")
+
+
+def all_scenarios(handlers: Iterable[str] | None = None) -> list[Scenario]:
+    """The whole matrix: every fault point x times x delivery, for each handler."""
+    found = []
+    for handler in handlers or handler_names():
+        for fault, times, delivery in itertools.product(FAULT_POINTS, TIMES + ("-",), DELIVERIES):
+            if (fault == "none") == (times == "-"):
+                found.append(Scenario(handler, fault, times, delivery))
+    return found
+
+
+def headline_scenarios(handlers: Iterable[str] | None = None) -> list[Scenario]:
+    return [Scenario(h, f, t, d) for f, t, d in HEADLINE for h in handlers or HANDLERS]
+
+
+def select(scenarios: Iterable[Scenario], **wanted: str | None) -> list[Scenario]:
+    """Keep the scenarios whose fields equal every non-None filter."""
+    return [s for s in scenarios
+            if all(v is None or getattr(s, k) == v for k, v in wanted.items())]

@@ -1,0 +1,168 @@
+"""A fresh local AWS: a bucket, the ledger and provider tables and a failure queue, on moto.
+
+`LocalWorld` also plays S3's notifier: `upload()` puts a real object into the moto bucket
+and builds the event S3 would send for it, with the fields moto leaves out (versionId,
+sequencer). Resource names are unique per live world, so several worlds can coexist.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from ..clock import VirtualClock, iso8601
+from ..events import S3Object, s3_event
+from ..faults import FaultPlan
+from ..ledger import Ledger
+from ..provider import Provider
+from .atomic import make_dynamodb_atomic
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's default account
+_mock = None
+_live_prefixes: set[str] = set()
+
+
+def ensure_moto() -> None:
+    """Start moto once per process, with atomic conditional writes."""
+    global _mock
+    if _mock is None:
+        _mock = mock_aws()
+        _mock.start()
+    make_dynamodb_atomic()
+
+
+@functools.cache
+def fake_session(region: str = REGION) -> boto3.Session:
+    """A session with made-up credentials: requests can only ever reach moto.
+
+    One per process: a session caches botocore's service models, which cost far more
+    to load than any call to moto.
+    """
+    return boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                         aws_session_token="testing", region_name=region)
+
+
+@functools.cache
+def fake_client(service: str, region: str = REGION) -> Any:
+    """A shared client (botocore clients are thread-safe)."""
+    return fake_session(region).client(service)
+
+
+def _claim_prefix(wanted: str) -> str:
+    prefix, n = wanted, 1
+    while prefix in _live_prefixes:
+        n += 1
+        prefix = f"{wanted}{n}"
+    _live_prefixes.add(prefix)
+    return prefix
+
+
+class LocalWorld:
+    """The AWS resources one run of the workbook needs, created fresh on moto."""
+
+    def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
+                 prefix: str = "idem") -> None:
+        ensure_moto()
+        self.clock = clock or VirtualClock()
+        self.versioned = versioned
+        self.prefix = _claim_prefix(prefix)
+        self.session = fake_session()
+        self.s3 = fake_client("s3")
+        self.dynamodb = fake_client("dynamodb")
+        self.sqs = fake_client("sqs")
+        self.bucket = f"{self.prefix}-uploads"
+        self.ledger_table = f"{self.prefix}-ledger"
+        self.provider_table = f"{self.prefix}-provider"
+        self.queue_name = f"{self.prefix}-failures"
+        self._uploads = 0
+        self._create()
+
+    def _create(self) -> None:
+        self.s3.create_bucket(Bucket=self.bucket)
+        if self.versioned:
+            self.s3.put_bucket_versioning(Bucket=self.bucket,
+                                          VersioningConfiguration={"Status": "Enabled"})
+        for table in (self.ledger_table, self.provider_table):
+            self.dynamodb.create_table(
+                TableName=table, BillingMode="PAY_PER_REQUEST",
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        self.dynamodb.update_time_to_live(
+            TableName=self.ledger_table,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+        self.queue_url = self.sqs.create_queue(QueueName=self.queue_name)["QueueUrl"]
+        self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{self.queue_name}"
+
+    def close(self) -> None:
+        """Delete this world's resources and free its names."""
+        if self.prefix not in _live_prefixes:
+            return
+        for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
+            for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                self.s3.delete_object(Bucket=self.bucket, Key=version["Key"],
+                                      VersionId=version["VersionId"])
+        self.s3.delete_bucket(Bucket=self.bucket)
+        for table in (self.ledger_table, self.provider_table):
+            self.dynamodb.delete_table(TableName=table)
+        self.sqs.delete_queue(QueueUrl=self.queue_url)
+        _live_prefixes.discard(self.prefix)
+
+    def __enter__(self) -> "LocalWorld":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- the function's environment, as template.yaml would set it --------------------
+    def env(self, mode: str = "keyed", fault: FaultPlan | None = None, **extra: str) -> dict[str, str]:
+        fault = fault or FaultPlan()
+        return {"HANDLER_MODE": mode, "LEDGER_TABLE": self.ledger_table,
+                "PROVIDER_TABLE": self.provider_table, "FAILURE_POINT": fault.point,
+                "FAIL_TIMES": fault.times, "FAIL_HOW": fault.how, "FAIL_STORE": fault.store,
+                **extra}
+
+    # -- S3's side: a real put_object, and the notification S3 would send -------------
+    def upload(self, key: str, body: bytes = b"order", *, etag: str | None = None) -> S3Object:
+        """Put an object and describe its ObjectCreated event as S3 would."""
+        response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
+        self._uploads += 1
+        # S3 sequencers are hex, grow with each event for a key, and vary in length.
+        sequencer = f"{int(self.clock.now() * 1000):012X}{self._uploads:06X}"
+        return S3Object(
+            bucket=self.bucket, key=key, size=len(body),
+            etag=etag or response["ETag"].strip('"'),
+            sequencer=sequencer,
+            version_id=response.get("VersionId") if self.versioned else None,
+            event_time=iso8601(self.clock.now()), region=REGION)
+
+    def event(self, *objects: S3Object) -> dict[str, Any]:
+        return s3_event(*objects)
+
+    # -- reading back -----------------------------------------------------------------
+    def ledger(self) -> Ledger:
+        return Ledger(self.dynamodb, self.ledger_table, self.clock)
+
+    def provider(self) -> Provider:
+        return Provider(self.dynamodb, self.provider_table, self.clock)
+
+    def failure_queue(self) -> list[dict[str, Any]]:
+        """The messages in the failure queue, left in place (visibility timeout 0)."""
+        found, seen = [], set()
+        while True:
+            batch = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10,
+                                             VisibilityTimeout=0).get("Messages", [])
+            fresh = [m for m in batch if m["MessageId"] not in seen]
+            if not fresh:
+                return found
+            for message in fresh:
+                seen.add(message["MessageId"])
+                found.append(json.loads(message["Body"]))
+
+    def failure_queue_depth(self) -> int:
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attributes["Attributes"]["ApproximateNumberOfMessages"])

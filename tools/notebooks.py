@@ -1,0 +1,87 @@
+"""Build the chapters: notebooks/source/NN_slug.py (jupytext percent format) -> executed .ipynb.
+
+    python tools/notebooks.py build [NAME ...]   # rebuild and re-execute (all by default)
+    python tools/notebooks.py check              # exit 1 if an .ipynb differs from its source
+
+The .ipynb files are committed with their outputs, because `pytest --nbval` re-runs them
+and compares. Edit the source, then run `make notebooks`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SOURCES = NOTEBOOKS / "source"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def sources(names: list[str]) -> list[Path]:
+    found = sorted(SOURCES.glob("[0-9][0-9]_*.py"))
+    if names:
+        found = [p for p in found if p.stem in names or p.stem[:2] in names]
+        if not found:
+            raise SystemExit(f"no chapter source matches {' '.join(names)} in {SOURCES}")
+    return found
+
+
+def from_source(path: Path) -> nbformat.NotebookNode:
+    notebook = jupytext.read(path)
+    notebook.metadata = {"kernelspec": KERNELSPEC,
+                         "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
+    for cell in notebook.cells:
+        cell.metadata = {}
+    return notebook
+
+
+def build(path: Path) -> None:
+    notebook = from_source(path)
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    for cell in notebook.cells:
+        cell.metadata = {}
+        if cell.cell_type == "code":
+            for output in cell.outputs:
+                output.pop("metadata", None) if not output.get("metadata") else None
+    notebook.metadata = {"kernelspec": KERNELSPEC,
+                         "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
+    target = NOTEBOOKS / f"{path.stem}.ipynb"
+    nbformat.write(notebook, target)
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
+    print(f"built {target.relative_to(ROOT)}" + (f" WITH {len(errors)} ERROR(S)" if errors else ""))
+
+
+def differences(path: Path) -> list[str]:
+    """Cells whose source differs between the chapter's .py and its stored .ipynb."""
+    target = NOTEBOOKS / f"{path.stem}.ipynb"
+    if not target.exists():
+        return [f"{target.name} is missing: run make notebooks"]
+    want = [(c.cell_type, c.source) for c in from_source(path).cells]
+    have = [(c.cell_type, c.source) for c in nbformat.read(target, as_version=4).cells]
+    if len(want) != len(have):
+        return [f"{target.name}: {len(have)} cells stored, {len(want)} in the source"]
+    return [f"{target.name}: cell {i} differs from its source" for i, (w, h) in enumerate(zip(want, have))
+            if w != h]
+
+
+def main(argv: list[str]) -> int:
+    command, names = (argv[0], argv[1:]) if argv else ("build", [])
+    if command == "build":
+        for path in sources(names):
+            build(path)
+        return 0
+    if command == "check":
+        problems = [p for path in sources(names) for p in differences(path)]
+        print("\n".join(problems) or "every notebook matches its source")
+        return 1 if problems else 0
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@ themselves: the provider's charges, the ledger, the record, the failure queue.
 """
 from __future__ import annotations
 
+import importlib
 import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
@@ -90,12 +91,23 @@ def judge(charges: int, completed: bool, dlq: int, record: str) -> str:
 EXTRA_RUNNERS: dict[str, Callable[[Scenario], Outcome]] = {}
 
 
+def _load_extra_runners() -> None:
+    """Handlers that live outside idem.handlers register themselves on import."""
+    try:
+        importlib.import_module("idem.local.powertools")
+    except ModuleNotFoundError as missing:
+        if missing.name not in ("idem.local.powertools", "aws_lambda_powertools"):
+            raise
+
+
 def handler_names() -> tuple[str, ...]:
+    _load_extra_runners()
     return tuple(HANDLERS) + tuple(EXTRA_RUNNERS)
 
 
 def run(scenario: Scenario) -> Outcome:
     """Run one scenario in a fresh world and read its outcome back."""
+    _load_extra_runners()
     if scenario.handler in EXTRA_RUNNERS:
         return EXTRA_RUNNERS[scenario.handler](scenario)
     _check(scenario)

@@ -55,7 +55,7 @@ def charge_step(svc: Services, order: Order, idempotency_key: str | None = None)
     svc.faults.at("at_charge", order.key)  # the provider call fails: no money moves
     charge = svc.provider.charge(order.account, order.amount_cents, order.reference,
                                  idempotency_key=idempotency_key)
-    svc.checkpoint("charged")
+    svc.checkpoint("replayed" if charge.replayed else "charged")
     svc.faults.at("after_charge", order.key)  # money moved; our books do not know yet
     return charge
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 from moto import mock_aws
+from moto.moto_api._internal import mock_random
 
 from ..clock import VirtualClock, iso8601
 from ..events import S3Object, s3_event
@@ -65,8 +66,9 @@ class LocalWorld:
     """The AWS resources one run of the workbook needs, created fresh on moto."""
 
     def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
-                 prefix: str = "idem") -> None:
+                 prefix: str = "idem", seed: int = 0) -> None:
         ensure_moto()
+        mock_random.seed(seed)  # moto's version ids and message ids: the same every run
         self.clock = clock or VirtualClock()
         self.versioned = versioned
         self.prefix = _claim_prefix(prefix)

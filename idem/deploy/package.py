@@ -1,0 +1,72 @@
+"""What ships to Lambda: idem's core, and nothing else.
+
+The core is every module directly in idem/ and the idem/handlers/ package: the standard
+library and boto3 only. idem/local (moto), idem/views.py (pandas, widgets) and
+idem/deploy (this tool) stay behind, as do notebooks, tests and the virtualenv.
+
+`python -m idem.deploy.package DIR` stages the core into DIR; `sam build` calls it
+through function/Makefile, so `sam build` and `python -m idem deploy` ship the same files.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../idem
+CORE_SUBPACKAGES = ("handlers",)
+LEFT_OUT = ("local", "deploy", "views.py")  # never shipped, named for the error message
+#: Fixed timestamp for zip entries, so the same source gives the same zip bytes.
+ZIP_DATE = (2026, 1, 1, 0, 0, 0)
+
+
+def core_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """The files that ship, relative to the package's parent (e.g. idem/entry.py), sorted."""
+    found = [p for p in package_dir.glob("*.py") if p.name not in LEFT_OUT]
+    for sub in CORE_SUBPACKAGES:
+        found += (package_dir / sub).glob("*.py")
+    if not (package_dir / "entry.py").exists():
+        raise FileNotFoundError(f"{package_dir} has no entry.py: is this idem's package folder?")
+    return sorted(p.relative_to(package_dir.parent) for p in found)
+
+
+def stage(dest: Path, package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """Copy the core into dest/ (as dest/idem/...). Returns the files written."""
+    dest = Path(dest)
+    target = dest / package_dir.name
+    if target.exists():
+        shutil.rmtree(target)
+    written = []
+    for rel in core_files(package_dir):
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package_dir.parent / rel, out)
+        written.append(out)
+    return written
+
+
+def build_zip(dest_zip: Path, package_dir: Path = PACKAGE_DIR) -> Path:
+    """The deployment package: a zip with idem/ at its root, byte-for-byte reproducible."""
+    dest_zip = Path(dest_zip)
+    dest_zip.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest_zip, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for rel in core_files(package_dir):
+            info = zipfile.ZipInfo(rel.as_posix(), date_time=ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, (package_dir.parent / rel).read_bytes())
+    return dest_zip
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m idem.deploy.package DIR  (stages idem's core into DIR)", file=sys.stderr)
+        return 2
+    written = stage(Path(argv[0]))
+    print(f"staged {len(written)} files of idem's core into {argv[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

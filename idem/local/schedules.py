@@ -1,0 +1,248 @@
+"""Every schedule the platform can produce for one upload, built and run.
+
+A schedule is a Scenario: a handler, a fault point, how it fails (an exception or a
+crash), which arrivals at the fault point fail (any non-empty subset of 1, 2, 3), how S3
+delivers the event (once, twice in a row, or a second copy running while the first
+invocation sits at one of its step boundaries) and how many retries Lambda makes (0-2).
+
+Arrivals are counted per piece of work, not per invocation: with one delivery the n-th
+arrival is attempt n, but a duplicate's attempts take arrival numbers too. A concurrent
+copy started at `before_charge` reaches the fault point *first*, so the first invocation
+arrives second.
+
+Two kinds of schedules are the same schedule and run once (`trim` explains each):
+- arrivals that can never happen: one delivery with r retries reaches the fault point
+  at most r + 1 times, two deliveries at most 2(r + 1); `1,3` with one delivery and one
+  retry is `1`, and a subset left empty is the no-fault schedule;
+- a concurrent copy at a step the first invocation never reaches (its first arrival
+  failed before it): the copy is never sent, which is the single-delivery schedule.
+A copy concurrent with the *start* of the first invocation is not a separate schedule
+here: the local runtime is single-threaded, so that copy would run to its end before the
+first one's first step, which is `duplicate` with the two deliveries renamed. Real
+threads starting together are raced in `idem.local.race`.
+
+The runner shares one LocalWorld between many schedules, one object (and one account)
+per schedule and a fresh virtual clock for each, and reads every outcome back in one
+pass at the end: the same verdicts as `scenarios.run`, for a fraction of the cost.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+from urllib.parse import unquote_plus
+
+from ..clock import VirtualClock
+from ..handlers import HANDLERS, HAS_DONE_STATE
+from ..keys import idempotency_key
+from ..ledger import Record
+from ..dynamo import to_item
+from .scenarios import Outcome, Scenario, deliver, env_for, judge
+from .world import LocalWorld, fake_client
+
+FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
+HOWS = ("exception", "crash")
+ARRIVALS = (1, 2, 3)
+SUBSETS = tuple(",".join(map(str, combo)) for n in (1, 2, 3)
+                for combo in itertools.combinations(ARRIVALS, n))
+#: How S3 delivers: (delivery, concurrent_at). The steps are the first invocation's checkpoints.
+DELIVERY_MODES = (("single", "-"), ("duplicate", "-"), ("concurrent", "before_charge"),
+                  ("concurrent", "charged"), ("concurrent", "recorded"))
+RETRIES = (0, 1, 2)
+BREAKS = ("double_charge", "silent_mismatch", "silent_loss")
+#: The verdicts that are acceptable for `keyed`: done once, or visibly not done.
+KEYED_OK = ("exactly_once", "needs_attention", "failed_visibly")
+#: Fault points that come before each checkpoint in the charge step.
+_BEFORE_STEP = {"before_charge": (), "charged": ("at_charge",),
+                "recorded": ("at_charge", "after_charge")}
+
+
+def raw_count(handlers: Iterable[str] = tuple(HANDLERS)) -> int:
+    """The size of the full product, before equal schedules are merged."""
+    per_handler = (len(FAULTY_POINTS) * len(HOWS) * len(SUBSETS) + 1) * len(DELIVERY_MODES) * len(RETRIES)
+    return per_handler * len(tuple(handlers))
+
+
+def reachable(delivery: str, retries: int) -> int:
+    """The most arrivals at a fault point this delivery and retry setting can produce."""
+    return (1 if delivery == "single" else 2) * (retries + 1)
+
+
+def trim(handler: str, point: str, how: str, times: str, delivery: str, concurrent_at: str,
+         retries: int) -> Scenario | None:
+    """The canonical schedule for one point of the product, or None when it is another
+    point's twin (see the module docstring)."""
+    if point == "none":
+        return _scenario(handler, "none", "exception", "-", delivery, concurrent_at, retries)
+    chosen = [n for n in map(int, times.split(",")) if n <= reachable(delivery, retries)]
+    if not chosen:
+        return None  # every failing arrival is out of reach: the no-fault schedule
+    canonical = ",".join(map(str, chosen))
+    if canonical != times:
+        return None  # the same as the schedule without the unreachable arrivals
+    if delivery == "concurrent" and point in _BEFORE_STEP[concurrent_at] and 1 in chosen:
+        return None  # the first invocation fails before the step: the copy is never sent
+    return _scenario(handler, point, how, times, delivery, concurrent_at, retries)
+
+
+def _scenario(handler: str, point: str, how: str, times: str, delivery: str, concurrent_at: str,
+              retries: int) -> Scenario:
+    return Scenario(handler, point, times, delivery, how=how, retries=retries,
+                    concurrent_at=concurrent_at if delivery == "concurrent" else "before_charge")
+
+
+def all_schedules(handlers: Iterable[str] = tuple(HANDLERS)) -> list[Scenario]:
+    """Every distinct schedule, for each handler, in a stable order."""
+    found = []
+    points = [("none", "exception", "-")] + list(itertools.product(FAULTY_POINTS, HOWS, SUBSETS))
+    for handler in handlers:
+        for (point, how, times), (delivery, at), retries in itertools.product(
+                points, DELIVERY_MODES, RETRIES):
+            schedule = trim(handler, point, how, times, delivery, at, retries)
+            if schedule is not None:
+                found.append(schedule)
+    return found
+
+
+def label(s: Scenario) -> str:
+    """A schedule in one line: `keyed at_charge/crash/1,3 concurrent@charged r=2`."""
+    delivery = f"concurrent@{s.concurrent_at}" if s.delivery == "concurrent" else s.delivery
+    fault = "none" if s.fault == "none" else f"{s.fault}/{s.how}/{s.times}"
+    return f"{s.handler} {fault} {delivery} r={s.retries}"
+
+
+class _SharedClients:
+    """Stands in for a boto3 session: every cold container reuses the process's clients
+    (botocore clients are thread-safe), instead of building a new one per cold start."""
+
+    def client(self, service: str, **_: Any) -> Any:
+        return fake_client(service)
+
+
+@dataclass
+class _Run:
+    scenario: Scenario
+    world: LocalWorld
+    obj: Any
+    account: str
+    runtime: Any
+    failures: list[dict[str, Any]]
+
+
+def run_schedules(schedules: Iterable[Scenario], batch: int = 200) -> list[Outcome]:
+    """Run the schedules, `batch` to a world, and return their outcomes in order."""
+    schedules = list(schedules)
+    outcomes: list[Outcome] = []
+    for start in range(0, len(schedules), batch):
+        with LocalWorld(prefix="sched") as world:
+            world.session = _SharedClients()
+            runs = [_run_one(world, s, start + i) for i, s in enumerate(schedules[start:start + batch])]
+            outcomes.extend(_read_back(world, runs))
+    return outcomes
+
+
+def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> _Run:
+    from .runtime import LocalLambda
+
+    if scenario.handler not in HANDLERS:
+        raise ValueError(f"schedules run the core handlers only, not {scenario.handler!r}")
+    world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
+    account = f"acct{number:05d}"
+    runtime = LocalLambda(world, env_for(world, scenario), retries=scenario.retries,
+                          timeout=scenario.timeout, reuse_containers=scenario.reuse_containers)
+    obj = world.upload(f"{account}/order.csv")
+    deliver(runtime, world.event(obj), scenario.delivery, scenario.concurrent_at)
+    runtime.run()
+    copies = {a.delivery for a in runtime.attempts}
+    if scenario.delivery != "single" and 2 not in copies:
+        raise AssertionError(f"{label(scenario)}: the second copy was never delivered")
+    return _Run(scenario, world, obj, account, runtime, _drain(world))
+
+
+def _drain(world: LocalWorld) -> list[dict[str, Any]]:
+    """Take every message out of the failure queue (this schedule's, since it was empty)."""
+    found = []
+    while True:
+        messages = world.sqs.receive_message(QueueUrl=world.queue_url,
+                                             MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return found
+        for message in messages:
+            found.append(json.loads(message["Body"]))
+            world.sqs.delete_message(QueueUrl=world.queue_url,
+                                     ReceiptHandle=message["ReceiptHandle"])
+
+
+def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Outcome]:
+    """One scan of each table; then each schedule's outcome, as scenarios.read_outcome judges it."""
+    charges = Counter(c.reference for c in world.provider().charges())
+    items = {item["pk"]: item for item in world.ledger().items()}
+    for run in runs:
+        s = run.scenario
+        entries = int(items.get(f"account#{run.account}", {}).get("charges", 0))
+        record_item = items.get(idempotency_key(run.obj, "version"))
+        record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
+        money = charges[run.obj.uri]
+        completed = (money >= 1 and entries == money
+                     and (record == "done" or s.handler not in HAS_DONE_STATE))
+        for failure in run.failures:
+            keys = [unquote_plus(r["s3"]["object"]["key"]) for r in failure["requestPayload"]["Records"]]
+            assert keys == [run.obj.key], f"{label(s)}: a failure record of another schedule: {keys}"
+        attempts = run.runtime.attempts
+        yield Outcome(
+            scenario=s, charges=money, ledger=entries, attempts=len(attempts),
+            dlq=len(run.failures), record=record, completed=completed,
+            ddb_calls=sum(a.ddb_calls for a in attempts),
+            verdict=judge(money, completed, len(run.failures), record),
+            trace=list(attempts), items=[], failures=run.failures)
+
+
+def breaks(outcome: Outcome) -> bool:
+    """Money moved twice, or work lost or left half-done with nothing to alert anyone."""
+    return outcome.verdict in BREAKS
+
+
+def keyed_violations(outcome: Outcome) -> list[str]:
+    """What is wrong with a `keyed` outcome; empty when the invariants hold."""
+    problems = []
+    if outcome.charges > 1:
+        problems.append(f"{outcome.charges} charges")
+    if outcome.verdict not in KEYED_OK:
+        problems.append(f"verdict {outcome.verdict}")
+    return problems
+
+
+@dataclass(frozen=True)
+class Tally:
+    handler: str
+    schedules: int
+    verdicts: dict[str, int]
+
+    @property
+    def broken(self) -> int:
+        return sum(self.verdicts.get(v, 0) for v in BREAKS)
+
+
+def tally(outcomes: Iterable[Outcome]) -> list[Tally]:
+    """Verdict counts per handler, handlers in their usual order."""
+    by_handler: dict[str, Counter[str]] = {}
+    for outcome in outcomes:
+        by_handler.setdefault(outcome.scenario.handler, Counter())[outcome.verdict] += 1
+    return [Tally(h, sum(c.values()), dict(c)) for h, c in by_handler.items()]
+
+
+def table(tallies: Iterable[Tally]) -> str:
+    """The pinned table, as markdown: one row per handler."""
+    from .scenarios import VERDICTS
+
+    head = "| handler | schedules | breaks | " + " | ".join(VERDICTS) + " |"
+    rule = "| --- " * (3 + len(VERDICTS)) + "|"
+    rows = [f"| {t.handler} | {t.schedules} | {t.broken} | "
+            + " | ".join(str(t.verdicts.get(v, 0)) for v in VERDICTS) + " |" for t in tallies]
+    return "\n".join([head, rule, *rows])
+
+
+def sentences(tallies: Iterable[Tally]) -> list[str]:
+    return [f"{t.handler} breaks in {t.broken} of {t.schedules} schedules" for t in tallies]

@@ -83,6 +83,22 @@ class LocalWorld:
         self._uploads = 0
         self._create()
 
+    @classmethod
+    def attach(cls, *, bucket: str, ledger_table: str, provider_table: str, queue_url: str,
+               clock: VirtualClock | None = None, versioned: bool = True) -> "LocalWorld":
+        """Wrap moto resources that already exist (a deployed stack's). close() leaves them:
+        whoever created them deletes them."""
+        ensure_moto()
+        world = cls.__new__(cls)
+        world.clock, world.versioned, world.prefix = clock or VirtualClock(), versioned, ""
+        world.session, world.s3 = fake_session(), fake_client("s3")
+        world.dynamodb, world.sqs = fake_client("dynamodb"), fake_client("sqs")
+        world.bucket, world.ledger_table, world.provider_table = bucket, ledger_table, provider_table
+        world.queue_url, world.queue_name = queue_url, queue_url.rsplit("/", 1)[-1]
+        world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
+        world._uploads = 0
+        return world
+
     def _create(self) -> None:
         self.s3.create_bucket(Bucket=self.bucket)
         if self.versioned:

@@ -1,0 +1,84 @@
+"""What both targets share: the demo's settings, reading the ledger back, and the report.
+
+`read_state` is the workbook's query_state.py: after an upload, how many times did the
+provider charge for it, what does the function's own ledger say, what record is left,
+and did anything reach the failure queue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..clock import Clock
+from ..ledger import Ledger
+from ..provider import Provider
+
+#: The demo: the function fails once after the provider charged, and Lambda retries it.
+DEMO_FAULT = {"FailurePoint": "after_charge", "FailTimes": "once"}
+DEMO_MODES = ("naive", "keyed")
+DEFAULT_STACK = "idem-demo"
+
+
+def parameters(mode: str, fault: dict[str, str] | None = None) -> dict[str, str]:
+    return {"HandlerMode": mode, **(DEMO_FAULT if fault is None else fault)}
+
+
+@dataclass
+class RunReport:
+    """One upload and what became of it."""
+
+    mode: str
+    key: str
+    charges: int  # money moved for this upload, as the provider saw it
+    ledger_charges: int  # charges the function's own ledger wrote for this upload
+    record: str  # the idempotency record's status, or "-" (naive keeps none)
+    dlq: int  # invocation records that reached the failure queue during this run
+    attempts: list[str] = field(default_factory=list)  # one line per invocation
+
+    def line(self) -> str:
+        plural = "" if self.charges == 1 else "s"
+        return (f"{self.mode}: {self.charges} charge{plural} for one upload "
+                f"(ledger {self.ledger_charges}, record {self.record}, failure queue +{self.dlq})")
+
+    def row(self) -> dict[str, Any]:
+        return {"mode": self.mode, "object": self.key, "charges": self.charges,
+                "ledger": self.ledger_charges, "record": self.record, "dlq": self.dlq,
+                "attempts": len(self.attempts)}
+
+
+@dataclass
+class Snapshot:
+    ledger_charges: int
+    dlq: int
+
+
+def account_of(key: str) -> str:
+    """The customer an upload bills (the handlers' rule: the key's top-level folder)."""
+    return key.split("/", 1)[0] if "/" in key else "anonymous"
+
+
+def queue_depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url,
+                                          AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def snapshot(dynamodb: Any, sqs: Any, outputs: dict[str, str], key: str, clock: Clock) -> Snapshot:
+    ledger = Ledger(dynamodb, outputs["LedgerTableName"], clock)
+    return Snapshot(ledger.entry(account_of(key))[0], queue_depth(sqs, outputs["FailureQueueUrl"]))
+
+
+def read_state(dynamodb: Any, sqs: Any, outputs: dict[str, str], *, mode: str, key: str,
+               reference: str, before: Snapshot, clock: Clock,
+               attempts: list[str] | None = None) -> RunReport:
+    """Read the stack's tables and queue back after one upload (query_state.py)."""
+    ledger = Ledger(dynamodb, outputs["LedgerTableName"], clock)
+    provider = Provider(dynamodb, outputs["ProviderTableName"], clock)
+    after = snapshot(dynamodb, sqs, outputs, key, clock)
+    mine = f"{outputs['BucketName']}/{key}#"  # records name their object in `source`
+    records = [r for r in ledger.records() if r.source.startswith(mine)]
+    return RunReport(mode=mode, key=key, charges=len(provider.charges(reference)),
+                     ledger_charges=after.ledger_charges - before.ledger_charges,
+                     record=str(records[-1].status) if records else "-",
+                     dlq=after.dlq - before.dlq, attempts=list(attempts or []))
+

@@ -1,0 +1,135 @@
+"""The settings moto's CloudFormation drops, read from the expanded template and checked.
+
+moto creates the stack's resources but silently leaves out bucket versioning, the bucket's
+notification, the table's TTL and the function's event-invoke config. `check()` compares
+each one, as the translated template states it, with what the deployed resource holds;
+`apply()` sets a missing one with the same boto3 call a person would make. On real AWS
+the same check should find every setting present.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from . import template as tp
+
+
+@dataclass(frozen=True)
+class Gap:
+    resource: str  # logical id in the template
+    setting: str
+    wanted: str  # as the template says it
+    found: str  # as the deployed resource holds it
+    call: str  # the boto3 call that sets it
+    request: dict[str, Any]  # that call's arguments
+
+    @property
+    def missing(self) -> bool:
+        return self.wanted != self.found
+
+    def row(self) -> dict[str, str]:
+        return {"resource": self.resource, "setting": self.setting, "template": self.wanted,
+                "deployed": self.found, "fix": self.call if self.missing else "-"}
+
+
+def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]) -> list[Gap]:
+    """Every dropped-by-moto setting the template asks for, wanted vs found."""
+    s3, dynamodb, lam, sqs = clients["s3"], clients["dynamodb"], clients["lambda"], clients["sqs"]
+    gaps = []
+    function_name = physical[tp.FUNCTION]
+    function_arn = lam.get_function_configuration(FunctionName=function_name)["FunctionArn"]
+
+    for bucket_id, bucket in tp.resources_of_type(cfn, "AWS::S3::Bucket").items():
+        name = physical[bucket_id]
+        props = bucket["Properties"]
+        if "VersioningConfiguration" in props:
+            status = props["VersioningConfiguration"]["Status"]
+            found = s3.get_bucket_versioning(Bucket=name).get("Status", "never enabled")
+            gaps.append(Gap(bucket_id, "versioning", status, found, "put_bucket_versioning",
+                            {"Bucket": name, "VersioningConfiguration": {"Status": status}}))
+        lambdas = props.get("NotificationConfiguration", {}).get("LambdaConfigurations", [])
+        if lambdas:
+            wanted = [{"LambdaFunctionArn": _function_arn(c["Function"], physical, function_arn),
+                       "Events": [c["Event"]]} for c in lambdas]
+            configured = s3.get_bucket_notification_configuration(Bucket=name)
+            found_pairs = sorted((c["LambdaFunctionArn"], e) for c in
+                                 configured.get("LambdaFunctionConfigurations", []) for e in c["Events"])
+            gaps.append(Gap(bucket_id, "notification", _pairs_text(wanted, physical),
+                            _pairs_text([{"LambdaFunctionArn": a, "Events": [e]} for a, e in found_pairs],
+                                        physical),
+                            "put_bucket_notification_configuration",
+                            {"Bucket": name,
+                             "NotificationConfiguration": {"LambdaFunctionConfigurations": wanted}}))
+
+    for table_id, table in tp.resources_of_type(cfn, "AWS::DynamoDB::Table").items():
+        ttl = table["Properties"].get("TimeToLiveSpecification")
+        if not ttl:
+            continue
+        name = physical[table_id]
+        found = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        found_text = (f"{found.get('AttributeName')} {found['TimeToLiveStatus'].lower()}"
+                      if found.get("AttributeName") else found["TimeToLiveStatus"].lower())
+        wanted_text = f"{ttl['AttributeName']} {'enabled' if ttl['Enabled'] else 'disabled'}"
+        gaps.append(Gap(table_id, "TTL", wanted_text, found_text, "update_time_to_live",
+                        {"TableName": name, "TimeToLiveSpecification": dict(ttl)}))
+
+    for config_id, config in tp.resources_of_type(cfn, "AWS::Lambda::EventInvokeConfig").items():
+        props = config["Properties"]
+        destination = props["DestinationConfig"]["OnFailure"]["Destination"]
+        queue_arn = _queue_arn(destination, physical, sqs)
+        request = {"FunctionName": function_name, "Qualifier": props["Qualifier"],
+                   "MaximumRetryAttempts": props["MaximumRetryAttempts"],
+                   "MaximumEventAgeInSeconds": props["MaximumEventAgeInSeconds"],
+                   "DestinationConfig": {"OnFailure": {"Destination": queue_arn}}}
+        try:
+            got = lam.get_function_event_invoke_config(FunctionName=function_name,
+                                                       Qualifier=props["Qualifier"])
+            found_text = _invoke_text(got.get("MaximumRetryAttempts"), got.get("MaximumEventAgeInSeconds"),
+                                      got.get("DestinationConfig", {}).get("OnFailure", {})
+                                      .get("Destination", ""), physical)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ResourceNotFoundException":
+                raise
+            found_text = "none"
+        gaps.append(Gap(config_id, "retries, max age, on failure",
+                        _invoke_text(props["MaximumRetryAttempts"], props["MaximumEventAgeInSeconds"],
+                                     queue_arn, physical),
+                        found_text, "put_function_event_invoke_config", request))
+    return gaps
+
+
+def apply(gaps: list[Gap], clients: dict[str, Any]) -> list[Gap]:
+    """Make each missing setting with its boto3 call. Returns the gaps that were filled."""
+    services = {"put_bucket_versioning": "s3", "put_bucket_notification_configuration": "s3",
+                "update_time_to_live": "dynamodb", "put_function_event_invoke_config": "lambda"}
+    filled = [gap for gap in gaps if gap.missing]
+    for gap in filled:
+        getattr(clients[services[gap.call]], gap.call)(**gap.request)
+    return filled
+
+
+def _function_arn(value: Any, physical: dict[str, str], function_arn: str) -> str:
+    if tp.ref_name(value) != tp.FUNCTION:
+        raise ValueError(f"the bucket notifies {value!r}, not {tp.FUNCTION}")
+    return function_arn
+
+
+def _queue_arn(value: Any, physical: dict[str, str], sqs: Any) -> str:
+    queue_url = physical[tp.ref_name(value)]
+    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def _short(arn: str) -> str:
+    """The last part of an ARN: a function or queue name (readable, no account id)."""
+    return arn.rsplit(":", 1)[-1] if arn else "none"
+
+
+def _pairs_text(configs: list[dict[str, Any]], physical: dict[str, str]) -> str:
+    pairs = [f"{e} -> {_short(c['LambdaFunctionArn'])}" for c in configs for e in c["Events"]]
+    return ", ".join(pairs) or "none"
+
+
+def _invoke_text(retries: Any, age: Any, destination: str, physical: dict[str, str]) -> str:
+    return f"{retries} retries, {age} s, SQS {_short(destination)}"

@@ -1,0 +1,89 @@
+"""template.yaml: load it, point it at an uploaded package, expand the SAM transform.
+
+`translate()` runs aws-sam-translator in-process, as CloudFormation's transform would
+on AWS, with an empty managed-policy map (the template uses none) and no network.
+The helpers below read the expanded template back, for the moto target and the tests.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+FUNCTION = "ChargeFunction"  # the function's logical id in template.yaml
+
+
+def load(path: Path = TEMPLATE) -> dict[str, Any]:
+    """The SAM template as a dict (short-form intrinsics such as !Sub become Fn::Sub)."""
+    from samtranslator.yaml_helper import yaml_parse
+
+    try:
+        return yaml_parse(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found: run from a clone of the workbook") from None
+
+
+def with_code(template: dict[str, Any], bucket: str, key: str) -> dict[str, Any]:
+    """What `sam package` does: the function's CodeUri becomes the uploaded zip."""
+    packaged = copy.deepcopy(template)
+    packaged["Resources"][FUNCTION]["Properties"]["CodeUri"] = f"s3://{bucket}/{key}"
+    return packaged
+
+
+def translate(template: dict[str, Any], parameters: dict[str, str] | None = None,
+              region: str = "us-east-1") -> dict[str, Any]:
+    """Expand the SAM transform locally: plain CloudFormation out."""
+    import boto3
+    from samtranslator.parser.parser import Parser
+    from samtranslator.translator.translator import Translator
+
+    # The session only tells the translator which region (and partition) to assume.
+    session = boto3.Session(aws_access_key_id="none", aws_secret_access_key="none",
+                            region_name=region)
+    translator = Translator({}, Parser(), boto_session=session)
+    return translator.translate(copy.deepcopy(template), parameter_values=dict(parameters or {}),
+                                get_managed_policy_map=dict)
+
+
+def resources_of_type(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: res for name, res in cfn["Resources"].items() if res["Type"] == kind}
+
+
+def one(cfn: dict[str, Any], kind: str) -> tuple[str, dict[str, Any]]:
+    """The single resource of a type: (logical id, resource)."""
+    found = resources_of_type(cfn, kind)
+    if len(found) != 1:
+        raise ValueError(f"expected one {kind} in the template, found {len(found)}")
+    return next(iter(found.items()))
+
+
+def ref_name(value: Any) -> str:
+    """The logical id behind a Ref or a Fn::GetAtt (or '' for a literal)."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            return target[0] if isinstance(target, list) else target.split(".")[0]
+    return ""
+
+
+def granted(cfn: dict[str, Any]) -> set[tuple[str, str]]:
+    """(action, logical id of the resource) pairs the function's role allows."""
+    role_id = ref_name(cfn["Resources"][FUNCTION]["Properties"]["Role"])
+    role = cfn["Resources"][role_id]["Properties"]
+    if role.get("ManagedPolicyArns"):
+        raise ValueError(f"{role_id} has managed policies; their grants cannot be checked here")
+    pairs = set()
+    for policy in role.get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if statement["Effect"] != "Allow":
+                continue
+            actions = statement["Action"]
+            resources = statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                for resource in [resources] if not isinstance(resources, list) else resources:
+                    pairs.add((action, ref_name(resource) or str(resource)))
+    return pairs

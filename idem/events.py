@@ -112,7 +112,7 @@ def s3_event(*objects: S3Object) -> dict[str, Any]:
     return {"Records": [s3_record(o) for o in objects]}
 
 
-def test_event(bucket: str, time: str = "2026-01-01T00:00:00.000Z") -> dict[str, Any]:
+def s3_test_event(bucket: str, time: str = "2026-01-01T00:00:00.000Z") -> dict[str, Any]:
     """What S3 sends when a notification configuration is created or changed."""
     return {
         "Service": "Amazon S3",

@@ -134,6 +134,7 @@ class LocalLambda:
         self.entry = entry
         self.attempts: list[Attempt] = []
         self.containers: list[Container] = []
+        self._containers_started = 0
         self._queue: list[_Pending] = []
         self._seq = itertools.count()
         self._deliveries = 0
@@ -223,7 +224,8 @@ class LocalLambda:
                     container.busy = True
                     container.invocations += 1
                     return container, False
-        container = Container(f"c{len(self.containers) + 1}", self.entry)
+        self._containers_started += 1
+        container = Container(f"c{self._containers_started}", self.entry)
         container.module._app = container.module.App.from_environment(
             self.env, session=self.world.session, clock=self.clock, checkpoint=self._checkpoint,
             new_token=self._new_id, crash=raise_crash, log=self._log)

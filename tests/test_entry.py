@@ -1,0 +1,115 @@
+"""The Lambda entry point: configuration, test events, several records, bad records."""
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from idem.entry import App, ConfigError, RecordsFailed
+from idem.events import s3_event, s3_test_event
+from idem.faults import FaultPlan, raise_crash
+from idem.handlers.keyed import WorkInProgress
+from idem.keys import idempotency_key
+from idem.local.runtime import LambdaContext
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = sorted((ROOT / "idem").glob("*.py")) + sorted((ROOT / "idem" / "handlers").glob("*.py"))
+NOT_CORE = {"views.py", "cli.py", "__main__.py"}
+
+
+def make_app(world, mode="keyed", fault=FaultPlan(), logs=None):
+    tokens = iter(f"token-{n}" for n in range(100))
+    return App.from_environment(world.env(mode, fault), session=world.session, clock=world.clock,
+                                new_token=lambda: next(tokens), crash=raise_crash,
+                                log=(logs.append if logs is not None else lambda line: None))
+
+
+def context(world):
+    return LambdaContext("req-1", "fn", world.clock.now() + 30, world.clock)
+
+
+@pytest.mark.parametrize("path", [p for p in CORE if p.name not in NOT_CORE], ids=lambda p: p.name)
+def test_core_modules_import_only_the_standard_library_and_boto3(path):
+    allowed = set(sys.stdlib_module_names) | {"boto3", "botocore"}
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_a_missing_table_setting_is_explained(world):
+    env = world.env()
+    del env["LEDGER_TABLE"]
+    with pytest.raises(ConfigError, match="LEDGER_TABLE is not set"):
+        App.from_environment(env, session=world.session)
+
+
+@pytest.mark.parametrize("name, value, says", [("HANDLER_MODE", "fancy", "unknown HANDLER_MODE"),
+                                               ("PRICE_CENTS", "five", "whole number"),
+                                               ("FAILURE_POINT", "later", "fault point")])
+def test_bad_settings_are_explained(world, name, value, says):
+    with pytest.raises(ConfigError, match=says):
+        App.from_environment({**world.env(), name: value}, session=world.session)
+
+
+def test_a_test_event_is_ignored_with_a_log_line(world):
+    logs = []
+    result = make_app(world, logs=logs).handle(s3_test_event(world.bucket), context(world))
+    assert result == {"status": "test_event", "processed": []}
+    assert "s3:TestEvent ignored" in json.loads(logs[0])["message"]
+    assert world.provider().charges() == []
+
+
+def test_every_record_is_handled(world):
+    event = s3_event(world.upload("alice/1"), world.upload("bob/2"))
+    result = make_app(world).handle(event, context(world))
+    assert [p["status"] for p in result["processed"]] == ["charged", "charged"]
+    assert sorted(c.account for c in world.provider().charges()) == ["alice", "bob"]
+
+
+def test_a_malformed_record_fails_the_invocation_after_the_good_ones(world):
+    event = s3_event(world.upload("alice/1"), world.upload("bob/2"))
+    del event["Records"][1]["s3"]
+    logs = []
+    app = make_app(world, logs=logs)
+    with pytest.raises(RecordsFailed, match="1 malformed"):
+        app.handle(event, context(world))
+    assert [c.account for c in world.provider().charges()] == ["alice"]
+    assert any("record 1 skipped" in json.loads(line)["message"] for line in logs)
+    # Lambda retries the whole event: the good record is recognised, not charged again.
+    with pytest.raises(RecordsFailed):
+        app.handle(event, context(world))
+    assert len(world.provider().charges()) == 1
+
+
+def test_one_failing_record_does_not_stop_the_others(world):
+    alice, bob = world.upload("alice/1"), world.upload("bob/2")
+    app = make_app(world)
+    # Another invocation holds a live lease on alice's order: her record must wait, bob's must not.
+    app.services.ledger.claim(idempotency_key(alice), "someone-else", world.clock.now() + 30)
+    with pytest.raises(WorkInProgress):
+        app.handle(s3_event(alice, bob), context(world))
+    assert [c.account for c in world.provider().charges()] == ["bob"]
+
+
+def test_a_single_failure_keeps_its_own_error_type(world):
+    app = make_app(world, "naive", FaultPlan("after_charge", "once"))
+    with pytest.raises(Exception) as raised:
+        app.handle(s3_event(world.upload("alice/1")), context(world))
+    assert type(raised.value).__name__ == "InjectedFault"
+
+
+def test_a_non_s3_event_is_rejected_with_a_log_line(world):
+    logs = []
+    with pytest.raises(ValueError, match="not an S3 notification"):
+        make_app(world, logs=logs).handle({"hello": "world"}, context(world))
+    assert "event rejected" in logs[0]

@@ -1,0 +1,80 @@
+"""The ledger's conditional writes, against moto's DynamoDB."""
+from __future__ import annotations
+
+import pytest
+
+from idem.ledger import AlreadyClaimed, LostOwnership, Status
+
+
+def test_claim_once_lets_one_caller_in(world):
+    ledger = world.ledger()
+    assert ledger.claim_once("charge#k") is True
+    assert ledger.claim_once("charge#k") is False
+    assert ledger.calls["PutItem"] == 2
+
+
+def test_robust_steps_get_put_done(world):
+    ledger = world.ledger()
+    assert ledger.get_record("charge#k") is None
+    ledger.put_in_progress("charge#k", "src")
+    with pytest.raises(AlreadyClaimed):
+        ledger.put_in_progress("charge#k")
+    ledger.mark_done("charge#k", {"charge_id": "ch_1"})
+    record = ledger.get_record("charge#k")
+    assert record.status is Status.DONE and record.result == {"charge_id": "ch_1"}
+
+
+def test_a_lost_claim_returns_the_record_in_the_same_call(world):
+    ledger = world.ledger()
+    assert ledger.claim("charge#k", "owner-a", lease_until=world.clock.now() + 30).won
+    before = ledger.record_calls
+    lost = ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30)
+    assert not lost.won
+    assert lost.existing.owner == "owner-a" and lost.existing.status is Status.IN_PROGRESS
+    assert ledger.record_calls - before == 1  # ReturnValuesOnConditionCheckFailure: no extra read
+
+
+def test_an_expired_lease_can_be_taken_over(world):
+    ledger = world.ledger()
+    ledger.claim("charge#k", "owner-a", lease_until=world.clock.now() + 30)
+    world.clock.advance(31)
+    assert ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30).won
+
+
+def test_a_done_record_blocks_until_it_expires(world):
+    ledger = world.ledger()
+    ledger.ttl_seconds = 3600
+    ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
+    ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500)
+    world.clock.advance(3599)
+    assert not ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30).won
+    world.clock.advance(1)
+    assert ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30).won  # expiry in code
+
+
+def test_commit_is_fenced_to_the_owner_and_writes_the_entry_atomically(world):
+    ledger = world.ledger()
+    ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)
+    world.clock.advance(31)
+    ledger.claim("charge#k", "new-owner", lease_until=world.clock.now() + 30)
+    with pytest.raises(LostOwnership):
+        ledger.commit("charge#k", "zombie", {}, "alice", 500)
+    assert ledger.entry("alice") == (0, 0)  # the refused commit wrote no ledger entry either
+    ledger.commit("charge#k", "new-owner", {"charge_id": "ch_1"}, "alice", 500)
+    assert ledger.entry("alice") == (1, 500)
+    assert ledger.get_record("charge#k").status is Status.DONE
+
+
+def test_entries_are_counted_apart_from_record_calls(world):
+    ledger = world.ledger()
+    ledger.add_entry("alice", 500)
+    ledger.add_entry("alice", 250)
+    assert ledger.entry("alice") == (2, 750)
+    assert ledger.entry_calls == 2 and ledger.record_calls == 0
+
+
+def test_records_excludes_entries_and_fault_counters(world):
+    ledger = world.ledger()
+    ledger.add_entry("alice", 500)
+    ledger.claim_once("charge#k")
+    assert [r.key for r in ledger.records()] == ["charge#k"]

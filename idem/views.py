@@ -184,3 +184,170 @@ def explorer(handler: str = "naive", fault: str = "after_charge", times: str = "
         control.observe(refresh, names="value")
     refresh()
     return widgets.VBox([widgets.HBox([pick_handler, pick_fault]), pick_times, pick_delivery, shown])
+
+
+# -- chapters 05-07: concurrent copies, zombies, leases, late duplicates --------------------
+from .local import lessons  # noqa: E402  (kept with the views that use it)
+
+LEASE_COLOUR = "#90caf9"
+
+
+def _run_explorer(show: Any, **controls: Any) -> widgets.Widget:
+    """A widget: the controls, and `show(**their values)` re-run below them on every change."""
+    shown = widgets.Output()
+
+    def refresh(_: Any = None) -> None:
+        shown.clear_output(wait=True)
+        with shown:
+            show(**{name: control.value for name, control in controls.items()})
+
+    for control in controls.values():
+        control.observe(refresh, names="value")
+    refresh()
+    return widgets.VBox([*controls.values(), shown])
+
+
+def _summary(outcome: sc.Outcome, what: str) -> None:
+    print(f"{outcome.scenario.handler}, {what}: {outcome.charges} charge(s), ledger {outcome.ledger}, "
+          f"record {outcome.record}, failure queue {outcome.dlq} -> {outcome.verdict}")
+
+
+def _invocations(outcome: sc.Outcome) -> pd.DataFrame:
+    """What each invocation did, with the status its handler returned (even after a timeout)."""
+    frame = attempts_frame(outcome)[["t (s)", "delivery", "attempt", "steps", "outcome"]]
+    return frame.assign(returned=[lessons.last_status(outcome, a.delivery, a.attempt)
+                                  for a in outcome.trace])
+
+
+def explore_copy(handler: str = "robust", step: str = "before_charge") -> sc.Outcome:
+    """One upload, and a copy of its event that runs when the first invocation reaches `step`."""
+    outcome = lessons.copy_at(handler, step)
+    _summary(outcome, f"copy arriving at {step}")
+    display(_invocations(outcome))
+    display(timeline(outcome))
+    plt.close("all")
+    return outcome
+
+
+def copy_explorer(handler: str = "robust", step: str = "before_charge") -> widgets.Widget:
+    """Pick a handler and the step at which a concurrent copy of the event arrives."""
+    return _run_explorer(
+        explore_copy,
+        handler=widgets.ToggleButtons(options=tuple(sc.HANDLERS), value=handler,
+                                      description="handler"),
+        step=widgets.ToggleButtons(options=lessons.STEPS, value=step, description="copy at"))
+
+
+def lease_timeline(outcome: sc.Outcome, title: str | None = None, ax: Any = None) -> Any:
+    """The attempt timeline with each lease drawn as a bar from the claim to the deadline."""
+    fig = timeline(outcome, title=title, ax=ax)
+    ax = ax or fig.axes[0]
+    deliveries = sorted({a.delivery for a in outcome.trace})
+    windows = lessons.lease_windows(outcome)
+    for n, (delivery, start, end) in enumerate(windows):
+        ax.barh(deliveries.index(delivery), end - start, left=start, height=0.3,
+                color=LEASE_COLOUR, alpha=0.6, zorder=0, label="lease" if n == 0 else None)
+    if windows:
+        right = max(max(end for _, _, end in windows), max(a.start for a in outcome.trace))
+        ax.set_xlim(-10 - right * 0.01, right * 1.04 + 25)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def lease_timelines(*outcomes: sc.Outcome) -> Any:
+    """Several runs one above the other, each with its leases."""
+    rows = [max(1, len({a.delivery for a in o.trace})) for o in outcomes]
+    fig, axes = plt.subplots(len(outcomes), 1, figsize=(9, sum(1.2 + 0.7 * r for r in rows)),
+                             squeeze=False, gridspec_kw={"height_ratios": rows})
+    for outcome, ax in zip(outcomes, axes[:, 0]):
+        s = outcome.scenario
+        lease_timeline(outcome, ax=ax, title=(
+            f"{s.handler}, timeout {s.timeout:.0f} s, {s.fault} ({s.how}): "
+            f"{outcome.charges} charge(s), {outcome.verdict}"))
+    return fig
+
+
+def explore_zombie(handler: str = "keyed", pause: float = 45.0) -> sc.Outcome:
+    """The first invocation charges, stalls `pause` s, then commits; a copy arrives at the stall's end."""
+    outcome = lessons.zombie(handler, pause)
+    _summary(outcome, f"stall of {pause:.0f} s after the charge")
+    display(_invocations(outcome))
+    display(lease_timeline(outcome))
+    plt.close("all")
+    return outcome
+
+
+def zombie_explorer(handler: str = "keyed", pause: float = 45.0) -> widgets.Widget:
+    """Pick a handler and how long the first invocation stalls between its charge and its commit."""
+    return _run_explorer(
+        explore_zombie,
+        handler=widgets.ToggleButtons(options=("robust", "keyed"), value=handler,
+                                      description="handler"),
+        pause=widgets.IntSlider(value=int(pause), min=0, max=120, step=5, description="stall (s)"))
+
+
+TTL_CHOICES = (("10 minutes", 600), ("1 hour", 3600), ("6 hours", 21_600), ("1 day", 86_400))
+DELAY_CHOICES = (("5 minutes", 300), ("30 minutes", 1800), ("1 hour", 3600), ("2 hours", 7200),
+                 ("4 hours", 14_400), ("6 hours", 21_600))
+
+
+def late_frame(runs: Iterable[lessons.LateRun]) -> pd.DataFrame:
+    """One row per late-duplicate run: the record's life, the copy's arrival, what it did."""
+    return pd.DataFrame([run.row() for run in runs])
+
+
+def record_life_chart(runs: Iterable[lessons.LateRun], title: str | None = None) -> Any:
+    """Each run's record life (a bar from the claim to `expires_at`) against the moment the
+    late copy arrived, in hours, over the 6-hour window in which a copy can still come."""
+    runs = list(runs)
+    fig, ax = plt.subplots(figsize=(10, 1.3 + 0.55 * len(runs)))
+    window = lessons.DEFAULT_MAX_EVENT_AGE / 3600
+    ax.axvspan(0, window, color="#fff1c1", zorder=0, label="a copy can still arrive (max event age)")
+    for y, run in enumerate(runs):
+        life = run.expires_at / 3600
+        ax.barh(y, life, left=0, height=0.4, color=LEASE_COLOUR, zorder=1,
+                label="record alive" if y == 0 else None)
+        charged = run.outcome.charges > 1 or run.outcome.ledger > 1
+        ax.scatter([run.delay / 3600], [y], marker="X" if charged else "o", s=110, zorder=3,
+                   color="#c62828" if charged else "#2e7d32")
+        ax.annotate(run.late_status, (run.delay / 3600, y), textcoords="offset points",
+                    xytext=(8, 6), fontsize=8)
+    labels = [f"{r.handler}, TTL {_duration(r.ttl_seconds)}" + (", swept" if r.swept else "")
+              for r in runs]
+    ax.set_yticks(range(len(runs)), labels)
+    ax.set_ylim(len(runs) - 0.3, -0.7)  # the first run on top
+    ax.set_xlim(0, max([window * 1.15] + [r.delay / 3600 * 1.15 for r in runs]))
+    ax.set_xlabel("hours after the upload   (o the late copy stood down, X it ran the work again)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    _ = ax.set_title(title or "does the record outlive the last copy?", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _duration(seconds: float) -> str:
+    for label, value in TTL_CHOICES + DELAY_CHOICES:
+        if value == seconds:
+            return label
+    return f"{seconds:.0f} s"
+
+
+def explore_late_duplicate(handler: str = "keyed", ttl_seconds: int = 600, delay: float = 7200,
+                           swept: bool = False) -> lessons.LateRun:
+    """One upload, and the same event again `delay` seconds later, against RECORD_TTL_SECONDS."""
+    run = lessons.late_duplicate(handler, ttl_seconds, delay, swept)
+    display(late_frame([run]))
+    display(record_life_chart([run]))
+    plt.close("all")
+    return run
+
+
+def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, delay: float = 7200,
+                            swept: bool = False) -> widgets.Widget:
+    """Pick the record's TTL, when the late copy arrives, and whether DynamoDB had swept yet."""
+    return _run_explorer(
+        explore_late_duplicate,
+        handler=widgets.ToggleButtons(options=("robust", "keyed"), value=handler, description="handler"),
+        ttl_seconds=widgets.Dropdown(options=TTL_CHOICES, value=ttl_seconds, description="record TTL"),
+        delay=widgets.SelectionSlider(options=DELAY_CHOICES, value=delay, description="copy after"),
+        swept=widgets.Checkbox(value=swept, description="TTL sweep ran before the copy"))

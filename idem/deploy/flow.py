@@ -82,3 +82,14 @@ def read_state(dynamodb: Any, sqs: Any, outputs: dict[str, str], *, mode: str, k
                      record=str(records[-1].status) if records else "-",
                      dlq=after.dlq - before.dlq, attempts=list(attempts or []))
 
+
+def empty_bucket(s3: Any, bucket: str) -> int:
+    """Delete every version and delete marker (a versioned bucket must be empty to go)."""
+    removed = 0
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        if doomed:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
+            removed += len(doomed)
+    return removed

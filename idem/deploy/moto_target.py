@@ -179,11 +179,11 @@ class MotoDeployment:
         s3 = self.clients["s3"]
         removed = 0
         if self.outputs:
-            removed = empty_bucket(s3, self.outputs["BucketName"])
+            removed = flow.empty_bucket(s3, self.outputs["BucketName"])
         with quiet_moto():
             self.stack.delete()
         if _bucket_exists(s3, self.artifacts_bucket):
-            empty_bucket(s3, self.artifacts_bucket)
+            flow.empty_bucket(s3, self.artifacts_bucket)
             s3.delete_bucket(Bucket=self.artifacts_bucket)
         left = self.leftovers()
         self.say(f"teardown  emptied the bucket ({removed} object versions), deleted the stack "
@@ -216,18 +216,6 @@ def dry_run(stack_name: str = flow.DEFAULT_STACK, say: Callable[[str], None] = p
     finally:
         deployment.teardown()
     return deployment
-
-
-def empty_bucket(s3: Any, bucket: str) -> int:
-    """Delete every version and delete marker (a versioned bucket must be empty to go)."""
-    removed = 0
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
-        if doomed:
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
-            removed += len(doomed)
-    return removed
 
 
 def _bucket_exists(s3: Any, bucket: str) -> bool:

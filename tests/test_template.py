@@ -1,0 +1,137 @@
+"""template.yaml: lint-clean, expandable, and granting exactly what the function uses;
+and the package it deploys holds idem's core and nothing else."""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from idem.deploy import calls, package
+from idem.deploy import template as tp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cfn():
+    return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"),
+                        {"HandlerMode": "keyed"})
+
+
+def test_cfn_lint_reports_nothing():
+    """What `cfn-lint template.yaml` checks: errors and warnings (not informational hints)."""
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint((ROOT / "template.yaml").read_text(encoding="utf-8"),
+                   config=ManualArgs(regions=["us-east-1", "eu-west-1"]))
+    assert [str(m) for m in matches] == []
+
+
+def test_function_runs_the_entry_point_with_the_settings_it_reads(cfn):
+    name, fn = tp.one(cfn, "AWS::Lambda::Function")
+    props = fn["Properties"]
+    assert (name, props["Handler"], props["Timeout"]) == (tp.FUNCTION, "idem.entry.lambda_handler", 30)
+    assert int(props["Runtime"].removeprefix("python3.")) >= 11
+    env = props["Environment"]["Variables"]
+    code = (ROOT / "idem/entry.py").read_text() + (ROOT / "idem/faults.py").read_text()
+    read = set(re.findall(r'env(?:\.get\(|, )"([A-Z_]+)"', code))
+    assert read == set(env), "the template sets exactly the variables idem.entry reads"
+    assert env["HANDLER_MODE"] == {"Ref": "HandlerMode"}
+    assert env["LEDGER_TABLE"] == {"Ref": "LedgerTable"}
+    assert env["FAILURE_POINT"] == {"Ref": "FailurePoint"}
+
+
+def test_parameters_offer_every_handler_and_the_demo_failures():
+    from idem.handlers import HANDLERS
+
+    params = tp.load()["Parameters"]
+    assert params["HandlerMode"]["AllowedValues"] == list(HANDLERS)
+    assert params["FailurePoint"]["AllowedValues"] == ["none", "at_charge", "after_charge"]
+    assert "once" in params["FailTimes"]["AllowedValues"]
+
+
+def test_async_invocations_retry_twice_then_go_to_the_queue(cfn):
+    _, config = tp.one(cfn, "AWS::Lambda::EventInvokeConfig")
+    props = config["Properties"]
+    assert props["MaximumRetryAttempts"] == 2
+    assert tp.ref_name(props["FunctionName"]) == tp.FUNCTION
+    assert tp.ref_name(props["DestinationConfig"]["OnFailure"]["Destination"]) == "FailureQueue"
+    assert cfn["Resources"]["FailureQueue"]["Type"] == "AWS::SQS::Queue"
+
+
+def test_bucket_is_versioned_and_notifies_the_function_without_a_cycle(cfn):
+    bucket = cfn["Resources"]["UploadBucket"]
+    props = bucket["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    (notify,) = props["NotificationConfiguration"]["LambdaConfigurations"]
+    assert notify["Event"] == "s3:ObjectCreated:*" and tp.ref_name(notify["Function"]) == tp.FUNCTION
+    assert "Fn::Sub" in props["BucketName"], "a named bucket keeps the policy out of a cycle"
+    role = str(cfn["Resources"]["ChargeFunctionRole"])
+    assert "UploadBucket" not in role
+
+
+def test_tables_are_on_demand_and_the_ledger_expires_records(cfn):
+    tables = tp.resources_of_type(cfn, "AWS::DynamoDB::Table")
+    assert set(tables) == {"LedgerTable", "ProviderTable"}
+    assert all(t["Properties"]["BillingMode"] == "PAY_PER_REQUEST" for t in tables.values())
+    ttl = tables["LedgerTable"]["Properties"]["TimeToLiveSpecification"]
+    assert ttl == {"AttributeName": "expires_at", "Enabled": True}
+
+
+def test_role_grants_exactly_the_calls_the_function_makes(cfn):
+    grants = tp.granted(cfn)
+    assert grants == calls.required()
+    assert not any(action.endswith((":Scan", ":*")) or resource == "*" for action, resource in grants)
+
+
+def test_outputs_name_every_resource_a_reader_looks_at(cfn):
+    assert {"BucketName", "LedgerTableName", "ProviderTableName", "FailureQueueUrl",
+            "FunctionName"} <= set(cfn["Outputs"])
+
+
+# -- the deployment package ---------------------------------------------------------------
+def test_zip_holds_only_idems_core(tmp_path):
+    with zipfile.ZipFile(package.build_zip(tmp_path / "core.zip")) as archive:
+        names = archive.namelist()
+        sources = {n: archive.read(n).decode() for n in names}
+    assert {"idem/entry.py", "idem/handlers/keyed.py", "idem/ledger.py"} <= set(names)
+    assert all(re.fullmatch(r"idem/(handlers/)?[a-z_]+\.py", n) for n in names), names
+    assert not [n for n in names if "/local/" in n or "/deploy/" in n or n.endswith("views.py")]
+    allowed = set(sys.stdlib_module_names) | {"boto3", "botocore", "idem"}
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                roots = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            assert roots <= allowed, f"{name} imports {roots - allowed}: it would not run on Lambda"
+
+
+def test_zip_is_reproducible(tmp_path):
+    first = package.build_zip(tmp_path / "a.zip").read_bytes()
+    assert package.build_zip(tmp_path / "b.zip").read_bytes() == first
+
+
+def test_sam_build_stages_the_same_files_as_the_zip(tmp_path):
+    """template.yaml's CodeUri is function/, built by function/Makefile (BuildMethod makefile)."""
+    fn = tp.load()["Resources"][tp.FUNCTION]
+    assert fn["Properties"]["CodeUri"] == "function/"
+    assert fn["Metadata"]["BuildMethod"] == "makefile"
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    scratch, artifacts = tmp_path / "scratch", tmp_path / "artifacts"
+    scratch.mkdir()
+    # What SAM does: run the Makefile's target from a scratch copy, ARTIFACTS_DIR set.
+    subprocess.run(["make", "--makefile", str(ROOT / "function/Makefile"), f"build-{tp.FUNCTION}",
+                    f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"],
+                   cwd=scratch, check=True, capture_output=True)
+    staged = sorted(p.relative_to(artifacts) for p in artifacts.rglob("*.py"))
+    assert staged == package.core_files()

@@ -351,3 +351,145 @@ def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, dela
         ttl_seconds=widgets.Dropdown(options=TTL_CHOICES, value=ttl_seconds, description="record TTL"),
         delay=widgets.SelectionSlider(options=DELAY_CHOICES, value=delay, description="copy after"),
         swept=widgets.Checkbox(value=swept, description="TTL sweep ran before the copy"))
+
+
+# -- chapters 02-04: races for a claim, upload stories, one fault for every handler ---------
+from .local import race as _race  # noqa: E402  (kept with the views that use it)
+from .local import stories as _stories  # noqa: E402
+from .keys import RECIPES as _RECIPES  # noqa: E402
+
+RACE_COLOURS = {"read_then_write": "#c62828", "conditional_put": "#2e7d32"}
+
+
+def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
+    """A table from a list of dataclass rows (or dicts), one column per field."""
+    return pd.DataFrame([r if isinstance(r, dict) else dict(vars(r)) for r in rows])
+
+
+def race_chart(reports: Iterable[_race.RaceReport], title: str | None = None) -> Any:
+    """Claims won in each round (one round = one upload, so a win is a charge), per strategy."""
+    reports = list(reports)
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    top = max([r.threads for r in reports] + [2])
+    for report in reports:
+        won = report.winners_per_round
+        ax.step(range(1, len(won) + 1), won, where="mid", lw=2,
+                color=RACE_COLOURS.get(report.strategy, "#6a1b9a"),
+                label=f"{report.strategy}: {sum(won)} charges for {report.rounds} uploads")
+    ax.axhline(1, color="#333", ls=":", lw=1)
+    ax.annotate("one winner per upload: one charge", (1, 1), textcoords="offset points",
+                xytext=(4, 5), fontsize=8, color="#333")
+    ax.set_ylim(-0.3, top + 0.8)
+    ax.set_xlabel("round (a fresh key each round)")
+    ax.set_ylabel("threads that won")
+    ax.legend(loc="center right", fontsize=8)
+    threads = reports[0].threads if reports else 0
+    _ = ax.set_title(title or f"{threads} threads race for one claim, round after round", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def race_explore(threads: int = 8, rounds: int = 50) -> list[_race.RaceReport]:
+    """Race real threads with both claim strategies; print the tallies and draw them."""
+    reports = [_race.race(threads, rounds, strategy) for strategy in _race.STRATEGIES[::-1]]
+    for report in reports:
+        print(report.summary())
+    display(race_chart(reports))
+    plt.close("all")
+    return reports
+
+
+def race_explorer(threads: int = 8, rounds: int = 50) -> widgets.Widget:
+    """Pick how many threads race and for how many rounds."""
+    controls = {
+        "threads": widgets.IntSlider(value=threads, min=2, max=16, description="threads",
+                                     continuous_update=False),
+        "rounds": widgets.IntSlider(value=rounds, min=10, max=100, step=10, description="rounds",
+                                    continuous_update=False),
+    }
+    return widgets.VBox([*controls.values(), widgets.interactive_output(race_explore, controls)])
+
+
+STORY_COLOURS = {"right": VERDICT_COLOURS["exactly_once"], "extra": VERDICT_COLOURS["double_charge"],
+                 "missed": VERDICT_COLOURS["silent_loss"]}
+
+
+def story_grid(runs: Iterable[_stories.StoryRun], title: str | None = None) -> Any:
+    """Recipes down, stories across: charges against uploads, coloured right / extra / missed."""
+    runs = list(runs)
+    recipes = list(dict.fromkeys(r.recipe for r in runs))
+    titles = list(dict.fromkeys(r.story.title for r in runs))
+    fig, ax = plt.subplots(figsize=(2.1 * len(titles) + 1.6, 0.55 * len(recipes) + 1.3))
+    for run in runs:
+        x, y = titles.index(run.story.title), recipes.index(run.recipe)
+        kind = "extra" if run.extra else "missed" if run.missed else "right"
+        ax.add_patch(plt.Rectangle((x - 0.48, y - 0.45), 0.96, 0.9, color=STORY_COLOURS[kind]))
+        ax.text(x, y, f"{run.charges} of {run.wanted}" + ("" if kind == "right" else f"  {kind}"),
+                ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(len(titles)), [t.replace(", ", ",\n") for t in titles], fontsize=9)
+    ax.set_yticks(range(len(recipes)), recipes)
+    ax.set_xlim(-0.5, len(titles) - 0.5)
+    ax.set_ylim(len(recipes) - 0.5, -0.5)
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_xlabel("charges made, of the uploads in the story", fontsize=9)
+    _ = ax.set_title(title or "which key recipe charges each story right?", fontsize=10, pad=34)
+    fig.tight_layout()
+    return fig
+
+
+def story_explore(story: str = "same bytes again", recipe: str = "version") -> _stories.StoryRun:
+    """Run one upload story through one key recipe: every arrival, its key, and the verdict."""
+    run = _stories.run_story(story, recipe)
+    print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
+          f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
+    display(rows_frame(run.rows).style.hide(axis="index").map(
+        lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"]))
+    return run
+
+
+def story_explorer(story: str = "same bytes again", recipe: str = "version") -> widgets.Widget:
+    """Pick an upload story and a key recipe: see which arrivals are charged."""
+    controls = {
+        "story": widgets.Dropdown(options=tuple(_stories.STORIES), value=story, description="story"),
+        "recipe": widgets.ToggleButtons(options=tuple(_RECIPES), value=recipe,
+                                        description="recipe"),
+    }
+    return widgets.VBox([*controls.values(), widgets.interactive_output(story_explore, controls)])
+
+
+def timelines(outcomes: Iterable[sc.Outcome]) -> Any:
+    """Several runs' timelines one above the other, on one time axis."""
+    outcomes = list(outcomes)
+    rows = [max(1, len({a.delivery for a in o.trace})) for o in outcomes]
+    fig, axes = plt.subplots(len(outcomes), 1, figsize=(9, sum(1.1 + 0.6 * r for r in rows)),
+                             squeeze=False, sharex=True, gridspec_kw={"height_ratios": rows})
+    for outcome, ax in zip(outcomes, axes[:, 0]):
+        timeline(outcome, ax=ax)
+    for ax in axes[:-1, 0]:
+        ax.set_xlabel("")
+    fig.tight_layout()
+    return fig
+
+
+def explore_fault(fault: str = "at_charge", times: str = "once",
+                  handlers: tuple[str, ...] = ("naive", "claim_first", "robust")) -> list[sc.Outcome]:
+    """The same fault for every handler: their outcome rows, and their timelines."""
+    outcomes = [sc.run(sc.Scenario(h, fault, "-" if fault == "none" else times)) for h in handlers]
+    display(outcome_frame(outcomes).set_index("handler"))
+    display(timelines(outcomes))
+    plt.close("all")
+    return outcomes
+
+
+def fault_explorer(fault: str = "at_charge", times: str = "once") -> widgets.Widget:
+    """Pick one fault point and how often it fires: every handler meets the same fault."""
+    controls = {
+        "fault": widgets.Dropdown(options=("none", "at_charge", "after_charge", "after_commit"),
+                                  value=fault, description="fault"),
+        "times": widgets.ToggleButtons(options=sc.TIMES, value=times, description="times"),
+    }
+    return widgets.VBox([*controls.values(), widgets.interactive_output(explore_fault, controls)])
+

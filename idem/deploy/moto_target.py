@@ -70,6 +70,7 @@ class MotoDeployment:
     seed: int = 0
     clock: VirtualClock = field(default_factory=VirtualClock)
     runs: list[flow.RunReport] = field(default_factory=list)
+    attempts: dict[str, list[Any]] = field(default_factory=dict)  # key -> the runtime's Attempts
 
     def __post_init__(self) -> None:
         ensure_moto()
@@ -161,8 +162,9 @@ class MotoDeployment:
                               max_event_age=fn["max_event_age"], function_name=fn["name"],
                               entry=fn["handler"].rsplit(".", 1)[0], seed=self.seed)
         runtime.send(world.event(obj))
+        self.attempts[key] = runtime.run()
         attempts = [f"t={a.start:>5.0f}s attempt {a.attempt}: {a.outcome}"
-                    + (f" ({a.error.split(':')[0]})" if a.error else "") for a in runtime.run()]
+                    + (f" ({a.error.split(':')[0]})" if a.error else "") for a in self.attempts[key]]
         report = flow.read_state(dynamodb, sqs, self.outputs, mode=fn["env"]["HANDLER_MODE"],
                                  key=key, reference=obj.uri, before=before, clock=self.clock,
                                  attempts=attempts)

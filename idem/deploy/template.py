@@ -87,3 +87,18 @@ def granted(cfn: dict[str, Any]) -> set[tuple[str, str]]:
                 for resource in [resources] if not isinstance(resources, list) else resources:
                     pairs.add((action, ref_name(resource) or str(resource)))
     return pairs
+
+
+def section(logical_id: str, path: Path = TEMPLATE) -> str:
+    """One resource's YAML exactly as template.yaml has it, with the comment above it."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:
+        start = lines.index(f"  {logical_id}:")
+    except ValueError:
+        raise KeyError(f"{logical_id} is not a top-level entry of {Path(path).name}") from None
+    while start > 0 and lines[start - 1].startswith("  #"):
+        start -= 1
+    end = lines.index(f"  {logical_id}:", start) + 1
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    return "\n".join(line[2:] for line in lines[start:end]).rstrip()

@@ -95,15 +95,14 @@ class Ledger:
     def _expires_at(self) -> int:
         return int(self.clock.now()) + self.ttl_seconds
 
-    # -- claim_first: one conditional put, the record says only "seen" ---------------
-    def claim_once(self, key: str, source: str = "") -> bool:
-        """Put the key if absent. True if this call put it."""
+    def _put_if_absent(self, key: str, status: Status, source: str) -> bool:
+        """One conditional put: write the record only if the key has none. True if written."""
         self.calls["PutItem"] += 1
         try:
             self.client.put_item(
                 TableName=self.table,
-                Item=to_item({"pk": key, "status": Status.CLAIMED.value,
-                              "source": source, "expires_at": self._expires_at()}),
+                Item=to_item({"pk": key, "status": status.value, "source": source,
+                              "expires_at": self._expires_at()}),
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as error:
@@ -111,6 +110,11 @@ class Ledger:
                 return False
             raise
         return True
+
+    # -- claim_first: one conditional put, the record says only "seen" ---------------
+    def claim_once(self, key: str, source: str = "") -> bool:
+        """Put the key if absent. True if this call put it."""
+        return self._put_if_absent(key, Status.CLAIMED, source)
 
     # -- robust, as the article writes it: get, then conditional put, then mark done --
     def get_record(self, key: str) -> Record | None:
@@ -121,18 +125,8 @@ class Ledger:
 
     def put_in_progress(self, key: str, source: str = "") -> None:
         """Pencil it in. Raises AlreadyClaimed if a concurrent duplicate got there first."""
-        self.calls["PutItem"] += 1
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item=to_item({"pk": key, "status": Status.IN_PROGRESS.value,
-                              "source": source, "expires_at": self._expires_at()}),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as error:
-            if condition_failed(error):
-                raise AlreadyClaimed(key) from None
-            raise
+        if not self._put_if_absent(key, Status.IN_PROGRESS, source):
+            raise AlreadyClaimed(key)
 
     def mark_done(self, key: str, result: Any = None) -> None:
         """Ink it in, unconditionally (as the article does)."""

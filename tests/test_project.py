@@ -41,18 +41,28 @@ def conda_dependencies() -> dict[str, str]:
     return found
 
 
+def pip_section() -> list[str]:
+    text = (ROOT / "environment.yml").read_text().split("- pip:", 1)[1]
+    return [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- ")]
+
+
 def test_environment_yml_has_the_same_packages_at_the_same_versions():
     conda = conda_dependencies()
+    from_pip = {re.split(r"[<>=]", line)[0]: line for line in pip_section() if line != "-e ."}
     wanted = {}
     for name, version in pyproject_requirements().items():
+        if name in from_pip:
+            assert from_pip.pop(name).startswith(f"{name}>={version},"), f"{name} differs"
+            continue
         names = CONDA_NAMES.get(name, [name])
         wanted[names[0]] = version
         wanted.update({extra: "" for extra in names[1:]})
     assert conda == wanted
+    assert not from_pip, f"pip installs what pyproject does not ask for: {from_pip}"
 
 
 def test_environment_yml_installs_this_package():
-    assert "- -e ." in (ROOT / "environment.yml").read_text()
+    assert pip_section()[-1] == "-e ."
 
 
 def test_readme_gives_exactly_the_two_commands_and_the_makefile_has_them():

@@ -37,8 +37,9 @@ from urllib.parse import unquote_plus
 from ..clock import VirtualClock
 from ..handlers import HANDLERS, HAS_DONE_STATE
 from ..keys import idempotency_key
-from ..ledger import Record
 from ..dynamo import to_item
+from ..ledger import Record
+from ..reconcile import Report, compare, list_objects, scan
 from .scenarios import Outcome, Scenario, deliver, env_for, judge
 from .world import LocalWorld, fake_client
 
@@ -124,17 +125,32 @@ class _SharedClients:
 @dataclass
 class _Run:
     scenario: Scenario
-    world: LocalWorld
     obj: Any
     account: str
-    runtime: Any
-    failures: list[dict[str, Any]]
+    attempts: list[Any]
 
 
-def run_schedules(schedules: Iterable[Scenario], batch: int = 200) -> list[Outcome]:
-    """Run the schedules, `batch` to a world, and return their outcomes in order."""
+@dataclass(frozen=True)
+class Result:
+    """A schedule's outcome, and what the reconciliation job said about its object
+    afterwards: any of missing, stuck, double, mismatch (empty: nothing to report)."""
+
+    outcome: Outcome
+    flagged: tuple[str, ...]
+
+    @property
+    def visible(self) -> bool:
+        """Someone will hear about it: the failure queue, or the reconciliation report."""
+        return bool(self.outcome.dlq or self.flagged)
+
+
+def run_schedules(schedules: Iterable[Scenario], batch: int = 20) -> list[Result]:
+    """Run the schedules, `batch` to a world, and return their results in order.
+
+    Small batches keep the tables small: moto copies a whole table to run a transaction.
+    """
     schedules = list(schedules)
-    outcomes: list[Outcome] = []
+    outcomes: list[Result] = []
     for start in range(0, len(schedules), batch):
         with LocalWorld(prefix="sched") as world:
             world.session = _SharedClients()
@@ -155,30 +171,39 @@ def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> _Run:
     obj = world.upload(f"{account}/order.csv")
     deliver(runtime, world.event(obj), scenario.delivery, scenario.concurrent_at)
     runtime.run()
-    copies = {a.delivery for a in runtime.attempts}
-    if scenario.delivery != "single" and 2 not in copies:
+    if scenario.delivery != "single" and 2 not in {a.delivery for a in runtime.attempts}:
         raise AssertionError(f"{label(scenario)}: the second copy was never delivered")
-    return _Run(scenario, world, obj, account, runtime, _drain(world))
+    return _Run(scenario, obj, account, runtime.attempts)
 
 
-def _drain(world: LocalWorld) -> list[dict[str, Any]]:
-    """Take every message out of the failure queue (this schedule's, since it was empty)."""
-    found = []
+def drain_failures(world: LocalWorld) -> dict[str, list[dict[str, Any]]]:
+    """Take every message out of the failure queue, grouped by the object key it is about."""
+    found: dict[str, list[dict[str, Any]]] = {}
     while True:
         messages = world.sqs.receive_message(QueueUrl=world.queue_url,
                                              MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
             return found
         for message in messages:
-            found.append(json.loads(message["Body"]))
-            world.sqs.delete_message(QueueUrl=world.queue_url,
-                                     ReceiptHandle=message["ReceiptHandle"])
+            body = json.loads(message["Body"])
+            for record in body["requestPayload"]["Records"]:
+                found.setdefault(unquote_plus(record["s3"]["object"]["key"]), []).append(body)
+        world.sqs.delete_message_batch(QueueUrl=world.queue_url, Entries=[
+            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)])
 
 
-def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Outcome]:
-    """One scan of each table; then each schedule's outcome, as scenarios.read_outcome judges it."""
-    charges = Counter(c.reference for c in world.provider().charges())
-    items = {item["pk"]: item for item in world.ledger().items()}
+def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Result]:
+    """One read of each table and the queue; then each schedule's outcome, judged as
+    scenarios.read_outcome judges it, and the reconciliation job's findings for it."""
+    ledger_items = scan(world.dynamodb, world.ledger_table)
+    provider_items = scan(world.dynamodb, world.provider_table)
+    charges = Counter(i["reference"] for i in provider_items if i.get("kind") == "charge")
+    items = {item["pk"]: item for item in ledger_items}
+    failures = drain_failures(world)
+    # the job runs an hour after the last schedule ended: every lease is over by then
+    later = world.clock.start + max(a.end for r in runs for a in r.attempts) + 3600
+    report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
+                     provider_items, now=later)
     for run in runs:
         s = run.scenario
         entries = int(items.get(f"account#{run.account}", {}).get("charges", 0))
@@ -187,16 +212,23 @@ def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Outcome]:
         money = charges[run.obj.uri]
         completed = (money >= 1 and entries == money
                      and (record == "done" or s.handler not in HAS_DONE_STATE))
-        for failure in run.failures:
-            keys = [unquote_plus(r["s3"]["object"]["key"]) for r in failure["requestPayload"]["Records"]]
-            assert keys == [run.obj.key], f"{label(s)}: a failure record of another schedule: {keys}"
-        attempts = run.runtime.attempts
-        yield Outcome(
-            scenario=s, charges=money, ledger=entries, attempts=len(attempts),
-            dlq=len(run.failures), record=record, completed=completed,
-            ddb_calls=sum(a.ddb_calls for a in attempts),
-            verdict=judge(money, completed, len(run.failures), record),
-            trace=list(attempts), items=[], failures=run.failures)
+        dlq = failures.get(run.obj.key, [])
+        outcome = Outcome(
+            scenario=s, charges=money, ledger=entries, attempts=len(run.attempts),
+            dlq=len(dlq), record=record, completed=completed,
+            ddb_calls=sum(a.ddb_calls for a in run.attempts),
+            verdict=judge(money, completed, len(dlq), record),
+            trace=list(run.attempts), items=[], failures=dlq)
+        yield Result(outcome, _findings(report, run))
+
+
+def _findings(report: Report, run: _Run) -> tuple[str, ...]:
+    key = idempotency_key(run.obj, "version")
+    found = [("missing", any(m.object == run.obj.uri for m in report.missing)),
+             ("stuck", any(s.key == key for s in report.stuck)),
+             ("double", any(d.reference == run.obj.uri for d in report.double_charges)),
+             ("mismatch", any(a.account == run.account for a in report.mismatches))]
+    return tuple(name for name, hit in found if hit)
 
 
 def breaks(outcome: Outcome) -> bool:
@@ -204,13 +236,17 @@ def breaks(outcome: Outcome) -> bool:
     return outcome.verdict in BREAKS
 
 
-def keyed_violations(outcome: Outcome) -> list[str]:
-    """What is wrong with a `keyed` outcome; empty when the invariants hold."""
-    problems = []
-    if outcome.charges > 1:
-        problems.append(f"{outcome.charges} charges")
-    if outcome.verdict not in KEYED_OK:
-        problems.append(f"verdict {outcome.verdict}")
+def keyed_violations(result: Result) -> list[str]:
+    """What is wrong with a `keyed` result; empty when its invariants hold."""
+    o, problems = result.outcome, []
+    if o.charges > 1:
+        problems.append(f"{o.charges} charges")
+    if o.verdict not in KEYED_OK:
+        problems.append(f"verdict {o.verdict}")
+    if not (o.verdict == "exactly_once" or result.visible):
+        problems.append("not done, and neither the failure queue nor reconciliation shows it")
+    if o.verdict == "exactly_once" and result.flagged:
+        problems.append(f"done once, yet reconciliation flags it: {', '.join(result.flagged)}")
     return problems
 
 
@@ -219,30 +255,48 @@ class Tally:
     handler: str
     schedules: int
     verdicts: dict[str, int]
+    caught: int  # broken schedules that the reconciliation job flags
 
     @property
     def broken(self) -> int:
         return sum(self.verdicts.get(v, 0) for v in BREAKS)
 
 
-def tally(outcomes: Iterable[Outcome]) -> list[Tally]:
-    """Verdict counts per handler, handlers in their usual order."""
-    by_handler: dict[str, Counter[str]] = {}
-    for outcome in outcomes:
-        by_handler.setdefault(outcome.scenario.handler, Counter())[outcome.verdict] += 1
-    return [Tally(h, sum(c.values()), dict(c)) for h, c in by_handler.items()]
+def tally(results: Iterable[Result]) -> list[Tally]:
+    """Verdict counts per handler, handlers in the order they first appear."""
+    verdicts: dict[str, Counter[str]] = {}
+    caught: Counter[str] = Counter()
+    for r in results:
+        handler = r.outcome.scenario.handler
+        verdicts.setdefault(handler, Counter())[r.outcome.verdict] += 1
+        caught[handler] += breaks(r.outcome) and bool(r.flagged)
+    return [Tally(h, sum(c.values()), dict(c), caught[h]) for h, c in verdicts.items()]
 
 
 def table(tallies: Iterable[Tally]) -> str:
     """The pinned table, as markdown: one row per handler."""
     from .scenarios import VERDICTS
 
-    head = "| handler | schedules | breaks | " + " | ".join(VERDICTS) + " |"
-    rule = "| --- " * (3 + len(VERDICTS)) + "|"
-    rows = [f"| {t.handler} | {t.schedules} | {t.broken} | "
+    head = "| handler | schedules | breaks | caught by reconciliation | " + " | ".join(VERDICTS) + " |"
+    rule = "| --- " * (4 + len(VERDICTS)) + "|"
+    rows = [f"| {t.handler} | {t.schedules} | {t.broken} | {t.caught} | "
             + " | ".join(str(t.verdicts.get(v, 0)) for v in VERDICTS) + " |" for t in tallies]
     return "\n".join([head, rule, *rows])
 
 
 def sentences(tallies: Iterable[Tally]) -> list[str]:
     return [f"{t.handler} breaks in {t.broken} of {t.schedules} schedules" for t in tallies]
+
+
+def main() -> None:
+    """`python -m idem.local.schedules`: run every schedule and print the table."""
+    results = run_schedules(all_schedules())
+    tallies = tally(results)
+    print(f"{len(results)} distinct schedules ({raw_count()} before merging twins)\n")
+    print(table(tallies))
+    print()
+    print("\n".join(sentences(tallies)))
+
+
+if __name__ == "__main__":
+    main()

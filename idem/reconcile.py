@@ -1,0 +1,227 @@
+"""The reconciliation job: compare what arrived, what the ledger says and what the provider did.
+
+A scheduled Lambda (or a person at a terminal) runs `reconcile(...)` over one bucket,
+the ledger table and the provider's table, and gets a `Report` of four kinds of trouble:
+
+- missing work: an object arrived, but no `done` record and no charge exist for it;
+- stuck records: `in_progress` past their lease, nobody is coming back to finish them;
+- double charges: the provider holds more than one charge for one object;
+- account mismatches: per account, the provider's charges and the ledger's entries differ
+  (a charge the ledger never recorded, or an entry with no charge behind it).
+
+It reads only (S3 ListObjectVersions, DynamoDB Scan) and uses stdlib + boto3, like the rest
+of the core. Records are found with the same key the handler used:
+`idempotency_key(obj, recipe)`. The `content` recipe hashes the event's sequencer, which a
+listing does not show, so its records are matched by the readable `source` stored beside them.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .dynamo import from_item, to_item
+from .events import S3Object
+from .keys import RECIPES, describe, idempotency_key
+from .ledger import Record, Status
+
+#: Recipes whose key can be rebuilt from a bucket listing (key, versionId, eTag).
+LISTABLE_RECIPES = ("version", "etag_only")
+
+
+@dataclass(frozen=True)
+class MissingWork:
+    object: str  # s3://bucket/key?versionId=...
+    record: str  # the record's status, or "-" when there is none
+
+
+@dataclass(frozen=True)
+class StuckRecord:
+    key: str
+    source: str
+    lease_until: float
+    overdue_seconds: float
+
+
+@dataclass(frozen=True)
+class DoubleCharge:
+    reference: str
+    charge_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AccountMismatch:
+    account: str
+    provider_charges: int
+    provider_cents: int
+    ledger_charges: int
+    ledger_cents: int
+
+
+@dataclass
+class Report:
+    bucket: str
+    now: float
+    objects: int = 0
+    records: int = 0
+    charges: int = 0
+    missing: list[MissingWork] = field(default_factory=list)
+    stuck: list[StuckRecord] = field(default_factory=list)
+    double_charges: list[DoubleCharge] = field(default_factory=list)
+    mismatches: list[AccountMismatch] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.stuck or self.double_charges or self.mismatches)
+
+    def flagged_objects(self) -> set[str]:
+        """Object URIs named by a finding (missing work or a double charge)."""
+        return {m.object for m in self.missing} | {d.reference for d in self.double_charges}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "clean": self.clean}
+
+    def render(self) -> str:
+        """The report as plain text, one finding a line."""
+        lines = [f"reconciliation of s3://{self.bucket}: {self.objects} objects, "
+                 f"{self.records} records, {self.charges} charges"]
+        if self.clean:
+            return "\n".join(lines + ["clean: every object done once, every charge on the books"])
+        for m in self.missing:
+            lines.append(f"MISSING  {m.object}: no done record and no charge (record: {m.record})")
+        for s in self.stuck:
+            lines.append(f"STUCK    {s.source or s.key}: in_progress, lease ended "
+                         f"{s.overdue_seconds:.0f} s ago")
+        for d in self.double_charges:
+            lines.append(f"DOUBLE   {d.reference}: {len(d.charge_ids)} charges ({', '.join(d.charge_ids)})")
+        for a in self.mismatches:
+            lines.append(f"MISMATCH account {a.account}: provider {a.provider_charges} charges "
+                         f"({a.provider_cents} cents), ledger {a.ledger_charges} "
+                         f"({a.ledger_cents} cents)")
+        return "\n".join(lines)
+
+
+def list_objects(s3: Any, bucket: str) -> list[S3Object]:
+    """Every object version in the bucket (delete markers left out), as S3Objects."""
+    found = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for v in page.get("Versions", []):
+            version = v.get("VersionId")
+            if version == "null":  # an unversioned bucket, or an object from before versioning
+                version = None
+            found.append(S3Object(bucket=bucket, key=v["Key"], size=int(v.get("Size", 0)),
+                                  etag=str(v.get("ETag", "")).strip('"'), sequencer="",
+                                  version_id=version))
+    return sorted(found, key=lambda o: (o.key, o.version_id or ""))
+
+
+def scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
+    """Every item of a table, as plain values."""
+    items: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        items.extend(from_item(i) or {} for i in page["Items"])
+    return items
+
+
+def account_of(key: str) -> str:
+    """The account an object is charged to: its top-level folder (as the handlers do)."""
+    return key.split("/", 1)[0] if "/" in key else "anonymous"
+
+
+def reconcile(s3: Any, dynamodb: Any, bucket: str, ledger_table: str, provider_table: str, *,
+              now: float, recipe: str = "version", operation: str = "charge") -> Report:
+    """Read the bucket, the ledger and the provider, and report what does not add up."""
+    _check_recipe(recipe)
+    return compare(bucket, list_objects(s3, bucket), scan(dynamodb, ledger_table),
+                   scan(dynamodb, provider_table), now=now, recipe=recipe, operation=operation)
+
+
+def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Mapping[str, Any]],
+            provider_items: Iterable[Mapping[str, Any]], *, now: float, recipe: str = "version",
+            operation: str = "charge") -> Report:
+    """The job's logic over what was read: plain items, as `scan` returns them."""
+    _check_recipe(recipe)
+    objects, ledger_items = list(objects), list(ledger_items)
+    records = {i["pk"]: Record.from_item(to_item(dict(i))) for i in ledger_items
+               if i["pk"].startswith(f"{operation}#")}
+    by_source = {r.source: r for r in records.values()}
+    prefix = f"s3://{bucket}/"
+    charges = [i for i in provider_items
+               if i.get("kind") == "charge" and str(i.get("reference", "")).startswith(prefix)]
+    report = Report(bucket=bucket, now=now, objects=len(objects), records=len(records),
+                    charges=len(charges))
+
+    by_reference: dict[str, list[str]] = defaultdict(list)
+    for c in sorted(charges, key=lambda c: c["pk"]):
+        by_reference[c["reference"]].append(c["pk"].removeprefix("charge#"))
+    for obj in objects:
+        record = _record_for(obj, recipe, operation, records, by_source)
+        done = record is not None and record.status is Status.DONE
+        if not done and not by_reference.get(obj.uri):
+            report.missing.append(MissingWork(obj.uri, str(record.status) if record else "-"))
+    for record in sorted(records.values(), key=lambda r: r.key):
+        if record.status is Status.IN_PROGRESS and record.lease_until <= now:
+            report.stuck.append(StuckRecord(record.key, record.source, record.lease_until,
+                                            round(now - record.lease_until, 3)))
+    for reference, ids in sorted(by_reference.items()):
+        if len(ids) > 1:
+            report.double_charges.append(DoubleCharge(reference, tuple(ids)))
+    report.mismatches = _mismatches(charges, ledger_items)
+    return report
+
+
+def _check_recipe(recipe: str) -> None:
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown key recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
+    if recipe not in LISTABLE_RECIPES + ("content",):
+        raise ValueError(f"recipe {recipe!r} derives its key from the attempt, not the object: "
+                         "no job can find its records; use version or content")
+
+
+def _record_for(obj: S3Object, recipe: str, operation: str, records: Mapping[str, Record],
+                by_source: Mapping[str, Record]) -> Record | None:
+    if recipe in LISTABLE_RECIPES:
+        return records.get(idempotency_key(obj, recipe, operation))
+    # content: bucket/key#etag#sequencer; the listing knows all but the sequencer
+    stem = describe(obj, "etag_only") + "#"
+    matches = [r for source, r in by_source.items() if source.startswith(stem)]
+    return max(matches, key=lambda r: r.status is Status.DONE, default=None)
+
+
+def _mismatches(charges: Iterable[Mapping[str, Any]],
+                ledger_items: Iterable[Mapping[str, Any]]) -> list[AccountMismatch]:
+    provider: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for c in charges:
+        provider[c["account"]][0] += 1
+        provider[c["account"]][1] += int(c["amount_cents"])
+    ledger = {i["pk"].removeprefix("account#"): (int(i.get("charges", 0)), int(i.get("cents", 0)))
+              for i in ledger_items if i["pk"].startswith("account#")}
+    found = []
+    for account in sorted(set(provider) | set(ledger)):
+        theirs, ours = tuple(provider.get(account, (0, 0))), ledger.get(account, (0, 0))
+        if theirs != ours:
+            found.append(AccountMismatch(account, theirs[0], theirs[1], ours[0], ours[1]))
+    return found
+
+
+def scheduled_handler(event: Any, context: Any, *, env: Mapping[str, str] | None = None,
+                      session: Any = None, now: float | None = None) -> dict[str, Any]:
+    """A scheduled Lambda's entry point: UPLOAD_BUCKET, LEDGER_TABLE, PROVIDER_TABLE and
+    KEY_RECIPE from the environment; prints the report and returns it as a dict."""
+    import time
+
+    import boto3
+
+    env = os.environ if env is None else env
+    missing = [n for n in ("UPLOAD_BUCKET", "LEDGER_TABLE", "PROVIDER_TABLE") if not env.get(n)]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} not set: the reconciliation job needs the "
+                           "bucket and both table names in its environment")
+    source = session or boto3
+    report = reconcile(source.client("s3"), source.client("dynamodb"), env["UPLOAD_BUCKET"],
+                       env["LEDGER_TABLE"], env["PROVIDER_TABLE"],
+                       now=time.time() if now is None else now,
+                       recipe=env.get("KEY_RECIPE", "version") or "version")
+    print(report.render())
+    return report.to_dict()

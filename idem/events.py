@@ -191,7 +191,8 @@ def read_record(record: Any) -> S3Object | None:
         size=int(obj.get("size", 0)),
         etag=str(obj.get("eTag", "")),
         sequencer=str(obj.get("sequencer", "")),
-        version_id=obj.get("versionId"),
+        # "null" is S3's name for "no version" (versioning off or suspended): the same as absent
+        version_id=None if obj.get("versionId") in (None, "", "null") else str(obj["versionId"]),
         event_name=record["eventName"],
         event_time=str(record.get("eventTime", "")),
         region=str(record.get("awsRegion", "us-east-1")),

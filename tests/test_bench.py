@@ -1,0 +1,87 @@
+"""`python -m idem bench`: the call counts and the report's shape (never its timings)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+from botocore.exceptions import ClientError
+
+from idem.cli import main
+from idem.dynamo import to_item
+from idem.local import bench
+
+EXPECTED_CALLS = {  # handler -> (record calls first, duplicate; every DynamoDB call first, duplicate)
+    "naive": (0, 0, 3, 3),  # no record; a duplicate is a whole new charge
+    "claim_first": (1, 1, 4, 1),
+    "robust": (3, 1, 6, 1),
+    "keyed": (2, 1, 4, 1),
+    "powertools": (2, 1, 5, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def report():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["bench", "--events", "4", "--rounds", "2", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_report_has_every_handler_in_order_with_rates_and_ratios(report):
+    assert [c["handler"] for c in report["handlers"]] == list(bench.HANDLERS)
+    for cost in report["handlers"]:
+        assert cost["rate_first"] > 0 and cost["rate_duplicate"] > 0
+        assert 0 <= cost["runtime_share_first"] and 0 <= cost["runtime_share_duplicate"]
+    keyed = next(c for c in report["handlers"] if c["handler"] == "keyed")
+    assert (keyed["ratio_first"], keyed["ratio_duplicate"]) == (1.0, 1.0)
+    assert set(report["runtime"]) == {"noop_through_runtime_us", "noop_direct_us",
+                                      "runtime_overhead_us", "largest_share"}
+
+
+@pytest.mark.parametrize("handler", list(EXPECTED_CALLS))
+def test_calls_per_first_delivery_and_per_duplicate(report, handler):
+    cost = next(c for c in report["handlers"] if c["handler"] == handler)
+    got = (cost["calls_first"], cost["calls_duplicate"], cost["ddb_first"], cost["ddb_duplicate"])
+    assert got == EXPECTED_CALLS[handler]
+
+
+def test_call_count_targets_are_met_and_every_target_is_reported(report):
+    met = {t["target"]: t["met"] for t in report["targets"]}
+    assert met["keyed: 2 calls per first delivery"] and met["keyed: 1 call per duplicate"]
+    assert met["robust: 3 calls per first delivery"] and met["robust: 1 call per duplicate"]
+    assert any(name.startswith("keyed / powertools") for name in met)
+    assert any(name.startswith("local runtime's own share") for name in met)
+
+
+def test_text_report_prints_the_table_and_the_targets(capsys):
+    assert main(["bench", "--events", "2", "--rounds", "1", "--handler", "robust"]) == 0
+    text = capsys.readouterr().out
+    assert "calls/first" in text and "runtime overhead" in text
+    assert [line.split()[0] for line in text.splitlines() if line.startswith(("robust ", "keyed "))] \
+        == ["robust", "keyed"]  # keyed is always measured: every ratio is to keyed
+
+
+@pytest.mark.parametrize("argv", [["--events", "0"], ["--events", "3", "--rounds", "4"]])
+def test_bad_sizes_get_one_clear_line(capsys, argv):
+    assert main(["bench", *argv]) == 2
+    assert capsys.readouterr().err.startswith("error: --events must be 1 or more")
+
+
+def test_item_scoped_transactions_still_roll_back_a_cancelled_transaction(world):
+    client, table = world.dynamodb, world.ledger_table
+    client.put_item(TableName=table, Item=to_item({"pk": "a", "n": 1}))
+    items = [{"Update": {"TableName": table, "Key": to_item({"pk": "a"}),
+                         "UpdateExpression": "SET n = :two",
+                         "ExpressionAttributeValues": to_item({":two": 2})}},
+             {"Put": {"TableName": table, "Item": to_item({"pk": "b"})}},
+             {"Put": {"TableName": table, "Item": to_item({"pk": "c"}),
+                      "ConditionExpression": "attribute_exists(pk)"}}]  # fails: no c
+    with bench.item_scoped_transactions():
+        with pytest.raises(ClientError, match="TransactionCanceled"):
+            client.transact_write_items(TransactItems=items)
+        assert [item["pk"] for item in world.ledger().items()] == ["a"]
+        assert world.ledger().items()[0]["n"] == 1
+        client.transact_write_items(TransactItems=items[:2])  # without the failing put
+    assert [(i["pk"], i.get("n")) for i in world.ledger().items()] == [("a", 2), ("b", None)]

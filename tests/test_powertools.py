@@ -1,0 +1,197 @@
+"""The powertools handler: Powertools' idempotency utility around the same charge, run.
+
+The matrix rows come from `python -m idem sim --handler powertools --all --json`, pinned
+row by row. Rows that pin a gap of the library on purpose say so in their test id
+(`pins_gap_`): a charge followed by an exception is charged again, because Powertools
+deletes its record when the function raises.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import io
+import importlib
+import json
+
+import pytest
+
+from idem.clock import SystemClock, VirtualClock
+from idem.cli import main
+from idem.entry import ConfigError
+from idem.local import powertools as pt
+from idem.local import powertools_entry as pe
+from idem.local import scenarios as sc
+
+# (fault, times, delivery) -> (charges, ledger, attempts, dlq, record, ddb_calls, verdict)
+EXPECTED = {
+    ("none", "-", "single"): (1, 1, 1, 0, "done", 2, "exactly_once"),
+    ("none", "-", "duplicate"): (1, 1, 2, 0, "done", 3, "exactly_once"),
+    ("none", "-", "concurrent"): (1, 1, 3, 0, "done", 4, "exactly_once"),
+    ("at_charge", "once", "single"): (1, 1, 2, 0, "done", 4, "exactly_once"),
+    ("at_charge", "once", "duplicate"): (1, 1, 3, 0, "done", 5, "exactly_once"),
+    ("at_charge", "once", "concurrent"): (1, 1, 4, 0, "done", 6, "exactly_once"),
+    ("at_charge", "always", "single"): (0, 0, 3, 1, "-", 6, "failed_visibly"),
+    ("at_charge", "always", "duplicate"): (0, 0, 6, 2, "-", 12, "failed_visibly"),
+    ("at_charge", "always", "concurrent"): (0, 0, 6, 2, "-", 11, "failed_visibly"),
+    ("after_charge", "once", "single"): (2, 1, 2, 0, "done", 4, "double_charge"),
+    ("after_charge", "once", "duplicate"): (2, 1, 3, 0, "done", 5, "double_charge"),
+    ("after_charge", "once", "concurrent"): (2, 1, 4, 0, "done", 6, "double_charge"),
+    ("after_charge", "always", "single"): (3, 0, 3, 1, "-", 6, "double_charge"),
+    ("after_charge", "always", "duplicate"): (6, 0, 6, 2, "-", 12, "double_charge"),
+    ("after_charge", "always", "concurrent"): (5, 0, 6, 2, "-", 11, "double_charge"),
+    ("after_commit", "once", "single"): (1, 1, 2, 0, "done", 3, "exactly_once"),
+    ("after_commit", "once", "duplicate"): (1, 1, 3, 0, "done", 4, "exactly_once"),
+    ("after_commit", "once", "concurrent"): (1, 1, 4, 0, "done", 5, "exactly_once"),
+    ("after_commit", "always", "single"): (1, 1, 3, 1, "done", 4, "exactly_once"),
+    ("after_commit", "always", "duplicate"): (1, 1, 6, 2, "done", 7, "exactly_once"),
+    ("after_commit", "always", "concurrent"): (1, 1, 6, 2, "done", 7, "exactly_once"),
+}
+FIELDS = ("charges", "ledger", "attempts", "dlq", "record", "ddb_calls", "verdict")
+
+
+@pytest.fixture(scope="module")
+def sim_rows():
+    """Every powertools row, as the command line prints them."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["sim", "--handler", "powertools", "--all", "--json"]) == 0
+    return {(r["fault"], r["times"], r["delivery"]): r for r in json.loads(out.getvalue())}
+
+
+def test_sim_all_gives_a_row_for_every_fault_time_and_delivery(sim_rows):
+    assert set(sim_rows) == set(EXPECTED)
+    assert all(r["handler"] == "powertools" for r in sim_rows.values())
+
+
+@pytest.mark.parametrize("row", list(EXPECTED), ids=lambda row: (
+    ("pins_gap_" if EXPECTED[row][-1] == "double_charge" else "") + "-".join(row)))
+def test_sim_row_is_pinned(sim_rows, row):
+    got = sim_rows[row]
+    assert tuple(got[f] for f in FIELDS) == EXPECTED[row]
+
+
+def _run(fault="none", times="-", delivery="single", **options):
+    fix = options.pop("fix", "none")
+    settings = {k: options.pop(k) for k in list(options) if k.isupper()}
+    return pt.run(sc.Scenario("powertools", fault, times, delivery, **options), fix, **settings)
+
+
+def test_pins_gap_record_deleted_when_the_function_raises_after_the_charge():
+    # No retries: the single attempt charged, raised, and Powertools deleted its record.
+    outcome = _run("after_charge", "once", retries=0)
+    assert (outcome.charges, outcome.record, outcome.dlq) == (1, "-", 1)
+    assert outcome.trace[0].ddb_calls == 2  # PutItem (INPROGRESS), then DeleteItem
+
+
+def test_pins_gap_charge_then_exception_is_charged_again_on_retry():
+    outcome = _run("after_charge", "once")
+    assert [a.outcome for a in outcome.trace] == ["error", "ok"]
+    assert (outcome.charges, outcome.verdict) == (2, "double_charge")
+
+
+def test_crash_leaves_the_record_in_progress():
+    outcome = _run("after_charge", "once", how="crash", retries=0)
+    assert outcome.record == "in_progress"
+    assert outcome.verdict == "needs_attention"
+
+
+def test_crash_blocks_retries_until_the_in_progress_expiry_with_a_long_timeout():
+    # The in-progress expiry is the invocation's deadline: 900 s after the crash, so the
+    # retries at +60 s and +180 s find the record still INPROGRESS (on the virtual clock).
+    outcome = _run("after_charge", "once", how="crash", timeout=900)
+    assert [a.error.split(":")[0] for a in outcome.trace[1:]] == [
+        "IdempotencyAlreadyInProgressError", "IdempotencyAlreadyInProgressError"]
+    assert (outcome.charges, outcome.record, outcome.dlq) == (1, "in_progress", 1)
+
+
+def test_pins_gap_crash_retry_after_the_in_progress_expiry_charges_again():
+    # 30 s timeout: the retry at +60 s is past the in-progress expiry and takes the record over.
+    outcome = _run("after_charge", "once", how="crash")
+    assert [a.outcome for a in outcome.trace] == ["crash", "ok"]
+    assert (outcome.charges, outcome.record) == (2, "done")
+
+
+def test_concurrent_duplicate_gets_already_in_progress_then_replays_on_retry():
+    outcome = _run(delivery="concurrent")
+    copy = [a for a in outcome.trace if a.delivery == 2]
+    assert copy[0].error.startswith("IdempotencyAlreadyInProgressError: Execution already in progress")
+    assert copy[1].outcome == "ok" and copy[1].result["processed"][0]["status"] == "duplicate"
+    assert outcome.charges == 1
+
+
+def test_duplicate_costs_one_dynamodb_call_and_replays_the_stored_result():
+    outcome = _run(delivery="duplicate")
+    first, second = outcome.trace
+    assert (first.ddb_calls, second.ddb_calls) == (2, 1)
+    assert second.result["processed"][0] == {**first.result["processed"][0], "status": "duplicate"}
+
+
+def test_local_cache_makes_a_warm_duplicate_free_but_not_a_cold_one():
+    warm = _run(delivery="duplicate", POWERTOOLS_LOCAL_CACHE="1")
+    cold = _run(delivery="duplicate", reuse_containers=False, POWERTOOLS_LOCAL_CACHE="1")
+    assert warm.trace[1].ddb_calls == 0
+    assert cold.trace[1].ddb_calls == 1
+
+
+@pytest.mark.parametrize("how", ["exception", "crash"])
+def test_provider_key_fix_charges_once_whatever_follows_the_charge(how):
+    outcome = _run("after_charge", "once", how=how, fix="provider_key")
+    assert (outcome.charges, outcome.verdict) == (1, "exactly_once")
+
+
+def test_catch_fix_closes_the_exception_case():
+    outcome = _run("after_charge", "once", fix="catch")
+    assert (outcome.charges, outcome.ledger, outcome.attempts) == (1, 1, 1)
+
+
+def test_pins_gap_catch_fix_cannot_catch_a_crash():
+    outcome = _run("after_charge", "once", how="crash", fix="catch")
+    assert (outcome.charges, outcome.verdict) == (2, "double_charge")
+
+
+def test_record_expiry_lets_a_late_duplicate_through_on_virtual_time():
+    one_hour = pt.run_uploads([b"order"], redeliver_after=7200, RECORD_TTL_SECONDS="3600")
+    one_day = pt.run_uploads([b"order"], redeliver_after=7200)
+    assert (one_hour.charges, one_day.charges) == (2, 1)
+
+
+def test_payload_validation_refuses_a_reused_key_with_other_content():
+    settings = dict(POWERTOOLS_KEY="[bucket, key]")
+    silent = pt.run_uploads([b"order v1", b"order v2"], **settings)
+    loud = pt.run_uploads([b"order v1", b"order v2"], POWERTOOLS_VALIDATE="etag", **settings)
+    assert (silent.charges, silent.dlq) == (1, 0)  # the second order was skipped, silently
+    assert (loud.charges, loud.dlq) == (1, 1)
+    assert loud.trace[-1].error.startswith("IdempotencyValidationError")
+
+
+def test_missing_key_raises_by_default_and_is_let_through_unguarded_otherwise():
+    settings = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
+    raised = pt.run_uploads([b"order"], **settings)
+    unguarded = pt.run_uploads([b"order"], POWERTOOLS_RAISE_ON_MISSING_KEY="0", **settings)
+    assert (raised.charges, raised.trace[0].error.split(":")[0]) == (0, "IdempotencyKeyError")
+    assert unguarded.charges == 2
+    assert "No idempotency key value found" in unguarded.trace[0].logs[0]
+
+
+def test_powertools_time_reads_the_virtual_clock_and_restores_the_wall_clock():
+    modules = [importlib.import_module(name) for name in pe.TIME_MODULES]
+    clock = VirtualClock()
+    with pe.powertools_time(clock):
+        assert all(m.dt.datetime.now().timestamp() == clock.now() for m in modules)
+    assert all(m.dt is datetime for m in modules)
+    with pe.powertools_time(SystemClock()):
+        assert all(m.dt is datetime for m in modules)
+
+
+def test_bad_fix_and_bad_flag_are_refused_with_a_clear_message():
+    with pytest.raises(ValueError, match="unknown fix 'retry'; choose from none, catch, provider_key"):
+        _run(fix="retry")
+    with pytest.raises(ValueError, match="runs the powertools handler"):
+        pt.run(sc.Scenario("keyed"))
+    with pytest.raises(ConfigError, match="POWERTOOLS_LOCAL_CACHE must be 1 or 0, got 'yes'"):
+        _run(POWERTOOLS_LOCAL_CACHE="yes")  # the cold start fails, as Lambda's init would
+
+
+def test_powertools_is_a_handler_name_of_the_matrix():
+    assert "powertools" in sc.handler_names()
+    assert sc.run(sc.Scenario("powertools")).verdict == "exactly_once"

@@ -353,6 +353,26 @@ def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, dela
         swept=widgets.Checkbox(value=swept, description="TTL sweep ran before the copy"))
 
 
+def report_frame(report: Any) -> pd.DataFrame:
+    """The reconciliation report (idem.reconcile.Report), one finding a row."""
+    rows = [{"finding": "missing work", "what": m.object,
+             "detail": f"no done record and no charge (record: {m.record})"} for m in report.missing]
+    rows += [{"finding": "stuck record", "what": s.source or s.key,
+              "detail": f"in_progress, lease ended {s.overdue_seconds:.0f} s ago"} for s in report.stuck]
+    rows += [{"finding": "double charge", "what": d.reference,
+              "detail": f"{len(d.charge_ids)} charges: {', '.join(d.charge_ids)}"}
+             for d in report.double_charges]
+    rows += [{"finding": "account mismatch", "what": f"account {a.account}",
+              "detail": f"provider {a.provider_charges} charge(s), {a.provider_cents} cents; "
+                        f"ledger {a.ledger_charges}, {a.ledger_cents} cents"} for a in report.mismatches]
+    return pd.DataFrame(rows, columns=["finding", "what", "detail"])
+
+
+def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
+    """The footprint counts (idem.local.lessons.footprints) as a one-column table."""
+    return pd.DataFrame({"count": counts}).rename_axis("footprint")
+
+
 # -- chapters 02-04: races for a claim, upload stories, one fault for every handler ---------
 from .local import race as _race  # noqa: E402  (kept with the views that use it)
 from .local import stories as _stories  # noqa: E402
@@ -391,7 +411,7 @@ def race_chart(reports: Iterable[_race.RaceReport], title: str | None = None) ->
 
 def race_explore(threads: int = 8, rounds: int = 50) -> list[_race.RaceReport]:
     """Race real threads with both claim strategies; print the tallies and draw them."""
-    reports = [_race.race(threads, rounds, strategy) for strategy in _race.STRATEGIES[::-1]]
+    reports = [_race.race(threads, rounds, strategy) for strategy in ("read_then_write", "conditional_put")]
     for report in reports:
         print(report.summary())
     display(race_chart(reports))
@@ -445,7 +465,7 @@ def story_explore(story: str = "same bytes again", recipe: str = "version") -> _
     run = _stories.run_story(story, recipe)
     print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
           f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
-    display(rows_frame(run.rows).style.hide(axis="index").map(
+    display(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").map(
         lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"]))
     return run
 

@@ -48,11 +48,10 @@ views.show_source(racing._read_then_write, racing._conditional_put, Ledger.claim
 # interleaving every round: each thread has read "absent" before any thread writes. In production
 # that interleaving is rare, which is what makes it dangerous: it survives testing.
 #
-# Each round starts every thread at once on a fresh key, the way S3 and Lambda can start two
-# copies of one event in two containers:
-
-# %%
-views.show_source(racing._one_round)
+# Each round, every thread is released at once (by another barrier) on a fresh key, the way S3
+# and Lambda can start two copies of one event in two containers at the same moment. The whole
+# race is `idem.local.race.race`; the two functions above are all that differs between the
+# strategies.
 
 # %% [markdown]
 # ## The race

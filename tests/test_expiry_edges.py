@@ -1,0 +1,113 @@
+"""Time edges for `keyed`: record expiry, and a lease that ends while money is moving.
+
+The record lives RECORD_TTL_SECONDS (expiry is checked in code, at claim time); the
+lease lasts until the invocation's deadline (30 s here). Both are read off the virtual
+clock, so each edge is hit to the second.
+"""
+from __future__ import annotations
+
+import pytest
+
+from idem.faults import FaultPlan
+from idem.local.runtime import LocalLambda
+from idem.local.world import LocalWorld
+from idem.reconcile import reconcile
+
+TTL = 3600
+TIMEOUT = 30.0
+
+
+@pytest.fixture
+def world():
+    with LocalWorld(prefix="edges") as w:
+        yield w
+
+
+def late_duplicate(world: LocalWorld, after: float) -> LocalLambda:
+    runtime = LocalLambda(world, world.env("keyed", FaultPlan(), RECORD_TTL_SECONDS=str(TTL)))
+    event = world.event(world.upload("alice/late.csv"))
+    runtime.send(event)
+    runtime.send(event, at=after)
+    runtime.run()
+    return runtime
+
+
+def statuses(runtime: LocalLambda) -> list[str]:
+    return [a.result["processed"][0]["status"] for a in runtime.attempts]
+
+
+def test_a_duplicate_one_second_before_expiry_stands_down(world: LocalWorld) -> None:
+    runtime = late_duplicate(world, after=TTL - 1)
+    assert statuses(runtime) == ["charged", "duplicate"]
+    assert len(world.provider().charges()) == 1
+    assert world.ledger().entry("alice") == (1, 500)
+    assert world.ledger().records()[0].expires_at == world.clock.start + TTL
+
+
+@pytest.mark.parametrize("after", [TTL, TTL + 1])
+def test_keyed_duplicate_after_expiry_counts_twice_in_the_ledger_on_purpose(world: LocalWorld,
+                                                                           after: float) -> None:
+    """Pinned on purpose: once the record has expired, a late duplicate claims the work
+    again. The provider key still holds (its charge is replayed: money moves once), but
+    the commit writes a second ledger entry. The reconciliation job reports the account;
+    the cure is a TTL longer than any duplicate can be late (6 h of event age plus retries)."""
+    runtime = late_duplicate(world, after=after)
+    assert statuses(runtime) == ["charged", "charged"]
+    first, second = (a.result["processed"][0]["charge_id"] for a in runtime.attempts)
+    assert first == second  # the same charge, replayed by the provider
+    assert len(world.provider().charges()) == 1
+    assert world.ledger().entry("alice") == (2, 1000)
+    report = reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
+                       world.provider_table, now=world.clock.now())
+    assert [(m.account, m.provider_charges, m.ledger_charges) for m in report.mismatches] == [("alice", 1, 2)]
+    assert report.double_charges == [] and report.missing == []
+
+
+def in_flight(world: LocalWorld, stall: float, handler: str = "keyed") -> LocalLambda:
+    """The first invocation stalls `stall` seconds right after the provider charged (the
+    call is slow to return); meanwhile S3 delivers the event again."""
+    runtime = LocalLambda(world, world.env(handler), timeout=TIMEOUT)
+    event = world.event(world.upload("alice/slow.csv"))
+    runtime.send(event)
+
+    def provider_call_still_in_flight() -> None:
+        world.clock.advance(stall)
+        runtime.send_now(event)
+
+    runtime.during("charged", provider_call_still_in_flight)
+    runtime.run()
+    return runtime
+
+
+def test_a_lease_that_ends_in_flight_refuses_the_zombies_commit(world: LocalWorld) -> None:
+    runtime = in_flight(world, stall=TIMEOUT + 1)
+    zombie, successor, retry = runtime.attempts
+    # the successor took the expired lease, its charge was the zombie's, replayed
+    assert (successor.delivery, successor.outcome) == (2, "ok")
+    assert [step for _, step in successor.steps] == ["before_charge", "replayed", "recorded"]
+    # the zombie's commit was refused by the owner fence: it stood aside
+    assert zombie.result["processed"][0]["status"] == "superseded"
+    assert zombie.outcome == "timeout"  # it overran its deadline, so Lambda retries it
+    assert retry.result["processed"][0]["status"] == "duplicate"
+    charges = world.provider().charges()
+    assert len(charges) == 1
+    assert world.ledger().entry("alice") == (1, 500)
+    record = world.ledger().records()[0]
+    assert str(record.status) == "done" and record.lease_until == world.clock.start + TIMEOUT + 1 + TIMEOUT
+    assert record.result["charge_id"] == charges[0].id
+
+
+def test_a_duplicate_inside_the_lease_waits_its_turn(world: LocalWorld) -> None:
+    runtime = in_flight(world, stall=TIMEOUT - 1)
+    first, copy, copy_retry = sorted(runtime.attempts, key=lambda a: (a.delivery, a.attempt))
+    assert "WorkInProgress" in copy.error  # the lease is live: fail, and let Lambda retry
+    assert first.outcome == "ok" and first.result["processed"][0]["status"] == "charged"
+    assert copy_retry.result["processed"][0]["status"] == "duplicate"
+    assert len(world.provider().charges()) == 1 and world.ledger().entry("alice") == (1, 500)
+
+
+def test_robust_charges_twice_when_a_provider_call_is_slow_on_purpose(world: LocalWorld) -> None:
+    """The same stall without a lease or a provider key: the duplicate reads in_progress
+    and charges again."""
+    in_flight(world, stall=TIMEOUT + 1, handler="robust")
+    assert len(world.provider().charges()) == 2

@@ -33,7 +33,8 @@ def ensure_moto() -> None:
     if _mock is None:
         _mock = mock_aws()
         _mock.start()
-    make_dynamodb_atomic()
+        # Once, here: a world created inside atomic.unpatched() must stay unpatched.
+        make_dynamodb_atomic()
 
 
 @functools.cache

@@ -1,0 +1,272 @@
+# %% [markdown]
+# # 07 Time and the auditor
+#
+# **After this chapter you can say how long an idempotency record must live and why its expiry is
+# checked in code, run a reconciliation job that finds what slipped through, read the footprints a
+# duplicate leaves, and pick the pattern a handler needs.**
+#
+# The keyed scribe of chapter 06 closes every window the matrix tests. Two questions are left.
+# A record that remembers forever fills the table forever, so it must expire: when? And no pattern
+# is better than the code and configuration around it, so something has to check, after the fact,
+# that every upload was charged once: how?
+
+# %% [markdown]
+# ## Setup
+
+# %%
+from idem import reconcile, views
+from idem.ledger import Ledger, Record
+from idem.local import lessons
+from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
+from idem.local.world import LocalWorld
+
+world = LocalWorld()
+print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
+      f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
+
+# %% [markdown]
+# ## How long a copy can still arrive
+#
+# A record must outlive the last copy of its event. After a function error, Lambda's retries come
+# quickly. After a throttle or a system error, though, Lambda keeps the event in its async queue
+# and tries again for as long as the function's `MaximumEventAgeInSeconds` allows, six hours by
+# default, and S3 may deliver a copy of its own on top. The local runtime uses the same numbers:
+
+# %%
+print(f"retries after a function error: +{RETRY_DELAYS[0]:.0f} s, then +{RETRY_DELAYS[1]:.0f} s "
+      f"(the last one {sum(RETRY_DELAYS):.0f} s after the first attempt)")
+print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
+      f"{DEFAULT_MAX_EVENT_AGE / 3600:.0f} hours")
+
+# %% [markdown]
+# So a record that lives ten minutes covers the retries after an error, and not much else. The
+# function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Here one upload
+# is delivered, and the same event again two hours later, to functions whose records live ten
+# minutes or a day:
+
+# %%
+late = [lessons.late_duplicate("robust", ttl_seconds=600, delay=7200),
+        lessons.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True),
+        lessons.late_duplicate("keyed", ttl_seconds=600, delay=7200),
+        lessons.late_duplicate("keyed", ttl_seconds=86_400, delay=7200)]
+views.late_frame(late)
+
+# %%
+fig = views.record_life_chart(late)
+
+# %% [markdown]
+# Start with the last row: with a record that lives a day, the late copy finds `done` and stands
+# down. With ten minutes, the record was long expired when the copy came, and what happened
+# next depends on the handler, and on something stranger:
+#
+# * **keyed** checks expiry in its claim, so an expired record counts as no record: the copy ran
+#   the work again. The provider still remembered the key and replayed the charge, so money moved
+#   once, but the ledger counted a second entry: the books and the provider now disagree. Only the
+#   provider's own memory saved the money (Stripe keeps keys for at least 24 hours; yours may not).
+# * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
+#   DynamoDB had deleted the item yet (`TTL sweep ran`): the same code, the same settings, one charge
+#   or two, decided by a background process.
+
+# %% [markdown]
+# ## TTL deletes late, so expiry is checked in code
+#
+# DynamoDB's TTL feature deletes an item some time after its TTL attribute passes, usually within
+# a few days, not at the second. Until then the item is still returned by every read. The ledger
+# table has TTL switched on for `expires_at`; moto stores that setting and, unlike AWS, never
+# deletes anything. (That is why `lessons.late_duplicate` offers `swept=True`: it deletes the
+# expired items itself, standing in for the AWS background process.) Read back from the table:
+
+# %%
+world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDescription"]
+
+# %% [markdown]
+# So the record's expiry has to be a rule the code applies, the same on every read, whatever the
+# sweeper has done. In `idem` it is `Record.expired`, and the claim's condition repeats it inside
+# DynamoDB (`expires_at <= :now`), so the check and the write are one atomic step:
+
+# %%
+views.show_source(Record.expired, Ledger.claim)
+
+# %% [markdown]
+# Try other lifetimes and delays. The copy stands down whenever the record's bar still covers its
+# arrival; the yellow band is how long a copy can keep coming.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+views.late_duplicate_explorer()
+
+# %% [markdown]
+# The same call with the widget's starting values:
+
+# %%
+_ = views.explore_late_duplicate("keyed", 600, 7200, False)
+
+# %% [markdown]
+# ## The auditor
+#
+# Idempotency prevents mistakes; it cannot prove there were none. For that, a small scheduled job
+# compares what arrived with what was recorded and what the provider did. `idem.reconcile` lists
+# every object version in the bucket, scans the ledger table and the provider's charges, and
+# reports four kinds of trouble: work that is missing (an object with no `done` record and no
+# charge), records stuck `in_progress` past their lease, double charges for one object, and
+# accounts whose ledger and provider totals differ. It only reads.
+
+# %%
+views.show_source(reconcile.reconcile)
+
+# %% [markdown]
+# A staged day of uploads. Each one meets the handler and the fault that leave one kind of trouble
+# behind, so that one report can show every kind; in a real system they would come from one
+# handler, spread over months.
+
+# %%
+for upload in lessons.MESSY_BATCH:
+    print(f"{upload.key:22} {upload.handler or '-':12} {upload.story}")
+
+# %% [markdown]
+# First the morning: the ordinary upload alone. A clean batch gets a clean report.
+
+# %%
+attempts = lessons.run_batch(world, lessons.MESSY_BATCH[:1])
+morning = reconcile.reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
+                              world.provider_table, now=world.clock.now())
+print(morning.render())
+
+# %% [markdown]
+# Then the rest of the day, and the job running an hour later:
+
+# %%
+attempts += lessons.run_batch(world, lessons.MESSY_BATCH[1:])
+world.clock.advance(3600)
+report = reconcile.reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
+                             world.provider_table, now=world.clock.now())
+print(f"clean: {report.clean}; {report.objects} objects, {report.records} records, "
+      f"{report.charges} charges, at t={world.clock.t:.0f} s")
+views.report_frame(report)
+
+# %% [markdown]
+# Every staged incident is on the list, and each finding points at something to do:
+#
+# * bob's upload was **charged twice**, and his account shows it: refund one charge.
+# * carol's upload and erin's are **missing**: carol's record says `claimed` (chapter 04's silent
+#   loss) and erin's event never arrived at all. Redeliver both.
+# * dave's record is **stuck** `in_progress` long after its lease, and his account has a charge the
+#   ledger never recorded: the money moved, the books did not. His event is in the failure queue;
+#   a redrive finishes it with the provider's replay (chapter 06).
+#
+# None of these raised an alarm when it happened, apart from dave's failure-queue message. The
+# report is the alarm.
+
+# %% [markdown]
+# ## The footprints of a duplicate
+#
+# Even without the job, a duplicate leaves traces in numbers you already have. Count what came in,
+# what the function did and what each side wrote down:
+
+# %%
+views.footprints_frame(lessons.footprints(world, attempts))
+
+# %% [markdown]
+# In a healthy system the first line, the records marked `done`, the provider's charges and the
+# ledger's entries are all the same number, and the failure queue is empty. Here they all differ,
+# and each difference is a footprint: more charges than uploads is a double charge; more charges
+# than ledger entries is money the books do not know about; fewer `done` records than uploads is
+# unfinished or lost work; retries mean failures happened (Lambda's `Errors` metric), and a non-empty
+# failure queue means some of them were never resolved. An alarm on the queue's depth and a daily
+# count comparison are cheap; the double charge in a customer's bank statement is not.
+
+# %% [markdown]
+# ## What the table and the queue hold afterwards
+#
+# The ledger table after the day: one record per upload that reached the function (erin's has
+# none), in every state the chapter talked about, the account entries, and the fault counters.
+
+# %%
+views.items_frame(world.ledger().items())
+
+# %%
+for message in world.failure_queue():
+    obj = message["requestPayload"]["Records"][0]["s3"]["object"]
+    print(f"{message['requestContext']['condition']} after "
+          f"{message['requestContext']['approximateInvokeCount']} invocations: {obj['key']} "
+          f"({message['responsePayload']['errorType']})")
+print("failure queue depth:", world.failure_queue_depth())
+
+# %% [markdown]
+# ## Try it
+#
+# Choose `my_ttl_seconds`, the keyed function's `RECORD_TTL_SECONDS`, so that a copy arriving as
+# late as Lambda allows by default (six hours after the event) still finds its record and stands
+# down.
+
+# %%
+my_ttl_seconds = 600  # your answer here
+
+# %%
+trial = lessons.late_duplicate("keyed", ttl_seconds=my_ttl_seconds, delay=DEFAULT_MAX_EVENT_AGE)
+if trial.expired:
+    print(f"Too short: the record expired at t={trial.expires_at:.0f} s and the copy came at "
+          f"t={trial.delay:.0f} s, so it ran the work again ({trial.late_status}): the ledger now "
+          f"holds {trial.outcome.ledger} entries for {trial.outcome.charges} charge.")
+else:
+    print(f"Right: the record lives until t={trial.expires_at:.0f} s and the copy at "
+          f"t={trial.delay:.0f} s found it ({trial.late_status}). Leave room on top: S3's own "
+          "copies and redrives from the failure queue can come later still.")
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# Anything above 21,600 s works for this copy; 86,400 (a day) is the sensible start, because a
+# record costs little to keep and a redrive from the failure queue can happen long after the
+# event. Tune it from there, never below the maximum event age.
+# </details>
+
+# %% [markdown]
+# ## The road map: which scribe do you need?
+#
+# Not every handler needs the whole ceremony. Walk down from the top and stop at the first answer
+# that fits:
+#
+# ```mermaid
+# flowchart TD
+#     A{"Can the side effect be made<br/>naturally idempotent?<br/>(overwrite, upsert by a stable id)"}
+#     A -- yes --> N["Do that.<br/>No record needed."]
+#     A -- no --> B{"Is losing the work on a failure<br/>acceptable, and watched?"}
+#     B -- yes --> C["claim-first:<br/>one conditional put, then the work<br/>(chapters 02-04)"]
+#     B -- no --> D["claim, work, commit:<br/>in_progress -> done, a lease,<br/>failures to the queue (05-06)"]
+#     D --> E{"Does the side effect live<br/>in someone else's system?"}
+#     E -- yes --> F["...and send them the same key:<br/>the keyed scribe (06)"]
+#     E -- no --> G["...and write the effect and the record<br/>in one transaction"]
+#     C --> R["Whatever you chose:<br/>reconcile on a schedule (07)"]
+#     F --> R
+#     G --> R
+#     N --> R
+# ```
+#
+# ## The checklist
+#
+# * **The key comes from the work**, never the attempt: bucket, decoded key and `versionId` (or
+#   eTag plus sequencer), scoped to the operation. Turn bucket versioning on.
+# * **Claim with one conditional write**, never a read followed by a write; let the failed write
+#   return the record (`ReturnValuesOnConditionCheckFailure`), so a duplicate costs one call.
+# * **Let the record say how far the work got** (`in_progress`, `done`), who holds it and until
+#   when, and commit only as its owner.
+# * **Send the same key to whatever moves the money**, with the same parameters on every attempt.
+# * **Fail loudly**: raise, so Lambda retries; configure an on-failure destination and alarm on its
+#   depth.
+# * **Keep the function timeout close to the work**: it is the lease.
+# * **Let records outlive every copy**: longer than the maximum event age (a day is a good start),
+#   with expiry checked in code, not left to TTL.
+# * **Remember nothing in the container**: anything that must survive an invocation goes in the table.
+# * **Reconcile**: count what arrived, what was recorded and what the provider did, on a schedule.
+#
+# ## Summary
+#
+# * A record must outlive the last copy of its event: minutes cover the retries, but copies can come
+#   for six hours, so start at a day, and check expiry in code because TTL deletes late.
+# * The reconciliation job compares the bucket, the ledger and the provider, and turns silent
+#   trouble (missing work, stuck records, double charges, mismatched books) into a report.
+# * Most handlers need less than the full ceremony; the road map says which, and the checklist
+#   says what the full one contains.
+#
+# **Next:** [08 Powertools side by side](08_powertools_side_by_side.ipynb)

@@ -54,6 +54,13 @@ def record_status(items: list[dict[str, Any]]) -> str:
     return RECORD_STATUS.get(raw, raw.lower())
 
 
+def summary(outcome: scenarios.Outcome) -> dict[str, Any]:
+    """Deliveries, charges, failure queue, calls and the errors seen: one line of a demo."""
+    errors = sorted({a.error.split(":")[0] for a in outcome.trace if a.error})
+    return {"deliveries": len({a.delivery for a in outcome.trace}), "charges": outcome.charges,
+            "dlq": outcome.dlq, "ddb_calls": outcome.ddb_calls, "errors": ", ".join(errors) or "-"}
+
+
 def env_for(world: LocalWorld, scenario: scenarios.Scenario, table: str,
             fix: str = "none", **settings: str) -> dict[str, str]:
     """The function's environment: the core settings, the Powertools table and options."""

@@ -41,11 +41,12 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world
 views.show_source(robust.handle)
 
 # %% [markdown]
-# And the three ledger calls it makes. Notice that `put_in_progress` is conditional (only if no
-# record exists) while `mark_done` is not: it writes `done` over whatever is there.
+# And the ledger calls it makes. `put_in_progress` is the same conditional put claim-first uses
+# (write only if the key has no record), with another status; `mark_done` is not conditional at
+# all: it writes `done` over whatever is there.
 
 # %%
-views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.mark_done)
+views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger._put_if_absent, Ledger.mark_done)
 
 # %% [markdown]
 # ## A record that only moves forward

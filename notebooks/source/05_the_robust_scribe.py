@@ -56,15 +56,23 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger._put_if_abse
 #
 # ```mermaid
 # stateDiagram-v2
-#     direction LR
-#     [*] --> in_progress: no record found,<br/>conditional put wins
-#     [*] --> stood_down: conditional put loses<br/>(a copy got there first)
-#     in_progress --> in_progress: the work fails,<br/>Lambda retries, the retry<br/>finds in_progress and works again
-#     in_progress --> done: charge + ledger entry,<br/>then mark_done
-#     done --> done: a retry or a copy<br/>finds done and stands down
+#     [*] --> in_progress: put wins
+#     [*] --> stood_down: put loses
+#     in_progress --> in_progress: work failed, retry
+#     in_progress --> done: mark_done
+#     done --> done: copy stands down
 #     in_progress --> failure_queue: retries exhausted
-#     failure_queue --> in_progress: an operator redrives<br/>the event
+#     failure_queue --> in_progress: redrive
 # ```
+#
+# * **put wins / put loses**: no record was found, and the conditional put of `in_progress`
+#   succeeded, or failed because a copy got there first (that copy stands down).
+# * **work failed, retry**: the charge or the ledger entry failed; Lambda retries, the retry reads
+#   `in_progress` and does the work again.
+# * **mark_done**: the charge and the ledger entry landed, and the record is inked.
+# * **copy stands down**: any later retry or copy reads `done` and returns.
+# * **retries exhausted / redrive**: Lambda gives up and the event goes to the failure queue, with
+#   the record still `in_progress`, until an operator sends it back.
 #
 # The states that can stay put forever are the interesting ones. `done` is the happy ending.
 # `in_progress` with the event in the failure queue is the other one, and it is loud on purpose:

@@ -206,8 +206,8 @@ my_ttl_seconds = 600  # your answer here
 trial = lessons.late_duplicate("keyed", ttl_seconds=my_ttl_seconds, delay=DEFAULT_MAX_EVENT_AGE)
 if trial.expired:
     print(f"Too short: the record expired at t={trial.expires_at:.0f} s and the copy came at "
-          f"t={trial.delay:.0f} s, so it ran the work again ({trial.late_status}): the ledger now "
-          f"holds {trial.outcome.ledger} entries for {trial.outcome.charges} charge.")
+          f"t={trial.delay:.0f} s, so the copy ran the work again and was {trial.late_status}: the "
+          f"ledger now holds {trial.outcome.ledger} entries for {trial.outcome.charges} charge.")
 else:
     print(f"Right: the record lives until t={trial.expires_at:.0f} s and the copy at "
           f"t={trial.delay:.0f} s found it ({trial.late_status}). Leave room on top: S3's own "
@@ -224,24 +224,29 @@ else:
 # %% [markdown]
 # ## The road map: which scribe do you need?
 #
-# Not every handler needs the whole ceremony. Walk down from the top and stop at the first answer
+# Not every handler needs the whole ceremony. Start on the left and stop at the first answer
 # that fits:
 #
 # ```mermaid
-# flowchart TD
-#     A{"Can the side effect be made<br/>naturally idempotent?<br/>(overwrite, upsert by a stable id)"}
-#     A -- yes --> N["Do that.<br/>No record needed."]
-#     A -- no --> B{"Is losing the work on a failure<br/>acceptable, and watched?"}
-#     B -- yes --> C["claim-first:<br/>one conditional put, then the work<br/>(chapters 02-04)"]
-#     B -- no --> D["claim, work, commit:<br/>in_progress -> done, a lease,<br/>failures to the queue (05-06)"]
-#     D --> E{"Does the side effect live<br/>in someone else's system?"}
-#     E -- yes --> F["...and send them the same key:<br/>the keyed scribe (06)"]
-#     E -- no --> G["...and write the effect and the record<br/>in one transaction"]
-#     C --> R["Whatever you chose:<br/>reconcile on a schedule (07)"]
-#     F --> R
-#     G --> R
-#     N --> R
+# flowchart LR
+#     A{"naturally<br/>idempotent?"} -- yes --> N["do that:<br/>no record"]
+#     A -- no --> B{"losing the work<br/>acceptable?"}
+#     B -- "yes, and watched" --> C["claim-first"]
+#     B -- no --> D["claim, work,<br/>commit"]
+#     D --> E{"effect in someone<br/>else's system?"}
+#     E -- yes --> F["and send them<br/>the key: keyed"]
+#     E -- no --> G["effect and record<br/>in one transaction"]
 # ```
+#
+# * **Naturally idempotent** first: if the side effect can be an overwrite, or an upsert by a stable
+#   id, repeating it is harmless and no record is needed.
+# * **Claim-first** (chapters 02-04) is enough when losing the work on a failure is acceptable and
+#   something watches for it: its failures are silent by construction.
+# * **Claim, work, commit** (chapters 05-06) the moment a lost piece of work costs something:
+#   `in_progress` -> `done`, a lease to the deadline, failures to the queue.
+# * If the effect lives **in someone else's system**, send them the same key (the keyed scribe); if
+#   it lives in your own table, write the effect and the `done` record in one transaction.
+# * Whatever you chose: reconcile on a schedule.
 #
 # ## The checklist
 #

@@ -38,6 +38,7 @@ from ..clock import VirtualClock
 from ..handlers import HANDLERS, HAS_DONE_STATE
 from ..keys import idempotency_key
 from ..dynamo import to_item
+from ..faults import FaultPlan
 from ..ledger import Record
 from ..reconcile import Report, compare, list_objects, scan
 from .scenarios import Outcome, Scenario, deliver, env_for, judge
@@ -229,6 +230,129 @@ def _findings(report: Report, run: _Run) -> tuple[str, ...]:
              ("double", any(d.reference == run.obj.uri for d in report.double_charges)),
              ("mismatch", any(a.account == run.account for a in report.mismatches))]
     return tuple(name for name, hit in found if hit)
+
+
+# -- random schedules: several objects, several deliveries, faults and clock jumps ------------
+@dataclass(frozen=True)
+class Jump:
+    """When invocation (delivery, attempt) reaches `step`, the clock jumps `seconds`
+    and, if `copy` names an object, S3 delivers that object's event at that moment."""
+
+    delivery: int
+    attempt: int
+    step: str
+    seconds: float
+    copy: int | None = None
+
+
+@dataclass(frozen=True)
+class Program:
+    """A random schedule: `objects` uploads, each delivered at the times in `deliveries`
+    (object, seconds), under one fault plan, with clock jumps inside invocations."""
+
+    objects: int
+    deliveries: tuple[tuple[int, float], ...]
+    fault: str = "none"
+    times: str = "once"
+    how: str = "exception"
+    retries: int = 2
+    jumps: tuple[Jump, ...] = ()
+    ttl: int = 900  # RECORD_TTL_SECONDS: short, so a jump or a late copy can pass it
+
+
+@dataclass(frozen=True)
+class ObjectOutcome:
+    """One object's fate in a program run, and what reconciliation says about it."""
+
+    index: int
+    charges: int
+    ledger: int
+    record: str
+    dlq: int
+    verdict: str
+    flagged: tuple[str, ...]
+
+
+class _WorldPool:
+    """One world serves many programs (fresh objects, accounts and clock for each), and is
+    replaced every `size` programs so its tables stay small."""
+
+    def __init__(self, size: int = 5) -> None:
+        self.size, self.used, self.world = size, 0, None
+
+    def take(self) -> tuple[LocalWorld, int]:
+        if self.world is None or self.used % self.size == 0:
+            if self.world is not None:
+                self.world.close()
+            self.world = LocalWorld(prefix="prog")
+            self.world.session = _SharedClients()
+        self.used += 1
+        self.world.clock = VirtualClock()
+        return self.world, self.used
+
+
+_POOL = _WorldPool()
+
+
+def run_program(program: Program, handler: str) -> list[ObjectOutcome]:
+    """Run a random schedule through the local runtime; one outcome per object."""
+    from .runtime import LocalLambda
+
+    world, number = _POOL.take()
+    fault = FaultPlan(program.fault, program.times, program.how)
+    runtime = LocalLambda(world, world.env(handler, fault, RECORD_TTL_SECONDS=str(program.ttl)),
+                          retries=program.retries)
+    accounts = [f"p{number}a{i}" for i in range(program.objects)]
+    objects = [world.upload(f"{account}/order.csv") for account in accounts]
+    events = [world.event(obj) for obj in objects]
+    for index, at in sorted(program.deliveries, key=lambda d: d[1]):
+        runtime.send(events[index], at=at)
+    for jump in program.jumps:
+        runtime.during(jump.step, _jumper(world, runtime, jump, events),
+                       delivery=jump.delivery, attempt=jump.attempt)
+    runtime.run()
+    ledger_items = scan(world.dynamodb, world.ledger_table)
+    provider_items = scan(world.dynamodb, world.provider_table)
+    items = {i["pk"]: i for i in ledger_items}
+    failures = drain_failures(world)
+    report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
+                     provider_items, now=world.clock.now() + 3600)
+    found = []
+    for i, (obj, account) in enumerate(zip(objects, accounts)):
+        money = sum(1 for p in provider_items if p.get("kind") == "charge" and p["reference"] == obj.uri)
+        entries = int(items.get(f"account#{account}", {}).get("charges", 0))
+        record_item = items.get(idempotency_key(obj, "version"))
+        record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
+        dlq = len(failures.get(obj.key, []))
+        completed = money >= 1 and entries == money and (record == "done" or handler not in HAS_DONE_STATE)
+        found.append(ObjectOutcome(i, money, entries, record, dlq, judge(money, completed, dlq, record),
+                                   _findings(report, _Run(Scenario(handler), obj, account, []))))
+    return found
+
+
+def _jumper(world: LocalWorld, runtime: Any, jump: Jump, events: list[dict[str, Any]]) -> Any:
+    def act() -> None:
+        world.clock.advance(jump.seconds)
+        if jump.copy is not None:
+            runtime.send_now(events[jump.copy])
+    return act
+
+
+def program_breaks(outcomes: Iterable[ObjectOutcome]) -> list[str]:
+    """The objects a handler broke: charged twice, or lost or half-done silently."""
+    return [f"object {o.index}: {o.verdict}" for o in outcomes if o.verdict in BREAKS]
+
+
+def program_keyed_violations(outcomes: Iterable[ObjectOutcome]) -> list[str]:
+    """keyed's invariants per object: at most one charge; done once, or visible (the
+    failure queue, or a finding of the reconciliation job)."""
+    problems = []
+    for o in outcomes:
+        if o.charges > 1:
+            problems.append(f"object {o.index}: {o.charges} charges")
+        elif o.verdict not in KEYED_OK and not (o.dlq or o.flagged):
+            problems.append(f"object {o.index}: {o.verdict}, and nothing shows it")
+    return problems
 
 
 def breaks(outcome: Outcome) -> bool:

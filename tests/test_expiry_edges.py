@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from idem.faults import FaultPlan
+from idem.clock import EPOCH
+from idem.local.lessons import last_status, zombie
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 from idem.reconcile import reconcile
@@ -63,51 +65,33 @@ def test_keyed_duplicate_after_expiry_counts_twice_in_the_ledger_on_purpose(worl
     assert report.double_charges == [] and report.missing == []
 
 
-def in_flight(world: LocalWorld, stall: float, handler: str = "keyed") -> LocalLambda:
-    """The first invocation stalls `stall` seconds right after the provider charged (the
-    call is slow to return); meanwhile S3 delivers the event again."""
-    runtime = LocalLambda(world, world.env(handler), timeout=TIMEOUT)
-    event = world.event(world.upload("alice/slow.csv"))
-    runtime.send(event)
-
-    def provider_call_still_in_flight() -> None:
-        world.clock.advance(stall)
-        runtime.send_now(event)
-
-    runtime.during("charged", provider_call_still_in_flight)
-    runtime.run()
-    return runtime
-
-
-def test_a_lease_that_ends_in_flight_refuses_the_zombies_commit(world: LocalWorld) -> None:
-    runtime = in_flight(world, stall=TIMEOUT + 1)
-    zombie, successor, retry = runtime.attempts
-    # the successor took the expired lease, its charge was the zombie's, replayed
+def test_a_lease_that_ends_in_flight_refuses_the_zombies_commit() -> None:
+    """The first invocation stalls right after the provider charged (the call is slow to
+    return) past its lease; S3 delivers the event again at that moment."""
+    outcome = zombie("keyed", pause=TIMEOUT + 1, timeout=TIMEOUT)
+    first, successor, retry = outcome.trace
+    # the successor took the expired lease; its charge was the zombie's, replayed
     assert (successor.delivery, successor.outcome) == (2, "ok")
     assert [step for _, step in successor.steps] == ["before_charge", "replayed", "recorded"]
     # the zombie's commit was refused by the owner fence: it stood aside
-    assert zombie.result["processed"][0]["status"] == "superseded"
-    assert zombie.outcome == "timeout"  # it overran its deadline, so Lambda retries it
-    assert retry.result["processed"][0]["status"] == "duplicate"
-    charges = world.provider().charges()
-    assert len(charges) == 1
-    assert world.ledger().entry("alice") == (1, 500)
-    record = world.ledger().records()[0]
-    assert str(record.status) == "done" and record.lease_until == world.clock.start + TIMEOUT + 1 + TIMEOUT
-    assert record.result["charge_id"] == charges[0].id
+    assert last_status(outcome, delivery=1, attempt=1) == "superseded"
+    assert first.outcome == "timeout"  # it overran its deadline, so Lambda retries it
+    assert last_status(outcome, delivery=1, attempt=2) == "duplicate"
+    assert (outcome.charges, outcome.ledger, outcome.record, outcome.verdict) == (1, 1, "done", "exactly_once")
+    (record,) = [i for i in outcome.items if i["pk"].startswith("charge#")]
+    assert record["lease_until"] == EPOCH + (TIMEOUT + 1) + TIMEOUT  # the successor's lease
+    assert record["result"]["charge_id"] == first.result["processed"][0]["charge_id"]
 
 
-def test_a_duplicate_inside_the_lease_waits_its_turn(world: LocalWorld) -> None:
-    runtime = in_flight(world, stall=TIMEOUT - 1)
-    first, copy, copy_retry = sorted(runtime.attempts, key=lambda a: (a.delivery, a.attempt))
-    assert "WorkInProgress" in copy.error  # the lease is live: fail, and let Lambda retry
-    assert first.outcome == "ok" and first.result["processed"][0]["status"] == "charged"
-    assert copy_retry.result["processed"][0]["status"] == "duplicate"
-    assert len(world.provider().charges()) == 1 and world.ledger().entry("alice") == (1, 500)
+def test_a_duplicate_inside_the_lease_waits_its_turn() -> None:
+    outcome = zombie("keyed", pause=TIMEOUT - 1, timeout=TIMEOUT)
+    assert last_status(outcome, delivery=2) == "WorkInProgress"  # live lease: fail, retry later
+    assert last_status(outcome, delivery=1) == "charged"
+    assert last_status(outcome, delivery=2, attempt=2) == "duplicate"
+    assert (outcome.charges, outcome.ledger, outcome.verdict) == (1, 1, "exactly_once")
 
 
-def test_robust_charges_twice_when_a_provider_call_is_slow_on_purpose(world: LocalWorld) -> None:
-    """The same stall without a lease or a provider key: the duplicate reads in_progress
-    and charges again."""
-    in_flight(world, stall=TIMEOUT + 1, handler="robust")
-    assert len(world.provider().charges()) == 2
+def test_robust_charges_twice_when_a_provider_call_is_slow_on_purpose() -> None:
+    """The same stall without a lease or a provider key: the copy reads in_progress and
+    charges again."""
+    assert zombie("robust", pause=TIMEOUT + 1, timeout=TIMEOUT).charges == 2

@@ -34,8 +34,9 @@ def from_source(path: Path) -> nbformat.NotebookNode:
     notebook = jupytext.read(path)
     notebook.metadata = {"kernelspec": KERNELSPEC,
                          "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
-    for cell in notebook.cells:
+    for number, cell in enumerate(notebook.cells):
         cell.metadata = {}
+        cell.id = f"cell-{number:03d}"  # stable ids: rebuilding an unchanged chapter changes nothing
     return notebook
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..clock import iso8601
 from ..events import S3Object
 from ..ledger import LostOwnership, Status
 from .common import Services, charge_step, order_for, receipt
@@ -34,7 +35,7 @@ def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
         if existing.status is Status.DONE:
             return {**(existing.result or {}), "status": "duplicate"}
         raise WorkInProgress(
-            f"{order.source} is being worked on until t={existing.lease_until:.0f}; retry later")
+            f"{order.source} is being worked on until {iso8601(existing.lease_until)}; retry later")
     charge = charge_step(svc, order, idempotency_key=order.key)
     try:
         svc.ledger.commit(order.key, owner, receipt(charge), order.account, order.amount_cents)

@@ -116,8 +116,8 @@ class LocalLambda:
         max_event_age: float = DEFAULT_MAX_EVENT_AGE,
         reuse_containers: bool = True,
         function_name: str = "idem-charge",
-        entry: str = "idem.entry",
-        seed: int = 0,
+        entry: str = "idem.entry",  # the module Lambda loads: its lambda_handler and App
+        seed: int | None = None,
     ) -> None:
         if not 0 <= retries <= 2:
             raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
@@ -138,7 +138,9 @@ class LocalLambda:
         self._queue: list[_Pending] = []
         self._seq = itertools.count()
         self._deliveries = 0
-        self._random = random.Random(seed)
+        # Request ids and owner tokens: the same every run, different for each runtime of a world.
+        world.runtimes_started += 1
+        self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
         self._running: list[Attempt] = []
         self._triggers: list[list[Any]] = []
 

@@ -82,6 +82,7 @@ class LocalWorld:
         self.provider_table = f"{self.prefix}-provider"
         self.queue_name = f"{self.prefix}-failures"
         self._uploads = 0
+        self.runtimes_started = 0
         self._create()
 
     @classmethod
@@ -97,7 +98,7 @@ class LocalWorld:
         world.bucket, world.ledger_table, world.provider_table = bucket, ledger_table, provider_table
         world.queue_url, world.queue_name = queue_url, queue_url.rsplit("/", 1)[-1]
         world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
-        world._uploads = 0
+        world._uploads = world.runtimes_started = 0
         return world
 
     def _create(self) -> None:

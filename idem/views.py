@@ -513,3 +513,15 @@ def fault_explorer(fault: str = "at_charge", times: str = "once") -> widgets.Wid
     }
     return widgets.VBox([*controls.values(), widgets.interactive_output(explore_fault, controls)])
 
+
+
+# -- chapter 08 -------------------------------------------------------------------------------
+def bench_chart(rates: pd.DataFrame, title: str = "The same charge, five guards, one backend") -> Any:
+    """Events per CPU-second for first deliveries and duplicates, one pair of bars per handler."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    rates[["rate_first", "rate_duplicate"]].rename(
+        columns={"rate_first": "first deliveries", "rate_duplicate": "duplicates"}).plot.bar(ax=ax)
+    ax.set_ylabel("events per CPU-second")
+    _ = ax.set_title(title)
+    fig.tight_layout()
+    return fig

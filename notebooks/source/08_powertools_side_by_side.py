@@ -16,7 +16,6 @@
 # %%
 from contextlib import ExitStack
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
 
@@ -239,12 +238,7 @@ rates
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, ax = plt.subplots(figsize=(8, 3.5))
-rates[["rate_first", "rate_duplicate"]].rename(
-    columns={"rate_first": "first deliveries", "rate_duplicate": "duplicates"}).plot.bar(ax=ax)
-ax.set_ylabel("events per CPU-second")
-_ = ax.set_title("The same charge, five guards, one backend")
-plt.show()
+fig = views.bench_chart(rates)
 
 # %% [markdown]
 # What to notice: a duplicate costs one call for every pattern that keeps a record, and keyed's

@@ -119,8 +119,10 @@ def _race_claims(world: LocalWorld, threads: int, rounds: int, strategy: str) ->
     return RaceReport(strategy, threads, rounds, tuple(sum(w) for w in wins))
 
 
-class _SharedClients:
-    """A stand-in session: every App uses the process's shared (thread-safe) clients."""
+class SharedClients:
+    """Stands in for a boto3 session: every App built on it uses the process's shared
+    clients (botocore clients are thread-safe) instead of building its own, which costs
+    more than many calls to moto."""
 
     def client(self, service: str, **_: Any) -> Any:
         return fake_client(service)
@@ -138,7 +140,7 @@ def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) ->
             return f"racer-{next(tokens)}"
 
     env = world.env(handler)
-    apps = [entry.App.from_environment(env, session=_SharedClients(), clock=world.clock,
+    apps = [entry.App.from_environment(env, session=SharedClients(), clock=world.clock,
                                        new_token=new_token, crash=raise_crash, log=lambda _: None)
             for _ in range(threads)]
     objects = [world.upload(f"racer/round-{n:05d}.csv") for n in range(rounds)]

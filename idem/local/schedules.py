@@ -36,13 +36,14 @@ from urllib.parse import unquote_plus
 
 from ..clock import VirtualClock
 from ..handlers import HANDLERS, HAS_DONE_STATE
-from ..keys import idempotency_key
 from ..dynamo import to_item
 from ..faults import FaultPlan
+from ..keys import idempotency_key
 from ..ledger import Record
-from ..reconcile import Report, compare, list_objects, scan
+from ..reconcile import compare, list_objects, scan
+from .race import SharedClients
 from .scenarios import Outcome, Scenario, deliver, env_for, judge
-from .world import LocalWorld, fake_client
+from .world import LocalWorld
 
 FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
 HOWS = ("exception", "crash")
@@ -115,14 +116,6 @@ def label(s: Scenario) -> str:
     return f"{s.handler} {fault} {delivery} r={s.retries}"
 
 
-class _SharedClients:
-    """Stands in for a boto3 session: every cold container reuses the process's clients
-    (botocore clients are thread-safe), instead of building a new one per cold start."""
-
-    def client(self, service: str, **_: Any) -> Any:
-        return fake_client(service)
-
-
 @dataclass
 class _Run:
     scenario: Scenario
@@ -154,7 +147,7 @@ def run_schedules(schedules: Iterable[Scenario], batch: int = 20) -> list[Result
     outcomes: list[Result] = []
     for start in range(0, len(schedules), batch):
         with LocalWorld(prefix="sched") as world:
-            world.session = _SharedClients()
+            world.session = SharedClients()
             runs = [_run_one(world, s, start + i) for i, s in enumerate(schedules[start:start + batch])]
             outcomes.extend(_read_back(world, runs))
     return outcomes
@@ -193,43 +186,62 @@ def drain_failures(world: LocalWorld) -> dict[str, list[dict[str, Any]]]:
             {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)])
 
 
-def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Result]:
-    """One read of each table and the queue; then each schedule's outcome, judged as
-    scenarios.read_outcome judges it, and the reconciliation job's findings for it."""
-    ledger_items = scan(world.dynamodb, world.ledger_table)
-    provider_items = scan(world.dynamodb, world.provider_table)
-    charges = Counter(i["reference"] for i in provider_items if i.get("kind") == "charge")
-    items = {item["pk"]: item for item in ledger_items}
-    failures = drain_failures(world)
-    # the job runs an hour after the last schedule ended: every lease is over by then
-    later = world.clock.start + max(a.end for r in runs for a in r.attempts) + 3600
-    report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
-                     provider_items, now=later)
-    for run in runs:
-        s = run.scenario
-        entries = int(items.get(f"account#{run.account}", {}).get("charges", 0))
-        record_item = items.get(idempotency_key(run.obj, "version"))
+@dataclass(frozen=True)
+class _Fate:
+    """What became of one object: read back from the tables, the queue and the job."""
+
+    charges: int
+    ledger: int
+    record: str
+    failures: list[dict[str, Any]]
+    completed: bool
+    verdict: str
+    flagged: tuple[str, ...]
+
+
+class _Readback:
+    """One read of each table and the failure queue, and one reconciliation run at `now`."""
+
+    def __init__(self, world: LocalWorld, now: float) -> None:
+        ledger_items = scan(world.dynamodb, world.ledger_table)
+        provider_items = scan(world.dynamodb, world.provider_table)
+        self.items = {item["pk"]: item for item in ledger_items}
+        self.charges = Counter(i["reference"] for i in provider_items if i.get("kind") == "charge")
+        self.failures = drain_failures(world)
+        self.report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
+                              provider_items, now=now)
+
+    def fate(self, handler: str, obj: Any, account: str) -> _Fate:
+        """Judged as scenarios.read_outcome judges a run, plus the job's findings."""
+        money = self.charges[obj.uri]
+        entries = int(self.items.get(f"account#{account}", {}).get("charges", 0))
+        key = idempotency_key(obj, "version")
+        record_item = self.items.get(key)
         record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
-        money = charges[run.obj.uri]
-        completed = (money >= 1 and entries == money
-                     and (record == "done" or s.handler not in HAS_DONE_STATE))
-        dlq = failures.get(run.obj.key, [])
+        failures = self.failures.get(obj.key, [])
+        completed = money >= 1 and entries == money and (record == "done" or handler not in HAS_DONE_STATE)
+        r = self.report
+        found = [("missing", any(m.object == obj.uri for m in r.missing)),
+                 ("stuck", any(s.key == key for s in r.stuck)),
+                 ("double", any(d.reference == obj.uri for d in r.double_charges)),
+                 ("mismatch", any(a.account == account for a in r.mismatches))]
+        return _Fate(money, entries, record, failures, completed,
+                     judge(money, completed, len(failures), record),
+                     tuple(name for name, hit in found if hit))
+
+
+def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Result]:
+    """Each schedule's outcome, and what the reconciliation job found about its object."""
+    # the job runs an hour after the last schedule ended: every lease is over by then
+    readback = _Readback(world, world.clock.start + max(a.end for r in runs for a in r.attempts) + 3600)
+    for run in runs:
+        fate = readback.fate(run.scenario.handler, run.obj, run.account)
         outcome = Outcome(
-            scenario=s, charges=money, ledger=entries, attempts=len(run.attempts),
-            dlq=len(dlq), record=record, completed=completed,
-            ddb_calls=sum(a.ddb_calls for a in run.attempts),
-            verdict=judge(money, completed, len(dlq), record),
-            trace=list(run.attempts), items=[], failures=dlq)
-        yield Result(outcome, _findings(report, run))
-
-
-def _findings(report: Report, run: _Run) -> tuple[str, ...]:
-    key = idempotency_key(run.obj, "version")
-    found = [("missing", any(m.object == run.obj.uri for m in report.missing)),
-             ("stuck", any(s.key == key for s in report.stuck)),
-             ("double", any(d.reference == run.obj.uri for d in report.double_charges)),
-             ("mismatch", any(a.account == run.account for a in report.mismatches))]
-    return tuple(name for name, hit in found if hit)
+            scenario=run.scenario, charges=fate.charges, ledger=fate.ledger,
+            attempts=len(run.attempts), dlq=len(fate.failures), record=fate.record,
+            completed=fate.completed, ddb_calls=sum(a.ddb_calls for a in run.attempts),
+            verdict=fate.verdict, trace=list(run.attempts), items=[], failures=fate.failures)
+        yield Result(outcome, fate.flagged)
 
 
 # -- random schedules: several objects, several deliveries, faults and clock jumps ------------
@@ -285,7 +297,7 @@ class _WorldPool:
             if self.world is not None:
                 self.world.close()
             self.world = LocalWorld(prefix="prog")
-            self.world.session = _SharedClients()
+            self.world.session = SharedClients()
         self.used += 1
         self.world.clock = VirtualClock()
         return self.world, self.used
@@ -311,22 +323,12 @@ def run_program(program: Program, handler: str) -> list[ObjectOutcome]:
         runtime.during(jump.step, _jumper(world, runtime, jump, events),
                        delivery=jump.delivery, attempt=jump.attempt)
     runtime.run()
-    ledger_items = scan(world.dynamodb, world.ledger_table)
-    provider_items = scan(world.dynamodb, world.provider_table)
-    items = {i["pk"]: i for i in ledger_items}
-    failures = drain_failures(world)
-    report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
-                     provider_items, now=world.clock.now() + 3600)
+    readback = _Readback(world, now=world.clock.now() + 3600)
     found = []
     for i, (obj, account) in enumerate(zip(objects, accounts)):
-        money = sum(1 for p in provider_items if p.get("kind") == "charge" and p["reference"] == obj.uri)
-        entries = int(items.get(f"account#{account}", {}).get("charges", 0))
-        record_item = items.get(idempotency_key(obj, "version"))
-        record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
-        dlq = len(failures.get(obj.key, []))
-        completed = money >= 1 and entries == money and (record == "done" or handler not in HAS_DONE_STATE)
-        found.append(ObjectOutcome(i, money, entries, record, dlq, judge(money, completed, dlq, record),
-                                   _findings(report, _Run(Scenario(handler), obj, account, []))))
+        fate = readback.fate(handler, obj, account)
+        found.append(ObjectOutcome(i, fate.charges, fate.ledger, fate.record, len(fate.failures),
+                                   fate.verdict, fate.flagged))
     return found
 
 

@@ -99,7 +99,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.section("browser check")
     for found in findings:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(found.counts.items()))
-        terminalreporter.write_line(f"{found.notebook}: {found.seconds:.1f} s, {counts}, "
+        phases = ", ".join(f"{k} {v}" for k, v in found.phases.items())
+        terminalreporter.write_line(f"{found.notebook}: {found.seconds:.1f} s ({phases}); {counts}; "
                                     f"{len(found.problems)} problem(s)")
     shots = sorted({s for found in findings for s in found.screenshots})
     terminalreporter.write_line(f"screenshots ({len(shots)}) in {SCREENSHOTS}:")

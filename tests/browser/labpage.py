@@ -157,6 +157,12 @@ JS_SHOWN = """(root) => Array.from(root.querySelectorAll('.widget-output')).map(
   (o.innerText || '') + '|' + Array.from(o.querySelectorAll('img')).map((im) => im.src.length + ':' + im.src.slice(-64)).join(',')
 ).join('\\n')"""
 
+# Tracebacks shown under a node (a widget view): error outputs render as stderr text.
+JS_TRACEBACKS = """(root) => Array.from(root.querySelectorAll(
+    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'))
+  .map((el) => (el.innerText || el.textContent || '').trim())
+  .filter((t) => /Traceback|Error\\b|Exception\\b/.test(t)).map((t) => t.slice(-3000))"""
+
 JS_NOTEBOOK_HEIGHT = js("""
 const p = panelAt(arg);
 const outer = p.node.querySelector('.jp-WindowedPanel-outer') || p.content.node;
@@ -183,6 +189,13 @@ class Findings:
     changes: list[str] = field(default_factory=list)
     screenshots: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def lap(self, phase: str, since: float) -> float:
+        """Note how long `phase` took; the time now, to time the next one."""
+        now = time.monotonic()
+        self.phases[phase] = round(now - since, 1)
+        return now
 
     def problem(self, text: str) -> None:
         self.problems.append(f"{self.notebook}: {text}")
@@ -267,16 +280,22 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
     found = Findings(notebook=file.name)
     started = time.monotonic()
     expected = expectations(file)
+    lap = started
     try:
         if _open(page, path, found):
+            lap = found.lap("open", lap)
             _run_all(page, path, found)
+            lap = found.lap("run", lap)
             _check_outputs(page, path, expected, found)
+            lap = found.lap("render", lap)
             _check_explorers(page, path, found, shots, name)
             _check_after_interaction(page, path, found)
+            lap = found.lap("explore", lap)
     except PlaywrightError as error:
         found.problem(f"the page stopped answering: {str(error).splitlines()[0]}")
     finally:
         found.screenshots.insert(0, screenshot(page, path, shots / f"{name}.png"))
+        found.lap("screenshot", lap)
         found.seconds = time.monotonic() - started
     return found
 
@@ -363,6 +382,7 @@ def _check_explorers(page: Page, path: str, found: Findings, shots: Path, name: 
         cell = page.locator(f'[data-idem-cell="{explorer["cell"]}"]')
         target = shots / f"{name}.widget-{explorer['cell']}.png"
         cell.scroll_into_view_if_needed()
+        images_drawn(page, cell)
         cell.screenshot(path=str(target))
         found.screenshots.append(target)
 
@@ -389,6 +409,9 @@ def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int
         changed = _wait_for_change(page, path, root, before)
         wait_kernel_idle(page, path)
         after = _shown(root)
+        for trace in root.evaluate(JS_TRACEBACKS):
+            found.problem(f"cell {cell}: after changing {label} to {value!r} the widget shows a traceback "
+                          f"ending {_last_line(trace)!r}")
         if changed and after != before:
             found.add("controls_changed")
             found.changes.append(f"cell {cell} {label} -> {value}: {_first_line(before)!r} "
@@ -400,6 +423,8 @@ def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int
                           f"what the widget shows (still {_first_line(_shown(root))!r})")
         else:
             found.add("controls_skipped")
+    if tried and control["kind"] == "slider":
+        original = -choice  # one arrow step back
     if tried and original is not None:
         _choose(element, control["kind"], original)
         _wait_for_change(page, path, root, _shown(root))
@@ -437,7 +462,8 @@ def _choices(element: Any, kind: str) -> list[int]:
     if kind in ("checkbox", "toggle"):
         return [] if element.is_disabled() else [0]
     if kind == "slider":
-        return [1, -1]
+        now, top = element.get_attribute("aria-valuenow"), element.get_attribute("aria-valuemax")
+        return [-1] if now is not None and now == top else [1]
     return []
 
 
@@ -454,7 +480,7 @@ def _choose(element: Any, kind: str, choice: int) -> str:
         return text or str(choice)
     if kind == "slider":
         element.focus()
-        element.press("End" if choice > 0 else "Home")
+        element.press("ArrowRight" if choice > 0 else "ArrowLeft")
         return str(element.get_attribute("aria-valuenow"))
     element.click()
     return "toggled"
@@ -503,6 +529,18 @@ def _last_line(trace: str) -> str:
     return (named or lines or [""])[-1][:200]
 
 
+JS_IMAGES_DRAWN = """(node) => Array.from(node.querySelectorAll('img')).every((im) => im.complete && im.naturalWidth > 0)"""
+JS_TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))"
+
+
+def images_drawn(page: Page, target: Any, timeout: float = RENDER_TIMEOUT) -> bool:
+    """Wait until every image under `target` (a locator) is decoded and painted."""
+    drawn = bool(wait_until(lambda: target.evaluate(JS_IMAGES_DRAWN), timeout, 0.1))
+    page.evaluate(JS_TWO_FRAMES)
+    time.sleep(0.2)
+    return drawn
+
+
 def screenshot(page: Page, path: str, target: Path) -> Path:
     """The notebook, top to bottom: the viewport grows to the notebook's height for one capture."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -510,7 +548,7 @@ def screenshot(page: Page, path: str, target: Path) -> Path:
         height = int(page.evaluate(JS_NOTEBOOK_HEIGHT, path))
         page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], min(height, MAX_SHOT_HEIGHT))})
         page.evaluate(js("const p = panelAt(arg); const o = p.node.querySelector('.jp-WindowedPanel-outer'); if (o) o.scrollTop = 0; return true;"), path)
-        time.sleep(0.3)
+        images_drawn(page, page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first)
         page.screenshot(path=str(target))
     except PlaywrightError:
         try:

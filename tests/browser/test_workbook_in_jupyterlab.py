@@ -93,7 +93,8 @@ def test_broken_widgets_diagram_and_cell_fail_the_checks(lab_page, screenshots: 
     expected = {
         "unknown widget model": "cell 1: widget did not render",
         "callback raising inside the output":
-            "cell 2: shows a traceback ending 'ValueError: this explorer is broken on purpose'",
+            "cell 2: after changing pick (select) to 'b' the widget shows a traceback ending "
+            "'ValueError: this explorer is broken on purpose'",
         "callback raising outside the output": "cell 3: changing mute (toggles) to 'y' did not change what the widget shows",
         "broken mermaid": "cell 4: mermaid diagram not drawn",
         "failing cell": "cell 5 shows an error: RuntimeError: a cell that fails on purpose",

@@ -50,7 +50,7 @@ class RaceReport:
 
     def summary(self) -> str:
         worst = max(self.winners_per_round, default=0)
-        what = "winner" if self.strategy in CLAIM_STRATEGIES else "charge"
+        what = "charge" if self.strategy in HANDLERS else "winner"  # handlers: charges are the winners
         return (f"{self.strategy}: {self.clean_rounds} of {self.rounds} rounds had exactly one "
                 f"{what} among {self.threads} threads (most {what}s in a round: {worst})")
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -185,9 +183,10 @@ class LabServer:
             self.process.wait(timeout=10)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
-        for pid in [self.process.pid, *stragglers]:
+        kills = [(os.killpg, self.process.pid)] + [(os.kill, pid) for pid in stragglers]
+        for kill, pid in kills:
             try:
-                os.killpg(pid, signal.SIGKILL) if pid == self.process.pid else os.kill(pid, signal.SIGKILL)
+                kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.wait(timeout=10)
@@ -201,11 +200,3 @@ def chromium_missing() -> str | None:
     if not os.access(CHROMIUM, os.X_OK):
         return f"{CHROMIUM} is not executable"
     return None
-
-
-def python() -> str:
-    return sys.executable
-
-
-def clean(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

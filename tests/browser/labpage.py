@@ -23,7 +23,7 @@ from labdriver import WIDGET_MIME
 
 RUN_TIMEOUT = 300.0      # a chapter's Run All, seconds
 WIDGET_TIMEOUT = 60.0    # an explorer's answer to one control change, seconds
-QUIET = 3.0              # an idle kernel this long after a change means the explorer has answered
+QUIET = 2.0              # an idle kernel this long after a change means the explorer has answered
 RENDER_TIMEOUT = 20.0    # widgets, diagrams and images appearing after the run, seconds
 VIEWPORT = {"width": 1280, "height": 900}
 MAX_SHOT_HEIGHT = 16000  # Chromium's largest capture, pixels
@@ -53,9 +53,10 @@ return Boolean(p && p.context.isReady && p.content.widgets.length && k && k.stat
 JS_RUN_STATE = js("""
 const p = panelAt(arg);
 const k = p.sessionContext.session && p.sessionContext.session.kernel;
-let started = false, busy = 0, outputs = 0;
-for (const c of p.content.widgets) {
-  if (c.model.type !== 'code') continue;
+let started = true, busy = 0, outputs = 0;
+const code = p.content.widgets.filter((c) => c.model.type === 'code');
+if (code.length) started = false;
+for (const c of code) {
   if (c.model.executionCount !== null) started = true;
   outputs += c.model.outputs.length;
   const prompt = c.node.querySelector('.jp-InputPrompt');
@@ -255,23 +256,24 @@ def dialog_text(page: Page) -> str:
 
 
 def wait_for_run(page: Page, path: str, timeout: float = RUN_TIMEOUT) -> bool:
-    """True once the run started, the kernel is idle and no cell waits, three polls in a row."""
+    """True once the run has started and then settled (see `wait_kernel_idle`)."""
+    return wait_kernel_idle(page, path, timeout, started=True, interval=0.25)
+
+
+def wait_kernel_idle(page: Page, path: str, timeout: float = WIDGET_TIMEOUT, started: bool = False,
+                     interval: float = 0.1) -> bool:
+    """True once the kernel is idle and no cell waits to run, on three polls in a row
+    (and, with `started`, some cell has run since the outputs were cleared)."""
     calm = 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = page.evaluate(JS_RUN_STATE, path)
-        calm = calm + 1 if state["started"] and state["status"] == "idle" and not state["busy"] else 0
+        settled = state["status"] == "idle" and not state["busy"] and (state["started"] or not started)
+        calm = calm + 1 if settled else 0
         if calm >= 3:
             return True
-        time.sleep(0.25)
+        time.sleep(interval)
     return False
-
-
-def wait_kernel_idle(page: Page, path: str, timeout: float = WIDGET_TIMEOUT) -> bool:
-    def idle() -> bool:
-        state = page.evaluate(JS_RUN_STATE, path)
-        return state["status"] == "idle" and not state["busy"]
-    return bool(wait_until(idle, timeout, 0.1) and wait_until(idle, timeout, 0.1))
 
 
 def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
@@ -294,7 +296,9 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
     except PlaywrightError as error:
         found.problem(f"the page stopped answering: {str(error).splitlines()[0]}")
     finally:
-        found.screenshots.insert(0, screenshot(page, path, shots / f"{name}.png"))
+        shot = screenshot(page, path, shots / f"{name}.png")
+        if shot.exists():
+            found.screenshots.insert(0, shot)
         found.lap("screenshot", lap)
         found.seconds = time.monotonic() - started
     return found
@@ -302,6 +306,7 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
 
 def _open(page: Page, path: str, found: Findings) -> bool:
     """Open the notebook, wait for its kernel, clear the stored outputs; False if it never got ready."""
+    page.keyboard.press("Escape")  # no menu or dialog left open by the previous notebook
     page.evaluate(js("return app.commands.execute('docmanager:open', {path: arg, factory: 'Notebook'}).then(() => true);"), path)
     if not wait_until(lambda: page.evaluate(JS_READY, path), 90):
         found.problem(f"the notebook or its kernel was not ready within 90 s; dialog: {dialog_text(page)!r}")
@@ -324,12 +329,13 @@ def _check_outputs(page: Page, path: str, expected: Expected, found: Findings) -
     cells = page.evaluate(JS_CELLS, path)
     if len(cells) != expected.cells:
         found.problem(f"JupyterLab shows {len(cells)} cells, the file has {expected.cells}")
+    not_run = [c["index"] for c in cells if c["type"] == "code" and c["source"].strip() and c["count"] is None]
+    if not_run:
+        found.problem(f"cell(s) {', '.join(map(str, not_run))} did not run")
     for cell in cells:
         i = cell["index"]
         if cell["type"] != "code":
             continue
-        if cell["source"].strip() and cell["count"] is None:
-            found.problem(f"cell {i} did not run")
         found.add("cells_run", cell["count"] is not None)
         for out in cell["outputs"]:
             if out["type"] == "error":

@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     race.add_argument("--threads", type=int, default=16)
     race.add_argument("--rounds", type=int, default=200)
     race.add_argument("--strategy", default="conditional_put",
-                      choices=("conditional_put", "read_then_write"))
+                      choices=("conditional_put", "read_then_write", "naive", "claim_first", "robust",
+                               "keyed"),
+                      help="a bare claim, or a handler raced through its entry point")
     race.add_argument("--json", action="store_true")
     race.set_defaults(run=_race)
 
@@ -200,4 +202,4 @@ def _race(args: argparse.Namespace) -> int:
     else:
         print(report.summary())
     clean = report.clean_rounds == report.rounds
-    return 0 if clean or args.strategy != "conditional_put" else 1
+    return 0 if clean or args.strategy not in ("conditional_put", "claim_first", "keyed") else 1

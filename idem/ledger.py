@@ -21,6 +21,8 @@ from .clock import Clock
 from .dynamo import cancelled_by_condition, condition_failed, from_item, to_item, values
 
 DAY = 24 * 60 * 60
+#: Key prefixes of the items in the ledger table that are not idempotency records.
+NOT_RECORDS = ("account", "entry", "faultcount")
 
 
 class Status(str, Enum):
@@ -49,6 +51,7 @@ class Record:
     expires_at: float = 0.0
     result: Any = None
     source: str = ""
+    created_at: float = 0.0
 
     def expired(self, now: float) -> bool:
         """Expiry is checked here, in code: DynamoDB's TTL deletes items days late."""
@@ -68,6 +71,7 @@ class Record:
             expires_at=plain.get("expires_at", 0),
             result=plain.get("result"),
             source=plain.get("source", ""),
+            created_at=plain.get("created_at", 0),
         )
 
 
@@ -102,7 +106,7 @@ class Ledger:
             self.client.put_item(
                 TableName=self.table,
                 Item=to_item({"pk": key, "status": status.value, "source": source,
-                              "expires_at": self._expires_at()}),
+                              "created_at": self.clock.now(), "expires_at": self._expires_at()}),
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as error:
@@ -154,7 +158,7 @@ class Ledger:
                 TableName=self.table,
                 Item=to_item({"pk": key, "status": Status.IN_PROGRESS.value, "owner": owner,
                               "lease_until": lease_until, "source": source,
-                              "expires_at": self._expires_at()}),
+                              "created_at": now, "expires_at": self._expires_at()}),
                 ConditionExpression=(
                     "attribute_not_exists(pk) OR expires_at <= :now"
                     " OR (#s = :in_progress AND lease_until <= :now)"
@@ -169,31 +173,48 @@ class Ledger:
             raise
         return Claim(won=True)
 
-    def commit(self, key: str, owner: str, result: Any, account: str, cents: int) -> None:
-        """Mark the record done and write the ledger entry, atomically, if we still own it.
+    def commit(self, key: str, owner: str, result: Any, account: str, cents: int,
+               charge_id: str) -> None:
+        """Mark the record done and book the charge, in one transaction, if we still own it.
 
         Raises LostOwnership when the lease passed to another invocation: a zombie's
-        commit must not land over the new owner's.
+        commit must not land over the new owner's. The charge is booked once per charge id
+        (an `entry#<charge id>` item guards the account's counters): a duplicate that came
+        back after its record expired, and got the provider's replay of the same charge,
+        marks its record done without booking the money a second time.
         """
+        done = {"Update": {
+            "TableName": self.table,
+            "Key": to_item({"pk": key}),
+            "UpdateExpression": "SET #s = :done, #r = :result",
+            "ConditionExpression": "#o = :me AND #s = :in_progress",
+            "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#o": "owner"},
+            "ExpressionAttributeValues": values(
+                done=Status.DONE.value, result=result or {}, me=owner,
+                in_progress=Status.IN_PROGRESS.value),
+        }}
+        booked_once = {"Put": {
+            "TableName": self.table,
+            "Item": to_item({"pk": f"entry#{charge_id}", "account": account, "cents": cents,
+                             "record": key, "booked_at": self.clock.now()}),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }}
         self.calls["TransactWriteItems"] += 1
         try:
-            self.client.transact_write_items(TransactItems=[
-                {"Update": {
-                    "TableName": self.table,
-                    "Key": to_item({"pk": key}),
-                    "UpdateExpression": "SET #s = :done, #r = :result",
-                    "ConditionExpression": "#o = :me AND #s = :in_progress",
-                    "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#o": "owner"},
-                    "ExpressionAttributeValues": values(
-                        done=Status.DONE.value, result=result or {}, me=owner,
-                        in_progress=Status.IN_PROGRESS.value),
-                }},
-                self._entry_update(account, cents),
-            ])
+            self.client.transact_write_items(
+                TransactItems=[done, booked_once, self._entry_update(account, cents)])
         except ClientError as error:
             if cancelled_by_condition(error, 0):
                 raise LostOwnership(key) from None
-            raise
+            if not cancelled_by_condition(error, 1):
+                raise
+            self.calls["TransactWriteItems"] += 1  # already booked: only the record is left
+            try:
+                self.client.transact_write_items(TransactItems=[done])
+            except ClientError as again:
+                if cancelled_by_condition(again, 0):
+                    raise LostOwnership(key) from None
+                raise
 
     # -- the ledger entry: the system's own record of a charge -----------------------
     def _entry_update(self, account: str, cents: int) -> dict[str, Any]:
@@ -220,7 +241,7 @@ class Ledger:
 
     def records(self) -> list[Record]:
         return [Record.from_item(to_item(item)) for item in self.items()
-                if item["pk"].split("#")[0] not in ("account", "faultcount")]
+                if item["pk"].split("#")[0] not in NOT_RECORDS]
 
     def entry(self, account: str) -> tuple[int, int]:
         """(charges, cents) the ledger holds for an account."""

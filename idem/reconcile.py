@@ -4,7 +4,8 @@ A scheduled Lambda (or a person at a terminal) runs `reconcile(...)` over one bu
 the ledger table and the provider's table, and gets a `Report` of four kinds of trouble:
 
 - missing work: an object arrived, but no `done` record and no charge exist for it;
-- stuck records: `in_progress` past their lease, nobody is coming back to finish them;
+- stuck records: `in_progress` past their lease (or, for a record that keeps no lease, older
+  than the longest an invocation can run, 15 minutes), nobody is coming back to finish them;
 - double charges: the provider holds more than one charge for one object;
 - account mismatches: per account, the provider's charges and the ledger's entries differ
   (a charge the ledger never recorded, or an entry with no charge behind it).
@@ -25,6 +26,9 @@ from .dynamo import from_item, to_item
 from .events import S3Object
 from .keys import RECIPES, describe, idempotency_key
 from .ledger import Record, Status
+
+#: Lambda's longest timeout: an in_progress record without a lease, older than this, is stuck.
+MAX_INVOCATION_SECONDS = 900
 
 #: Recipes whose key can be rebuilt from a bucket listing (key, versionId, eTag).
 LISTABLE_RECIPES = ("version", "etag_only")
@@ -91,8 +95,8 @@ class Report:
         for m in self.missing:
             lines.append(f"MISSING  {m.object}: no done record and no charge (record: {m.record})")
         for s in self.stuck:
-            lines.append(f"STUCK    {s.source or s.key}: in_progress, lease ended "
-                         f"{s.overdue_seconds:.0f} s ago")
+            lines.append(f"STUCK    {s.source or s.key}: in_progress, nobody on it for "
+                         f"{s.overdue_seconds:.0f} s")
         for d in self.double_charges:
             lines.append(f"DOUBLE   {d.reference}: {len(d.charge_ids)} charges ({', '.join(d.charge_ids)})")
         for a in self.mismatches:
@@ -161,14 +165,21 @@ def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Map
         if not done and not by_reference.get(obj.uri):
             report.missing.append(MissingWork(obj.uri, str(record.status) if record else "-"))
     for record in sorted(records.values(), key=lambda r: r.key):
-        if record.status is Status.IN_PROGRESS and record.lease_until <= now:
-            report.stuck.append(StuckRecord(record.key, record.source, record.lease_until,
-                                            round(now - record.lease_until, 3)))
+        ends = _nobody_after(record)
+        if record.status is Status.IN_PROGRESS and ends <= now:
+            report.stuck.append(StuckRecord(record.key, record.source, ends, round(now - ends, 3)))
     for reference, ids in sorted(by_reference.items()):
         if len(ids) > 1:
             report.double_charges.append(DoubleCharge(reference, tuple(ids)))
     report.mismatches = _mismatches(charges, ledger_items)
     return report
+
+
+def _nobody_after(record: Record) -> float:
+    """When no invocation can still be working on an in_progress record."""
+    if record.lease_until:
+        return record.lease_until
+    return record.created_at + MAX_INVOCATION_SECONDS if record.created_at else 0.0
 
 
 def _check_recipe(recipe: str) -> None:

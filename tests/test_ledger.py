@@ -45,7 +45,7 @@ def test_a_done_record_blocks_until_it_expires(world):
     ledger = world.ledger()
     ledger.ttl_seconds = 3600
     ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
-    ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500)
+    ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     world.clock.advance(3599)
     assert not ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30).won
     world.clock.advance(1)
@@ -58,9 +58,9 @@ def test_commit_is_fenced_to_the_owner_and_writes_the_entry_atomically(world):
     world.clock.advance(31)
     ledger.claim("charge#k", "new-owner", lease_until=world.clock.now() + 30)
     with pytest.raises(LostOwnership):
-        ledger.commit("charge#k", "zombie", {}, "alice", 500)
+        ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_1")
     assert ledger.entry("alice") == (0, 0)  # the refused commit wrote no ledger entry either
-    ledger.commit("charge#k", "new-owner", {"charge_id": "ch_1"}, "alice", 500)
+    ledger.commit("charge#k", "new-owner", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     assert ledger.entry("alice") == (1, 500)
     assert ledger.get_record("charge#k").status is Status.DONE
 
@@ -78,3 +78,28 @@ def test_records_excludes_entries_and_fault_counters(world):
     ledger.add_entry("alice", 500)
     ledger.claim_once("charge#k")
     assert [r.key for r in ledger.records()] == ["charge#k"]
+
+
+def test_a_charge_is_booked_once_even_when_its_record_is_claimed_again(world):
+    ledger = world.ledger()
+    ledger.ttl_seconds = 60
+    ledger.claim("charge#k", "first", lease_until=world.clock.now() + 30)
+    ledger.commit("charge#k", "first", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    world.clock.advance(61)  # the record expired; a late duplicate claims the work again
+    assert ledger.claim("charge#k", "late", lease_until=world.clock.now() + 30).won
+    # ... and the provider replays the same charge, ch_1: the record is done, the books unchanged
+    ledger.commit("charge#k", "late", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    assert ledger.get_record("charge#k").status is Status.DONE
+    assert ledger.entry("alice") == (1, 500)
+    ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)  # refused: done, live
+    with pytest.raises(LostOwnership):
+        ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_2")
+
+
+def test_records_carry_when_they_were_created(world):
+    ledger = world.ledger()
+    world.clock.advance(42)
+    ledger.claim_once("charge#a")
+    ledger.claim("charge#b", "o", lease_until=world.clock.now() + 30)
+    assert {r.key: r.created_at - world.clock.start for r in ledger.records()} == {
+        "charge#a": 42, "charge#b": 42}

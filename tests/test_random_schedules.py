@@ -83,12 +83,12 @@ def test_weaker_handlers_shrunk_counterexamples_pinned(handler: str) -> None:
     assert program_keyed_violations(run_program(smallest, "keyed")) == []
 
 
-def test_keyed_past_expiry_is_caught_by_reconciliation_not_by_the_handler() -> None:
-    """Pinned on purpose: a copy delivered after the record expired re-runs the commit.
-    The provider replays the charge (money moves once) but the ledger counts two; the
-    verdict is a mismatch that only the reconciliation job's account check reveals."""
+def test_keyed_past_expiry_runs_again_but_books_the_charge_once() -> None:
+    """A copy delivered after the record expired claims the work again and re-runs the
+    commit. The provider replays the charge (money moves once) and the ledger books each
+    charge id once, so the books still agree and the auditor has nothing to report."""
     program = Program(objects=1, deliveries=((0, 0.0), (0, TTL + 1.0)), ttl=TTL)
     (outcome,) = run_program(program, "keyed")
-    assert (outcome.charges, outcome.ledger, outcome.record) == (1, 2, "done")
-    assert outcome.verdict == "silent_mismatch" and outcome.flagged == ("mismatch",)
+    assert (outcome.charges, outcome.ledger, outcome.record) == (1, 1, "done")
+    assert outcome.verdict == "exactly_once" and outcome.flagged == ()
     assert program_keyed_violations([outcome]) == []  # visible: so within keyed's promise

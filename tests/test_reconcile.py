@@ -60,7 +60,15 @@ def test_a_record_stuck_in_progress_past_its_lease_is_found(world: LocalWorld) -
     report = job(world, later=90)
     assert [(s.key, s.source, s.overdue_seconds) for s in report.stuck] == [(key, "planted", 60)]
     assert [(m.object, m.record) for m in report.missing] == [(stuck.uri, "in_progress")]
-    assert "STUCK    planted: in_progress, lease ended 60 s ago" in report.render()
+    assert "STUCK    planted: in_progress, nobody on it for 60 s" in report.render()
+
+
+def test_a_lease_less_record_is_stuck_only_once_no_invocation_can_still_run(world: LocalWorld) -> None:
+    stuck = world.upload("alice/2.csv")
+    world.ledger().put_in_progress(idempotency_key(stuck), source="robust-style")  # no lease
+    assert job(world, later=899).stuck == []  # a 15-minute invocation could still be on it
+    (found,) = job(world, later=960).stuck
+    assert (found.source, found.overdue_seconds) == ("robust-style", 60)
 
 
 def test_a_double_charge_is_found(world: LocalWorld) -> None:

@@ -112,3 +112,10 @@ def test_a_concurrent_copy_runs_in_its_own_container_mid_invocation(world):
 def test_settings_outside_lambdas_ranges_are_refused(world, kwargs):
     with pytest.raises(ValueError):
         LocalLambda(world, world.env(), **kwargs)
+
+
+def test_the_failure_queue_reads_back_every_message_and_keeps_them(world):
+    for n in range(25):
+        world.sqs.send_message(QueueUrl=world.queue_url, MessageBody=f'{{"n": {n}}}')
+    assert sorted(m["n"] for m in world.failure_queue()) == list(range(25))
+    assert len(world.failure_queue()) == 25 and world.failure_queue_depth() == 25

@@ -7,8 +7,8 @@
 2. The provider is called with the same key, so a retry after a charge that landed
    replays it instead of charging again: the only way to close the window between
    the charge and the commit.
-3. The commit writes `done` and the ledger entry in one transaction, only if this
-   invocation still owns the record.
+3. The commit writes `done` and books the charge in one transaction, only if this
+   invocation still owns the record, and books each charge id only once.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
             f"{order.source} is being worked on until {iso8601(existing.lease_until)}; retry later")
     charge = charge_step(svc, order, idempotency_key=order.key)
     try:
-        svc.ledger.commit(order.key, owner, receipt(charge), order.account, order.amount_cents)
+        svc.ledger.commit(order.key, owner, receipt(charge), order.account, order.amount_cents,
+                          charge.id)
     except LostOwnership:
         # Our lease ran out mid-flight and another invocation took the work over.
         # The provider key made our charge and theirs the same charge; theirs commits.

@@ -170,17 +170,19 @@ class LocalWorld:
         return Provider(self.dynamodb, self.provider_table, self.clock)
 
     def failure_queue(self) -> list[dict[str, Any]]:
-        """The messages in the failure queue, left in place (visibility timeout 0)."""
-        found, seen = [], set()
-        while True:
+        """Every message in the failure queue, left in the queue afterwards."""
+        messages: list[dict[str, Any]] = []
+        while True:  # hide each batch while reading, so the next receive returns new ones
             batch = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10,
-                                             VisibilityTimeout=0).get("Messages", [])
-            fresh = [m for m in batch if m["MessageId"] not in seen]
-            if not fresh:
-                return found
-            for message in fresh:
-                seen.add(message["MessageId"])
-                found.append(json.loads(message["Body"]))
+                                             VisibilityTimeout=60).get("Messages", [])
+            if not batch:
+                break
+            messages.extend(batch)
+        for start in range(0, len(messages), 10):  # then make them visible again
+            self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=[
+                {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                for n, m in enumerate(messages[start:start + 10])])
+        return [json.loads(m["Body"]) for m in messages]
 
     def failure_queue_depth(self) -> int:
         attributes = self.sqs.get_queue_attributes(

@@ -60,9 +60,10 @@ fig = views.record_life_chart(late)
 # next depends on the handler, and on something stranger:
 #
 # * **keyed** checks expiry in its claim, so an expired record counts as no record: the copy ran
-#   the work again. The provider still remembered the key and replayed the charge, so money moved
-#   once, but the ledger counted a second entry: the books and the provider now disagree. Only the
-#   provider's own memory saved the money (Stripe keeps keys for at least 24 hours; yours may not).
+#   the work again. Two things held the line. The provider still remembered the key and replayed
+#   the charge, so money moved once; and the commit books each charge id only once, so the ledger
+#   still agrees. But the money was saved by the provider's memory, not yours (Stripe keeps keys
+#   for at least 24 hours; yours may not): a provider that had forgotten would have charged again.
 # * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`): the same code, the same settings, one charge
 #   or two, decided by a background process.
@@ -206,8 +207,8 @@ my_ttl_seconds = 600  # your answer here
 trial = lessons.late_duplicate("keyed", ttl_seconds=my_ttl_seconds, delay=DEFAULT_MAX_EVENT_AGE)
 if trial.expired:
     print(f"Too short: the record expired at t={trial.expires_at:.0f} s and the copy came at "
-          f"t={trial.delay:.0f} s, so the copy ran the work again and was {trial.late_status}: the "
-          f"ledger now holds {trial.outcome.ledger} entries for {trial.outcome.charges} charge.")
+          f"t={trial.delay:.0f} s, so the copy ran the work again ({trial.late_status}). Only the "
+          "provider's memory of the key kept the customer from paying twice.")
 else:
     print(f"Right: the record lives until t={trial.expires_at:.0f} s and the copy at "
           f"t={trial.delay:.0f} s found it ({trial.late_status}). Leave room on top: S3's own "

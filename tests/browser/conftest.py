@@ -6,6 +6,7 @@ that cannot start skips the browser tests with the reason; it never passes them 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -52,15 +53,23 @@ def browser() -> Iterator[object]:
 def lab(tmp_path_factory: pytest.TempPathFactory, browser: object) -> Iterator[LabServer]:
     """`jupyter lab` over the repository, its state in a temporary directory; stopped at the end."""
     server = LabServer(workdir=tmp_path_factory.mktemp("jupyterlab"))
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a killed pytest still stops the server
     try:
         server.start()
     except LabUnavailable as error:
         server.stop()
+        signal.signal(signal.SIGTERM, previous)
         pytest.skip(f"JupyterLab cannot start: {error}")
     try:
         yield server
     finally:
         server.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: pytest then runs the finalizers that stop JupyterLab and Chromium."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session")
@@ -102,6 +111,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         phases = ", ".join(f"{k} {v}" for k, v in found.phases.items())
         terminalreporter.write_line(f"{found.notebook}: {found.seconds:.1f} s ({phases}); {counts}; "
                                     f"{len(found.problems)} problem(s)")
+        for line in sorted(set(" ".join(e.split()[4:]) for e in found.server_errors)):
+            terminalreporter.write_line(f"    server log: {line[:160]}")
     shots = sorted({s for found in findings for s in found.screenshots})
     terminalreporter.write_line(f"screenshots ({len(shots)}) in {SCREENSHOTS}:")
     for shot in shots:

@@ -40,6 +40,8 @@ from tornado.web import HTTPError
 
 
 def refuse_save(model, path, contents_manager, **kwargs):
+    with open({refused!r}, "a") as log:
+        log.write(path + "\\n")
     raise HTTPError(403, f"the browser test never saves notebooks ({{path}})")
 
 
@@ -108,11 +110,36 @@ class LabServer:
     def log_path(self) -> Path:
         return self.workdir / "jupyterlab.log"
 
+    @property
+    def refused_path(self) -> Path:
+        return self.workdir / "refused_saves.txt"
+
+    def refused_saves(self) -> list[str]:
+        """Paths JupyterLab tried to save (and the server refused), in order."""
+        try:
+            return self.refused_path.read_text().splitlines()
+        except OSError:
+            return []
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+    def log_offset(self) -> int:
+        """Where the server log ends now; `log_problems(offset)` reads what came after."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_problems(self, offset: int) -> list[str]:
+        """Server-side errors logged since `offset` (the reader never sees them; the lead should)."""
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            lines = log.read().decode(errors="replace").splitlines()
+        return [line for line in lines if line.startswith("[E ")]
 
     def _prepare(self) -> dict[str, str]:
         dirs = {name: self.workdir / name for name in
@@ -124,7 +151,7 @@ class LabServer:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values, indent=2))
         (dirs["config"] / "jupyter_server_config.py").write_text(SERVER_CONFIG.format(
-            port=self.port, allow_root=os.geteuid() == 0, root=str(self.root), token=self.token,
+            refused=str(self.refused_path), port=self.port, allow_root=os.geteuid() == 0, root=str(self.root), token=self.token,
             checkpoints=str(dirs["checkpoints"]), settings=str(dirs["settings"]),
             workspaces=str(dirs["workspaces"])))
         env = dict(os.environ)

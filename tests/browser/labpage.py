@@ -191,6 +191,7 @@ class Findings:
     screenshots: list[Path] = field(default_factory=list)
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    server_errors: list[str] = field(default_factory=list)
 
     def lap(self, phase: str, since: float) -> float:
         """Note how long `phase` took; the time now, to time the next one."""
@@ -580,6 +581,8 @@ def record(request: pytest.FixtureRequest, found: Findings) -> None:
     request.node.add_report_section("call", "screenshots", "\n".join(str(s) for s in found.screenshots))
     if found.changes:
         request.node.add_report_section("call", "explorer changes", "\n".join(found.changes))
+    if found.server_errors:
+        request.node.add_report_section("call", "jupyterlab server errors", "\n".join(found.server_errors))
 
 
 def close_all(page: Page) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from labdriver import REPO, WIDGET_MIME
-from labpage import Findings, check_notebook, record
+from labdriver import REPO, WIDGET_MIME, LabServer
+from labpage import JS_READY, Findings, check_notebook, js, record, wait_until
 
 NOTEBOOKS = REPO / "notebooks"
 CHAPTERS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
@@ -29,15 +29,17 @@ def _message(found: Findings) -> str:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_runs_and_renders_in_jupyterlab(chapter: Path, lab_page, screenshots: Path,
+def test_chapter_runs_and_renders_in_jupyterlab(chapter: Path, lab: LabServer, lab_page, screenshots: Path,
                                                 request: pytest.FixtureRequest) -> None:
-    stored = chapter.read_bytes()
+    offset, saves = lab.log_offset(), len(lab.refused_saves())
     found = check_notebook(lab_page, chapter.relative_to(REPO).as_posix(), chapter, screenshots)
+    found.server_errors = lab.log_problems(offset)
     record(request, found)
     print(f"{chapter.name}: {found.counts}; screenshots in {screenshots}")
     assert not found.problems, _message(found)
     assert found.counts.get("cells_run", 0) > 0, f"{chapter.name}: no cell ran"
-    assert chapter.read_bytes() == stored, f"{chapter.name} changed on disk during the browser run"
+    # The server refuses every save (and notes it); nothing may even try to write the chapter.
+    assert lab.refused_saves()[saves:] == [], "JupyterLab tried to save during the browser run"
 
 
 # A notebook with one widget broken in each way a reader could meet, plus a failing diagram and cell.
@@ -102,3 +104,19 @@ def test_broken_widgets_diagram_and_cell_fail_the_checks(lab_page, screenshots: 
     missed = [name for name, text in expected.items() if text not in problems]
     assert not missed, f"the checks did not catch: {missed}\nthey reported:\n{problems}"
     assert len(found.problems) == len(set(found.problems)), problems
+
+
+def test_jupyterlab_refuses_to_save(lab: LabServer, lab_page, request: pytest.FixtureRequest) -> None:
+    notebook = SCRATCH / "save_me.ipynb"
+    _write_notebook(notebook, [("code", "1 + 1")])
+    path, stored, saves = notebook.relative_to(REPO).as_posix(), notebook.read_bytes(), len(lab.refused_saves())
+    try:
+        lab_page.evaluate(js("return app.commands.execute('docmanager:open', {path: arg}).then(() => true);"), path)
+        assert wait_until(lambda: lab_page.evaluate(JS_READY, path), 60), "the notebook did not open"
+        lab_page.evaluate(js("const p = panelAt(arg); p.context.model.dirty = true; "
+                             "return p.context.save().then(() => 'saved', (e) => String(e));"), path)
+        assert lab.refused_saves()[saves:] == [path]
+        assert notebook.read_bytes() == stored
+    finally:
+        lab_page.keyboard.press("Escape")  # the "File Save Error" dialog
+        notebook.unlink(missing_ok=True)

@@ -293,6 +293,8 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
             lap = found.lap("render", lap)
             _check_explorers(page, path, found, shots, name)
             _check_after_interaction(page, path, found)
+            if expected.widgets and not found.counts.get("controls_changed"):
+                found.problem("the stored notebook shows widgets, but no widget control could be changed")
             lap = found.lap("explore", lap)
     except PlaywrightError as error:
         found.problem(f"the page stopped answering: {str(error).splitlines()[0]}")
@@ -384,8 +386,9 @@ def _check_explorers(page: Page, path: str, found: Findings, shots: Path, name: 
     for explorer in page.evaluate(JS_EXPLORERS, path):
         found.add("explorers")
         root = page.locator(f'[data-idem-view="{explorer["view"]}"]')
-        for control in explorer["controls"]:
-            _change(page, path, root, control, explorer["cell"], found)
+        controls = explorer["controls"]
+        for n, control in enumerate(controls):
+            _change(page, path, root, control, explorer["cell"], found, last=n == len(controls) - 1)
         cell = page.locator(f'[data-idem-cell="{explorer["cell"]}"]')
         target = shots / f"{name}.widget-{explorer['cell']}.png"
         cell.scroll_into_view_if_needed()
@@ -398,9 +401,10 @@ def _shown(root: Any) -> str:
     return str(root.evaluate(JS_SHOWN))
 
 
-def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int, found: Findings) -> None:
+def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int, found: Findings,
+            last: bool = False) -> None:
     """From the explorer's current settings, move one control to each other value in turn until
-    what the explorer shows changes; then put the control back.
+    what the explorer shows changes; then put the control back (unless it is the `last`).
 
     A control passes when some other value of it changes the view (two settings may rightly
     show the same outcome); it fails when no value does.
@@ -409,8 +413,7 @@ def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int
     label = f"{control['label']} ({control['kind']})"
     original, tried = _current(element, control["kind"]), []
     for choice in _choices(element, control["kind"]):
-        wait_kernel_idle(page, path)
-        before = _shown(root)
+        before = _shown(root)  # the kernel is idle: the run, or the previous change, has settled
         value = _choose(element, control["kind"], choice)
         tried.append(value)
         changed = _wait_for_change(page, path, root, before)
@@ -432,9 +435,10 @@ def _change(page: Page, path: str, root: Any, control: dict[str, str], cell: int
             found.add("controls_skipped")
     if tried and control["kind"] == "slider":
         original = -choice  # one arrow step back
-    if tried and original is not None:
+    if tried and original is not None and not last:
+        before = _shown(root)
         _choose(element, control["kind"], original)
-        _wait_for_change(page, path, root, _shown(root))
+        _wait_for_change(page, path, root, before)
         wait_kernel_idle(page, path)
 
 

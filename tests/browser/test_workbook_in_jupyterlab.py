@@ -3,8 +3,9 @@
 For each notebooks/NN_*.ipynb: open it, clear its outputs, Run > Run All Cells, wait for the
 kernel to go idle, then assert that no cell shows an error, every widget renders, changing each
 explorer's controls changes what it shows, mermaid diagrams draw and figures appear. A screenshot
-per chapter (and per explorer) lands in build/screenshots/. The committed notebooks are never saved.
-A second test breaks widgets on purpose and expects each check to say so.
+per chapter (and per explorer) lands in build/screenshots/. The server refuses every save, so the
+committed notebooks cannot change; one test proves the refusal, another breaks widgets, a diagram
+and a cell on purpose and expects each check to say so.
 """
 from __future__ import annotations
 

@@ -97,6 +97,13 @@ def code_cells(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_is_valid_nbformat(path):
+    import nbformat
+
+    nbformat.validate(nbformat.read(path, as_version=4))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_is_stored_executed_without_errors(path):
     cells = code_cells(path)
     assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1))

@@ -46,12 +46,10 @@ def build(path: Path) -> None:
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     for cell in notebook.cells:
         cell.metadata = {}
-        if cell.cell_type == "code":
-            for output in cell.outputs:
-                output.pop("metadata", None) if not output.get("metadata") else None
     notebook.metadata = {"kernelspec": KERNELSPEC,
                          "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
     target = NOTEBOOKS / f"{path.stem}.ipynb"
+    nbformat.validate(notebook)  # JupyterLab warns about, and may refuse, an invalid notebook
     nbformat.write(notebook, target)
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]

@@ -34,16 +34,19 @@ def stack_explorer(mode: str = "naive", failure_point: str = "after_charge",
     from .template import load
 
     allowed = {name: p["AllowedValues"] for name, p in load()["Parameters"].items()}
+    label = {"description_width": "initial"}  # the parameter names in full, not cut off
     picks = {
-        "mode": widgets.Dropdown(options=allowed["HandlerMode"], value=mode, description="HandlerMode"),
+        "mode": widgets.Dropdown(options=allowed["HandlerMode"], value=mode,
+                                 description="HandlerMode", style=label),
         "failure_point": widgets.Dropdown(options=allowed["FailurePoint"], value=failure_point,
-                                          description="FailurePoint"),
+                                          description="FailurePoint", style=label),
         "fail_times": widgets.Dropdown(options=allowed["FailTimes"], value=fail_times,
-                                       description="FailTimes"),
+                                       description="FailTimes", style=label),
     }
     shown = widgets.Output()
 
     def refresh(_: Any = None) -> None:
+        picks["fail_times"].disabled = picks["failure_point"].value == "none"
         shown.clear_output(wait=True)
         with shown:
             report = try_stack(**{name: pick.value for name, pick in picks.items()})

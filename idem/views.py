@@ -273,7 +273,8 @@ def explore_zombie(handler: str = "keyed", pause: float = 45.0) -> sc.Outcome:
     outcome = lessons.zombie(handler, pause)
     _summary(outcome, f"stall of {pause:.0f} s after the charge")
     display(_invocations(outcome))
-    display(lease_timeline(outcome))
+    display(lease_timeline(outcome, title=f"{handler}: the first invocation stalls {pause:.0f} s "
+                                          f"after the charge; a copy arrives as the stall ends"))
     plt.close("all")
     return outcome
 
@@ -465,7 +466,7 @@ def story_explore(story: str = "same bytes again", recipe: str = "version") -> _
     run = _stories.run_story(story, recipe)
     print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
           f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
-    display(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").map(
+    display(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").format({"t": "{:g}"}).map(
         lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"]))
     return run
 

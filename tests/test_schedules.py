@@ -120,8 +120,9 @@ def test_reconciliation_catches_every_break(tallies: list[S.Tally]) -> None:
     assert [(t.handler, t.caught) for t in tallies] == [(t.handler, t.broken) for t in tallies]
 
 
-def test_the_reliability_doc_shows_this_table(tallies: list[S.Tally]) -> None:
-    text = DOC.read_text(encoding="utf-8")
-    assert S.table(tallies) in text, "docs/reliability.md is stale: paste the table printed above"
+@pytest.mark.parametrize("doc", [DOC, DOC.parent.parent / "README.md"], ids=lambda p: p.name)
+def test_the_reliability_doc_shows_this_table(tallies: list[S.Tally], doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    assert S.table(tallies) in text, f"{doc.name} is stale: paste the table printed above"
     for sentence in S.sentences(tallies):
         assert sentence in text

@@ -1,8 +1,9 @@
 """What ships to Lambda: idem's core, and nothing else.
 
 The core is every module directly in idem/ and the idem/handlers/ package: the standard
-library and boto3 only. idem/local (moto), idem/views.py (pandas, widgets) and
-idem/deploy (this tool) stay behind, as do notebooks, tests and the virtualenv.
+library and boto3 only. idem/local (moto), idem/views.py (pandas, widgets), the command line
+(idem/cli.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
+tests and the virtualenv.
 
 `python -m idem.deploy.package DIR` stages the core into DIR; `sam build` calls it
 through function/Makefile, so `sam build` and `python -m idem deploy` ship the same files.
@@ -16,7 +17,8 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../idem
 CORE_SUBPACKAGES = ("handlers",)
-LEFT_OUT = ("local", "deploy", "views.py")  # never shipped, named for the error message
+# never shipped: moto, pandas and widgets, this tool, and the command line (which drives moto)
+LEFT_OUT = ("local", "deploy", "views.py", "cli.py", "__main__.py")
 #: Fixed timestamp for zip entries, so the same source gives the same zip bytes.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
 

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from .clock import EPOCH
 from .local import scenarios as sc
 from .local.runtime import Attempt
 
@@ -62,7 +63,24 @@ def matrix_table(outcomes: Iterable[sc.Outcome]) -> Any:
     handlers = list(dict.fromkeys(frame["handler"]))
     table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
     table.columns.name, table.index.name = None, "fault, times / delivery"
-    return table.style.set_uuid("matrix").map(_verdict_colour)
+    return Styled(table.style.set_uuid("matrix").map(_verdict_colour))
+
+
+class Styled:
+    """A coloured table for JupyterLab, with the plain table as its text form.
+
+    A pandas Styler's text form is `<Styler at 0x...>`: a memory address in the stored
+    notebook. This shows the same HTML and prints the data instead.
+    """
+
+    def __init__(self, styler: Any) -> None:
+        self.styler = styler
+
+    def _repr_html_(self) -> str:
+        return self.styler.to_html()
+
+    def __repr__(self) -> str:
+        return self.styler.data.to_string()
 
 
 def _verdict_colour(cell: str) -> str:
@@ -92,15 +110,31 @@ def _statuses(result: Any) -> str:
     return ", ".join(p.get("status", "?") for p in result.get("processed", [])) or result.get("status", "")
 
 
+#: Item attributes holding epoch seconds (Powertools' in-progress expiry: milliseconds).
+TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_at": 1,
+                   "expiration": 1, "in_progress_expiration": 1000}
+
+
 def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFrame:
-    """Items read back from a table, long keys shortened so they fit on screen."""
+    """Items read back from a table, long keys shortened so they fit on screen.
+
+    Times are stored as epoch seconds (what DynamoDB's TTL needs); they are shown here as
+    seconds on the virtual clock, `t=600`, so they can be read against the timelines.
+    """
     rows = []
     for item in items:
-        row = {k: _shorten(v, width) for k, v in item.items()}
+        row = {k: _on_the_clock(v, TIME_ATTRIBUTES[k]) if k in TIME_ATTRIBUTES else _shorten(v, width)
+               for k, v in item.items()}
         rows.append(row)
     frame = pd.DataFrame(rows, dtype=object).fillna("")
     first = [c for c in ("pk", "status") if c in frame.columns]
     return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _on_the_clock(value: Any, per_second: int) -> Any:
+    if not isinstance(value, (int, float)) or not value:
+        return value
+    return f"t={value / per_second - EPOCH:g}"
 
 
 def _shorten(value: Any, width: int) -> Any:
@@ -466,8 +500,8 @@ def story_explore(story: str = "same bytes again", recipe: str = "version") -> _
     run = _stories.run_story(story, recipe)
     print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
           f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
-    display(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").format({"t": "{:g}"}).map(
-        lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"]))
+    display(Styled(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").format({"t": "{:g}"}).map(
+        lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"])))
     return run
 
 

@@ -138,7 +138,9 @@ print("charges at the provider:", len(provider.charges()))
 # records **who** holds the work (`owner`, a fresh token per invocation) and **until when**
 # (`lease_until`, the invocation's deadline). It takes over a record only if there is none, if it
 # has expired, or if it is `in_progress` with its lease over. And the commit only lands if the
-# record still names the same owner.
+# record still names the same owner. The commit also books the charge in the same transaction,
+# once per charge id (an `entry#<charge id>` item), so even a copy that claims the work again
+# after its record expired, and gets the provider's replay, cannot book the same money twice.
 
 # %%
 views.show_source(Ledger.claim, Ledger.commit)
@@ -225,7 +227,8 @@ views.items_frame(long.items)
 #
 # This chapter's world, after the crash and the provider experiments: the keyed record is `done`,
 # with the owner of the retry that committed it, the lease that retry held, and the receipt; the
-# account entry counts one charge; the fault counter remembers the one crash.
+# account entry counts one charge, and the `entry#` item says which charge id it booked; the
+# fault counter remembers the one crash.
 
 # %%
 views.items_frame(world.ledger().items())

@@ -128,11 +128,6 @@ def scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
     return items
 
 
-def account_of(key: str) -> str:
-    """The account an object is charged to: its top-level folder (as the handlers do)."""
-    return key.split("/", 1)[0] if "/" in key else "anonymous"
-
-
 def reconcile(s3: Any, dynamodb: Any, bucket: str, ledger_table: str, provider_table: str, *,
               now: float, recipe: str = "version", operation: str = "charge") -> Report:
     """Read the bucket, the ledger and the provider, and report what does not add up."""

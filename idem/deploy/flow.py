@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import Clock
+from ..handlers.common import account_of
 from ..ledger import Ledger
 from ..provider import Provider
 
@@ -50,11 +51,6 @@ class RunReport:
 class Snapshot:
     ledger_charges: int
     dlq: int
-
-
-def account_of(key: str) -> str:
-    """The customer an upload bills (the handlers' rule: the key's top-level folder)."""
-    return key.split("/", 1)[0] if "/" in key else "anonymous"
 
 
 def queue_depth(sqs: Any, queue_url: str) -> int:

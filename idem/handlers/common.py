@@ -42,9 +42,13 @@ class Order:
     reference: str  # what the provider stores: which object the money was for
 
 
+def account_of(object_key: str) -> str:
+    """Who pays for an upload: the object's top-level folder (`alice/order.csv` -> alice)."""
+    return object_key.split("/", 1)[0] if "/" in object_key else "anonymous"
+
+
 def order_for(obj: S3Object, svc: Services) -> Order:
-    account = obj.key.split("/", 1)[0] if "/" in obj.key else "anonymous"
-    return Order(account=account, amount_cents=svc.price_cents,
+    return Order(account=account_of(obj.key), amount_cents=svc.price_cents,
                  key=idempotency_key(obj, svc.recipe, operation="charge"),
                  source=describe(obj, svc.recipe), reference=obj.uri)
 

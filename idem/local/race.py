@@ -115,7 +115,7 @@ def _race_claims(world: LocalWorld, threads: int, rounds: int, strategy: str) ->
     def work(index: int, round_number: int) -> None:
         wins[round_number][index] = racer(ledgers[index], keys[round_number], gap)
 
-    _run_rounds(threads, rounds, work)
+    run_rounds(threads, rounds, work)
     return RaceReport(strategy, threads, rounds, tuple(sum(w) for w in wins))
 
 
@@ -155,7 +155,7 @@ def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) ->
         except Exception:  # a loser told to retry later: Lambda would; the race counts charges
             errors[index] += 1
 
-    _run_rounds(threads, rounds, work)
+    run_rounds(threads, rounds, work)
     charged: dict[str, int] = {}
     for charge in world.provider().charges():
         charged[charge.reference] = charged.get(charge.reference, 0) + 1
@@ -163,7 +163,7 @@ def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) ->
                       errors=sum(errors))
 
 
-def _run_rounds(threads: int, rounds: int, work: Callable[[int, int], None]) -> None:
+def run_rounds(threads: int, rounds: int, work: Callable[[int, int], None]) -> None:
     """Start `threads` threads once; in each round they all call work(index, round)
     together, released by one barrier, and wait for each other at the end of the round."""
     start = threading.Barrier(threads)

@@ -12,7 +12,6 @@ show as tables. Nothing here plots or imports pandas: idem.views does the showin
 """
 from __future__ import annotations
 
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -26,7 +25,7 @@ from ..events import S3Object, encode_key, newer_sequencer
 from ..keys import describe, idempotency_key
 from ..ledger import Ledger
 from . import atomic
-from .race import RaceReport, race
+from .race import RaceReport, race, run_rounds
 from .runtime import LambdaContext
 from .world import LocalWorld
 
@@ -41,33 +40,24 @@ def race_with_condition(condition: str | None, threads: int = 8, rounds: int = 2
     extra = {"ConditionExpression": condition} if condition else {}
     with LocalWorld(prefix="race") as world:
         client, table = world.dynamodb, world.ledger_table
-        start = threading.Barrier(threads)
         wins = [[False] * threads for _ in range(rounds)]
-        refused: list[str] = []
 
-        def racer(index: int) -> None:
-            for n in range(rounds):
-                try:
-                    start.wait()
-                    client.put_item(TableName=table, Item=to_item({"pk": f"race#{n}"}), **extra)
-                    wins[n][index] = True
-                except threading.BrokenBarrierError:
-                    return
-                except ClientError as error:
-                    if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                        refused.append(error.response["Error"]["Message"])
-                        start.abort()
-                except Exception as error:  # moto in-process raises some parse errors as-is
-                    refused.append(f"{type(error).__name__}: {error}")
-                    start.abort()
+        def put(index: int, n: int) -> None:
+            try:
+                client.put_item(TableName=table, Item=to_item({"pk": f"race#{n}"}), **extra)
+                wins[n][index] = True
+            except ClientError as error:
+                if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
 
-        workers = [threading.Thread(target=racer, args=(i,)) for i in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    if refused:
-        raise ValueError(f"DynamoDB refused the condition {condition!r}: {refused[0]}")
+        try:
+            run_rounds(threads, rounds, put)
+        except ClientError as error:
+            raise ValueError(f"DynamoDB refused the condition {condition!r}: "
+                             f"{error.response['Error']['Message']}") from None
+        except Exception as error:  # moto in-process raises some parse errors as-is
+            raise ValueError(f"DynamoDB refused the condition {condition!r}: "
+                             f"{type(error).__name__}: {error}") from None
     return RaceReport(f"condition {condition or '(none)'}", threads, rounds, tuple(map(sum, wins)))
 
 

@@ -13,7 +13,6 @@ Everything runs in a fresh LocalWorld on the virtual clock, like `scenarios.run`
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,9 +214,7 @@ def run_batch(world: LocalWorld, uploads: tuple[BatchUpload, ...] = MESSY_BATCH)
         if not upload.handler:
             continue
         _check_handler(upload.handler)
-        # seeded by the object key: each upload's function gets its own request ids and owners
-        runtime = LocalLambda(world, world.env(upload.handler, upload.fault), timeout=upload.timeout,
-                              seed=zlib.crc32(upload.key.encode()))
+        runtime = LocalLambda(world, world.env(upload.handler, upload.fault), timeout=upload.timeout)
         runtime.send(world.event(obj))
         attempts.extend(runtime.run())
     return attempts

@@ -151,7 +151,7 @@ def _limits(args: argparse.Namespace) -> int:
 
 # -- replay --------------------------------------------------------------------------------
 def _replay(args: argparse.Namespace) -> int:
-    from .events import EventError, load_event, read_event
+    from .core.events import EventError, load_event, read_event
     from .local import replay as rp
 
     try:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from .clock import EPOCH
+from .core.clock import EPOCH
 from .local import scenarios as sc
 from .local.runtime import Attempt
 
@@ -389,7 +389,7 @@ def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, dela
 
 
 def report_frame(report: Any) -> pd.DataFrame:
-    """The reconciliation report (idem.reconcile.Report), one finding a row."""
+    """The reconciliation report (idem.core.reconcile.Report), one finding a row."""
     rows = [{"finding": "missing work", "what": m.object,
              "detail": f"no done record and no charge (record: {m.record})"} for m in report.missing]
     rows += [{"finding": "stuck record", "what": s.source or s.key,
@@ -411,7 +411,7 @@ def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
 # -- chapters 02-04: races for a claim, upload stories, one fault for every handler ---------
 from .local import race as _race  # noqa: E402  (kept with the views that use it)
 from .local import stories as _stories  # noqa: E402
-from .keys import RECIPES as _RECIPES  # noqa: E402
+from .core.keys import RECIPES as _RECIPES  # noqa: E402
 
 RACE_COLOURS = {"read_then_write": "#c62828", "conditional_put": "#2e7d32"}
 

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idem.cli import main
-from idem.dynamo import to_item
+from idem.core.dynamo import to_item
 from idem.local import bench
 
 EXPECTED_CALLS = {  # handler -> (record calls first, duplicate; every DynamoDB call first, duplicate)

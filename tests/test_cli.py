@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from idem.cli import main
-from idem.events import s3_event, s3_test_event
+from idem.core.events import s3_event, s3_test_event
 from idem.local.scenarios import OUTCOME_FIELDS
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from idem.entry import App, ConfigError, RecordsFailed
-from idem.events import s3_event, s3_test_event
-from idem.faults import FaultPlan, raise_crash
-from idem.handlers.keyed import WorkInProgress
-from idem.keys import idempotency_key
+from idem.core.entry import App, ConfigError, RecordsFailed
+from idem.core.events import s3_event, s3_test_event
+from idem.local.faults import FaultPlan, raise_crash
+from idem.core.handlers.keyed import WorkInProgress
+from idem.core.keys import idempotency_key
 from idem.local.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parent.parent

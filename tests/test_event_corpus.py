@@ -1,6 +1,6 @@
 """The events S3 really sends, and some it should not: tests/events/*.json, replayed.
 
-Each file goes through the local runtime (idem.entry, delivered twice, with Lambda's
+Each file goes through the local runtime (idem.core.entry, delivered twice, with Lambda's
 retries) and through `python -m idem replay`. Each must be handled once, ignored with
 a log line, or refused with a clear error, and a mixed event must neither lose nor
 repeat its good records.
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from idem import cli
-from idem.entry import App
-from idem.events import EventError, load_event, read_event
-from idem.faults import FaultPlan
+from idem.core.entry import App
+from idem.core.events import EventError, load_event, read_event
+from idem.local.faults import FaultPlan
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 

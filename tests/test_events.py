@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.events import (EventError, load_event, newer_sequencer, read_event, s3_event,
+from idem.core.events import (EventError, load_event, newer_sequencer, read_event, s3_event,
                          s3_test_event as make_test_event)
 
 

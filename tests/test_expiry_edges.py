@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from idem.faults import FaultPlan
-from idem.clock import EPOCH
+from idem.local.faults import FaultPlan
+from idem.core.clock import EPOCH
 from idem.local.lessons import last_status, zombie
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.reconcile import reconcile
+from idem.core.reconcile import reconcile
 
 TTL = 3600
 TIMEOUT = 30.0

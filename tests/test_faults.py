@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.faults import Crash, FaultInjector, FaultPlan, InjectedFault
+from idem.local.faults import Crash, FaultInjector, FaultPlan, InjectedFault
 
 
 def outcomes(injector, n, point="after_charge"):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from idem.events import S3Object
-from idem.keys import MAX_PARTITION_KEY_BYTES, RECIPES, idempotency_key
+from idem.core.events import S3Object
+from idem.core.keys import MAX_PARTITION_KEY_BYTES, RECIPES, idempotency_key
 
 OBJ = S3Object(bucket="b", key="alice/a.csv", size=1, etag="e1", sequencer="01", version_id="v1")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.ledger import AlreadyClaimed, LostOwnership, Status
+from idem.core.ledger import AlreadyClaimed, LostOwnership, Status
 
 
 def test_claim_once_lets_one_caller_in(world):

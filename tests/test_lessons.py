@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from idem.faults import FaultPlan
+from idem.local.faults import FaultPlan
 from idem.local import lessons
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.reconcile import reconcile
+from idem.core.reconcile import reconcile
 
 
 def test_robust_double_charges_when_a_copy_arrives_before_done():

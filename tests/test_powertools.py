@@ -15,9 +15,9 @@ import json
 
 import pytest
 
-from idem.clock import SystemClock, VirtualClock
+from idem.core.clock import SystemClock, VirtualClock
 from idem.cli import main
-from idem.entry import ConfigError
+from idem.core.entry import ConfigError
 from idem.local import powertools as pt
 from idem.local import powertools_entry as pe
 from idem.local import scenarios as sc

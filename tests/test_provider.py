@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.provider import IdempotencyKeyReused, ProviderError
+from idem.core.provider import IdempotencyKeyReused, ProviderError
 
 
 def test_no_key_means_a_new_charge_every_time(world):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from idem.faults import FaultPlan
-from idem.keys import idempotency_key
+from idem.local.faults import FaultPlan
+from idem.core.keys import idempotency_key
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.reconcile import Report, reconcile, scheduled_handler
+from idem.core.reconcile import Report, reconcile, scheduled_handler
 
 
 def process(world: LocalWorld, handler: str, *keys: str, deliveries: int = 1, **env: str) -> list:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.faults import FaultPlan
+from idem.local.faults import FaultPlan
 from idem.local.runtime import LocalLambda
 
 

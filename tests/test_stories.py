@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from idem import keys
-from idem.events import encode_key, newer_sequencer
+from idem.core import keys
+from idem.core.events import encode_key, newer_sequencer
 from idem.local import atomic
 from idem.local import scenarios as sc
 from idem.local import stories as st

@@ -36,19 +36,19 @@ def test_cfn_lint_reports_nothing():
 def test_function_runs_the_entry_point_with_the_settings_it_reads(cfn):
     name, fn = tp.one(cfn, "AWS::Lambda::Function")
     props = fn["Properties"]
-    assert (name, props["Handler"], props["Timeout"]) == (tp.FUNCTION, "idem.entry.lambda_handler", 30)
+    assert (name, props["Handler"], props["Timeout"]) == (tp.FUNCTION, "idem.core.entry.lambda_handler", 30)
     assert int(props["Runtime"].removeprefix("python3.")) >= 11
     env = props["Environment"]["Variables"]
-    code = (ROOT / "idem/entry.py").read_text() + (ROOT / "idem/faults.py").read_text()
+    code = (ROOT / "idem/core/entry.py").read_text() + (ROOT / "idem/faults.py").read_text()
     read = set(re.findall(r'env(?:\.get\(|, )"([A-Z_]+)"', code))
-    assert read == set(env), "the template sets exactly the variables idem.entry reads"
+    assert read == set(env), "the template sets exactly the variables idem.core.entry reads"
     assert env["HANDLER_MODE"] == {"Ref": "HandlerMode"}
     assert env["LEDGER_TABLE"] == {"Ref": "LedgerTable"}
     assert env["FAILURE_POINT"] == {"Ref": "FailurePoint"}
 
 
 def test_parameters_offer_every_handler_and_the_demo_failures():
-    from idem.handlers import HANDLERS
+    from idem.core.handlers import HANDLERS
 
     params = tp.load()["Parameters"]
     assert params["HandlerMode"]["AllowedValues"] == list(HANDLERS)
@@ -100,7 +100,7 @@ def test_zip_holds_only_idems_core(tmp_path):
     with zipfile.ZipFile(package.build_zip(tmp_path / "core.zip")) as archive:
         names = archive.namelist()
         sources = {n: archive.read(n).decode() for n in names}
-    assert {"idem/entry.py", "idem/handlers/keyed.py", "idem/ledger.py"} <= set(names)
+    assert {"idem/core/entry.py", "idem/core/handlers/keyed.py", "idem/core/ledger.py"} <= set(names)
     assert all(re.fullmatch(r"idem/(handlers/)?[a-z_]+\.py", n) for n in names), names
     assert not [n for n in names if "/local/" in n or "/deploy/" in n or n.endswith("views.py")]
     allowed = set(sys.stdlib_module_names) | {"boto3", "botocore", "idem"}

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ..clock import SystemClock
+from ..core.clock import SystemClock
 from . import flow, gaps
 from . import template as tp
 from .package import build_zip

@@ -32,8 +32,8 @@ def observed_calls() -> set[tuple[str, str]]:
     """Run every handler pattern and failure point; return (action, logical id) pairs."""
     import boto3
 
-    from ..faults import FaultPlan
-    from ..handlers import HANDLERS
+    from ..local.faults import FaultPlan
+    from ..core.handlers import HANDLERS
     from ..local.runtime import LocalLambda
     from ..local.world import REGION, LocalWorld
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..clock import Clock
-from ..handlers.common import account_of
-from ..ledger import Ledger
-from ..provider import Provider
+from ..core.clock import Clock
+from ..core.handlers.common import account_of
+from ..core.ledger import Ledger
+from ..core.provider import Provider
 
 #: The demo: the function fails once after the provider charged, and Lambda retries it.
 DEMO_FAULT = {"FailurePoint": "after_charge", "FailTimes": "once"}

@@ -1,6 +1,6 @@
 """What ships to Lambda: idem's core, and nothing else.
 
-The core is every module directly in idem/ and the idem/handlers/ package: the standard
+The core is every module directly in idem/ and the idem/core/handlers/ package: the standard
 library and boto3 only. idem/local (moto), idem/views.py (pandas, widgets), the command line
 (idem/cli.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
 tests and the virtualenv.
@@ -16,20 +16,16 @@ import zipfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../idem
-CORE_SUBPACKAGES = ("handlers",)
-# never shipped: moto, pandas and widgets, this tool, and the command line (which drives moto)
-LEFT_OUT = ("local", "deploy", "views.py", "cli.py", "__main__.py")
+CORE = "core"  # the folder that ships, inside the package
 #: Fixed timestamp for zip entries, so the same source gives the same zip bytes.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
 
 
 def core_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
-    """The files that ship, relative to the package's parent (e.g. idem/entry.py), sorted."""
-    found = [p for p in package_dir.glob("*.py") if p.name not in LEFT_OUT]
-    for sub in CORE_SUBPACKAGES:
-        found += (package_dir / sub).glob("*.py")
-    if not (package_dir / "entry.py").exists():
-        raise FileNotFoundError(f"{package_dir} has no entry.py: is this idem's package folder?")
+    """The files that ship, relative to the package's parent (e.g. idem/core/entry.py), sorted."""
+    if not (package_dir / CORE / "entry.py").exists():
+        raise FileNotFoundError(f"{package_dir} has no {CORE}/entry.py: is this idem's package folder?")
+    found = [package_dir / "__init__.py", *(package_dir / CORE).rglob("*.py")]
     return sorted(p.relative_to(package_dir.parent) for p in found)
 
 

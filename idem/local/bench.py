@@ -188,7 +188,7 @@ class _Bench:
     """One handler (or the no-op function) in its own world, measured slice by slice."""
 
     def __init__(self, stack: contextlib.ExitStack, handler: str, events: int) -> None:
-        from ..faults import FaultPlan
+        from .faults import FaultPlan
         from .powertools import ENTRY, idempotency_table
         from .runtime import LocalLambda
         from .world import LocalWorld
@@ -196,7 +196,7 @@ class _Bench:
         self.handler = handler
         self.world = stack.enter_context(LocalWorld(prefix=f"bench{next(_worlds)}"))
         env = self.world.env("keyed" if handler == "noop" else handler, FaultPlan())
-        entry = {"noop": NOOP_ENTRY, "powertools": ENTRY}.get(handler, "idem.entry")
+        entry = {"noop": NOOP_ENTRY, "powertools": ENTRY}.get(handler, "idem.core.entry")
         if handler == "powertools":
             env["IDEMPOTENCY_TABLE"] = stack.enter_context(idempotency_table(self.world))
         self.counter = stack.enter_context(_count_dynamodb_calls(self.world.session))
@@ -264,7 +264,7 @@ def _timed(work: Callable[[], None]) -> float:
 
 def _order(world: Any, n: int) -> Any:
     """A distinct upload per event, described as S3 would (the handlers never read S3)."""
-    from ..events import S3Object
+    from ..core.events import S3Object
 
     return S3Object(bucket=world.bucket, key=f"alice/bench-{n:06d}.csv", size=5,
                     etag=f"{n:032x}", sequencer=f"{n:016X}", version_id=f"v{n:06d}")

@@ -16,9 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..dynamo import to_item
-from ..faults import FaultPlan
-from ..handlers import HANDLERS, HAS_DONE_STATE
+from ..core.dynamo import to_item
+from .faults import FaultPlan
+from ..core.handlers import HANDLERS, HAS_DONE_STATE
 from . import scenarios as sc
 from .runtime import DEFAULT_MAX_EVENT_AGE, Attempt, LocalLambda
 from .world import LocalWorld

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
-from ..dynamo import from_item
+from ..core.dynamo import from_item
 from . import scenarios
 from .powertools_entry import FIXES, MODE
 from .runtime import LocalLambda

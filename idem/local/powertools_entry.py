@@ -6,8 +6,8 @@ keyed by a JMESPath expression over the decoded S3 record. Its records live in t
 DynamoDB table (`IDEMPOTENCY_TABLE`), written through a client of their own so that the
 runtime can count their calls like the ledger's.
 
-The wiring is `idem.entry.App` with the handler swapped, so the local runtime loads this
-module exactly as it loads `idem.entry`: a fresh copy per cold container, which gives each
+The wiring is `idem.core.entry.App` with the handler swapped, so the local runtime loads this
+module exactly as it loads `idem.core.entry`: a fresh copy per cold container, which gives each
 container its own persistence layer (and its own local cache, when enabled).
 
 Settings (environment):
@@ -39,14 +39,14 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from idem import entry as core
-from idem.clock import Clock, SystemClock
-from idem.events import S3Object
-from idem.handlers.common import Services, charge_step, order_for, receipt
-from idem.ledger import DAY, Ledger
+from idem.core import entry as core
+from idem.core.clock import Clock, SystemClock
+from idem.core.events import S3Object
+from idem.core.handlers.common import Services, charge_step, order_for, receipt
+from idem.core.ledger import DAY, Ledger
 
 MODE = "powertools"
-_CONTAINER_MEMORY: dict[str, int] = {}  # this container's `memory` fault store (see idem.entry)
+_CONTAINER_MEMORY: dict[str, int] = {}  # this container's `memory` fault store (see idem.core.entry)
 KEY_JMESPATH = "[bucket, key, version_id]"
 FIXES = ("none", "catch", "provider_key")
 #: The Powertools modules that read the wall clock (all through `datetime as dt`).
@@ -155,7 +155,7 @@ class PowertoolsCharge:
 
 
 class App(core.App):
-    """`idem.entry.App` with the powertools pattern as its handler."""
+    """`idem.core.entry.App` with the powertools pattern as its handler."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str], *, session: Any = None,

@@ -9,7 +9,7 @@ meet at a barrier between their read and their write, which is the interleaving 
 produces only now and then.
 
 Handlers (`naive`, `claim_first`, `robust`, `keyed`): each round uploads a fresh object and
-`threads` threads deliver its event at once, each through its own `idem.entry.App` (its own
+`threads` threads deliver its event at once, each through its own `idem.core.entry.App` (its own
 container, as Lambda runs concurrent invocations) over the shared moto backend. A round's
 "winners" are the charges the provider made for that object: exactly one is clean.
 
@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..dynamo import to_item
-from ..handlers import HANDLERS
-from ..ledger import Ledger
+from ..core.dynamo import to_item
+from ..core.handlers import HANDLERS
+from ..core.ledger import Ledger
 from .world import LocalWorld, fake_client
 
 CLAIM_STRATEGIES = ("conditional_put", "read_then_write")
@@ -129,8 +129,8 @@ class SharedClients:
 
 
 def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) -> RaceReport:
-    from .. import entry
-    from ..faults import raise_crash
+    from ..core import entry
+    from .faults import raise_crash
     from .runtime import LambdaContext
 
     tokens, token_lock = itertools.count(1), threading.Lock()

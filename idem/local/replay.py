@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import read_event
-from ..faults import FaultPlan
-from ..handlers import HANDLERS
-from ..keys import idempotency_key
+from ..core.events import read_event
+from .faults import FaultPlan
+from ..core.handlers import HANDLERS
+from ..core.keys import idempotency_key
 from .runtime import LocalLambda
 from .world import LocalWorld
 

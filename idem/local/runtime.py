@@ -10,7 +10,7 @@ What it reproduces from the Lambda service, and nothing more:
   the entry module afresh; an invocation that arrives while all are busy gets a new one;
 - the on-failure destination: an SQS queue receiving Lambda's invocation record.
 
-It runs `idem.entry` exactly as Lambda would, against the moto resources of a LocalWorld.
+It runs `idem.core.entry` exactly as Lambda would, against the moto resources of a LocalWorld.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
-from ..clock import iso8601
-from ..faults import Crash, raise_crash
+from ..core.clock import iso8601
+from .faults import Crash, raise_crash
 from .world import ACCOUNT, REGION, LocalWorld
 
 RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
@@ -116,7 +116,7 @@ class LocalLambda:
         max_event_age: float = DEFAULT_MAX_EVENT_AGE,
         reuse_containers: bool = True,
         function_name: str = "idem-charge",
-        entry: str = "idem.entry",  # the module Lambda loads: its lambda_handler and App
+        entry: str = "idem.core.entry",  # the module Lambda loads: its lambda_handler and App
         seed: int | None = None,
     ) -> None:
         if not 0 <= retries <= 2:

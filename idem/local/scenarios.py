@@ -11,8 +11,8 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..faults import FAULT_POINTS, FaultPlan
-from ..handlers import HANDLERS, HAS_DONE_STATE
+from .faults import FAULT_POINTS, FaultPlan
+from ..core.handlers import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
 
@@ -92,7 +92,7 @@ EXTRA_RUNNERS: dict[str, Callable[[Scenario], Outcome]] = {}
 
 
 def _load_extra_runners() -> None:
-    """Handlers that live outside idem.handlers register themselves on import."""
+    """Handlers that live outside idem.core.handlers register themselves on import."""
     try:
         importlib.import_module("idem.local.powertools")
     except ModuleNotFoundError as missing:

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 from urllib.parse import unquote_plus
 
-from ..clock import VirtualClock
-from ..handlers import HANDLERS, HAS_DONE_STATE
-from ..dynamo import to_item
-from ..faults import FaultPlan
-from ..keys import idempotency_key
-from ..ledger import Record
-from ..reconcile import compare, list_objects, scan
+from ..core.clock import VirtualClock
+from ..core.handlers import HANDLERS, HAS_DONE_STATE
+from ..core.dynamo import to_item
+from .faults import FaultPlan
+from ..core.keys import idempotency_key
+from ..core.ledger import Record
+from ..core.reconcile import compare, list_objects, scan
 from .race import SharedClients
 from .scenarios import Outcome, Scenario, deliver, env_for, judge
 from .world import LocalWorld

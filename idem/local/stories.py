@@ -18,12 +18,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 from botocore.exceptions import ClientError
 
-from .. import keys
-from ..dynamo import to_item
-from ..entry import App
-from ..events import S3Object, encode_key, newer_sequencer
-from ..keys import describe, idempotency_key
-from ..ledger import Ledger
+from ..core import keys
+from ..core.dynamo import to_item
+from ..core.entry import App
+from ..core.events import S3Object, encode_key, newer_sequencer
+from ..core.keys import describe, idempotency_key
+from ..core.ledger import Ledger
 from . import atomic
 from .race import RaceReport, race, run_rounds
 from .runtime import LambdaContext
@@ -357,7 +357,7 @@ class EncodedName:
 
 def encoded_name(world: LocalWorld, name: str = "alice/my file.csv") -> EncodedName:
     """Upload `name`, read its event, and build a key from the raw field and the decoded name."""
-    from ..events import read_event
+    from ..core.events import read_event
 
     obj = world.upload(name, ORDER)
     raw = world.event(obj)["Records"][0]["s3"]["object"]["key"]

@@ -14,11 +14,11 @@ import boto3
 from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
-from ..clock import VirtualClock, iso8601
-from ..events import S3Object, s3_event
-from ..faults import FaultPlan
-from ..ledger import Ledger
-from ..provider import Provider
+from ..core.clock import VirtualClock, iso8601
+from ..core.events import S3Object, s3_event
+from .faults import FaultPlan
+from ..core.ledger import Ledger
+from ..core.provider import Provider
 from .atomic import make_dynamodb_atomic
 
 REGION = "us-east-1"

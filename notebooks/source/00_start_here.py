@@ -29,7 +29,7 @@
 #   number on a clock the runtime owns, so nothing sleeps and every run gives the same result.
 # * All the code lives in the `idem` package next to these notebooks. The chapters *show* it
 #   (straight from the source files) and *run* it; they do not define logic of their own. Open
-#   `idem/handlers/` in JupyterLab's file browser whenever you want to read a whole module.
+#   `idem/core/handlers/` in JupyterLab's file browser whenever you want to read a whole module.
 # * Widgets let you change the handler, where the failure lands and how S3 delivers. Under each
 #   widget sits a plain cell that makes the same call with the widget's starting values, so the
 #   chapter reads the same even where widgets cannot render.
@@ -113,14 +113,14 @@ views.matrix_table(headline)
 # flowchart LR
 #     U([upload]) --> S3[(S3 bucket<br/>versioned)]
 #     S3 -- "event, at least once" --> Q[[Lambda async queue]]
-#     Q -- "invoke; on error retry<br/>+1 min, +2 min" --> F[function<br/>idem.entry]
+#     Q -- "invoke; on error retry<br/>+1 min, +2 min" --> F[function<br/>idem.core.entry]
 #     F -- "claim / commit" --> L[(DynamoDB ledger<br/>records + entries)]
 #     F -- "charge (idempotency key)" --> P[(payment provider)]
 #     Q -- "retries exhausted" --> D[[SQS failure queue]]
 # ```
 #
 # Locally, S3, DynamoDB and SQS are moto; the async queue is `idem.local.runtime.LocalLambda`;
-# the provider is `idem.provider.Provider`, a stand-in with its own table. Chapter 09 replaces all of
+# the provider is `idem.core.provider.Provider`, a stand-in with its own table. Chapter 09 replaces all of
 # them with the real services.
 
 # %% [markdown]

@@ -18,8 +18,8 @@
 import json
 
 from idem import views
-from idem.faults import FaultPlan
-from idem.handlers import common, naive
+from idem.local.faults import FaultPlan
+from idem.core.handlers import common, naive
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
@@ -133,7 +133,7 @@ views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery))
 # module-level variable, and that is the mistake the article's author made while building the
 # demo. Lambda reuses a **warm** container for the next invocation, with its module globals intact;
 # a **cold** container starts empty. The local runtime does the same: each container loads its own
-# copy of `idem.entry`, whose `_CONTAINER_MEMORY` dictionary is where the `memory` fault store counts.
+# copy of `idem.core.entry`, whose `_CONTAINER_MEMORY` dictionary is where the `memory` fault store counts.
 #
 # The same fault plan, counted in DynamoDB or in memory, with containers reused or always fresh:
 

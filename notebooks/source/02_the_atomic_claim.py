@@ -20,7 +20,7 @@
 import json
 
 from idem import views
-from idem.ledger import Ledger
+from idem.core.ledger import Ledger
 from idem.local import atomic, race as racing, stories as st
 from idem.local.race import race
 from idem.local.world import LocalWorld

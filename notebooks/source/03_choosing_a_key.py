@@ -18,8 +18,8 @@
 # %%
 import json
 
-from idem import keys, views
-from idem.events import encode_key, newer_sequencer, read_event
+from idem.core import keys, views
+from idem.core.events import encode_key, newer_sequencer, read_event
 from idem.local import stories as st
 from idem.local.world import LocalWorld
 

@@ -19,9 +19,9 @@
 import json
 
 from idem import views
-from idem.faults import FaultInjector, FaultPlan
-from idem.handlers import claim_first
-from idem.ledger import Ledger
+from idem.local.faults import FaultInjector, FaultPlan
+from idem.core.handlers import claim_first
+from idem.core.ledger import Ledger
 from idem.local import scenarios as sc, stories as st
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld

@@ -18,9 +18,9 @@
 import json
 
 from idem import views
-from idem.faults import FaultPlan
-from idem.handlers import robust
-from idem.ledger import Ledger
+from idem.local.faults import FaultPlan
+from idem.core.handlers import robust
+from idem.core.ledger import Ledger
 from idem.local import lessons
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda

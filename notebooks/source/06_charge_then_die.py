@@ -19,14 +19,14 @@
 import json
 
 from idem import views
-from idem.faults import FaultPlan
-from idem.handlers import common, keyed
-from idem.ledger import Ledger
+from idem.local.faults import FaultPlan
+from idem.core.handlers import common, keyed
+from idem.core.ledger import Ledger
 from idem.local import lessons
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.provider import IdempotencyKeyReused, Provider
+from idem.core.provider import IdempotencyKeyReused, Provider
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "

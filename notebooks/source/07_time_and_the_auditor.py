@@ -14,8 +14,8 @@
 # ## Setup
 
 # %%
-from idem import reconcile, views
-from idem.ledger import Ledger, Record
+from idem.core import reconcile, views
+from idem.core.ledger import Ledger, Record
 from idem.local import lessons
 from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.local.world import LocalWorld
@@ -106,7 +106,7 @@ _ = views.explore_late_duplicate("keyed", 600, 7200, False)
 # ## The auditor
 #
 # Idempotency prevents mistakes; it cannot prove there were none. For that, a small scheduled job
-# compares what arrived with what was recorded and what the provider did. `idem.reconcile` lists
+# compares what arrived with what was recorded and what the provider did. `idem.core.reconcile` lists
 # every object version in the bucket, scans the ledger table and the provider's charges, and
 # reports four kinds of trouble: work that is missing (an object with no `done` record and no
 # charge), records stuck `in_progress` past their lease, double charges for one object, and

@@ -6,7 +6,7 @@
 # own AWS account.**
 #
 # Every chapter so far ran the handlers against moto, in this process. The function that Lambda
-# would run is the same code: `idem.entry.lambda_handler`, reading its mode and table names from
+# would run is the same code: `idem.core.entry.lambda_handler`, reading its mode and table names from
 # its environment. This chapter ships it. First as a dry run on moto, which is executed below and
 # needs no account, then, only if you opt in, for real.
 
@@ -23,7 +23,7 @@ from idem import views
 from idem.deploy import calls, flow, lab, package
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
-from idem.ledger import Ledger
+from idem.core.ledger import Ledger
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 sam = tp.load()
@@ -39,7 +39,7 @@ print(f"template.yaml: {len(sam['Resources'])} resources, parameters "
 # ```mermaid
 # flowchart LR
 #     U([you: put_object]) --> B[(UploadBucket<br/>versioned)]
-#     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>idem.entry.lambda_handler]
+#     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>idem.core.entry.lambda_handler]
 #     F -- "claim, commit" --> L[(LedgerTable<br/>TTL expires_at)]
 #     F -- "charge, with key" --> P[(ProviderTable)]
 #     F -. "retries used up" .-> Q[[FailureQueue]]
@@ -156,7 +156,7 @@ views.items_frame([gap.row() for gap in dry.gaps], width=48)
 # ### The naive function, one upload
 #
 # An upload into the stack's bucket. moto's S3 fires the notification at the stack's function; moto
-# cannot run Lambda code, so the local runtime runs `idem.entry` with the **deployed** function's
+# cannot run Lambda code, so the local runtime runs `idem.core.entry` with the **deployed** function's
 # environment and event-invoke config, against the stack's tables and queue.
 
 # %%

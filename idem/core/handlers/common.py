@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..clock import Clock
 from ..events import S3Object
-from ..faults import FaultInjector
+from ...local.faults import FaultInjector
 from ..keys import describe, idempotency_key
 from ..ledger import Ledger
 from ..provider import Charge, Provider

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .dynamo import to_item, values
+from ..core.dynamo import to_item, values
 
 FAULT_POINTS = ("none", "at_charge", "after_charge", "after_commit")
 HOW = ("exception", "crash")

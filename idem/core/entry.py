@@ -1,4 +1,4 @@
-"""The Lambda entry point: `idem.entry.lambda_handler`, as template.yaml names it.
+"""The Lambda entry point: `idem.core.entry.lambda_handler`, as template.yaml names it.
 
 Module globals are the container's memory: `_app` is built on a cold start and reused
 while the container stays warm, and `_CONTAINER_MEMORY` is where the `memory` fault store
@@ -16,7 +16,7 @@ import boto3
 
 from .clock import Clock, SystemClock
 from .events import EventError, read_event
-from .faults import FaultInjector, FaultPlan, exit_process
+from ..local.faults import FaultInjector, FaultPlan, exit_process
 from .handlers import HAS_DONE_STATE, get_handler
 from .handlers.common import Services, no_checkpoint
 from .ledger import DAY, Ledger

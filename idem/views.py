@@ -98,7 +98,7 @@ def attempts_frame(run: sc.Outcome | Iterable[Attempt]) -> pd.DataFrame:
         "t (s)": a.start, "delivery": a.delivery, "attempt": a.attempt,
         "container": f"{a.container} ({'cold' if a.cold else 'warm'})",
         "steps": " > ".join(step for _, step in a.steps) or "-",
-        "outcome": a.outcome, "ddb_calls": a.ddb_calls,
+        "outcome": a.outcome, "dynamodb_calls": a.dynamodb_calls,
         "result": a.error or _statuses(a.result),
     } for a in _trace(run)])
 

@@ -16,7 +16,7 @@ import pytest
 from idem import cli
 from idem.core.entry import App
 from idem.core.events import EventError, load_event, read_event
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 
@@ -86,7 +86,7 @@ def test_every_file_in_the_corpus_has_an_expectation() -> None:
 def deliver_twice(name: str, handler: str = "keyed") -> tuple[LocalWorld, LocalLambda]:
     event = load_event((EVENTS / name).read_text(encoding="utf-8"))
     world = LocalWorld(prefix="corpus")
-    runtime = LocalLambda(world, world.env(handler, FaultPlan()))
+    runtime = LocalLambda(world, world.env(handler))
     runtime.send(event)
     runtime.send(event, at=5.0)
     runtime.run()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.clock import EPOCH
 from idem.local.lessons import last_status, zombie
 from idem.local.runtime import LocalLambda
@@ -26,7 +26,7 @@ def world():
 
 
 def late_duplicate(world: LocalWorld, after: float) -> LocalLambda:
-    runtime = LocalLambda(world, world.env("keyed", FaultPlan(), RECORD_TTL_SECONDS=str(TTL)))
+    runtime = LocalLambda(world, world.env("keyed", RECORD_TTL_SECONDS=str(TTL)))
     event = world.event(world.upload("alice/late.csv"))
     runtime.send(event)
     runtime.send(event, at=after)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.local import lessons
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
@@ -112,7 +112,7 @@ def test_ttl_sweep_deletes_only_expired_items():
 
 def test_redrive_finishes_the_work_and_empties_the_queue():
     with LocalWorld() as world:
-        broken = LocalLambda(world, world.env("robust", FaultPlan("at_charge", "always")))
+        broken = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
         broken.send(world.event(world.upload("alice/a.csv")))
         broken.run()
         assert world.failure_queue_depth() == 1

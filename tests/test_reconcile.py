@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.keys import idempotency_key
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
@@ -13,7 +13,7 @@ from idem.core.reconcile import Report, reconcile, scheduled_handler
 def process(world: LocalWorld, handler: str, *keys: str, deliveries: int = 1, **env: str) -> list:
     """Upload each key and let the function handle it; returns the uploaded objects."""
     objects = [world.upload(k) for k in keys]
-    runtime = LocalLambda(world, world.env(handler, FaultPlan(), **env))
+    runtime = LocalLambda(world, world.env(handler, **env))
     for obj in objects:
         for n in range(deliveries):
             runtime.send(world.event(obj), at=world.clock.t + 5.0 * n)
@@ -84,7 +84,7 @@ def test_a_double_charge_is_found(world: LocalWorld) -> None:
 def test_a_charge_the_ledger_never_recorded_is_a_mismatch(world: LocalWorld) -> None:
     process(world, "keyed", "alice/1.csv")
     orphan = world.upload("bob/1.csv")
-    world.provider().charge("bob", 500, orphan.uri)  # money moved; the function died before its books
+    world.provider().charge(customer="bob", amount=500, currency="usd", reference=orphan.uri)  # money moved; the function died before its books
     report = job(world)
     assert [(a.account, a.provider_charges, a.provider_cents, a.ledger_charges, a.ledger_cents)
             for a in report.mismatches] == [("bob", 1, 500, 0, 0)]

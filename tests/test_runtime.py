@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.local.runtime import LocalLambda
 
 
-def run(world, mode="naive", fault=FaultPlan(), **options):
-    runtime = LocalLambda(world, world.env(mode, fault), **options)
+def run(world, mode="naive", fault=None, **options):
+    runtime = LocalLambda(world, world.env(mode), fault=fault, **options)
     runtime.send(world.event(world.upload("alice/order.csv")))
     return runtime, runtime.run()
 
 
 def test_retries_come_about_60_then_120_seconds_after_each_failure(world):
-    _, attempts = run(world, fault=FaultPlan("at_charge", "always"))
+    _, attempts = run(world, fault=FaultPlan.at_point("at_charge", "always"))
     assert [(a.attempt, a.start, a.outcome) for a in attempts] == [
         (1, 0.0, "error"), (2, 60.0, "error"), (3, 180.0, "error")]
     assert len({a.request_id for a in attempts}) == 1  # a retry is the same invocation
@@ -22,13 +22,13 @@ def test_retries_come_about_60_then_120_seconds_after_each_failure(world):
 
 @pytest.mark.parametrize("retries", [0, 1, 2])
 def test_maximum_retry_attempts_bounds_the_attempts(world, retries):
-    _, attempts = run(world, fault=FaultPlan("at_charge", "always"), retries=retries)
+    _, attempts = run(world, fault=FaultPlan.at_point("at_charge", "always"), retries=retries)
     assert len(attempts) == 1 + retries
     assert world.failure_queue_depth() == 1
 
 
 def test_the_destination_receives_lambdas_invocation_record(world):
-    _, attempts = run(world, fault=FaultPlan("at_charge", "always"))
+    _, attempts = run(world, fault=FaultPlan.at_point("at_charge", "always"))
     (record,) = world.failure_queue()
     assert record["requestContext"]["condition"] == "RetriesExhausted"
     assert record["requestContext"]["approximateInvokeCount"] == 3
@@ -45,24 +45,24 @@ def test_a_success_sends_nothing_to_the_destination(world):
 
 
 def test_warm_containers_are_reused_and_cold_ones_start_empty(world):
-    runtime, attempts = run(world, fault=FaultPlan("at_charge", "once"))
+    runtime, attempts = run(world, fault=FaultPlan.at_point("at_charge", "once"))
     assert [(a.container, a.cold) for a in attempts] == [("c1", True), ("c1", False)]
-    runtime, attempts = run(world, fault=FaultPlan("at_charge", "always"), reuse_containers=False)
+    runtime, attempts = run(world, fault=FaultPlan.at_point("at_charge", "always"), reuse_containers=False)
     assert [(a.container, a.cold) for a in attempts] == [("c1", True), ("c2", True), ("c3", True)]
 
 
 def test_module_globals_survive_only_in_a_warm_container(world):
-    plan = FaultPlan("after_charge", "once", store="memory")
+    plan = FaultPlan.at_point("after_charge", "always")
     warm, _ = run(world, fault=plan)
-    assert len(world.provider().charges()) == 2  # the warm retry remembered the failure
+    assert len(warm.containers) == 1  # all three attempts used the App built at cold start
     with type(world)(prefix="cold") as other:
         cold, _ = run(other, fault=plan, reuse_containers=False)
-        assert len(other.provider().charges()) == 3  # every cold retry forgot it
-    assert [len(c.module._CONTAINER_MEMORY) for c in cold.containers] == [1, 1, 1]
+    apps = [c.module._app for c in cold.containers]
+    assert len(apps) == 3 and len({id(app) for app in apps}) == 3  # each cold start built its own
 
 
 def test_a_crash_is_retried_and_its_container_is_not_reused(world):
-    _, attempts = run(world, "keyed", FaultPlan("at_charge", "once", how="crash"))
+    _, attempts = run(world, "keyed", FaultPlan.at_point("at_charge", "once", how="crash"))
     assert [a.outcome for a in attempts] == ["crash", "ok"]
     assert attempts[0].error.startswith("Runtime.ExitError")
     assert attempts[1].cold and attempts[1].container == "c2"
@@ -90,7 +90,8 @@ def test_an_invocation_past_its_deadline_times_out(world):
 
 
 def test_events_older_than_the_maximum_age_are_dropped_to_the_destination(world):
-    runtime = LocalLambda(world, world.env("naive", FaultPlan("at_charge", "always")), max_event_age=90)
+    runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("at_charge", "always"),
+                          max_event_age=90)
     runtime.send(world.event(world.upload("alice/o.csv")))
     attempts = runtime.run()
     assert len(attempts) == 2  # the retry at +180 s would be older than 90 s

@@ -94,7 +94,7 @@ def test_keyed_holds_in_every_schedule(results: list[S.Result]) -> None:
 def test_keyed_violations_sees_what_is_wrong() -> None:
     """The invariant check itself can fail: a double charge and a silent loss are caught."""
     base = Outcome(Scenario("keyed"), charges=1, ledger=1, attempts=1, dlq=0, record="done",
-                   completed=True, ddb_calls=3, verdict="exactly_once")
+                   completed=True, dynamodb_calls=3, verdict="exactly_once")
     assert S.keyed_violations(S.Result(base, ())) == []
     double = dataclasses.replace(base, charges=2, verdict="double_charge")
     assert "2 charges" in S.keyed_violations(S.Result(double, ("double",)))

@@ -1,9 +1,8 @@
 """The Lambda entry point: `idem.core.entry.lambda_handler`, as template.yaml names it.
 
 Module globals are the container's memory: `_app` is built on a cold start and reused
-while the container stays warm, and `_CONTAINER_MEMORY` is where the `memory` fault store
-keeps its counts. The local runtime loads a fresh copy of this module for every cold
-container, so those globals behave exactly as they do on Lambda.
+while the container stays warm. The local runtime loads a fresh copy of this module for
+every cold container, so those globals behave exactly as they do on Lambda.
 """
 from __future__ import annotations
 
@@ -15,39 +14,23 @@ from typing import Any, Callable, Mapping
 import boto3
 
 from .clock import Clock, SystemClock
+from .errors import ConfigError, RecordsFailed
 from .events import EventError, read_event
-from ..local.faults import FaultInjector, FaultPlan, exit_process
 from .handlers import HAS_DONE_STATE, get_handler
-from .handlers.common import Services, no_checkpoint
-from .ledger import DAY, Ledger
+from .handlers.common import Services
+from .ledger import Ledger
 from .provider import Provider
+from .settings import Settings
 
-_CONTAINER_MEMORY: dict[str, int] = {}
+__all__ = ["App", "ConfigError", "RecordsFailed", "lambda_handler", "make_provider"]
+
 _app: "App | None" = None
 
 
-class ConfigError(RuntimeError):
-    """The function's environment is missing a setting or has a bad one."""
-
-
-class RecordsFailed(RuntimeError):
-    """Some records of the event failed; the rest were processed and will dedupe on retry."""
-
-
-def _setting(env: Mapping[str, str], name: str) -> str:
-    value = env.get(name, "")
-    if not value:
-        raise ConfigError(f"{name} is not set: template.yaml sets it on the function; "
-                          "locally, LocalWorld.env() provides it")
-    return value
-
-
-def _int_setting(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name) or str(default)
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+def make_provider(settings: Settings, clock: Clock, session: Any = None) -> Provider:
+    """The payment provider's client. Here, the workbook's stand-in in its own table;
+    in your function, your provider's SDK (Stripe's, say) built from your settings."""
+    return Provider((session or boto3).client("dynamodb"), settings.provider_table, clock)
 
 
 class App:
@@ -66,32 +49,24 @@ class App:
         *,
         session: Any = None,
         clock: Clock | None = None,
-        checkpoint: Callable[[str], None] = no_checkpoint,
+        provider: Any = None,
         new_token: Callable[[], str] | None = None,
-        crash: Callable[[], None] = exit_process,
         log: Callable[[str], None] = print,
     ) -> "App":
+        """Read and check the settings, then build the clients once (at cold start)."""
+        settings = Settings.from_env(env)
         clock = clock or SystemClock()
         dynamodb = (session or boto3).client("dynamodb")
-        ledger_table = _setting(env, "LEDGER_TABLE")
-        try:
-            plan = FaultPlan.from_env(env)
-            mode = env.get("HANDLER_MODE", "keyed")
-            get_handler(mode)
-        except ValueError as bad:
-            raise ConfigError(str(bad)) from None
         services = Services(
-            ledger=Ledger(dynamodb, ledger_table, clock,
-                          ttl_seconds=_int_setting(env, "RECORD_TTL_SECONDS", DAY)),
-            provider=Provider(dynamodb, _setting(env, "PROVIDER_TABLE"), clock),
-            faults=FaultInjector(plan, dynamodb, ledger_table, _CONTAINER_MEMORY, crash),
+            ledger=Ledger(dynamodb, settings.ledger_table, clock, ttl_seconds=settings.record_ttl_seconds),
+            provider=provider or make_provider(settings, clock),
             clock=clock,
-            price_cents=_int_setting(env, "PRICE_CENTS", 500),
-            recipe=env.get("KEY_RECIPE", "version") or "version",
+            price_cents=settings.price_cents,
+            currency=settings.currency,
+            recipe=settings.key_recipe,
             new_token=new_token or (lambda: uuid.uuid4().hex),
-            checkpoint=checkpoint,
         )
-        return cls(mode, services, log)
+        return cls(settings.handler_mode, services, log)
 
     @property
     def has_done_state(self) -> bool:

@@ -5,12 +5,11 @@ Item shapes (partition key `pk` only):
 - `charge#<recipe>#<digest>`: an idempotency record: `status`, `owner`, `lease_until`,
   `expires_at` (the table's TTL attribute), `result`, `source` (what the key was made from).
 
-Every method that touches a record counts its DynamoDB call in `calls`, so a chapter can
-show what each pattern costs; ledger entries are counted apart in `entry_calls`.
+Each claim method answers in one shape, a `Claim`: won, or lost to the record that holds
+the key. Calls are not counted here: the local runtime counts every call at its boundary.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -19,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from .clock import Clock
 from .dynamo import cancelled_by_condition, condition_failed, from_item, to_item, values
+from .errors import LostOwnership
 
 DAY = 24 * 60 * 60
 #: Key prefixes of the items in the ledger table that are not idempotency records.
@@ -32,14 +32,6 @@ class Status(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-class AlreadyClaimed(Exception):
-    """A conditional put found the key taken."""
-
-
-class LostOwnership(Exception):
-    """A commit was refused: the record is no longer this invocation's to finish."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Claim:
-    """The outcome of `Ledger.claim`: won, or lost to the existing record."""
+    """The outcome of every claim: won, or lost to the existing record (when it was read)."""
 
     won: bool
     existing: Record | None = None
@@ -89,19 +81,12 @@ class Ledger:
         self.table = table
         self.clock = clock
         self.ttl_seconds = ttl_seconds
-        self.calls: Counter[str] = Counter()
-        self.entry_calls = 0
-
-    @property
-    def record_calls(self) -> int:
-        return sum(self.calls.values())
 
     def _expires_at(self) -> int:
         return int(self.clock.now()) + self.ttl_seconds
 
-    def _put_if_absent(self, key: str, status: Status, source: str) -> bool:
-        """One conditional put: write the record only if the key has none. True if written."""
-        self.calls["PutItem"] += 1
+    def _put_if_absent(self, key: str, status: Status, source: str) -> Claim:
+        """One conditional put: write the record only if the key has none."""
         try:
             self.client.put_item(
                 TableName=self.table,
@@ -111,30 +96,27 @@ class Ledger:
             )
         except ClientError as error:
             if condition_failed(error):
-                return False
+                return Claim(won=False)
             raise
-        return True
+        return Claim(won=True)
 
     # -- claim_first: one conditional put, the record says only "seen" ---------------
-    def claim_once(self, key: str, source: str = "") -> bool:
-        """Put the key if absent. True if this call put it."""
+    def claim_once(self, key: str, source: str = "") -> Claim:
+        """Put the key if absent: won if this call put it."""
         return self._put_if_absent(key, Status.CLAIMED, source)
 
     # -- robust, as the article writes it: get, then conditional put, then mark done --
     def get_record(self, key: str) -> Record | None:
-        self.calls["GetItem"] += 1
         item = self.client.get_item(TableName=self.table, Key=to_item({"pk": key}),
                                     ConsistentRead=True).get("Item")
         return Record.from_item(item) if item else None
 
-    def put_in_progress(self, key: str, source: str = "") -> None:
-        """Pencil it in. Raises AlreadyClaimed if a concurrent duplicate got there first."""
-        if not self._put_if_absent(key, Status.IN_PROGRESS, source):
-            raise AlreadyClaimed(key)
+    def put_in_progress(self, key: str, source: str = "") -> Claim:
+        """Write `in_progress`, only if no record exists: lost if a concurrent copy got there first."""
+        return self._put_if_absent(key, Status.IN_PROGRESS, source)
 
     def mark_done(self, key: str, result: Any = None) -> None:
-        """Ink it in, unconditionally (as the article does)."""
-        self.calls["UpdateItem"] += 1
+        """Write `done`, unconditionally (as the article does)."""
         self.client.update_item(
             TableName=self.table,
             Key=to_item({"pk": key}),
@@ -152,7 +134,6 @@ class Ledger:
         (ReturnValuesOnConditionCheckFailure=ALL_OLD): a duplicate costs one call.
         """
         now = self.clock.now()
-        self.calls["PutItem"] += 1
         try:
             self.client.put_item(
                 TableName=self.table,
@@ -199,7 +180,6 @@ class Ledger:
                              "record": key, "booked_at": self.clock.now()}),
             "ConditionExpression": "attribute_not_exists(pk)",
         }}
-        self.calls["TransactWriteItems"] += 1
         try:
             self.client.transact_write_items(
                 TransactItems=[done, booked_once, self._entry_update(account, cents)])
@@ -208,8 +188,7 @@ class Ledger:
                 raise LostOwnership(key) from None
             if not cancelled_by_condition(error, 1):
                 raise
-            self.calls["TransactWriteItems"] += 1  # already booked: only the record is left
-            try:
+            try:  # already booked: only the record is left to finish
                 self.client.transact_write_items(TransactItems=[done])
             except ClientError as again:
                 if cancelled_by_condition(again, 0):
@@ -227,7 +206,6 @@ class Ledger:
 
     def add_entry(self, account: str, cents: int) -> None:
         """Write one charge into the account's ledger entry (not idempotent by itself)."""
-        self.entry_calls += 1
         update = self._entry_update(account, cents)["Update"]
         self.client.update_item(**update)
 

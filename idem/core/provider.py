@@ -16,21 +16,15 @@ from botocore.exceptions import ClientError
 
 from .clock import Clock
 from .dynamo import cancelled_by_condition, from_item, to_item, values
-
-
-class ProviderError(Exception):
-    """The provider refused the request."""
-
-
-class IdempotencyKeyReused(ProviderError):
-    """The key was first used with other parameters (Stripe answers 400 here)."""
+from .errors import IdempotencyKeyReused, ProviderError
 
 
 @dataclass(frozen=True)
 class Charge:
     id: str
-    account: str
-    amount_cents: int
+    customer: str
+    amount: int  # in the currency's smallest unit (cents), as Stripe counts it
+    currency: str
     reference: str  # what was bought: the object the charge is for
     idempotency_key: str = ""
     replayed: bool = False  # True when the provider answered from an earlier request
@@ -42,12 +36,13 @@ class Provider:
         self.table = table
         self.clock = clock
 
-    def charge(self, account: str, amount_cents: int, reference: str,
+    def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None) -> Charge:
-        """Move money, once per idempotency key."""
-        if amount_cents <= 0:
-            raise ProviderError(f"amount must be positive, got {amount_cents}")
-        params = {"account": account, "amount_cents": amount_cents, "reference": reference}
+        """Move `amount` (smallest currency unit) from `customer`, once per idempotency key."""
+        if amount <= 0:
+            raise ProviderError(f"amount must be positive, got {amount}")
+        params = {"customer": customer, "amount": amount, "currency": currency,
+                  "reference": reference}
         charge = Charge(id=self._next_id(), idempotency_key=idempotency_key or "", **params)
         charge_item = {"Put": {"TableName": self.table, "Item": to_item({
             "pk": f"charge#{charge.id}", "kind": "charge", "created_at": self.clock.now(),
@@ -106,6 +101,6 @@ def _fingerprint(params: dict[str, Any]) -> str:
 
 
 def _charge_from(item: dict[str, Any]) -> Charge:
-    return Charge(id=item["pk"].removeprefix("charge#"), account=item["account"],
-                  amount_cents=item["amount_cents"], reference=item["reference"],
+    return Charge(id=item["pk"].removeprefix("charge#"), customer=item["customer"],
+                  amount=item["amount"], currency=item["currency"], reference=item["reference"],
                   idempotency_key=item.get("idempotency_key", ""))

@@ -199,8 +199,8 @@ def _mismatches(charges: Iterable[Mapping[str, Any]],
                 ledger_items: Iterable[Mapping[str, Any]]) -> list[AccountMismatch]:
     provider: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for c in charges:
-        provider[c["account"]][0] += 1
-        provider[c["account"]][1] += int(c["amount_cents"])
+        provider[c["customer"]][0] += 1
+        provider[c["customer"]][1] += int(c["amount"])
     ledger = {i["pk"].removeprefix("account#"): (int(i.get("charges", 0)), int(i.get("cents", 0)))
               for i in ledger_items if i["pk"].startswith("account#")}
     found = []

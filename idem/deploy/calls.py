@@ -29,34 +29,38 @@ def iam_actions(operation: str, params: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def observed_calls() -> set[tuple[str, str]]:
-    """Run every handler pattern and failure point; return (action, logical id) pairs."""
-    import boto3
+    """Run every handler pattern and failure point; return (action, logical id) pairs.
 
-    from ..local.faults import FaultPlan
+    The function's own clients and the provider stand-in's (which runs inside the function
+    on AWS, under the same role) are both watched while the patterns run."""
     from ..core.handlers import HANDLERS
+    from ..local.boundary import FaultPlan, watched_session
     from ..local.runtime import LocalLambda
-    from ..local.world import REGION, LocalWorld
+    from ..local.world import LocalWorld
 
     seen: set[tuple[str, str]] = set()
 
     def note(params: dict[str, Any], model: Any, **_: Any) -> None:
         seen.update(iam_actions(model.name, params))
 
-    session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                            region_name=REGION)
-    session.events.register("before-parameter-build.dynamodb", note)
     with LocalWorld(prefix="calls") as world:
-        world.session = session  # the function's clients come from here; the reads below do not
+        clients = (watched_session().client("dynamodb"), world.dynamodb)
+        for client in clients:
+            client.meta.events.register("before-parameter-build.dynamodb", note, unique_id="idem-calls")
         logical = {world.ledger_table: "LedgerTable", world.provider_table: "ProviderTable"}
         n = 0
-        for mode in HANDLERS:
-            for point in ("none", "at_charge", "after_charge"):
-                n += 1
-                runtime = LocalLambda(world, world.env(mode, FaultPlan(point, "once")))
-                event = world.event(world.upload(f"alice/{mode}-{point}-{n}.txt"))
-                runtime.send(event)
-                runtime.send(event)  # S3 delivers it twice: the duplicate paths run too
-                runtime.run()
+        try:
+            for mode in HANDLERS:
+                for point in ("none", "at_charge", "after_charge"):
+                    n += 1
+                    runtime = LocalLambda(world, world.env(mode), fault=FaultPlan.at_point(point, "once"))
+                    event = world.event(world.upload(f"alice/{mode}-{point}-{n}.txt"))
+                    runtime.send(event)
+                    runtime.send(event)  # S3 delivers it twice: the duplicate paths run too
+                    runtime.run()
+        finally:
+            for client in clients:
+                client.meta.events.unregister("before-parameter-build.dynamodb", unique_id="idem-calls")
     return {(action, logical.get(table, table)) for action, table in seen}
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 from ..core.clock import VirtualClock
+from ..local.boundary import FaultPlan
 from ..local.runtime import LocalLambda
 from ..local.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
 from . import flow, gaps
@@ -158,7 +159,12 @@ class MotoDeployment:
             obj = world.upload(key, body=b"one order")
         if fired != [_arn(fn["name"])]:
             raise RuntimeError(f"uploading {key} notified {fired or 'nothing'}, not {fn['name']}")
-        runtime = LocalLambda(world, fn["env"], retries=fn["retries"], timeout=fn["timeout"],
+        # The stack's demo failure (its FailurePoint and FailTimes parameters) happens at the
+        # function's boundary, as the local runtime injects every fault: the handler has none.
+        demo_fault = FaultPlan.at_point(fn["env"].get("FAILURE_POINT", "none"),
+                                        fn["env"].get("FAIL_TIMES", "once"))
+        runtime = LocalLambda(world, fn["env"], fault=demo_fault, retries=fn["retries"],
+                              timeout=fn["timeout"],
                               max_event_age=fn["max_event_age"], function_name=fn["name"],
                               entry=fn["handler"].rsplit(".", 1)[0], seed=self.seed)
         runtime.send(world.event(obj))

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.dynamo import to_item
-from .faults import FaultPlan
 from ..core.handlers import HANDLERS, HAS_DONE_STATE
 from . import scenarios as sc
+from .boundary import FaultPlan
 from .runtime import DEFAULT_MAX_EVENT_AGE, Attempt, LocalLambda
 from .world import LocalWorld
 
@@ -52,7 +52,7 @@ def zombie(handler: str = "keyed", pause: float = 45.0, timeout: float = 30.0) -
         raise ValueError(f"the stall is a number of seconds, 0 or more; got {pause}")
     scenario = sc.Scenario(handler, delivery="concurrent", timeout=timeout, concurrent_at="charged")
     with LocalWorld() as world:
-        runtime = LocalLambda(world, sc.env_for(world, scenario), timeout=timeout)
+        runtime = LocalLambda(world, world.env(handler), timeout=timeout)
         event = world.event(world.upload(sc.ORDER_KEY))
         runtime.send(event)
 
@@ -135,7 +135,7 @@ def late_duplicate(handler: str = "keyed", ttl_seconds: int = 600, delay: float 
                          f"({DEFAULT_MAX_EVENT_AGE} s) of the event; got a delay of {delay} s")
     scenario = sc.Scenario(handler, delivery="duplicate")
     with LocalWorld() as world:
-        env = world.env(handler, FaultPlan(), RECORD_TTL_SECONDS=str(ttl_seconds))
+        env = world.env(handler, RECORD_TTL_SECONDS=str(ttl_seconds))
         runtime = LocalLambda(world, env)
         event = world.event(world.upload(sc.ORDER_KEY))
         runtime.send(event)
@@ -195,11 +195,11 @@ class BatchUpload:
 #: A messy batch: each upload meets the handler and fault that leave one kind of trouble.
 MESSY_BATCH = (
     BatchUpload("alice/order-0101.csv", "keyed", story="an ordinary upload"),
-    BatchUpload("bob/order-0102.csv", "robust", FaultPlan("after_charge", "once"),
+    BatchUpload("bob/order-0102.csv", "robust", FaultPlan.at_point("after_charge", "once"),
                 story="robust dies after the charge, and its retry charges again"),
-    BatchUpload("carol/order-0103.csv", "claim_first", FaultPlan("at_charge", "once"),
+    BatchUpload("carol/order-0103.csv", "claim_first", FaultPlan.at_point("at_charge", "once"),
                 story="claim-first's charge fails, and its retry is deduplicated away"),
-    BatchUpload("dave/order-0104.csv", "keyed", FaultPlan("after_charge", "once", how="crash"),
+    BatchUpload("dave/order-0104.csv", "keyed", FaultPlan.at_point("after_charge", "once", how="crash"),
                 timeout=900.0, story="keyed crashes after the charge under a 900 s timeout"),
     BatchUpload("erin/order-0105.csv", "", story="the event never reaches the function"),
 )
@@ -214,7 +214,8 @@ def run_batch(world: LocalWorld, uploads: tuple[BatchUpload, ...] = MESSY_BATCH)
         if not upload.handler:
             continue
         _check_handler(upload.handler)
-        runtime = LocalLambda(world, world.env(upload.handler, upload.fault), timeout=upload.timeout)
+        runtime = LocalLambda(world, world.env(upload.handler), fault=upload.fault,
+                              timeout=upload.timeout)
         runtime.send(world.event(obj))
         attempts.extend(runtime.run())
     return attempts

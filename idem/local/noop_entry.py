@@ -3,24 +3,14 @@
 `python -m idem bench` runs it through `LocalLambda` (queue, clock, containers, the
 attempt record) and calls it directly: the difference is the runtime's own overhead.
 It has the shape the runtime expects of an entry module: `App.from_environment` and
-`lambda_handler`, and a ledger whose record calls are always zero.
+`lambda_handler`.
 """
 from __future__ import annotations
 
 from typing import Any
 
 
-class _Ledger:
-    record_calls = 0
-
-
-class _Services:
-    ledger = _Ledger()
-
-
 class App:
-    services = _Services()
-
     @classmethod
     def from_environment(cls, env: Any, **_: Any) -> "App":
         return cls()

@@ -2,7 +2,7 @@
 
 The handler itself lives in `idem.local.powertools_entry` (the module the runtime loads
 per container). This module gives it what the matrix needs: a Powertools table on the
-same moto backend, a runner that registers as `EXTRA_RUNNERS["powertools"]`, and the
+same moto backend, a runner that `scenarios.run` calls for this handler, and the
 mapping from Powertools' record status to the outcome's `record` field.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..core.dynamo import from_item
 from . import scenarios
+from .boundary import FaultPlan
 from .powertools_entry import FIXES, MODE
 from .runtime import LocalLambda
 from .world import LocalWorld
@@ -58,7 +59,7 @@ def summary(outcome: scenarios.Outcome) -> dict[str, Any]:
     """Deliveries, charges, failure queue, calls and the errors seen: one line of a demo."""
     errors = sorted({a.error.split(":")[0] for a in outcome.trace if a.error})
     return {"deliveries": len({a.delivery for a in outcome.trace}), "charges": outcome.charges,
-            "dlq": outcome.dlq, "ddb_calls": outcome.ddb_calls, "errors": ", ".join(errors) or "-"}
+            "dlq": outcome.dlq, "dynamodb_calls": outcome.dynamodb_calls, "errors": ", ".join(errors) or "-"}
 
 
 def env_for(world: LocalWorld, scenario: scenarios.Scenario, table: str,
@@ -66,30 +67,33 @@ def env_for(world: LocalWorld, scenario: scenarios.Scenario, table: str,
     """The function's environment: the core settings, the Powertools table and options."""
     if fix not in FIXES:
         raise ValueError(f"unknown fix {fix!r}; choose from {', '.join(FIXES)}")
-    return {**scenarios.env_for(world, scenario), "IDEMPOTENCY_TABLE": table,
+    return {**world.env(scenario.handler), "IDEMPOTENCY_TABLE": table,
             "POWERTOOLS_FIX": fix, **settings}
 
 
-def runtime_for(world: LocalWorld, env: dict[str, str], scenario: scenarios.Scenario) -> LocalLambda:
-    return LocalLambda(world, env, retries=scenario.retries, timeout=scenario.timeout,
+def runtime_for(world: LocalWorld, env: dict[str, str], scenario: scenarios.Scenario,
+                fault: FaultPlan | None = None) -> LocalLambda:
+    return LocalLambda(world, env, fault=fault or scenarios.fault_of(scenario), retries=scenario.retries,
+                       timeout=scenario.timeout,
                        reuse_containers=scenario.reuse_containers, entry=ENTRY)
 
 
-def run(scenario: scenarios.Scenario, fix: str = "none", **settings: str) -> scenarios.Outcome:
+def run(scenario: scenarios.Scenario, fix: str = "none", fault: FaultPlan | None = None,
+        **settings: str) -> scenarios.Outcome:
     """Run one scenario of the powertools handler in a fresh world and read its outcome.
 
     `fix` picks a way to close Powertools' gap (see powertools_entry.FIXES); `settings`
-    are extra environment variables (POWERTOOLS_LOCAL_CACHE="1", ...).
+    are extra environment variables (POWERTOOLS_LOCAL_CACHE="1", ...); `fault`, if given,
+    replaces the scenario's named fault point with any boundary.
     """
     if scenario.handler != MODE:
         raise ValueError(f"this runner runs the {MODE} handler, not {scenario.handler!r}")
-    scenarios._check(scenario)
 
     def stage(world: LocalWorld, runtime: LocalLambda) -> None:
         event = world.event(world.upload(scenarios.ORDER_KEY))
         scenarios.deliver(runtime, event, scenario.delivery, scenario.concurrent_at)
 
-    return _run(scenario, stage, fix=fix, settings=settings)
+    return _run(scenario, stage, fix=fix, settings=settings, fault=fault)
 
 
 def run_uploads(bodies: Sequence[bytes], *, versioned: bool = True, gap: float = UPLOAD_GAP,
@@ -113,9 +117,10 @@ def run_uploads(bodies: Sequence[bytes], *, versioned: bool = True, gap: float =
 
 
 def _run(scenario: scenarios.Scenario, stage: Callable[[LocalWorld, LocalLambda], None], *,
-         fix: str, settings: dict[str, str], versioned: bool = True) -> scenarios.Outcome:
+         fix: str, settings: dict[str, str], versioned: bool = True,
+         fault: FaultPlan | None = None) -> scenarios.Outcome:
     with LocalWorld(versioned=versioned) as world, idempotency_table(world) as table:
-        runtime = runtime_for(world, env_for(world, scenario, table, fix, **settings), scenario)
+        runtime = runtime_for(world, env_for(world, scenario, table, fix, **settings), scenario, fault)
         stage(world, runtime)
         runtime.run()
         items = powertools_items(world, table)
@@ -123,5 +128,3 @@ def _run(scenario: scenarios.Scenario, stage: Callable[[LocalWorld, LocalLambda]
         outcome.items = outcome.items + items
         return outcome
 
-
-scenarios.EXTRA_RUNNERS[MODE] = run

@@ -3,8 +3,8 @@
 Powertools for AWS Lambda's idempotency utility wraps the charge (the provider call and
 the ledger entry, exactly as the other handlers make them) in `idempotent_function`,
 keyed by a JMESPath expression over the decoded S3 record. Its records live in their own
-DynamoDB table (`IDEMPOTENCY_TABLE`), written through a client of their own so that the
-runtime can count their calls like the ledger's.
+DynamoDB table (`IDEMPOTENCY_TABLE`), written through the function's DynamoDB client, so the
+runtime sees (and can fail) those calls at the same boundaries as the ledger's.
 
 The wiring is `idem.core.entry.App` with the handler swapped, so the local runtime loads this
 module exactly as it loads `idem.core.entry`: a fresh copy per cold container, which gives each
@@ -28,7 +28,6 @@ import importlib
 import os
 import types
 import warnings
-from dataclasses import replace
 from typing import Any, Iterator, Mapping
 
 import boto3
@@ -40,13 +39,13 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from idem.core import entry as core
+from idem.core import settings
 from idem.core.clock import Clock, SystemClock
 from idem.core.events import S3Object
 from idem.core.handlers.common import Services, charge_step, order_for, receipt
-from idem.core.ledger import DAY, Ledger
+from idem.core.settings import DAY
 
 MODE = "powertools"
-_CONTAINER_MEMORY: dict[str, int] = {}  # this container's `memory` fault store (see idem.core.entry)
 KEY_JMESPATH = "[bucket, key, version_id]"
 FIXES = ("none", "catch", "provider_key")
 #: The Powertools modules that read the wall clock (all through `datetime as dt`).
@@ -83,13 +82,6 @@ def powertools_time(clock: Clock) -> Iterator[None]:
             module.dt = original  # type: ignore[attr-defined]
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = (env.get(name) or ("1" if default else "0")).strip().lower()
-    if raw not in ("0", "1", "true", "false"):
-        raise core.ConfigError(f"{name} must be 1 or 0, got {raw!r}")
-    return raw in ("1", "true")
-
-
 def mark_replayed(response: Any, record: DataRecord) -> Any:
     """Powertools' response hook: a replayed result says it is a duplicate, as keyed's does."""
     return {**(response or {}), "status": "duplicate"}
@@ -98,36 +90,25 @@ def mark_replayed(response: Any, record: DataRecord) -> Any:
 class PowertoolsCharge:
     """`handle(obj, services, context)` for the powertools pattern, one per container."""
 
-    def __init__(self, env: Mapping[str, str], client: Any, ledger: Ledger) -> None:
-        self.fix = env.get("POWERTOOLS_FIX", "none") or "none"
-        if self.fix not in FIXES:
-            raise core.ConfigError(f"POWERTOOLS_FIX must be one of {', '.join(FIXES)}, got {self.fix!r}")
+    def __init__(self, env: Mapping[str, str], client: Any) -> None:
+        self.fix = settings.one_of(env, "POWERTOOLS_FIX", "none", FIXES)
         self.config = IdempotencyConfig(
             event_key_jmespath=env.get("POWERTOOLS_KEY", KEY_JMESPATH) or KEY_JMESPATH,
             payload_validation_jmespath=env.get("POWERTOOLS_VALIDATE", ""),
-            raise_on_no_idempotency_key=_flag(env, "POWERTOOLS_RAISE_ON_MISSING_KEY", True),
-            expires_after_seconds=core._int_setting(env, "RECORD_TTL_SECONDS", DAY),
-            use_local_cache=_flag(env, "POWERTOOLS_LOCAL_CACHE", False),
+            raise_on_no_idempotency_key=settings.flag(env, "POWERTOOLS_RAISE_ON_MISSING_KEY", True),
+            expires_after_seconds=settings.whole_number(env, "RECORD_TTL_SECONDS", DAY, minimum=1),
+            use_local_cache=settings.flag(env, "POWERTOOLS_LOCAL_CACHE", False),
             response_hook=mark_replayed,
         )
         self.persistence = DynamoDBPersistenceLayer(
-            table_name=core._setting(env, "IDEMPOTENCY_TABLE"), boto3_client=client)
-        # Powertools' own DynamoDB calls, counted where the runtime reads a handler's record calls.
-        client.meta.events.register("before-call.dynamodb", self._count)
-        self.ledger = ledger
+            table_name=settings.required(env, "IDEMPOTENCY_TABLE"), boto3_client=client)
         self.charge_once = idempotent_function(
             self._charge, data_keyword_argument="obj", config=self.config,
             persistence_store=self.persistence, key_prefix="charge")
 
-    def _count(self, model: Any, **_: Any) -> None:
-        self.ledger.calls[model.name] += 1
-
     def __call__(self, obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
         self.config.register_lambda_context(context)  # in-progress expiry = this deadline
-        result = self.charge_once(obj=obj, svc=svc)  # Powertools hashes the S3Object's fields
-        svc.checkpoint("recorded")  # the record is COMPLETED once charge_once returns
-        svc.faults.at("after_commit", order_for(obj, svc).key)
-        return result
+        return self.charge_once(obj=obj, svc=svc)  # Powertools hashes the S3Object's fields
 
     def _charge(self, obj: S3Object, svc: Services) -> dict[str, Any]:
         """The idempotent function: the charge and the ledger entry, as in every handler."""
@@ -140,17 +121,14 @@ class PowertoolsCharge:
         return receipt(charge)
 
     def _charge_then_catch(self, order: Any, svc: Services) -> dict[str, Any]:
-        """Once money moved, no exception may reach Powertools: it would delete the record."""
-        steps: list[str] = []
-        tracked = replace(svc, checkpoint=lambda step: (steps.append(step), svc.checkpoint(step)))
+        """Once the charge has returned, no exception may reach Powertools: it would delete
+        the record. An error from the charge call itself cannot be caught safely: the
+        function cannot tell whether money moved, which is the gap only a provider key closes."""
+        charge = charge_step(svc, order)
         try:
-            charge = charge_step(tracked, order)
-        except Exception:
-            if "charged" not in steps:
-                raise  # nothing moved: let Powertools delete the record and Lambda retry
-            svc.ledger.add_entry(order.account, order.amount_cents)  # finish the books here
-            return {"status": "charged", "note": "an error after the charge was caught"}
-        svc.ledger.add_entry(order.account, order.amount_cents)
+            svc.ledger.add_entry(order.account, order.amount_cents)
+        except Exception as error:  # money moved: keep the record, let reconciliation book it
+            return {**receipt(charge), "note": f"the ledger entry failed after the charge: {error}"}
         return receipt(charge)
 
 
@@ -163,9 +141,7 @@ class App(core.App):
         # HANDLER_MODE names this entry's pattern; the core App only needs a valid one to wire up.
         app = super().from_environment({**env, "HANDLER_MODE": "keyed"}, session=session, **options)
         app.mode = MODE
-        app.services.faults.memory = _CONTAINER_MEMORY  # this module's copy is the container's
-        app.handler = PowertoolsCharge(env, (session or boto3).client("dynamodb"),
-                                       app.services.ledger)
+        app.handler = PowertoolsCharge(env, (session or boto3).client("dynamodb"))
         return app  # type: ignore[return-value]
 
     @property

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from ..core.dynamo import to_item
 from ..core.handlers import HANDLERS
 from ..core.ledger import Ledger
-from .world import LocalWorld, fake_client
+from .world import LocalWorld
 
 CLAIM_STRATEGIES = ("conditional_put", "read_then_write")
 STRATEGIES = CLAIM_STRATEGIES + tuple(HANDLERS)
@@ -68,7 +68,7 @@ def switch_interval(seconds: float | None) -> Iterator[None]:
 
 
 def _conditional_put(ledger: Ledger, key: str, _: threading.Barrier) -> bool:
-    return ledger.claim_once(key, source="race")
+    return ledger.claim_once(key, source="race").won
 
 
 def _read_then_write(ledger: Ledger, key: str, gap: threading.Barrier) -> bool:
@@ -119,18 +119,9 @@ def _race_claims(world: LocalWorld, threads: int, rounds: int, strategy: str) ->
     return RaceReport(strategy, threads, rounds, tuple(sum(w) for w in wins))
 
 
-class SharedClients:
-    """Stands in for a boto3 session: every App built on it uses the process's shared
-    clients (botocore clients are thread-safe) instead of building its own, which costs
-    more than many calls to moto."""
-
-    def client(self, service: str, **_: Any) -> Any:
-        return fake_client(service)
-
-
 def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) -> RaceReport:
     from ..core import entry
-    from .faults import raise_crash
+    from .boundary import watched_session
     from .runtime import LambdaContext
 
     tokens, token_lock = itertools.count(1), threading.Lock()
@@ -140,8 +131,9 @@ def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str) ->
             return f"racer-{next(tokens)}"
 
     env = world.env(handler)
-    apps = [entry.App.from_environment(env, session=SharedClients(), clock=world.clock,
-                                       new_token=new_token, crash=raise_crash, log=lambda _: None)
+    apps = [entry.App.from_environment(env, session=watched_session(), clock=world.clock,
+                                       provider=world.provider(), new_token=new_token,
+                                       log=lambda _: None)
             for _ in range(threads)]
     objects = [world.upload(f"racer/round-{n:05d}.csv") for n in range(rounds)]
     events = [world.event(obj) for obj in objects]

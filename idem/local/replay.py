@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.events import read_event
-from .faults import FaultPlan
 from ..core.handlers import HANDLERS
 from ..core.keys import idempotency_key
 from .runtime import LocalLambda
@@ -20,7 +19,7 @@ def replay(event: dict[str, Any], handler: str = "keyed", deliveries: int = 1) -
     if handler not in HANDLERS:
         raise ValueError(f"unknown handler {handler!r}; choose from {', '.join(HANDLERS)}")
     with LocalWorld(prefix="replay") as world:
-        runtime = LocalLambda(world, world.env(handler, FaultPlan()))
+        runtime = LocalLambda(world, world.env(handler))
         for n in range(deliveries):
             runtime.send(event, at=n * 5.0)
         runtime.run()

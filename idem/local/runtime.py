@@ -11,10 +11,13 @@ What it reproduces from the Lambda service, and nothing more:
 - the on-failure destination: an SQS queue receiving Lambda's invocation record.
 
 It runs `idem.core.entry` exactly as Lambda would, against the moto resources of a LocalWorld.
+Faults and concurrent copies happen at the function's boundaries (`idem.local.boundary`):
+its AWS calls, its provider calls, and the moment it returns. The handler knows nothing of them.
 """
 from __future__ import annotations
 
 import copy
+import hashlib
 import heapq
 import importlib.util
 import itertools
@@ -26,7 +29,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 from ..core.clock import iso8601
-from .faults import Crash, raise_crash
+from .boundary import (END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Step, Visit,
+                       Watch, WatchedProvider, choice, watched_session)
 from .world import ACCOUNT, REGION, LocalWorld
 
 RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
@@ -48,8 +52,14 @@ class Attempt:
     error: str = ""
     result: Any = None
     steps: list[tuple[float, str]] = field(default_factory=list)
-    ddb_calls: int = 0
+    crossings: list[Crossing] = field(default_factory=list)  # every boundary it crossed
+    calls: dict[str, int] = field(default_factory=dict)  # AWS calls by "service:Operation"
     logs: list[str] = field(default_factory=list)
+
+    @property
+    def dynamodb_calls(self) -> int:
+        """Every DynamoDB call the function made: records, ledger entries, everything."""
+        return sum(n for name, n in self.calls.items() if name.startswith("dynamodb:"))
 
     @property
     def failed(self) -> bool:
@@ -65,6 +75,11 @@ class _Pending:
     attempt: int = field(compare=False)
     request_id: str = field(compare=False)
     enqueued: float = field(compare=False)
+
+
+def work_of(event: dict[str, Any]) -> str:
+    """The identity of the work an event asks for: every copy and retry of it shares it."""
+    return hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class LambdaContext:
@@ -111,6 +126,7 @@ class LocalLambda:
         world: LocalWorld,
         env: dict[str, str],
         *,
+        fault: FaultPlan | None = None,
         retries: int = 2,
         timeout: float = 30.0,
         max_event_age: float = DEFAULT_MAX_EVENT_AGE,
@@ -142,7 +158,8 @@ class LocalLambda:
         world.runtimes_started += 1
         self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
         self._running: list[Attempt] = []
-        self._triggers: list[list[Any]] = []
+        self.watch = Watch(fault, self.clock)
+        self.provider = WatchedProvider(world.provider(self.clock))
 
     # -- what S3 does ------------------------------------------------------------------
     def send(self, event: dict[str, Any], *, at: float | None = None) -> int:
@@ -162,10 +179,11 @@ class LocalLambda:
         self._invoke(pending)
         return pending.delivery
 
-    def during(self, step: str, action: Callable[[], Any], *, delivery: int = 1,
+    def during(self, step: str | Boundary, action: Callable[[], Any], *, delivery: int = 1,
                attempt: int = 1) -> None:
-        """Run `action` once, when that invocation reaches the checkpoint `step`."""
-        self._triggers.append([step, delivery, attempt, action, False])
+        """Run `action` once, when that invocation reaches `step` (a Step name or a Boundary)."""
+        at = step if isinstance(step, Boundary) else STEP_BOUNDARIES[choice(Step, step)]
+        self.watch.at(at, action, delivery=delivery, attempt=attempt)
 
     # -- what the Lambda service does -------------------------------------------------
     def run(self) -> list[Attempt]:
@@ -186,11 +204,12 @@ class LocalLambda:
                           container.name, cold, round(self.clock.t, 3))
         self.attempts.append(attempt)
         self._running.append(attempt)
-        app = container.module._app
-        calls_before = app.services.ledger.record_calls
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
+        visit = Visit(pending.delivery, pending.attempt, work_of(pending.event))
         try:
-            attempt.result = container.module.lambda_handler(copy.deepcopy(pending.event), context)
+            with self.watch.visiting(visit):
+                attempt.result = container.module.lambda_handler(copy.deepcopy(pending.event), context)
+                self.watch.arrive(visit, END)  # a fault here: an error after the last write
             attempt.outcome = "ok"
         except Crash as crash:
             attempt.outcome, attempt.error = "crash", f"Runtime.ExitError: {crash}"
@@ -199,7 +218,8 @@ class LocalLambda:
             attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
         finally:
             self._running.pop()
-            attempt.ddb_calls = app.services.ledger.record_calls - calls_before
+            attempt.steps, attempt.crossings = visit.steps, visit.crossings
+            attempt.calls = dict(visit.calls)
             container.busy = False
         if attempt.outcome == "ok" and self.clock.now() > deadline:
             attempt.outcome = "timeout"
@@ -229,21 +249,12 @@ class LocalLambda:
         self._containers_started += 1
         container = Container(f"c{self._containers_started}", self.entry)
         container.module._app = container.module.App.from_environment(
-            self.env, session=self.world.session, clock=self.clock, checkpoint=self._checkpoint,
-            new_token=self._new_id, crash=raise_crash, log=self._log)
+            self.env, session=watched_session(), clock=self.clock, provider=self.provider,
+            new_token=self._new_id, log=self._log)
         container.busy = True
         container.invocations = 1
         self.containers.append(container)
         return container, True
-
-    def _checkpoint(self, step: str) -> None:
-        current = self._running[-1]
-        current.steps.append((round(self.clock.t, 3), step))
-        for trigger in self._triggers:
-            name, delivery, attempt, action, fired = trigger
-            if not fired and (name, delivery, attempt) == (step, current.delivery, current.attempt):
-                trigger[4] = True
-                action()
 
     def _log(self, line: str) -> None:
         if self._running:

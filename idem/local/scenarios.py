@@ -6,12 +6,12 @@ themselves: the provider's charges, the ledger, the record, the failure queue.
 """
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import itertools
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from .faults import FAULT_POINTS, FaultPlan
+from .boundary import FaultPlan, Point
 from ..core.handlers import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
@@ -35,7 +35,7 @@ HEADLINE = (
     ("none", "-", "concurrent"),
 )
 OUTCOME_FIELDS = ("handler", "fault", "times", "delivery", "charges", "ledger", "attempts",
-                  "dlq", "record", "completed", "ddb_calls", "verdict")
+                  "dlq", "record", "completed", "dynamodb_calls", "verdict")
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,6 @@ class Scenario:
     how: str = "exception"  # or "crash"
     retries: int = 2
     timeout: float = 30.0
-    store: str = "dynamodb"  # where the fault plan counts arrivals: dynamodb or memory
     reuse_containers: bool = True
     concurrent_at: str = "before_charge"  # the first invocation's step where the copy runs
 
@@ -61,7 +60,7 @@ class Outcome:
     dlq: int
     record: str
     completed: bool
-    ddb_calls: int
+    dynamodb_calls: int
     verdict: str
     trace: list[Attempt] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -87,32 +86,29 @@ def judge(charges: int, completed: bool, dlq: int, record: str) -> str:
     return "failed_visibly" if dlq else "silent_loss"
 
 
-#: Extra handlers (e.g. powertools) register a runner here: Scenario -> Outcome.
-EXTRA_RUNNERS: dict[str, Callable[[Scenario], Outcome]] = {}
+#: Powertools for AWS Lambda's idempotency utility, run by `idem.local.powertools`.
+POWERTOOLS = "powertools"
 
 
-def _load_extra_runners() -> None:
-    """Handlers that live outside idem.core.handlers register themselves on import."""
-    try:
-        importlib.import_module("idem.local.powertools")
-    except ModuleNotFoundError as missing:
-        if missing.name not in ("idem.local.powertools", "aws_lambda_powertools"):
-            raise
+def powertools_installed() -> bool:
+    return importlib.util.find_spec("aws_lambda_powertools") is not None
 
 
 def handler_names() -> tuple[str, ...]:
-    _load_extra_runners()
-    return tuple(HANDLERS) + tuple(EXTRA_RUNNERS)
+    """The core handlers, and powertools where its package is installed."""
+    return tuple(HANDLERS) + ((POWERTOOLS,) if powertools_installed() else ())
 
 
 def run(scenario: Scenario) -> Outcome:
     """Run one scenario in a fresh world and read its outcome back."""
-    _load_extra_runners()
-    if scenario.handler in EXTRA_RUNNERS:
-        return EXTRA_RUNNERS[scenario.handler](scenario)
     _check(scenario)
+    if scenario.handler == POWERTOOLS:
+        from .powertools import run as run_powertools
+
+        return run_powertools(scenario)
     with LocalWorld() as world:
-        runtime = LocalLambda(world, env_for(world, scenario), retries=scenario.retries,
+        runtime = LocalLambda(world, world.env(scenario.handler), fault=fault_of(scenario),
+                              retries=scenario.retries,
                               timeout=scenario.timeout,
                               reuse_containers=scenario.reuse_containers)
         event = world.event(world.upload(ORDER_KEY))
@@ -121,10 +117,10 @@ def run(scenario: Scenario) -> Outcome:
         return read_outcome(world, runtime, scenario, scenario.handler in HAS_DONE_STATE)
 
 
-def env_for(world: LocalWorld, scenario: Scenario) -> dict[str, str]:
-    fault = FaultPlan(scenario.fault, "once" if scenario.times == "-" else scenario.times,
-                      scenario.how, scenario.store)
-    return world.env(scenario.handler, fault)
+def fault_of(scenario: Scenario) -> FaultPlan:
+    """The runtime's fault plan for a scenario: its point, its times, and how it fails."""
+    return FaultPlan.at_point(scenario.fault, "once" if scenario.times == "-" else scenario.times,
+                              scenario.how)
 
 
 def deliver(runtime: LocalLambda, event: dict[str, Any], delivery: str, concurrent_at: str) -> None:
@@ -148,7 +144,7 @@ def read_outcome(world: LocalWorld, runtime: LocalLambda, scenario: Scenario,
     return Outcome(
         scenario=scenario, charges=charges, ledger=entries, attempts=len(runtime.attempts),
         dlq=len(failures), record=record, completed=completed,
-        ddb_calls=sum(a.ddb_calls for a in runtime.attempts),
+        dynamodb_calls=sum(a.dynamodb_calls for a in runtime.attempts),
         verdict=judge(charges, completed, len(failures), record),
         trace=list(runtime.attempts), items=ledger.items(), failures=failures)
 
@@ -156,8 +152,7 @@ def read_outcome(world: LocalWorld, runtime: LocalLambda, scenario: Scenario,
 def _check(scenario: Scenario) -> None:
     if scenario.handler not in handler_names():
         raise ValueError(f"unknown handler {scenario.handler!r}; choose from {', '.join(handler_names())}")
-    if scenario.fault not in FAULT_POINTS:
-        raise ValueError(f"unknown fault {scenario.fault!r}; choose from {', '.join(FAULT_POINTS)}")
+    fault_of(scenario)  # names the fault point, times and how, or says what is valid
     if scenario.delivery not in DELIVERIES:
         raise ValueError(f"unknown delivery {scenario.delivery!r}; choose from {', '.join(DELIVERIES)}")
     if (scenario.fault == "none") != (scenario.times == "-"):
@@ -168,7 +163,8 @@ def all_scenarios(handlers: Iterable[str] | None = None) -> list[Scenario]:
     """The whole matrix: every fault point x times x delivery, for each handler."""
     found = []
     for handler in handlers or handler_names():
-        for fault, times, delivery in itertools.product(FAULT_POINTS, TIMES + ("-",), DELIVERIES):
+        for fault, times, delivery in itertools.product([p.value for p in Point], TIMES + ("-",),
+                                                        DELIVERIES):
             if (fault == "none") == (times == "-"):
                 found.append(Scenario(handler, fault, times, delivery))
     return found

@@ -37,12 +37,11 @@ from urllib.parse import unquote_plus
 from ..core.clock import VirtualClock
 from ..core.handlers import HANDLERS, HAS_DONE_STATE
 from ..core.dynamo import to_item
-from .faults import FaultPlan
 from ..core.keys import idempotency_key
 from ..core.ledger import Record
 from ..core.reconcile import compare, list_objects, scan
-from .race import SharedClients
-from .scenarios import Outcome, Scenario, deliver, env_for, judge
+from .boundary import FaultPlan
+from .scenarios import Outcome, Scenario, deliver, fault_of, judge
 from .world import LocalWorld
 
 FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
@@ -147,7 +146,6 @@ def run_schedules(schedules: Iterable[Scenario], batch: int = 20) -> list[Result
     outcomes: list[Result] = []
     for start in range(0, len(schedules), batch):
         with LocalWorld(prefix="sched") as world:
-            world.session = SharedClients()
             runs = [_run_one(world, s, start + i) for i, s in enumerate(schedules[start:start + batch])]
             outcomes.extend(_read_back(world, runs))
     return outcomes
@@ -160,7 +158,8 @@ def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> _Run:
         raise ValueError(f"schedules run the core handlers only, not {scenario.handler!r}")
     world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
     account = f"acct{number:05d}"
-    runtime = LocalLambda(world, env_for(world, scenario), retries=scenario.retries,
+    runtime = LocalLambda(world, world.env(scenario.handler), fault=fault_of(scenario),
+                          retries=scenario.retries,
                           timeout=scenario.timeout, reuse_containers=scenario.reuse_containers)
     obj = world.upload(f"{account}/order.csv")
     deliver(runtime, world.event(obj), scenario.delivery, scenario.concurrent_at)
@@ -239,7 +238,7 @@ def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Result]:
         outcome = Outcome(
             scenario=run.scenario, charges=fate.charges, ledger=fate.ledger,
             attempts=len(run.attempts), dlq=len(fate.failures), record=fate.record,
-            completed=fate.completed, ddb_calls=sum(a.ddb_calls for a in run.attempts),
+            completed=fate.completed, dynamodb_calls=sum(a.dynamodb_calls for a in run.attempts),
             verdict=fate.verdict, trace=list(run.attempts), items=[], failures=fate.failures)
         yield Result(outcome, fate.flagged)
 
@@ -297,7 +296,6 @@ class _WorldPool:
             if self.world is not None:
                 self.world.close()
             self.world = LocalWorld(prefix="prog")
-            self.world.session = SharedClients()
         self.used += 1
         self.world.clock = VirtualClock()
         return self.world, self.used
@@ -311,9 +309,9 @@ def run_program(program: Program, handler: str) -> list[ObjectOutcome]:
     from .runtime import LocalLambda
 
     world, number = _POOL.take()
-    fault = FaultPlan(program.fault, program.times, program.how)
-    runtime = LocalLambda(world, world.env(handler, fault, RECORD_TTL_SECONDS=str(program.ttl)),
-                          retries=program.retries)
+    fault = FaultPlan.at_point(program.fault, program.times, program.how)
+    runtime = LocalLambda(world, world.env(handler, RECORD_TTL_SECONDS=str(program.ttl)),
+                          fault=fault, retries=program.retries)
     accounts = [f"p{number}a{i}" for i in range(program.objects)]
     objects = [world.upload(f"{account}/order.csv") for account in accounts]
     events = [world.event(obj) for obj in objects]

@@ -13,7 +13,7 @@ show as tables. Nothing here plots or imports pandas: idem.views does the showin
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator
 
 from botocore.exceptions import ClientError
@@ -26,6 +26,7 @@ from ..core.keys import describe, idempotency_key
 from ..core.ledger import Ledger
 from . import atomic
 from .race import RaceReport, race, run_rounds
+from .boundary import calls_made, watched_session
 from .runtime import LambdaContext
 from .world import LocalWorld
 
@@ -94,19 +95,18 @@ class CostRow:
 
 
 def claim_costs(world: LocalWorld) -> list[CostRow]:
-    """What claiming costs, counted by the Ledger: for the first caller and a duplicate."""
+    """What claiming costs, counted at the boundary: for the first caller and a duplicate."""
     rows = []
+    ledger = Ledger(watched_session().client("dynamodb"), world.ledger_table, world.clock)
 
     def measure(name: str, attempt: Callable[[Ledger, str], Any]) -> None:
-        ledger = world.ledger()
         key = f"charge#cost#{len(rows)}"
-        attempt(ledger, key)
-        first = ledger.record_calls
-        learned = attempt(ledger, key)
-        rows.append(CostRow(name, first, ledger.record_calls - first, learned))
+        _, first = calls_made(lambda: attempt(ledger, key))
+        learned, again = calls_made(lambda: attempt(ledger, key))
+        rows.append(CostRow(name, first, again, learned))
 
     def claim_once(ledger: Ledger, key: str) -> str:
-        return f"won={ledger.claim_once(key)} (nothing else)"
+        return f"won={ledger.claim_once(key).won} (nothing else)"
 
     def claim_all_old(ledger: Ledger, key: str) -> str:
         claim = ledger.claim(key, owner="a", lease_until=world.clock.now() + 30)
@@ -233,10 +233,19 @@ def registered(recipe: RecipeLike) -> Iterator[str]:
         del keys.RECIPES["custom"]
 
 
+def demo_app(world: LocalWorld, handler: str, recipe: str) -> App:
+    """The entry point's App with any recipe, unsafe ones included. The function itself
+    refuses an unsafe KEY_RECIPE at cold start; this demonstration builds its App directly."""
+    app = App.from_environment(world.env(handler), session=world.session, clock=world.clock,
+                               provider=world.provider(), log=lambda line: None)
+    app.services = replace(app.services, recipe=recipe)
+    return app
+
+
 def run_story(story: Story | str, recipe: RecipeLike = "version", handler: str = "claim_first",
               gap: float = 10.0) -> StoryRun:
     """Upload the story's objects to a fresh bucket, deliver their events in the story's
-    order through the real entry point (`handler`, with KEY_RECIPE=recipe) and report
+    order through the entry point's App (`handler`, keys made by `recipe`) and report
     which arrivals were charged."""
     story = STORIES[story] if isinstance(story, str) else story
     with registered(recipe) as name, LocalWorld(versioned=story.versioned, prefix="story") as world:
@@ -244,8 +253,7 @@ def run_story(story: Story | str, recipe: RecipeLike = "version", handler: str =
         for upload in story.uploads:
             objects.append(world.upload(upload.name, upload.body))
             world.clock.advance(1)
-        app = App.from_environment(world.env(handler, KEY_RECIPE=name), session=world.session,
-                                   clock=world.clock, log=lambda line: None)
+        app = demo_app(world, handler, name)
         labels: dict[str, str] = {}
         seen: set[int] = set()
         rows = []
@@ -333,11 +341,12 @@ def charge_and_receipt(world: LocalWorld, obj: S3Object, scoped: bool = True) ->
     rows = []
     for operation in ("charge", "receipt"):
         key = idempotency_key(obj, "version", operation if scoped else "charge")
-        claimed = ledger.claim_once(key, describe(obj))
+        claimed = ledger.claim_once(key, describe(obj)).won
         if not claimed:
             outcome = "skipped: key already claimed"
         elif operation == "charge":
-            outcome = "charged " + provider.charge(obj.key.split("/")[0], 500, obj.uri).id
+            outcome = "charged " + provider.charge(customer=obj.key.split("/")[0], amount=500, currency="usd",
+                                                  reference=obj.uri).id
         else:
             outcome = f"receipt sent for {obj.key}"
         rows.append(OperationRow(operation, key[:24] + "...", claimed, outcome))

@@ -16,7 +16,6 @@ from moto.moto_api._internal import mock_random
 
 from ..core.clock import VirtualClock, iso8601
 from ..core.events import S3Object, s3_event
-from .faults import FaultPlan
 from ..core.ledger import Ledger
 from ..core.provider import Provider
 from .atomic import make_dynamodb_atomic
@@ -138,12 +137,9 @@ class LocalWorld:
         self.close()
 
     # -- the function's environment, as template.yaml would set it --------------------
-    def env(self, mode: str = "keyed", fault: FaultPlan | None = None, **extra: str) -> dict[str, str]:
-        fault = fault or FaultPlan()
+    def env(self, mode: str = "keyed", **extra: str) -> dict[str, str]:
         return {"HANDLER_MODE": mode, "LEDGER_TABLE": self.ledger_table,
-                "PROVIDER_TABLE": self.provider_table, "FAILURE_POINT": fault.point,
-                "FAIL_TIMES": fault.times, "FAIL_HOW": fault.how, "FAIL_STORE": fault.store,
-                **extra}
+                "PROVIDER_TABLE": self.provider_table, **extra}
 
     # -- S3's side: a real put_object, and the notification S3 would send -------------
     def upload(self, key: str, body: bytes = b"order", *, etag: str | None = None) -> S3Object:
@@ -166,8 +162,10 @@ class LocalWorld:
     def ledger(self) -> Ledger:
         return Ledger(self.dynamodb, self.ledger_table, self.clock)
 
-    def provider(self) -> Provider:
-        return Provider(self.dynamodb, self.provider_table, self.clock)
+    def provider(self, clock: VirtualClock | None = None) -> Provider:
+        """The provider stand-in, on this world's clock (or `clock`), over an unwatched
+        client: its own calls are the provider's business, not the function's boundaries."""
+        return Provider(self.dynamodb, self.provider_table, clock or self.clock)
 
     def failure_queue(self) -> list[dict[str, Any]]:
         """Every message in the failure queue, left in the queue afterwards."""

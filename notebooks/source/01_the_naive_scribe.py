@@ -18,7 +18,7 @@
 import json
 
 from idem import views
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.handlers import common, naive
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
@@ -65,7 +65,7 @@ views.show_source(naive.handle, common.charge_step)
 # moving the virtual clock to each due time.
 
 # %%
-runtime = LocalLambda(world, world.env("naive", FaultPlan("after_charge", "once")))
+runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
 runtime.send(event)
 attempts = runtime.run()
 views.attempts_frame(attempts)
@@ -78,7 +78,7 @@ views.attempts_frame(attempts)
 # %%
 charges = world.provider().charges()
 for charge in charges:
-    print(f"{charge.id}  {charge.account}  {charge.amount_cents / 100:.2f}  for {charge.reference}")
+    print(f"{charge.id}  {charge.customer}  {charge.amount / 100:.2f}  for {charge.reference}")
 print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]

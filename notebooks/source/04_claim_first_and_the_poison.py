@@ -73,7 +73,7 @@ views.matrix_table(uniform)
 # Money moved, then the function failed before its ledger entry: `after_charge`, `once`.
 
 # %%
-runtime = LocalLambda(world, world.env("claim_first", FaultPlan("after_charge", "once")))
+runtime = LocalLambda(world, world.env("claim_first"), fault=FaultPlan.at_point("after_charge", "once"))
 runtime.send(world.event(world.upload(sc.ORDER_KEY)))
 attempts = runtime.run()
 views.attempts_frame(attempts)
@@ -84,7 +84,7 @@ views.attempts_frame(attempts)
 # and the failure queue:
 
 # %%
-print("provider charges:", [(c.id, c.account, c.amount_cents) for c in world.provider().charges()])
+print("provider charges:", [(c.id, c.customer, c.amount) for c in world.provider().charges()])
 print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 print("failure queue depth:", world.failure_queue_depth())
 

@@ -18,7 +18,7 @@
 import json
 
 from idem import views
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.handlers import robust
 from idem.core.ledger import Ledger
 from idem.local import lessons
@@ -104,7 +104,7 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 # provider is down, so every attempt fails at the charge.
 
 # %%
-poisoned = LocalLambda(world, world.env("robust", FaultPlan("at_charge", "always")))
+poisoned = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 poisoned.send(world.event(order))
 views.attempts_frame(poisoned.run())

@@ -19,7 +19,7 @@
 import json
 
 from idem import views
-from idem.local.faults import FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.handlers import common, keyed
 from idem.core.ledger import Ledger
 from idem.local import lessons
@@ -87,7 +87,7 @@ views.show_source(Provider.charge, Provider._replay)
 # answer can be read back:
 
 # %%
-crashing = LocalLambda(world, world.env("keyed", FaultPlan("after_charge", "once", how="crash")))
+crashing = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("after_charge", "once", how="crash"))
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 crashing.send(world.event(order))
 views.attempts_frame(crashing.run())[["t (s)", "attempt", "container", "steps", "outcome", "result"]]
@@ -100,7 +100,7 @@ views.attempts_frame(crashing.run())[["t (s)", "attempt", "container", "steps", 
 
 # %%
 for charge in world.provider().charges():
-    print(f"{charge.id}  {charge.account}  {charge.amount_cents} cents  key {charge.idempotency_key[:32]}…")
+    print(f"{charge.id}  {charge.customer}  {charge.amount} cents  key {charge.idempotency_key[:32]}…")
 print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]
@@ -117,10 +117,12 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # %%
 provider = world.provider()
 first = provider.charges()[0]
-again = provider.charge("alice", 500, first.reference, idempotency_key=first.idempotency_key)
+again = provider.charge(customer="alice", amount=500, currency="usd", reference=first.reference,
+                        idempotency_key=first.idempotency_key)
 print(f"same key, same request: {again.id}, replayed={again.replayed}")
 try:
-    provider.charge("alice", 700, first.reference, idempotency_key=first.idempotency_key)
+    provider.charge(customer="alice", amount=700, currency="usd", reference=first.reference,
+                    idempotency_key=first.idempotency_key)
 except IdempotencyKeyReused as refused:
     print(f"same key, 700 cents: {type(refused).__name__}: {refused}")
 print("charges at the provider:", len(provider.charges()))

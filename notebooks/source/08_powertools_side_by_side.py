@@ -63,7 +63,7 @@ event = world.event(world.upload(sc.ORDER_KEY, b"sku,qty\nledger,1\n"))
 runtime.send(event)
 runtime.send(event, at=5.0)
 views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", "outcome",
-                                     "ddb_calls", "result"]]
+                                     "dynamodb_calls", "result"]]
 
 # %% [markdown]
 # Two DynamoDB calls for the first delivery (a conditional `PutItem` of an `INPROGRESS` record,

@@ -14,10 +14,8 @@ from .common import Services, charge_step, order_for, receipt
 
 def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
     order = order_for(obj, svc)
-    if not svc.ledger.claim_once(order.key, order.source):
+    if not svc.ledger.claim_once(order.key, order.source).won:
         return {"status": "duplicate"}  # already claimed: skip the charge
     charge = charge_step(svc, order)
     svc.ledger.add_entry(order.account, order.amount_cents)
-    svc.checkpoint("recorded")
-    svc.faults.at("after_commit", order.key)
     return receipt(charge)

@@ -6,14 +6,9 @@ from typing import Any, Callable
 
 from ..clock import Clock
 from ..events import S3Object
-from ...local.faults import FaultInjector
 from ..keys import describe, idempotency_key
 from ..ledger import Ledger
 from ..provider import Charge, Provider
-
-
-def no_checkpoint(step: str) -> None:
-    """On AWS a step boundary is just a point in the code."""
 
 
 @dataclass
@@ -22,13 +17,11 @@ class Services:
 
     ledger: Ledger
     provider: Provider
-    faults: FaultInjector
     clock: Clock
     price_cents: int = 500
     recipe: str = "version"
+    currency: str = "usd"
     new_token: Callable[[], str] = field(default=lambda: "owner")
-    # The local runtime listens here to record steps and to start a concurrent duplicate.
-    checkpoint: Callable[[str], None] = no_checkpoint
 
 
 @dataclass(frozen=True)
@@ -55,14 +48,10 @@ def order_for(obj: S3Object, svc: Services) -> Order:
 
 def charge_step(svc: Services, order: Order, idempotency_key: str | None = None) -> Charge:
     """The side effect: money moves on the provider's side. The same in every handler."""
-    svc.checkpoint("before_charge")
-    svc.faults.at("at_charge", order.key)  # the provider call fails: no money moves
-    charge = svc.provider.charge(order.account, order.amount_cents, order.reference,
-                                 idempotency_key=idempotency_key)
-    svc.checkpoint("replayed" if charge.replayed else "charged")
-    svc.faults.at("after_charge", order.key)  # money moved; our books do not know yet
-    return charge
+    return svc.provider.charge(customer=order.account, amount=order.amount_cents,
+                               currency=svc.currency, reference=order.reference,
+                               idempotency_key=idempotency_key)
 
 
 def receipt(charge: Charge, status: str = "charged") -> dict[str, Any]:
-    return {"status": status, "charge_id": charge.id, "amount_cents": charge.amount_cents}
+    return {"status": status, "charge_id": charge.id, "amount_cents": charge.amount}

@@ -16,12 +16,9 @@ from typing import Any
 
 from ..clock import iso8601
 from ..events import S3Object
-from ..ledger import LostOwnership, Status
+from ..errors import LostOwnership, WorkInProgress
+from ..ledger import Status
 from .common import Services, charge_step, order_for, receipt
-
-
-class WorkInProgress(RuntimeError):
-    """Another invocation holds a live lease on this work: fail, and let Lambda retry."""
 
 
 def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
@@ -44,6 +41,4 @@ def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
         # Our lease ran out mid-flight and another invocation took the work over.
         # The provider key made our charge and theirs the same charge; theirs commits.
         return {**receipt(charge), "status": "superseded"}
-    svc.checkpoint("recorded")
-    svc.faults.at("after_commit", order.key)
     return receipt(charge)

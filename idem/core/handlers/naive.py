@@ -11,6 +11,4 @@ def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
     order = order_for(obj, svc)
     charge = charge_step(svc, order)
     svc.ledger.add_entry(order.account, order.amount_cents)
-    svc.checkpoint("recorded")
-    svc.faults.at("after_commit", order.key)
     return receipt(charge)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import S3Object
-from ..ledger import AlreadyClaimed, Status
+from ..ledger import Status
 from .common import Services, charge_step, order_for, receipt
 
 
@@ -19,14 +19,9 @@ def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
     record = svc.ledger.get_record(order.key)
     if record and record.status is Status.DONE:
         return {"status": "duplicate"}  # finished before: stand down
-    if record is None:
-        try:
-            svc.ledger.put_in_progress(order.key, order.source)  # pencil it in
-        except AlreadyClaimed:
-            return {"status": "duplicate"}  # a concurrent duplicate won the put
+    if record is None and not svc.ledger.put_in_progress(order.key, order.source).won:
+        return {"status": "duplicate"}  # a concurrent duplicate won the put
     charge = charge_step(svc, order)  # if this fails, the record stays in_progress
     svc.ledger.add_entry(order.account, order.amount_cents)
-    svc.ledger.mark_done(order.key, receipt(charge))  # ink it in, only after success
-    svc.checkpoint("recorded")
-    svc.faults.at("after_commit", order.key)
+    svc.ledger.mark_done(order.key, receipt(charge))  # done, only after the charge succeeded
     return receipt(charge)

@@ -1,0 +1,389 @@
+"""Boundaries: the calls where a handler meets the world, and where the runtime makes it fail.
+
+A handler is plain code over boto3 clients and a payment provider client. It has no test
+hooks. The real world fails at its calls: a request that never left, a request that did
+its work but whose answer was lost, a process that died. So the local runtime injects
+faults there, and only there:
+
+- every AWS call made through a client of `watched_session()` passes botocore's
+  `before-call` and `after-call` events (the hooks live on the session, not in the handler);
+- every provider call passes through `WatchedProvider`, a wrapper around the provider
+  client the function was built with.
+
+A boundary is named by the call, which of its kind it is within one invocation, and the
+side: `before provider:charge`, `after dynamodb:UpdateItem #2`. One more boundary, `end`,
+is crossed when the handler returns: a fault there is an error after the last write.
+
+The runtime keeps one `Watch` per run. It counts arrivals at each boundary per piece of
+work (which arrival fails is the fault plan's `times`), starts a concurrent copy of an
+event when a chosen invocation reaches a chosen boundary, and records every crossing so a
+person can read the timeline afterwards. Outside an invocation the hooks do nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterator
+
+import boto3
+
+REGION = "us-east-1"
+
+
+class Side(str, Enum):
+    BEFORE = "before"  # the call has not been sent: nothing happened
+    AFTER = "after"  # the call did its work; a fault here loses its answer
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class How(str, Enum):
+    EXCEPTION = "exception"  # an error the handler's except clauses can see
+    CRASH = "crash"  # the process dies: no except or finally of the handler runs
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The provider call every charging handler makes.
+CHARGE_CALL = "provider:charge"
+#: The pseudo-call crossed when the handler returns.
+END_CALL = "end"
+
+
+@dataclass(frozen=True, order=True)
+class Boundary:
+    """One place in an invocation: before or after the `nth` call named `call`."""
+
+    call: str
+    nth: int = 1
+    side: Side = Side.BEFORE
+
+    def __str__(self) -> str:
+        if self.call == END_CALL:
+            return "after the handler returned"
+        return f"{self.side} {self.call}" + (f" #{self.nth}" if self.nth > 1 else "")
+
+
+END = Boundary(END_CALL, 1, Side.AFTER)
+
+
+class Point(str, Enum):
+    """The fault points of the scenario matrix: names for three boundaries."""
+
+    NONE = "none"
+    AT_CHARGE = "at_charge"  # before the provider call: no money moves
+    AFTER_CHARGE = "after_charge"  # after it: money moved, the function does not know
+    AFTER_COMMIT = "after_commit"  # after the handler's last write
+
+    def __str__(self) -> str:
+        return self.value
+
+
+POINT_BOUNDARIES: dict[Point, Boundary] = {
+    Point.AT_CHARGE: Boundary(CHARGE_CALL, 1, Side.BEFORE),
+    Point.AFTER_CHARGE: Boundary(CHARGE_CALL, 1, Side.AFTER),
+    Point.AFTER_COMMIT: END,
+}
+
+
+class Step(str, Enum):
+    """Where a concurrent copy can start, named for the charge step every handler has."""
+
+    BEFORE_CHARGE = "before_charge"
+    CHARGED = "charged"
+    RECORDED = "recorded"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STEP_BOUNDARIES: dict[Step, Boundary] = {
+    Step.BEFORE_CHARGE: POINT_BOUNDARIES[Point.AT_CHARGE],
+    Step.CHARGED: POINT_BOUNDARIES[Point.AFTER_CHARGE],
+    Step.RECORDED: END,
+}
+_STEP_NAMES = {boundary: step.value for step, boundary in STEP_BOUNDARIES.items()}
+
+
+def choice(kind: type[Enum], value: Any) -> Any:
+    """`kind(value)`, or a ValueError that lists the valid names."""
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(member.value for member in kind)
+        raise ValueError(f"unknown {kind.__name__.lower()} {value!r}; choose one of {names}") from None
+
+
+class InjectedFault(Exception):
+    """The error the runtime raises at a boundary: an ordinary exception, as a timeout is."""
+
+
+class Crash(BaseException):
+    """The process dies at a boundary: not an Exception, so no handler code catches it."""
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Fail at `at` on the arrivals `times` names: once, always, or numbers like "1,3"."""
+
+    at: Boundary | None = None
+    times: str = "once"
+    how: How = How.EXCEPTION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "how", choice(How, self.how))
+        self.fails_on(1)  # validates `times`
+
+    @classmethod
+    def at_point(cls, point: str, times: str = "once", how: str = "exception") -> "FaultPlan":
+        """The plan for one of the matrix's named points (`none` is no fault)."""
+        named = choice(Point, point)
+        return cls(POINT_BOUNDARIES.get(named), times, how)
+
+    @property
+    def point(self) -> str:
+        """The matrix name of this plan's boundary, or the boundary itself."""
+        for name, boundary in POINT_BOUNDARIES.items():
+            if boundary == self.at:
+                return name.value
+        return "none" if self.at is None else str(self.at)
+
+    def fails_on(self, arrival: int) -> bool:
+        """Does the `arrival`-th arrival at the boundary fail?"""
+        if self.times == "once":
+            return arrival == 1
+        if self.times == "always":
+            return True
+        try:
+            chosen = {int(part) for part in self.times.split(",") if part.strip()}
+        except ValueError:
+            raise ValueError(f"fault times {self.times!r}: use once, always, or numbers like 1,3") from None
+        if not chosen or min(chosen) < 1:
+            raise ValueError(f"fault times {self.times!r}: arrivals are counted from 1")
+        return arrival in chosen
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """One boundary an invocation crossed, at `t` seconds on the runtime's clock."""
+
+    t: float
+    boundary: Boundary
+    failed: str = ""  # the fault injected here, if any
+
+
+@dataclass
+class Visit:
+    """One invocation while it runs: which work it does and what it has crossed."""
+
+    delivery: int
+    attempt: int
+    work: str  # the event's identity: every copy and retry of one event shares it
+    seen: Counter = field(default_factory=Counter)  # calls by name, so far
+    calls: Counter = field(default_factory=Counter)  # AWS calls by operation
+    crossings: list[Crossing] = field(default_factory=list)
+    steps: list[tuple[float, str]] = field(default_factory=list)
+    pending: list[Boundary] = field(default_factory=list)  # calls sent, answers not yet back
+
+
+@dataclass
+class Trigger:
+    at: Boundary
+    delivery: int
+    attempt: int
+    action: Callable[[], Any]
+    fired: bool = False
+
+
+class Watch:
+    """One run's boundaries: the fault plan, the triggers, and every arrival counted."""
+
+    def __init__(self, plan: FaultPlan | None = None, clock: Any = None,
+                 effects: tuple[str, ...] = ()) -> None:
+        self.plan = plan or FaultPlan()
+        self.clock = clock
+        self.effects = set(effects)  # AWS calls that count as effects, e.g. "sqs:SendMessage"
+        self.arrivals: Counter[tuple[Boundary, str]] = Counter()
+        self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
+        self.triggers: list[Trigger] = []
+
+    def at(self, boundary: Boundary, action: Callable[[], Any], *, delivery: int = 1,
+           attempt: int = 1) -> None:
+        """Run `action` once, when invocation (delivery, attempt) reaches `boundary`."""
+        self.triggers.append(Trigger(boundary, delivery, attempt, action))
+
+    @contextlib.contextmanager
+    def visiting(self, visit: Visit) -> Iterator[Visit]:
+        """Make `visit` the invocation that this thread's calls belong to."""
+        stack = _stack()
+        stack.append((self, visit))
+        try:
+            yield visit
+        finally:
+            stack.pop()
+
+    # -- crossing a boundary ---------------------------------------------------------
+    def before(self, visit: Visit, call: str) -> None:
+        visit.seen[call] += 1
+        boundary = Boundary(call, visit.seen[call], Side.BEFORE)
+        visit.pending.append(Boundary(call, visit.seen[call], Side.AFTER))
+        self.arrive(visit, boundary)
+
+    def after(self, visit: Visit, call: str, succeeded: bool = True, step: str | None = None) -> None:
+        boundary = visit.pending.pop() if visit.pending else Boundary(call, visit.seen[call], Side.AFTER)
+        if succeeded and call in self.effects:
+            self.effect_counts[(call, visit.work)] += 1
+        self.arrive(visit, boundary, step)
+
+    def abandon(self, visit: Visit) -> None:
+        """The call raised before its answer came back (the fault before it, or its own error)."""
+        if visit.pending:
+            visit.pending.pop()
+
+    def arrive(self, visit: Visit, boundary: Boundary, name: str | None = None) -> None:
+        """Record the crossing, start any copy waiting for it, then fail if the plan says so."""
+        now = round(self._t(), 3)
+        step = name or _STEP_NAMES.get(boundary)
+        if step:
+            visit.steps.append((now, step))
+        crossing = Crossing(now, boundary)
+        visit.crossings.append(crossing)
+        for trigger in self.triggers:
+            if not trigger.fired and (trigger.at, trigger.delivery, trigger.attempt) == (
+                    boundary, visit.delivery, visit.attempt):
+                trigger.fired = True
+                trigger.action()
+        if self.plan.at != boundary:
+            return
+        self.arrivals[(boundary, visit.work)] += 1
+        arrival = self.arrivals[(boundary, visit.work)]
+        if not self.plan.fails_on(arrival):
+            return
+        visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(self.plan.how))
+        where = f"{boundary} (arrival {arrival})"
+        if self.plan.how is How.CRASH:
+            raise Crash(f"the process died {where}")
+        if boundary.side is Side.AFTER and boundary.call != END_CALL:
+            raise InjectedFault(f"the answer to {boundary.call} was lost {where}: it did its work")
+        raise InjectedFault(f"injected failure {where}")
+
+    def _t(self) -> float:
+        if self.clock is None:
+            return 0.0
+        return self.clock.now() - getattr(self.clock, "start", 0.0)
+
+
+# -- where this thread's calls go -----------------------------------------------------
+_local = threading.local()
+
+
+def _stack() -> list[tuple[Watch, Visit]]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def current() -> tuple[Watch, Visit] | None:
+    """The watch and invocation this thread is running, if any."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
+def _call_name(model: Any) -> str:
+    return f"{model.service_model.endpoint_prefix}:{model.name}"
+
+
+def _before_call(model: Any, **_: Any) -> None:
+    running = current()
+    if running:
+        watch, visit = running
+        name = _call_name(model)
+        visit.calls[name] += 1
+        watch.before(visit, name)
+
+
+def _after_call(model: Any, http_response: Any = None, **_: Any) -> None:
+    running = current()
+    if running:
+        watch, visit = running
+        status = getattr(http_response, "status_code", 200)
+        watch.after(visit, _call_name(model), succeeded=status < 300)
+
+
+def _call_failed(model: Any, **_: Any) -> None:
+    """botocore's `after-call-error`: the request never got an answer (a connection error)."""
+    running = current()
+    if running:
+        running[0].abandon(running[1])
+
+
+class WatchedSession(boto3.Session):
+    """A boto3 session whose clients cross the runtime's boundaries.
+
+    Made-up credentials: requests can only ever reach moto. Clients are made once per
+    service and shared (botocore clients are thread-safe), because building one costs
+    more than many calls to moto; the hooks find the running invocation per thread.
+    """
+
+    def __init__(self, region: str = REGION) -> None:
+        super().__init__(aws_access_key_id="testing", aws_secret_access_key="testing",
+                         aws_session_token="testing", region_name=region)
+        self.events.register("before-call", _before_call)
+        self.events.register("after-call", _after_call)
+        self.events.register("after-call-error", _call_failed)
+        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._lock = threading.Lock()
+
+    def client(self, service_name: str, region_name: str | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        if kwargs:
+            return super().client(service_name, region_name=region_name, **kwargs)
+        with self._lock:
+            key = (service_name, region_name)
+            if key not in self._clients:
+                self._clients[key] = super().client(service_name, region_name=region_name)
+            return self._clients[key]
+
+
+@functools.cache
+def watched_session() -> WatchedSession:
+    """The process's one watched session."""
+    return WatchedSession()
+
+
+class WatchedProvider:
+    """The provider client a function was built with, with `charge` as a boundary."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def charge(self, *args: Any, **kwargs: Any) -> Any:
+        running = current()
+        if running is None:
+            return self.inner.charge(*args, **kwargs)
+        watch, visit = running
+        watch.before(visit, CHARGE_CALL)
+        try:
+            charge = self.inner.charge(*args, **kwargs)
+        except Exception:
+            watch.abandon(visit)
+            raise
+        watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)
+        return charge
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def calls_made(action: Callable[[], Any]) -> tuple[Any, int]:
+    """Run `action` as one invocation would; return its result and the AWS calls it made
+    through clients of `watched_session()`."""
+    visit = Visit(0, 0, "counted")
+    with Watch().visiting(visit):
+        result = action()
+    return result, sum(visit.calls.values())

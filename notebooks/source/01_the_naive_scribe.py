@@ -48,9 +48,9 @@ views.show_text(json.dumps(event, indent=2), "json")
 # %% [markdown]
 # ## The handler
 #
-# Here is the naive scribe, and the charge step that every handler in this workbook shares. The
-# `svc.faults.at(...)` lines are where the workbook injects failures; on a normal day they do
-# nothing. `checkpoint` is a named point the local runtime can watch (it does nothing on AWS).
+# Here is the naive scribe, and the charge step that every handler in this workbook shares. It is
+# the code you would ship: nothing in it knows about tests. The local runtime makes it fail from
+# outside, at its calls: the provider's charge and each DynamoDB request.
 
 # %%
 views.show_source(naive.handle, common.charge_step)
@@ -127,33 +127,25 @@ views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery))
 # time as the first. The function did exactly what it says, every time.
 
 # %% [markdown]
-# ## The trap in the harness: memory is per container
+# ## Memory is per container
 #
-# To stage "fail once" you need to remember that you already failed. The tempting place is a
-# module-level variable, and that is the mistake the article's author made while building the
-# demo. Lambda reuses a **warm** container for the next invocation, with its module globals intact;
-# a **cold** container starts empty. The local runtime does the same: each container loads its own
-# copy of `idem.core.entry`, whose `_CONTAINER_MEMORY` dictionary is where the `memory` fault store counts.
-#
-# The same fault plan, counted in DynamoDB or in memory, with containers reused or always fresh:
+# Lambda reuses a **warm** container for the next invocation, with its module globals intact; a
+# **cold** container starts empty. The local runtime does the same: each container loads its own
+# copy of `idem.core.entry`. The same failing upload, with containers reused or always fresh:
 
 # %%
-trap = [sc.run(sc.Scenario("naive", "after_charge", "once", store=store, reuse_containers=warm))
-        for store in ("dynamodb", "memory") for warm in (True, False)]
+trap = [sc.run(sc.Scenario("naive", "after_charge", "always", reuse_containers=warm))
+        for warm in (True, False)]
 views.outcome_frame(trap).assign(
-    store=[o.scenario.store for o in trap],
     containers=["warm" if o.scenario.reuse_containers else "cold" for o in trap],
-)[["store", "containers", "charges", "attempts", "dlq", "verdict"]]
+)[["containers", "charges", "attempts", "dlq", "verdict"]]
 
 # %% [markdown]
-# Counted in DynamoDB, "once" means once: two charges either way. Counted in memory, it means
-# "once per container": a warm retry sees the count and passes (two charges), but when every
-# retry lands in a cold container the count is gone each time, so every attempt fails and charges
-# (three charges, and the failure queue). The same code, two behaviours, decided by something the
-# function does not control. Here are the containers of the cold run and what each one remembered:
+# The verdict is the same, but the retries ran in different places. Here are the containers of the
+# cold run: each retry started in a new one, with nothing remembered from the last.
 
 # %%
-cold = trap[3]
+cold = trap[1]
 views.attempts_frame(cold)[["t (s)", "attempt", "container", "outcome"]]
 
 # %% [markdown]

@@ -127,7 +127,6 @@ first = ledger.claim("charge#example", owner="invocation-a", lease_until=deadlin
 second = ledger.claim("charge#example", owner="invocation-b", lease_until=deadline)
 print("first: ", first)
 print("second:", second)
-print("DynamoDB calls made by the ledger:", dict(ledger.calls))
 
 # %% [markdown]
 # `invocation-b` now knows the work is `in_progress`, held by `invocation-a` until its lease

@@ -18,7 +18,8 @@
 # %%
 import json
 
-from idem.core import keys, views
+from idem import views
+from idem.core import keys
 from idem.core.events import encode_key, newer_sequencer, read_event
 from idem.local import stories as st
 from idem.local.world import LocalWorld

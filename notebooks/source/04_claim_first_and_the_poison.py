@@ -19,7 +19,7 @@
 import json
 
 from idem import views
-from idem.local.faults import FaultInjector, FaultPlan
+from idem.local.boundary import FaultPlan
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
 from idem.local import scenarios as sc, stories as st
@@ -42,14 +42,12 @@ views.show_source(claim_first.handle, Ledger.claim_once, Ledger._put_if_absent)
 # %% [markdown]
 # ## One fault, every handler
 #
-# A fair comparison needs the same failure for everyone. The faults live in the shared charge step
-# (`at_charge`: the provider call fails and no money moves; `after_charge`: money moved, then the
-# function fails) and after each handler's last write (`after_commit`). The injector counts
-# arrivals at the point per piece of work, in DynamoDB, so `once` means the first attempt to get
-# there and `always` means every attempt: the poison.
-
-# %%
-views.show_source(FaultInjector.at)
+# A fair comparison needs the same failure for everyone. The failures happen at the calls every
+# handler makes, never inside the handlers: `at_charge` fails the provider call before it is sent
+# (no money moves), `after_charge` loses the provider's answer after it charged, and
+# `after_commit` fails the invocation after its last write. The runtime counts arrivals at each
+# of those places per upload, so `once` means the first attempt to get there and `always` means
+# every attempt: the poison.
 
 # %% [markdown]
 # Every fault point, once and always, one upload, single delivery, four handlers: 28 scenarios,

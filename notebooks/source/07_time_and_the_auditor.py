@@ -14,7 +14,8 @@
 # ## Setup
 
 # %%
-from idem.core import reconcile, views
+from idem import views
+from idem.core import reconcile
 from idem.core.ledger import Ledger, Record
 from idem.local import lessons
 from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS

@@ -174,8 +174,8 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 # The library cannot know that money moved before the exception. Two ways to tell it, both
 # inside the idempotent function:
 #
-# * **Catch after the side effect.** Once the provider said yes, no exception may reach
-#   Powertools: finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
+# * **Catch after the side effect.** Once the provider's answer is in hand, no exception may
+#   reach Powertools: finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
 # * **Pass the key to the provider**, as keyed does (chapter 06): a retry that runs the function
 #   again gets the provider's replay instead of a second charge.
 
@@ -190,10 +190,12 @@ views.outcome_frame(fixes).assign(
     ["fix", "how", "times", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
 
 # %% [markdown]
-# Catching closes the exception case, but a crash skips every `except`: the retry after the
-# in-progress expiry charges again. Only the provider's key covers both, and a poison that keeps
-# failing after the charge still moves money once and lands in the failure queue
-# (`needs_attention`) instead of charging three times.
+# Catching changes nothing here. `after_charge` loses the provider's answer: the charge call
+# raises, and the function cannot tell whether money moved, so there is nothing safe to catch.
+# A crash skips every `except` anyway. Only the provider's key covers every case, and a poison
+# that keeps failing after the charge still moves money once and lands in the failure queue
+# (`needs_attention`) instead of charging three times. Catching does help when a later step
+# fails, such as the ledger write after an answer that did arrive.
 
 # %% [markdown]
 # ## Explore
@@ -214,14 +216,13 @@ _ = views.explore("powertools", "after_charge", "once")
 # ## What each pattern costs
 #
 # `python -m idem bench` runs every handler on the same in-process backend in one process: the
-# record calls per first delivery and per duplicate, every DynamoDB call (ledger entries and the
-# provider included), and events per CPU-second, with the ratio to keyed. The call counts do not
-# change from run to run:
+# function's DynamoDB calls per first delivery and per duplicate (records and ledger entries), and
+# events per CPU-second, with the ratio to keyed. The call counts do not change from run to run:
 
 # %%
 costs = bench.measure(events=20, rounds=2)  # `make bench` measures 500
 calls = pd.DataFrame(costs["handlers"]).set_index("handler")
-calls[["calls_first", "calls_duplicate", "ddb_first", "ddb_duplicate"]]
+calls[["calls_first", "calls_duplicate"]]
 
 # %% [markdown]
 # The rates do (this machine, this moment), so this cell's output is not compared when the
@@ -243,7 +244,7 @@ fig = views.bench_chart(rates)
 # %% [markdown]
 # What to notice: a duplicate costs one call for every pattern that keeps a record, and keyed's
 # two calls for a first delivery include its ledger entry (one transaction), where robust and
-# Powertools write the entry separately (`ddb_first`). The runtime's own share of an event stays
+# Powertools write the entry as a call of its own. The runtime's own share of an event stays
 # a few percent. Rates on moto are a relative measure: on DynamoDB each call is a network round
 # trip, so the call counts are what the bill and the latency follow.
 
@@ -292,7 +293,8 @@ if trial.charges == 1 and trial.verdict == "exactly_once":
           f"({trial.charges} charge, {trial.verdict}).")
 elif my_fix == "catch":
     print(f"Not 'catch': a crash runs no except clause, so the record stays INPROGRESS until the "
-          f"in-progress expiry and the retry charges again ({trial.charges} charges).")
+          f"in-progress expiry and the retry charges again ({trial.charges} charges). And when "
+          f"the provider's answer is lost, there is no answer to catch.")
 else:
     print(f"Not {my_fix!r}: {trial.charges} charges ({trial.verdict}). The retry runs the function "
           f"again; something must make its second charge the same as the first.")

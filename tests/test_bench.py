@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from idem.cli import main
 from idem.core.dynamo import to_item
-from idem.local import bench
+from idem.local import atomic, bench
 
 EXPECTED_CALLS = {  # handler -> the function's DynamoDB calls per first delivery, per duplicate
     "naive": (1, 1),  # no record, only the entry; a duplicate is a whole new charge
@@ -78,7 +78,7 @@ def test_item_scoped_transactions_still_roll_back_a_cancelled_transaction(world)
              {"Put": {"TableName": table, "Item": to_item({"pk": "b"})}},
              {"Put": {"TableName": table, "Item": to_item({"pk": "c"}),
                       "ConditionExpression": "attribute_exists(pk)"}}]  # fails: no c
-    with bench.item_scoped_transactions():
+    with atomic.item_scoped_transactions():
         with pytest.raises(ClientError, match="TransactionCanceled"):
             client.transact_write_items(TransactItems=items)
         assert [item["pk"] for item in world.ledger().items()] == ["a"]

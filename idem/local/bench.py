@@ -13,7 +13,7 @@ Rates vary from run to run and machine to machine; call counts do not.
 One moto gap is filled while measuring: moto backs up every table a transaction touches
 with a deep copy of the whole table, so its TransactWriteItems slows down as the table
 grows (about 3 ms on an empty table, 25 ms at 1,000 items, measured here). DynamoDB's
-cost per transaction does not depend on the table's size. `item_scoped_transactions`
+cost per transaction does not depend on the table's size. `atomic.item_scoped_transactions`
 backs up only the items a transaction touches instead, with the same all-or-nothing result.
 """
 from __future__ import annotations
@@ -88,7 +88,7 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS) 
         raise ValueError(f"rounds must be between 1 and events ({events}), got {rounds}")
     if "keyed" not in handlers:
         raise ValueError("keyed must be among the handlers: every ratio is to keyed")
-    with item_scoped_transactions(), contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         benches = [_Bench(stack, h, events) for h in handlers]
         noop = _Bench(stack, "noop", events)
         gc.collect()
@@ -124,61 +124,6 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS) 
 def _slices(events: int, rounds: int) -> list[slice]:
     bounds = [events * n // rounds for n in range(rounds + 1)]
     return [slice(1 + lo, 1 + hi) for lo, hi in zip(bounds, bounds[1:])]  # event 0 warms up
-
-
-@contextlib.contextmanager
-def item_scoped_transactions() -> Iterator[None]:
-    """While open, moto's TransactWriteItems backs up the items it touches, not whole tables."""
-    from moto.dynamodb import models
-    from moto.dynamodb.models.table import Table
-
-    from .atomic import _LOCK
-
-    original = models.DynamoDBBackend.transact_write_items
-    shim = types.ModuleType("copy")
-    shim.__dict__.update(vars(copy))
-    shim.deepcopy = lambda obj, memo=None: obj if isinstance(obj, Table) else copy.deepcopy(obj, memo)
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        with _LOCK:
-            try:
-                saved = [(name, key, copy.deepcopy(self.get_item(name, key)))
-                         for name, key in _touched(self, transact_items)]
-            except Exception:  # a malformed request: let moto's own code say what is wrong
-                return original(self, transact_items)
-            models.copy = shim  # the whole-table backup becomes a reference, restored below
-            try:
-                return original(self, transact_items)
-            except Exception:
-                for name, key, item in saved:
-                    if item is None:
-                        self.delete_item(name, key)
-                    else:
-                        self.put_item(name, item.to_json()["Attributes"])
-                raise
-            finally:
-                models.copy = copy
-
-    models.DynamoDBBackend.transact_write_items = transact_write_items
-    try:
-        yield
-    finally:
-        models.DynamoDBBackend.transact_write_items = original
-
-
-def _touched(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(table, key) of every item a transaction names."""
-    found = []
-    for entry in transact_items:
-        kind, op = next(iter(entry.items()))
-        table = backend.get_table(op["TableName"])
-        if kind == "Put":
-            names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
-            key = {name: op["Item"][name] for name in names}
-        else:
-            key = op["Key"]
-        found.append((op["TableName"], key))
-    return found
 
 
 class _Bench:

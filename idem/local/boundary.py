@@ -266,12 +266,12 @@ class Watch:
         if not self.plan.fails_on(arrival):
             return
         visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(self.plan.how))
-        where = f"{boundary} (arrival {arrival})"
         if self.plan.how is How.CRASH:
-            raise Crash(f"the process died {where}")
+            raise Crash(f"the process died {boundary} (arrival {arrival})")
         if boundary.side is Side.AFTER and boundary.call != END_CALL:
-            raise InjectedFault(f"the answer to {boundary.call} was lost {where}: it did its work")
-        raise InjectedFault(f"injected failure {where}")
+            raise InjectedFault(f"the answer to {boundary.call} was lost (arrival {arrival}): "
+                                "the call did its work, the function never heard")
+        raise InjectedFault(f"injected failure {boundary} (arrival {arrival})")
 
     def _t(self) -> float:
         if self.clock is None:

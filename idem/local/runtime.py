@@ -16,17 +16,24 @@ its AWS calls, its provider calls, and the moment it returns. The handler knows 
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import heapq
 import importlib.util
+import io
 import itertools
 import json
+import os
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import boto3
 
 from ..core.clock import iso8601
 from .boundary import (END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Step, Visit,
@@ -112,12 +119,38 @@ class Container:
 
 
 def _load_fresh(module_name: str) -> ModuleType:
-    spec = importlib.util.find_spec(module_name)
+    """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it."""
+    if module_name.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+    else:
+        spec = importlib.util.find_spec(module_name)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot find the entry module {module_name}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def as_lambda(env: dict[str, str], clock: Any) -> Iterator[None]:
+    """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
+    settings in os.environ, boto3's default session (the watched one, on moto) and the
+    wall clock (`time.time`, on the virtual clock). Everything is put back afterwards."""
+    saved_env = {name: os.environ.get(name) for name in env}
+    saved = (boto3.DEFAULT_SESSION, time.time, time.time_ns)
+    os.environ.update(env)
+    boto3.DEFAULT_SESSION = watched_session()
+    time.time = clock.now
+    time.time_ns = lambda: int(clock.now() * 1e9)
+    try:
+        yield
+    finally:
+        boto3.DEFAULT_SESSION, time.time, time.time_ns = saved
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 class LocalLambda:
@@ -133,6 +166,8 @@ class LocalLambda:
         reuse_containers: bool = True,
         function_name: str = "idem-charge",
         entry: str = "idem.core.entry",  # the module Lambda loads: its lambda_handler and App
+        handler: str | None = None,  # or any handler, "module:function", wired as on Lambda
+        provider_factory: str = "make_provider",  # the name a handler builds its provider with
         seed: int | None = None,
     ) -> None:
         if not 0 <= retries <= 2:
@@ -147,7 +182,9 @@ class LocalLambda:
         self.max_event_age = max_event_age
         self.reuse_containers = reuse_containers
         self.function_name = function_name
-        self.entry = entry
+        self.entry, self.function = (handler.rsplit(":", 1) if handler else (entry, "lambda_handler"))
+        self.wired = handler is None  # the runtime builds the entry's App with its clock and ids
+        self.provider_factory = provider_factory
         self.attempts: list[Attempt] = []
         self.containers: list[Container] = []
         self._containers_started = 0
@@ -207,8 +244,9 @@ class LocalLambda:
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
         visit = Visit(pending.delivery, pending.attempt, work_of(pending.event))
         try:
-            with self.watch.visiting(visit):
-                attempt.result = container.module.lambda_handler(copy.deepcopy(pending.event), context)
+            with self.watch.visiting(visit), self._environment(), self._output(attempt):
+                function = getattr(container.module, self.function)
+                attempt.result = function(copy.deepcopy(pending.event), context)
                 self.watch.arrive(visit, END)  # a fault here: an error after the last write
             attempt.outcome = "ok"
         except Crash as crash:
@@ -247,14 +285,34 @@ class LocalLambda:
                     container.invocations += 1
                     return container, False
         self._containers_started += 1
-        container = Container(f"c{self._containers_started}", self.entry)
-        container.module._app = container.module.App.from_environment(
-            self.env, session=watched_session(), clock=self.clock, provider=self.provider,
-            new_token=self._new_id, log=self._log)
+        with self._environment():
+            container = Container(f"c{self._containers_started}", self.entry)
+        if self.wired:
+            container.module._app = container.module.App.from_environment(
+                self.env, session=watched_session(), clock=self.clock, provider=self.provider,
+                new_token=self._new_id, log=self._log)
+        elif hasattr(container.module, self.provider_factory):
+            setattr(container.module, self.provider_factory, lambda *_, **__: self.provider)
         container.busy = True
         container.invocations = 1
         self.containers.append(container)
         return container, True
+
+    @contextlib.contextmanager
+    def _output(self, attempt: Attempt) -> Iterator[None]:
+        """A handler the runtime does not wire prints its logs: they become the attempt's."""
+        if self.wired:
+            yield
+            return
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                yield
+        finally:
+            attempt.logs.extend(printed.getvalue().splitlines())
+
+    def _environment(self) -> Any:
+        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock)
 
     def _log(self, line: str) -> None:
         if self._running:

@@ -18,7 +18,7 @@ from ..core.clock import VirtualClock, iso8601
 from ..core.events import S3Object, s3_event
 from ..core.ledger import Ledger
 from ..core.provider import Provider
-from .atomic import make_dynamodb_atomic
+from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -34,6 +34,7 @@ def ensure_moto() -> None:
         _mock.start()
         # Once, here: a world created inside atomic.unpatched() must stay unpatched.
         make_dynamodb_atomic()
+        make_transactions_item_scoped()
 
 
 @functools.cache

@@ -90,7 +90,7 @@ EXPECTED: dict[str, Expect] = {
     "wrong_types.json": Expect("rejected", "record 9 skipped: s3.object.key is not valid Unicode",
                                ((uri("alice/types-ok.csv"), "alice"),)),
     "size_absurd.json": Expect("rejected", "record 2 skipped: s3.object.size must be a whole number",
-                               ((uri("alice/five-tib.csv"), "alice"), (uri("alice/empty.csv"), "alice"))),
+                               ((uri("alice/largest.csv"), "alice"), (uri("alice/empty.csv"), "alice"))),
     "key_empty.json": Expect("rejected", "record 1 skipped: s3.object.key is missing, null or empty",
                              ((uri("alice/key-ok.csv"), "alice"),)),
     "nested_field.json": Expect("rejected", "record 1 skipped: s3.object.key must be a string, got a list",
@@ -151,7 +151,7 @@ def charges_by_reference(world: LocalWorld) -> dict[str, tuple[int, str]]:
     """Object URI -> (how many charges, the accounts charged)."""
     found: dict[str, list[str]] = {}
     for charge in world.provider().charges():
-        found.setdefault(charge.reference, []).append(charge.account)
+        found.setdefault(charge.reference, []).append(charge.customer)
     return {ref: (len(accounts), ",".join(sorted(set(accounts)))) for ref, accounts in found.items()}
 
 
@@ -246,7 +246,7 @@ def test_a_deeply_nested_value_the_handler_is_given_is_skipped_not_a_crash(world
     context = LambdaContext("req-1", "fn", world.clock.now() + 30, world.clock)
     with pytest.raises(RecordsFailed, match="0 record.s. failed and 2 malformed"):
         app.handle({"Records": [good, bad, deep_list(10_000)]}, context)
-    assert [c.account for c in world.provider().charges()] == ["alice"]
+    assert [c.customer for c in world.provider().charges()] == ["alice"]
     messages = [json.loads(line)["message"] for line in logs]
     assert "record 1 skipped: s3.object.key must be a string, got a list" in messages
     assert "record 2 skipped: a record must be a JSON object, got a list" in messages

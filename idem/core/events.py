@@ -15,7 +15,7 @@ How `read_event` treats what it is given (no input makes it raise anything but E
 - Skipped as malformed (logged; the good records are still charged, then the invocation
   fails so the event is retried and reaches the failure queue): any field this code reads
   that is missing, null, of the wrong type or impossible for S3 (an empty key, a key over
-  1,024 bytes, a negative size or one over 5 TiB, a bucket name with a `/`), and every
+  1,024 bytes, a negative size or one over 48.8 TiB, a bucket name with a `/`), and every
   record past the first MAX_RECORDS.
 - Rejected as a whole (EventError): an event that is not a JSON object, or an object with
   no `Records` list that is neither a test event nor an EventBridge S3 event.
@@ -48,8 +48,9 @@ MAX_RECORDS = 500
 #: "The object key name ... with a maximum length of 1,024 bytes"
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 MAX_KEY_BYTES = 1024
-#: An S3 object is 0 bytes to 5 TiB (https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html).
-MAX_OBJECT_SIZE = 5 * 1024**4
+#: An S3 object holds at most 10,000 parts of 5 GiB: 48.8 TiB ("Maximum object size 48.8 TiB",
+#: https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html; older copies of that page say 5 TiB).
+MAX_OBJECT_SIZE = 10_000 * 5 * 1024**3
 #: S3's other short strings (eTag, sequencer, version id, time, region) stay far below this.
 MAX_FIELD_BYTES = 1024
 #: Bucket names: letters, digits, dots, hyphens (and, in old us-east-1 buckets, capitals
@@ -423,7 +424,7 @@ def _bucket(container: Any, path: str) -> str:
 
 
 def _size(container: Any, path: str, *, required: bool) -> int:
-    """A size in bytes: a whole number from 0 to 5 TiB (0 when absent and not required)."""
+    """A size in bytes: a whole number from 0 to MAX_OBJECT_SIZE (0 when absent and not required)."""
     value = _field(container, path)
     if value is None:
         if required:
@@ -434,7 +435,7 @@ def _size(container: Any, path: str, *, required: bool) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise EventError(f"{path} must be a whole number of bytes, got {_describe(value)}")
     if not 0 <= value <= MAX_OBJECT_SIZE:
-        raise EventError(f"{path} is {_show(value)}; an S3 object holds 0 bytes to 5 TiB")
+        raise EventError(f"{path} is {_show(value)}; an S3 object holds 0 bytes to 48.8 TiB")
     return value
 
 

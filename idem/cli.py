@@ -8,54 +8,87 @@ import argparse
 import importlib
 import json
 import sys
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 #: Commands that live in their own modules, loaded only when used: name -> module.
 PLUGIN_COMMANDS = {"bench": "idem.local.bench", "deploy": "idem.deploy.command"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Run one command; bad input is one line on stderr (and JSON under --json) and exit 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    global _json_errors
+    _json_errors = "--json" in argv
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as problem:
+        return fail(str(problem))
     try:
         return args.run(args)
     except BrokenPipeError:  # `python -m idem sim --all | head`
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+class UsageError(Exception):
+    """The command line itself is wrong: an unknown option or choice, a number out of range."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, reporting bad input as an exception instead of usage text and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+#: The range each numeric option accepts, whichever command has it: small enough that a
+#: 2-core machine stays responsive (a round of 64 threads, 2,000 events of a benchmark).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "threads": (2, 64), "rounds": (1, 1000), "events": (1, 2000), "deliveries": (1, 10),
+    "wait": (1, 3600),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m idem", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m idem", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sim = commands.add_parser("sim", help="run the scenario matrix (the headline rows by default)")
     sim.add_argument("--all", action="store_true", help="every fault point, times and delivery")
-    sim.add_argument("--handler", help="only this handler")
-    sim.add_argument("--fault", help="only this fault point")
+    sim.add_argument("--handler", help="only this handler: naive, claim_first, robust, keyed "
+                                       "or powertools")
+    sim.add_argument("--fault", help="only this fault point: none, at_charge, after_charge "
+                                     "or after_commit")
     sim.add_argument("--times", help="only once, always, or - (no fault)")
     sim.add_argument("--delivery", help="only single, duplicate or concurrent")
     sim.add_argument("--json", action="store_true", help="print a JSON list of outcome rows")
     sim.set_defaults(run=_sim)
 
     limits = commands.add_parser("limits", help="the charge-then-die case: robust vs keyed")
-    limits.add_argument("--json", action="store_true")
+    limits.add_argument("--json", action="store_true", help="print the two outcome rows as JSON")
     limits.set_defaults(run=_limits)
 
-    replay = commands.add_parser("replay", help="run a captured S3 event through the local runtime")
-    replay.add_argument("event", help="a JSON file holding the event, or - for standard input")
-    replay.add_argument("--handler", default="keyed")
+    replay = commands.add_parser("replay", help="run a captured event through the local runtime, "
+                                                "as the function would")
+    replay.add_argument("event", help="a JSON file holding the event (S3, EventBridge, or S3 "
+                                      "inside SNS/SQS), or - for standard input")
+    replay.add_argument("--handler", default="keyed", help="the handler pattern: naive, "
+                        "claim_first, robust, keyed (default) or powertools")
     replay.add_argument("--deliveries", type=int, default=1, help="how many times S3 delivers it")
-    replay.add_argument("--json", action="store_true")
+    replay.add_argument("--json", action="store_true",
+                        help="print the outcome as a JSON object (errors too)")
     replay.set_defaults(run=_replay)
 
     race = commands.add_parser("race", help="real threads racing for one conditional claim")
-    race.add_argument("--threads", type=int, default=16)
-    race.add_argument("--rounds", type=int, default=200)
+    race.add_argument("--threads", type=int, default=16, help="threads racing each round")
+    race.add_argument("--rounds", type=int, default=200, help="rounds to race")
     race.add_argument("--strategy", default="conditional_put",
                       choices=("conditional_put", "read_then_write", "naive", "claim_first", "robust",
                                "keyed"),
                       help="a bare claim, or a handler raced through its entry point")
-    race.add_argument("--json", action="store_true")
+    race.add_argument("--json", action="store_true", help="print the report as JSON")
     race.set_defaults(run=_race)
 
     for name, module in PLUGIN_COMMANDS.items():
@@ -68,13 +101,50 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=plugin.HELP)
         plugin.configure(sub)
         sub.set_defaults(run=plugin.run)
+    for sub in commands.choices.values():
+        _bound_numbers(sub)
     return parser
 
 
+def _bound_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every numeric option named in BOUNDS its range: checked, and said in its help."""
+    for action in parser._actions:  # argparse has no public way to walk a parser's options
+        if action.dest in BOUNDS and action.type in (int, float) and action.option_strings:
+            low, high = BOUNDS[action.dest]
+            action.type = _in_range(action.option_strings[0], action.type, low, high)
+            action.help = f"{action.help or action.dest} ({low:g} to {high:g})"
+
+
+def _in_range(option: str, kind: type, low: float, high: float) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind` from `low` to `high`, else a UsageError."""
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise UsageError(f"{option} takes a number, got {text!r}") from None
+        if not low <= value <= high:
+            raise UsageError(f"{option} must be {low:g} or more and at most {high:g}; got {text}")
+        return value
+    convert.__name__ = kind.__name__
+    return convert
+
+
+_json_errors = False  # this run asked for --json: errors are printed as JSON too
+
+
 def fail(message: str) -> int:
-    """One clear line on stderr, and the exit code for bad input."""
+    """One clear line on stderr (and a JSON object on stdout under --json); exit code 2."""
+    if _json_errors:
+        print(json.dumps({"error": message}))
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def choose(option: str, value: str | None, valid: Sequence[str]) -> str | None:
+    """An error message when `value` is given and is not one of `valid`, else None."""
+    if value is None or value in valid:
+        return None
+    return f"unknown {option} {value!r}; choose from {', '.join(valid)}"
 
 
 # -- sim -----------------------------------------------------------------------------------
@@ -82,8 +152,9 @@ def _sim(args: argparse.Namespace) -> int:
     from .local import scenarios as sc
 
     handlers = [args.handler] if args.handler else None
-    if args.handler and args.handler not in sc.handler_names():
-        return fail(f"unknown handler {args.handler!r}; choose from {', '.join(sc.handler_names())}")
+    problem = _sim_filter_problem(args, sc.handler_names(), sc.all_scenarios(["keyed"]))
+    if problem:
+        return fail(problem)
     pool = sc.all_scenarios(handlers) if args.all else sc.headline_scenarios(handlers)
     chosen = sc.select(pool, fault=args.fault, times=args.times, delivery=args.delivery)
     if not chosen:
@@ -96,6 +167,21 @@ def _sim(args: argparse.Namespace) -> int:
     else:
         print(format_headline(rows))
     return 0
+
+
+def _sim_filter_problem(args: argparse.Namespace, handlers: Sequence[str],
+                        matrix: Sequence[Any]) -> str | None:
+    """What is wrong with sim's filters, if anything: valid values come from the matrix."""
+    def values(name: str) -> list[str]:
+        return list(dict.fromkeys(getattr(s, name) for s in matrix))
+
+    for problem in (choose("--handler", args.handler, handlers),
+                    choose("--fault", args.fault, values("fault")),
+                    choose("--times", args.times, values("times")),
+                    choose("--delivery", args.delivery, values("delivery"))):
+        if problem:
+            return problem
+    return None
 
 
 def format_headline(rows: list[dict[str, Any]]) -> str:
@@ -150,50 +236,71 @@ def _limits(args: argparse.Namespace) -> int:
 
 
 # -- replay --------------------------------------------------------------------------------
+#: The largest event Lambda hands a function (a synchronous invoke, as SQS uses; asynchronous
+#: ones are at most 1 MB): https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html
+MAX_EVENT_BYTES = 6 * 1024 * 1024
+
+
 def _replay(args: argparse.Namespace) -> int:
-    from .core.events import EventError, load_event, read_event
+    from .core.events import load_event
     from .local import replay as rp
 
+    problem = choose("--handler", args.handler, rp.handler_names())
+    if problem:
+        return fail(problem)
     try:
-        text = sys.stdin.read() if args.event == "-" else Path(args.event).read_text(encoding="utf-8")
-    except OSError as problem:
-        return fail(f"cannot read {args.event}: {problem.strerror}")
-    except UnicodeDecodeError:
-        return fail(f"{args.event} is not UTF-8 text; expected the JSON of an S3 event")
-    try:
-        event = load_event(text)
-        batch = read_event(event)
-    except EventError as problem:
+        event = load_event(_read_text(args.event))
+    except (OSError, ValueError) as problem:  # EventError is a ValueError
         return fail(f"{args.event}: {problem}")
-    if batch.test_event:
-        print("s3:TestEvent: S3 sends this when a bucket's notifications are configured. "
-              "There is nothing to process; a handler should ignore it.")
-        return 0
-    if batch.malformed:
-        first = batch.malformed[0]
-        return fail(f"{args.event}: record {first.index}: {first.reason}")
-    if not batch.objects:
-        return fail(f"{args.event}: no ObjectCreated record to replay "
-                    f"({'; '.join(s.reason for s in batch.skipped)})")
-    if args.deliveries < 1:
-        return fail("--deliveries must be 1 or more")
-    try:
-        results = rp.replay(event, handler=args.handler, deliveries=args.deliveries)
-    except ValueError as problem:
-        return fail(str(problem))
+    report = rp.replay(event, handler=args.handler, deliveries=args.deliveries)
     if args.json:
-        print(json.dumps(results, indent=1))
+        print(json.dumps(report.as_dict(), indent=1))
     else:
-        print(format_rows(results))
-    return 0
+        print(format_replay(report))
+    if report.status != "rejected":
+        return 0
+    print(f"error: {args.event}: the function rejects this event: {report.reason}", file=sys.stderr)
+    return 2
+
+
+def _read_text(source: str) -> str:
+    """The event's text from a file or standard input (`-`), at most MAX_EVENT_BYTES.
+    OSError or ValueError with a message that says what was wrong."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+        else:
+            with open(source, "rb") as file:
+                data = file.read(MAX_EVENT_BYTES + 1)
+    except OSError as problem:
+        raise OSError(f"cannot read it: {problem.strerror or problem}") from None
+    if len(data) > MAX_EVENT_BYTES:
+        raise ValueError(f"larger than {MAX_EVENT_BYTES // 2**20} MB, the most Lambda hands a function")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text; expected the JSON of an S3 event") from None
+
+
+def format_replay(report: Any) -> str:
+    """The replay as a human reads it: what happened, one row per object, what was skipped."""
+    from .core.events import EventBatch
+
+    lines = [f"{report.handler}, {report.deliveries} deliver{'y' if report.deliveries == 1 else 'ies'}: "
+             f"{report.status}" + (f" - {report.reason}" if report.reason else "")]
+    if report.rows:
+        lines.append(_align([list(report.rows[0])] + [[str(v) for v in r.values()] for r in report.rows]))
+    for _, line in EventBatch(skipped=report.skipped).log_lines(limit=10):
+        lines.append(line)
+    lines.append(f"{report.attempts} invocation{'s' if report.attempts != 1 else ''}, "
+                 f"{report.failed_attempts} failed; failure queue: {report.dlq}")
+    return "\n".join(lines)
 
 
 # -- race ----------------------------------------------------------------------------------
 def _race(args: argparse.Namespace) -> int:
     from .local.race import race
 
-    if args.threads < 2 or args.rounds < 1:
-        return fail("a race needs --threads 2 or more and --rounds 1 or more")
     report = race(args.threads, args.rounds, args.strategy)
     if args.json:
         print(json.dumps({"strategy": report.strategy, "threads": report.threads,

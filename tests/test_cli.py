@@ -1,6 +1,7 @@
 """`python -m idem`: sim, limits, replay and race, including bad input."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from idem.cli import main
+from idem.cli import _parser, main
 from idem.core.events import s3_event, s3_test_event
 from idem.local.scenarios import OUTCOME_FIELDS
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS = ROOT / "tests" / "events"
 
 
 def run_cli(capsys, *argv):
@@ -44,7 +48,7 @@ def test_sim_filters(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["sim", "--handler", "nope"], "unknown handler"),
+    (["sim", "--handler", "nope"], "unknown --handler 'nope'"),
     (["sim", "--fault", "none", "--times", "once"], "no scenario matches"),
 ])
 def test_sim_bad_filters_exit_2_with_one_line(capsys, argv, says):
@@ -68,33 +72,71 @@ def test_replay_runs_a_captured_event_per_record(capsys, tmp_path, world):
     event = s3_event(world.upload("alice/a.csv"), world.upload("bob/b.csv"))
     code, out, _ = run_cli(capsys, "replay", write(tmp_path, "e.json", event), "--deliveries", "2",
                            "--json")
-    rows = json.loads(out)
-    assert code == 0 and [(r["charges"], r["record"]) for r in rows] == [(1, "done"), (1, "done")]
+    report = json.loads(out)
+    assert code == 0 and report["status"] == "processed"
+    assert [(r["account"], r["charges"], r["record"]) for r in report["rows"]] == [
+        ("alice", 1, "done"), ("bob", 1, "done")]
     code, out, _ = run_cli(capsys, "replay", write(tmp_path, "e.json", event), "--deliveries", "2",
                            "--handler", "naive", "--json")
-    assert [r["charges"] for r in json.loads(out)] == [2, 2]  # naive charges per delivery, on purpose
+    assert [r["charges"] for r in json.loads(out)["rows"]] == [2, 2]  # naive charges per delivery
 
 
 def test_replay_says_a_test_event_is_nothing_to_do(capsys, tmp_path):
     code, out, err = run_cli(capsys, "replay", write(tmp_path, "t.json", s3_test_event("b")))
-    assert code == 0 and "s3:TestEvent" in out and err == ""
+    assert code == 0 and "ignored" in out and "s3:TestEvent" in out and err == ""
+
+
+def test_replay_knows_every_handler_sim_knows(capsys):
+    from idem.local.replay import handler_names
+
+    assert handler_names() == handler_names_of_sim()
+    code, out, _ = run_cli(capsys, "replay", str(EVENTS / "put_v2_1.json"), "--handler", "powertools",
+                           "--deliveries", "2", "--json")
+    report = json.loads(out)
+    assert code == 0 and [(r["charges"], r["record"]) for r in report["rows"]] == [(1, "done")]
+
+
+def handler_names_of_sim():
+    from idem.local.scenarios import handler_names
+
+    return handler_names()
 
 
 @pytest.mark.parametrize("content, says", [
     ("{not json", "not valid JSON"),
-    ({"source": "aws.events", "detail": {}}, "not an S3 notification"),
-    ({"Records": [{"eventSource": "aws:s3", "eventVersion": "2.1", "eventName": "ObjectCreated:Put",
-                   "s3": {"bucket": {"name": "b"}, "object": {}}}]}, "s3.object.key"),
-    ("", "empty"),
+    ("", "the event is empty"),
+    ("[" * 5000 + "]" * 5000, "nests too deeply"),
 ])
-def test_replay_bad_input_exits_2_with_one_clear_line(capsys, tmp_path, content, says):
+def test_replay_unreadable_input_exits_2_with_one_clear_line(capsys, tmp_path, content, says):
     code, out, err = run_cli(capsys, "replay", write(tmp_path, "bad.json", content))
     assert code == 2 and out == "" and says in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("content, says", [
+    ({"source": "aws.events", "detail": {}}, "not an S3 notification"),
+    ({"Records": [{"eventSource": "aws:s3", "eventVersion": "2.1", "eventName": "ObjectCreated:Put",
+                   "s3": {"bucket": {"name": "b"}, "object": {}}}]}, "s3.object.key"),
+])
+def test_replay_an_event_the_function_rejects_exits_2_after_replaying_it(capsys, tmp_path, content, says):
+    code, out, err = run_cli(capsys, "replay", write(tmp_path, "bad.json", content))
+    assert code == 2 and "rejected" in out and "3 invocations, 3 failed; failure queue: 1" in out
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
 def test_replay_a_missing_file_exits_2(capsys, tmp_path):
     code, _, err = run_cli(capsys, "replay", str(tmp_path / "nope.json"))
-    assert code == 2 and "cannot read" in err
+    assert code == 2 and "cannot read it" in err
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"\xff\xfe{}", "not UTF-8 text"),
+    (b" " * (6 * 1024 * 1024 + 1), "larger than 6 MB"),
+])
+def test_replay_refuses_files_lambda_would_never_deliver(capsys, tmp_path, content, says):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    code, out, err = run_cli(capsys, "replay", str(path), "--json")
+    assert code == 2 and says in json.loads(out)["error"] and says in err
 
 
 def test_replay_reads_standard_input():
@@ -103,9 +145,93 @@ def test_replay_reads_standard_input():
                           "s3": {"bucket": {"name": "b"}, "object": {"key": "alice/x", "size": 1,
                                                                       "eTag": "e", "sequencer": "01"}}}]}
     done = subprocess.run([sys.executable, "-m", "idem", "replay", "-", "--json"], input=json.dumps(event),
-                          capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)[0]["charges"] == 1
+    assert json.loads(done.stdout)["rows"][0]["charges"] == 1
+
+
+# -- one set of rules --------------------------------------------------------------------
+def subcommands():
+    parser = _parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return commands.choices
+
+
+def test_every_option_of_every_subcommand_has_help_text():
+    names = set(subcommands())
+    assert {"sim", "limits", "replay", "race", "bench", "deploy"} <= names
+    for name, sub in subcommands().items():
+        for action in sub._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_the_help_names_every_valid_choice():
+    from idem.local import scenarios as sc
+
+    helps = {(name, a.dest): a.help for name, sub in subcommands().items() for a in sub._actions}
+    for handler in sc.handler_names():
+        assert handler in helps[("sim", "handler")] and handler in helps[("replay", "handler")]
+    matrix = sc.all_scenarios(["keyed"])
+    for field in ("fault", "times", "delivery"):
+        for value in {getattr(s, field) for s in matrix}:
+            assert value in helps[("sim", field)], (field, value)
+
+
+@pytest.mark.parametrize("argv, valid", [
+    (["sim", "--handler", "nope"], ["naive", "claim_first", "robust", "keyed"]),
+    (["sim", "--fault", "nope"], ["none", "at_charge", "after_charge", "after_commit"]),
+    (["sim", "--times", "nope"], ["once", "always", "-"]),
+    (["sim", "--delivery", "nope"], ["single", "duplicate", "concurrent"]),
+    (["replay", "x.json", "--handler", "nope"], ["naive", "claim_first", "robust", "keyed"]),
+    (["race", "--strategy", "nope"], ["conditional_put", "read_then_write", "keyed"]),
+    (["bench", "--handler", "nope"], ["naive", "keyed"]),
+])
+def test_an_unknown_choice_lists_the_valid_ones(capsys, argv, valid):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "nope" in err and all(v in err for v in valid)
+
+
+@pytest.mark.parametrize("argv, low, high", [
+    (["race", "--threads", "1"], 2, 64),
+    (["race", "--threads", "65"], 2, 64),
+    (["race", "--rounds", "0"], 1, 1000),
+    (["race", "--rounds", "1001"], 1, 1000),
+    (["replay", "x.json", "--deliveries", "0"], 1, 10),
+    (["replay", "x.json", "--deliveries", "11"], 1, 10),
+    (["bench", "--events", "2001"], 1, 2000),
+    (["deploy", "--wait", "0"], 1, 3600),
+])
+def test_numbers_out_of_range_are_one_clear_line(capsys, argv, low, high):
+    code, out, err = run_cli(capsys, *argv)
+    option = argv[-2]
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"{option} must be {low} or more and at most {high}; got {argv[-1]}" in err
+    helps = {a.option_strings[0]: a.help for a in subcommands()[argv[0]]._actions if a.option_strings}
+    assert helps[option].endswith(f"({low} to {high})")  # the range is in the help
+
+
+def test_a_number_that_is_not_a_number_is_one_clear_line(capsys):
+    code, _, err = run_cli(capsys, "bench", "--events", "many")
+    assert code == 2 and err == "error: --events takes a number, got 'many'\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["sim", "--handler", "nope", "--json"],
+    ["race", "--threads", "1", "--json"],
+    ["replay", "nope.json", "--json"],
+    ["limits", "--json", "--bogus"],
+])
+def test_json_output_stays_json_for_errors(capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and set(json.loads(out)) == {"error"} and json.loads(out)["error"] in err
+
+
+def test_a_bad_command_line_shows_no_traceback():
+    done = subprocess.run([sys.executable, "-m", "idem", "race", "--threads", "100000"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_race_reports_every_round_clean(capsys):
@@ -122,4 +248,4 @@ def test_race_read_then_write_has_many_winners_on_purpose(capsys):
 
 def test_race_refuses_a_race_of_one(capsys):
     code, _, err = run_cli(capsys, "race", "--threads", "1")
-    assert code == 2 and "--threads 2" in err
+    assert code == 2 and "--threads must be 2 or more" in err

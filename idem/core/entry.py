@@ -73,7 +73,12 @@ class App:
         return self.mode in HAS_DONE_STATE
 
     def handle(self, event: Any, context: Any) -> dict[str, Any]:
-        """Process every record of one event; fail the invocation if any record failed."""
+        """Process every record of one event; fail the invocation if any record failed.
+
+        What is charged, skipped or refused is `read_event`'s rule (see idem.core.events):
+        a malformed record is logged and skipped, the good ones are still processed, and
+        then the invocation fails so the event is retried and reaches the failure queue.
+        """
         try:
             batch = read_event(event)
         except EventError as bad:
@@ -82,9 +87,10 @@ class App:
         if batch.test_event:
             self._log("info", "s3:TestEvent ignored (S3 sends one when notifications are configured)")
             return {"status": "test_event", "processed": []}
-        for skipped in batch.skipped:
-            level = "error" if skipped.malformed else "info"
-            self._log(level, f"record {skipped.index} skipped: {skipped.reason}")
+        if not batch.objects and not batch.skipped:
+            self._log("info", "the event holds no records: nothing to do")
+        for level, line in batch.log_lines():  # bounded, however many records were skipped
+            self._log(level, line)
         processed, failures = [], []
         for obj in batch.objects:
             try:

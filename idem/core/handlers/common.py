@@ -35,9 +35,21 @@ class Order:
     reference: str  # what the provider stores: which object the money was for
 
 
+#: Who pays for an upload with no customer folder: a named account the books can show and
+#: the reconciliation can flag, never an empty name. (A real folder called `unassigned`
+#: shares it; pick another name if your customers could be called that.)
+UNASSIGNED_ACCOUNT = "unassigned"
+
+
 def account_of(object_key: str) -> str:
-    """Who pays for an upload: the object's top-level folder (`alice/order.csv` -> alice)."""
-    return object_key.split("/", 1)[0] if "/" in object_key else "anonymous"
+    """Who pays for an upload: the object's top-level folder (`alice/order.csv` -> alice).
+
+    A key with no customer folder is charged to UNASSIGNED_ACCOUNT: no `/` at all
+    (`order.csv`), or an empty or blank first segment (`/order.csv`, `//x`, ` /x`).
+    S3 keys may begin with `/`; the console shows `/order.csv` in a folder with no name.
+    """
+    folder, slash, _ = object_key.partition("/")
+    return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
 
 
 def order_for(obj: S3Object, svc: Services) -> Order:

@@ -12,8 +12,10 @@ import pytest
 from botocore.stub import Stubber
 
 from idem import cli
+from idem.deploy.names import check_names, longest_stack_name
 from idem.deploy.stack import TAG_KEY, TAGS, DeployError, Stack, check_name
 from idem.local.world import ensure_moto, fake_client
+from test_deploy_server import machine_free_aws_env
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -91,18 +93,25 @@ def test_stack_in_a_failed_state_is_reported_and_left_alone():
     client = fake_client("cloudformation")
     with Stubber(client) as stub:  # any call beyond this one fails the test
         stub.add_response("describe_stacks", {"Stacks": [{
-            "StackName": "idem-demo", "StackStatus": "ROLLBACK_COMPLETE",
+            "StackName": "idem-demo", "StackStatus": "DELETE_FAILED",
             "CreationTime": "2026-01-01T00:00:00Z", "Tags": TAGS}]}, {"StackName": "idem-demo"})
-        with pytest.raises(DeployError, match="state ROLLBACK_COMPLETE; nothing was changed"):
+        with pytest.raises(DeployError, match="is in DELETE_FAILED and cannot be updated.*"
+                                              "--delete --yes.*nothing was changed"):
             Stack(client, "idem-demo").deploy({}, {"HandlerMode": "naive"})
         stub.assert_no_pending_responses()
 
 
 def test_stack_names_must_fit_the_bucket_names_they_make():
     assert check_name("idem-demo") == "idem-demo"
-    for bad in ("Idem", "idem_demo", "x" * 41, "idem-", "1idem"):
+    for bad in ("Idem", "idem_demo", "idem-", "1idem", "idem--demo", "x" * 129):
         with pytest.raises(DeployError):
             check_name(bad)
+    # the region is part of both bucket names: 63 - len("-uploads-") - 12 - len(region)
+    assert check_names("x" * 32, "us-east-1") and longest_stack_name("us-east-1") == 32
+    with pytest.raises(DeployError, match="at most 32 characters in us-east-1"):
+        check_names("x" * 33, "us-east-1")
+    with pytest.raises(DeployError, match="at most 27 characters in ap-southeast-2"):
+        check_names("x" * 32, "ap-southeast-2")
     assert TAG_KEY in {t["Key"] for t in TAGS}
 
 
@@ -110,16 +119,7 @@ def test_stack_names_must_fit_the_bucket_names_they_make():
 @pytest.fixture
 def no_aws(monkeypatch, tmp_path):
     """No credentials anywhere botocore looks, no instance metadata, and no sockets."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                 "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
-        monkeypatch.delenv(name, raising=False)
-    empty = tmp_path / "empty"
-    empty.write_text("")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    machine_free_aws_env(monkeypatch, tmp_path)
 
     def refuse(*args, **kwargs):
         raise AssertionError(f"a test tried to open a connection: {args}")

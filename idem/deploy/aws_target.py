@@ -1,9 +1,14 @@
 """`python -m idem deploy --target aws --yes`: the same flow on a real AWS account.
 
-Nothing here runs unless the reader asks for it: `preflight()` wants --yes, a region and
-credentials before any call leaves the machine. The stack is sent with its SAM transform
-(CloudFormation expands it on AWS), tagged, and deleted at the end unless --keep.
+Nothing here runs unless the reader asks for it: `preflight()` wants --yes, a region, valid
+names and credentials before any call leaves the machine. The stack is sent with its SAM
+transform (CloudFormation expands it on AWS), tagged, and deleted at the end unless --keep.
 Uploads are real, so the function runs on real Lambda: this waits for the ledger.
+
+Pointed at a moto server (AWS_ENDPOINT_URL), the same code runs, and idem.deploy.emulated
+does the three things moto leaves out; every line they affect says so. Every botocore
+error becomes one line (idem.deploy.errors), and a run that fails half-way still deletes
+what it made, and says what, if anything, it could not delete.
 """
 from __future__ import annotations
 
@@ -15,11 +20,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.clock import SystemClock
-from . import flow, gaps
+from ..core.clock import SystemClock, VirtualClock
+from . import emulated, flow, gaps, names, sam
 from . import template as tp
+from .errors import DeployError, reported
 from .package import build_zip
-from .stack import TAG_KEY, TAG_VALUE, TAGS, DeployError, Stack, wait_until
+from .stack import TAG_KEY, TAG_VALUE, TAGS, Stack, wait_until
 
 COST_NOTE = (
     "Leaving the stack running costs next to nothing: nothing in it bills by the hour. "
@@ -29,25 +35,25 @@ COST_NOTE = (
     "`python -m idem deploy --target aws --stack {stack} --delete --yes`.")
 
 
-def preflight(region: str | None, yes: bool, profile: str | None = None) -> Any:
+def preflight(region: str | None, yes: bool, profile: str | None = None,
+              stack: str | None = None) -> Any:
     """A boto3 session, or DeployError before anything is created or even asked of AWS."""
     if not yes:
         raise DeployError("--target aws creates real resources in your AWS account (they cost "
                           "cents at most, and are deleted at the end); add --yes to go ahead")
     import boto3
-    from botocore.exceptions import ProfileNotFound
 
-    try:
+    with reported():
         session = boto3.Session(region_name=region or None, profile_name=profile or None)
-    except ProfileNotFound as missing:
-        raise DeployError(f"{missing}; list yours with `aws configure list-profiles`") from None
-    if not session.region_name:
-        raise DeployError("no AWS region: pass --region (for example --region eu-west-1) or set "
-                          "AWS_REGION; nothing was created")
-    if session.get_credentials() is None:
-        raise DeployError("no AWS credentials found (environment, ~/.aws/credentials, SSO or "
-                          "instance role); run `aws configure` or set AWS_PROFILE, then retry; "
-                          "nothing was created")
+        if not session.region_name:
+            raise DeployError("no AWS region: pass --region (for example --region eu-west-1) or "
+                              "set AWS_REGION; nothing was created")
+        if stack is not None:
+            names.check_names(stack, session.region_name)
+        if session.get_credentials() is None:
+            raise DeployError("no AWS credentials found (environment, ~/.aws/credentials, SSO or "
+                              "instance role); run `aws configure` or set AWS_PROFILE, then "
+                              "retry; nothing was created")
     return session
 
 
@@ -59,30 +65,41 @@ class AwsDeployment:
         self.session = session
         self.say = say
         self.region = session.region_name
+        names.check_names(stack_name, self.region)
         self.clients = {name: session.client(name) for name in
                         ("cloudformation", "s3", "dynamodb", "lambda", "sqs", "sts")}
         self.stack = Stack(self.clients["cloudformation"], stack_name, poll_seconds=poll_seconds)
+        self.endpoint = self.clients["cloudformation"].meta.endpoint_url
+        self.emulator = emulated.is_moto(self.endpoint)
         self.wait_seconds, self.poll_seconds = wait_seconds, poll_seconds
         self.account = ""
         self.code_bucket = ""
-        self.created: list[str] = []  # what this run made, so a failure can undo exactly that
         self.outputs: dict[str, str] = {}
-        self.clock = SystemClock()
+        self.clock = VirtualClock() if self.emulator else SystemClock()
+        self.world = emulated.EndpointWorld(session, self.clients["sqs"], "", self.clock)
         self.runs: list[flow.RunReport] = []
 
-    def connect(self, *, for_delete: bool = False) -> str:
-        from botocore.exceptions import ClientError, NoCredentialsError
+    def reported(self) -> Any:
+        """Botocore errors inside become one-line DeployErrors naming the IAM action."""
+        return reported(self.clients)
 
-        try:
-            identity = self.clients["sts"].get_caller_identity()
-        except (ClientError, NoCredentialsError) as error:
-            raise DeployError(f"AWS did not accept the credentials: {error}") from None
+    def connect(self, action: str | None = None) -> str:
+        """Who and where; with no action given, what the deploy will do to the stack."""
+        identity = self.clients["sts"].get_caller_identity()
         self.account = identity["Account"]
-        self.code_bucket = f"{self.stack.name}-code-{self.account}"
+        self.code_bucket = names.code_bucket(self.stack.name, self.account, self.region)
+        if self.emulator:
+            self.say(f"endpoint  {self.endpoint} is a moto server, not AWS: the SAM transform is "
+                     "expanded here, settings moto drops are set by hand, and each upload's "
+                     "function runs in this process (lines marked SIMULATED)")
         # A name taken or a stack in a failed state stops the run before anything is made.
-        action = "delete" if for_delete else self.stack.preflight()
+        action = action or self.stack.preflight()
         self.say(f"account   {self.account} in {self.region}, as {identity['Arn']}; "
-                 f"stack {self.stack.name} will be {action}d")
+                 f"stack {self.stack.name}: {action}")
+        if action == "recreate":
+            self.say(f"stack     {self.stack.name} is in ROLLBACK_COMPLETE (an earlier create "
+                     "failed and left an empty stack, which CloudFormation can only delete): "
+                     "it is deleted, then created afresh")
         return action
 
     def package(self) -> str:
@@ -96,28 +113,32 @@ class AwsDeployment:
         self.say(f"package   s3://{self.code_bucket}/{key} ({len(data):,} bytes, idem's core only)")
         return key
 
-    def _code_bucket_owner(self) -> str:
+    def code_bucket_owner(self) -> str:
         """'ours', 'absent', or 'theirs' (exists without our tag, or not readable)."""
         from botocore.exceptions import ClientError
 
         try:
             tags = self.clients["s3"].get_bucket_tagging(Bucket=self.code_bucket)["TagSet"]
         except ClientError as error:
-            return "absent" if error.response["Error"]["Code"] in ("NoSuchBucket", "404") else "theirs"
+            code = error.response["Error"]["Code"]
+            if code in ("NoSuchBucket", "404"):
+                return "absent"
+            if code in ("NoSuchTagSet", "AccessDenied", "403"):  # untagged, or another account's
+                return "theirs"
+            raise  # expired credentials, throttling...: explained, not mistaken for an owner
         return "ours" if {"Key": TAG_KEY, "Value": TAG_VALUE} in tags else "theirs"
 
     def _ensure_code_bucket(self) -> None:
         s3 = self.clients["s3"]
-        owner = self._code_bucket_owner()
+        owner = self.code_bucket_owner()
         if owner == "theirs":
-            raise DeployError(f"bucket {self.code_bucket} exists and was not made by this tool; "
-                              "choose another --stack name")
+            raise DeployError(f"bucket {self.code_bucket} exists and was not made by this tool "
+                              "(or you may not read its tags); choose another --stack name")
         if owner == "ours":
             return
         where = {} if self.region == "us-east-1" else {
             "CreateBucketConfiguration": {"LocationConstraint": self.region}}
         s3.create_bucket(Bucket=self.code_bucket, **where)
-        self.created.append("code bucket")
         s3.put_public_access_block(Bucket=self.code_bucket, PublicAccessBlockConfiguration={
             k: True for k in ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy",
                               "RestrictPublicBuckets")})
@@ -125,36 +146,52 @@ class AwsDeployment:
 
     def deploy(self, mode: str, code_key: str) -> str:
         parameters = flow.parameters(mode)
-        existed = self.stack.describe() is not None
-        status = self.stack.deploy(tp.with_code(tp.load(), self.code_bucket, code_key), parameters)
-        if not existed:
-            self.created.append("stack")
+        template = tp.with_code(tp.load(), self.code_bucket, code_key)
+        if self.emulator:  # moto's CloudFormation ignores the transform: expand it as AWS does
+            template = tp.translate(template, parameters, self.region)
+        status = self.stack.deploy(template, parameters)
         self.outputs = self.stack.outputs()
         self.say(f"stack     {self.stack.name}: {status} (HandlerMode={mode})")
         return status
 
     def verify(self) -> list[gaps.Gap]:
-        """On AWS nothing should be missing: the same check moto needs, as a read-only test."""
+        """Every setting the template asks for, read back. On AWS nothing should be missing;
+        on moto what it dropped is set with the boto3 call a person would make."""
+        found = self._gaps()
+        missing = [g for g in found if g.missing]
+        if self.emulator and missing:
+            gaps.apply(missing, self.clients)
+            if any(g.missing for g in self._gaps()):
+                raise DeployError("could not set the settings moto dropped; see idem.deploy.gaps")
+            self.say(f"settings  SIMULATED: moto dropped {', '.join(g.setting for g in missing)}; "
+                     "set by hand as the template says (AWS keeps them)")
+            return []
+        self.say(f"settings  {len(found) - len(missing)} of {len(found)} present as the template "
+                 "says" + (f"; MISSING: {', '.join(g.setting for g in missing)}" if missing else ""))
+        return missing
+
+    def _gaps(self) -> list[gaps.Gap]:
         processed = self.clients["cloudformation"].get_template(
             StackName=self.stack.name, TemplateStage="Processed")["TemplateBody"]
         if isinstance(processed, str):
             processed = json.loads(processed)
-        found = gaps.check(processed, self.stack.physical_ids(), self.clients)
-        missing = [g for g in found if g.missing]
-        self.say(f"settings  {len(found) - len(missing)} of {len(found)} present as the template "
-                 "says" + (f"; MISSING: {', '.join(g.setting for g in missing)}" if missing else ""))
-        return missing
+        return gaps.check(processed, self.stack.physical_ids(), self.clients)
 
     def upload(self, n: int) -> flow.RunReport:
         """Upload a fresh object, wait for the function (and its retry), read the ledger."""
         key = f"alice/order-{uuid.uuid4().hex[:8]}-{n}.txt"  # fresh name: see the article's note
         dynamodb, sqs, s3 = self.clients["dynamodb"], self.clients["sqs"], self.clients["s3"]
         before = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
-        put = s3.put_object(Bucket=self.outputs["BucketName"], Key=key, Body=b"one order")
+        body = b"one order"
+        put = s3.put_object(Bucket=self.outputs["BucketName"], Key=key, Body=body)
         reference = f"s3://{self.outputs['BucketName']}/{key}?versionId={put['VersionId']}"
-        self.say(f"upload    {reference}; waiting up to {self.wait_seconds:.0f} s "
-                 "(Lambda retries about a minute after a failure)")
         started = time.monotonic()
+        if self.emulator:
+            self.say(f"upload    {reference}")
+            self._simulate_function(key, len(body), put, n)
+        else:
+            self.say(f"upload    {reference}; waiting up to {self.wait_seconds:.0f} s "
+                     "(Lambda retries about a minute after a failure)")
 
         def settled() -> bool:
             now = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
@@ -167,56 +204,161 @@ class AwsDeployment:
                                  reference=reference, before=before, clock=self.clock)
         self.runs.append(report)
         waited = f"after {time.monotonic() - started:.0f} s" if done else "NOT settled in time"
-        self.say(f"ledger    {report.line()} ({waited})")
+        self.say(f"ledger    {report.line()} ({'on the virtual clock' if self.emulator else waited})")
         return report
 
-    def teardown(self) -> None:
-        """Delete what this tool made: the stack (emptied bucket first) and the code bucket."""
+    def _simulate_function(self, key: str, size: int, put: dict[str, Any], n: int) -> None:
+        """What S3 and Lambda do after an upload, which moto does not: see emulated."""
+        self.world.queue_url = self.outputs["FailureQueueUrl"]
+        obj = emulated.s3_object(self.outputs["BucketName"], key, size, put, self.clock, n,
+                                 self.region)
+        attempts = emulated.run_function(self.session, self.clients, self.outputs, obj, self.world)
+        self.say(f"function  {emulated.SIMULATED}")
+        for line in emulated.attempt_lines(attempts):
+            self.say(f"            {line}")
+
+    # -- teardown --------------------------------------------------------------------------
+    def teardown(self, *, recognized: bool = False) -> list[str]:
+        """Delete what this tool made (or a stack the caller recognized as template.yaml's):
+        the stack, its versioned bucket emptied first, and the code bucket. An AWS error
+        does not stop it; it returns what it could not delete, each with the reason."""
+        left: list[str] = []
+        done: list[str] = []
+        found = self._attempt(f"stack {self.stack.name}", self.stack.describe, left)
+        if found is not None and (recognized or Stack.ours(found)):
+            bucket = self._attempt("the stack's resources",
+                                   lambda: self.stack.made("UploadBucket"), left)
+            if bucket and self._attempt(f"bucket {bucket}", lambda: self._empty(bucket), left):
+                done.append(f"emptied {bucket}")
+            if self._attempt(f"stack {self.stack.name}",
+                             lambda: self._delete_stack(recognized), left):
+                done.append(f"deleted stack {self.stack.name}")
+        if self.code_bucket and self._attempt(
+                f"bucket {self.code_bucket}", self.code_bucket_owner, left) == "ours":
+            if self._attempt(f"bucket {self.code_bucket}", self._delete_code_bucket, left):
+                done.append(f"deleted bucket {self.code_bucket}")
+        self.say(f"teardown  {', '.join(done) or 'nothing of this tool was there'}; "
+                 f"left behind: {', '.join(left) or 'nothing'}")
+        return left
+
+    def _attempt(self, what: str, step: Callable[[], Any], left: list[str]) -> Any:
+        try:
+            with self.reported():
+                return step()
+        except DeployError as problem:
+            left.append(f"{what} ({problem})")
+            return None
+
+    def _empty(self, bucket: str) -> bool:
         from botocore.exceptions import ClientError
 
-        found = self.stack.describe()
-        if found is not None and Stack.ours(found):
-            outputs = self.stack.outputs()
-            if "BucketName" in outputs:
-                try:
-                    flow.empty_bucket(self.clients["s3"], outputs["BucketName"])
-                except ClientError:
-                    pass  # never created (a failed create): the stack delete handles the rest
-            self.stack.delete()
-        if self.code_bucket and self._code_bucket_owner() == "ours":
-            flow.empty_bucket(self.clients["s3"], self.code_bucket)
-            self.clients["s3"].delete_bucket(Bucket=self.code_bucket)
-        self.say(f"teardown  deleted stack {self.stack.name} and bucket {self.code_bucket}")
+        try:
+            flow.empty_bucket(self.clients["s3"], bucket)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "NoSuchBucket":
+                raise
+            return False  # never created (a failed create): nothing to empty
+        return True
+
+    def _delete_stack(self, recognized: bool) -> bool:
+        self.stack.delete(recognized=recognized)
+        return True
+
+    def _delete_code_bucket(self) -> bool:
+        flow.empty_bucket(self.clients["s3"], self.code_bucket)
+        self.clients["s3"].delete_bucket(Bucket=self.code_bucket)
+        return True
+
+    def recognize(self, found: dict[str, Any] | None, allow_sam: bool) -> bool:
+        """Whether the stack may be touched: ours by tag, or (--sam) template.yaml's by its
+        mark and resources. Returns True for a SAM-made stack, False for ours."""
+        if found is None or Stack.ours(found):
+            return False
+        if not allow_sam:
+            raise DeployError(f"stack {self.stack.name!r} was not created by this tool (no "
+                              f"{TAG_KEY} tag); refusing to touch it. If you made it from this "
+                              "workbook's template.yaml with `sam deploy`, add --sam")
+        sam.check(self.clients["cloudformation"], self.stack.name, self.region)
+        return True
 
 
 def run(session: Any, stack_name: str, *, keep: bool, wait_seconds: float,
         say: Callable[[str], None] = print) -> list[flow.RunReport]:
     """Package, deploy naive, upload, switch to keyed, upload, then delete (unless keep)."""
     deployment = AwsDeployment(session, stack_name, say, wait_seconds=wait_seconds)
-    deployment.connect()  # raises before anything exists if the name is taken or failed
-    ok = False
+    with deployment.reported():
+        deployment.connect()  # raises before anything exists if the name is taken or failed
+    failure: DeployError | None = None
     try:
-        code_key = deployment.package()
-        for n, mode in enumerate(flow.DEMO_MODES, start=1):
-            deployment.deploy(mode, code_key)
-            if n == 1:
+        with deployment.reported():
+            code_key = deployment.package()
+            for n, mode in enumerate(flow.DEMO_MODES, start=1):
+                deployment.deploy(mode, code_key)
                 deployment.verify()
-            deployment.upload(n)
-        ok = True
-    finally:
-        if keep and ok:
-            say(COST_NOTE.format(stack=stack_name))
-        else:
-            deployment.teardown()
+                deployment.upload(n)
+    except DeployError as problem:
+        failure = problem
+    except BaseException:  # Ctrl-C or a bug: still delete what was made, then stop
+        deployment.teardown()
+        raise
+    if keep and failure is None:
+        say(COST_NOTE.format(stack=stack_name))
+        return deployment.runs
+    left = deployment.teardown()
+    if failure is not None:
+        raise DeployError(f"{failure}; {_after_teardown(stack_name, left)}")
+    if left:
+        raise DeployError(_after_teardown(stack_name, left))
     return deployment.runs
 
 
-def delete(session: Any, stack_name: str, say: Callable[[str], None] = print) -> None:
-    """Delete a stack this tool created earlier (--keep), and its code bucket."""
+def delete(session: Any, stack_name: str, say: Callable[[str], None] = print, *,
+           sam_made: bool = False) -> bool:
+    """Delete a stack this tool created earlier (--keep) and its code bucket, or, with
+    sam_made, a stack `sam deploy` made from template.yaml. Returns False if there was
+    nothing to delete (which is not an error: see command.py)."""
     deployment = AwsDeployment(session, stack_name, say)
-    deployment.connect(for_delete=True)
-    found = deployment.stack.describe()
-    if found is not None and not Stack.ours(found):
-        raise DeployError(f"stack {stack_name!r} was not created by this tool (no {TAG_KEY} tag); "
-                          "refusing to delete it")
-    deployment.teardown()
+    with deployment.reported():
+        deployment.connect("delete")
+        found = deployment.stack.describe()
+        code = deployment.code_bucket_owner()
+        if found is None and code != "ours":
+            say(f"nothing to delete: account {deployment.account} has no stack named {stack_name} "
+                f"and no code bucket of this tool in {deployment.region} (deployed elsewhere? "
+                "pass that --region or --profile)")
+            return False
+        recognized = deployment.recognize(found, sam_made)
+    left = deployment.teardown(recognized=recognized)
+    if left:
+        raise DeployError(_after_teardown(stack_name, left))
+    return True
+
+
+def empty_bucket(session: Any, stack_name: str, say: Callable[[str], None] = print, *,
+                 sam_made: bool = False) -> int:
+    """Empty the stack's versioned upload bucket (every version and delete marker), so that
+    `sam delete` can delete the stack. Returns how many versions were removed."""
+    deployment = AwsDeployment(session, stack_name, say)
+    with deployment.reported():
+        deployment.connect("empty its bucket")
+        found = deployment.stack.describe()
+        if found is None:
+            raise DeployError(f"account {deployment.account} has no stack named {stack_name} in "
+                              f"{deployment.region}: nothing to empty (check --stack, --region)")
+        deployment.recognize(found, sam_made)
+        bucket = deployment.stack.made("UploadBucket")
+        if bucket is None:
+            raise DeployError(f"stack {stack_name} holds no upload bucket it created (state "
+                              f"{found['StackStatus']}): nothing to empty")
+        removed = flow.empty_bucket(deployment.clients["s3"], bucket)
+    say(f"emptied   {bucket}: {removed} object versions and delete markers removed; "
+        f"`sam delete --stack-name {stack_name} --region {deployment.region}` can delete the "
+        "stack now (or use --delete --sam)")
+    return removed
+
+
+def _after_teardown(stack_name: str, left: list[str]) -> str:
+    if not left:
+        return "everything this run made was deleted again"
+    return (f"could not delete {'; '.join(left)}: fix that, then run "
+            f"`python -m idem deploy --target aws --stack {stack_name} --delete --yes`")

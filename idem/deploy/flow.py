@@ -13,6 +13,7 @@ from ..core.clock import Clock
 from ..core.handlers.common import account_of
 from ..core.ledger import Ledger
 from ..core.provider import Provider
+from .errors import DeployError
 
 #: The demo: the function fails once after the provider charged, and Lambda retries it.
 DEMO_FAULT = {"FailurePoint": "after_charge", "FailTimes": "once"}
@@ -80,12 +81,21 @@ def read_state(dynamodb: Any, sqs: Any, outputs: dict[str, str], *, mode: str, k
 
 
 def empty_bucket(s3: Any, bucket: str) -> int:
-    """Delete every version and delete marker (a versioned bucket must be empty to go)."""
+    """Delete every version and delete marker (a versioned bucket must be empty to go).
+
+    `aws s3 rm --recursive` is not enough on a versioned bucket: it only adds delete
+    markers, and S3 refuses to delete a bucket while any version or marker is left."""
     removed = 0
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
         doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
                   for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
-        if doomed:
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
+        if doomed:  # a page holds at most 1,000: as many as one delete_objects takes
+            answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
+            if answer.get("Errors"):  # quiet mode reports only the keys it could not delete
+                first = answer["Errors"][0]
+                raise DeployError(f"S3 kept {len(answer['Errors'])} object versions in {bucket} "
+                                  f"(e.g. {first.get('Key')}: {first.get('Code')}); a bucket "
+                                  "policy or object lock may protect them: remove them in the "
+                                  "S3 console, then run the delete again")
             removed += len(doomed)
     return removed

@@ -24,7 +24,7 @@ from ..core.clock import VirtualClock
 from ..local.boundary import FaultPlan
 from ..local.runtime import LocalLambda
 from ..local.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
-from . import flow, gaps
+from . import emulated, flow, gaps
 from . import template as tp
 from .package import build_zip, core_files
 from .stack import Stack
@@ -131,14 +131,7 @@ class MotoDeployment:
     # -- 4. an upload, the function (locally), and the ledger read back -----------------
     def function_settings(self) -> dict[str, Any]:
         """What the deployed function is: its environment and its async-invoke config."""
-        lam, name = self.clients["lambda"], self.outputs["FunctionName"]
-        config = lam.get_function_configuration(FunctionName=name)
-        invoke = lam.get_function_event_invoke_config(FunctionName=name, Qualifier="$LATEST")
-        return {"name": name, "env": config["Environment"]["Variables"],
-                "timeout": config["Timeout"], "handler": config["Handler"],
-                "retries": invoke["MaximumRetryAttempts"],
-                "max_event_age": invoke["MaximumEventAgeInSeconds"],
-                "on_failure": invoke["DestinationConfig"]["OnFailure"]["Destination"]}
+        return emulated.function_settings(self.clients["lambda"], self.outputs["FunctionName"])
 
     def world(self) -> LocalWorld:
         """The stack's own bucket, tables and queue, as a LocalWorld the runtime can use."""
@@ -169,8 +162,7 @@ class MotoDeployment:
                               entry=fn["handler"].rsplit(".", 1)[0], seed=self.seed)
         runtime.send(world.event(obj))
         self.attempts[key] = runtime.run()
-        attempts = [f"t={a.start:>5.0f}s attempt {a.attempt}: {a.outcome}"
-                    + (f" ({a.error.split(':')[0]})" if a.error else "") for a in self.attempts[key]]
+        attempts = emulated.attempt_lines(self.attempts[key])
         report = flow.read_state(dynamodb, sqs, self.outputs, mode=fn["env"]["HANDLER_MODE"],
                                  key=key, reference=obj.uri, before=before, clock=self.clock,
                                  attempts=attempts)

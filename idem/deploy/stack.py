@@ -2,38 +2,42 @@
 
 The same code drives moto and real AWS. Its rules:
 - every stack it creates carries TAG; it updates or deletes only stacks with that tag;
-- a stack left in a failed or busy state is reported, not touched;
-- a create that fails is deleted again, so nothing is left half-made.
+- a stack that is busy, or failed in a way only a person can judge, is reported, not touched;
+- a create that fails is deleted again, so nothing is left half-made; an earlier failed
+  create (ROLLBACK_COMPLETE, an empty shell) is deleted and created afresh.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import time
 from typing import Any
 
 from botocore.exceptions import ClientError, WaiterError
+
+from .errors import DeployError, stack_state_advice
+from .names import check_stack_name as check_name
+
+__all__ = ["TAG_KEY", "TAG_VALUE", "TAGS", "CAPABILITIES", "DeployError", "Stack", "check_name",
+           "wait_until"]
 
 TAG_KEY = "idem:deployed-by"
 TAG_VALUE = "python -m idem deploy"
 TAGS = [{"Key": TAG_KEY, "Value": TAG_VALUE},
         {"Key": "idem:workbook", "Value": "the-ledger-that-charged-twice"}]
 CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"]
-#: Bucket names are built from the stack name (template.yaml), so the stack name must be
-#: lowercase, and short enough for "<name>-uploads-<12-digit account>" to fit in 63.
-STACK_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE"}
-
-
-class DeployError(RuntimeError):
-    """Something stopped the deploy; the message says what and what to do."""
-
-
-def check_name(name: str) -> str:
-    if not STACK_NAME.match(name) or name.endswith("-"):
-        raise DeployError(f"stack name {name!r} won't work: use 1-40 lowercase letters, digits "
-                          "and dashes, starting with a letter (it becomes part of the bucket name)")
-    return name
+# A stack in UPDATE_ROLLBACK_COMPLETE is back on its previous settings and can be updated
+# again ("return your stack to a working state (the UPDATE_ROLLBACK_COMPLETE state) and
+# then try to update the stack again"):
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_ContinueUpdateRollback.html
+HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}
+# A create that failed and rolled back leaves ROLLBACK_COMPLETE: no resources, and not a
+# "last known stable state" CloudFormation can update from (RollbackStack lists those:
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_RollbackStack.html);
+# such a stack can only be deleted, then created again ("You cannot update this stack; you
+# must manually delete it", in the accepted answer copied at
+# https://stackguides.com/questions/57932734/validationerror-stackarn-aws-cloudformation-stack-is-in-rollback-complete-state).
+DELETE_THEN_CREATE = "ROLLBACK_COMPLETE"
 
 
 def parameter_list(parameters: dict[str, str]) -> list[dict[str, str]]:
@@ -62,7 +66,8 @@ class Stack:
                    for t in description.get("Tags", []))
 
     def preflight(self) -> str:
-        """'create' if the name is free, 'update' if it is our healthy stack; else DeployError."""
+        """'create' if the name is free, 'update' if it is our healthy stack, 'recreate' if
+        it is our empty shell of a failed create; anything else is a DeployError."""
         found = self.describe()
         if found is None:
             return "create"
@@ -71,11 +76,10 @@ class Stack:
             raise DeployError(f"a stack named {self.name!r} already exists and was not made by "
                               f"this tool (no {TAG_KEY} tag); it is left alone: choose another "
                               "name with --stack")
+        if status == DELETE_THEN_CREATE:
+            return "recreate"
         if status not in HEALTHY:
-            raise DeployError(f"stack {self.name!r} is in state {status}; nothing was changed. "
-                              "Look at its events in the CloudFormation console, then delete it "
-                              f"with `python -m idem deploy --target aws --stack {self.name} "
-                              "--delete --yes` and try again")
+            raise DeployError(stack_state_advice(status, self.name) + "; nothing was changed")
         return "update"
 
     def deploy(self, template: dict[str, Any], parameters: dict[str, str]) -> str:
@@ -84,8 +88,20 @@ class Stack:
         body = json.dumps(template)
         common = {"StackName": self.name, "TemplateBody": body,
                   "Parameters": parameter_list(parameters), "Capabilities": CAPABILITIES}
-        if action == "create":
-            self.client.create_stack(**common, Tags=TAGS)
+        if action == "recreate":
+            self._delete_now()
+        if action in ("create", "recreate"):
+            try:
+                self.client.create_stack(**common, Tags=TAGS)
+            except Exception:
+                # AWS refuses before making anything; moto instead stops half-way and
+                # leaves the stack CREATE_IN_PROGRESS. Either way nothing of it may stay;
+                # if this cleanup fails too, the caller's teardown tries again and reports.
+                with contextlib.suppress(Exception):
+                    leftover = self.describe()
+                    if leftover is not None and self.ours(leftover):
+                        self._delete_now()
+                raise
             status = self._wait("stack_create_complete")
             if status != "CREATE_COMPLETE":
                 reason = self.failure_reason()
@@ -105,23 +121,22 @@ class Stack:
                               "CloudFormation rolled it back to the previous settings")
         return status
 
-    def delete(self) -> None:
-        """Delete the stack, only if this tool created it."""
+    def delete(self, *, recognized: bool = False) -> None:
+        """Delete the stack, only if this tool created it (or the caller has recognized it
+        as made from template.yaml by other means: idem.deploy.sam)."""
         found = self.describe()
         if found is None:
             return
-        if not self.ours(found):
+        if not (recognized or self.ours(found)):
             raise DeployError(f"stack {self.name!r} was not created by this tool (no {TAG_KEY} "
                               "tag); refusing to delete it")
         self._delete_now()
 
     def _delete_now(self) -> None:
         self.client.delete_stack(StackName=self.name)
-        self._wait("stack_delete_complete")
-        leftover = self.describe()
-        if leftover is not None and leftover["StackStatus"] != "DELETE_COMPLETE":
-            raise DeployError(f"deleting {self.name!r} ended in {leftover['StackStatus']}: "
-                              f"{self.failure_reason()}")
+        status = self._wait("stack_delete_complete")
+        if status != "DELETE_COMPLETE":
+            raise DeployError(f"deleting {self.name!r} ended in {status}: {self.failure_reason()}")
 
     def _wait(self, waiter_name: str) -> str:
         try:
@@ -147,6 +162,23 @@ class Stack:
     def outputs(self) -> dict[str, str]:
         found = self.describe() or {}
         return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
+
+    def made(self, logical_id: str) -> str | None:
+        """The physical id of a resource this stack really created and still holds, or None.
+        A create that failed may name a resource it never made (a bucket name someone
+        else owns, say): that one must not be touched."""
+        found = self.describe()
+        status = found["StackStatus"] if found else "DELETE_COMPLETE"
+        if status in ("CREATE_IN_PROGRESS", "CREATE_FAILED") or status.startswith(
+                ("ROLLBACK_", "DELETE_")):
+            return None  # never finished creating, or being deleted: hands off
+        for summary in self.client.list_stack_resources(
+                StackName=self.name)["StackResourceSummaries"]:
+            status = summary.get("ResourceStatus", "")
+            if (summary["LogicalResourceId"] == logical_id and summary.get("PhysicalResourceId")
+                    and not status.endswith("FAILED") and not status.startswith("DELETE_")):
+                return summary["PhysicalResourceId"]
+        return None
 
     def physical_ids(self) -> dict[str, str]:
         summaries = self.client.list_stack_resources(StackName=self.name)["StackResourceSummaries"]

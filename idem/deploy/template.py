@@ -7,6 +7,7 @@ The helpers below read the expanded template back, for the moto target and the t
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,26 @@ def with_code(template: dict[str, Any], bucket: str, key: str) -> dict[str, Any]
 def translate(template: dict[str, Any], parameters: dict[str, str] | None = None,
               region: str = "us-east-1") -> dict[str, Any]:
     """Expand the SAM transform locally: plain CloudFormation out."""
-    import boto3
     from samtranslator.parser.parser import Parser
     from samtranslator.translator.translator import Translator
 
-    # The session only tells the translator which region (and partition) to assume.
-    session = boto3.Session(aws_access_key_id="none", aws_secret_access_key="none",
-                            region_name=region)
-    translator = Translator({}, Parser(), boto_session=session)
-    return translator.translate(copy.deepcopy(template), parameter_values=dict(parameters or {}),
-                                get_managed_policy_map=dict)
+    translator = Translator({}, Parser(), boto_session=_region_only(region))
+    expanded = translator.translate(copy.deepcopy(template), parameter_values=dict(parameters or {}),
+                                    get_managed_policy_map=dict)
+    # The translator counts metrics for a publisher that, here, sends nothing; unpublished,
+    # they make it log a warning whenever the object happens to be garbage-collected.
+    translator.metrics.publish()
+    return expanded
+
+
+@functools.cache
+def _region_only(region: str) -> Any:
+    """A session that only tells the translator which region (and partition) to assume;
+    one per region, as a session is slow to make."""
+    import boto3
+
+    return boto3.Session(aws_access_key_id="none", aws_secret_access_key="none",
+                         region_name=region)
 
 
 def resources_of_type(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

@@ -236,7 +236,11 @@ print("\n".join(twin.attempts))
 # stops with one message if the name is taken or a previous stack is in a failed state.
 #
 # From a terminal, the same: `python -m idem deploy --target aws --yes --region eu-west-1`. Or with
-# the SAM CLI: `sam build && sam deploy --guided`, then `sam delete` when you are done.
+# the SAM CLI: `sam build && sam deploy --guided`. Cleaning up after SAM takes one step more: the
+# bucket is versioned, and `sam delete` fails while any version or delete marker is left in it.
+# Empty it first with `python -m idem deploy --target aws --stack sam-app --empty-bucket --sam --yes`,
+# then run `sam delete --stack-name sam-app`; or let `--delete --sam --yes` do both. `--sam` acts only
+# on a stack whose template carries this template's `Metadata` mark and nothing but its resources.
 
 # %%
 if REAL_AWS:
@@ -251,7 +255,7 @@ else:
 # %% [markdown]
 # If a run was interrupted, delete what it left with
 # `python -m idem deploy --target aws --stack idem-demo --delete --yes`; it deletes only a stack
-# carrying the `idem:deployed-by` tag.
+# carrying the `idem:deployed-by` tag, and says so if there is nothing left to delete.
 
 # %%
 if REAL_AWS:

@@ -11,6 +11,7 @@ import pytest
 from idem.core.entry import App, ConfigError, RecordsFailed
 from idem.core.events import s3_event, s3_test_event
 from idem.core.errors import WorkInProgress
+from idem.core.handlers.keyed import KeyedLedger
 from idem.core.keys import idempotency_key
 from idem.local.runtime import LambdaContext
 
@@ -96,7 +97,8 @@ def test_one_failing_record_does_not_stop_the_others(world):
     alice, bob = world.upload("alice/1"), world.upload("bob/2")
     app = make_app(world)
     # Another invocation holds a live lease on alice's order: her record must wait, bob's must not.
-    app.services.ledger.claim(idempotency_key(alice), "someone-else", world.clock.now() + 30)
+    KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now).claim(
+        idempotency_key(alice), "someone-else", world.clock.now() + 30)
     with pytest.raises(WorkInProgress):
         app.handle(s3_event(alice, bob), context(world))
     assert [c.customer for c in world.provider().charges()] == ["bob"]

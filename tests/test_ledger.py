@@ -4,13 +4,19 @@ from __future__ import annotations
 import pytest
 
 from idem.core.errors import LostOwnership
+from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger, Status
 from idem.local.boundary import Visit, Watch, watched_session
 
 
-def counted(world, action):
+def keyed_ledger(world, client=None, ttl_seconds=86400):
+    return KeyedLedger(client or world.dynamodb, world.ledger_table, ttl_seconds, now=world.clock.now)
+
+
+def counted(world, action, make=None):
     """Run `action(ledger)` on a ledger whose calls cross the boundary; return the calls made."""
-    ledger = Ledger(watched_session().client("dynamodb"), world.ledger_table, world.clock)
+    client = watched_session().client("dynamodb")
+    ledger = make(client) if make else Ledger(client, world.ledger_table, world.clock)
     visit = Visit(1, 1, "test")
     with Watch().visiting(visit):
         action(ledger)
@@ -34,26 +40,26 @@ def test_robust_steps_get_put_done(world):
 
 
 def test_a_lost_claim_returns_the_record_in_the_same_call(world):
-    ledger = world.ledger()
+    ledger = keyed_ledger(world)
     assert ledger.claim("charge#k", "owner-a", lease_until=world.clock.now() + 30).won
     claims = []
     calls = counted(world, lambda counted_ledger: claims.append(
-        counted_ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30)))
+        counted_ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30)),
+        make=lambda client: keyed_ledger(world, client))
     assert not claims[0].won
     assert claims[0].existing.owner == "owner-a" and claims[0].existing.status is Status.IN_PROGRESS
     assert calls == {"dynamodb:PutItem": 1}  # ReturnValuesOnConditionCheckFailure: no extra read
 
 
 def test_an_expired_lease_can_be_taken_over(world):
-    ledger = world.ledger()
+    ledger = keyed_ledger(world)
     ledger.claim("charge#k", "owner-a", lease_until=world.clock.now() + 30)
     world.clock.advance(31)
     assert ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30).won
 
 
 def test_a_done_record_blocks_until_it_expires(world):
-    ledger = world.ledger()
-    ledger.ttl_seconds = 3600
+    ledger = keyed_ledger(world, ttl_seconds=3600)
     ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
     ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     world.clock.advance(3599)
@@ -63,16 +69,16 @@ def test_a_done_record_blocks_until_it_expires(world):
 
 
 def test_commit_is_fenced_to_the_owner_and_writes_the_entry_atomically(world):
-    ledger = world.ledger()
+    ledger = keyed_ledger(world)
     ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)
     world.clock.advance(31)
     ledger.claim("charge#k", "new-owner", lease_until=world.clock.now() + 30)
     with pytest.raises(LostOwnership):
         ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_1")
-    assert ledger.entry("alice") == (0, 0)  # the refused commit wrote no ledger entry either
+    assert world.ledger().entry("alice") == (0, 0)  # the refused commit wrote no ledger entry either
     ledger.commit("charge#k", "new-owner", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    assert ledger.entry("alice") == (1, 500)
-    assert ledger.get_record("charge#k").status is Status.DONE
+    assert world.ledger().entry("alice") == (1, 500)
+    assert world.ledger().get_record("charge#k").status is Status.DONE
 
 
 def test_each_entry_is_one_update_that_adds_to_the_account(world):
@@ -89,7 +95,7 @@ def test_records_excludes_entries(world):
 
 
 def test_a_charge_is_booked_once_even_when_its_record_is_claimed_again(world):
-    ledger = world.ledger()
+    ledger = keyed_ledger(world)
     ledger.ttl_seconds = 60
     ledger.claim("charge#k", "first", lease_until=world.clock.now() + 30)
     ledger.commit("charge#k", "first", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
@@ -97,17 +103,24 @@ def test_a_charge_is_booked_once_even_when_its_record_is_claimed_again(world):
     assert ledger.claim("charge#k", "late", lease_until=world.clock.now() + 30).won
     # ... and the provider replays the same charge, ch_1: the record is done, the books unchanged
     ledger.commit("charge#k", "late", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    assert ledger.get_record("charge#k").status is Status.DONE
-    assert ledger.entry("alice") == (1, 500)
+    assert world.ledger().get_record("charge#k").status is Status.DONE
+    assert world.ledger().entry("alice") == (1, 500)
     ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)  # refused: done, live
     with pytest.raises(LostOwnership):
         ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_2")
 
 
 def test_records_carry_when_they_were_created(world):
-    ledger = world.ledger()
     world.clock.advance(42)
-    ledger.claim_once("charge#a")
-    ledger.claim("charge#b", "o", lease_until=world.clock.now() + 30)
-    assert {r.key: r.created_at - world.clock.start for r in ledger.records()} == {
+    world.ledger().claim_once("charge#a")
+    keyed_ledger(world).claim("charge#b", "o", lease_until=world.clock.now() + 30)
+    assert {r.key: r.created_at - world.clock.start for r in world.ledger().records()} == {
         "charge#a": 42, "charge#b": 42}
+
+
+def test_a_claim_whose_answer_was_lost_finds_its_own_owner_and_goes_on(world):
+    ledger = keyed_ledger(world)
+    assert ledger.claim("charge#k", "me", lease_until=world.clock.now() + 30).won
+    # The SDK re-sends the same put after a lost answer: the record it meets is its own.
+    assert ledger.claim("charge#k", "me", lease_until=world.clock.now() + 30).won
+    assert not ledger.claim("charge#k", "someone-else", lease_until=world.clock.now() + 30).won

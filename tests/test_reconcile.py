@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from idem.core.handlers.keyed import KeyedLedger
 from idem.local.boundary import FaultPlan
 from idem.core.keys import idempotency_key
 from idem.local.runtime import LocalLambda
@@ -55,7 +56,8 @@ def test_a_record_stuck_in_progress_past_its_lease_is_found(world: LocalWorld) -
     stuck = world.upload("alice/2.csv")
     key = idempotency_key(stuck)
     lease_until = world.clock.now() + 30
-    assert world.ledger().claim(key, "crashed-owner", lease_until=lease_until, source="planted").won
+    keyed = KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
+    assert keyed.claim(key, "crashed-owner", lease_until=lease_until, source="planted").won
     assert job(world, later=29).stuck == []  # its lease is still live: someone is on it
     report = job(world, later=90)
     assert [(s.key, s.source, s.overdue_seconds) for s in report.stuck] == [(key, "planted", 60)]

@@ -59,8 +59,8 @@ def test_failed_put_returns_the_holder_and_no_transport_metadata(world):
 def test_claim_costs_one_call_for_a_put_and_two_for_read_then_put(world):
     rows = {row.approach.split(":")[0].split(",")[0]: row for row in st.claim_costs(world)}
     assert (rows["claim_once"].first_calls, rows["claim_once"].duplicate_calls) == (1, 1)
-    assert (rows["claim"].first_calls, rows["claim"].duplicate_calls) == (1, 1)
-    assert "status=in_progress" in rows["claim"].duplicate_learns
+    assert (rows["KeyedLedger.claim"].first_calls, rows["KeyedLedger.claim"].duplicate_calls) == (1, 1)
+    assert "status=in_progress" in rows["KeyedLedger.claim"].duplicate_learns
     assert (rows["get_record"].first_calls, rows["get_record"].duplicate_calls) == (2, 1)
 
 

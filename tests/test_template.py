@@ -50,7 +50,7 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(cfn):
 
 
 def test_parameters_offer_every_handler_and_the_demo_failures():
-    from idem.core.handlers import HANDLERS
+    from idem.core.patterns import HANDLERS
 
     params = tp.load()["Parameters"]
     assert params["HandlerMode"]["AllowedValues"] == list(HANDLERS)

@@ -16,7 +16,7 @@ import boto3
 from .clock import Clock, SystemClock
 from .errors import ConfigError, RecordsFailed
 from .events import EventError, read_event
-from .handlers import HAS_DONE_STATE, get_handler
+from .patterns import HAS_DONE_STATE, get_handler
 from .handlers.common import Services
 from .ledger import Ledger
 from .provider import Provider

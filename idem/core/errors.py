@@ -1,25 +1,18 @@
-"""Every exception idem raises on purpose, under one root: `except IdemError` catches them all."""
+"""Every exception idem raises on purpose, under one root: `except IdemError` catches them all.
+
+The root and the keyed handler's own exceptions live in `handlers/keyed.py`, so that the
+handler to copy stays one file; the rest are here.
+"""
 from __future__ import annotations
 
+from .handlers.keyed import ConfigError, IdemError, LostOwnership, WorkInProgress
 
-class IdemError(Exception):
-    """The root of idem's own exceptions."""
-
-
-class ConfigError(IdemError):
-    """The function's environment is missing a setting or has a bad one: it refuses to start."""
+__all__ = ["ConfigError", "IdemError", "IdempotencyKeyReused", "LostOwnership", "ProviderError",
+           "RecordsFailed", "WorkInProgress"]
 
 
 class RecordsFailed(IdemError):
     """Some records of the event failed; the rest were processed and will dedupe on retry."""
-
-
-class WorkInProgress(IdemError):
-    """Another invocation holds a live lease on this work: fail, and let Lambda retry."""
-
-
-class LostOwnership(IdemError):
-    """A commit was refused: the record is no longer this invocation's to finish."""
 
 
 class ProviderError(IdemError):

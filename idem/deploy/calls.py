@@ -33,7 +33,7 @@ def observed_calls() -> set[tuple[str, str]]:
 
     The function's own clients and the provider stand-in's (which runs inside the function
     on AWS, under the same role) are both watched while the patterns run."""
-    from ..core.handlers import HANDLERS
+    from ..core.patterns import HANDLERS
     from ..local.boundary import FaultPlan, watched_session
     from ..local.runtime import LocalLambda
     from ..local.world import LocalWorld

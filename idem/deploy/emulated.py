@@ -14,7 +14,7 @@ out three things AWS does, and this module supplies them, saying so:
 - settings moto's CloudFormation drops (versioning, notification, TTL, event-invoke config):
   set with the boto3 call a person would make (idem.deploy.gaps);
 - running the function: moto runs Lambda code only inside docker. Here idem.local.runtime
-  runs idem.entry in this process, with the deployed function's environment and async
+  runs idem.core.entry in this process, with the deployed function's environment and async
   settings, against the server's own bucket, tables and queue, on a virtual clock.
 
 Only a loopback endpoint that answers moto's own /moto-api/config is treated as moto.
@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from ..clock import Clock, iso8601
-from ..events import S3Object, s3_event
+from ..core.clock import Clock, iso8601
+from ..core.provider import Provider
+from ..core.events import S3Object, s3_event
 
-SIMULATED = ("SIMULATED: moto runs Lambda code only in docker, so idem.entry ran in this "
+SIMULATED = ("SIMULATED: moto runs Lambda code only in docker, so idem.core.entry ran in this "
              "process with the deployed function's environment and retry settings, against "
              "the server's tables and queue")
 
@@ -97,17 +98,32 @@ class EndpointWorld:
     clock: Any
     prefix: str = "endpoint"
     runtimes_started: int = 0
+    provider_table: str = ""
+
+    def function_session(self) -> Any:
+        """The function's session: watched at its boundaries, aimed where boto3's settings
+        aim it (the emulator's AWS_ENDPOINT_URL)."""
+        from ..local.boundary import WatchedSession
+
+        return WatchedSession(self.session.region_name)
+
+    def provider(self, clock: Any) -> Any:
+        """The provider stand-in over the stack's provider table, on the runtime's clock."""
+        return Provider(self.session.client("dynamodb"), self.provider_table, clock)
 
 
 def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str], obj: S3Object,
                  world: EndpointWorld, seed: int = 0) -> list[Any]:
     """Deliver the upload's event to the deployed function, as S3 and Lambda would."""
-    from ..local.runtime import LocalLambda  # moto-side code: loaded only on an emulator
+    from ..local.boundary import FaultPlan  # moto-side code: loaded only on an emulator
+    from ..local.runtime import LocalLambda
 
     fn = function_settings(clients["lambda"], outputs["FunctionName"])
     if fn["on_failure"] != outputs["FailureQueueArn"]:
         raise RuntimeError("the function's on-failure destination is not the stack's queue")
-    runtime = LocalLambda(world, fn["env"], retries=fn["retries"], timeout=fn["timeout"],
+    world.provider_table = fn["env"]["PROVIDER_TABLE"]
+    runtime = LocalLambda(world, fn["env"], fault=FaultPlan.from_demo_settings(fn["env"]),
+                          retries=fn["retries"], timeout=fn["timeout"],
                           max_event_age=fn["max_event_age"], function_name=fn["name"],
                           entry=fn["handler"].rsplit(".", 1)[0], seed=seed)
     runtime.send(s3_event(obj))

@@ -154,9 +154,8 @@ class MotoDeployment:
             raise RuntimeError(f"uploading {key} notified {fired or 'nothing'}, not {fn['name']}")
         # The stack's demo failure (its FailurePoint and FailTimes parameters) happens at the
         # function's boundary, as the local runtime injects every fault: the handler has none.
-        demo_fault = FaultPlan.at_point(fn["env"].get("FAILURE_POINT", "none"),
-                                        fn["env"].get("FAIL_TIMES", "once"))
-        runtime = LocalLambda(world, fn["env"], fault=demo_fault, retries=fn["retries"],
+        runtime = LocalLambda(world, fn["env"], fault=FaultPlan.from_demo_settings(fn["env"]),
+                              retries=fn["retries"],
                               timeout=fn["timeout"],
                               max_event_age=fn["max_event_age"], function_name=fn["name"],
                               entry=fn["handler"].rsplit(".", 1)[0], seed=self.seed)

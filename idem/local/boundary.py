@@ -146,6 +146,12 @@ class FaultPlan:
         named = choice(Point, point)
         return cls(POINT_BOUNDARIES.get(named), times, how)
 
+    @classmethod
+    def from_demo_settings(cls, env: dict[str, str]) -> "FaultPlan":
+        """The deploy demo's failure, from the stack's FAILURE_POINT and FAIL_TIMES settings:
+        injected by whoever runs the function, never by the function itself."""
+        return cls.at_point(env.get("FAILURE_POINT") or "none", env.get("FAIL_TIMES") or "once")
+
     @property
     def point(self) -> str:
         """The matrix name of this plan's boundary, or the boundary itself."""

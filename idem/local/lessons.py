@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.dynamo import to_item
-from ..core.handlers import HANDLERS, HAS_DONE_STATE
+from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from . import scenarios as sc
 from .boundary import FaultPlan
 from .runtime import DEFAULT_MAX_EVENT_AGE, Attempt, LocalLambda

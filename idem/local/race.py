@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..core.dynamo import to_item
-from ..core.handlers import HANDLERS
+from ..core.patterns import HANDLERS
 from ..core.ledger import Ledger
 from .world import LocalWorld
 

@@ -132,14 +132,14 @@ def _load_fresh(module_name: str) -> ModuleType:
 
 
 @contextlib.contextmanager
-def as_lambda(env: dict[str, str], clock: Any) -> Iterator[None]:
+def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
     """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
     settings in os.environ, boto3's default session (the watched one, on moto) and the
     wall clock (`time.time`, on the virtual clock). Everything is put back afterwards."""
     saved_env = {name: os.environ.get(name) for name in env}
     saved = (boto3.DEFAULT_SESSION, time.time, time.time_ns)
     os.environ.update(env)
-    boto3.DEFAULT_SESSION = watched_session()
+    boto3.DEFAULT_SESSION = session
     time.time = clock.now
     time.time_ns = lambda: int(clock.now() * 1e9)
     try:
@@ -196,6 +196,9 @@ class LocalLambda:
         self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
         self._running: list[Attempt] = []
         self.watch = Watch(fault, self.clock)
+        # The function's session: watched at its boundaries (a deployed stack's world may aim it
+        # at an emulator's endpoint).
+        self.session = world.function_session() if hasattr(world, "function_session") else watched_session()
         self.provider = WatchedProvider(world.provider(self.clock))
 
     # -- what S3 does ------------------------------------------------------------------
@@ -289,7 +292,7 @@ class LocalLambda:
             container = Container(f"c{self._containers_started}", self.entry)
         if self.wired:
             container.module._app = container.module.App.from_environment(
-                self.env, session=watched_session(), clock=self.clock, provider=self.provider,
+                self.env, session=self.session, clock=self.clock, provider=self.provider,
                 new_token=self._new_id, log=self._log)
         elif hasattr(container.module, self.provider_factory):
             setattr(container.module, self.provider_factory, lambda *_, **__: self.provider)
@@ -312,7 +315,7 @@ class LocalLambda:
             attempt.logs.extend(printed.getvalue().splitlines())
 
     def _environment(self) -> Any:
-        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock)
+        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session)
 
     def _log(self, line: str) -> None:
         if self._running:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from .boundary import FaultPlan, Point
-from ..core.handlers import HANDLERS, HAS_DONE_STATE
+from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
 

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator
 from urllib.parse import unquote_plus
 
 from ..core.clock import VirtualClock
-from ..core.handlers import HANDLERS, HAS_DONE_STATE
+from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
 from ..core.ledger import Record

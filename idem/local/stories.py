@@ -23,6 +23,7 @@ from ..core.dynamo import to_item
 from ..core.entry import App
 from ..core.events import S3Object, encode_key, newer_sequencer
 from ..core.keys import describe, idempotency_key
+from ..core.handlers.keyed import KeyedLedger
 from ..core.ledger import Ledger
 from . import atomic
 from .race import RaceReport, race, run_rounds
@@ -97,7 +98,9 @@ class CostRow:
 def claim_costs(world: LocalWorld) -> list[CostRow]:
     """What claiming costs, counted at the boundary: for the first caller and a duplicate."""
     rows = []
-    ledger = Ledger(watched_session().client("dynamodb"), world.ledger_table, world.clock)
+    client = watched_session().client("dynamodb")
+    ledger = Ledger(client, world.ledger_table, world.clock)
+    keyed = KeyedLedger(client, world.ledger_table, now=world.clock.now)
 
     def measure(name: str, attempt: Callable[[Ledger, str], Any]) -> None:
         key = f"charge#cost#{len(rows)}"
@@ -108,8 +111,10 @@ def claim_costs(world: LocalWorld) -> list[CostRow]:
     def claim_once(ledger: Ledger, key: str) -> str:
         return f"won={ledger.claim_once(key).won} (nothing else)"
 
+    owners = iter(("invocation-a", "invocation-b"))
+
     def claim_all_old(ledger: Ledger, key: str) -> str:
-        claim = ledger.claim(key, owner="a", lease_until=world.clock.now() + 30)
+        claim = keyed.claim(key, owner=next(owners), lease_until=world.clock.now() + 30)
         return "won=True" if claim.won else (f"won=False, status={claim.existing.status}, "
                                              f"owner={claim.existing.owner}")
 
@@ -121,7 +126,7 @@ def claim_costs(world: LocalWorld) -> list[CostRow]:
         return f"status={record.status} (from the read)"
 
     measure("claim_once: conditional put", claim_once)
-    measure("claim: conditional put + ALL_OLD", claim_all_old)
+    measure("KeyedLedger.claim: conditional put + ALL_OLD", claim_all_old)
     measure("get_record, then put_in_progress", read_then_put)
     return rows
 

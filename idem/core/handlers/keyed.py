@@ -1,44 +1,389 @@
-"""The keyed scribe: the complete pattern.
+"""The keyed scribe: charge a customer once per upload, however often S3 and Lambda repeat it.
 
-1. One conditional put claims the key, with a lease that ends at this invocation's
-   deadline. If the put fails, DynamoDB returns the record in the same call: `done`
-   means a duplicate (replay the stored result), a live lease means another invocation
-   is at work (raise, so Lambda retries later), anything else was taken over by the put.
-2. The provider is called with the same key, so a retry after a charge that landed
-   replays it instead of charging again: the only way to close the window between
-   the charge and the commit.
-3. The commit writes `done` and books the charge in one transaction, only if this
-   invocation still owns the record, and books each charge id only once.
+This is the handler to copy. It is one file with the standard library and boto3, and it is
+the code the workbook's exhaustive schedules and `idem check` prove. Paste it into your
+function, then:
+- replace `make_provider()` with your payment provider's client; its `charge` must accept
+  an idempotency key (Stripe's API does: the `Idempotency-Key` header);
+- create the table from template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`);
+- set LEDGER_TABLE, and if you like PRICE_CENTS, CURRENCY and RECORD_TTL_SECONDS.
+
+Each upload goes through three steps:
+1. Claim. One conditional put writes an `in_progress` record with a lease that ends at this
+   invocation's deadline. If the put fails, DynamoDB returns the record in the same call
+   (ReturnValuesOnConditionCheckFailure): `done` means a duplicate, so return the stored
+   result; a live lease means another invocation is at work, so raise and let Lambda retry.
+   An expired record or an expired lease is taken over by the put itself.
+2. Charge, with the claim's key as the provider's idempotency key. If an earlier attempt
+   charged and died before its commit, the provider replays that charge instead of making a
+   second one: the only thing that closes the gap between the charge and the commit.
+3. Commit, in one transaction, only if this invocation still owns the claim: the record
+   becomes `done` with the result, the charge is booked once per charge id, and the
+   account's totals grow. A zombie whose lease ran out cannot commit over the new owner.
 """
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Callable, Mapping, Protocol
+from urllib.parse import unquote_plus
 
-from ..clock import iso8601
-from ..events import S3Object
-from ..errors import LostOwnership, WorkInProgress
-from ..ledger import Status
-from .common import Services, charge_step, order_for, receipt
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+DAY = 24 * 60 * 60
+#: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
+UNASSIGNED_ACCOUNT = "unassigned"
 
 
-def handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
-    order = order_for(obj, svc)
-    now = svc.clock.now()
-    deadline = now + context.get_remaining_time_in_millis() / 1000
-    owner = svc.new_token()
-    claim = svc.ledger.claim(order.key, owner, lease_until=deadline, source=order.source)
-    if not claim.won:
-        existing = claim.existing
-        if existing.status is Status.DONE:
-            return {**(existing.result or {}), "status": "duplicate"}
-        raise WorkInProgress(
-            f"{order.source} is being worked on until {iso8601(existing.lease_until)}; retry later")
-    charge = charge_step(svc, order, idempotency_key=order.key)
-    try:
-        svc.ledger.commit(order.key, owner, receipt(charge), order.account, order.amount_cents,
-                          charge.id)
-    except LostOwnership:
-        # Our lease ran out mid-flight and another invocation took the work over.
-        # The provider key made our charge and theirs the same charge; theirs commits.
-        return {**receipt(charge), "status": "superseded"}
-    return receipt(charge)
+class IdemError(Exception):
+    """The root of every exception this handler (and the rest of idem) raises on purpose."""
+
+
+class ConfigError(IdemError):
+    """A setting is missing or wrong: the function refuses to start rather than charge wrongly."""
+
+
+class WorkInProgress(IdemError):
+    """Another invocation holds a live lease on this upload: fail, and let Lambda retry later."""
+
+
+class LostOwnership(IdemError):
+    """A commit was refused: the lease ran out and the upload is no longer ours to finish."""
+
+
+class Status(str, Enum):
+    CLAIMED = "claimed"  # claim-first's record (chapter 04): seen, says nothing about the work
+    IN_PROGRESS = "in_progress"  # the work started, under a lease
+    DONE = "done"  # the work finished: the result is stored
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# -- settings, read once per container ------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    table: str
+    price_cents: int = 500
+    currency: str = "usd"
+    record_ttl_seconds: int = DAY  # how long a done record turns duplicates away
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "Settings":
+        table = env.get("LEDGER_TABLE", "")
+        if not table:
+            raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
+        return cls(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
+                   _whole(env, "RECORD_TTL_SECONDS", DAY))
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name) or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
+    return int(raw)
+
+
+# -- one upload -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Upload:
+    """What one S3 ObjectCreated record says about one upload."""
+
+    bucket: str
+    key: str  # decoded: S3 sends keys URL-encoded
+    version_id: str | None
+    etag: str
+    sequencer: str
+
+    @property
+    def versioned(self) -> bool:
+        return bool(self.version_id) and self.version_id != "null"
+
+    @property
+    def source(self) -> str:
+        """What the key is made from, readable. With versioning on, the version id tells every
+        upload apart. Without it, two uploads of one name share the version `null`, so the
+        eTag and the sequencer (which grows with every event for a key) tell them apart."""
+        if self.versioned:
+            return f"{self.bucket}/{self.key}#{self.version_id}"
+        return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"
+
+    @property
+    def idempotency_key(self) -> str:
+        """A name for this upload's charge, the same on every copy and retry of its event,
+        and a fixed 80-odd bytes (DynamoDB allows 2,048 in a partition key)."""
+        recipe = "version" if self.versioned else "content"
+        return f"charge#{recipe}#{hashlib.sha256(self.source.encode('utf-8')).hexdigest()}"
+
+    @property
+    def account(self) -> str:
+        """Who pays: the object's top-level folder (`alice/order.csv` is alice's)."""
+        folder, slash, _ = self.key.partition("/")
+        return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
+
+    @property
+    def reference(self) -> str:
+        """What the money was for, as the provider stores it."""
+        return f"s3://{self.bucket}/{self.key}" + (f"?versionId={self.version_id}" if self.version_id else "")
+
+
+def uploads_in(event: Any) -> tuple[list[Upload], list[str]]:
+    """The uploads an S3 notification carries, and why each other record was skipped."""
+    uploads, skipped = [], []
+    records = event.get("Records") if isinstance(event, dict) else None
+    if not isinstance(records, list):
+        return [], ["not an S3 notification (no Records list); S3 sends one s3:TestEvent when "
+                    "notifications are set up, which is expected"]
+    for n, record in enumerate(records):
+        try:
+            name = str(record["eventName"])
+            if not name.startswith("ObjectCreated:"):
+                skipped.append(f"record {n}: {name} is not an upload")
+                continue
+            s3 = record["s3"]
+            key = unquote_plus(str(s3["object"]["key"]))
+            if not key or (key.endswith("/") and int(s3["object"].get("size") or 0) == 0):
+                skipped.append(f"record {n}: {key!r} is a folder marker, not an upload")
+                continue
+            uploads.append(Upload(str(s3["bucket"]["name"]), key, s3["object"].get("versionId"),
+                                  str(s3["object"].get("eTag", "")), str(s3["object"].get("sequencer", ""))))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            skipped.append(f"record {n}: malformed ({type(error).__name__}: {error})")
+    return uploads, skipped
+
+
+# -- the record: claim, then commit -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Record:
+    key: str
+    status: Status
+    owner: str = ""
+    lease_until: float = 0.0
+    expires_at: float = 0.0
+    result: Any = None
+    source: str = ""
+    created_at: float = 0.0
+
+    def expired(self, now: float) -> bool:
+        """Expiry is checked here, in code: DynamoDB's TTL deletes items days late."""
+        return bool(self.expires_at) and self.expires_at <= now
+
+    def lease_live(self, now: float) -> bool:
+        return self.status is Status.IN_PROGRESS and self.lease_until > now
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> "Record":
+        plain = {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
+        return cls(key=plain["pk"], status=Status(plain.get("status", Status.CLAIMED.value)),
+                   owner=plain.get("owner", ""), lease_until=plain.get("lease_until", 0),
+                   expires_at=plain.get("expires_at", 0), result=plain.get("result"),
+                   source=plain.get("source", ""), created_at=plain.get("created_at", 0))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to every claim: won, or lost to the record that holds the key."""
+
+    won: bool
+    existing: Record | None = None
+
+
+class KeyedLedger:
+    """The idempotency records and the books, in one DynamoDB table."""
+
+    def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
+                 now: Callable[[], float] = time.time) -> None:
+        self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
+
+    def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
+        """Claim the upload in one call, or learn who holds it (a duplicate costs one call)."""
+        now = self.now()
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=_item({"pk": key, "status": Status.IN_PROGRESS.value, "owner": owner,
+                            "lease_until": lease_until, "source": source, "created_at": now,
+                            "expires_at": int(now) + self.ttl_seconds}),
+                # Free, expired, or held by a lease that ran out: take it in the same write.
+                ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
+                                     " OR (#s = :in_progress AND lease_until <= :now)"),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_values(now=now, in_progress=Status.IN_PROGRESS.value),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as error:
+            old = error.response.get("Item")
+            if _code(error) == "ConditionalCheckFailedException" and old:
+                existing = Record.from_item(old)
+                if existing.owner == owner and existing.status is Status.IN_PROGRESS:
+                    return Claim(won=True)  # our own put, re-sent after its answer was lost
+                return Claim(won=False, existing=existing)
+            raise
+        return Claim(won=True)
+
+    def commit(self, key: str, owner: str, result: dict[str, Any], account: str, cents: int,
+               charge_id: str) -> None:
+        """Mark the record done and book the charge, in one transaction, if we still own it.
+
+        The charge is booked once per charge id (`entry#<charge id>`): a copy that comes back
+        after the record expired gets the provider's replay of the same charge, and finishes
+        its record without booking the money twice. Raises LostOwnership for a zombie.
+        """
+        done = {"Update": {
+            "TableName": self.table, "Key": _item({"pk": key}),
+            "UpdateExpression": "SET #s = :done, #r = :result",
+            "ConditionExpression": "#o = :me AND #s = :in_progress",  # the fence: only the owner
+            "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#o": "owner"},
+            "ExpressionAttributeValues": _values(done=Status.DONE.value, result=result, me=owner,
+                                                 in_progress=Status.IN_PROGRESS.value)}}
+        booked_once = {"Put": {
+            "TableName": self.table,
+            "Item": _item({"pk": f"entry#{charge_id}", "account": account, "cents": cents,
+                           "record": key, "booked_at": self.now()}),
+            "ConditionExpression": "attribute_not_exists(pk)"}}
+        totals = {"Update": {
+            "TableName": self.table, "Key": _item({"pk": f"account#{account}"}),
+            "UpdateExpression": "ADD charges :one, cents :cents",
+            "ExpressionAttributeValues": _values(one=1, cents=cents)}}
+        try:
+            self.client.transact_write_items(TransactItems=[done, booked_once, totals])
+        except ClientError as error:
+            if _cancelled_by(error, 0):
+                raise LostOwnership(f"{key} belongs to another invocation now") from None
+            if not _cancelled_by(error, 1):
+                raise
+            try:  # this charge is booked already: only the record is left to finish
+                self.client.transact_write_items(TransactItems=[done])
+            except ClientError as again:
+                if _cancelled_by(again, 0):
+                    raise LostOwnership(f"{key} belongs to another invocation now") from None
+                raise
+
+
+# -- the handler ---------------------------------------------------------------------------------
+class PaymentProvider(Protocol):
+    """What the handler needs of a payment provider (Stripe-shaped)."""
+
+    def charge(self, *, customer: str, amount: int, currency: str, reference: str,
+               idempotency_key: str | None = None) -> Any:
+        """Move `amount` (in the currency's smallest unit); the same key replays the first charge.
+        Returns an object with the charge's `id`."""
+
+
+def make_provider() -> PaymentProvider:
+    """Your payment provider's client: replace this with yours. Here, the workbook's stand-in,
+    which keeps Stripe's idempotency rules in its own table (PROVIDER_TABLE)."""
+    from ..provider import Provider
+
+    return Provider(boto3.client("dynamodb"), os.environ["PROVIDER_TABLE"], _SystemClock())
+
+
+class KeyedCharger:
+    """One container's wiring: the ledger, the provider and the settings, built once."""
+
+    def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
+                 now: Callable[[], float] = time.time,
+                 new_owner: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
+        self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
+        self.provider, self.settings, self.now, self.new_owner = provider, settings, now, new_owner
+
+    def charge_once(self, upload: Upload, remaining_ms: int) -> dict[str, Any]:
+        """Claim, charge with the same key, commit: the three steps for one upload."""
+        key, owner = upload.idempotency_key, self.new_owner()
+        lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
+        claim = self.ledger.claim(key, owner, lease_until, upload.source)
+        if not claim.won:
+            if claim.existing.status is Status.DONE:
+                return {**(claim.existing.result or {}), "status": "duplicate"}
+            until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(claim.existing.lease_until))
+            raise WorkInProgress(f"{upload.source} is being worked on until {until}; retry later")
+        charge = self.provider.charge(customer=upload.account, amount=self.settings.price_cents,
+                                      currency=self.settings.currency, reference=upload.reference,
+                                      idempotency_key=key)
+        result = {"status": "charged", "charge_id": charge.id, "amount_cents": self.settings.price_cents}
+        try:
+            self.ledger.commit(key, owner, result, upload.account, self.settings.price_cents, charge.id)
+        except LostOwnership:
+            # Our lease ran out and another invocation took over. The provider key made our
+            # charge and theirs the same charge; theirs commits it.
+            return {**result, "status": "superseded"}
+        return result
+
+
+_charger: KeyedCharger | None = None
+
+
+def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
+    """What Lambda calls. Every upload is charged once; one failure fails the invocation after
+    the others have had their turn (they are recognised as duplicates on the retry)."""
+    global _charger
+    if _charger is None:  # a cold start: read the settings and build the clients once
+        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), Settings.from_env(os.environ))
+    uploads, skipped = uploads_in(event)
+    for reason in skipped:
+        print(json.dumps({"level": "info", "message": f"skipped {reason}"}))
+    processed, failures = [], []
+    for upload in uploads:
+        try:
+            processed.append({"object": upload.reference,
+                              **_charger.charge_once(upload, context.get_remaining_time_in_millis())})
+        except Exception as error:  # one bad upload must not cost the others their turn
+            print(json.dumps({"level": "error", "message": f"{upload.reference} failed: "
+                                                          f"{type(error).__name__}: {error}"}))
+            failures.append(error)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise RuntimeError(f"{len(failures)} of {len(uploads)} uploads failed; see the log lines above")
+    return {"status": "ok", "processed": processed}
+
+
+# -- DynamoDB's typed values ------------------------------------------------------------------------
+_SERIALIZE, _DESERIALIZE = TypeSerializer(), TypeDeserializer()
+
+
+def _item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _SERIALIZE.serialize(_dynamo(value)) for name, value in values.items() if value is not None}
+
+
+def _values(**named: Any) -> dict[str, Any]:
+    return {f":{name}": _SERIALIZE.serialize(_dynamo(value)) for name, value in named.items()}
+
+
+def _dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _dynamo(v) for k, v in value.items()}
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _code(error: ClientError) -> str:
+    return error.response.get("Error", {}).get("Code", "")
+
+
+def _cancelled_by(error: ClientError, index: int) -> bool:
+    """True when item `index` of a cancelled transaction failed its condition."""
+    reasons = error.response.get("CancellationReasons") or []
+    return (_code(error) == "TransactionCanceledException" and index < len(reasons)
+            and reasons[index].get("Code") == "ConditionalCheckFailed")
+
+
+class _SystemClock:
+    def now(self) -> float:
+        return time.time()

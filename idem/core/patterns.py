@@ -1,0 +1,37 @@
+"""The handler patterns, by name, as HANDLER_MODE picks them: `handle(obj, services, context) -> result`."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .events import S3Object
+from .handlers import claim_first, keyed, naive, robust
+from .handlers.common import Services
+
+Handler = Callable[[S3Object, Services, Any], dict[str, Any]]
+
+
+def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
+    """The keyed handler (a file of its own, to copy) on the entry point's services."""
+    charger = keyed.KeyedCharger(
+        svc.ledger.client, svc.provider,
+        keyed.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds),
+        now=svc.clock.now, new_owner=svc.new_token)
+    upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer)
+    return charger.charge_once(upload, context.get_remaining_time_in_millis())
+
+
+HANDLERS: dict[str, Handler] = {
+    "naive": naive.handle,
+    "claim_first": claim_first.handle,
+    "robust": robust.handle,
+    "keyed": keyed_handle,
+}
+#: Patterns whose record has a `done` state: completed also requires it.
+HAS_DONE_STATE = {"robust", "keyed"}
+
+
+def get_handler(mode: str) -> Handler:
+    try:
+        return HANDLERS[mode]
+    except KeyError:
+        raise ValueError(f"unknown HANDLER_MODE {mode!r}; choose one of {', '.join(HANDLERS)}") from None

@@ -229,12 +229,11 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             _deliver(runtime, world.event(obj), schedule)
             runtime.run()
             runs.append((schedule, obj, runtime))
-        charges = Counter(c.reference for c in world.provider().charges())
         failures = drain_failures(world)
     results = []
     for schedule, obj, runtime in runs:
         counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()}
-        counted[CHARGES] = charges[obj.uri]
+        counted[CHARGES] = runtime.provider.made  # whatever reference the handler gave them
         dlq = len(failures.get(obj.key, []))
         results.append(Result(schedule, counted, dlq, judge(counted, baseline, dlq), runtime.attempts))
     return results
@@ -382,7 +381,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the function your handler builds its payment client with; the check "
                              "replaces it with the provider stand-in (default make_provider)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                        help="processes to run schedules in, 1-8 (default: 2 where there are 2 cores)")
+                        help="processes to run schedules in (default: 2 where there are 2 cores)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -390,8 +389,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         env = dict(_pair(item) for item in args.env)
         retries = [_number(part) for part in args.retries.split(",") if part.strip()]
-        if not 1 <= args.workers <= 8:
-            raise CheckInputError(f"--workers is 1 to 8, got {args.workers}")
         sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
         report = check_handler(args.target, effects=args.effect, env=env, retries=retries,
                                provider_factory=args.provider_factory, workers=args.workers)

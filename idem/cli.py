@@ -11,7 +11,7 @@ import sys
 from typing import Any, Callable, NoReturn, Sequence
 
 #: Commands that live in their own modules, loaded only when used: name -> module.
-PLUGIN_COMMANDS = {"bench": "idem.local.bench", "deploy": "idem.deploy.command"}
+PLUGIN_COMMANDS = {"check": "idem.check", "bench": "idem.local.bench", "deploy": "idem.deploy.command"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 #: 2-core machine stays responsive (a round of 64 threads, 2,000 events of a benchmark).
 BOUNDS: dict[str, tuple[float, float]] = {
     "threads": (2, 64), "rounds": (1, 1000), "events": (1, 2000), "deliveries": (1, 10),
-    "wait": (1, 3600),
+    "wait": (1, 3600), "workers": (1, 8),
 }
 
 

@@ -367,19 +367,24 @@ class WatchedProvider:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.made = 0  # charges the provider made through this client (replays are not charges)
 
     def charge(self, *args: Any, **kwargs: Any) -> Any:
         running = current()
         if running is None:
-            return self.inner.charge(*args, **kwargs)
+            return self._made(self.inner.charge(*args, **kwargs))
         watch, visit = running
         watch.before(visit, CHARGE_CALL)
         try:
-            charge = self.inner.charge(*args, **kwargs)
+            charge = self._made(self.inner.charge(*args, **kwargs))
         except Exception:
             watch.abandon(visit)
             raise
         watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)
+        return charge
+
+    def _made(self, charge: Any) -> Any:
+        self.made += not getattr(charge, "replayed", False)
         return charge
 
     def __getattr__(self, name: str) -> Any:

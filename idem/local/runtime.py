@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import heapq
 import importlib.util
@@ -119,16 +120,25 @@ class Container:
 
 
 def _load_fresh(module_name: str) -> ModuleType:
-    """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it."""
+    """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
+    its top-level code runs again in fresh globals (compiled once per process)."""
+    found = os.stat(module_name) if module_name.endswith(".py") else None
+    stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
+    spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
+    module = importlib.util.module_from_spec(spec)
+    exec(code, module.__dict__)
+    return module
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(module_name: str, stamp: tuple[int, int]) -> tuple[Any, Any]:
     if module_name.endswith(".py"):
         spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
     else:
         spec = importlib.util.find_spec(module_name)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot find the entry module {module_name}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return spec, spec.loader.get_code(spec.name)
 
 
 @contextlib.contextmanager

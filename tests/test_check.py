@@ -1,0 +1,167 @@
+"""`idem check`: any handler through every schedule; the patterns called right; bad input refused."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import textwrap
+
+import pytest
+
+from idem.check import CheckInputError, check_handler, judge, schedules_for
+from idem.cli import main
+from idem.local.boundary import END, Boundary, Side
+
+FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
+
+# A handler nobody has seen before: it charges without a key, then writes down that it did.
+CHARGE_THEN_RECORD = '''
+import os, boto3
+
+def make_provider():
+    raise RuntimeError("the check replaces this")
+
+_provider = None
+
+def lambda_handler(event, context):
+    global _provider
+    _provider = _provider or make_provider()
+    dynamodb = boto3.client("dynamodb")
+    for record in event["Records"]:
+        key = record["s3"]["object"]["key"]
+        seen = dynamodb.get_item(TableName=os.environ["LEDGER_TABLE"], Key={"pk": {"S": key}})
+        if "Item" in seen:
+            continue
+        _provider.charge(customer="c", amount=100, currency="usd", reference=key)
+        dynamodb.put_item(TableName=os.environ["LEDGER_TABLE"], Item={"pk": {"S": key}})
+    return {"ok": True}
+'''
+
+# The same handler, fixed: the provider gets a key made from the upload, so a retry replays.
+KEYED_CHARGE = CHARGE_THEN_RECORD.replace(
+    'reference=key)', 'reference=key, idempotency_key="charge#" + key + "#" + '
+    'record["s3"]["object"].get("versionId", ""))')
+
+# Correct about money, careless about a second effect: it adds to a counter on every attempt.
+COUNTS_TWICE = KEYED_CHARGE.replace(
+    '        dynamodb.put_item(TableName=os.environ["LEDGER_TABLE"], Item={"pk": {"S": key}})',
+    '        dynamodb.update_item(TableName=os.environ["LEDGER_TABLE"], Key={"pk": {"S": "total"}},\n'
+    '                             UpdateExpression="ADD n :one",\n'
+    '                             ExpressionAttributeValues={":one": {"N": "1"}})\n'
+    '        dynamodb.put_item(TableName=os.environ["LEDGER_TABLE"], Item={"pk": {"S": key}})')
+
+
+def write(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return f"{path}:lambda_handler"
+
+
+def cli(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("pattern, breaks_with", [("naive", "double_charge"),
+                                                   ("claim_first", "silent_loss"),
+                                                   ("robust", "double_charge")])
+def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, breaks_with):
+    code, out, _ = cli(pattern, "--retries", "1", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["holds"]
+    assert report["verdicts"].get(breaks_with, 0) > 0
+    assert report["smallest_break"]["timeline"]
+
+
+def test_the_keyed_pattern_holds():
+    code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
+    assert code == 0, out
+    assert "holds: no double effect" in out
+
+
+def test_the_handler_to_copy_holds_in_every_schedule():
+    code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers
+    report = json.loads(out)
+    assert code == 0 and report["holds"] and report["breaks"] == 0
+    assert report["schedules"] > 900 and report["verdicts"]["exactly_once"] > 600
+
+
+def test_a_new_handler_breaks_and_its_fix_holds(tmp_path):
+    broken = check_handler(write(tmp_path, "charge_then_record", CHARGE_THEN_RECORD), **FAST)
+    fixed = check_handler(write(tmp_path, "keyed_charge", KEYED_CHARGE), **FAST)
+    assert broken.tally().get("double_charge", 0) > 0 and not broken.holds
+    assert fixed.holds, fixed.explain()
+    smallest = broken.smallest_break()
+    assert smallest.schedule.delivery == "single"  # the smallest story: one delivery and a retry
+    assert smallest.effects["provider:charge"] == 2
+
+
+def test_a_named_effect_counts_like_a_charge(tmp_path):
+    target = write(tmp_path, "counts_twice", COUNTS_TWICE)
+    money_only = check_handler(target, **FAST)
+    with_counter = check_handler(target, effects=["dynamodb:UpdateItem"], **FAST)
+    assert money_only.holds
+    assert with_counter.tally().get("double_effect", 0) > 0
+
+
+def test_the_boundaries_come_from_a_clean_run(tmp_path):
+    report = check_handler(write(tmp_path, "keyed_charge", KEYED_CHARGE), **FAST)
+    assert [str(b) for b in report.boundaries] == [
+        "before dynamodb:GetItem", "after dynamodb:GetItem", "before provider:charge",
+        "after provider:charge", "before dynamodb:PutItem", "after dynamodb:PutItem",
+        "after the handler returned"]
+
+
+def test_schedules_leave_out_twins():
+    calls = [Boundary("dynamodb:PutItem", 1, Side.BEFORE), Boundary("dynamodb:PutItem", 1, Side.AFTER), END]
+    found = schedules_for(calls, retries=(0,))
+    single = [s for s in found if s.delivery == "single"]
+    # with no retry only arrival 1 can happen: 3 exception places + 2 crash places, and no fault
+    assert len(single) == 6
+    crash_places = {s.fault.at for s in single if s.fault and s.fault.how.value == "crash"}
+    assert crash_places == {calls[0], calls[1]}  # a crash before a call is one after the last
+
+
+@pytest.mark.parametrize("effects, baseline, dlq, verdict", [
+    ({"provider:charge": 2}, {"provider:charge": 1}, 0, "double_charge"),
+    ({"provider:charge": 1, "sqs:SendMessage": 2}, {"provider:charge": 1, "sqs:SendMessage": 1}, 0, "double_effect"),
+    ({"provider:charge": 1}, {"provider:charge": 1}, 0, "exactly_once"),
+    ({"provider:charge": 1}, {"provider:charge": 1}, 1, "needs_attention"),
+    ({"provider:charge": 1, "sqs:SendMessage": 0}, {"provider:charge": 1, "sqs:SendMessage": 1}, 0, "silent_mismatch"),
+    ({"provider:charge": 0}, {"provider:charge": 1}, 0, "silent_loss"),
+    ({"provider:charge": 0}, {"provider:charge": 1}, 1, "failed_visibly"),
+])
+def test_verdicts_compare_each_effect_with_the_clean_run(effects, baseline, dlq, verdict):
+    assert judge(effects, baseline, dlq) == verdict
+
+
+@pytest.mark.parametrize("args, says", [
+    (["no_colon"], "is not MODULE:FUNCTION"),
+    (["no_such_module_here:lambda_handler"], "cannot find module"),
+    (["idem.core.handlers.keyed:no_such_function"], "defines no no_such_function"),
+    (["missing.py:lambda_handler"], "no file missing.py"),
+    (["keyed", "--effect", "SendMessage"], "is not SERVICE:Operation"),
+    (["keyed", "--env", "JUSTANAME"], "is not NAME=VALUE"),
+    (["keyed", "--retries", "5"], "0, 1 or 2"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says):
+    code, out, err = cli(*args)
+    assert code == 2 and says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_an_edited_handler_file_is_checked_as_it_now_is(tmp_path):
+    target = write(tmp_path, "my_handler", CHARGE_THEN_RECORD)
+    assert not check_handler(target, **FAST).holds
+    write(tmp_path, "my_handler", KEYED_CHARGE)  # the reader fixes the same file
+    assert check_handler(target, **FAST).holds
+
+
+def test_a_handler_that_fails_on_a_clean_run_is_bad_input(tmp_path):
+    target = write(tmp_path, "always_fails", "def lambda_handler(event, context):\n    raise KeyError('TABLE')\n")
+    with pytest.raises(CheckInputError, match="fails on a clean run"):
+        check_handler(target, **FAST)
+    code, out, _ = cli(target, "--json")
+    assert code == 2 and "fails on a clean run" in json.loads(out)["error"]

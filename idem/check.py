@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .local.verdicts import BREAKS, Verdict, judge_effects
+
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
 PATTERN_ENTRY = "idem.core.entry:lambda_handler"
 CHARGES = "provider:charge"
-BREAKS = ("double_charge", "double_effect", "silent_mismatch", "silent_loss")
-VERDICTS = ("double_charge", "double_effect", "exactly_once", "needs_attention",
-            "silent_mismatch", "failed_visibly", "silent_loss")
+VERDICTS = tuple(v.value for v in Verdict)
 RETRIES = (0, 1, 2)
 ARRIVALS = (1, 2, 3)
 BATCH = 25  # schedules per local world: small tables keep moto fast
@@ -176,19 +176,6 @@ class Result:
         return self.verdict in BREAKS
 
 
-def judge(effects: dict[str, int], baseline: dict[str, int], dlq: int) -> str:
-    """The verdict for one upload, against what the clean run did (every effect once)."""
-    expected = {name: n for name, n in baseline.items() if n}
-    if any(effects.get(name, 0) > n for name, n in expected.items()):
-        return "double_charge" if effects.get(CHARGES, 0) > expected.get(CHARGES, 0) else "double_effect"
-    done = [effects.get(name, 0) == n for name, n in expected.items()]
-    if all(done):
-        return "needs_attention" if dlq else "exactly_once"
-    if not any(effects.get(name, 0) for name in expected):
-        return "failed_visibly" if dlq else "silent_loss"
-    return "needs_attention" if dlq else "silent_mismatch"
-
-
 def _env_for(world: Any, target: Target) -> dict[str, str]:
     """What the handler finds in its environment: the world's resources, then the user's settings."""
     return {**world.env(), "BUCKET": world.bucket, "FAILURE_QUEUE_URL": world.queue_url,
@@ -235,7 +222,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()}
         counted[CHARGES] = runtime.provider.made  # whatever reference the handler gave them
         dlq = len(failures.get(obj.key, []))
-        results.append(Result(schedule, counted, dlq, judge(counted, baseline, dlq), runtime.attempts))
+        results.append(Result(schedule, counted, dlq, judge_effects(counted, baseline, dlq),
+                              runtime.attempts))
     return results
 
 

@@ -8,9 +8,10 @@ import textwrap
 
 import pytest
 
-from idem.check import CheckInputError, check_handler, judge, schedules_for
+from idem.check import CheckInputError, check_handler, schedules_for
 from idem.cli import main
 from idem.local.boundary import END, Boundary, Side
+from idem.local.verdicts import judge_effects
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
 
@@ -134,7 +135,7 @@ def test_schedules_leave_out_twins():
     ({"provider:charge": 0}, {"provider:charge": 1}, 1, "failed_visibly"),
 ])
 def test_verdicts_compare_each_effect_with_the_clean_run(effects, baseline, dlq, verdict):
-    assert judge(effects, baseline, dlq) == verdict
+    assert judge_effects(effects, baseline, dlq) == verdict
 
 
 @pytest.mark.parametrize("args, says", [

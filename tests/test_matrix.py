@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from idem.local import scenarios as sc
+from idem.local.verdicts import judge_run
 
 # (fault, times, delivery) -> handler -> (charges, verdict); the table.
 EXPECTED = {
@@ -93,7 +94,7 @@ def test_a_concurrent_keyed_duplicate_is_told_to_retry_later():
     (0, False, 0, "claimed", "silent_loss"),
 ])
 def test_verdict_rules_in_order(charges, completed, dlq, record, verdict):
-    assert sc.judge(charges, completed, dlq, record) == verdict
+    assert judge_run(charges, completed, dlq, record) == verdict
 
 
 def test_the_whole_matrix_covers_every_fault_time_and_delivery():

@@ -7,6 +7,7 @@ from idem.core import keys
 from idem.core.events import encode_key, newer_sequencer
 from idem.local import atomic
 from idem.local import scenarios as sc
+from idem.local.verdicts import judge_run
 from idem.local import stories as st
 from idem.local.world import LocalWorld
 
@@ -168,7 +169,7 @@ def test_hashed_key_fits_where_the_encoded_field_does_not(world):
 # -- chapter 04 -----------------------------------------------------------------------------
 
 def _outcome(fault: str, times: str, charges: int, ledger: int, dlq: int, claimed: bool = True):
-    verdict = sc.judge(charges, charges == ledger and charges >= 1, dlq, "claimed")
+    verdict = judge_run(charges, charges == ledger and charges >= 1, dlq, "claimed")
     items = [{"pk": "charge#x", "status": "claimed"}] if claimed else []
     return sc.Outcome(sc.Scenario("claim_first", fault, times), charges, ledger, 2, dlq, "claimed",
                       charges == ledger and charges >= 1, 2, verdict, items=items)

@@ -12,14 +12,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from .boundary import FaultPlan, Point
+from .verdicts import MATRIX_VERDICTS, judge_run
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
 
 DELIVERIES = ("single", "duplicate", "concurrent")
 TIMES = ("once", "always")
-VERDICTS = ("double_charge", "exactly_once", "needs_attention", "silent_mismatch",
-            "failed_visibly", "silent_loss")
+VERDICTS = MATRIX_VERDICTS
 ORDER_KEY = "alice/order-0001.csv"
 DUPLICATE_AFTER = 5.0  # seconds: S3's second copy of the event, one after the other
 
@@ -72,18 +72,6 @@ class Outcome:
         values = {"handler": s.handler, "fault": s.fault, "times": s.times, "delivery": s.delivery,
                   **{k: v for k, v in asdict(self).items() if k in OUTCOME_FIELDS}}
         return {name: values[name] for name in OUTCOME_FIELDS}
-
-
-def judge(charges: int, completed: bool, dlq: int, record: str) -> str:
-    """The verdict: the first rule that matches."""
-    if charges >= 2:
-        return "double_charge"
-    if charges == 1 and completed:
-        return "exactly_once"
-    if charges == 1:
-        # an in_progress record is what the reconciliation job flags
-        return "needs_attention" if dlq or record == "in_progress" else "silent_mismatch"
-    return "failed_visibly" if dlq else "silent_loss"
 
 
 #: Powertools for AWS Lambda's idempotency utility, run by `idem.local.powertools`.
@@ -145,7 +133,7 @@ def read_outcome(world: LocalWorld, runtime: LocalLambda, scenario: Scenario,
         scenario=scenario, charges=charges, ledger=entries, attempts=len(runtime.attempts),
         dlq=len(failures), record=record, completed=completed,
         dynamodb_calls=sum(a.dynamodb_calls for a in runtime.attempts),
-        verdict=judge(charges, completed, len(failures), record),
+        verdict=judge_run(charges, completed, len(failures), record),
         trace=list(runtime.attempts), items=ledger.items(), failures=failures)
 
 

@@ -41,7 +41,8 @@ from ..core.keys import idempotency_key
 from ..core.ledger import Record
 from ..core.reconcile import compare, list_objects, scan
 from .boundary import FaultPlan
-from .scenarios import Outcome, Scenario, deliver, fault_of, judge
+from .scenarios import Outcome, Scenario, deliver, fault_of
+from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, judge_run
 from .world import LocalWorld
 
 FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
@@ -53,9 +54,6 @@ SUBSETS = tuple(",".join(map(str, combo)) for n in (1, 2, 3)
 DELIVERY_MODES = (("single", "-"), ("duplicate", "-"), ("concurrent", "before_charge"),
                   ("concurrent", "charged"), ("concurrent", "recorded"))
 RETRIES = (0, 1, 2)
-BREAKS = ("double_charge", "silent_mismatch", "silent_loss")
-#: The verdicts that are acceptable for `keyed`: done once, or visibly not done.
-KEYED_OK = ("exactly_once", "needs_attention", "failed_visibly")
 #: Fault points that come before each checkpoint in the charge step.
 _BEFORE_STEP = {"before_charge": (), "charged": ("at_charge",),
                 "recorded": ("at_charge", "after_charge")}
@@ -225,7 +223,7 @@ class _Readback:
                  ("double", any(d.reference == obj.uri for d in r.double_charges)),
                  ("mismatch", any(a.account == account for a in r.mismatches))]
         return _Fate(money, entries, record, failures, completed,
-                     judge(money, completed, len(failures), record),
+                     judge_run(money, completed, len(failures), record),
                      tuple(name for name, hit in found if hit))
 
 
@@ -399,12 +397,10 @@ def tally(results: Iterable[Result]) -> list[Tally]:
 
 def table(tallies: Iterable[Tally]) -> str:
     """The pinned table, as markdown: one row per handler."""
-    from .scenarios import VERDICTS
-
-    head = "| handler | schedules | breaks | caught by reconciliation | " + " | ".join(VERDICTS) + " |"
-    rule = "| --- " * (4 + len(VERDICTS)) + "|"
+    head = "| handler | schedules | breaks | caught by reconciliation | " + " | ".join(MATRIX_VERDICTS) + " |"
+    rule = "| --- " * (4 + len(MATRIX_VERDICTS)) + "|"
     rows = [f"| {t.handler} | {t.schedules} | {t.broken} | {t.caught} | "
-            + " | ".join(str(t.verdicts.get(v, 0)) for v in VERDICTS) + " |" for t in tallies]
+            + " | ".join(str(t.verdicts.get(v, 0)) for v in MATRIX_VERDICTS) + " |" for t in tallies]
     return "\n".join([head, rule, *rows])
 
 

@@ -1,0 +1,61 @@
+"""What became of one upload, in one word: the verdicts, and the two rules that give them.
+
+The scenario matrix knows the workbook's own books (the ledger, the record's status), so it
+judges by those (`judge_run`). `idem check` knows nothing of a handler's books, only its
+effects: the provider's charges and any AWS call named as an effect, each compared with
+what a clean run did (`judge_effects`). The first rule that matches wins in both.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Mapping
+
+
+class Verdict(str, Enum):
+    DOUBLE_CHARGE = "double_charge"  # money moved twice or more for one upload
+    DOUBLE_EFFECT = "double_effect"  # another effect happened more often than once (check only)
+    EXACTLY_ONCE = "exactly_once"  # done once, and the books agree
+    NEEDS_ATTENTION = "needs_attention"  # done once but unfinished, and something alerts
+    SILENT_MISMATCH = "silent_mismatch"  # done once but unfinished, and nothing alerts
+    FAILED_VISIBLY = "failed_visibly"  # not done, and the failure queue holds the event
+    SILENT_LOSS = "silent_loss"  # not done, and nothing alerts
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The matrix's verdicts, in the order its tables show them.
+MATRIX_VERDICTS = tuple(v.value for v in Verdict if v is not Verdict.DOUBLE_EFFECT)
+#: Outcomes that break a handler: money or an effect twice, or work lost or half-done silently.
+BREAKS = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT,
+                                 Verdict.SILENT_MISMATCH, Verdict.SILENT_LOSS))
+#: What `keyed` may end in: done once, or visibly not done.
+KEYED_OK = tuple(v.value for v in (Verdict.EXACTLY_ONCE, Verdict.NEEDS_ATTENTION,
+                                   Verdict.FAILED_VISIBLY))
+
+
+def judge_run(charges: int, completed: bool, dlq: int, record: str) -> str:
+    """The matrix's verdict, from the provider's charges and the workbook's own books."""
+    if charges >= 2:
+        return Verdict.DOUBLE_CHARGE.value
+    if charges == 1 and completed:
+        return Verdict.EXACTLY_ONCE.value
+    if charges == 1:
+        # an in_progress record is what the reconciliation job flags
+        alerted = dlq or record == "in_progress"
+        return (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value
+    return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value
+
+
+def judge_effects(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: int,
+                  money: str = "provider:charge") -> str:
+    """The check's verdict: each effect against what the clean run did (every effect once)."""
+    expected = {name: n for name, n in baseline.items() if n}
+    if any(effects.get(name, 0) > n for name, n in expected.items()):
+        doubled_money = effects.get(money, 0) > expected.get(money, 0)
+        return (Verdict.DOUBLE_CHARGE if doubled_money else Verdict.DOUBLE_EFFECT).value
+    if all(effects.get(name, 0) == n for name, n in expected.items()):
+        return (Verdict.NEEDS_ATTENTION if dlq else Verdict.EXACTLY_ONCE).value
+    if not any(effects.get(name, 0) for name in expected):
+        return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value
+    return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value

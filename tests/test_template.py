@@ -36,7 +36,10 @@ def test_cfn_lint_reports_nothing():
 def test_function_runs_the_entry_point_with_the_settings_it_reads(cfn):
     name, fn = tp.one(cfn, "AWS::Lambda::Function")
     props = fn["Properties"]
-    assert (name, props["Handler"], props["Timeout"]) == (tp.FUNCTION, "idem.core.entry.lambda_handler", 30)
+    # The entry point, unless the demo asks for a failure: then its wrapper, outside the handler.
+    assert props["Handler"] == {"Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler",
+                                           "idem.core.entry.lambda_handler"]}
+    assert (name, props["Timeout"]) == (tp.FUNCTION, 30)
     assert int(props["Runtime"].removeprefix("python3.")) >= 11
     env = props["Environment"]["Variables"]
     code = (ROOT / "idem/core/settings.py").read_text()
@@ -104,7 +107,9 @@ def test_zip_holds_only_idems_core(tmp_path):
         sources = {n: archive.read(n).decode() for n in names}
     assert {"idem/core/entry.py", "idem/core/handlers/keyed.py", "idem/core/ledger.py"} <= set(names)
     assert all(re.fullmatch(r"idem/(core/(handlers/)?)?[a-z_]+\.py", n) for n in names), names
-    assert not [n for n in names if "boundary" in n or "fault" in n]  # no fault code ships
+    assert not [n for n in names if "boundary" in n or "fail" in n]  # no fault code ships
+    with zipfile.ZipFile(package.build_zip(tmp_path / "demo.zip", demo=True)) as archive:
+        assert set(archive.namelist()) - set(names) == {"idem/demo_failure.py"}
     assert not [n for n in names if "/local/" in n or "/deploy/" in n or n.endswith("views.py")]
     allowed = set(sys.stdlib_module_names) | {"boto3", "botocore", "idem"}
     for name, source in sources.items():
@@ -137,4 +142,4 @@ def test_sam_build_stages_the_same_files_as_the_zip(tmp_path):
                     f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"],
                    cwd=scratch, check=True, capture_output=True)
     staged = sorted(p.relative_to(artifacts) for p in artifacts.rglob("*.py"))
-    assert staged == package.core_files()
+    assert staged == package.core_files(demo=True)  # the demo stack can name its failure wrapper

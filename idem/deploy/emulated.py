@@ -115,7 +115,7 @@ class EndpointWorld:
 def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str], obj: S3Object,
                  world: EndpointWorld, seed: int = 0) -> list[Any]:
     """Deliver the upload's event to the deployed function, as S3 and Lambda would."""
-    from ..local.boundary import FaultPlan  # moto-side code: loaded only on an emulator
+    from ..local.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
     from ..local.runtime import LocalLambda
 
     fn = function_settings(clients["lambda"], outputs["FunctionName"])
@@ -125,6 +125,6 @@ def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str],
     runtime = LocalLambda(world, fn["env"], fault=FaultPlan.from_demo_settings(fn["env"]),
                           retries=fn["retries"], timeout=fn["timeout"],
                           max_event_age=fn["max_event_age"], function_name=fn["name"],
-                          entry=fn["handler"].rsplit(".", 1)[0], seed=seed)
+                          entry=local_entry(fn["handler"]), seed=seed)
     runtime.send(s3_event(obj))
     return runtime.run()

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 from ..core.clock import VirtualClock
-from ..local.boundary import FaultPlan
+from ..local.boundary import FaultPlan, local_entry
 from ..local.runtime import LocalLambda
 from ..local.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
 from . import emulated, flow, gaps
@@ -92,7 +92,7 @@ class MotoDeployment:
     # -- 1. package and upload ----------------------------------------------------------
     def package(self) -> Path:
         with tempfile.TemporaryDirectory() as scratch:
-            archive = build_zip(Path(scratch) / ARTIFACT_KEY)
+            archive = build_zip(Path(scratch) / ARTIFACT_KEY, demo=True)
             s3 = self.clients["s3"]
             s3.create_bucket(Bucket=self.artifacts_bucket)
             s3.put_object(Bucket=self.artifacts_bucket, Key=ARTIFACT_KEY, Body=archive.read_bytes())
@@ -158,7 +158,7 @@ class MotoDeployment:
                               retries=fn["retries"],
                               timeout=fn["timeout"],
                               max_event_age=fn["max_event_age"], function_name=fn["name"],
-                              entry=fn["handler"].rsplit(".", 1)[0], seed=self.seed)
+                              entry=local_entry(fn["handler"]), seed=self.seed)
         runtime.send(world.event(obj))
         self.attempts[key] = runtime.run()
         attempts = emulated.attempt_lines(self.attempts[key])

@@ -17,26 +17,33 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../idem
 CORE = "core"  # the folder that ships, inside the package
+#: The deploy demo's failure wrapper (idem/demo_failure.py): shipped beside the core only in the
+#: demo's artifact, for its handler setting when FailurePoint is not `none`.
+DEMO_WRAPPER = "demo_failure.py"
 #: Fixed timestamp for zip entries, so the same source gives the same zip bytes.
 ZIP_DATE = (2026, 1, 1, 0, 0, 0)
 
 
-def core_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
-    """The files that ship, relative to the package's parent (e.g. idem/core/entry.py), sorted."""
+def core_files(package_dir: Path = PACKAGE_DIR, demo: bool = False) -> list[Path]:
+    """The files that ship, relative to the package's parent (e.g. idem/core/entry.py), sorted;
+    with `demo`, the deploy demo's failure wrapper too."""
     if not (package_dir / CORE / "entry.py").exists():
         raise FileNotFoundError(f"{package_dir} has no {CORE}/entry.py: is this idem's package folder?")
     found = [package_dir / "__init__.py", *(package_dir / CORE).rglob("*.py")]
+    if demo:
+        found.append(package_dir / DEMO_WRAPPER)
     return sorted(p.relative_to(package_dir.parent) for p in found)
 
 
-def stage(dest: Path, package_dir: Path = PACKAGE_DIR) -> list[Path]:
-    """Copy the core into dest/ (as dest/idem/...). Returns the files written."""
+def stage(dest: Path, package_dir: Path = PACKAGE_DIR, demo: bool = True) -> list[Path]:
+    """Copy the core into dest/ (as dest/idem/...), with the demo's failure wrapper unless `demo`
+    is False (`sam build` stages the demo stack). Returns the files written."""
     dest = Path(dest)
     target = dest / package_dir.name
     if target.exists():
         shutil.rmtree(target)
     written = []
-    for rel in core_files(package_dir):
+    for rel in core_files(package_dir, demo):
         out = dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(package_dir.parent / rel, out)
@@ -44,12 +51,12 @@ def stage(dest: Path, package_dir: Path = PACKAGE_DIR) -> list[Path]:
     return written
 
 
-def build_zip(dest_zip: Path, package_dir: Path = PACKAGE_DIR) -> Path:
+def build_zip(dest_zip: Path, package_dir: Path = PACKAGE_DIR, demo: bool = False) -> Path:
     """The deployment package: a zip with idem/ at its root, byte-for-byte reproducible."""
     dest_zip = Path(dest_zip)
     dest_zip.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest_zip, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for rel in core_files(package_dir):
+        for rel in core_files(package_dir, demo):
             info = zipfile.ZipInfo(rel.as_posix(), date_time=ZIP_DATE)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -62,7 +69,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m idem.deploy.package DIR  (stages idem's core into DIR)", file=sys.stderr)
         return 2
     written = stage(Path(argv[0]))
-    print(f"staged {len(written)} files of idem's core into {argv[0]}")
+    print(f"staged {len(written)} files (idem's core and the demo's failure wrapper) into {argv[0]}")
     return 0
 
 

@@ -27,7 +27,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import boto3
 
@@ -147,7 +147,7 @@ class FaultPlan:
         return cls(POINT_BOUNDARIES.get(named), times, how)
 
     @classmethod
-    def from_demo_settings(cls, env: dict[str, str]) -> "FaultPlan":
+    def from_demo_settings(cls, env: Mapping[str, str]) -> "FaultPlan":
         """The deploy demo's failure, from the stack's FAILURE_POINT and FAIL_TIMES settings:
         injected by whoever runs the function, never by the function itself."""
         return cls.at_point(env.get("FAILURE_POINT") or "none", env.get("FAIL_TIMES") or "once")
@@ -398,3 +398,14 @@ def calls_made(action: Callable[[], Any]) -> tuple[Any, int]:
     with Watch().visiting(visit):
         result = action()
     return result, sum(visit.calls.values())
+
+
+#: On AWS the demo stack's failure is a wrapper around the entry point; locally the runtime
+#: injects the same failure at the same boundary, so it runs the entry point itself.
+DEMO_WRAPPER = "idem.demo_failure"
+
+
+def local_entry(handler_setting: str) -> str:
+    """The module the local runtime loads for a deployed function's Handler setting."""
+    module = handler_setting.rsplit(".", 1)[0]
+    return "idem.core.entry" if module == DEMO_WRAPPER else module

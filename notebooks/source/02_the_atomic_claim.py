@@ -20,6 +20,7 @@
 import json
 
 from idem import views
+from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger
 from idem.local import atomic, race as racing, stories as st
 from idem.local.race import race
@@ -114,17 +115,18 @@ with atomic.widened_condition_window(0.002):
 views.show_text(json.dumps(st.failed_put_response(world), indent=2), "json")
 
 # %% [markdown]
-# The loser learns who holds the claim in the same call that told it no. `Ledger.claim`, which
-# the `keyed` handler uses (chapter 06), builds on that: one put that also takes over a claim
-# whose lease ran out, and on failure returns the record it lost to.
+# The loser learns who holds the claim in the same call that told it no. The `keyed` handler's
+# claim (chapter 06) builds on that: one put that also takes over a claim whose lease ran out,
+# and on failure returns the record it lost to.
 
 # %%
-views.show_source(Ledger.claim)
+views.show_source(KeyedLedger.claim)
 
 # %%
 deadline = world.clock.now() + 30
-first = ledger.claim("charge#example", owner="invocation-a", lease_until=deadline)
-second = ledger.claim("charge#example", owner="invocation-b", lease_until=deadline)
+keyed_ledger = KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
+first = keyed_ledger.claim("charge#example", owner="invocation-a", lease_until=deadline)
+second = keyed_ledger.claim("charge#example", owner="invocation-b", lease_until=deadline)
 print("first: ", first)
 print("second:", second)
 

@@ -20,8 +20,8 @@ import json
 
 from idem import views
 from idem.local.boundary import FaultPlan
-from idem.core.handlers import common, keyed
-from idem.core.ledger import Ledger
+from idem.core.handlers import common
+from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.local import lessons
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
@@ -68,10 +68,11 @@ fig = views.timeline(window[1])
 # %% [markdown]
 # ## Handing the key to the provider
 #
-# The keyed handler claims the work, and then passes **its own idempotency key** to the provider:
+# The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
+# It lives in one file, `idem/core/handlers/keyed.py`, the handler to copy; here are its three steps:
 
 # %%
-views.show_source(keyed.handle)
+views.show_source(KeyedCharger.charge_once)
 
 # %% [markdown]
 # Payment APIs such as Stripe accept an idempotency key for exactly this reason. The provider
@@ -145,7 +146,7 @@ print("charges at the provider:", len(provider.charges()))
 # after its record expired, and gets the provider's replay, cannot book the same money twice.
 
 # %%
-views.show_source(Ledger.claim, Ledger.commit)
+views.show_source(KeyedLedger.claim, KeyedLedger.commit)
 
 # %% [markdown]
 # To see the fence work, make a zombie. The first invocation charges, then stalls for 45 s before

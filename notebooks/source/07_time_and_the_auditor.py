@@ -16,7 +16,7 @@
 # %%
 from idem import views
 from idem.core import reconcile
-from idem.core.ledger import Ledger, Record
+from idem.core.handlers.keyed import KeyedLedger, Record
 from idem.local import lessons
 from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.local.world import LocalWorld
@@ -87,7 +87,7 @@ world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDe
 # DynamoDB (`expires_at <= :now`), so the check and the write are one atomic step:
 
 # %%
-views.show_source(Record.expired, Ledger.claim)
+views.show_source(Record.expired, KeyedLedger.claim)
 
 # %% [markdown]
 # Try other lifetimes and delays. The copy stands down whenever the record's bar still covers its

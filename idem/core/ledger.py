@@ -35,7 +35,7 @@ class Ledger:
     def _expires_at(self) -> int:
         return int(self.clock.now()) + self.ttl_seconds
 
-    def _put_if_absent(self, key: str, status: Status, source: str) -> Claim:
+    def put_if_absent(self, key: str, status: Status, source: str) -> Claim:
         """One conditional put: write the record only if the key has none."""
         try:
             self.client.put_item(
@@ -53,7 +53,7 @@ class Ledger:
     # -- claim_first: one conditional put, the record says only "seen" ---------------
     def claim_once(self, key: str, source: str = "") -> Claim:
         """Put the key if absent: won if this call put it."""
-        return self._put_if_absent(key, Status.CLAIMED, source)
+        return self.put_if_absent(key, Status.CLAIMED, source)
 
     # -- robust, as the article writes it: get, then conditional put, then mark done --
     def get_record(self, key: str) -> Record | None:
@@ -63,7 +63,7 @@ class Ledger:
 
     def put_in_progress(self, key: str, source: str = "") -> Claim:
         """Write `in_progress`, only if no record exists: lost if a concurrent copy got there first."""
-        return self._put_if_absent(key, Status.IN_PROGRESS, source)
+        return self.put_if_absent(key, Status.IN_PROGRESS, source)
 
     def mark_done(self, key: str, result: Any = None) -> None:
         """Write `done`, unconditionally (as the article does)."""

@@ -117,8 +117,35 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS) 
                     "largest_share": max(max(c.runtime_share_first, c.runtime_share_duplicate)
                                          for c in costs)},
     }
+    report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
     report["targets"] = targets(report)
     return report
+
+
+def schedule_rates(per_handler: int = 100) -> dict[str, Any]:
+    """Schedules per CPU-second: the exhaustive runner on keyed's first `per_handler`
+    schedules, and `idem check` on the handler to copy's, in this one process.
+    `idem check` spreads its schedules over two processes, so its wall time is about half."""
+    from ..check import resolve, run_batch, schedules_for, discover, BATCH
+    from .schedules import all_schedules, run_schedules
+
+    exhaustive = all_schedules(["keyed"])[:per_handler]
+    exhaustive_cpu = _timed(lambda: run_schedules(exhaustive))
+    target = resolve("idem.core.handlers.keyed:lambda_handler")
+    crossed, baseline, _ = discover(target, (), "make_provider")
+    checked = schedules_for(crossed)
+    sample = checked[:per_handler]
+
+    def check_sample() -> None:
+        for start in range(0, len(sample), BATCH):
+            run_batch(target, sample[start:start + BATCH], baseline, (), "make_provider", start)
+
+    check_cpu = _timed(check_sample)
+    check_rate = len(sample) / max(check_cpu, 1e-9)
+    return {"exhaustive_per_second": round(len(exhaustive) / max(exhaustive_cpu, 1e-9), 1),
+            "check_per_second": round(check_rate, 1),
+            "check_schedules_for_keyed": len(checked),
+            "check_seconds_on_2_cores": round(len(checked) / check_rate / 2, 1)}
 
 
 def _slices(events: int, rounds: int) -> list[slice]:
@@ -251,6 +278,11 @@ def format_report(report: dict[str, Any]) -> str:
              f"runtime overhead: {rt['runtime_overhead_us']:.0f} us per event (a no-op function: "
              f"{rt['noop_through_runtime_us']:.0f} us through the runtime, "
              f"{rt['noop_direct_us']:.0f} us called directly)", ""]
+    sched = report["schedules"]
+    lines += [f"schedules per CPU-second: {sched['exhaustive_per_second']:g} through the exhaustive "
+              f"runner, {sched['check_per_second']:g} through idem check (whose "
+              f"{sched['check_schedules_for_keyed']} schedules for the handler to copy take about "
+              f"{sched['check_seconds_on_2_cores']:g} s on 2 cores)", ""]
     lines += [f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['value']:g}"
               for t in report["targets"]]
     return "\n".join(lines)

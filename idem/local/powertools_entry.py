@@ -114,13 +114,13 @@ class PowertoolsCharge:
         """The idempotent function: the charge and the ledger entry, as in every handler."""
         order = order_for(obj, svc)
         if self.fix == "catch":
-            return self._charge_then_catch(order, svc)
+            return self.charge_then_catch(order, svc)
         provider_key = order.key if self.fix == "provider_key" else None
         charge = charge_step(svc, order, idempotency_key=provider_key)
         svc.ledger.add_entry(order.account, order.amount_cents)
         return receipt(charge)
 
-    def _charge_then_catch(self, order: Any, svc: Services) -> dict[str, Any]:
+    def charge_then_catch(self, order: Any, svc: Services) -> dict[str, Any]:
         """Once the charge has returned, no exception may reach Powertools: it would delete
         the record. An error from the charge call itself cannot be caught safely: the
         function cannot tell whether money moved, which is the gap only a provider key closes."""

@@ -67,11 +67,11 @@ def switch_interval(seconds: float | None) -> Iterator[None]:
         sys.setswitchinterval(old)
 
 
-def _conditional_put(ledger: Ledger, key: str, _: threading.Barrier) -> bool:
+def conditional_put(ledger: Ledger, key: str, _: threading.Barrier) -> bool:
     return ledger.claim_once(key, source="race").won
 
 
-def _read_then_write(ledger: Ledger, key: str, gap: threading.Barrier) -> bool:
+def read_then_write(ledger: Ledger, key: str, gap: threading.Barrier) -> bool:
     seen = ledger.client.get_item(TableName=ledger.table, Key=to_item({"pk": key}),
                                   ConsistentRead=True).get("Item")
     gap.wait()  # every racer has read; now they all write
@@ -82,8 +82,8 @@ def _read_then_write(ledger: Ledger, key: str, gap: threading.Barrier) -> bool:
 
 
 _RACERS: dict[str, Callable[[Ledger, str, threading.Barrier], bool]] = {
-    "conditional_put": _conditional_put,
-    "read_then_write": _read_then_write,
+    "conditional_put": conditional_put,
+    "read_then_write": read_then_write,
 }
 
 

@@ -277,10 +277,10 @@ class LocalLambda:
             attempt.error = f"Sandbox.Timedout: Task timed out after {self.timeout:.2f} seconds"
         attempt.end = round(self.clock.t, 3)
         if attempt.failed:
-            self._after_failure(pending, attempt)
+            self.after_failure(pending, attempt)
         return attempt
 
-    def _after_failure(self, pending: _Pending, attempt: Attempt) -> None:
+    def after_failure(self, pending: _Pending, attempt: Attempt) -> None:
         if pending.attempt <= self.retries:
             delay = RETRY_DELAYS[pending.attempt - 1]
             heapq.heappush(self._queue, _Pending(

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from .boundary import FaultPlan, Point
-from .verdicts import MATRIX_VERDICTS, judge_run
+from .verdicts import MATRIX_VERDICTS, completed, judge_run
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
@@ -128,12 +128,12 @@ def read_outcome(world: LocalWorld, runtime: LocalLambda, scenario: Scenario,
     records = ledger.records()
     record = record_status or (str(records[0].status) if records else "-")
     failures = world.failure_queue()
-    completed = charges >= 1 and entries == charges and (record == "done" or not has_done_state)
+    done = completed(charges, entries, record, has_done_state)
     return Outcome(
         scenario=scenario, charges=charges, ledger=entries, attempts=len(runtime.attempts),
-        dlq=len(failures), record=record, completed=completed,
+        dlq=len(failures), record=record, completed=done,
         dynamodb_calls=sum(a.dynamodb_calls for a in runtime.attempts),
-        verdict=judge_run(charges, completed, len(failures), record),
+        verdict=judge_run(charges, done, len(failures), record),
         trace=list(runtime.attempts), items=ledger.items(), failures=failures)
 
 

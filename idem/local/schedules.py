@@ -42,7 +42,7 @@ from ..core.ledger import Record
 from ..core.reconcile import compare, list_objects, scan
 from .boundary import FaultPlan
 from .scenarios import Outcome, Scenario, deliver, fault_of
-from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, judge_run
+from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, completed, judge_run
 from .world import LocalWorld
 
 FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
@@ -216,14 +216,14 @@ class _Readback:
         record_item = self.items.get(key)
         record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
         failures = self.failures.get(obj.key, [])
-        completed = money >= 1 and entries == money and (record == "done" or handler not in HAS_DONE_STATE)
+        done = completed(money, entries, record, handler in HAS_DONE_STATE)
         r = self.report
         found = [("missing", any(m.object == obj.uri for m in r.missing)),
                  ("stuck", any(s.key == key for s in r.stuck)),
                  ("double", any(d.reference == obj.uri for d in r.double_charges)),
                  ("mismatch", any(a.account == account for a in r.mismatches))]
-        return _Fate(money, entries, record, failures, completed,
-                     judge_run(money, completed, len(failures), record),
+        return _Fate(money, entries, record, failures, done,
+                     judge_run(money, done, len(failures), record),
                      tuple(name for name, hit in found if hit))
 
 

@@ -34,6 +34,12 @@ KEYED_OK = tuple(v.value for v in (Verdict.EXACTLY_ONCE, Verdict.NEEDS_ATTENTION
                                    Verdict.FAILED_VISIBLY))
 
 
+def completed(charges: int, entries: int, record: str, has_done_state: bool) -> bool:
+    """The operation finished: money moved, the books agree with the provider, and the record,
+    for a pattern that has a `done` state, says done."""
+    return charges >= 1 and entries == charges and (record == "done" or not has_done_state)
+
+
 def judge_run(charges: int, completed: bool, dlq: int, record: str) -> str:
     """The matrix's verdict, from the provider's charges and the workbook's own books."""
     if charges >= 2:

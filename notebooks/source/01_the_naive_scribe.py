@@ -92,7 +92,7 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # destination.
 
 # %%
-views.show_source(LocalLambda._after_failure)
+views.show_source(LocalLambda.after_failure)
 
 # %% [markdown]
 # ## The same story on a clock

@@ -40,8 +40,8 @@ print(f"ledger table {world.ledger_table} (partition key: pk), clock at t={world
 # that key exists, and refuses otherwise. It is the claim `claim_first` uses.
 
 # %%
-views.show_source(racing._read_then_write, racing._conditional_put, Ledger.claim_once,
-                  Ledger._put_if_absent)
+views.show_source(racing.read_then_write, racing.conditional_put, Ledger.claim_once,
+                  Ledger.put_if_absent)
 
 # %% [markdown]
 # In a race the read-then-write racers also wait at a barrier (`gap.wait()`) between their read

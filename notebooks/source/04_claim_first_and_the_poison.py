@@ -37,7 +37,7 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world
 # the charge step every handler shares, then the ledger entry.
 
 # %%
-views.show_source(claim_first.handle, Ledger.claim_once, Ledger._put_if_absent)
+views.show_source(claim_first.handle, Ledger.claim_once, Ledger.put_if_absent)
 
 # %% [markdown]
 # ## One fault, every handler

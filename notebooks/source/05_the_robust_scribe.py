@@ -46,7 +46,7 @@ views.show_source(robust.handle)
 # all: it writes `done` over whatever is there.
 
 # %%
-views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger._put_if_absent, Ledger.mark_done)
+views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absent, Ledger.mark_done)
 
 # %% [markdown]
 # ## A record that only moves forward

@@ -180,7 +180,7 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 #   again gets the provider's replay instead of a second charge.
 
 # %%
-views.show_source(pe.PowertoolsCharge._charge_then_catch)
+views.show_source(pe.PowertoolsCharge.charge_then_catch)
 
 # %%
 fixes = [pt.run(sc.Scenario("powertools", "after_charge", times, how=how), fix=fix)

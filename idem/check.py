@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .core.errors import IdemError
 from .local.verdicts import BREAKS, Verdict, judge_effects
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -51,7 +52,7 @@ ARRIVALS = (1, 2, 3)
 BATCH = 25  # schedules per local world: small tables keep moto fast
 
 
-class CheckInputError(ValueError):
+class CheckInputError(IdemError, ValueError):
     """The check cannot start: say what was wrong and what to do."""
 
 

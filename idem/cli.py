@@ -10,6 +10,8 @@ import json
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
+from .core.errors import IdemError
+
 #: Commands that live in their own modules, loaded only when used: name -> module.
 PLUGIN_COMMANDS = {"check": "idem.check", "bench": "idem.local.bench", "deploy": "idem.deploy.command"}
 
@@ -32,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-class UsageError(Exception):
+class UsageError(IdemError):
     """The command line itself is wrong: an unknown option or choice, a number out of range."""
 
 

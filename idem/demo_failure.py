@@ -21,13 +21,14 @@ import boto3
 from .core import entry, settings
 from .core.clock import Clock, SystemClock
 from .core.dynamo import to_item, values
+from .core.errors import IdemError
 
 POINTS = ("none", "at_charge", "after_charge")
 TIMES = ("once", "always")
 COUNTER_PREFIX = "demo-failure#"  # the ledger table's items that count arrivals
 
 
-class DemoFailure(RuntimeError):
+class DemoFailure(IdemError):
     """The failure the demo stack asked for."""
 
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 from urllib.parse import quote_plus, unquote_plus
 
+from .errors import IdemError
+
 SUPPORTED_MAJOR_VERSION = "2"
 
 #: Records read per invocation, counting those inside SNS and SQS messages. S3 sends one
@@ -65,7 +67,7 @@ MAX_LOGGED_SKIPS = 20
 ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns.Message")}
 
 
-class EventError(ValueError):
+class EventError(IdemError, ValueError):
     """An event (or one record of it) that is not what an S3 notification looks like."""
 
 

@@ -27,8 +27,10 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
+from ..core.errors import IdemError
 
-class DeployError(RuntimeError):
+
+class DeployError(IdemError):
     """Something stopped the deploy; the message says what and what to do."""
 
 

@@ -1,37 +1,49 @@
 # The Ledger That Charged Twice: build, open, test.
 # `make lab` opens the workbook; `make test` runs the whole test suite. Both build .venv first.
 SHELL := /bin/bash
-PYTHON ?= python3
+# Binder runs Python 3.11 (environment.yml), so .venv uses it too when it is there.
+PYTHON ?= $(shell command -v python3.11 || echo python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+CONSTRAINTS := requirements/constraints.txt
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_NOTEBOOKS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+# `make lab PORT=8899 LAB_ARGS="--no-browser"`: the port and any other JupyterLab options.
+PORT ?= 8888
+LAB_ARGS ?=
 
-.PHONY: install lab test test-unit test-notebooks test-browser notebooks bench soak clean
+.PHONY: install lab test test-unit test-notebooks test-binder test-browser notebooks constraints upgrade \
+	binder-url bench soak clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# What Binder installs (the workbook extra's closure) at the pinned versions; the rest floats.
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version)); set PYTHON=python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 lab: install
-	$(PY) -m jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir="$(CURDIR)" notebooks/00_start_here.ipynb
+	$(PY) -m jupyter lab $(ALLOW_ROOT) --port=$(PORT) $(LAB_ARGS) --ServerApp.root_dir="$(CURDIR)" \
+		notebooks/00_start_here.ipynb
 
-# The whole suite: unit and scenario tests, every chapter under nbval, then the browser check.
+# The whole suite: unit and scenario tests, every chapter under nbval, the Binder rehearsal
+# (a fresh venv from environment.yml runs every chapter), then the browser check.
 test: install
 	$(PY) -m pytest -n 2 --dist loadfile -m "not browser" $(PYTEST_NOTEBOOKS) tests notebooks
 	$(PY) -m pytest -m browser tests/browser
 
 test-unit: install
-	$(PY) -m pytest -n 2 --dist loadfile -m "not browser" tests
+	$(PY) -m pytest -n 2 --dist loadfile -m "not browser and not binder" tests
 
 test-notebooks: install
 	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_NOTEBOOKS) notebooks
+
+test-binder: install
+	$(PY) -m pytest -m binder tests/test_binder.py
 
 test-browser: install
 	$(PY) -m pytest -m browser tests/browser
@@ -40,12 +52,27 @@ test-browser: install
 notebooks: install
 	$(PY) tools/notebooks.py build $(CHAPTERS)
 
+# Pin what Binder installs to the versions .venv holds now (after changing pyproject.toml's deps).
+constraints: install
+	$(PY) tools/constraints.py write
+
+# Move .venv to the newest versions pyproject.toml allows (no constraints), then pin them.
+upgrade:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(PY) tools/constraints.py write
+	rm -f $(VENV)/.installed-*
+
+# The mybinder.org link for this clone's GitHub remote (origin); says so when there is none.
+binder-url:
+	@$(PYTHON) tools/binder.py url
+
 bench: install
 	$(PY) -m idem bench --events 500
 
 # Longer reliability runs: more race rounds and more hypothesis examples.
 soak: install
-	IDEM_SOAK=1 $(PY) -m pytest -m "not browser" tests
+	IDEM_SOAK=1 $(PY) -m pytest -m "not browser and not binder" tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -12,14 +12,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# pyproject requirement -> the conda-forge packages that provide it
 LAST_CHAPTER = 9
-CONDA_NAMES = {"moto[server]": ["moto", "flask", "flask-cors"]}
+sys.path.insert(0, str(ROOT / "tools"))
+
+from binder import Environment  # noqa: E402
+from widgetstate import FALLBACK, STATE_MIME, VIEW_MIME, reachable, stable_id  # noqa: E402
+
+CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
+# Binder's base image runs these (repo2docker's lock); environment.yml must never pin them.
+SERVER = {"jupyterlab", "notebook", "jupyter-server", "jupyterlab-server", "notebook-shim", "jupyter-lsp"}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 def pyproject_requirements() -> dict[str, str]:
     """name -> minor version (X.Y), for every pinned requirement of the package and its extras."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = pyproject()
     found = {}
     for requirement in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
         match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)>=(\d+\.\d+),<\d+\.\d+", requirement)
@@ -30,39 +40,71 @@ def pyproject_requirements() -> dict[str, str]:
     return found
 
 
-def conda_dependencies() -> dict[str, str]:
-    text = (ROOT / "environment.yml").read_text()
-    block = text.split("dependencies:", 1)[1].split("- pip:", 1)[0]
-    found = {}
-    for line in block.splitlines():
-        match = re.match(r"\s+- ([a-z0-9_.\-]+)(?:=(\S+))?\s*(#.*)?$", line)
-        if match and match.group(1) not in ("pip", "python"):
-            found[match.group(1)] = match.group(2) or ""
-    return found
+def constraint_pins() -> dict[str, str]:
+    """canonical name -> exact version, from requirements/constraints.txt."""
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = version
+    return pins
 
 
-def pip_section() -> list[str]:
-    text = (ROOT / "environment.yml").read_text().split("- pip:", 1)[1]
-    return [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- ")]
+def test_every_requirement_is_pinned_to_a_minor_version():
+    assert pyproject_requirements()
 
 
-def test_environment_yml_has_the_same_packages_at_the_same_versions():
-    conda = conda_dependencies()
-    from_pip = {re.split(r"[<>=]", line)[0]: line for line in pip_section() if line != "-e ."}
-    wanted = {}
-    for name, version in pyproject_requirements().items():
-        if name in from_pip:
-            assert from_pip.pop(name).startswith(f"{name}>={version},"), f"{name} differs"
-            continue
-        names = CONDA_NAMES.get(name, [name])
-        wanted[names[0]] = version
-        wanted.update({extra: "" for extra in names[1:]})
-    assert conda == wanted
-    assert not from_pip, f"pip installs what pyproject does not ask for: {from_pip}"
+def test_environment_yml_takes_only_python_and_pip_from_conda():
+    environment = Environment.read()
+    assert environment.conda == [f"python={environment.python}", "pip"]
 
 
-def test_environment_yml_installs_this_package():
-    assert pip_section()[-1] == "-e ."
+def test_environment_yml_python_is_the_one_ci_runs():
+    assert Environment.read().python == f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def test_environment_yml_installs_the_workbook_extra_from_this_repository_at_the_pinned_versions():
+    assert Environment.read().pip == ["-c requirements/constraints.txt", "-e .[workbook]"]
+
+
+def test_the_workbook_extra_has_no_jupyterlab_and_the_lab_extra_has():
+    extras = pyproject()["optional-dependencies"]
+    assert not [r for r in extras["workbook"] if r.startswith(("jupyterlab>", "notebook>", "jupyter-server"))]
+    assert "idem[workbook]" in extras["lab"] and any(r.startswith("jupyterlab>=") for r in extras["lab"])
+    assert "idem[lab]" in extras["dev"]
+
+
+def test_constraints_pin_every_workbook_requirement_inside_its_range():
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = constraint_pins()
+    for line in pyproject()["dependencies"] + pyproject()["optional-dependencies"]["workbook"]:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is not pinned in {CONSTRAINTS.name}"
+        assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement}"
+
+
+def test_constraints_leave_binders_jupyter_server_alone():
+    assert not SERVER & set(constraint_pins()), "pinning these could upgrade the JupyterLab Binder runs"
+
+
+def test_constraints_are_what_this_environment_has():
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "constraints.py"), "check"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("remote", ["git@github.com:someone/ledger.git", "https://github.com/someone/ledger",
+                                    "ssh://git@github.com/someone/ledger.git"])
+def test_binder_url_comes_from_a_github_remote(remote):
+    from binder import binder_url
+
+    assert binder_url(remote) == ("https://mybinder.org/v2/gh/someone/ledger/HEAD"
+                                  "?urlpath=lab/tree/notebooks/00_start_here.ipynb")
 
 
 def test_readme_gives_exactly_the_two_commands_and_the_makefile_has_them():
@@ -108,6 +150,38 @@ def test_chapter_is_stored_executed_without_errors(path):
     cells = code_cells(path)
     assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1))
     assert not [o for c in cells for o in c["outputs"] if o["output_type"] == "error"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_metadata_is_what_jupyterlab_writes_when_it_opens(path):
+    """JupyterLab writes its kernel's kernelspec and language_info into a notebook on open, and
+    marks the notebook modified if they differ from what is stored."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    metadata = json.loads(path.read_text())["metadata"]
+    assert metadata["kernelspec"] == {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                      "language": "python"}
+    assert metadata["language_info"] == IPythonKernel.language_info, \
+        "stored language_info is not this kernel's: run `make notebooks` with CI's Python"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_stores_its_widgets_state_with_stable_ids_and_a_text_fallback(path):
+    """Viewers that do not run the notebook show each widget from this state (or read its text)."""
+    notebook = json.loads(path.read_text())
+    views = [o for c in code_cells(path) for o in c["outputs"] if VIEW_MIME in o.get("data", {})]
+    if not views:
+        assert "widgets" not in notebook["metadata"]
+        return
+    stored = notebook["metadata"].get("widgets", {}).get(STATE_MIME)
+    assert stored, f"{path.name} shows widgets without their state: run `make notebooks`"
+    assert (stored["version_major"], stored["version_minor"]) == (2, 0)
+    roots = [o["data"][VIEW_MIME]["model_id"] for o in views]
+    order = reachable(roots, stored["state"])
+    assert sorted(order) == sorted(stored["state"]), "state kept for models no view reaches"
+    assert order == [stable_id(path.stem, n) for n in range(len(order))], "widget ids are not the stable ones"
+    for view in views:
+        assert "".join(view["data"]["text/plain"]).startswith(FALLBACK)
 
 
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if p.stem >= "01"], ids=lambda p: p.stem)

@@ -5,6 +5,12 @@
 
 The .ipynb files are committed with their outputs, because `pytest --nbval` re-runs them
 and compares. Edit the source, then run `make notebooks`.
+
+Each explorer widget is stored with its state (tools/widgetstate.py): nbviewer draws its first view
+without running the notebook, and GitHub or an untrusted JupyterLab show a readable line with its
+settings. Widget ids are stable and the kernel's language_info is kept (JupyterLab writes it on open),
+so an unchanged chapter rebuilds unchanged and opens unmodified in JupyterLab (when its kernel
+runs the Python version that built it: JupyterLab writes that version into the notebook).
 """
 from __future__ import annotations
 
@@ -14,6 +20,10 @@ from pathlib import Path
 import jupytext
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from widgetstate import WIDGETS_KEY, stable_widget_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -42,12 +52,16 @@ def from_source(path: Path) -> nbformat.NotebookNode:
 
 def build(path: Path) -> None:
     notebook = from_source(path)
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
+    NotebookClient(notebook, timeout=300, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    widgets = notebook.metadata.get(WIDGETS_KEY)
     for cell in notebook.cells:
         cell.metadata = {}
-    notebook.metadata = {"kernelspec": KERNELSPEC,
-                         "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
+    # The kernel's own language_info, as nbclient stored it: JupyterLab writes exactly this into
+    # the notebook when its kernel connects, and marks the notebook modified if it differs.
+    notebook.metadata = {"kernelspec": KERNELSPEC, "language_info": notebook.metadata["language_info"]}
+    if widgets:
+        notebook.metadata[WIDGETS_KEY] = stable_widget_state(notebook, widgets, path.stem)
     target = NOTEBOOKS / f"{path.stem}.ipynb"
     nbformat.validate(notebook)  # JupyterLab warns about, and may refuse, an invalid notebook
     nbformat.write(notebook, target)

@@ -1,15 +1,18 @@
 """Drive one notebook in a live JupyterLab page and list everything a reader would see go wrong.
 
-`check_notebook` opens the notebook, clears its stored outputs, runs every cell through the
-Run menu, waits for the kernel to go idle, then checks what the page shows: errors, widgets,
-explorer widgets reacting to their controls, mermaid diagrams and matplotlib figures. It returns
-`Findings` (problems as sentences, counts, screenshots); the test asserts on them.
+`check_notebook` opens the notebook and, before anything runs, checks that opening it left it
+unmodified and that every stored widget shows the widget or its readable text. Then it
+clears the stored outputs, runs every cell through the Run menu, waits for the kernel to go idle,
+and checks what the page shows: errors, widgets, explorer widgets reacting to their controls,
+mermaid diagrams and matplotlib figures. It returns `Findings` (problems as sentences, counts,
+screenshots); the test asserts on them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +22,11 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
-from labdriver import WIDGET_MIME
+from labdriver import REPO, WIDGET_MIME
+
+sys.path.insert(0, str(REPO / "tools"))
+
+from widgetstate import FALLBACK  # noqa: E402
 
 RUN_TIMEOUT = 300.0      # a chapter's Run All, seconds
 WIDGET_TIMEOUT = 60.0    # an explorer's answer to one control change, seconds
@@ -164,6 +171,16 @@ JS_TRACEBACKS = """(root) => Array.from(root.querySelectorAll(
   .map((el) => (el.innerText || el.textContent || '').trim())
   .filter((t) => /Traceback|Error\\b|Exception\\b/.test(t)).map((t) => t.slice(-3000))"""
 
+# Whether the notebook counts as modified: its model, and its tab (JupyterLab's DocumentWidget adds
+# jp-mod-dirty to the title's class, which the dock panel's tab shows).
+JS_DIRTY = js("""
+const p = panelAt(arg);
+const tabs = Array.from(document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab'))
+  .filter((t) => { const l = t.querySelector('.lm-TabBar-tabLabel'); return l && l.textContent === p.title.label; });
+return {model: p.context.model.dirty, tabs: tabs.length, metadata: p.context.model.toJSON().metadata,
+        tab: tabs.some((t) => t.classList.contains('jp-mod-dirty')) || p.title.className.includes('jp-mod-dirty')};
+""")
+
 JS_NOTEBOOK_HEIGHT = js("""
 const p = panelAt(arg);
 const outer = p.node.querySelector('.jp-WindowedPanel-outer') || p.content.node;
@@ -287,6 +304,9 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
     try:
         if _open(page, path, found):
             lap = found.lap("open", lap)
+            _check_as_stored(page, path, file, expected, found)
+            lap = found.lap("stored", lap)
+            _clear(page, path, found)
             _run_all(page, path, found)
             lap = found.lap("run", lap)
             _check_outputs(page, path, expected, found)
@@ -308,16 +328,60 @@ def check_notebook(page: Page, path: str, file: Path, shots: Path) -> Findings:
 
 
 def _open(page: Page, path: str, found: Findings) -> bool:
-    """Open the notebook, wait for its kernel, clear the stored outputs; False if it never got ready."""
+    """Open the notebook and wait for its kernel; False if it never got ready."""
     page.keyboard.press("Escape")  # no menu or dialog left open by the previous notebook
     page.evaluate(js("return app.commands.execute('docmanager:open', {path: arg, factory: 'Notebook'}).then(() => true);"), path)
     if not wait_until(lambda: page.evaluate(JS_READY, path), 90):
         found.problem(f"the notebook or its kernel was not ready within 90 s; dialog: {dialog_text(page)!r}")
         return False
+    return True
+
+
+def _check_as_stored(page: Page, path: str, file: Path, expected: Expected, found: Findings) -> None:
+    """Before anything runs: opening the notebook did not modify it, and each stored widget shows
+    something a reader can use. JupyterLab draws a stored widget from the state saved with the
+    notebook only when it trusts the notebook; an untrusted one (a fresh clone, Binder) shows the
+    output's text, which tools/widgetstate.py makes a readable line. Never an error, never a repr."""
+    def settled() -> list[dict[str, Any]] | None:
+        shown = page.evaluate(JS_RENDERED, path)
+        return shown if all(shown[i]["views"] for i in expected.widgets) else None
+
+    shown = wait_until(settled, RENDER_TIMEOUT) or page.evaluate(JS_RENDERED, path)
+    for i in sorted(expected.widgets):
+        views = shown[i]["views"]
+        text = " ".join(v["text"] for v in views)
+        if shown[i]["widgetErrors"] or not views:
+            found.problem(f"cell {i}: before a run, the stored widget shows an error or nothing ({text[:120]!r})")
+        elif all(v["rendered"] or FALLBACK in v["text"] for v in views):
+            found.add("stored_widgets")
+        else:
+            found.problem(f"cell {i}: before a run, the stored widget shows neither the widget nor its "
+                          f"readable fallback ({text[:120]!r}); rebuild it with tools/notebooks.py")
+    time.sleep(QUIET / 2)  # the kernel's language_info and spec have reached the notebook's metadata
+    dirty = page.evaluate(JS_DIRTY, path)
+    if dirty["model"] or dirty["tab"]:
+        found.problem(f"opening the notebook marked it modified (model dirty: {dirty['model']}, "
+                      f"tab jp-mod-dirty: {dirty['tab']}) before anything ran{_rewritten(file, dirty['metadata'])}")
+    elif dirty["tabs"] != 1:
+        found.problem(f"found {dirty['tabs']} tabs labelled like the notebook, expected 1")
+    else:
+        found.add("opened_unmodified")
+
+
+def _rewritten(file: Path, metadata: dict[str, Any]) -> str:
+    """Which metadata JupyterLab changed on open, stored value -> its value. It writes the kernel's
+    kernelspec and language_info (with the kernel's Python version) into every notebook it opens."""
+    stored = json.loads(file.read_text()).get("metadata", {})
+    changed = [f"{key}: {json.dumps(stored.get(key))} -> {json.dumps(metadata.get(key))}"
+               for key in sorted(set(stored) | set(metadata)) if stored.get(key) != metadata.get(key)]
+    return ("; JupyterLab rewrote " + "; ".join(changed))[:600] if changed else ""
+
+
+def _clear(page: Page, path: str, found: Findings) -> None:
+    """Edit > Clear Outputs of All Cells, and wait until no output is left."""
     menu(page, "Edit", "editmenu:clear-all")
     if not wait_until(lambda: page.evaluate(JS_RUN_STATE, path)["outputs"] == 0, 10):
         found.problem("Edit > Clear Outputs of All Cells left outputs behind")
-    return True
 
 
 def _run_all(page: Page, path: str, found: Findings) -> None:

@@ -1,11 +1,12 @@
 """Every chapter in a real JupyterLab, in Debian's headless Chromium: `make test-browser`.
 
-For each notebooks/NN_*.ipynb: open it, clear its outputs, Run > Run All Cells, wait for the
-kernel to go idle, then assert that no cell shows an error, every widget renders, changing each
+For each notebooks/NN_*.ipynb: open it and check that opening left it unmodified (no tab marked
+`jp-mod-dirty`) and that its stored widgets read well before a run; then clear its outputs,
+Run > Run All Cells, wait for the kernel to go idle, and assert that no cell shows an error, every widget renders, changing each
 explorer's controls changes what it shows, mermaid diagrams draw and figures appear. A screenshot
 per chapter (and per explorer) lands in build/screenshots/. The server refuses every save, so the
-committed notebooks cannot change; one test proves the refusal, another breaks widgets, a diagram
-and a cell on purpose and expects each check to say so.
+committed notebooks cannot change; one test proves the refusal, another breaks widgets, a diagram,
+a cell and the notebook's metadata on purpose and expects each check to say so.
 """
 from __future__ import annotations
 
@@ -44,11 +45,15 @@ def test_chapter_runs_and_renders_in_jupyterlab(chapter: Path, lab: LabServer, l
 
 
 # A notebook with one widget broken in each way a reader could meet, plus a failing diagram and cell.
+# Cell 1 is stored with the output a notebook had before tools/notebooks.py gave widgets a fallback.
 BROKEN_CELLS = [
     ("code", "import ipywidgets as widgets\nfrom IPython.display import display"),
     ("code", "# a widget view whose model the kernel never created\n"
              f"display({{{WIDGET_MIME!r}: {{'model_id': 'f' * 32, 'version_major': 2, 'version_minor': 0}},\n"
-             "         'text/plain': 'a widget that does not exist'}, raw=True)"),
+             "         'text/plain': 'a widget that does not exist'}, raw=True)",
+     [{"output_type": "display_data", "metadata": {},
+       "data": {WIDGET_MIME: {"model_id": "f" * 32, "version_major": 2, "version_minor": 0},
+                "text/plain": "VBox(children=(Dropdown(description='pick', options=('a', 'b'), value='a'),…"}}]),
     ("code", "# an explorer whose callback raises inside its output\n"
              "pick = widgets.Dropdown(options=['a', 'b'], value='a', description='pick')\n"
              "shown = widgets.Output()\n\n"
@@ -68,17 +73,27 @@ BROKEN_CELLS = [
     ("markdown", "```mermaid\nflowchart LR\n    A --> \n```"),
     ("code", "raise RuntimeError('a cell that fails on purpose')"),
 ]
+# Metadata JupyterLab must rewrite on open (its kernel reports another display name and a
+# language_info), so the notebook opens modified.
+STALE_METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
 
 
-def _write_notebook(path: Path, cells: list[tuple[str, str]]) -> None:
-    def cell(kind: str, source: str) -> dict[str, object]:
-        extra = {"execution_count": None, "outputs": []} if kind == "code" else {}
-        return {"cell_type": kind, "metadata": {}, "source": source, **extra}
+def _chapter_metadata() -> dict[str, object]:
+    """The chapters' kernelspec and language_info: what JupyterLab finds already right on open."""
+    stored = json.loads(CHAPTERS[0].read_text())["metadata"]
+    return {key: stored[key] for key in ("kernelspec", "language_info")}
+
+
+def _write_notebook(path: Path, cells: list[tuple], metadata: dict[str, object] | None = None) -> None:
+    """A valid nbformat 4.5 notebook of (kind, source[, stored outputs]) cells."""
+    def cell(number: int, kind: str, source: str, outputs: list | None = None) -> dict[str, object]:
+        extra = {"execution_count": 1 if outputs else None, "outputs": outputs or []} if kind == "code" else {}
+        return {"id": f"cell-{number:03d}", "cell_type": kind, "metadata": {}, "source": source, **extra}
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
-        "cells": [cell(kind, source) for kind, source in cells],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [cell(number, *spec) for number, spec in enumerate(cells)],
+        "metadata": _chapter_metadata() if metadata is None else metadata,
         "nbformat": 4, "nbformat_minor": 5,
     }, indent=1))
 
@@ -86,7 +101,7 @@ def _write_notebook(path: Path, cells: list[tuple[str, str]]) -> None:
 def test_broken_widgets_diagram_and_cell_fail_the_checks(lab_page, screenshots: Path,
                                                         request: pytest.FixtureRequest) -> None:
     notebook = SCRATCH / "broken_on_purpose.ipynb"
-    _write_notebook(notebook, BROKEN_CELLS)
+    _write_notebook(notebook, BROKEN_CELLS, STALE_METADATA)
     try:
         found = check_notebook(lab_page, notebook.relative_to(REPO).as_posix(), notebook, screenshots)
     finally:
@@ -94,6 +109,10 @@ def test_broken_widgets_diagram_and_cell_fail_the_checks(lab_page, screenshots: 
     record(request, found)
     problems = "\n".join(found.problems)
     expected = {
+        "metadata JupyterLab rewrites": "opening the notebook marked it modified (model dirty: True, "
+                                        "tab jp-mod-dirty: True) before anything ran",
+        "stored widget without a readable fallback": "cell 1: before a run, the stored widget shows neither "
+                                                     "the widget nor its readable fallback",
         "unknown widget model": "cell 1: widget did not render",
         "callback raising inside the output":
             "cell 2: after changing pick (select) to 'b' the widget shows a traceback ending "

@@ -15,7 +15,8 @@ from IPython.display import Markdown, display
 
 from .core.clock import EPOCH
 from .local import scenarios as sc
-from .local.runtime import Attempt
+from .local.runtime import DEFAULT_MAX_EVENT_AGE, Attempt
+from .local import batches, expiry, key_stories, leases
 
 VERDICT_COLOURS = {
     "exactly_once": "#d8f0d2",
@@ -221,7 +222,6 @@ def explorer(handler: str = "naive", fault: str = "after_charge", times: str = "
 
 
 # -- chapters 05-07: concurrent copies, zombies, leases, late duplicates --------------------
-from .local import lessons  # noqa: E402  (kept with the views that use it)
 
 LEASE_COLOUR = "#90caf9"
 
@@ -249,13 +249,13 @@ def _summary(outcome: sc.Outcome, what: str) -> None:
 def _invocations(outcome: sc.Outcome) -> pd.DataFrame:
     """What each invocation did, with the status its handler returned (even after a timeout)."""
     frame = attempts_frame(outcome)[["t (s)", "delivery", "attempt", "steps", "outcome"]]
-    return frame.assign(returned=[lessons.last_status(outcome, a.delivery, a.attempt)
+    return frame.assign(returned=[leases.last_status(outcome, a.delivery, a.attempt)
                                   for a in outcome.trace])
 
 
 def explore_copy(handler: str = "robust", step: str = "before_charge") -> sc.Outcome:
     """One upload, and a copy of its event that runs when the first invocation reaches `step`."""
-    outcome = lessons.copy_at(handler, step)
+    outcome = leases.copy_at(handler, step)
     _summary(outcome, f"copy arriving at {step}")
     display(_invocations(outcome))
     display(timeline(outcome))
@@ -269,7 +269,7 @@ def copy_explorer(handler: str = "robust", step: str = "before_charge") -> widge
         explore_copy,
         handler=widgets.ToggleButtons(options=tuple(sc.HANDLERS), value=handler,
                                       description="handler"),
-        step=widgets.ToggleButtons(options=lessons.STEPS, value=step, description="copy at"))
+        step=widgets.ToggleButtons(options=leases.STEPS, value=step, description="copy at"))
 
 
 def lease_timeline(outcome: sc.Outcome, title: str | None = None, ax: Any = None) -> Any:
@@ -277,7 +277,7 @@ def lease_timeline(outcome: sc.Outcome, title: str | None = None, ax: Any = None
     fig = timeline(outcome, title=title, ax=ax)
     ax = ax or fig.axes[0]
     deliveries = sorted({a.delivery for a in outcome.trace})
-    windows = lessons.lease_windows(outcome)
+    windows = leases.lease_windows(outcome)
     for n, (delivery, start, end) in enumerate(windows):
         ax.barh(deliveries.index(delivery), end - start, left=start, height=0.3,
                 color=LEASE_COLOUR, alpha=0.6, zorder=0, label="lease" if n == 0 else None)
@@ -304,7 +304,7 @@ def lease_timelines(*outcomes: sc.Outcome) -> Any:
 
 def explore_zombie(handler: str = "keyed", pause: float = 45.0) -> sc.Outcome:
     """The first invocation charges, stalls `pause` s, then commits; a copy arrives at the stall's end."""
-    outcome = lessons.zombie(handler, pause)
+    outcome = leases.zombie(handler, pause)
     _summary(outcome, f"stall of {pause:.0f} s after the charge")
     display(_invocations(outcome))
     display(lease_timeline(outcome, title=f"{handler}: the first invocation stalls {pause:.0f} s "
@@ -327,17 +327,17 @@ DELAY_CHOICES = (("5 minutes", 300), ("30 minutes", 1800), ("1 hour", 3600), ("2
                  ("4 hours", 14_400), ("6 hours", 21_600))
 
 
-def late_frame(runs: Iterable[lessons.LateRun]) -> pd.DataFrame:
+def late_frame(runs: Iterable[expiry.LateRun]) -> pd.DataFrame:
     """One row per late-duplicate run: the record's life, the copy's arrival, what it did."""
     return pd.DataFrame([run.row() for run in runs])
 
 
-def record_life_chart(runs: Iterable[lessons.LateRun], title: str | None = None) -> Any:
+def record_life_chart(runs: Iterable[expiry.LateRun], title: str | None = None) -> Any:
     """Each run's record life (a bar from the claim to `expires_at`) against the moment the
     late copy arrived, in hours, over the 6-hour window in which a copy can still come."""
     runs = list(runs)
     fig, ax = plt.subplots(figsize=(10, 1.3 + 0.55 * len(runs)))
-    window = lessons.DEFAULT_MAX_EVENT_AGE / 3600
+    window = DEFAULT_MAX_EVENT_AGE / 3600
     ax.axvspan(0, window, color="#fff1c1", zorder=0, label="a copy can still arrive (max event age)")
     for y, run in enumerate(runs):
         life = run.expires_at / 3600
@@ -368,9 +368,9 @@ def _duration(seconds: float) -> str:
 
 
 def explore_late_duplicate(handler: str = "keyed", ttl_seconds: int = 600, delay: float = 7200,
-                           swept: bool = False) -> lessons.LateRun:
+                           swept: bool = False) -> expiry.LateRun:
     """One upload, and the same event again `delay` seconds later, against RECORD_TTL_SECONDS."""
-    run = lessons.late_duplicate(handler, ttl_seconds, delay, swept)
+    run = expiry.late_duplicate(handler, ttl_seconds, delay, swept)
     display(late_frame([run]))
     display(record_life_chart([run]))
     plt.close("all")
@@ -404,13 +404,12 @@ def report_frame(report: Any) -> pd.DataFrame:
 
 
 def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
-    """The footprint counts (idem.local.lessons.footprints) as a one-column table."""
+    """The footprint counts (idem.local.batches.footprints) as a one-column table."""
     return pd.DataFrame({"count": counts}).rename_axis("footprint")
 
 
 # -- chapters 02-04: races for a claim, upload stories, one fault for every handler ---------
 from .local import race as _race  # noqa: E402  (kept with the views that use it)
-from .local import stories as _stories  # noqa: E402
 from .core.keys import RECIPES as _RECIPES  # noqa: E402
 
 RACE_COLOURS = {"read_then_write": "#c62828", "conditional_put": "#2e7d32"}
@@ -469,7 +468,7 @@ STORY_COLOURS = {"right": VERDICT_COLOURS["exactly_once"], "extra": VERDICT_COLO
                  "missed": VERDICT_COLOURS["silent_loss"]}
 
 
-def story_grid(runs: Iterable[_stories.StoryRun], title: str | None = None) -> Any:
+def story_grid(runs: Iterable[key_stories.StoryRun], title: str | None = None) -> Any:
     """Recipes down, stories across: charges against uploads, coloured right / extra / missed."""
     runs = list(runs)
     recipes = list(dict.fromkeys(r.recipe for r in runs))
@@ -495,9 +494,9 @@ def story_grid(runs: Iterable[_stories.StoryRun], title: str | None = None) -> A
     return fig
 
 
-def story_explore(story: str = "same bytes again", recipe: str = "version") -> _stories.StoryRun:
+def story_explore(story: str = "same bytes again", recipe: str = "version") -> key_stories.StoryRun:
     """Run one upload story through one key recipe: every arrival, its key, and the verdict."""
-    run = _stories.run_story(story, recipe)
+    run = key_stories.run_story(story, recipe)
     print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
           f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
     display(Styled(rows_frame(run.rows).style.set_uuid("story").hide(axis="index").format({"t": "{:g}"}).map(
@@ -508,7 +507,7 @@ def story_explore(story: str = "same bytes again", recipe: str = "version") -> _
 def story_explorer(story: str = "same bytes again", recipe: str = "version") -> widgets.Widget:
     """Pick an upload story and a key recipe: see which arrivals are charged."""
     controls = {
-        "story": widgets.Dropdown(options=tuple(_stories.STORIES), value=story, description="story"),
+        "story": widgets.Dropdown(options=tuple(key_stories.STORIES), value=story, description="story"),
         "recipe": widgets.ToggleButtons(options=tuple(_RECIPES), value=recipe,
                                         description="recipe"),
     }

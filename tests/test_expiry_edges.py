@@ -10,7 +10,7 @@ import pytest
 
 from idem.local.boundary import FaultPlan
 from idem.core.clock import EPOCH
-from idem.local.lessons import last_status, zombie
+from idem.local.leases import last_status, zombie
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 from idem.core.reconcile import reconcile

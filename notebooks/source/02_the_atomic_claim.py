@@ -22,9 +22,10 @@ import json
 from idem import views
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger
-from idem.local import atomic, race as racing, stories as st
+from idem.local import atomic, race as racing
 from idem.local.race import race
 from idem.local.world import LocalWorld
+from idem.local import claims
 
 world = LocalWorld()
 ledger = world.ledger()
@@ -93,7 +94,7 @@ views.show_source(atomic.make_dynamodb_atomic)
 # %%
 # NBVAL_IGNORE_OUTPUT
 # real threads against unpatched moto: how many rounds go wrong varies from run to run
-print(st.moto_as_shipped_race(threads=8, rounds=10).summary())
+print(claims.moto_as_shipped_race(threads=8, rounds=10).summary())
 
 # %% [markdown]
 # Then put the lock back and run the same widened gap again. Every round has exactly one winner:
@@ -112,7 +113,7 @@ with atomic.widened_condition_window(0.002):
 # (without `ResponseMetadata`, the request id and headers that change on every call):
 
 # %%
-views.show_text(json.dumps(st.failed_put_response(world), indent=2), "json")
+views.show_text(json.dumps(claims.failed_put_response(world), indent=2), "json")
 
 # %% [markdown]
 # The loser learns who holds the claim in the same call that told it no. The `keyed` handler's
@@ -141,7 +142,7 @@ print("second:", second)
 # claim it, and the calls a duplicate makes before it stands down.
 
 # %%
-views.rows_frame(st.claim_costs(world))
+views.rows_frame(claims.claim_costs(world))
 
 # %% [markdown]
 # One call either way for the conditional put, and with `ALL_OLD` the duplicate also learns the
@@ -191,7 +192,7 @@ my_condition = "attribute_not_exists(id)"  # your answer here
 
 # %%
 try:
-    attempt = st.race_with_condition(my_condition, threads=8, rounds=10)
+    attempt = claims.race_with_condition(my_condition, threads=8, rounds=10)
 except ValueError as refused:
     print(refused)
 else:

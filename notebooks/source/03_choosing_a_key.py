@@ -21,8 +21,8 @@ import json
 from idem import views
 from idem.core import keys
 from idem.core.events import encode_key, newer_sequencer, read_event
-from idem.local import stories as st
 from idem.local.world import LocalWorld
+from idem.local import key_stories
 
 world = LocalWorld()
 unversioned = LocalWorld(versioned=False)
@@ -57,12 +57,12 @@ views.show_source(keys.by_etag_only, keys.by_clock, keys.by_fresh_uuid)
 # its upload.
 
 # %%
-views.show_source(st.run_story)
+views.show_source(key_stories.run_story)
 
 # %%
 views.rows_frame([{"story": s.title, "uploads": len(s.uploads), "arrivals": len(s.deliveries),
                    "versioned bucket": s.versioned, "what happens": s.note}
-                  for s in st.STORIES.values()])
+                  for s in key_stories.STORIES.values()])
 
 # %% [markdown]
 # ## From the work, never from the attempt
@@ -72,7 +72,7 @@ views.rows_frame([{"story": s.title, "uploads": len(s.uploads), "arrivals": len(
 # is new each time, and a new key is a claim nobody holds:
 
 # %%
-story = st.run_story("retry and duplicate", "clock")
+story = key_stories.run_story("retry and duplicate", "clock")
 print(story.summary())
 views.rows_frame(story.rows)
 
@@ -81,7 +81,7 @@ views.rows_frame(story.rows)
 # one charge, and the repeats stand down.
 
 # %%
-story = st.run_story("retry and duplicate", "version")
+story = key_stories.run_story("retry and duplicate", "version")
 print(story.summary())
 views.rows_frame(story.rows)
 
@@ -93,8 +93,8 @@ views.rows_frame(story.rows)
 # upload gets its own `sequencer`, though, and in a versioned bucket its own `versionId`:
 
 # %%
-first = world.upload("alice/order.csv", st.ORDER)
-again = world.upload("alice/order.csv", st.ORDER)
+first = world.upload("alice/order.csv", key_stories.ORDER)
+again = world.upload("alice/order.csv", key_stories.ORDER)
 views.rows_frame([{"upload": n, "eTag": o.etag, "sequencer": o.sequencer, "versionId": o.version_id,
                    "etag_only text": keys.describe(o, "etag_only")[-32:]}
                   for n, o in ((1, first), (2, again))])
@@ -102,7 +102,7 @@ views.rows_frame([{"upload": n, "eTag": o.etag, "sequencer": o.sequencer, "versi
 # %%
 print("etag_only keys equal:", keys.idempotency_key(first, "etag_only") == keys.idempotency_key(again, "etag_only"))
 print("content keys equal:  ", keys.idempotency_key(first, "content") == keys.idempotency_key(again, "content"))
-story = st.run_story("same bytes again", "etag_only")
+story = key_stories.run_story("same bytes again", "etag_only")
 print(story.summary())
 views.rows_frame(story.rows)
 
@@ -118,12 +118,12 @@ views.rows_frame(story.rows)
 # the event from the unversioned bucket, straight from `put_object` on moto:
 
 # %%
-plain = unversioned.upload("alice/order.csv", st.ORDER)
+plain = unversioned.upload("alice/order.csv", key_stories.ORDER)
 views.show_text(json.dumps(unversioned.event(plain)["Records"][0]["s3"]["object"], indent=2), "json")
 
 # %%
 print("version recipe text:", keys.describe(plain, "version"))
-story = st.run_story("same bytes, versioning off", "version")
+story = key_stories.run_story("same bytes, versioning off", "version")
 print(story.summary())
 views.rows_frame(story.rows)
 
@@ -132,7 +132,7 @@ views.rows_frame(story.rows)
 # on, use the `content` recipe: the sequencer still tells the two uploads apart.
 
 # %%
-print(st.run_story("same bytes, versioning off", "content").summary())
+print(key_stories.run_story("same bytes, versioning off", "content").summary())
 
 # %% [markdown]
 # ## S3 sends the key URL-encoded
@@ -147,7 +147,7 @@ print(st.run_story("same bytes, versioning off", "content").summary())
 views.show_source(encode_key)
 
 # %%
-name = st.encoded_name(world, "alice/my file.csv")
+name = key_stories.encoded_name(world, "alice/my file.csv")
 views.rows_frame([{"": field, "value": value} for field, value in vars(name).items()])
 
 # %% [markdown]
@@ -158,12 +158,12 @@ views.rows_frame([{"": field, "value": value} for field, value in vars(name).ite
 # bytes of `%XX` escapes). Hashing keeps every key the same size, whatever the name:
 
 # %%
-long_name = world.upload("alice/" + "é" * 509, st.ORDER)
-views.rows_frame([{"what": what, "bytes": size} for what, size in st.key_sizes(long_name).items()])
+long_name = world.upload("alice/" + "é" * 509, key_stories.ORDER)
+views.rows_frame([{"what": what, "bytes": size} for what, size in key_stories.key_sizes(long_name).items()])
 
 # %%
-print("raw event field as pk:", st.store_pk(world, encode_key(long_name.key)))
-print("idempotency key as pk:", st.store_pk(world, keys.idempotency_key(long_name)))
+print("raw event field as pk:", key_stories.store_pk(world, encode_key(long_name.key)))
+print("idempotency key as pk:", key_stories.store_pk(world, keys.idempotency_key(long_name)))
 
 # %% [markdown]
 # ## One key per operation
@@ -174,13 +174,13 @@ print("idempotency key as pk:", st.store_pk(world, keys.idempotency_key(long_nam
 # operation prefix:
 
 # %%
-views.show_source(st.charge_and_receipt)
+views.show_source(key_stories.charge_and_receipt)
 
 # %%
-views.rows_frame(st.charge_and_receipt(world, world.upload("bob/order.csv"), scoped=False))
+views.rows_frame(key_stories.charge_and_receipt(world, world.upload("bob/order.csv"), scoped=False))
 
 # %%
-views.rows_frame(st.charge_and_receipt(world, world.upload("carol/order.csv"), scoped=True))
+views.rows_frame(key_stories.charge_and_receipt(world, world.upload("carol/order.csv"), scoped=True))
 
 # %% [markdown]
 # Shared, the receipt was skipped without an error; scoped, both ran. `idempotency_key` takes the
@@ -194,9 +194,9 @@ views.rows_frame(st.charge_and_receipt(world, world.upload("carol/order.csv"), s
 # and their events arrive newest first, followed by a second delivery of the older one:
 
 # %%
-v1 = world.upload("dave/order.csv", st.ORDER)
-v2 = world.upload("dave/order.csv", st.OTHER_ORDER)
-views.rows_frame(st.sequencer_order([v2, v1, v1]))
+v1 = world.upload("dave/order.csv", key_stories.ORDER)
+v2 = world.upload("dave/order.csv", key_stories.OTHER_ORDER)
+views.rows_frame(key_stories.sequencer_order([v2, v1, v1]))
 
 # %% [markdown]
 # The late `v1` is *older*, not a duplicate: it is a real upload that must still be billed, so
@@ -206,7 +206,7 @@ views.rows_frame(st.sequencer_order([v2, v1, v1]))
 # the `content` recipe charges both uploads once each:
 
 # %%
-story = st.run_story("out of order", "content")
+story = key_stories.run_story("out of order", "content")
 print(story.summary())
 views.rows_frame(story.rows)
 
@@ -216,14 +216,14 @@ views.rows_frame(story.rows)
 # gets it backwards when the later one happens to be shorter:
 
 # %%
-views.show_source(newer_sequencer, st.naive_newer)
+views.show_source(newer_sequencer, key_stories.naive_newer)
 
 # %%
 pairs = [("0055AED6DCD9028200", "0055AED6DCD90281E5"),  # same length: both rules agree
          ("0055AED6DCD90282", "0055AED6DCD90281E5"),  # the later one is shorter
          ("0055AED6DCD90281E5", "0055AED6DCD90282")]
 views.rows_frame([{"a": a, "b": b, "a newer (padded)": newer_sequencer(a, b),
-                   "a newer (unpadded numbers)": st.naive_newer(a, b)} for a, b in pairs])
+                   "a newer (unpadded numbers)": key_stories.naive_newer(a, b)} for a, b in pairs])
 
 # %% [markdown]
 # ## Every recipe, every story
@@ -231,7 +231,7 @@ views.rows_frame([{"a": a, "b": b, "a newer (padded)": newer_sequencer(a, b),
 # The whole grid, each cell a fresh bucket and a run through the entry point:
 
 # %%
-grid = st.run_grid()
+grid = key_stories.run_grid()
 fig = views.story_grid(grid)
 
 # %% [markdown]
@@ -294,7 +294,7 @@ HINTS = {
               "of the same name even without versioning.",
 }
 try:
-    runs = st.run_grid([my_recipe])
+    runs = key_stories.run_grid([my_recipe])
 except Exception as broken:
     print(f"The recipe raised {type(broken).__name__}: {broken}")
 else:

@@ -22,9 +22,10 @@ from idem import views
 from idem.local.boundary import FaultPlan
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
-from idem.local import scenarios as sc, stories as st
+from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
+from idem.local import alarms
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "
@@ -188,7 +189,7 @@ def my_alarm(outcome):  # your answer here
 
 # %%
 claim_first_rows = [o for o in uniform if o.scenario.handler == "claim_first"]
-problems = st.check_alarm(my_alarm, claim_first_rows)
+problems = alarms.check_alarm(my_alarm, claim_first_rows)
 for problem in problems:
     print("Your alarm", problem)
 if problems:

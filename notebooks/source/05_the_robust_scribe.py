@@ -21,10 +21,10 @@ from idem import views
 from idem.local.boundary import FaultPlan
 from idem.core.handlers import robust
 from idem.core.ledger import Ledger
-from idem.local import lessons
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
+from idem.local import batches, leases
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "
@@ -143,12 +143,12 @@ views.items_frame(world.ledger().items())
 # `in_progress`, does the work, and inks the record.
 
 # %%
-views.show_source(lessons.redrive)
+views.show_source(batches.redrive)
 
 # %%
 world.clock.advance(3600)
 fixed = LocalLambda(world, world.env("robust"))
-print("redriven:", lessons.redrive(world, fixed))
+print("redriven:", batches.redrive(world, fixed))
 print("charges at the provider:", len(world.provider().charges()),
       "| ledger entry for alice (charges, cents):", world.ledger().entry("alice"),
       "| record:", world.ledger().records()[0].status)
@@ -246,10 +246,10 @@ print("failure queue depth:", world.failure_queue_depth())
 my_step = "before_charge"  # your answer here
 
 # %%
-trial = lessons.copy_at("robust", my_step)
+trial = leases.copy_at("robust", my_step)
 if trial.charges == 1:
     print(f"Right: a copy arriving at {my_step} finds the record done and stands down "
-          f"({lessons.last_status(trial, delivery=2)}). Before that, done has not been written yet.")
+          f"({leases.last_status(trial, delivery=2)}). Before that, done has not been written yet.")
 else:
     print(f"Not {my_step}: the copy arriving there charged too ({trial.charges} charges). The first "
           f"invocation had not written done yet, so the copy read in_progress and went to work.")

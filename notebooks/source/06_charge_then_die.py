@@ -22,11 +22,11 @@ from idem import views
 from idem.local.boundary import FaultPlan
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
-from idem.local import lessons
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 from idem.core.provider import IdempotencyKeyReused, Provider
+from idem.local import leases
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
@@ -155,11 +155,11 @@ views.show_source(KeyedLedger.claim, KeyedLedger.commit)
 # commits. Only then does the first invocation wake up and try to commit:
 
 # %%
-zombie = lessons.zombie("keyed", pause=45)
+zombie = leases.zombie("keyed", pause=45)
 views.attempts_frame(zombie)[["t (s)", "delivery", "attempt", "steps", "outcome", "result"]]
 
 # %%
-print("what the stalled invocation's handler returned:", lessons.last_status(zombie, 1, 1))
+print("what the stalled invocation's handler returned:", leases.last_status(zombie, 1, 1))
 print(f"charges {zombie.charges}, ledger {zombie.ledger}, record {zombie.record}: {zombie.verdict}")
 fig = views.lease_timeline(zombie)
 

@@ -17,9 +17,9 @@
 from idem import views
 from idem.core import reconcile
 from idem.core.handlers.keyed import KeyedLedger, Record
-from idem.local import lessons
 from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.local.world import LocalWorld
+from idem.local import batches, expiry
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
@@ -46,10 +46,10 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # minutes or a day:
 
 # %%
-late = [lessons.late_duplicate("robust", ttl_seconds=600, delay=7200),
-        lessons.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True),
-        lessons.late_duplicate("keyed", ttl_seconds=600, delay=7200),
-        lessons.late_duplicate("keyed", ttl_seconds=86_400, delay=7200)]
+late = [expiry.late_duplicate("robust", ttl_seconds=600, delay=7200),
+        expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True),
+        expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200),
+        expiry.late_duplicate("keyed", ttl_seconds=86_400, delay=7200)]
 views.late_frame(late)
 
 # %%
@@ -75,7 +75,7 @@ fig = views.record_life_chart(late)
 # DynamoDB's TTL feature deletes an item some time after its TTL attribute passes, usually within
 # a few days, not at the second. Until then the item is still returned by every read. The ledger
 # table has TTL switched on for `expires_at`; moto stores that setting and, unlike AWS, never
-# deletes anything. (That is why `lessons.late_duplicate` offers `swept=True`: it deletes the
+# deletes anything. (That is why `expiry.late_duplicate` offers `swept=True`: it deletes the
 # expired items itself, standing in for the AWS background process.) Read back from the table:
 
 # %%
@@ -122,14 +122,14 @@ views.show_source(reconcile.reconcile)
 # handler, spread over months.
 
 # %%
-for upload in lessons.MESSY_BATCH:
+for upload in batches.MESSY_BATCH:
     print(f"{upload.key:22} {upload.handler or '-':12} {upload.story}")
 
 # %% [markdown]
 # First the morning: the ordinary upload alone. A clean batch gets a clean report.
 
 # %%
-attempts = lessons.run_batch(world, lessons.MESSY_BATCH[:1])
+attempts = batches.run_batch(world, batches.MESSY_BATCH[:1])
 morning = reconcile.reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
                               world.provider_table, now=world.clock.now())
 print(morning.render())
@@ -138,7 +138,7 @@ print(morning.render())
 # Then the rest of the day, and the job running an hour later:
 
 # %%
-attempts += lessons.run_batch(world, lessons.MESSY_BATCH[1:])
+attempts += batches.run_batch(world, batches.MESSY_BATCH[1:])
 world.clock.advance(3600)
 report = reconcile.reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
                              world.provider_table, now=world.clock.now())
@@ -166,7 +166,7 @@ views.report_frame(report)
 # what the function did and what each side wrote down:
 
 # %%
-views.footprints_frame(lessons.footprints(world, attempts))
+views.footprints_frame(batches.footprints(world, attempts))
 
 # %% [markdown]
 # In a healthy system the first line, the records marked `done`, the provider's charges and the
@@ -205,7 +205,7 @@ print("failure queue depth:", world.failure_queue_depth())
 my_ttl_seconds = 600  # your answer here
 
 # %%
-trial = lessons.late_duplicate("keyed", ttl_seconds=my_ttl_seconds, delay=DEFAULT_MAX_EVENT_AGE)
+trial = expiry.late_duplicate("keyed", ttl_seconds=my_ttl_seconds, delay=DEFAULT_MAX_EVENT_AGE)
 if trial.expired:
     print(f"Too short: the record expired at t={trial.expires_at:.0f} s and the copy came at "
           f"t={trial.delay:.0f} s, so the copy ran the work again ({trial.late_status}). Only the "

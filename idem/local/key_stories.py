@@ -1,14 +1,8 @@
-"""Small staged stories for chapters 02-04: races for a claim, upload stories, key traps.
+"""Upload stories pushed through a key recipe: which uploads a recipe tells apart, and the
+key traps around it (sequencers, scoped keys, encoded names, key sizes). Chapter 03 shows them.
 
-Each function builds what it needs on moto (a LocalWorld), runs the real idem code
-(the entry point, the ledger, the key recipes) and hands back plain rows the chapters
-show as tables. Nothing here plots or imports pandas: idem.views does the showing.
-
-- chapter 02: `race_with_condition` (real threads, any ConditionExpression),
-  `moto_as_shipped_race` (moto without idem's lock), `failed_put_response`, `claim_costs`;
-- chapter 03: upload stories (`STORIES`, `run_story`, `run_grid`) pushed through a key
-  recipe, `sequencer_order`, `charge_and_receipt`, `encoded_name`, `key_sizes`, `store_pk`;
-- chapter 04: `check_alarm` (does an alarm rule notice what went wrong?).
+Each function builds what it needs on moto (a LocalWorld), runs the real idem code and hands
+back plain rows; idem.views does the showing.
 """
 from __future__ import annotations
 
@@ -23,117 +17,12 @@ from ..core.dynamo import to_item
 from ..core.entry import App
 from ..core.events import S3Object, encode_key, newer_sequencer
 from ..core.keys import describe, idempotency_key
-from ..core.handlers.keyed import KeyedLedger
-from ..core.ledger import Ledger
-from . import atomic
-from .race import RaceReport, race, run_rounds
-from .boundary import calls_made, watched_session
 from .runtime import LambdaContext
 from .world import LocalWorld
 
-# -- chapter 02: the claim under real threads --------------------------------------------
-
-
-def race_with_condition(condition: str | None, threads: int = 8, rounds: int = 20) -> RaceReport:
-    """Race `threads` real threads putting the same fresh key each round, with `condition`
-    as the put's ConditionExpression (None or "" for an unconditional put)."""
-    if threads < 2 or rounds < 1:
-        raise ValueError("a race needs at least 2 threads and 1 round")
-    extra = {"ConditionExpression": condition} if condition else {}
-    with LocalWorld(prefix="race") as world:
-        client, table = world.dynamodb, world.ledger_table
-        wins = [[False] * threads for _ in range(rounds)]
-
-        def put(index: int, n: int) -> None:
-            try:
-                client.put_item(TableName=table, Item=to_item({"pk": f"race#{n}"}), **extra)
-                wins[n][index] = True
-            except ClientError as error:
-                if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-
-        try:
-            run_rounds(threads, rounds, put)
-        except ClientError as error:
-            raise ValueError(f"DynamoDB refused the condition {condition!r}: "
-                             f"{error.response['Error']['Message']}") from None
-        except Exception as error:  # moto in-process raises some parse errors as-is
-            raise ValueError(f"DynamoDB refused the condition {condition!r}: "
-                             f"{type(error).__name__}: {error}") from None
-    return RaceReport(f"condition {condition or '(none)'}", threads, rounds, tuple(map(sum, wins)))
-
-
-def moto_as_shipped_race(threads: int = 8, rounds: int = 20, window: float = 0.002) -> RaceReport:
-    """The conditional put against moto *without* idem's lock, its read-check-write gap
-    widened by `window` seconds. The counts vary from run to run: that is the point."""
-    with LocalWorld(prefix="race") as world:  # built first: a new world re-applies the lock
-        with atomic.unpatched(), atomic.widened_condition_window(window):
-            return race(threads, rounds, "conditional_put", world=world)
-
-
-def failed_put_response(world: LocalWorld, key: str = "charge#demo") -> dict[str, Any]:
-    """Put `key` twice with attribute_not_exists(pk) and ALL_OLD; return what the second,
-    failed put gets back (without the transport metadata, which changes every run)."""
-    item = to_item({"pk": key, "status": "claimed", "owner": "first-invocation"})
-    request = dict(TableName=world.ledger_table, Item=item,
-                   ConditionExpression="attribute_not_exists(pk)",
-                   ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    world.dynamodb.put_item(**request)
-    try:
-        world.dynamodb.put_item(**{**request, "Item": to_item({"pk": key, "status": "claimed",
-                                                               "owner": "second-invocation"})})
-    except ClientError as error:
-        return {k: v for k, v in error.response.items() if k != "ResponseMetadata"}
-    raise AssertionError("the second conditional put succeeded: the table is not enforcing conditions")
-
-
-@dataclass(frozen=True)
-class CostRow:
-    approach: str
-    first_calls: int  # DynamoDB calls the invocation that does the work makes to claim it
-    duplicate_calls: int  # calls a duplicate makes before it stands down
-    duplicate_learns: str
-
-
-def claim_costs(world: LocalWorld) -> list[CostRow]:
-    """What claiming costs, counted at the boundary: for the first caller and a duplicate."""
-    rows = []
-    client = watched_session().client("dynamodb")
-    ledger = Ledger(client, world.ledger_table, world.clock)
-    keyed = KeyedLedger(client, world.ledger_table, now=world.clock.now)
-
-    def measure(name: str, attempt: Callable[[Ledger, str], Any]) -> None:
-        key = f"charge#cost#{len(rows)}"
-        _, first = calls_made(lambda: attempt(ledger, key))
-        learned, again = calls_made(lambda: attempt(ledger, key))
-        rows.append(CostRow(name, first, again, learned))
-
-    def claim_once(ledger: Ledger, key: str) -> str:
-        return f"won={ledger.claim_once(key).won} (nothing else)"
-
-    owners = iter(("invocation-a", "invocation-b"))
-
-    def claim_all_old(ledger: Ledger, key: str) -> str:
-        claim = keyed.claim(key, owner=next(owners), lease_until=world.clock.now() + 30)
-        return "won=True" if claim.won else (f"won=False, status={claim.existing.status}, "
-                                             f"owner={claim.existing.owner}")
-
-    def read_then_put(ledger: Ledger, key: str) -> str:
-        record = ledger.get_record(key)
-        if record is None:
-            ledger.put_in_progress(key)
-            return "won=True"
-        return f"status={record.status} (from the read)"
-
-    measure("claim_once: conditional put", claim_once)
-    measure("KeyedLedger.claim: conditional put + ALL_OLD", claim_all_old)
-    measure("get_record, then put_in_progress", read_then_put)
-    return rows
-
-
-# -- chapter 03: upload stories through a key recipe -----------------------------------------
-
 ORDER = b"sku,qty\nledger,1\n"
+
+
 OTHER_ORDER = b"sku,qty\nledger,2\n"
 
 
@@ -162,6 +51,8 @@ class Story:
 
 
 _REUPLOAD = (Upload("alice/order.csv"), Upload("alice/order.csv"))
+
+
 STORIES: dict[str, Story] = {s.title: s for s in (
     Story("retry and duplicate", (Upload("alice/order.csv"),),
           (Delivery(1), Delivery(1, "retry"), Delivery(1, "duplicate")),
@@ -408,21 +299,3 @@ def store_pk(world: LocalWorld, value: str) -> str:
         return f"{error.response['Error']['Code']}: {error.response['Error']['Message']}"
     world.dynamodb.delete_item(TableName=world.ledger_table, Key=to_item({"pk": value}))
     return f"stored ({len(value.encode())} bytes)"
-
-
-# -- chapter 04: would an alarm notice? -----------------------------------------------------
-
-
-def check_alarm(alarm: Callable[[Any], bool], outcomes: Iterable[Any]) -> list[str]:
-    """Compare an alarm rule with the verdicts: every outcome that is not exactly_once
-    should raise it, and exactly_once should not. Returns one line per disagreement."""
-    problems = []
-    for outcome in outcomes:
-        should = outcome.verdict != "exactly_once"
-        said = bool(alarm(outcome))
-        if said != should:
-            s = outcome.scenario
-            what = "stays quiet on" if should else "fires on"
-            problems.append(f"{what} {s.handler} {s.fault}/{s.times}: {outcome.verdict} "
-                            f"(charges={outcome.charges}, ledger={outcome.ledger}, dlq={outcome.dlq})")
-    return problems

@@ -4,73 +4,73 @@ from __future__ import annotations
 import pytest
 
 from idem.local.boundary import FaultPlan
-from idem.local import lessons
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 from idem.core.reconcile import reconcile
+from idem.local import batches, expiry, leases
 
 
 def test_robust_double_charges_when_a_copy_arrives_before_done():
     for step in ("before_charge", "charged"):
-        run = lessons.copy_at("robust", step)
+        run = leases.copy_at("robust", step)
         assert run.charges == 2, step
-        assert [lessons.last_status(run, d) for d in (1, 2)] == ["charged", "charged"]
+        assert [leases.last_status(run, d) for d in (1, 2)] == ["charged", "charged"]
 
 
 def test_robust_copy_after_done_stands_down():
-    run = lessons.copy_at("robust", "recorded")
+    run = leases.copy_at("robust", "recorded")
     assert run.charges == 1
-    assert lessons.last_status(run, delivery=2) == "duplicate"
+    assert leases.last_status(run, delivery=2) == "duplicate"
 
 
 def test_keyed_copy_during_a_live_lease_waits_for_a_retry():
-    run = lessons.copy_at("keyed", "charged")
+    run = leases.copy_at("keyed", "charged")
     assert (run.charges, run.ledger, run.verdict) == (1, 1, "exactly_once")
-    assert lessons.last_status(run, delivery=2, attempt=1) == "WorkInProgress"
-    assert lessons.last_status(run, delivery=2, attempt=2) == "duplicate"
+    assert leases.last_status(run, delivery=2, attempt=1) == "WorkInProgress"
+    assert leases.last_status(run, delivery=2, attempt=2) == "duplicate"
 
 
 def test_copy_at_rejects_an_unknown_step():
     with pytest.raises(ValueError, match="choose from before_charge, charged, recorded"):
-        lessons.copy_at("robust", "after_lunch")
+        leases.copy_at("robust", "after_lunch")
 
 
 def test_keyed_zombie_commit_is_refused_and_money_moves_once():
-    run = lessons.zombie("keyed", pause=45)
+    run = leases.zombie("keyed", pause=45)
     assert (run.charges, run.ledger, run.record) == (1, 1, "done")
-    assert lessons.last_status(run, 1, 1) == "superseded"
-    assert lessons.last_status(run, 2, 1) == "charged"
-    assert lessons.lease_windows(run) == [(1, 0.0, 30.0), (2, 45.0, 75.0)]
+    assert leases.last_status(run, 1, 1) == "superseded"
+    assert leases.last_status(run, 2, 1) == "charged"
+    assert leases.lease_windows(run) == [(1, 0.0, 30.0), (2, 45.0, 75.0)]
 
 
 def test_keyed_short_stall_keeps_the_lease():
-    run = lessons.zombie("keyed", pause=20)
+    run = leases.zombie("keyed", pause=20)
     assert run.charges == 1
-    assert lessons.last_status(run, 2, 1) == "WorkInProgress"
-    assert lessons.lease_windows(run) == [(1, 0.0, 30.0)]
+    assert leases.last_status(run, 2, 1) == "WorkInProgress"
+    assert leases.lease_windows(run) == [(1, 0.0, 30.0)]
 
 
 def test_robust_zombie_double_charges_and_has_no_lease():
-    run = lessons.zombie("robust", pause=45)
+    run = leases.zombie("robust", pause=45)
     assert run.charges == 2
-    assert lessons.lease_windows(run) == []
+    assert leases.lease_windows(run) == []
 
 
 def test_zombie_rejects_bad_input():
     with pytest.raises(ValueError, match="unknown handler"):
-        lessons.zombie("careful")
+        leases.zombie("careful")
     with pytest.raises(ValueError, match="0 or more"):
-        lessons.zombie("keyed", pause=-1)
+        leases.zombie("keyed", pause=-1)
 
 
 def test_last_status_names_a_missing_invocation():
-    run = lessons.copy_at("robust", "recorded")
+    run = leases.copy_at("robust", "recorded")
     with pytest.raises(ValueError, match="delivery 3, attempt 1"):
-        lessons.last_status(run, delivery=3)
+        leases.last_status(run, delivery=3)
 
 
 def test_keyed_late_copy_after_expiry_runs_again_but_the_provider_replays():
-    late = lessons.late_duplicate("keyed", ttl_seconds=600, delay=7200)
+    late = expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200)
     assert late.expired and late.expires_at == 600
     assert late.late_status == "charged (provider replayed)"
     # the work ran again, but the provider replayed the charge and the ledger booked it once
@@ -79,23 +79,23 @@ def test_keyed_late_copy_after_expiry_runs_again_but_the_provider_replays():
 
 def test_a_record_that_outlives_the_copy_stops_it():
     for handler in ("robust", "keyed"):
-        late = lessons.late_duplicate(handler, ttl_seconds=86_400, delay=21_600, swept=True)
+        late = expiry.late_duplicate(handler, ttl_seconds=86_400, delay=21_600, swept=True)
         assert not late.expired
         assert late.late_status == "duplicate"
         assert (late.outcome.charges, late.outcome.ledger) == (1, 1)
 
 
 def test_robust_late_copy_depends_on_the_ttl_sweep():
-    kept = lessons.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=False)
-    swept = lessons.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True)
+    kept = expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=False)
+    swept = expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True)
     assert (kept.outcome.charges, swept.outcome.charges) == (1, 2)
 
 
 def test_late_duplicate_rejects_bad_input():
     with pytest.raises(ValueError, match="MaximumEventAgeInSeconds"):
-        lessons.late_duplicate("keyed", delay=30_000)
+        expiry.late_duplicate("keyed", delay=30_000)
     with pytest.raises(ValueError, match="RECORD_TTL_SECONDS"):
-        lessons.late_duplicate("keyed", ttl_seconds=0)
+        expiry.late_duplicate("keyed", ttl_seconds=0)
 
 
 def test_ttl_sweep_deletes_only_expired_items():
@@ -103,9 +103,9 @@ def test_ttl_sweep_deletes_only_expired_items():
         runtime = LocalLambda(world, world.env("keyed", RECORD_TTL_SECONDS="600"))
         runtime.send(world.event(world.upload("alice/a.csv")))
         runtime.run()
-        assert lessons.ttl_sweep(world) == []
+        assert expiry.ttl_sweep(world) == []
         world.clock.advance(600)
-        gone = lessons.ttl_sweep(world)
+        gone = expiry.ttl_sweep(world)
         assert len(gone) == 1 and gone[0].startswith("charge#")
         assert [item["pk"] for item in world.ledger().items()] == ["account#alice", "entry#ch_000001"]
 
@@ -117,11 +117,11 @@ def test_redrive_finishes_the_work_and_empties_the_queue():
         broken.run()
         assert world.failure_queue_depth() == 1
         fixed = LocalLambda(world, world.env("robust"))
-        assert lessons.redrive(world, fixed) == 1
+        assert batches.redrive(world, fixed) == 1
         assert world.failure_queue_depth() == 0
         assert [str(r.status) for r in world.ledger().records()] == ["done"]
         assert len(world.provider().charges()) == 1
-        assert lessons.redrive(world, fixed) == 0
+        assert batches.redrive(world, fixed) == 0
 
 
 def _report(world: LocalWorld):
@@ -131,13 +131,13 @@ def _report(world: LocalWorld):
 
 def test_the_ordinary_upload_alone_reconciles_clean():
     with LocalWorld() as world:
-        lessons.run_batch(world, lessons.MESSY_BATCH[:1])
+        batches.run_batch(world, batches.MESSY_BATCH[:1])
         assert _report(world).clean
 
 
 def test_messy_batch_leaves_every_kind_of_finding():
     with LocalWorld() as world:
-        attempts = lessons.run_batch(world)
+        attempts = batches.run_batch(world)
         world.clock.advance(3600)
         report = _report(world)
         missing = sorted(m.object.split("/")[3] for m in report.missing)
@@ -146,14 +146,14 @@ def test_messy_batch_leaves_every_kind_of_finding():
         assert [d.reference.split("/")[3] for d in report.double_charges] == ["bob"]
         assert [(a.account, a.provider_charges, a.ledger_charges) for a in report.mismatches] == [
             ("bob", 2, 1), ("dave", 1, 0)]
-        assert lessons.footprints(world, attempts) == {
+        assert batches.footprints(world, attempts) == {
             "objects uploaded": 5, "invocations": 8, "retries": 4, "records done": 2,
             "provider charges": 4, "ledger entries": 2, "failure queue depth": 1}
 
 
 def test_batch_owners_differ_between_uploads():
     with LocalWorld() as world:
-        lessons.run_batch(world, (lessons.BatchUpload("alice/a.csv", "keyed"),
-                                  lessons.BatchUpload("bob/b.csv", "keyed")))
+        batches.run_batch(world, (batches.BatchUpload("alice/a.csv", "keyed"),
+                                  batches.BatchUpload("bob/b.csv", "keyed")))
         owners = {r.owner for r in world.ledger().records()}
         assert len(owners) == 2

@@ -1,4 +1,4 @@
-"""idem.local.stories: the staged stories behind chapters 02-04."""
+"""Claims under pressure (chapter 02), upload stories through key recipes (03), and the alarm check (04)."""
 from __future__ import annotations
 
 import pytest
@@ -8,8 +8,8 @@ from idem.core.events import encode_key, newer_sequencer
 from idem.local import atomic
 from idem.local import scenarios as sc
 from idem.local.verdicts import judge_run
-from idem.local import stories as st
 from idem.local.world import LocalWorld
+from idem.local import alarms, claims, key_stories
 
 
 @pytest.fixture()
@@ -21,44 +21,44 @@ def world():
 # -- chapter 02 ---------------------------------------------------------------------------
 
 def test_conditional_put_on_the_key_gives_one_winner_every_round():
-    report = st.race_with_condition("attribute_not_exists(pk)", threads=6, rounds=5)
+    report = claims.race_with_condition("attribute_not_exists(pk)", threads=6, rounds=5)
     assert report.winners_per_round == (1,) * 5
 
 
 def test_condition_on_an_attribute_nobody_writes_lets_every_racer_win():
     # pins the trap of chapter 02's exercise: the put is conditional in name only
-    report = st.race_with_condition("attribute_not_exists(id)", threads=6, rounds=5)
+    report = claims.race_with_condition("attribute_not_exists(id)", threads=6, rounds=5)
     assert report.winners_per_round == (6,) * 5
 
 
 def test_condition_that_never_holds_lets_nobody_win():
-    assert st.race_with_condition("attribute_exists(pk)", threads=4, rounds=3).winners_per_round == (0,) * 3
+    assert claims.race_with_condition("attribute_exists(pk)", threads=4, rounds=3).winners_per_round == (0,) * 3
 
 
 def test_malformed_condition_is_a_clear_error_not_a_hang():
     with pytest.raises(ValueError, match="refused the condition 'attribute_not_exists"):
-        st.race_with_condition("attribute_not_exists(pk) AND", threads=4, rounds=3)
+        claims.race_with_condition("attribute_not_exists(pk) AND", threads=4, rounds=3)
 
 
 def test_race_needs_two_threads():
     with pytest.raises(ValueError, match="at least 2 threads"):
-        st.race_with_condition("attribute_not_exists(pk)", threads=1)
+        claims.race_with_condition("attribute_not_exists(pk)", threads=1)
 
 
 def test_moto_as_shipped_race_puts_the_lock_back():
-    st.moto_as_shipped_race(threads=3, rounds=2, window=0.0005)
+    claims.moto_as_shipped_race(threads=3, rounds=2, window=0.0005)
     assert atomic.is_atomic()
 
 
 def test_failed_put_returns_the_holder_and_no_transport_metadata(world):
-    response = st.failed_put_response(world, "charge#t")
+    response = claims.failed_put_response(world, "charge#t")
     assert response["Error"]["Code"] == "ConditionalCheckFailedException"
     assert response["Item"]["owner"] == {"S": "first-invocation"}
     assert "ResponseMetadata" not in response
 
 
 def test_claim_costs_one_call_for_a_put_and_two_for_read_then_put(world):
-    rows = {row.approach.split(":")[0].split(",")[0]: row for row in st.claim_costs(world)}
+    rows = {row.approach.split(":")[0].split(",")[0]: row for row in claims.claim_costs(world)}
     assert (rows["claim_once"].first_calls, rows["claim_once"].duplicate_calls) == (1, 1)
     assert (rows["KeyedLedger.claim"].first_calls, rows["KeyedLedger.claim"].duplicate_calls) == (1, 1)
     assert "status=in_progress" in rows["KeyedLedger.claim"].duplicate_learns
@@ -68,38 +68,38 @@ def test_claim_costs_one_call_for_a_put_and_two_for_read_then_put(world):
 # -- chapter 03: upload stories -------------------------------------------------------------
 
 def test_version_key_charges_a_retried_and_duplicated_upload_once():
-    run = st.run_story("retry and duplicate", "version")
+    run = key_stories.run_story("retry and duplicate", "version")
     assert run.charges == 1 and not run.extra and not run.missed
     assert [r.key for r in run.rows] == ["k1", "k1", "k1"]
     assert [r.status for r in run.rows] == ["charged", "duplicate", "duplicate"]
 
 
 def test_clock_key_charges_every_repeat_again():
-    run = st.run_story("retry and duplicate", "clock")
+    run = key_stories.run_story("retry and duplicate", "clock")
     assert run.charges == 3 and run.extra == 2
     assert [r.key for r in run.rows] == ["k1", "k2", "k3"]
 
 
 def test_etag_only_key_skips_a_reupload_of_the_same_bytes():
-    run = st.run_story("same bytes again", "etag_only")
+    run = key_stories.run_story("same bytes again", "etag_only")
     assert (run.charges, run.missed) == (1, 1)
     assert run.rows[1].verdict == "upload not charged"
 
 
 def test_version_key_skips_a_reupload_when_versioning_is_off():
-    run = st.run_story("same bytes, versioning off", "version")
+    run = key_stories.run_story("same bytes, versioning off", "version")
     assert (run.charges, run.missed) == (1, 1)
     assert {r.version for r in run.rows} == {"null"}
 
 
 def test_content_key_is_right_in_every_story():
-    for title in st.STORIES:
-        run = st.run_story(title, "content")
+    for title in key_stories.STORIES:
+        run = key_stories.run_story(title, "content")
         assert run.charges == run.wanted and not run.extra and not run.missed, title
 
 
 def test_story_ledger_entry_matches_the_provider():
-    run = st.run_story("out of order", "content")
+    run = key_stories.run_story("out of order", "content")
     entry = next(item for item in run.items if item["pk"] == "account#alice")
     assert entry["charges"] == run.charges == 2
     assert sum(item.get("status") == "claimed" for item in run.items) == 2
@@ -107,50 +107,50 @@ def test_story_ledger_entry_matches_the_provider():
 
 def test_a_recipe_function_is_registered_only_for_the_run():
     before = dict(keys.RECIPES)
-    run = st.run_story("same bytes, versioning off", lambda o: f"{o.key}#{o.version_id}")
+    run = key_stories.run_story("same bytes, versioning off", lambda o: f"{o.key}#{o.version_id}")
     assert run.recipe == "custom" and run.missed == 1
     assert keys.RECIPES == before
 
 
 def test_bad_recipes_are_refused_clearly():
     with pytest.raises(ValueError, match="unknown key recipe 'nope'"):
-        st.run_story("out of order", "nope")
+        key_stories.run_story("out of order", "nope")
     with pytest.raises(TypeError, match="a recipe is a name or a function"):
-        st.run_story("out of order", 42)  # type: ignore[arg-type]
+        key_stories.run_story("out of order", 42)  # type: ignore[arg-type]
 
 
 def test_run_grid_covers_every_recipe_and_story():
-    runs = st.run_grid(["version", "uuid"], ["retry and duplicate"])
+    runs = key_stories.run_grid(["version", "uuid"], ["retry and duplicate"])
     assert [(r.recipe, r.charges) for r in runs] == [("version", 1), ("uuid", 3)]
 
 
 # -- chapter 03: sequencers, operations, names, sizes ---------------------------------------
 
 def test_sequencer_orders_a_late_upload_and_its_repeat_alike(world):
-    v1 = world.upload("dave/order.csv", st.ORDER)
-    v2 = world.upload("dave/order.csv", st.OTHER_ORDER)
-    orders = [r.order for r in st.sequencer_order([v2, v1, v1])]
+    v1 = world.upload("dave/order.csv", key_stories.ORDER)
+    v2 = world.upload("dave/order.csv", key_stories.OTHER_ORDER)
+    orders = [r.order for r in key_stories.sequencer_order([v2, v1, v1])]
     assert orders == ["newest so far", "older than the newest", "older than the newest"]
-    assert [r.order for r in st.sequencer_order([v1, v2, v2])] == [
+    assert [r.order for r in key_stories.sequencer_order([v1, v2, v2])] == [
         "newest so far", "newest so far", "same as the newest"]
 
 
 def test_unpadded_comparison_gets_a_shorter_later_sequencer_wrong():
     later, earlier = "0055AED6DCD90282", "0055AED6DCD90281E5"
     assert newer_sequencer(later, earlier)
-    assert not st.naive_newer(later, earlier)
+    assert not key_stories.naive_newer(later, earlier)
 
 
 def test_a_shared_key_skips_the_receipt_and_scoped_keys_do_not(world):
-    shared = st.charge_and_receipt(world, world.upload("bob/a.csv"), scoped=False)
+    shared = key_stories.charge_and_receipt(world, world.upload("bob/a.csv"), scoped=False)
     assert [r.claimed for r in shared] == [True, False]
-    scoped = st.charge_and_receipt(world, world.upload("bob/b.csv"), scoped=True)
+    scoped = key_stories.charge_and_receipt(world, world.upload("bob/b.csv"), scoped=True)
     assert [r.claimed for r in scoped] == [True, True]
     assert len(world.provider().charges()) == 2
 
 
 def test_key_from_the_raw_field_differs_and_names_no_object(world):
-    name = st.encoded_name(world, "alice/my file.csv")
+    name = key_stories.encoded_name(world, "alice/my file.csv")
     assert (name.raw_field, name.decoded) == ("alice/my+file.csv", "alice/my file.csv")
     assert name.key_from_raw != name.key_from_decoded
     assert name.lookup_raw.startswith("not found") and name.lookup_decoded.startswith("found")
@@ -158,11 +158,11 @@ def test_key_from_the_raw_field_differs_and_names_no_object(world):
 
 def test_hashed_key_fits_where_the_encoded_field_does_not(world):
     obj = world.upload("alice/" + "é" * 509)
-    sizes = st.key_sizes(obj)
+    sizes = key_stories.key_sizes(obj)
     assert sizes["object key"] == 1024
     assert sizes["event field (URL-encoded)"] > keys.MAX_PARTITION_KEY_BYTES > sizes["idempotency key"]
-    assert st.store_pk(world, encode_key(obj.key)).startswith("ValidationException")
-    assert st.store_pk(world, keys.idempotency_key(obj)).startswith("stored")
+    assert key_stories.store_pk(world, encode_key(obj.key)).startswith("ValidationException")
+    assert key_stories.store_pk(world, keys.idempotency_key(obj)).startswith("stored")
     assert world.ledger().items() == []  # the probe is removed again
 
 
@@ -180,7 +180,7 @@ CLAIM_FIRST_ROWS = [_outcome("none", "-", 1, 1, 0), _outcome("at_charge", "once"
 
 
 def test_a_failure_queue_alarm_misses_claim_firsts_silent_failures():
-    problems = st.check_alarm(lambda o: o.dlq > 0, CLAIM_FIRST_ROWS)
+    problems = alarms.check_alarm(lambda o: o.dlq > 0, CLAIM_FIRST_ROWS)
     assert [p.split(":")[0] for p in problems] == [
         "stays quiet on claim_first at_charge/once", "stays quiet on claim_first after_charge/once"]
 
@@ -189,9 +189,9 @@ def test_an_alarm_comparing_claims_charges_and_entries_is_right():
     def alarm(o):
         claims = sum(i.get("status") == "claimed" for i in o.items)
         return o.dlq > 0 or o.charges != o.ledger or o.ledger < claims
-    assert st.check_alarm(alarm, CLAIM_FIRST_ROWS) == []
+    assert alarms.check_alarm(alarm, CLAIM_FIRST_ROWS) == []
 
 
 def test_an_alarm_that_always_fires_is_told_so():
-    problems = st.check_alarm(lambda o: True, CLAIM_FIRST_ROWS)
+    problems = alarms.check_alarm(lambda o: True, CLAIM_FIRST_ROWS)
     assert problems and all(p.startswith("fires on") for p in problems)

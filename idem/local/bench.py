@@ -29,6 +29,8 @@ import types
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator
 
+from . import bill as _bill
+
 HELP = "calls per event and events per second for each handler, side by side"
 HANDLERS = ("naive", "claim_first", "robust", "keyed", "powertools")
 PHASES = ("first", "duplicate")
@@ -117,6 +119,7 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS) 
                     "largest_share": max(max(c.runtime_share_first, c.runtime_share_duplicate)
                                          for c in costs)},
     }
+    report["bill"] = [b.row() for b in _bill.bills(tuple(h for h in handlers if h in _bill.HANDLERS))]
     report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
     report["targets"] = targets(report)
     return report
@@ -254,6 +257,14 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             ratio = round(by["keyed"][f"rate_{phase}"] / by["powertools"][f"rate_{phase}"], 3)
             target(f"keyed / powertools events per second, {phase} deliveries >= 1.0", ratio,
                    ratio >= 1.0)
+    bill = {(b["handler"], b["case"]): b for b in report.get("bill", [])}
+    if ("keyed", "first") in bill and ("powertools", "first") in bill:
+        # Powertools' first delivery already includes the application's ledger write.
+        keyed_first, limit = bill[("keyed", "first")]["wru"], bill[("powertools", "first")]["wru"]
+        target(f"keyed: write units per first delivery <= powertools' with its ledger entry ({limit:g})",
+               keyed_first, keyed_first <= limit)
+        target("keyed: 1 write unit per duplicate", bill[("keyed", "duplicate")]["wru"],
+               bill[("keyed", "duplicate")]["wru"] == 1)
     share = report["runtime"]["largest_share"]
     target(f"local runtime's own share of an event's cost < {RUNTIME_SHARE_LIMIT:.0%}", share,
            share < RUNTIME_SHARE_LIMIT)
@@ -278,6 +289,12 @@ def format_report(report: dict[str, Any]) -> str:
              f"runtime overhead: {rt['runtime_overhead_us']:.0f} us per event (a no-op function: "
              f"{rt['noop_through_runtime_us']:.0f} us through the runtime, "
              f"{rt['noop_direct_us']:.0f} us called directly)", ""]
+    if report.get("bill"):
+        price = "us-east-1 on-demand, $0.625 per million write units and $0.125 per million read units"
+        bill_rows = [["handler", "case", "calls", "write units", "read units", "$ per million"]]
+        bill_rows += [[b["handler"], b["case"], f"{b['calls']}", f"{b['wru']:g}", f"{b['rru']:g}",
+                       f"{b['usd_per_million']:.3f}"] for b in report["bill"]]
+        lines += [f"DynamoDB's bill per upload ({price}, as of 2026-10-04):", _align(bill_rows), ""]
     sched = report["schedules"]
     lines += [f"schedules per CPU-second: {sched['exhaustive_per_second']:g} through the exhaustive "
               f"runner, {sched['check_per_second']:g} through idem check (whose "

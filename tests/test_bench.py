@@ -59,8 +59,10 @@ def test_text_report_prints_the_table_and_the_targets(capsys):
     assert main(["bench", "--events", "2", "--rounds", "1", "--handler", "robust"]) == 0
     text = capsys.readouterr().out
     assert "calls/first" in text and "runtime overhead" in text
-    assert [line.split()[0] for line in text.splitlines() if line.startswith(("robust ", "keyed "))] \
+    rates = text.split("runtime overhead")[0]
+    assert [line.split()[0] for line in rates.splitlines() if line.startswith(("robust ", "keyed "))] \
         == ["robust", "keyed"]  # keyed is always measured: every ratio is to keyed
+    assert "DynamoDB's bill per upload" in text and "write units" in text
 
 
 @pytest.mark.parametrize("argv", [["--events", "0"], ["--events", "3", "--rounds", "4"]])

@@ -7,6 +7,8 @@ constant figures part from DynamoDB's rules.
 """
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any, Iterator
 
 import boto3
@@ -47,10 +49,22 @@ def create_table(client: Any, name: str = TABLE, sort_key: bool = False,
                         BillingMode="PAY_PER_REQUEST", **extra)
 
 
-@pytest.fixture
-def client() -> Iterator[Any]:
+@contextlib.contextmanager
+def fresh_dynamodb() -> Iterator[Any]:
+    """moto's DynamoDB, leaving no table behind: a process may already run moto for other tests."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", **FAKE)
+        before = set(dynamodb.list_tables()["TableNames"])
+        try:
+            yield dynamodb
+        finally:
+            for name in set(dynamodb.list_tables()["TableNames"]) - before:
+                dynamodb.delete_table(TableName=name)
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with fresh_dynamodb() as dynamodb:
         create_table(dynamodb)
         yield dynamodb
 
@@ -266,8 +280,7 @@ def test_a_scan_sums_the_items_it_evaluates_then_rounds(client: Any, meter: Capa
 
 
 def test_a_query_sums_the_items_it_reads_then_rounds() -> None:
-    with mock_aws():
-        client = boto3.client("dynamodb", **FAKE)
+    with fresh_dynamodb() as client:
         create_table(client, sort_key=True)
         for sk in ("1", "2", "3"):
             client.put_item(TableName=TABLE, Item=sized("a", 1500, sk={"S": sk}))
@@ -283,8 +296,7 @@ def test_a_query_sums_the_items_it_reads_then_rounds() -> None:
 
 # -- global secondary indexes ------------------------------------------------------------------------
 def test_writes_that_touch_an_index_also_write_the_index() -> None:
-    with mock_aws():
-        client = boto3.client("dynamodb", **FAKE)
+    with fresh_dynamodb() as client:
         create_table(client, index={"ProjectionType": "KEYS_ONLY"})
         with CapacityRecorder(client) as meter:
             def update(expression: str, **values: str) -> tuple[float, float]:
@@ -305,8 +317,7 @@ def test_writes_that_touch_an_index_also_write_the_index() -> None:
 
 
 def test_an_index_write_is_sized_on_the_projected_entry() -> None:
-    with mock_aws():
-        client = boto3.client("dynamodb", **FAKE)
+    with fresh_dynamodb() as client:
         create_table(client, index={"ProjectionType": "ALL"})
         with CapacityRecorder(client) as meter:
             client.put_item(TableName=TABLE, Item=sized("a", 1500, g={"S": "A"}))
@@ -317,8 +328,7 @@ def test_an_index_write_is_sized_on_the_projected_entry() -> None:
 
 
 def test_an_index_query_is_sized_on_index_entries_and_eventually_consistent() -> None:
-    with mock_aws():
-        client = boto3.client("dynamodb", **FAKE)
+    with fresh_dynamodb() as client:
         create_table(client, index={"ProjectionType": "KEYS_ONLY"})
         for pk in ("a", "b", "c"):  # 9,000 bytes in the table, a few bytes each in the index
             client.put_item(TableName=TABLE, Item=sized(pk, 3000, g={"S": "A"}))
@@ -407,8 +417,7 @@ def test_moto_differs(client: Any, what: str, call: str, params: dict[str, Any],
 
 
 def test_moto_reports_no_index_writes() -> None:
-    with mock_aws():
-        client = boto3.client("dynamodb", **FAKE)
+    with fresh_dynamodb() as client:
         create_table(client, index={"ProjectionType": "KEYS_ONLY"})
         with CapacityRecorder(client) as meter:
             response = client.put_item(TableName=TABLE, Item={"pk": {"S": "a"}, "g": {"S": "A"}},

@@ -54,7 +54,8 @@ def test_the_explorer_runs_once_at_start_and_again_on_every_change():
 def test_rows_put_controls_side_by_side():
     box, controls, _, _ = _explorer(rows=[("handler", "fault")])
     first, second, output = box.children
-    assert isinstance(first, widgets.HBox) and list(first.children) == [controls["handler"], controls["fault"]]
+    assert isinstance(first, widgets.HBox)
+    assert list(first.children) == [controls["handler"], controls["fault"]]
     assert second is controls["times"] and isinstance(output, widgets.Output)
 
 
@@ -77,3 +78,14 @@ def test_the_scenario_explorer_keeps_its_layout_and_disables_times_without_a_fau
     assert [c.description for c in top.children] == ["handler", "fault"]
     assert times.disabled and times.description == "times" and delivery.description == "delivery"
     assert isinstance(output, widgets.Output)
+
+
+def test_a_twin_shows_what_its_run_returns_and_returns_it():
+    shown = []
+
+    def run(threads: int = 8, rounds: int = 50):
+        return threads * rounds
+
+    twin = views.pinned(run, shown.append, "Multiply, and show it.")
+    assert twin(2, rounds=3) == 6 and shown == [6]
+    assert twin.__doc__ == "Multiply, and show it." and twin.__wrapped__ is run

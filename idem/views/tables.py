@@ -1,12 +1,14 @@
 """Tables for the chapters: pandas frames, and styled tables that keep a plain text form."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from ..check import VERDICTS
 from ..core.clock import EPOCH
 from ..local import expiry, leases
+from ..local.verdicts import BREAKS
 from ..local import scenarios as sc
 from ..local.runtime import Attempt
 
@@ -161,3 +163,34 @@ def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
     """A table from a list of dataclass rows (or dicts), one column per field."""
     return pd.DataFrame([r if isinstance(r, dict) else dict(vars(r)) for r in rows])
 
+
+# -- chapter 10: a check's report ------------------------------------------------------------
+def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
+    """Schedules per verdict, one column per check report (`idem.check.CheckReport`), breaks marked.
+
+    Verdicts run in the check's order; a verdict no report has is left out.
+    """
+    tallies = {name: report.tally() for name, report in reports.items()}
+    shown = [v for v in VERDICTS if any(v in tally for tally in tallies.values())]
+    frame = pd.DataFrame({name: [tally.get(v, 0) for v in shown] for name, tally in tallies.items()},
+                         index=pd.Index(shown, name="verdict"))
+    frame["break?"] = ["BREAK" if v in BREAKS else "" for v in shown]
+    return frame
+
+
+def schedule_frame(result: Any) -> pd.DataFrame:
+    """One schedule of a check (`idem.check.Result`), a row per boundary crossed: when, by which
+    invocation, where, what was injected there, and how the invocation ended (on its last row)."""
+    rows = []
+    for a in result.attempts:
+        crossings = a.crossings or [None]
+        for n, crossing in enumerate(crossings):
+            last = n == len(crossings) - 1
+            rows.append({"t (s)": a.start if crossing is None else crossing.t,
+                         "delivery": a.delivery, "attempt": a.attempt,
+                         "boundary": "-" if crossing is None else str(crossing.boundary),
+                         "injected": (crossing.failed if crossing else "") or "",
+                         "ended": a.outcome if last else ""})
+    frame = pd.DataFrame(rows, columns=["t (s)", "delivery", "attempt", "boundary", "injected", "ended"])
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
+    return frame

@@ -1,17 +1,25 @@
 """Explorers (ipywidgets): controls, and a run re-shown below them whenever a control changes.
 
-Every explorer is built by `make_explorer`, and each has a pinned twin, `explore_...`, that
-makes the same run with the widget's starting values and shows it the same way. A chapter
-shows the widget (its output is not stored) and then the twin (its output is).
+Every explorer is `make_explorer(controls, run, show)`: the widget shows `show(run(**values))`.
+Its twin, `explore_...`, is `pinned(run, show)`: the same run and the same showing, called with
+the widget's starting values. A chapter shows the widget (nbval ignores its output) and then
+the twin (whose output is stored and compared).
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import importlib
+import importlib.util
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ..check import CheckInputError, check_handler, resolve
 from ..core.keys import RECIPES
 from ..local import expiry, key_stories, leases
 from ..local import race
@@ -63,6 +71,22 @@ def make_explorer(controls: Mapping[str, widgets.ValueWidget], run: Callable[...
     return widgets.VBox([*_layout(controls, rows), shown])
 
 
+def pinned(run: Callable[..., Any], show: Callable[[Any], None], doc: str) -> Callable[..., Any]:
+    """An explorer's twin: `show(run(...))` for the arguments given, returning what `run` returned.
+
+    A chapter calls it with the widget's starting values, so the page reads the same where
+    widgets do not render (and nbval has an output to compare).
+    """
+    @functools.wraps(run)
+    def twin(*args: Any, **kwargs: Any) -> Any:
+        result = run(*args, **kwargs)
+        show(result)
+        return result
+
+    twin.__doc__ = doc
+    return twin
+
+
 def _layout(controls: Mapping[str, widgets.Widget], rows: Sequence[Sequence[str]]) -> list[widgets.Widget]:
     placed = {name for row in rows for name in row}
     laid: list[widgets.Widget] = []
@@ -103,12 +127,8 @@ def show_scenario(outcome: sc.Outcome) -> None:
     _close_figures()
 
 
-def explore(handler: str = "naive", fault: str = "after_charge", times: str = "once",
-            delivery: str = "single") -> sc.Outcome:
-    """Run one scenario and show its outcome row and its timeline (the explorer's twin)."""
-    outcome = run_scenario(handler, fault, times, delivery)
-    show_scenario(outcome)
-    return outcome
+explore = pinned(run_scenario, show_scenario,
+                 "Run one scenario and show its outcome row and its timeline (the explorer's twin).")
 
 
 def explorer(handler: str = "naive", fault: str = "after_charge", times: str = "once",
@@ -137,11 +157,8 @@ def show_race(reports: list[race.RaceReport]) -> None:
     _close_figures()
 
 
-def race_explore(threads: int = 8, rounds: int = 50) -> list[race.RaceReport]:
-    """Race real threads with both claim strategies; print the tallies and draw them."""
-    reports = run_race(threads, rounds)
-    show_race(reports)
-    return reports
+race_explore = pinned(run_race, show_race,
+                      "Race real threads with both claim strategies; print the tallies and draw them.")
 
 
 def race_explorer(threads: int = 8, rounds: int = 50) -> widgets.Widget:
@@ -163,11 +180,9 @@ def show_story(run: key_stories.StoryRun) -> None:
         lambda v: "" if v == "ok" else "background-color: #f6c6c3; color: black", subset=["verdict"])))
 
 
-def story_explore(story: str = "same bytes again", recipe: str = "version") -> key_stories.StoryRun:
-    """Run one upload story through one key recipe: every arrival, its key, and the verdict."""
-    run = key_stories.run_story(story, recipe)
-    show_story(run)
-    return run
+story_explore = pinned(key_stories.run_story, show_story,
+                       "Run one upload story through one key recipe: every arrival, its key, "
+                       "and the verdict.")
 
 
 def story_explorer(story: str = "same bytes again", recipe: str = "version") -> widgets.Widget:
@@ -191,12 +206,8 @@ def show_outcomes(outcomes: list[sc.Outcome]) -> None:
     _close_figures()
 
 
-def explore_fault(fault: str = "at_charge", times: str = "once",
-                  handlers: tuple[str, ...] = ("naive", "claim_first", "robust")) -> list[sc.Outcome]:
-    """The same fault for every handler: their outcome rows, and their timelines."""
-    outcomes = run_fault(fault, times, handlers)
-    show_outcomes(outcomes)
-    return outcomes
+explore_fault = pinned(run_fault, show_outcomes,
+                       "The same fault for every handler: their outcome rows, and their timelines.")
 
 
 def fault_explorer(fault: str = "at_charge", times: str = "once") -> widgets.Widget:
@@ -220,11 +231,9 @@ def show_copy(outcome: sc.Outcome) -> None:
     _close_figures()
 
 
-def explore_copy(handler: str = "robust", step: str = "before_charge") -> sc.Outcome:
-    """One upload, and a copy of its event that runs when the first invocation reaches `step`."""
-    outcome = leases.copy_at(handler, step)
-    show_copy(outcome)
-    return outcome
+explore_copy = pinned(leases.copy_at, show_copy,
+                      "One upload, and a copy of its event that runs when the first invocation "
+                      "reaches `step`.")
 
 
 def copy_explorer(handler: str = "robust", step: str = "before_charge") -> widgets.Widget:
@@ -250,11 +259,9 @@ def show_zombie(run: tuple[sc.Outcome, float]) -> None:
     _close_figures()
 
 
-def explore_zombie(handler: str = "keyed", pause: float = 45.0) -> sc.Outcome:
-    """The first invocation charges, stalls `pause` s, then commits; a copy arrives at the stall's end."""
-    run = run_zombie(handler, pause)
-    show_zombie(run)
-    return run[0]
+explore_zombie = pinned(run_zombie, show_zombie,
+                        "The first invocation charges, stalls `pause` s, then commits; a copy "
+                        "arrives at the stall's end.")
 
 
 def zombie_explorer(handler: str = "keyed", pause: float = 45.0) -> widgets.Widget:
@@ -271,12 +278,9 @@ def show_late_duplicate(run: expiry.LateRun) -> None:
     _close_figures()
 
 
-def explore_late_duplicate(handler: str = "keyed", ttl_seconds: int = 600, delay: float = 7200,
-                           swept: bool = False) -> expiry.LateRun:
-    """One upload, and the same event again `delay` seconds later, against RECORD_TTL_SECONDS."""
-    run = expiry.late_duplicate(handler, ttl_seconds, delay, swept)
-    show_late_duplicate(run)
-    return run
+explore_late_duplicate = pinned(expiry.late_duplicate, show_late_duplicate,
+                                "One upload, and the same event again `delay` seconds later, "
+                                "against RECORD_TTL_SECONDS.")
 
 
 def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, delay: float = 7200,
@@ -286,7 +290,138 @@ def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, dela
         {"handler": widgets.ToggleButtons(options=("robust", "keyed"), value=handler, description="handler"),
          "ttl_seconds": widgets.Dropdown(options=charts.TTL_CHOICES, value=ttl_seconds,
                                          description="record TTL"),
-         "delay": widgets.SelectionSlider(options=charts.DELAY_CHOICES, value=delay, description="copy after"),
+         "delay": widgets.SelectionSlider(options=charts.DELAY_CHOICES, value=delay,
+                                          description="copy after"),
          "swept": widgets.Checkbox(value=swept, description="TTL sweep ran before the copy")},
         expiry.late_duplicate, show_late_duplicate)
 
+
+# -- chapter 10: a check's breaks, one schedule at a time ------------------------------------
+#: What each of the workbook's patterns writes into its books, named as effects for the check.
+PATTERN_BOOKS = {"naive": ("dynamodb:UpdateItem",), "claim_first": ("dynamodb:UpdateItem",),
+                 "robust": ("dynamodb:UpdateItem",), "keyed": ("dynamodb:TransactWriteItems",)}
+#: How many breaks, smallest first, the explorer offers to replay.
+REPLAYS = 5
+
+
+class HandlerChoices:
+    """Handlers to pick from, by label: a check report already made, or a target (`module:function`
+    of your handler, or a pattern's name) that is checked when it is first asked for.
+
+    A handler's file is read each time: an edited file is checked again, an unchanged one (or
+    one with the same code as a report already made) is not. The workbook's patterns join the
+    choices, each with its books named as an effect.
+    """
+
+    def __init__(self, choices: Mapping[str, Any], *, effects: Sequence[str] = (),
+                 retries: Sequence[int] = (0, 1, 2), patterns: bool = True) -> None:
+        self.choices = dict(choices)
+        self.effects = {label: tuple(effects) for label in self.choices}
+        if patterns:
+            for name, books in PATTERN_BOOKS.items():
+                self.choices.setdefault(name, name)
+                self.effects.setdefault(name, books)
+        self.retries = tuple(sorted(set(retries)))
+        self._checked: dict[tuple[Any, ...], Any] = {}
+        for report in self.choices.values():
+            if not isinstance(report, str):
+                retried = tuple(sorted({r.schedule.retries for r in report.results}))
+                self._checked[_code_key(report.target, report.effects, retried)] = report
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.choices)
+
+    def report(self, label: str) -> Any:
+        """The check report for the handler labelled `label` (CheckInputError if it cannot be checked)."""
+        choice = self.choices[label]
+        if not isinstance(choice, str):
+            return choice
+        key = _code_key(resolve(choice), self.effects[label], self.retries)
+        if key not in self._checked:
+            print(f"checking {label}: every schedule, one after the other...", flush=True)
+            self._checked[key] = check_handler(choice, effects=self.effects[label], retries=self.retries,
+                                               workers=1)
+        return self._checked[key]
+
+
+def _code_key(target: Any, effects: Sequence[str], retries: Sequence[int]) -> tuple[Any, ...]:
+    """What a check's report depends on: the handler's code (its file's content), its function
+    and settings, the effects counted and the retries tried."""
+    importlib.invalidate_caches()  # a module written a moment ago
+    if target.module.endswith(".py"):
+        path: Path | None = Path(target.module)
+    else:
+        spec = importlib.util.find_spec(target.module)
+        path = Path(spec.origin) if spec and spec.origin else None
+    code = hashlib.sha256(path.read_bytes()).hexdigest() if path and path.is_file() else target.module
+    return (code, target.function, target.env, tuple(effects), tuple(retries))
+
+
+def replay_options(report: Any, first: int = REPLAYS) -> tuple[tuple[str, int], ...]:
+    """The breaks to replay, smallest schedule first, as (label, index) pairs."""
+    if report is None or report.holds:
+        return (("none: it holds", 0),) if report is not None else (("-", 0),)
+    broken = sorted(report.broken, key=lambda r: r.schedule.size)[:first]
+    return tuple((f"{n + 1}: {r.verdict}", n) for n, r in enumerate(broken))
+
+
+@dataclasses.dataclass
+class Replay:
+    """One handler's check, and the break picked from it (None when the check holds)."""
+
+    handler: str
+    report: Any = None
+    result: Any = None
+    problem: str = ""  # why the handler could not be checked
+
+
+def run_replay(choices: HandlerChoices, handler: str | None = None, schedule: int = 0) -> Replay:
+    """Check `handler` (the first choice by default; a report made before is reused) and pick
+    its `schedule`-th smallest break."""
+    handler = handler or choices.labels[0]
+    try:
+        report = choices.report(handler)
+    except CheckInputError as error:
+        return Replay(handler, problem=str(error))
+    broken = sorted(report.broken, key=lambda r: r.schedule.size)
+    return Replay(handler, report, broken[min(schedule, len(broken) - 1)] if broken else None)
+
+
+def show_replay(replay: Replay) -> None:
+    """The handler's verdicts on one line, then the break: its schedule, a row per boundary
+    crossed, the effects against the clean run, and the invocations on the clock."""
+    if replay.problem:
+        print(f"{replay.handler}: cannot be checked yet: {replay.problem}")
+        return
+    report, result = replay.report, replay.result
+    tally = ", ".join(f"{verdict} {n}" for verdict, n in report.tally().items())
+    print(f"{replay.handler}, {len(report.results)} schedules: {tally}")
+    if result is None:
+        print("it holds: no double effect, silent mismatch or silent loss to replay")
+        return
+    print(f"replaying a {result.verdict}: {result.schedule.label()}")
+    display(tables.schedule_frame(result))
+    counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
+                       for name, n in report.baseline.items() if n)
+    print(f"effects: {counts}; failure queue: {result.dlq}")
+    display(charts.timeline(result.attempts, title=f"{replay.handler}: {result.verdict}"))
+    _close_figures()
+
+
+explore_check = pinned(run_replay, show_replay,
+                       "Show the `schedule`-th smallest break of a handler's check (the explorer's twin).")
+
+
+def check_explorer(choices: HandlerChoices, handler: str | None = None, schedule: int = 0) -> widgets.Widget:
+    """Pick a handler and one of its smallest breaks: see the schedule that breaks it."""
+    handler = handler or choices.labels[0]
+
+    def breaks_of(label: str) -> tuple[tuple[str, int], ...]:
+        return replay_options(run_replay(choices, label).report)
+
+    return make_explorer(
+        {"handler": widgets.Dropdown(options=choices.labels, value=handler, description="handler"),
+         "schedule": widgets.Dropdown(options=breaks_of(handler), value=schedule, description="break")},
+        functools.partial(run_replay, choices), show_replay,
+        links={"schedule": lambda v: {"options": breaks_of(v["handler"])}})

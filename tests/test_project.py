@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-LAST_CHAPTER = 9
+LAST_CHAPTER = 10
 sys.path.insert(0, str(ROOT / "tools"))
 
 from binder import Environment  # noqa: E402
@@ -136,6 +136,16 @@ def test_every_notebook_matches_its_source():
 
 def code_cells(path: Path) -> list[dict]:
     return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def test_chapters_are_numbered_without_gaps_and_listed_in_the_readme_and_the_map():
+    stems = [p.stem for p in CHAPTERS]
+    assert [int(s[:2]) for s in stems] == list(range(LAST_CHAPTER + 1))
+    readme = re.findall(r"^\| \d\d \| \[[^]]+\]\(notebooks/(\w+)\.ipynb\)", (ROOT / "README.md").read_text(), re.M)
+    assert readme == stems
+    start = (ROOT / "notebooks" / "source" / "00_start_here.py").read_text()
+    the_map = start.split("## The map", 1)[1].split("# %%", 1)[0]
+    assert re.findall(r"^# \| \[[^]]+\]\((\w+)\.ipynb\)", the_map, re.M) == stems[1:]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

@@ -52,6 +52,7 @@
 # | [07 Time and the auditor](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
 # | [08 Powertools side by side](08_powertools_side_by_side.ipynb) | Where does Powertools for AWS Lambda protect you, and where not? What does each pattern cost? |
 # | [09 Deploy to AWS](09_deploy_to_aws.ipynb) | The same code on your own account: watch it charge twice, then once. |
+# | [10 Check your own handler](10_check_your_own_handler.ipynb) | Does your own handler charge once, whatever S3 and Lambda do? |
 
 # %% [markdown]
 # ## Setup

@@ -302,4 +302,4 @@ else:
 #   and runs the function against the stack's own resources: naive 2 charges, keyed 1.
 # * Real AWS is one opt-in away, tagged and cleaned up; the same code, the same result.
 #
-# This is the last chapter. **Back to the start:** [00 Start here](00_start_here.ipynb)
+# **Next:** [10 Check your own handler](10_check_your_own_handler.ipynb)

@@ -1,0 +1,45 @@
+"""Views for the chapters, by kind: tables (pandas), charts (matplotlib), explorers (ipywidgets),
+and code and text shown as highlighted blocks.
+
+Kept apart from the core on purpose: nothing that ships to Lambda imports this package.
+Chapters use `from idem import views` and `views.<name>`: every public name of the modules
+below is re-exported here.
+"""
+from __future__ import annotations
+
+from .code import BREAK_REASONS, explain_breaks, show_source, show_text
+from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
+                     footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
+                     outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
+from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
+                     TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
+                     record_life_chart, story_grid, timeline, timelines)
+from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, check_explorer,
+                      copy_explorer, explore, explore_check, explore_copy, explore_fault,
+                      explore_late_duplicate, explore_zombie, explorer, fault_explorer,
+                      late_duplicate_explorer, make_explorer, pinned, race_explore, race_explorer,
+                      replay_options, run_fault, run_race, run_replay, run_scenario, run_zombie,
+                      show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
+                      show_scenario, show_story, show_zombie, story_explore, story_explorer,
+                      zombie_explorer)
+
+__all__ = [
+    # code and text
+    "BREAK_REASONS", "explain_breaks", "show_source", "show_text",
+    # tables
+    "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
+    "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
+    "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
+    # charts
+    "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
+    "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
+    "record_life_chart", "story_grid", "timeline", "timelines",
+    # explorers and their twins
+    "FAULTS", "PATTERN_BOOKS", "REPLAYS", "HandlerChoices", "Replay", "check_explorer",
+    "copy_explorer", "explore", "explore_check", "explore_copy", "explore_fault",
+    "explore_late_duplicate", "explore_zombie", "explorer", "fault_explorer",
+    "late_duplicate_explorer", "make_explorer", "pinned", "race_explore", "race_explorer", "replay_options",
+    "run_fault", "run_race", "run_replay", "run_scenario", "run_zombie", "show_copy",
+    "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
+    "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
+]

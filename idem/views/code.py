@@ -1,0 +1,50 @@
+"""Code and text as the chapters show them: syntax-highlighted blocks."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+from typing import Any
+
+from IPython.display import Markdown
+
+
+def show_source(*objects: Any) -> Markdown:
+    """The real source of idem functions, classes or modules, syntax-highlighted."""
+    parts = [textwrap.dedent(inspect.getsource(obj)).rstrip() for obj in objects]
+    return Markdown("```python\n" + "\n\n\n".join(parts) + "\n```")
+
+
+def show_text(text: str, language: str = "") -> Markdown:
+    """Any text (a template excerpt, a JSON message) as a highlighted block."""
+    return Markdown(f"```{language}\n{text.rstrip()}\n```")
+
+
+WIDTH = 96  # explanations wrap here, to fit the page
+#: Why a handler breaks, by verdict: what a schedule with that verdict says about the code.
+BREAK_REASONS = {
+    "double_charge": "a retry or a copy charged again. The provider cannot tell it is the same "
+                     "request: pass it an idempotency key made from the upload, the same on every attempt.",
+    "double_effect": "an effect you named happened twice: a retry repeated it after the answer was lost. "
+                     "Make that write conditional, so it lands once per charge.",
+    "silent_mismatch": "money moved, the books never heard, and nothing alerts. The books can be lost after "
+                       "the charge: every attempt that reaches the charge must also reach the books.",
+    "silent_loss": "no money moved and nothing alerts. A claim taken before the work stands down forever: "
+                   "the retry finds it and skips work that never happened.",
+}
+
+
+def explain_breaks(report: Any) -> str:
+    """What a check report (`idem.check.CheckReport`) says about the handler: for each kind of
+    break, how often, the smallest schedule it happened in, and what that means."""
+    if report.holds:
+        return textwrap.fill(f"holds: in all {len(report.results)} schedules every effect happened as "
+                             "often as in the clean run, or the failure queue shows what did not.", WIDTH)
+    lines = [f"breaks in {len(report.broken)} of {len(report.results)} schedules:"]
+    for verdict, n in report.tally().items():
+        if verdict not in BREAK_REASONS:
+            continue
+        smallest = min((r for r in report.broken if r.verdict == verdict), key=lambda r: r.schedule.size)
+        reason = f"- {verdict} ({n}): {BREAK_REASONS[verdict]}"
+        lines += [textwrap.fill(reason, WIDTH, subsequent_indent="  "),
+                  f"  smallest: {smallest.schedule.label()}"]
+    return "\n".join(lines)

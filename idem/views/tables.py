@@ -1,0 +1,196 @@
+"""Tables for the chapters: pandas frames, and styled tables that keep a plain text form."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from ..check import VERDICTS
+from ..core.clock import EPOCH
+from ..local import expiry, leases
+from ..local.verdicts import BREAKS
+from ..local import scenarios as sc
+from ..local.runtime import Attempt
+
+VERDICT_COLOURS = {
+    "exactly_once": "#d8f0d2",
+    "needs_attention": "#fff1c1",
+    "failed_visibly": "#dce9f7",
+    "double_charge": "#f6c6c3",
+    "silent_mismatch": "#f3d3ea",
+    "silent_loss": "#e6e0f5",
+}
+
+
+class Styled:
+    """A coloured table for JupyterLab, with the plain table as its text form.
+
+    A pandas Styler's text form is `<Styler at 0x...>`: a memory address in the stored
+    notebook. This shows the same HTML and prints the data instead.
+    """
+
+    def __init__(self, styler: Any) -> None:
+        self.styler = styler
+
+    def _repr_html_(self) -> str:
+        return self.styler.to_html()
+
+    def __repr__(self) -> str:
+        return self.styler.data.to_string()
+
+
+def outcome_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
+    """One row per scenario, with the outcome fields."""
+    return pd.DataFrame([o.row() for o in outcomes], columns=list(sc.OUTCOME_FIELDS))
+
+
+def _row_label(row: dict[str, Any]) -> str:
+    if row["delivery"] != "single":
+        return f"{row['fault']}, {row['delivery']} delivery"
+    return row["fault"] if row["times"] == "-" else f"{row['fault']}, {row['times']}"
+
+
+def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
+    """Charges then verdict, one column per handler, coloured by verdict."""
+    rows = [o.row() for o in outcomes]
+    frame = pd.DataFrame({
+        "scenario": [_row_label(r) for r in rows],
+        "handler": [r["handler"] for r in rows],
+        "cell": [f"{r['charges']} {r['verdict']}" for r in rows],
+    })
+    order = list(dict.fromkeys(frame["scenario"]))
+    handlers = list(dict.fromkeys(frame["handler"]))
+    table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
+    table.columns.name, table.index.name = None, "fault, times / delivery"
+    return Styled(table.style.set_uuid("matrix").map(_verdict_colour))
+
+
+def _verdict_colour(cell: str) -> str:
+    verdict = str(cell).split(" ", 1)[-1]
+    return f"background-color: {VERDICT_COLOURS.get(verdict, 'white')}; color: black"
+
+
+def attempts_of(run: sc.Outcome | Iterable[Attempt]) -> list[Attempt]:
+    """The invocations of a scenario's run, or the attempts themselves."""
+    return list(run.trace) if isinstance(run, sc.Outcome) else list(run)
+
+
+def attempts_frame(run: sc.Outcome | Iterable[Attempt]) -> pd.DataFrame:
+    """Every invocation (of a scenario, or a runtime's `attempts`): when, where, what, how it ended."""
+    return pd.DataFrame([{
+        "t (s)": a.start, "delivery": a.delivery, "attempt": a.attempt,
+        "container": f"{a.container} ({'cold' if a.cold else 'warm'})",
+        "steps": " > ".join(step for _, step in a.steps) or "-",
+        "outcome": a.outcome, "dynamodb_calls": a.dynamodb_calls,
+        "result": a.error or _statuses(a.result),
+    } for a in attempts_of(run)])
+
+
+def _statuses(result: Any) -> str:
+    """What the function returned for each record: charged, duplicate, ..."""
+    if not isinstance(result, dict):
+        return str(result)
+    return ", ".join(p.get("status", "?") for p in result.get("processed", [])) or result.get("status", "")
+
+
+def invocations_frame(outcome: sc.Outcome) -> pd.DataFrame:
+    """What each invocation did, with the status its handler returned (even after a timeout)."""
+    frame = attempts_frame(outcome)[["t (s)", "delivery", "attempt", "steps", "outcome"]]
+    return frame.assign(returned=[leases.last_status(outcome, a.delivery, a.attempt)
+                                  for a in outcome.trace])
+
+
+#: Item attributes holding epoch seconds (Powertools' in-progress expiry: milliseconds).
+TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_at": 1,
+                   "expiration": 1, "in_progress_expiration": 1000}
+
+
+def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFrame:
+    """Items read back from a table, long keys shortened so they fit on screen.
+
+    Times are stored as epoch seconds (what DynamoDB's TTL needs); they are shown here as
+    seconds on the virtual clock, `t=600`, so they can be read against the timelines.
+    """
+    rows = []
+    for item in items:
+        row = {k: _on_the_clock(v, TIME_ATTRIBUTES[k]) if k in TIME_ATTRIBUTES else _shorten(v, width)
+               for k, v in item.items()}
+        rows.append(row)
+    frame = pd.DataFrame(rows, dtype=object).fillna("")
+    first = [c for c in ("pk", "status") if c in frame.columns]
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _on_the_clock(value: Any, per_second: int) -> Any:
+    if not isinstance(value, (int, float)) or not value:
+        return value
+    return f"t={value / per_second - EPOCH:g}"
+
+
+def _shorten(value: Any, width: int) -> Any:
+    text = value if isinstance(value, str) else None
+    if text is not None and len(text) > width:
+        return text[: width - 1] + "…"
+    return value
+
+
+def late_frame(runs: Iterable[expiry.LateRun]) -> pd.DataFrame:
+    """One row per late-duplicate run: the record's life, the copy's arrival, what it did."""
+    return pd.DataFrame([run.row() for run in runs])
+
+
+def report_frame(report: Any) -> pd.DataFrame:
+    """The reconciliation report (idem.core.reconcile.Report), one finding a row."""
+    rows = [{"finding": "missing work", "what": m.object,
+             "detail": f"no done record and no charge (record: {m.record})"} for m in report.missing]
+    rows += [{"finding": "stuck record", "what": s.source or s.key,
+              "detail": f"in_progress, lease ended {s.overdue_seconds:.0f} s ago"} for s in report.stuck]
+    rows += [{"finding": "double charge", "what": d.reference,
+              "detail": f"{len(d.charge_ids)} charges: {', '.join(d.charge_ids)}"}
+             for d in report.double_charges]
+    rows += [{"finding": "account mismatch", "what": f"account {a.account}",
+              "detail": f"provider {a.provider_charges} charge(s), {a.provider_cents} cents; "
+                        f"ledger {a.ledger_charges}, {a.ledger_cents} cents"} for a in report.mismatches]
+    return pd.DataFrame(rows, columns=["finding", "what", "detail"])
+
+
+def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
+    """The footprint counts (idem.local.batches.footprints) as a one-column table."""
+    return pd.DataFrame({"count": counts}).rename_axis("footprint")
+
+
+def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
+    """A table from a list of dataclass rows (or dicts), one column per field."""
+    return pd.DataFrame([r if isinstance(r, dict) else dict(vars(r)) for r in rows])
+
+
+# -- chapter 10: a check's report ------------------------------------------------------------
+def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
+    """Schedules per verdict, one column per check report (`idem.check.CheckReport`), breaks marked.
+
+    Verdicts run in the check's order; a verdict no report has is left out.
+    """
+    tallies = {name: report.tally() for name, report in reports.items()}
+    shown = [v for v in VERDICTS if any(v in tally for tally in tallies.values())]
+    frame = pd.DataFrame({name: [tally.get(v, 0) for v in shown] for name, tally in tallies.items()},
+                         index=pd.Index(shown, name="verdict"))
+    frame["break?"] = ["BREAK" if v in BREAKS else "" for v in shown]
+    return frame
+
+
+def schedule_frame(result: Any) -> pd.DataFrame:
+    """One schedule of a check (`idem.check.Result`), a row per boundary crossed: when, by which
+    invocation, where, what was injected there, and how the invocation ended (on its last row)."""
+    rows = []
+    for a in result.attempts:
+        crossings = a.crossings or [None]
+        for n, crossing in enumerate(crossings):
+            last = n == len(crossings) - 1
+            rows.append({"t (s)": a.start if crossing is None else crossing.t,
+                         "delivery": a.delivery, "attempt": a.attempt,
+                         "boundary": "-" if crossing is None else str(crossing.boundary),
+                         "injected": (crossing.failed if crossing else "") or "",
+                         "ended": a.outcome if last else ""})
+    frame = pd.DataFrame(rows, columns=["t (s)", "delivery", "attempt", "boundary", "injected", "ended"])
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="step")
+    return frame

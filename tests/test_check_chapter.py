@@ -1,0 +1,175 @@
+"""Chapter 10's handlers, as the chapter writes them: the given one breaks the way the chapter
+says, each tempting fix breaks the way the check cell explains, and the solution holds under
+the full check. Also the views the chapter reads a report with."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from idem import views
+from idem.check import check_handler
+
+SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "10_check_your_own_handler.py"
+BOOKS = ["dynamodb:UpdateItem"]
+FAST = dict(effects=BOOKS, retries=(1,), workers=1)
+CLAIM = '''        try:  # the guard: claim the upload before doing the work
+            dynamodb.put_item(TableName=table, Item={"pk": {"S": f"claim#{upload}"}},
+                              ConditionExpression="attribute_not_exists(pk)")
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            continue  # claimed already: the work was done before
+'''
+UNKEYED = "currency=\"usd\", reference=upload)"
+KEYED = "currency=\"usd\", reference=upload,\n                        idempotency_key=upload)"
+
+
+def written(name: str) -> str:
+    """The handler a `%%writefile scratch/<name>` cell of the chapter writes."""
+    text = SOURCE.read_text()
+    cell = text.split(f"# %%writefile scratch/{name}\n", 1)[1]
+    return cell.split("\n# %%", 1)[0].rstrip() + "\n"
+
+
+def solution() -> str:
+    """The given handler with the solution's lambda_handler (from the collapsed block)."""
+    block = SOURCE.read_text().split("<details>", 1)[1].split("# ```python\n", 1)[1].split("# ```", 1)[0]
+    handler = "\n".join(line[2:] for line in block.splitlines())
+    given = written("broken_handler.py")
+    return given[:given.index("def lambda_handler")] + handler.strip() + "\n"
+
+
+def replaced(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"the chapter's handler no longer contains {old!r}"
+    return text.replace(old, new)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("handlers")
+
+
+def check(folder: Path, name: str, text: str, **options):
+    path = folder / f"{name}.py"
+    path.write_text(text)
+    return check_handler(f"{path}:lambda_handler", **(options or FAST))
+
+
+@pytest.fixture(scope="module")
+def given(folder):
+    return check(folder, "given", written("broken_handler.py"))
+
+
+@pytest.fixture(scope="module")
+def no_claim(folder):
+    return check(folder, "no_claim", written("no_claim.py"))
+
+
+def test_the_handlers_the_chapter_writes_are_the_given_one_and_the_one_without_its_claim():
+    assert written("my_handler.py") == written("broken_handler.py")
+    assert written("no_claim.py") == replaced(written("broken_handler.py"), CLAIM, "")
+
+
+def test_the_given_handler_loses_work_and_books_silently_and_never_charges_twice(given):
+    assert set(given.tally()) & {"double_charge", "double_effect"} == set()
+    assert given.tally()["silent_loss"] and given.tally()["silent_mismatch"]
+    assert given.smallest_break().schedule.label() == (
+        "exception after dynamodb:PutItem on arrival 1; single; 1 retries")
+
+
+def test_counting_only_the_charge_hides_the_silent_mismatches(folder, given):
+    money = check(folder, "given", written("broken_handler.py"), retries=(1,), workers=1)
+    assert "silent_mismatch" not in money.tally()
+    pairs = {(a.verdict, b.verdict) for a, b in zip(money.results, given.results)}
+    assert ("exactly_once", "silent_mismatch") in pairs
+
+
+def test_the_key_alone_changes_nothing_while_the_claim_stands(folder, given):
+    keyed = check(folder, "claim_and_key", replaced(written("broken_handler.py"), UNKEYED, KEYED))
+    assert keyed.tally() == given.tally()
+
+
+def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim):
+    assert set(v for v in no_claim.tally() if v in views.BREAK_REASONS) == {"double_charge"}
+    assert "idempotency key" in views.explain_breaks(no_claim)
+
+
+def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
+    report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
+    assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"double_effect"}
+    assert "conditional" in views.explain_breaks(report)
+
+
+def test_booking_only_unreplayed_charges_loses_the_books(folder):
+    text = solution()
+    start = text.index("        try:  # the books")
+    end = text.index('    return {"status"')
+    body = text[start:end]
+    guarded = "        if not charge.replayed:\n" + "\n".join(
+        "    " + line if line else line for line in body.splitlines()) + "\n"
+    report = check(folder, "unreplayed_only", text[:start] + guarded + text[end:])
+    assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"silent_mismatch"}
+    assert "lost after the charge" in views.explain_breaks(report)
+
+
+def test_the_solution_holds_under_the_full_check(folder):
+    report = check(folder, "solution", solution(), effects=BOOKS, workers=2)
+    assert {r.schedule.retries for r in report.results} == {0, 1, 2}
+    assert report.holds, report.explain()
+    assert views.explain_breaks(report).startswith(f"holds: in all {len(report.results)} schedules")
+
+
+# -- the views the chapter reads a report with ---------------------------------------------------
+def test_the_verdict_table_counts_every_schedule_and_marks_the_breaks(given):
+    frame = views.verdicts_frame({"given": given})
+    assert frame["given"].sum() == len(given.results)
+    assert set(frame.index[frame["break?"] == "BREAK"]) == {"silent_loss", "silent_mismatch"}
+
+
+def test_a_schedule_table_has_a_row_per_boundary_crossed(given):
+    smallest = given.smallest_break()
+    frame = views.schedule_frame(smallest)
+    assert len(frame) == sum(len(a.crossings) for a in smallest.attempts)
+    assert list(frame["injected"]).count("exception") == 1
+    assert [e for e in frame["ended"] if e] == [a.outcome for a in smallest.attempts]
+
+
+def test_the_explanation_names_each_break_once_with_its_smallest_schedule(given):
+    text = views.explain_breaks(given)
+    assert text.startswith(f"breaks in {len(given.broken)} of {len(given.results)} schedules")
+    assert re.findall(r"^- (\w+) \(", text, re.M) == ["silent_mismatch", "silent_loss"]
+    assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_choices_check_a_file_once_per_content(folder, given, capsys):
+    copy = folder / "copy_of_given.py"
+    copy.write_text(written("broken_handler.py"))
+    choices = views.HandlerChoices({"given": given, "copy": f"{copy}:lambda_handler"}, **dict(
+        effects=BOOKS, retries=(1,)), patterns=False)
+    assert choices.report("copy") is given and capsys.readouterr().out == ""  # same code: no new check
+    copy.write_text(written("no_claim.py"))
+    edited = choices.report("copy")
+    assert "checking copy" in capsys.readouterr().out
+    assert edited is not given and "double_charge" in edited.tally()
+    assert choices.report("copy") is edited
+
+
+def smallest_first(report):
+    return sorted(report.broken, key=lambda r: r.schedule.size)
+
+
+def test_the_explorer_offers_the_smallest_breaks_and_follows_the_handler(given, no_claim, folder):
+    choices = views.HandlerChoices({"given": given, "no claim": no_claim}, patterns=False)
+    box = views.check_explorer(choices)
+    handler, schedule, output = box.children
+    assert handler.options == ("given", "no claim")
+    assert [label for label, _ in schedule.options] == [
+        f"{n}: {r.verdict}" for n, r in enumerate(smallest_first(given)[:5], 1)]
+    schedule.value = 3  # a pick of the break is kept: the link leaves equal options alone
+    assert schedule.value == 3
+    handler.value = "no claim"  # the breaks follow the handler, from the first
+    assert schedule.value == 0 and all(label.endswith("double_charge") for label, _ in schedule.options)
+    replay = views.run_replay(choices, "given", 99)
+    assert replay.result is smallest_first(given)[-1]
+    missing = views.HandlerChoices({"gone": f"{folder}/nowhere.py:lambda_handler"}, patterns=False)
+    assert "no file" in views.run_replay(missing, "gone").problem

@@ -61,18 +61,23 @@ class CheckInputError(IdemError, ValueError):
 class Target:
     """A handler to check: `module:function`, a module by dotted name or a .py file."""
 
-    module: str
+    module: str  # what the runtime loads: a dotted name, or the file's absolute path
     function: str
     env: tuple[tuple[str, str], ...] = ()
+    given: str = ""  # the target as the reader named it, for what the report prints
 
     @property
     def spec(self) -> str:
         return f"{self.module}:{self.function}"
 
+    @property
+    def name(self) -> str:
+        return self.given or self.spec
+
 
 def resolve(target: str, env: dict[str, str] | None = None) -> Target:
     """The handler named by `target`, checked for existence before anything runs."""
-    env = dict(env or {})
+    env, given = dict(env or {}), target
     if target in PATTERNS:
         env.setdefault("HANDLER_MODE", target)
         target = PATTERN_ENTRY
@@ -96,7 +101,7 @@ def resolve(target: str, env: dict[str, str] | None = None) -> Target:
     if f"def {function}(" not in source and f"{function} =" not in source:
         raise CheckInputError(f"{module} defines no {function}: name the function Lambda calls "
                               "(its Handler setting, e.g. lambda_handler)")
-    return Target(module, function, tuple(sorted(env.items())))
+    return Target(module, function, tuple(sorted(env.items())), given)
 
 
 # -- the schedules -------------------------------------------------------------------------------
@@ -113,7 +118,7 @@ class Schedule:
         fault = "no fault" if self.fault is None else (
             f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
         delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
-        return f"{fault}; {delivery}; {self.retries} retries"
+        return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
 
     @property
     def size(self) -> tuple[int, ...]:
@@ -234,7 +239,7 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str) -> t
     (attempt,) = result.attempts
     if attempt.failed:
         logs = "; ".join(attempt.logs[-2:])
-        raise CheckInputError(f"{target.spec} fails on a clean run, before any fault: {attempt.error}"
+        raise CheckInputError(f"{target.name} fails on a clean run, before any fault: {attempt.error}"
                               + (f" (its last log lines: {logs})" if logs else "")
                               + ". Fix that first, or pass the settings it needs with --env NAME=VALUE")
     return [c.boundary for c in attempt.crossings], result.effects, result.attempts
@@ -258,16 +263,27 @@ class CheckReport:
     def holds(self) -> bool:
         return not self.broken
 
+    @property
+    def retries(self) -> tuple[int, ...]:
+        """The MaximumRetryAttempts values the schedules tried."""
+        return tuple(sorted({r.schedule.retries for r in self.results}))
+
+    def smallest(self, verdict: str) -> Result | None:
+        """The smallest schedule that ended in `verdict`, if any did."""
+        return min((r for r in self.results if r.verdict == verdict), key=lambda r: r.schedule.size,
+                   default=None)
+
     def tally(self) -> dict[str, int]:
         counts = Counter(r.verdict for r in self.results)
         return {v: counts[v] for v in VERDICTS if counts[v]}
 
     def smallest_break(self) -> Result | None:
+        """The smallest schedule that breaks the handler, if any does."""
         return min(self.broken, key=lambda r: r.schedule.size, default=None)
 
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
-        lines = [f"{self.target.spec}: {len(self.results)} schedules over {len(self.boundaries)} "
+        lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)), ""]
         width = max(map(len, VERDICTS))
@@ -284,7 +300,7 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         smallest = self.smallest_break()
-        return {"target": self.target.spec, "env": dict(self.target.env),
+        return {"target": self.target.name, "env": dict(self.target.env),
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "schedules": len(self.results), "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,

@@ -1,7 +1,7 @@
 """What ships to Lambda: idem's core, and nothing else.
 
 The core is every module directly in idem/ and the idem/core/handlers/ package: the standard
-library and boto3 only. idem/local (moto), idem/views.py (pandas, widgets), the command line
+library and boto3 only. idem/local (moto), idem/views/ (pandas, widgets), the command line
 (idem/cli.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
 tests and the virtualenv.
 

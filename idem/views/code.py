@@ -43,7 +43,7 @@ def explain_breaks(report: Any) -> str:
     for verdict, n in report.tally().items():
         if verdict not in BREAK_REASONS:
             continue
-        smallest = min((r for r in report.broken if r.verdict == verdict), key=lambda r: r.schedule.size)
+        smallest = report.smallest(verdict)
         reason = f"- {verdict} ({n}): {BREAK_REASONS[verdict]}"
         lines += [textwrap.fill(reason, WIDTH, subsequent_indent="  "),
                   f"  smallest: {smallest.schedule.label()}"]

@@ -325,7 +325,7 @@ class HandlerChoices:
         self._checked: dict[tuple[Any, ...], Any] = {}
         for report in self.choices.values():
             if not isinstance(report, str):
-                retried = tuple(sorted({r.schedule.retries for r in report.results}))
+                retried = report.retries
                 self._checked[_code_key(report.target, report.effects, retried)] = report
 
     @property

@@ -302,4 +302,9 @@ else:
 #   and runs the function against the stack's own resources: naive 2 charges, keyed 1.
 # * Real AWS is one opt-in away, tagged and cleaned up; the same code, the same result.
 #
+# To ship the pattern in your own function, start from the handler to copy,
+# [`idem/core/handlers/keyed.py`](../idem/core/handlers/keyed.py): one file, standard library and
+# boto3, with your provider's client in place of `make_provider()`. Then check your version the
+# way the next chapter shows.
+#
 # **Next:** [10 Check your own handler](10_check_your_own_handler.ipynb)

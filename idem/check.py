@@ -116,7 +116,8 @@ class Schedule:
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
-            f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
+            f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
+            if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
         delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
 
@@ -147,10 +148,13 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
 
 def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
     """Every distinct schedule over the boundaries a clean run crossed."""
-    from .local.boundary import FaultPlan, How
+    from .local.boundary import CHARGE_CALL, PROVIDER_POINTS, FaultPlan, How, Side
 
     exception_at, crash_at = fault_places(crossed)
     faults = [(How.EXCEPTION, b) for b in exception_at] + [(How.CRASH, b) for b in crash_at]
+    # the provider's own answers at each charge call: down, a saved 500, a 409, a decline
+    faults += [(outcome, b) for b in crossed if b.call == CHARGE_CALL and b.side is Side.BEFORE
+               for outcome in PROVIDER_POINTS]
     order = {b: n for n, b in enumerate(crossed)}
     deliveries = [("single", None), ("duplicate", None)] + [("concurrent", b) for b in copy_places(crossed)]
     found = []
@@ -163,7 +167,9 @@ def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> l
                     continue  # an arrival that cannot happen: another schedule's twin
                 if copy_at is not None and 1 in arrivals and order[at] < order[copy_at]:
                     continue  # the first invocation fails before the copy would start
-                plan = FaultPlan(at, ",".join(map(str, arrivals)), how)
+                times = ",".join(map(str, arrivals))
+                plan = (FaultPlan(at, times, How.EXCEPTION, outcome=how) if how in PROVIDER_POINTS
+                        else FaultPlan(at, times, how))
                 found.append(Schedule(plan, delivery, copy_at, r))
     return found
 
@@ -228,7 +234,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()}
         counted[CHARGES] = runtime.provider.made  # whatever reference the handler gave them
         dlq = len(failures.get(obj.key, []))
-        results.append(Result(schedule, counted, dlq, judge_effects(counted, baseline, dlq),
+        declined = schedule.fault is not None and schedule.fault.outcome == "declined"
+        results.append(Result(schedule, counted, dlq, judge_effects(counted, baseline, dlq, declined=declined),
                               runtime.attempts))
     return results
 

@@ -13,7 +13,8 @@ from typing import Any, Callable, NoReturn, Sequence
 from .core.errors import IdemError
 
 #: Commands that live in their own modules, loaded only when used: name -> module.
-PLUGIN_COMMANDS = {"check": "idem.check", "bench": "idem.local.bench", "deploy": "idem.deploy.command"}
+PLUGIN_COMMANDS = {"check": "idem.check", "bench": "idem.local.bench", "deploy": "idem.deploy.command",
+                   "redrive": "idem.local.redrive"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -74,7 +74,7 @@ def test_the_given_handler_loses_work_and_books_silently_and_never_charges_twice
     assert set(given.tally()) & {"double_charge", "double_effect"} == set()
     assert given.tally()["silent_loss"] and given.tally()["silent_mismatch"]
     assert given.smallest_break().schedule.label() == (
-        "exception after dynamodb:PutItem on arrival 1; single; 1 retries")
+        "exception after dynamodb:PutItem on arrival 1; single; 1 retry")
 
 
 def test_counting_only_the_charge_hides_the_silent_mismatches(folder, given):

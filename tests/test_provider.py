@@ -40,3 +40,69 @@ def test_charges_filter_by_reference(world):
 def test_a_non_positive_amount_is_refused(world):
     with pytest.raises(ProviderError):
         world.provider().charge(customer="alice", amount=0, currency="usd", reference="s3://b/k")
+
+
+# -- Stripe's rules (API v1): saved answers, conflicts, pruning, declines --------------------------
+from idem.core.errors import CardDeclined, KeyInFlight, ProviderFailed, ProviderUnavailable  # noqa: E402
+from idem.core.provider import DAY  # noqa: E402
+
+ORDER = dict(customer="alice", amount=500, currency="usd", reference="s3://b/k")
+
+
+def test_a_saved_500_is_replayed_as_the_same_500(world):
+    provider = world.provider()
+    with pytest.raises(ProviderFailed) as first:
+        provider.charge(**ORDER, idempotency_key="k", outcome="provider_500")
+    with pytest.raises(ProviderFailed) as again:
+        provider.charge(**ORDER, idempotency_key="k")  # the fault is gone; the answer is saved
+    assert first.value.http_status == again.value.http_status == 500
+    assert again.value.replayed and not first.value.replayed
+    assert len(provider.charges()) == 1  # it executed once: money moved, the caller never heard
+
+
+def test_failing_before_executing_saves_nothing(world):
+    provider = world.provider()
+    with pytest.raises(ProviderUnavailable):
+        provider.charge(**ORDER, idempotency_key="k", outcome="provider_down")
+    assert not provider.charge(**ORDER, idempotency_key="k").replayed
+    assert len(provider.charges()) == 1
+
+
+def test_a_key_in_flight_is_a_409_and_nothing_is_saved(world):
+    provider = world.provider()
+    with pytest.raises(KeyInFlight) as conflict:
+        provider.charge(**ORDER, idempotency_key="k", outcome="provider_409")
+    assert conflict.value.http_status == 409
+    assert not provider.charge(**ORDER, idempotency_key="k").replayed
+    assert len(provider.charges()) == 1
+
+
+def test_a_decline_is_final_and_saved_for_the_key(world):
+    provider = world.provider()
+    with pytest.raises(CardDeclined) as declined:
+        provider.charge(**ORDER, idempotency_key="k", outcome="declined")
+    with pytest.raises(CardDeclined) as again:
+        provider.charge(**ORDER, idempotency_key="k")
+    assert declined.value.http_status == 402 and again.value.replayed
+    assert provider.charges() == []
+
+
+def test_a_key_is_pruned_after_the_retention_and_then_charges_again(world):
+    provider = world.provider()
+    first = provider.charge(**ORDER, idempotency_key="k")
+    world.clock.advance(DAY - 1)
+    assert provider.charge(**ORDER, idempotency_key="k").id == first.id
+    world.clock.advance(2)  # 24 h and a second: the key is gone, the same key is a new request
+    second = provider.charge(**ORDER, idempotency_key="k")
+    assert second.id != first.id and not second.replayed
+    assert [c.id for c in provider.find_charges("s3://b/k")] == [first.id, second.id]
+
+
+def test_retention_is_a_setting_of_the_stand_in(world):
+    from idem.core.provider import Provider
+
+    keeps = Provider(world.dynamodb, world.provider_table, world.clock, retention_seconds=None)
+    keeps.charge(**ORDER, idempotency_key="k")
+    world.clock.advance(30 * DAY)
+    assert keeps.charge(**ORDER, idempotency_key="k").replayed
+    assert world.provider().retention_seconds == DAY  # the default is Stripe's 24 h, not never

@@ -30,7 +30,8 @@ _app: "App | None" = None
 def make_provider(settings: Settings, clock: Clock, session: Any = None) -> Provider:
     """The payment provider's client. Here, the workbook's stand-in in its own table;
     in your function, your provider's SDK (Stripe's, say) built from your settings."""
-    return Provider((session or boto3).client("dynamodb"), settings.provider_table, clock)
+    return Provider((session or boto3).client("dynamodb"), settings.provider_table, clock,
+                    retention_seconds=settings.provider_key_retention_seconds)
 
 
 class App:
@@ -64,6 +65,7 @@ class App:
             price_cents=settings.price_cents,
             currency=settings.currency,
             recipe=settings.key_recipe,
+            provider_key_retention_seconds=settings.provider_key_retention_seconds,
             new_token=new_token or (lambda: uuid.uuid4().hex),
         )
         return cls(settings.handler_mode, services, log)

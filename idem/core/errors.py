@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from .handlers.keyed import ConfigError, IdemError, LostOwnership, WorkInProgress
 
-__all__ = ["ConfigError", "IdemError", "IdempotencyKeyReused", "LostOwnership", "ProviderError",
-           "RecordsFailed", "WorkInProgress"]
+__all__ = ["CardDeclined", "ConfigError", "IdemError", "IdempotencyKeyReused", "KeyInFlight",
+           "LostOwnership", "ProviderError", "ProviderFailed", "ProviderUnavailable", "RecordsFailed",
+           "WorkInProgress"]
 
 
 class RecordsFailed(IdemError):
@@ -16,7 +17,39 @@ class RecordsFailed(IdemError):
 
 
 class ProviderError(IdemError):
-    """The payment provider refused the request."""
+    """The payment provider refused the request. `http_status` is the HTTP status it answered
+    with, as Stripe's SDK errors carry it; `replayed` is True when a saved answer came back."""
+
+    http_status = 400
+
+    def __init__(self, message: str = "", *, replayed: bool = False) -> None:
+        super().__init__(message)
+        self.replayed = replayed
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider failed before executing (503): nothing was saved, a retry may succeed."""
+
+    http_status = 503
+
+
+class ProviderFailed(ProviderError):
+    """The provider failed after executing began (500): the answer is saved for the key, so a
+    retry with the same key gets this same 500; whether money moved is for a person to find out."""
+
+    http_status = 500
+
+
+class KeyInFlight(ProviderError):
+    """409: a request with the same idempotency key is in flight; retry later."""
+
+    http_status = 409
+
+
+class CardDeclined(ProviderError):
+    """402: the card was declined. A final answer, not a failure to retry."""
+
+    http_status = 402
 
 
 class IdempotencyKeyReused(ProviderError):

@@ -6,9 +6,13 @@ the ledger table and the provider's table, and gets a `Report` of four kinds of 
 - missing work: an object arrived, but no `done` record and no charge exist for it;
 - stuck records: `in_progress` past their lease (or, for a record that keeps no lease, older
   than the longest an invocation can run, 15 minutes), nobody is coming back to finish them;
-- double charges: the provider holds more than one charge for one object;
+- double charges: the provider holds more than one charge for one upload (per idempotency
+  key: two uploads of one name in a bucket without versioning are two orders, not a double);
+- needs attention: records a handler could not finish safely, with the reason it stored;
 - account mismatches: per account, the provider's charges and the ledger's entries differ
   (a charge the ledger never recorded, or an entry with no charge behind it).
+
+Declines are reported too, as the provider's final answers, not as trouble.
 
 It reads only (S3 ListObjectVersions, DynamoDB Scan) and uses stdlib + boto3, like the rest
 of the core. Records are found with the same key the handler used:
@@ -55,6 +59,13 @@ class DoubleCharge:
 
 
 @dataclass(frozen=True)
+class Attention:
+    key: str
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class AccountMismatch:
     account: str
     provider_charges: int
@@ -74,10 +85,13 @@ class Report:
     stuck: list[StuckRecord] = field(default_factory=list)
     double_charges: list[DoubleCharge] = field(default_factory=list)
     mismatches: list[AccountMismatch] = field(default_factory=list)
+    attention: list[Attention] = field(default_factory=list)
+    declined: list[str] = field(default_factory=list)  # sources the provider declined: final, not trouble
 
     @property
     def clean(self) -> bool:
-        return not (self.missing or self.stuck or self.double_charges or self.mismatches)
+        return not (self.missing or self.stuck or self.double_charges or self.mismatches
+                    or self.attention)
 
     def flagged_objects(self) -> set[str]:
         """Object URIs named by a finding (missing work or a double charge)."""
@@ -90,8 +104,9 @@ class Report:
         """The report as plain text, one finding a line."""
         lines = [f"reconciliation of s3://{self.bucket}: {self.objects} objects, "
                  f"{self.records} records, {self.charges} charges"]
+        declined = [f"DECLINED {source}: the provider declined it (a final answer)" for source in self.declined]
         if self.clean:
-            return "\n".join(lines + ["clean: every object done once, every charge on the books"])
+            return "\n".join(lines + ["clean: every object done once, every charge on the books"] + declined)
         for m in self.missing:
             lines.append(f"MISSING  {m.object}: no done record and no charge (record: {m.record})")
         for s in self.stuck:
@@ -99,11 +114,13 @@ class Report:
                          f"{s.overdue_seconds:.0f} s")
         for d in self.double_charges:
             lines.append(f"DOUBLE   {d.reference}: {len(d.charge_ids)} charges ({', '.join(d.charge_ids)})")
+        for n in self.attention:
+            lines.append(f"ATTENTION {n.source or n.key}: {n.reason}")
         for a in self.mismatches:
             lines.append(f"MISMATCH account {a.account}: provider {a.provider_charges} charges "
                          f"({a.provider_cents} cents), ledger {a.ledger_charges} "
                          f"({a.ledger_cents} cents)")
-        return "\n".join(lines)
+        return "\n".join(lines + declined)
 
 
 def list_objects(s3: Any, bucket: str) -> list[S3Object]:
@@ -152,18 +169,27 @@ def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Map
                     charges=len(charges))
 
     by_reference: dict[str, list[str]] = defaultdict(list)
+    per_upload: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in sorted(charges, key=lambda c: c["pk"]):
         by_reference[c["reference"]].append(c["pk"].removeprefix("charge#"))
+        # one upload is one idempotency key; charges made without a key count per object
+        per_upload[(c["reference"], c.get("idempotency_key") or "")].append(c["pk"].removeprefix("charge#"))
     for obj in objects:
         record = _record_for(obj, recipe, operation, records, by_source)
-        done = record is not None and record.status is Status.DONE
-        if not done and not by_reference.get(obj.uri):
+        settled = record is not None and record.status in (Status.DONE, Status.DECLINED)
+        if not settled and not by_reference.get(obj.uri):
             report.missing.append(MissingWork(obj.uri, str(record.status) if record else "-"))
     for record in sorted(records.values(), key=lambda r: r.key):
         ends = _nobody_after(record)
         if record.status is Status.IN_PROGRESS and ends <= now:
             report.stuck.append(StuckRecord(record.key, record.source, ends, round(now - ends, 3)))
-    for reference, ids in sorted(by_reference.items()):
+    for record in sorted(records.values(), key=lambda r: r.key):
+        if record.status is Status.NEEDS_ATTENTION:
+            reason = (record.result or {}).get("reason", "") if isinstance(record.result, dict) else ""
+            report.attention.append(Attention(record.key, record.source, reason))
+        elif record.status is Status.DECLINED:
+            report.declined.append(record.source or record.key)
+    for (reference, _), ids in sorted(per_upload.items()):
         if len(ids) > 1:
             report.double_charges.append(DoubleCharge(reference, tuple(ids)))
     report.mismatches = _mismatches(charges, ledger_items)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
+from .handlers.keyed import check_lifetimes
 
 DAY = 24 * 60 * 60
 HANDLER_MODES = ("naive", "claim_first", "robust", "keyed")
@@ -65,6 +66,13 @@ class Settings:
     price_cents: int = 500
     currency: str = "usd"
     key_recipe: str = "version"
+    provider_key_retention_seconds: int = DAY  # how long the provider keeps a used key
+    max_event_age_seconds: int | None = None  # MaximumEventAgeInSeconds; set: lifetimes are checked
+
+    def __post_init__(self) -> None:
+        if self.max_event_age_seconds is not None:  # the one rule of lifetimes (chapter 07)
+            check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
+                            self.max_event_age_seconds)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":
@@ -76,4 +84,7 @@ class Settings:
             price_cents=whole_number(env, "PRICE_CENTS", 500, minimum=1),
             currency=(env.get("CURRENCY") or "usd").lower(),
             key_recipe=one_of(env, "KEY_RECIPE", "version", SAFE_RECIPES),
+            provider_key_retention_seconds=whole_number(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY, minimum=1),
+            max_event_age_seconds=(whole_number(env, "MAX_EVENT_AGE_SECONDS", 0)
+                                   if env.get("MAX_EVENT_AGE_SECONDS") else None),
         )

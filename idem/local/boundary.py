@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 import boto3
 
+from ..core.provider import ProviderOutcome
+
 REGION = "us-east-1"
 
 
@@ -110,6 +112,10 @@ STEP_BOUNDARIES: dict[Step, Boundary] = {
 }
 _STEP_NAMES = {boundary: step.value for step, boundary in STEP_BOUNDARIES.items()}
 
+#: The provider's own outcomes, as fault points: the provider answers the charge call with
+#: them (see idem.core.provider). Not an exception the runtime raises: the provider's answer.
+PROVIDER_POINTS = tuple(o.value for o in ProviderOutcome if o is not ProviderOutcome.OK)
+
 
 def choice(kind: type[Enum], value: Any) -> Any:
     """`kind(value)`, or a ValueError that lists the valid names."""
@@ -135,6 +141,7 @@ class FaultPlan:
     at: Boundary | None = None
     times: str = "once"
     how: How = How.EXCEPTION
+    outcome: str = ""  # a provider outcome (PROVIDER_POINTS): the provider answers with it at `at`
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "how", choice(How, self.how))
@@ -142,7 +149,13 @@ class FaultPlan:
 
     @classmethod
     def at_point(cls, point: str, times: str = "once", how: str = "exception") -> "FaultPlan":
-        """The plan for one of the matrix's named points (`none` is no fault)."""
+        """The plan for one of the matrix's named points (`none` is no fault), or one of the
+        provider's outcomes, which the provider gives at the charge call's boundary."""
+        if point in PROVIDER_POINTS:
+            return cls(POINT_BOUNDARIES[Point.AT_CHARGE], times, How.EXCEPTION, outcome=point)
+        if point not in {p.value for p in Point}:
+            names = ", ".join([p.value for p in Point] + list(PROVIDER_POINTS))
+            raise ValueError(f"unknown point {point!r}; choose one of {names}")
         named = choice(Point, point)
         return cls(POINT_BOUNDARIES.get(named), times, how)
 
@@ -155,6 +168,8 @@ class FaultPlan:
     @property
     def point(self) -> str:
         """The matrix name of this plan's boundary, or the boundary itself."""
+        if self.outcome:
+            return self.outcome
         for name, boundary in POINT_BOUNDARIES.items():
             if boundary == self.at:
                 return name.value
@@ -196,6 +211,7 @@ class Visit:
     crossings: list[Crossing] = field(default_factory=list)
     steps: list[tuple[float, str]] = field(default_factory=list)
     pending: list[Boundary] = field(default_factory=list)  # calls sent, answers not yet back
+    outcome: str = ""  # the provider's answer to the call about to be made, if the plan chose one
 
 
 @dataclass
@@ -270,6 +286,10 @@ class Watch:
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         if not self.plan.fails_on(arrival):
+            return
+        if self.plan.outcome:  # the provider's side: it answers the call that is about to go out
+            visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, self.plan.outcome)
+            visit.outcome = self.plan.outcome
             return
         visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(self.plan.how))
         if self.plan.how is How.CRASH:
@@ -375,6 +395,9 @@ class WatchedProvider:
             return self._made(self.inner.charge(*args, **kwargs))
         watch, visit = running
         watch.before(visit, CHARGE_CALL)
+        outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
+        if outcome:
+            kwargs["outcome"] = outcome
         try:
             charge = self._made(self.inner.charge(*args, **kwargs))
         except Exception:

@@ -40,9 +40,9 @@ from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
 from ..core.ledger import Record
 from ..core.reconcile import compare, list_objects, scan
-from .boundary import FaultPlan
+from .boundary import PROVIDER_POINTS, FaultPlan
 from .scenarios import Outcome, Scenario, deliver, fault_of
-from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, completed, judge_run
+from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
 from .world import LocalWorld
 
 FAULTY_POINTS = ("at_charge", "after_charge", "after_commit")
@@ -54,9 +54,10 @@ SUBSETS = tuple(",".join(map(str, combo)) for n in (1, 2, 3)
 DELIVERY_MODES = (("single", "-"), ("duplicate", "-"), ("concurrent", "before_charge"),
                   ("concurrent", "charged"), ("concurrent", "recorded"))
 RETRIES = (0, 1, 2)
-#: Fault points that come before each checkpoint in the charge step.
-_BEFORE_STEP = {"before_charge": (), "charged": ("at_charge",),
-                "recorded": ("at_charge", "after_charge")}
+#: Fault points that come before each checkpoint in the charge step. The provider's own
+#: outcomes end the charge call with an error, so a copy waiting for a later step is not sent.
+_BEFORE_STEP = {"before_charge": (), "charged": ("at_charge", *PROVIDER_POINTS),
+                "recorded": ("at_charge", "after_charge", *PROVIDER_POINTS)}
 
 
 def raw_count(handlers: Iterable[str] = tuple(HANDLERS)) -> int:
@@ -101,6 +102,20 @@ def all_schedules(handlers: Iterable[str] = tuple(HANDLERS)) -> list[Scenario]:
         for (point, how, times), (delivery, at), retries in itertools.product(
                 points, DELIVERY_MODES, RETRIES):
             schedule = trim(handler, point, how, times, delivery, at, retries)
+            if schedule is not None:
+                found.append(schedule)
+    return found
+
+
+def provider_schedules(handlers: Iterable[str] = tuple(HANDLERS)) -> list[Scenario]:
+    """Every distinct schedule of the provider's own outcomes (PROVIDER_POINTS: down before
+    executing, a saved 500, a 409, a decline) on any set of arrivals at the charge call, for
+    every delivery and retry setting. They are the provider's answers, so `how` is moot."""
+    found = []
+    for handler in handlers:
+        for point, times, (delivery, at), retries in itertools.product(
+                PROVIDER_POINTS, SUBSETS, DELIVERY_MODES, RETRIES):
+            schedule = trim(handler, point, "exception", times, delivery, at, retries)
             if schedule is not None:
                 found.append(schedule)
     return found
@@ -221,7 +236,8 @@ class _Readback:
         found = [("missing", any(m.object == obj.uri for m in r.missing)),
                  ("stuck", any(s.key == key for s in r.stuck)),
                  ("double", any(d.reference == obj.uri for d in r.double_charges)),
-                 ("mismatch", any(a.account == account for a in r.mismatches))]
+                 ("mismatch", any(a.account == account for a in r.mismatches)),
+                 ("attention", any(n.key == key for n in r.attention))]
         return _Fate(money, entries, record, failures, done,
                      judge_run(money, done, len(failures), record),
                      tuple(name for name, hit in found if hit))
@@ -365,7 +381,7 @@ def keyed_violations(result: Result) -> list[str]:
         problems.append(f"{o.charges} charges")
     if o.verdict not in KEYED_OK:
         problems.append(f"verdict {o.verdict}")
-    if not (o.verdict == "exactly_once" or result.visible):
+    if not (o.verdict in ("exactly_once", "declined") or result.visible):
         problems.append("not done, and neither the failure queue nor reconciliation shows it")
     if o.verdict == "exactly_once" and result.flagged:
         problems.append(f"done once, yet reconciliation flags it: {', '.join(result.flagged)}")
@@ -395,12 +411,12 @@ def tally(results: Iterable[Result]) -> list[Tally]:
     return [Tally(h, sum(c.values()), dict(c), caught[h]) for h, c in verdicts.items()]
 
 
-def table(tallies: Iterable[Tally]) -> str:
-    """The pinned table, as markdown: one row per handler."""
-    head = "| handler | schedules | breaks | caught by reconciliation | " + " | ".join(MATRIX_VERDICTS) + " |"
-    rule = "| --- " * (4 + len(MATRIX_VERDICTS)) + "|"
+def table(tallies: Iterable[Tally], verdicts: tuple[str, ...] = MATRIX_VERDICTS) -> str:
+    """The pinned table, as markdown: one row per handler (PROVIDER_VERDICTS adds `declined`)."""
+    head = "| handler | schedules | breaks | caught by reconciliation | " + " | ".join(verdicts) + " |"
+    rule = "| --- " * (4 + len(verdicts)) + "|"
     rows = [f"| {t.handler} | {t.schedules} | {t.broken} | {t.caught} | "
-            + " | ".join(str(t.verdicts.get(v, 0)) for v in MATRIX_VERDICTS) + " |" for t in tallies]
+            + " | ".join(str(t.verdicts.get(v, 0)) for v in verdicts) + " |" for t in tallies]
     return "\n".join([head, rule, *rows])
 
 
@@ -416,6 +432,9 @@ def main() -> None:
     print(table(tallies))
     print()
     print("\n".join(sentences(tallies)))
+    theirs = run_schedules(provider_schedules())
+    print(f"\nthe provider's own outcomes: {len(theirs)} distinct schedules\n")
+    print(table(tally(theirs), PROVIDER_VERDICTS))
 
 
 if __name__ == "__main__":

@@ -19,19 +19,22 @@ class Verdict(str, Enum):
     SILENT_MISMATCH = "silent_mismatch"  # done once but unfinished, and nothing alerts
     FAILED_VISIBLY = "failed_visibly"  # not done, and the failure queue holds the event
     SILENT_LOSS = "silent_loss"  # not done, and nothing alerts
+    DECLINED = "declined"  # the provider declined: a final answer, recorded, no money moved
 
     def __str__(self) -> str:
         return self.value
 
 
 #: The matrix's verdicts, in the order its tables show them.
-MATRIX_VERDICTS = tuple(v.value for v in Verdict if v is not Verdict.DOUBLE_EFFECT)
+MATRIX_VERDICTS = tuple(v.value for v in Verdict if v not in (Verdict.DOUBLE_EFFECT, Verdict.DECLINED))
+#: With the provider's own outcomes (a decline among them), one more verdict can happen.
+PROVIDER_VERDICTS = MATRIX_VERDICTS + (Verdict.DECLINED.value,)
 #: Outcomes that break a handler: money or an effect twice, or work lost or half-done silently.
 BREAKS = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT,
                                  Verdict.SILENT_MISMATCH, Verdict.SILENT_LOSS))
 #: What `keyed` may end in: done once, or visibly not done.
 KEYED_OK = tuple(v.value for v in (Verdict.EXACTLY_ONCE, Verdict.NEEDS_ATTENTION,
-                                   Verdict.FAILED_VISIBLY))
+                                   Verdict.FAILED_VISIBLY, Verdict.DECLINED))
 
 
 def completed(charges: int, entries: int, record: str, has_done_state: bool) -> bool:
@@ -50,12 +53,15 @@ def judge_run(charges: int, completed: bool, dlq: int, record: str) -> str:
         # an in_progress record is what the reconciliation job flags
         alerted = dlq or record == "in_progress"
         return (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value
+    if record == Verdict.DECLINED.value and not dlq:
+        return Verdict.DECLINED.value  # the record keeps the provider's final answer
     return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value
 
 
 def judge_effects(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: int,
-                  money: str = "provider:charge") -> str:
-    """The check's verdict: each effect against what the clean run did (every effect once)."""
+                  money: str = "provider:charge", declined: bool = False) -> str:
+    """The check's verdict: each effect against what the clean run did (every effect once).
+    `declined`: the provider declined the charge, so no money and no alarm is its final answer."""
     expected = {name: n for name, n in baseline.items() if n}
     if any(effects.get(name, 0) > n for name, n in expected.items()):
         doubled_money = effects.get(money, 0) > expected.get(money, 0)
@@ -63,5 +69,7 @@ def judge_effects(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: 
     if all(effects.get(name, 0) == n for name, n in expected.items()):
         return (Verdict.NEEDS_ATTENTION if dlq else Verdict.EXACTLY_ONCE).value
     if not any(effects.get(name, 0) for name in expected):
+        if declined and not dlq and not effects.get(money, 0):
+            return Verdict.DECLINED.value
         return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value
     return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value

@@ -21,6 +21,7 @@ class Services:
     price_cents: int = 500
     recipe: str = "version"
     currency: str = "usd"
+    provider_key_retention_seconds: int = 24 * 60 * 60  # when the provider prunes a used key
     new_token: Callable[[], str] = field(default=lambda: "owner")
 
 

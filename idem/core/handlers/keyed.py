@@ -20,6 +20,18 @@ Each upload goes through three steps:
 3. Commit, in one transaction, only if this invocation still owns the claim: the record
    becomes `done` with the result, the charge is booked once per charge id, and the
    account's totals grow. A zombie whose lease ran out cannot commit over the new owner.
+
+What the provider answers decides what happens next (its rules are Stripe's, API v1: the
+first answer for a key is saved, errors included, and replayed; keys are pruned after 24 h):
+- 402, declined: a final answer. The record becomes `declined`; no retry, no failure queue.
+- 500: saved for the key, so no retry with this key can succeed, and a new key could charge
+  twice. The record becomes `needs_attention` and the event goes on failing into the
+  failure queue, with the reason, for a person.
+- 409 (someone holds the key), or any error this code catches: the lease is released (only
+  by its owner), so Lambda's retry a minute later can take over, and the error is raised.
+- A copy of the event older than the provider's key window (a redrive from the failure queue
+  a day later) is not charged blindly: the charge is looked up by the upload first.
+And at cold start the lifetimes are checked against one rule (`Settings.check_lifetimes`).
 """
 from __future__ import annotations
 
@@ -29,6 +41,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Mapping, Protocol
@@ -59,10 +72,16 @@ class LostOwnership(IdemError):
     """A commit was refused: the lease ran out and the upload is no longer ours to finish."""
 
 
+class NeedsAttention(IdemError):
+    """No retry can finish this upload safely: a person must look (the message says why)."""
+
+
 class Status(str, Enum):
     CLAIMED = "claimed"  # claim-first's record (chapter 04): seen, says nothing about the work
     IN_PROGRESS = "in_progress"  # the work started, under a lease
     DONE = "done"  # the work finished: the result is stored
+    DECLINED = "declined"  # the provider declined the charge: a final answer, nothing to retry
+    NEEDS_ATTENTION = "needs_attention"  # no retry can finish it: a person must (see `result`)
 
     def __str__(self) -> str:
         return self.value
@@ -75,6 +94,16 @@ class Settings:
     price_cents: int = 500
     currency: str = "usd"
     record_ttl_seconds: int = DAY  # how long a done record turns duplicates away
+    # How long the provider keeps a used key (Stripe: it may prune keys 24 h old).
+    provider_key_retention_seconds: int = DAY
+    # How long Lambda keeps retrying an event (the function's MaximumEventAgeInSeconds, 60 to
+    # 21,600): set it, and the lifetimes are checked against it at cold start.
+    max_event_age_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_event_age_seconds is not None:
+            check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
+                            self.max_event_age_seconds)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":
@@ -82,7 +111,28 @@ class Settings:
         if not table:
             raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
         return cls(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
-                   _whole(env, "RECORD_TTL_SECONDS", DAY))
+                   _whole(env, "RECORD_TTL_SECONDS", DAY),
+                   _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
+                   _whole(env, "MAX_EVENT_AGE_SECONDS", 1) if env.get("MAX_EVENT_AGE_SECONDS") else None)
+
+
+def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int) -> None:
+    """The rule every lifetime obeys, checked at cold start: as long as Lambda can still
+    deliver a copy of an event (its retries and its own duplicates, up to the maximum event
+    age), a done record must still turn it away and the provider must still know its key.
+    Copies re-sent later from the failure queue are older than both: they are looked up at
+    the provider before any charge (`KeyedCharger.charge_once`)."""
+    if not 60 <= max_event_age <= 21_600:
+        raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
+    for name, value in (("RECORD_TTL_SECONDS", record_ttl),
+                        ("PROVIDER_KEY_RETENTION_SECONDS", key_retention)):
+        if value < max_event_age:
+            raise ConfigError(
+                f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                "Lambda may still retry or re-deliver an event after "
+                + ("its done record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
+                   else "the provider has forgotten its key, and charge it again")
+                + f"; raise {name} to {max_event_age} or more, or lower the maximum event age")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:
@@ -102,6 +152,7 @@ class Upload:
     version_id: str | None
     etag: str
     sequencer: str
+    event_time: float = 0.0  # when S3 saw the upload (the record's eventTime); 0: unknown
 
     @property
     def versioned(self) -> bool:
@@ -154,7 +205,8 @@ def uploads_in(event: Any) -> tuple[list[Upload], list[str]]:
                 skipped.append(f"record {n}: {key!r} is a folder marker, not an upload")
                 continue
             uploads.append(Upload(str(s3["bucket"]["name"]), key, s3["object"].get("versionId"),
-                                  str(s3["object"].get("eTag", "")), str(s3["object"].get("sequencer", ""))))
+                                  str(s3["object"].get("eTag", "")), str(s3["object"].get("sequencer", "")),
+                                  _epoch(record.get("eventTime"))))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             skipped.append(f"record {n}: malformed ({type(error).__name__}: {error})")
     return uploads, skipped
@@ -228,6 +280,36 @@ class KeyedLedger:
             raise
         return Claim(won=True)
 
+    def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
+        """End the record without a charge (`declined`, `needs_attention`), if we still own it."""
+        try:
+            self.client.update_item(
+                TableName=self.table, Key=_item({"pk": key}),
+                UpdateExpression="SET #s = :status, #r = :result",
+                ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
+                ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
+                ExpressionAttributeValues=_values(status=status.value, result=result, me=owner,
+                                                  in_progress=Status.IN_PROGRESS.value))
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                raise LostOwnership(f"{key} belongs to another invocation now") from None
+            raise
+
+    def release(self, key: str, owner: str) -> None:
+        """End our lease now, so that Lambda's retry can take over at once instead of meeting
+        a live lease until our deadline (up to 15 minutes). Only the owner may release."""
+        try:
+            self.client.update_item(
+                TableName=self.table, Key=_item({"pk": key}),
+                UpdateExpression="SET lease_until = :now",
+                ConditionExpression="#o = :me AND #s = :in_progress",
+                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                ExpressionAttributeValues=_values(now=self.now(), me=owner,
+                                                  in_progress=Status.IN_PROGRESS.value))
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise  # (a lost ownership is fine: someone else holds it now)
+
     def commit(self, key: str, owner: str, result: dict[str, Any], account: str, cents: int,
                charge_id: str) -> None:
         """Mark the record done and book the charge, in one transaction, if we still own it.
@@ -300,16 +382,72 @@ class KeyedCharger:
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
         claim = self.ledger.claim(key, owner, lease_until, upload.source)
         if not claim.won:
-            if claim.existing.status is Status.DONE:
-                return {**(claim.existing.result or {}), "status": "duplicate"}
-            until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(claim.existing.lease_until))
+            existing = claim.existing
+            if existing.status is Status.DONE:
+                return {**(existing.result or {}), "status": "duplicate"}
+            if existing.status is Status.DECLINED:  # the provider's final answer, kept
+                return {**(existing.result or {}), "status": "declined"}
+            if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
+                raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
+            until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(existing.lease_until))
             raise WorkInProgress(f"{upload.source} is being worked on until {until}; retry later")
-        charge = self.provider.charge(customer=upload.account, amount=self.settings.price_cents,
-                                      currency=self.settings.currency, reference=upload.reference,
-                                      idempotency_key=key)
-        result = {"status": "charged", "charge_id": charge.id, "amount_cents": self.settings.price_cents}
         try:
-            self.ledger.commit(key, owner, result, upload.account, self.settings.price_cents, charge.id)
+            return self._charge_and_commit(upload, key, owner)
+        except (NeedsAttention, LostOwnership):
+            raise  # the record says why already, or it is not ours any more
+        except Exception:
+            # Give the upload back at once: Lambda retries in about a minute, and a lease
+            # that runs to our deadline (a 900 s timeout) would turn every retry away.
+            self.ledger.release(key, owner)
+            raise
+
+    def _charge_and_commit(self, upload: Upload, key: str, owner: str) -> dict[str, Any]:
+        cents = self.settings.price_cents
+        age = self.now() - upload.event_time if upload.event_time else None
+        if age is None or age >= self.settings.provider_key_retention_seconds:
+            # A copy older than the provider's key window (a redrive from the failure queue,
+            # a day later): the key may be pruned, so the same key would charge anew. Ask the
+            # provider what it charged for this upload first.
+            found = self._look_up(upload, key, owner, age)
+            if found is not None:
+                return self._commit(upload, key, owner, found, status="found")
+        try:
+            charge = self.provider.charge(customer=upload.account, amount=cents,
+                                          currency=self.settings.currency, reference=upload.reference,
+                                          idempotency_key=key)
+        except Exception as error:
+            status = getattr(error, "http_status", None)  # as Stripe's SDK errors carry it
+            if status == 402:  # declined: a final answer, not a failure to retry
+                result = {"status": "declined", "reason": str(error)}
+                self.ledger.finish(key, owner, Status.DECLINED, result)
+                return result
+            if status == 500:  # saved for this key: every retry with it gets the same 500
+                reason = (f"the provider answered 500 for key {key[:32]}...; it replays that answer "
+                          "to every retry with this key, and a new key could charge twice: "
+                          "find the charge at the provider (by the reference), then book or refund it")
+                self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
+                raise NeedsAttention(f"{upload.source}: {reason}") from error
+            raise  # 409 (someone holds the key), or anything transient: release, and retry later
+        return self._commit(upload, key, owner, charge.id)
+
+    def _look_up(self, upload: Upload, key: str, owner: str, age: float | None) -> str | None:
+        """The id of the charge already made for this upload, or None if there is none."""
+        find = getattr(self.provider, "find_charges", None)
+        if find is None:  # this provider offers no lookup: hold the event for a person
+            reason = (f"the event is {'of unknown age' if age is None else f'{age / 3600:.1f} h old'}, "
+                      "past the provider's key window, and the provider offers no lookup: "
+                      "check whether it was charged, then re-send it or close it")
+            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
+            raise NeedsAttention(f"{upload.source}: {reason}")
+        mine = [c for c in find(upload.reference) if getattr(c, "idempotency_key", key) == key]
+        return mine[0].id if mine else None
+
+    def _commit(self, upload: Upload, key: str, owner: str, charge_id: str,
+                status: str = "charged") -> dict[str, Any]:
+        cents = self.settings.price_cents
+        result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
+        try:
+            self.ledger.commit(key, owner, result, upload.account, cents, charge_id)
         except LostOwnership:
             # Our lease ran out and another invocation took over. The provider key made our
             # charge and theirs the same charge; theirs commits it.
@@ -371,6 +509,14 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+def _epoch(text: Any) -> float:
+    """An S3 eventTime (2026-01-01T00:00:00.000Z) in seconds since the epoch; 0.0 if unreadable."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _code(error: ClientError) -> str:

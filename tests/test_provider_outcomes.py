@@ -1,0 +1,184 @@
+"""The provider's own outcomes (Stripe API v1 rules), time beyond a day, and uploads of one name.
+
+Issue #11: a saved 500, a 409, a decline, a lease released after a caught error, the 25-hour
+redrive, uploads with versioning suspended, and lifetimes refused at cold start.
+"""
+from __future__ import annotations
+
+import pytest
+
+from idem.core.clock import VirtualClock
+from idem.core.errors import ConfigError
+from idem.core.handlers import keyed
+from idem.core.provider import DAY
+from idem.core.reconcile import reconcile
+from idem.core.settings import Settings
+from idem.local.boundary import FaultPlan
+from idem.local.redrive import redrive_local
+from idem.local.runtime import LocalLambda
+from idem.local.scenarios import Scenario, run
+from idem.local.world import LocalWorld
+
+HANDLERS = ("naive", "claim_first", "robust", "keyed")
+
+#: (fault, times) -> per handler: (charges, dlq, record, verdict). Every handler, every outcome.
+PINNED = {
+    ("provider_down", "once"): {"naive": (1, 0, "-", "exactly_once"), "claim_first": (0, 0, "claimed", "silent_loss"),
+                                "robust": (1, 0, "done", "exactly_once"), "keyed": (1, 0, "done", "exactly_once")},
+    ("provider_500", "once"): {"naive": (2, 0, "-", "double_charge"), "claim_first": (1, 0, "claimed", "silent_mismatch"),
+                               "robust": (2, 0, "done", "double_charge"),
+                               "keyed": (1, 1, "needs_attention", "needs_attention")},
+    ("provider_500", "always"): {"naive": (3, 1, "-", "double_charge"), "claim_first": (1, 0, "claimed", "silent_mismatch"),
+                                 "robust": (3, 1, "in_progress", "double_charge"),
+                                 "keyed": (1, 1, "needs_attention", "needs_attention")},
+    ("provider_409", "once"): {"naive": (1, 0, "-", "exactly_once"), "claim_first": (0, 0, "claimed", "silent_loss"),
+                               "robust": (1, 0, "done", "exactly_once"), "keyed": (1, 0, "done", "exactly_once")},
+    ("declined", "always"): {"naive": (0, 1, "-", "failed_visibly"), "claim_first": (0, 0, "claimed", "silent_loss"),
+                             "robust": (0, 1, "in_progress", "failed_visibly"),
+                             "keyed": (0, 0, "declined", "declined")},
+}
+
+
+@pytest.mark.parametrize("fault, times", list(PINNED))
+def test_provider_outcomes_pinned_for_every_handler(fault, times):
+    found = {}
+    for handler in HANDLERS:
+        o = run(Scenario(handler, fault, times))
+        found[handler] = (o.charges, o.dlq, o.record, o.verdict)
+    assert found == PINNED[(fault, times)]
+
+
+def test_a_saved_500_stops_keyed_with_a_reason_and_never_a_second_key():
+    o = run(Scenario("keyed", "provider_500", "once"))
+    assert o.charges == 1 and o.verdict == "needs_attention"  # 0 or 1, never 2
+    reason = o.failures[0]["responsePayload"]["errorMessage"]
+    assert "500" in reason and "find the charge" in reason
+    assert o.failures[0]["responsePayload"]["errorType"] == "NeedsAttention"
+    # the retries met the record, not the provider: one provider call in all
+    assert sum(1 for a in o.trace for c in a.crossings if c.boundary.call == "provider:charge"
+               and c.boundary.side.value == "before") == 1
+
+
+def test_a_decline_ends_the_work_and_reconciliation_reports_a_decline(world):
+    runtime = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("declined", "once"))
+    obj = world.upload("alice/order.csv")
+    runtime.send(world.event(obj))
+    runtime.run()
+    assert [a.outcome for a in runtime.attempts] == ["ok"] and world.failure_queue() == []
+    assert [r.status.value for r in world.ledger().records()] == ["declined"]
+    report = reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table, world.provider_table,
+                       now=world.clock.now() + 3600)
+    assert report.clean and not report.missing and len(report.declined) == 1
+    assert "DECLINED" in report.render()
+
+
+@pytest.mark.parametrize("timeout", [181.0, 900.0])
+def test_a_caught_error_releases_the_lease_so_the_retry_succeeds(world, timeout):
+    runtime = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("at_charge", "once"),
+                          timeout=timeout)
+    runtime.send(world.event(world.upload("alice/order.csv")))
+    runtime.run()
+    assert [a.outcome for a in runtime.attempts] == ["error", "ok"]  # the retry a minute later
+    assert len(world.provider().charges()) == 1 and world.failure_queue() == []
+
+
+def test_a_409_is_retried_later_like_a_live_lease(world):
+    runtime = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("provider_409", "1,2"),
+                          timeout=900.0)
+    runtime.send(world.event(world.upload("alice/order.csv")))
+    runtime.run()
+    assert [a.outcome for a in runtime.attempts] == ["error", "error", "ok"]
+    assert "KeyInFlight" in runtime.attempts[0].error
+    assert len(world.provider().charges()) == 1
+
+
+def test_a_claim_resent_after_its_answer_was_lost_finds_its_own_owner(world):
+    ledger = keyed.KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
+    assert ledger.claim("charge#x", "me", world.clock.now() + 30).won
+    assert ledger.claim("charge#x", "me", world.clock.now() + 30).won  # the SDK's re-send
+    assert not ledger.claim("charge#x", "someone else", world.clock.now() + 30).won
+
+
+def _failed_then_redriven(fresh: bool) -> int:
+    """An event charged, then failed into the queue on every attempt; 25 hours later, with the
+    fault gone, redriven. Returns the charges the provider made for it."""
+    with LocalWorld() as world:
+        broken = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("after_charge", "always"))
+        broken.send(world.event(world.upload("alice/order.csv")))
+        broken.run()
+        assert world.failure_queue_depth() == 1 and len(world.provider().charges()) == 1
+        world.clock.advance(25 * 3600)  # past the record's TTL and the provider's key retention
+        fixed = LocalLambda(world, world.env("keyed"))
+        assert redrive_local(fixed, fresh=fresh) == 1
+        assert world.failure_queue_depth() == 0
+        return len(world.provider().charges())
+
+
+def test_the_25_hour_redrive_charges_twice_when_naive_and_once_with_the_lookup():
+    assert _failed_then_redriven(fresh=True) == 2  # a fresh event: the pruned key charges anew
+    assert _failed_then_redriven(fresh=False) == 1  # the real event's age: looked up, booked once
+
+
+def test_an_old_event_with_no_lookup_is_held_for_a_person(world):
+    class NoLookup:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def charge(self, **kwargs):
+            return self.inner.charge(**kwargs)
+
+    charger = keyed.KeyedCharger(world.dynamodb, NoLookup(world.provider()),
+                                 keyed.Settings(world.ledger_table), now=world.clock.now)
+    obj = world.upload("alice/order.csv")
+    upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, world.clock.now())
+    world.clock.advance(DAY + 3600)
+    with pytest.raises(keyed.NeedsAttention, match="offers no lookup"):
+        charger.charge_once(upload, 30_000)
+    assert world.provider().charges() == []
+    assert [r.status.value for r in world.ledger().records()] == ["needs_attention"]
+
+
+def test_uploads_of_one_name_with_versioning_suspended_are_each_charged():
+    with LocalWorld(versioned=False) as world:
+        runtime = LocalLambda(world, world.env("keyed"))
+        for body in (b"first order", b"second order"):
+            runtime.send(world.event(world.upload("alice/order.csv", body)))
+            runtime.run()
+        assert len(world.provider().charges()) == 2
+        assert world.ledger().entry("alice") == (2, 1000)
+        report = reconcile(world.s3, world.dynamodb, world.bucket, world.ledger_table,
+                           world.provider_table, now=world.clock.now() + 3600)
+        assert report.clean, report.render()
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"RECORD_TTL_SECONDS": "3600", "MAX_EVENT_AGE_SECONDS": "21600"}, "RECORD_TTL_SECONDS is 3600 s"),
+    ({"PROVIDER_KEY_RETENTION_SECONDS": "3600", "MAX_EVENT_AGE_SECONDS": "21600"},
+     "PROVIDER_KEY_RETENTION_SECONDS is 3600 s"),
+    ({"MAX_EVENT_AGE_SECONDS": "30"}, "Lambda allows 60 to 21600"),
+])
+def test_lifetimes_that_break_the_rule_are_refused_at_cold_start(env, says):
+    base = {"LEDGER_TABLE": "l", "PROVIDER_TABLE": "p"}
+    with pytest.raises(ConfigError, match=says):
+        Settings.from_env({**base, **env})
+    with pytest.raises(ConfigError, match=says):
+        keyed.Settings.from_env({**base, **env})
+    assert Settings.from_env({**base, "MAX_EVENT_AGE_SECONDS": "21600"}).max_event_age_seconds == 21600
+
+
+def test_unsafe_recipes_are_refused_at_cold_start():
+    with pytest.raises(ConfigError, match="KEY_RECIPE"):
+        Settings.from_env({"LEDGER_TABLE": "l", "PROVIDER_TABLE": "p", "KEY_RECIPE": "etag_only"})
+
+
+def test_the_redrive_command_tells_the_25_hour_story(capsys):
+    from idem.cli import main
+
+    assert main(["redrive", "--json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out) == {"queued": 1, "redriven": 1, "charges": 1,
+                                                   "ledger": 1, "record": "done"}
+    assert main(["redrive", "--fresh", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["charges"] == 2
+    assert main(["redrive", "--queue-url", "q"]) == 2  # a real queue needs its function too

@@ -124,7 +124,10 @@ views.show_text(json.dumps(message, indent=2), "json")
 # What an operator needs is all there: `condition: RetriesExhausted` and
 # `approximateInvokeCount: 3` (why it stopped), `responsePayload` (the last error), and
 # `requestPayload`, the original S3 event, with the object's key and `versionId`. A dead-letter
-# queue would hold only the bare event; the destination wraps it with the story.
+# queue would hold only the bare event, with the request id, error code and error message as
+# message attributes; the destination wraps it with the story. A function with neither discards
+# the event after its retries. (AWS documents both in the Lambda guide, on retaining records of
+# asynchronous invocations: docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html.)
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
@@ -158,9 +161,25 @@ print("charges at the provider:", len(world.provider().charges()),
 # the `in_progress` state buys: unfinished work stays findable until someone finishes it.
 
 # %% [markdown]
+# The provider being down is the kind failure: nothing happened, so a retry is safe. A provider
+# can also fail *after* it started: it moves the money, then answers 500. Robust sends no key, so
+# its retry is a new request:
+
+# %%
+half = sc.run(sc.Scenario("robust", "provider_500", "once"))
+views.outcome_frame([half])[["handler", "fault", "charges", "ledger", "attempts", "record", "verdict"]]
+
+# %% [markdown]
+# Two charges, one ledger entry: the record said `in_progress`, which robust reads as "try again".
+# Chapter 06 hands the provider a key, and shows what a saved 500 means then.
+
+# %% [markdown]
 # ## The hole: a copy running at the same time
 #
-# S3 delivers events at least once, and the copies do not queue politely behind each other. Here
+# S3 delivers events at least once, and so does Lambda's own event queue: AWS's guide to
+# asynchronous invocation warns that a function may receive the same event twice even when
+# nothing failed (docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+# And the copies do not queue politely behind each other. Here
 # the second copy starts while the first invocation sits between writing `in_progress` and calling
 # the provider (the runtime's `during("before_charge", ...)` hook starts it at that moment):
 

@@ -7,7 +7,7 @@ from idem.local.boundary import FaultPlan
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 from idem.core.reconcile import reconcile
-from idem.local import batches, expiry, leases
+from idem.local import batches, expiry, leases, redrive
 
 
 def test_robust_double_charges_when_a_copy_arrives_before_done():
@@ -117,11 +117,11 @@ def test_redrive_finishes_the_work_and_empties_the_queue():
         broken.run()
         assert world.failure_queue_depth() == 1
         fixed = LocalLambda(world, world.env("robust"))
-        assert batches.redrive(world, fixed) == 1
+        assert redrive.redrive_local(fixed) == 1
         assert world.failure_queue_depth() == 0
         assert [str(r.status) for r in world.ledger().records()] == ["done"]
         assert len(world.provider().charges()) == 1
-        assert batches.redrive(world, fixed) == 0
+        assert redrive.redrive_local(fixed) == 0
 
 
 def _report(world: LocalWorld):

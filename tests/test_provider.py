@@ -60,20 +60,16 @@ def test_a_saved_500_is_replayed_as_the_same_500(world):
     assert len(provider.charges()) == 1  # it executed once: money moved, the caller never heard
 
 
-def test_failing_before_executing_saves_nothing(world):
+@pytest.mark.parametrize("outcome, error, status", [
+    ("provider_down", ProviderUnavailable, 503),  # fails before executing
+    ("provider_409", KeyInFlight, 409),  # the key is in flight elsewhere
+])
+def test_an_answer_before_execution_saves_nothing(world, outcome, error, status):
     provider = world.provider()
-    with pytest.raises(ProviderUnavailable):
-        provider.charge(**ORDER, idempotency_key="k", outcome="provider_down")
-    assert not provider.charge(**ORDER, idempotency_key="k").replayed
-    assert len(provider.charges()) == 1
-
-
-def test_a_key_in_flight_is_a_409_and_nothing_is_saved(world):
-    provider = world.provider()
-    with pytest.raises(KeyInFlight) as conflict:
-        provider.charge(**ORDER, idempotency_key="k", outcome="provider_409")
-    assert conflict.value.http_status == 409
-    assert not provider.charge(**ORDER, idempotency_key="k").replayed
+    with pytest.raises(error) as answered:
+        provider.charge(**ORDER, idempotency_key="k", outcome=outcome)
+    assert answered.value.http_status == status
+    assert not provider.charge(**ORDER, idempotency_key="k").replayed  # the retry executes
     assert len(provider.charges()) == 1
 
 

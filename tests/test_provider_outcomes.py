@@ -182,3 +182,14 @@ def test_the_redrive_command_tells_the_25_hour_story(capsys):
     assert main(["redrive", "--fresh", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["charges"] == 2
     assert main(["redrive", "--queue-url", "q"]) == 2  # a real queue needs its function too
+
+
+def test_replay_counts_per_upload_not_per_name():
+    """Two uploads of one name, versioning off, in one event: two orders, one charge each."""
+    from idem.local.replay import replay
+
+    with LocalWorld(versioned=False) as world:
+        event = world.event(world.upload("alice/order.csv", b"first"), world.upload("alice/order.csv", b"second"))
+    done = replay(event, "keyed")
+    assert done.status == "processed"
+    assert [(row["charges"], row["record"]) for row in done.rows] == [(1, "done"), (1, "done")]

@@ -7,6 +7,8 @@ docs/reliability.md) covers the faults at the handler's own boundaries and is un
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from idem.local import schedules as S
@@ -45,3 +47,5 @@ def test_provider_outcome_counts_pinned(results: list[S.Result]) -> None:
     print("\n" + S.table(tallies, PROVIDER_VERDICTS))
     assert {t.handler: t.verdicts for t in tallies} == PINNED, S.table(tallies, PROVIDER_VERDICTS)
     assert [(t.handler, t.caught) for t in tallies] == [(t.handler, t.broken) for t in tallies]
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert S.table(tallies, PROVIDER_VERDICTS) in readme, "README.md is stale: paste the table printed above"

@@ -1,33 +1,14 @@
-"""A messy batch of uploads through several patterns, what it leaves behind (footprints), and a
-redrive of what sits in the failure queue (chapter 07's reconciliation).
+"""A messy batch of uploads through several patterns, and what it leaves behind (footprints),
+for chapter 07's reconciliation. Redriving the failure queue is `idem.local.redrive`.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from .boundary import FaultPlan
 from .leases import known_handler
 from .runtime import Attempt, LocalLambda
 from .world import LocalWorld
-
-
-def redrive(world: LocalWorld, runtime: LocalLambda) -> int:
-    """Hand every event in the failure queue back to the function, as an operator does once
-    the cause is fixed: the invocation record's `requestPayload` is sent again, and the
-    message is deleted once it has been queued. Returns how many events were redriven."""
-    sent = 0
-    while True:
-        messages = world.sqs.receive_message(QueueUrl=world.queue_url, MaxNumberOfMessages=10,
-                                             VisibilityTimeout=30).get("Messages", [])
-        if not messages:
-            break
-        for message in messages:
-            runtime.send(json.loads(message["Body"])["requestPayload"])
-            world.sqs.delete_message(QueueUrl=world.queue_url, ReceiptHandle=message["ReceiptHandle"])
-            sent += 1
-    runtime.run()
-    return sent
 
 
 @dataclass(frozen=True)

@@ -77,12 +77,29 @@ def replay(event: Any, handler: str = "keyed", deliveries: int = 1) -> Replay:
         status, reason = _verdict(batch, refusal, runtime.attempts)
         provider = world.provider()
         rows = [{"object": obj.uri, "account": account_of(obj.key),
-                 "charges": len(provider.charges(reference=obj.uri)), "record": record_of(obj)}
-                for obj in dict.fromkeys(batch.objects)]  # an object named twice is one row
+                 "charges": charges_for(provider, obj, handler), "record": record_of(obj)}
+                for obj in dict.fromkeys(batch.objects)]  # an upload named twice is one row
         return Replay(handler, deliveries, status, reason, rows, batch.skipped,
                       attempts=len(runtime.attempts),
                       failed_attempts=sum(a.failed for a in runtime.attempts),
                       dlq=world.failure_queue_depth())
+
+
+def charges_for(provider: Any, obj: S3Object, handler: str) -> int:
+    """The charges the provider made for this upload. keyed sends a key per upload, so two
+    uploads of one name without versioning (the same reference) are counted apart by it;
+    the other handlers send no key, so their charges can only be counted per object name."""
+    found = provider.charges(reference=obj.uri)
+    if handler != "keyed":
+        return len(found)
+    key = _keyed_upload(obj).idempotency_key
+    return sum(c.idempotency_key == key for c in found)
+
+
+def _keyed_upload(obj: S3Object) -> Any:
+    from ..core.handlers.keyed import Upload, _epoch
+
+    return Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, _epoch(obj.event_time))
 
 
 def _verdict(batch: EventBatch, refusal: str, attempts: list[Attempt]) -> tuple[str, str]:
@@ -116,7 +133,8 @@ def _function(world: LocalWorld, handler: str) -> Iterator[tuple[LocalLambda, Ca
     ledger = world.ledger()
 
     def record_of(obj: S3Object) -> str:
-        record = ledger.get_record(idempotency_key(obj))
+        key = _keyed_upload(obj).idempotency_key if handler == "keyed" else idempotency_key(obj)
+        record = ledger.get_record(key)  # keyed's key tells uploads of one name apart
         return str(record.status) if record else "-"
 
     yield runtime, record_of

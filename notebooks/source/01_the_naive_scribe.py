@@ -172,8 +172,8 @@ _ = views.explore("naive", "after_charge", "once", "single")
 # %% [markdown]
 # ## What the table and the queue hold afterwards
 #
-# After the first run of this chapter, the ledger table holds only the account's entry and the
-# fault injector's counter. There is no record of *which* upload was charged, or whether it
+# After the first run of this chapter, the ledger table holds only the account's entry. There is
+# no record of *which* upload was charged, or whether it
 # finished: nothing to check a retry against.
 
 # %%

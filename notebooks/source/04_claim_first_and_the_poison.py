@@ -129,7 +129,7 @@ views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "
 # ## What the table holds, for each handler
 #
 # The ledger table after the same fault, `after_charge`, `once`, for each handler, read back from
-# DynamoDB at the end of each run. The `faultcount` item is the injector's counter.
+# DynamoDB at the end of each run.
 
 # %%
 after_charge = [o for o in uniform if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")]

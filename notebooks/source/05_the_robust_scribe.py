@@ -7,8 +7,8 @@
 #
 # Chapter 04 ended with claim-first's weakness: its record says only "seen", so a retry cannot
 # tell finished work from abandoned work, and stands down either way. The robust scribe writes
-# down how far the work got instead. It pencils the record in as `in_progress` before the charge
-# and inks it as `done` only after the charge and the ledger entry have landed. A retry that finds
+# down how far the work got instead. It writes the record as `in_progress` before the charge,
+# and marks it `done` only after the charge and the ledger entry have landed. A retry that finds
 # `in_progress` knows the work did not finish, and tries again.
 
 # %% [markdown]
@@ -24,7 +24,7 @@ from idem.core.ledger import Ledger
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.local import batches, leases
+from idem.local import leases, redrive
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "
@@ -110,9 +110,9 @@ poisoned.send(world.event(order))
 views.attempts_frame(poisoned.run())
 
 # %% [markdown]
-# Three attempts, at t = 0, 60 and 180 s. The first read the record, found none and pencilled it
-# in (two record calls); each retry read `in_progress` (one call), skipped the put and tried the
-# charge again.
+# Three attempts, at t = 0, 60 and 180 s. The first read the record, found none and wrote it as
+# `in_progress` (two record calls); each retry read `in_progress` (one call), skipped the put and
+# tried the charge again.
 # No money moved. After the third failure Lambda gave up and sent its **invocation record** to the
 # on-failure destination, an SQS queue. This is the message, read back from the queue:
 
@@ -124,7 +124,10 @@ views.show_text(json.dumps(message, indent=2), "json")
 # What an operator needs is all there: `condition: RetriesExhausted` and
 # `approximateInvokeCount: 3` (why it stopped), `responsePayload` (the last error), and
 # `requestPayload`, the original S3 event, with the object's key and `versionId`. A dead-letter
-# queue would hold only the bare event; the destination wraps it with the story.
+# queue would hold only the bare event, with the request id, error code and error message as
+# message attributes; the destination wraps it with the story. A function with neither discards
+# the event after its retries. (AWS documents both in the Lambda guide, on retaining records of
+# asynchronous invocations: docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html.)
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
@@ -135,20 +138,19 @@ views.items_frame(world.ledger().items())
 
 # %% [markdown]
 # The ledger table agrees: one record, `in_progress`, whose `source` names the same object and
-# version, and the fault injector's counter (three arrivals at `at_charge`). No account entry,
-# because no charge landed.
+# version. No account entry, because no charge landed.
 #
 # An hour later the provider is back. The operator **redrives** the queue: each message's
 # `requestPayload` goes back to the function, and the message is deleted. The function finds
-# `in_progress`, does the work, and inks the record.
+# `in_progress`, does the work, and marks the record `done`.
 
 # %%
-views.show_source(batches.redrive)
+views.show_source(redrive.redrive)
 
 # %%
 world.clock.advance(3600)
 fixed = LocalLambda(world, world.env("robust"))
-print("redriven:", batches.redrive(world, fixed))
+print("redriven:", redrive.redrive_local(fixed))
 print("charges at the provider:", len(world.provider().charges()),
       "| ledger entry for alice (charges, cents):", world.ledger().entry("alice"),
       "| record:", world.ledger().records()[0].status)
@@ -158,9 +160,25 @@ print("charges at the provider:", len(world.provider().charges()),
 # the `in_progress` state buys: unfinished work stays findable until someone finishes it.
 
 # %% [markdown]
+# The provider being down is the kind failure: nothing happened, so a retry is safe. A provider
+# can also fail *after* it started: it moves the money, then answers 500. Robust sends no key, so
+# its retry is a new request:
+
+# %%
+half = sc.run(sc.Scenario("robust", "provider_500", "once"))
+views.outcome_frame([half])[["handler", "fault", "charges", "ledger", "attempts", "record", "verdict"]]
+
+# %% [markdown]
+# Two charges, one ledger entry: the record said `in_progress`, which robust reads as "try again".
+# Chapter 06 hands the provider a key, and shows what a saved 500 means then.
+
+# %% [markdown]
 # ## The hole: a copy running at the same time
 #
-# S3 delivers events at least once, and the copies do not queue politely behind each other. Here
+# S3 delivers events at least once, and so does Lambda's own event queue: AWS's guide to
+# asynchronous invocation warns that a function may receive the same event twice even when
+# nothing failed (docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+# And the copies do not queue politely behind each other. Here
 # the second copy starts while the first invocation sits between writing `in_progress` and calling
 # the provider (the runtime's `during("before_charge", ...)` hook starts it at that moment):
 

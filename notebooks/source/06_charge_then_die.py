@@ -134,6 +134,24 @@ print("charges at the provider:", len(provider.charges()))
 # charging twice.
 
 # %% [markdown]
+# The provider also fails on its own side, and its rules (Stripe's, API v1) say what a retry then
+# gets. It saves the first answer for a key once it starts executing, errors included: a 500 comes
+# back as the same 500 on every retry. A key still in flight gets 409, and nothing is saved. A
+# declined card (402) is a final answer. Here is keyed against each, the fault on the first
+# attempt only:
+
+# %%
+theirs = [sc.run(sc.Scenario("keyed", fault, "once"))
+          for fault in ("provider_down", "provider_500", "provider_409", "declined")]
+views.outcome_frame(theirs)[["fault", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+
+# %% [markdown]
+# Down before executing and 409 are retried a minute later and end exactly once. The saved 500
+# moved money, and no retry with that key can learn the charge: keyed marks the record
+# `needs_attention` and lets the event reach the failure queue with the reason, instead of trying
+# a new key. The decline ends the work with a `declined` record, and nothing is retried or queued.
+
+# %% [markdown]
 # ## A lease, and a commit fenced to its owner
 #
 # The key closes the money window. Two more details make keyed safe against copies running at
@@ -194,8 +212,9 @@ _ = views.explore_zombie("keyed", 45)
 # its lease at the deadline (`context.get_remaining_time_in_millis()`), the moment Lambda is sure
 # to have stopped the invocation. That is right, but it makes the **function timeout** the lease.
 #
-# Here is the same crash after the charge, under the default 30 s timeout and under 900 s (the
-# 15-minute maximum, a common "just in case" setting):
+# Here is the same crash after the charge, under this workbook's 30 s timeout and under 900 s (the
+# 15-minute maximum, a common "just in case" setting). Lambda's own default is 3 s; `template.yaml`
+# chooses 30 s.
 
 # %%
 short = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=30))
@@ -221,9 +240,20 @@ views.items_frame(long.items)
 # %% [markdown]
 # (`lease_until` is in epoch seconds: 1767226500 is t = 900 s on this clock.) Nothing is lost:
 # the record is `in_progress` past its lease, which the auditor in chapter 07 flags, and a redrive
-# after t = 900 s would finish the work with the provider's replay. But a crash now costs a human's
-# attention instead of a one-minute retry. Set the function timeout close to what the work really
-# needs; the lease follows it.
+# after t = 900 s, within a day, would finish the work with the provider's replay. But a crash now
+# costs a human's attention instead of a one-minute retry.
+#
+# Only a crash waits for the deadline. When keyed *catches* an error (here one before the charge,
+# under the same 900 s timeout), it gives its lease back before it raises:
+
+# %%
+caught = sc.run(sc.Scenario("keyed", "at_charge", "once", timeout=900))
+views.outcome_frame([caught]).assign(timeout=[900])[
+    ["handler", "timeout", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+
+# %% [markdown]
+# The retry at t = 60 s took the work over at once. Still, set the function timeout close to what
+# the work really needs: the lease follows it whenever the process dies.
 
 # %% [markdown]
 # ## What the table and the queue hold afterwards

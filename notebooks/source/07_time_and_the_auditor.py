@@ -14,9 +14,14 @@
 # ## Setup
 
 # %%
+import pandas as pd
+
 from idem import views
 from idem.core import reconcile
+from idem.core.errors import ConfigError
+from idem.core.settings import Settings
 from idem.core.handlers.keyed import KeyedLedger, Record
+from idem.local import redrive
 from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.local.world import LocalWorld
 from idem.local import batches, expiry
@@ -153,11 +158,55 @@ views.report_frame(report)
 # * carol's upload and erin's are **missing**: carol's record says `claimed` (chapter 04's silent
 #   loss) and erin's event never arrived at all. Redeliver both.
 # * dave's record is **stuck** `in_progress` long after its lease, and his account has a charge the
-#   ledger never recorded: the money moved, the books did not. His event is in the failure queue;
-#   a redrive finishes it with the provider's replay (chapter 06).
+#   ledger never recorded: the money moved, the books did not. His event is in the failure queue.
+#   A redrive within a day finishes it with the provider's replay (chapter 06); a later one meets a
+#   pruned key, which the next section takes on.
 #
 # None of these raised an alarm when it happened, apart from dave's failure-queue message. The
 # report is the alarm.
+
+# %% [markdown]
+# ## Time beyond a day
+#
+# Four lifetimes decide what a late copy of an event meets. Lambda retries and re-delivers an
+# event until its maximum event age. Your record turns copies away until its TTL. The provider
+# replays a key until it prunes it: Stripe may prune a key once it is 24 hours old, and then the
+# same key is a new request that charges again. And the failure queue keeps a message until its
+# retention ends, so a person can redrive it for that long. Here they are as `template.yaml` sets them:
+
+# %%
+pd.DataFrame(redrive.lifetimes())
+
+# %% [markdown]
+# The first three obey one rule: as long as Lambda can still deliver a copy, the record must turn
+# it away and the provider must still know its key. The function checks that rule at cold start
+# (`MAX_EVENT_AGE_SECONDS` tells it the event age) and refuses to start when a setting breaks it:
+
+# %%
+try:
+    Settings.from_env({"LEDGER_TABLE": "ledger", "PROVIDER_TABLE": "provider",
+                       "RECORD_TTL_SECONDS": "3600", "MAX_EVENT_AGE_SECONDS": "21600"})
+except ConfigError as refused:
+    print(f"ConfigError: {refused}")
+
+# %% [markdown]
+# The queue's fourteen days break no rule, but a redrive can come long after the key is gone.
+# Here an upload is charged, then fails before its commit on every attempt, so its event lands in
+# the failure queue. Twenty-five hours later, with the fault fixed, `python -m idem redrive` sends
+# it back. Naive redrive code builds a fresh event; the real one keeps the event as it was:
+
+# %%
+for fresh in (True, False):
+    story = redrive.story(25 * 3600, fresh=fresh)
+    print(f"{'a fresh event' if fresh else 'the event as it was'}: {story['charges']} charge(s) at the "
+          f"provider, {story['ledger']} in the ledger, record {story['record']}")
+
+# %% [markdown]
+# The fresh event looks new, so keyed charged it with its key, and the provider had pruned that
+# key an hour before: two charges. The event as it was still carries its `eventTime`. Keyed saw it
+# was older than the provider's key window, looked the charge up by the upload first (real
+# providers offer that lookup by metadata), found it and booked it: one charge. A provider with no
+# lookup would leave the event to a person, with that reason, rather than charge blindly.
 
 # %% [markdown]
 # ## The footprints of a duplicate
@@ -263,7 +312,9 @@ else:
 #   depth.
 # * **Keep the function timeout close to the work**: it is the lease.
 # * **Let records outlive every copy**: longer than the maximum event age (a day is a good start),
-#   with expiry checked in code, not left to TTL.
+#   with expiry checked in code, not left to TTL; check the lifetimes at cold start.
+# * **Redrive the event as it was**, and look up what the provider charged before charging an
+#   event older than its key window.
 # * **Remember nothing in the container**: anything that must survive an invocation goes in the table.
 # * **Reconcile**: count what arrived, what was recorded and what the provider did, on a schedule.
 #
@@ -271,6 +322,8 @@ else:
 #
 # * A record must outlive the last copy of its event: minutes cover the retries, but copies can come
 #   for six hours, so start at a day, and check expiry in code because TTL deletes late.
+# * Past a day the provider may forget the key: a redrive keeps the event's age, and keyed looks the
+#   charge up first instead of charging twice.
 # * The reconciliation job compares the bucket, the ledger and the provider, and turns silent
 #   trouble (missing work, stuck records, double charges, mismatched books) into a report.
 # * Most handlers need less than the full ceremony; the road map says which, and the checklist

@@ -169,7 +169,7 @@ def test_the_explorer_offers_the_smallest_breaks_and_follows_the_handler(given, 
     assert schedule.value == 3
     handler.value = "no claim"  # the breaks follow the handler, from the first
     assert schedule.value == 0 and all(label.endswith("double_charge") for label, _ in schedule.options)
-    replay = views.run_replay(choices, "given", 99)
+    replay = views.run_replay(choices, "given", 10_000)  # past the last break: the last one
     assert replay.result is smallest_first(given)[-1]
     missing = views.HandlerChoices({"gone": f"{folder}/nowhere.py:lambda_handler"}, patterns=False)
     assert "no file" in views.run_replay(missing, "gone").problem

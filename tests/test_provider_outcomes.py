@@ -193,3 +193,41 @@ def test_replay_counts_per_upload_not_per_name():
     done = replay(event, "keyed")
     assert done.status == "processed"
     assert [(row["charges"], row["record"]) for row in done.rows] == [(1, "done"), (1, "done")]
+
+
+def test_a_stacks_queue_is_redriven_as_asynchronous_invocations(world):
+    """Chapter 09's redrive: each message's event goes to Lambda's Invoke (Event), unchanged."""
+    import json
+
+    from idem.local.redrive import redrive_to_lambda
+
+    class Lambda:  # records the calls; moto cannot run a function without docker
+        def __init__(self):
+            self.calls = []
+
+        def invoke(self, **call):
+            self.calls.append(call)
+
+    event = world.event(world.upload("alice/order.csv"))
+    world.sqs.send_message(QueueUrl=world.queue_url, MessageBody=json.dumps({"requestPayload": event}))
+    aws = Lambda()
+    assert redrive_to_lambda(world.sqs, world.queue_url, aws, "idem-charge") == 1
+    (call,) = aws.calls
+    assert call["InvocationType"] == "Event" and json.loads(call["Payload"]) == event
+    assert world.failure_queue_depth() == 0
+
+
+def test_the_stacks_lifetimes_obey_the_rule():
+    from idem.local.redrive import lifetimes
+
+    seconds = {row["lifetime"].split(" (")[0]: row["seconds"] for row in lifetimes()}
+    assert seconds == {"max event age": 21_600, "record TTL": 86_400, "key retention": 86_400,
+                       "message retention": 14 * 86_400}
+    assert min(seconds["record TTL"], seconds["key retention"]) >= seconds["max event age"]
+    from idem.deploy.template import FUNCTION, load
+
+    function = load()["Resources"][FUNCTION]["Properties"]
+    variables = function["Environment"]["Variables"]
+    assert int(variables["MAX_EVENT_AGE_SECONDS"]) == function["EventInvokeConfig"]["MaximumEventAgeInSeconds"]
+    Settings.from_env({**{k: v for k, v in variables.items() if isinstance(v, str)},
+                       "LEDGER_TABLE": "l", "PROVIDER_TABLE": "p"})  # starts: no ConfigError

@@ -18,7 +18,7 @@ def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
                        svc.provider_key_retention_seconds),
         now=svc.clock.now, new_owner=svc.new_token)
     upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer,
-                          keyed._epoch(obj.event_time))
+                          keyed.event_epoch(obj.event_time))
     return charger.charge_once(upload, context.get_remaining_time_in_millis())
 
 

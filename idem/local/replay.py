@@ -97,9 +97,9 @@ def charges_for(provider: Any, obj: S3Object, handler: str) -> int:
 
 
 def _keyed_upload(obj: S3Object) -> Any:
-    from ..core.handlers.keyed import Upload, _epoch
+    from ..core.handlers.keyed import Upload, event_epoch
 
-    return Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, _epoch(obj.event_time))
+    return Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, event_epoch(obj.event_time))
 
 
 def _verdict(batch: EventBatch, refusal: str, attempts: list[Attempt]) -> tuple[str, str]:

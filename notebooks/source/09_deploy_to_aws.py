@@ -86,7 +86,9 @@ views.show_text("\n\n".join(tp.section(name) for name in ("LedgerTable", "Provid
 #
 # `Handler` names the entry point; the environment hands it the parameters and the tables' real
 # names. `EventInvokeConfig` is the async behaviour the local runtime imitates: two retries, events
-# kept at most six hours, then the invocation record goes to the queue. `CodeUri: function/` with
+# kept at most six hours, then the invocation record goes to the queue. `MAX_EVENT_AGE_SECONDS`
+# repeats that age for the code, which refuses to start if a record or a provider key would die
+# sooner (chapter 07). `Timeout` is 30 s here; Lambda's own default is 3 s. `CodeUri: function/` with
 # `BuildMethod: makefile` is how `sam build` packages only `idem`'s core (more on that below).
 
 # %%
@@ -184,9 +186,9 @@ keyed_run = dry.upload("alice/order-2.txt")
 fig = views.timeline(dry.attempts[keyed_run.key], title=keyed_run.line())
 
 # %% [markdown]
-# One charge. The retry found the lease of the failed attempt expired, took the work over, and
-# called the provider with the same key, which replayed the first charge. The table now holds a
-# `done` record next to alice's entry, and the failure queue is empty:
+# One charge. The failed attempt gave its lease back as it failed, so the retry took the work
+# over and called the provider with the same key, which replayed the first charge. The table
+# now holds a `done` record next to alice's entry, and the failure queue is empty:
 
 # %%
 views.items_frame(ledger.items())
@@ -194,6 +196,10 @@ views.items_frame(ledger.items())
 # %%
 print("failure queue depth:", flow.queue_depth(dry.clients["sqs"], dry.outputs["FailureQueueUrl"]))
 views.items_frame([run.row() for run in dry.runs])
+
+# %% [markdown]
+# Had an event reached the queue, `python -m idem redrive --queue-url URL --function NAME` sends
+# each one back to the function as it was, with its own `eventTime` (chapter 07 shows why).
 
 # %% [markdown]
 # ### Teardown

@@ -31,7 +31,7 @@ first answer for a key is saved, errors included, and replayed; keys are pruned 
   by its owner), so Lambda's retry a minute later can take over, and the error is raised.
 - A copy of the event older than the provider's key window (a redrive from the failure queue
   a day later) is not charged blindly: the charge is looked up by the upload first.
-And at cold start the lifetimes are checked against one rule (`Settings.check_lifetimes`).
+And at cold start the lifetimes are checked against one rule (`check_lifetimes`).
 """
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def uploads_in(event: Any) -> tuple[list[Upload], list[str]]:
                 continue
             uploads.append(Upload(str(s3["bucket"]["name"]), key, s3["object"].get("versionId"),
                                   str(s3["object"].get("eTag", "")), str(s3["object"].get("sequencer", "")),
-                                  _epoch(record.get("eventTime"))))
+                                  event_epoch(record.get("eventTime"))))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             skipped.append(f"record {n}: malformed ({type(error).__name__}: {error})")
     return uploads, skipped
@@ -511,7 +511,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _epoch(text: Any) -> float:
+def event_epoch(text: Any) -> float:
     """An S3 eventTime (2026-01-01T00:00:00.000Z) in seconds since the epoch; 0.0 if unreadable."""
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()

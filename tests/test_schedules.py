@@ -124,11 +124,7 @@ def test_reconciliation_catches_every_break(tallies: list[S.Tally]) -> None:
     assert [(t.handler, t.caught) for t in tallies] == [(t.handler, t.broken) for t in tallies]
 
 
-@pytest.mark.parametrize("doc", [
-    # docs/reliability.md is the lead's file (issue #11 changed keyed's row, see PINNED): paste
-    # the table printed above into it, then drop this mark.
-    pytest.param(DOC, marks=pytest.mark.xfail(reason="docs/reliability.md awaits keyed's new row")),
-    DOC.parent.parent / "README.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", [DOC, DOC.parent.parent / "README.md"], ids=lambda p: p.name)
 def test_the_reliability_doc_shows_this_table(tallies: list[S.Tally], doc: Path) -> None:
     text = doc.read_text(encoding="utf-8")
     assert S.table(tallies) in text, f"{doc.name} is stale: paste the table printed above"

@@ -62,8 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--all", action="store_true", help="every fault point, times and delivery")
     sim.add_argument("--handler", help="only this handler: naive, claim_first, robust, keyed "
                                        "or powertools")
-    sim.add_argument("--fault", help="only this fault point: none, at_charge, after_charge "
-                                     "or after_commit")
+    sim.add_argument("--fault", help="only this fault point: none, at_charge, after_charge, "
+                                     "after_commit, or one of the provider's own outcomes: "
+                                     "provider_down, provider_500, provider_409, declined")
     sim.add_argument("--times", help="only once, always, or - (no fault)")
     sim.add_argument("--delivery", help="only single, duplicate or concurrent")
     sim.add_argument("--json", action="store_true", help="print a JSON list of outcome rows")
@@ -155,10 +156,13 @@ def _sim(args: argparse.Namespace) -> int:
     from .local import scenarios as sc
 
     handlers = [args.handler] if args.handler else None
-    problem = _sim_filter_problem(args, sc.handler_names(), sc.all_scenarios(["keyed"]))
+    problem = _sim_filter_problem(args, sc.handler_names(), sc.all_scenarios(["keyed"], provider=True))
     if problem:
         return fail(problem)
-    pool = sc.all_scenarios(handlers) if args.all else sc.headline_scenarios(handlers)
+    # The provider's own outcomes are asked for by name; --all alone keeps the matrix's rows.
+    provider = args.fault in sc.PROVIDER_POINTS
+    pool = (sc.all_scenarios(handlers, provider=provider) if args.all or provider
+            else sc.headline_scenarios(handlers))
     chosen = sc.select(pool, fault=args.fault, times=args.times, delivery=args.delivery)
     if not chosen:
         return fail("no scenario matches those filters (times is '-' for fault none)")

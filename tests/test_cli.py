@@ -249,3 +249,10 @@ def test_race_read_then_write_has_many_winners_on_purpose(capsys):
 def test_race_refuses_a_race_of_one(capsys):
     code, _, err = run_cli(capsys, "race", "--threads", "1")
     assert code == 2 and "--threads must be 2 or more" in err
+
+
+def test_sim_runs_the_providers_own_outcomes_by_name(capsys):
+    assert main(["sim", "--fault", "provider_500", "--times", "once", "--delivery", "single",
+                 "--handler", "keyed", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["fault"], row["charges"], row["verdict"]) == ("provider_500", 1, "needs_attention")

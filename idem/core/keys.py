@@ -59,6 +59,15 @@ RECIPES: dict[str, Recipe] = {
 GOOD_RECIPES = ("version", "content")
 
 
+def recipe_for(obj: S3Object, recipe: str) -> str:
+    """The recipe the function uses for this upload: `version` falls back to `content` when the
+    upload has no versionId (versioning suspended or never enabled), because every such upload
+    of a name is version `null`, and two orders must never be charged as one."""
+    if recipe == "version" and not obj.version_id:
+        return "content"
+    return recipe
+
+
 def idempotency_key(obj: S3Object, recipe: str = "version", operation: str = "charge") -> str:
     """The partition key for `operation` on this upload: `charge#version#<sha256>`."""
     if recipe not in RECIPES:

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from .dynamo import from_item, to_item
 from .events import S3Object
-from .keys import RECIPES, describe, idempotency_key
+from .keys import RECIPES, describe, idempotency_key, recipe_for
 from .ledger import Record, Status
 
 #: Lambda's longest timeout: an in_progress record without a lease, older than this, is stuck.
@@ -213,6 +213,7 @@ def _check_recipe(recipe: str) -> None:
 
 def _record_for(obj: S3Object, recipe: str, operation: str, records: Mapping[str, Record],
                 by_source: Mapping[str, Record]) -> Record | None:
+    recipe = recipe_for(obj, recipe)  # as the function keyed it: unversioned uploads by content
     if recipe in LISTABLE_RECIPES:
         return records.get(idempotency_key(obj, recipe, operation))
     # content: bucket/key#etag#sequencer; the listing knows all but the sequencer

@@ -134,7 +134,7 @@ def demo_app(world: LocalWorld, handler: str, recipe: str) -> App:
     refuses an unsafe KEY_RECIPE at cold start; this demonstration builds its App directly."""
     app = App.from_environment(world.env(handler), session=world.session, clock=world.clock,
                                provider=world.provider(), log=lambda line: None)
-    app.services = replace(app.services, recipe=recipe)
+    app.services = replace(app.services, recipe=recipe, fallback_unversioned=False)
     return app
 
 

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from .boundary import FaultPlan, Point
+from .boundary import PROVIDER_POINTS, FaultPlan, Point
 from .verdicts import MATRIX_VERDICTS, completed, judge_run
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from .runtime import Attempt, LocalLambda
@@ -147,12 +147,13 @@ def _check(scenario: Scenario) -> None:
         raise ValueError("times is '-' exactly when the fault is 'none'")
 
 
-def all_scenarios(handlers: Iterable[str] | None = None) -> list[Scenario]:
-    """The whole matrix: every fault point x times x delivery, for each handler."""
+def all_scenarios(handlers: Iterable[str] | None = None, provider: bool = False) -> list[Scenario]:
+    """The whole matrix: every fault point x times x delivery, for each handler; with
+    `provider`, the provider's own outcomes (PROVIDER_POINTS) as fault points too."""
     found = []
+    points = [p.value for p in Point] + (list(PROVIDER_POINTS) if provider else [])
     for handler in handlers or handler_names():
-        for fault, times, delivery in itertools.product([p.value for p in Point], TIMES + ("-",),
-                                                        DELIVERIES):
+        for fault, times, delivery in itertools.product(points, TIMES + ("-",), DELIVERIES):
             if (fault == "none") == (times == "-"):
                 found.append(Scenario(handler, fault, times, delivery))
     return found

@@ -129,7 +129,9 @@ views.rows_frame(story.rows)
 
 # %% [markdown]
 # A perfectly legitimate second upload is skipped as a duplicate. If you cannot turn versioning
-# on, use the `content` recipe: the sequencer still tells the two uploads apart.
+# on, use the `content` recipe: the sequencer still tells the two uploads apart. The function in
+# this workbook does that for you: with no `versionId`, it keys the upload by content and
+# sequencer (`keys.recipe_for`). The story above turned that off to show the bare recipe fail.
 
 # %%
 print(key_stories.run_story("same bytes, versioning off", "content").summary())

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..clock import Clock
 from ..events import S3Object
-from ..keys import describe, idempotency_key
+from ..keys import describe, idempotency_key, recipe_for
 from ..ledger import Ledger
 from ..provider import Charge, Provider
 
@@ -23,6 +23,9 @@ class Services:
     currency: str = "usd"
     provider_key_retention_seconds: int = 24 * 60 * 60  # when the provider prunes a used key
     new_token: Callable[[], str] = field(default=lambda: "owner")
+    # The function falls back from `version` to `content` for an unversioned upload (see
+    # keys.recipe_for); chapter 03's demonstrations turn this off to show the raw recipe fail.
+    fallback_unversioned: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,10 @@ def account_of(object_key: str) -> str:
 
 
 def order_for(obj: S3Object, svc: Services) -> Order:
+    recipe = recipe_for(obj, svc.recipe) if svc.fallback_unversioned else svc.recipe
     return Order(account=account_of(obj.key), amount_cents=svc.price_cents,
-                 key=idempotency_key(obj, svc.recipe, operation="charge"),
-                 source=describe(obj, svc.recipe), reference=obj.uri)
+                 key=idempotency_key(obj, recipe, operation="charge"),
+                 source=describe(obj, recipe), reference=obj.uri)
 
 
 def charge_step(svc: Services, order: Order, idempotency_key: str | None = None) -> Charge:

@@ -131,11 +131,7 @@ class Schedule:
 def fault_places(crossed: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """Where an exception can strike (every boundary) and where a crash can (a crash before a
     call is the same as one after the call before it: nothing outside changes in between)."""
-    from .local.boundary import END, Side
-
-    calls = [b for b in crossed if b != END]
-    crash = ([calls[0]] if calls else []) + [b for b in calls if b.side is Side.AFTER]
-    return list(crossed), crash or [END]
+    return list(crossed), copy_places(crossed)  # the same places a concurrent copy can start
 
 
 def copy_places(crossed: Sequence[Any]) -> list[Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.boundary import FaultPlan
 from idem.core.clock import EPOCH
 from idem.local.leases import last_status, zombie
 from idem.local.runtime import LocalLambda

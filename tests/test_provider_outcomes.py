@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from idem.core.clock import VirtualClock
 from idem.core.errors import ConfigError
 from idem.core.handlers import keyed
 from idem.core.provider import DAY

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from idem.core.handlers.keyed import KeyedLedger
-from idem.local.boundary import FaultPlan
 from idem.core.keys import idempotency_key
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld

@@ -18,9 +18,8 @@ from botocore.exceptions import ClientError
 
 from .clock import Clock
 from .dynamo import condition_failed, from_item, to_item, values
-from .handlers.keyed import Claim, Record, Status
+from .handlers.keyed import DAY, Claim, Record, Status
 
-DAY = 24 * 60 * 60
 #: Key prefixes of the items in the ledger table that are not idempotency records.
 NOT_RECORDS = ("account", "entry", "demo-failure")  # demo-failure: chapter 09's arrival counts
 

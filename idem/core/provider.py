@@ -30,11 +30,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .clock import Clock
+from .handlers.keyed import DAY
 from .dynamo import cancelled_by_condition, from_item, to_item, values
 from .errors import (CardDeclined, IdempotencyKeyReused, KeyInFlight, ProviderError, ProviderFailed,
                      ProviderUnavailable)
 
-DAY = 24 * 60 * 60
 
 
 class ProviderOutcome(str, Enum):

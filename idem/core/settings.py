@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
-from .handlers.keyed import check_lifetimes
+from .handlers.keyed import DAY, check_lifetimes
 
-DAY = 24 * 60 * 60
 HANDLER_MODES = ("naive", "claim_first", "robust", "keyed")
 #: Key recipes that tell every upload apart (chapter 03 shows why the others are unsafe).
 SAFE_RECIPES = ("version", "content")

@@ -25,9 +25,8 @@ import gc
 import itertools
 import json
 import time
-import types
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from . import bill as _bill
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from . import scenarios as sc
+from .boundary import Step
 from .runtime import LocalLambda
 from .world import LocalWorld
 
 #: The checkpoints every handler passes through, in order: where a concurrent copy can land.
-STEPS = ("before_charge", "charged", "recorded")
+STEPS = tuple(step.value for step in Step)
 
 
 def known_handler(handler: str) -> None:

@@ -23,7 +23,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from ..core.dynamo import to_item
 from ..core.patterns import HANDLERS

@@ -89,3 +89,15 @@ def test_a_twin_shows_what_its_run_returns_and_returns_it():
     twin = views.pinned(run, shown.append, "Multiply, and show it.")
     assert twin(2, rounds=3) == 6 and shown == [6]
     assert twin.__doc__ == "Multiply, and show it." and twin.__wrapped__ is run
+
+
+def test_compact_items_fit_a_page_and_keep_what_tells_the_story():
+    from idem.local import scenarios as sc
+
+    outcome = sc.run(sc.Scenario("keyed", "after_charge", "once"))
+    frame = views.compact_items(outcome.items)
+    assert list(frame.columns) == ["item", "status", "holds"]
+    assert len(frame) == len(outcome.items)
+    assert frame["item"].str.len().max() <= 24
+    done = frame[frame["status"] == "done"].iloc[0]
+    assert "charged ch_000001" in done["holds"] and "owner=" in done["holds"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .code import BREAK_REASONS, explain_breaks, show_source, show_text
 from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
-                     footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
+                     compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
                      TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
@@ -28,7 +28,7 @@ __all__ = [
     "BREAK_REASONS", "explain_breaks", "show_source", "show_text",
     # tables
     "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
-    "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
+    "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
     "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
     # charts
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",

@@ -121,6 +121,34 @@ def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFram
     return frame[first + [c for c in frame.columns if c not in first]]
 
 
+#: What a compact view says about an item, in this order (the rest is left to `items_frame`).
+COMPACT_FIELDS = ("account", "cents", "charges", "charge_id", "owner", "lease_until", "expires_at",
+                  "booked_at", "result")
+
+
+def compact_items(items: Iterable[dict[str, Any]], width: int = 24) -> pd.DataFrame:
+    """What a table holds, one short row per item: its key, its status, and what it says.
+
+    The key is shortened to `width` characters; `holds` names the few attributes that tell the
+    story (owner, lease, amounts, the result's status and charge) so that the row fits a page.
+    """
+    rows = []
+    for item in items:
+        said = []
+        for name in COMPACT_FIELDS:
+            value = item.get(name)
+            if value in (None, ""):
+                continue
+            if name in TIME_ATTRIBUTES:
+                value = _on_the_clock(value, TIME_ATTRIBUTES[name])
+            elif name == "result" and isinstance(value, dict):
+                value = " ".join(str(value[k]) for k in ("status", "charge_id") if value.get(k))
+            said.append(f"{name}={_shorten(value, 24 if name == 'result' else 14)}")
+        rows.append({"item": _shorten(str(item.get("pk", "")), width),
+                     "status": item.get("status", ""), "holds": ", ".join(said)})
+    return pd.DataFrame(rows, columns=["item", "status", "holds"])
+
+
 def _on_the_clock(value: Any, per_second: int) -> Any:
     if not isinstance(value, (int, float)) or not value:
         return value

@@ -1,30 +1,43 @@
 # %% [markdown]
 # # 05 The robust scribe
 #
-# **After this chapter you can draw the `in_progress` -> `done` record as a state machine, say
-# where it ends up after each kind of failure, pick the exhausted event out of the failure queue
-# and finish its work, and show the delivery it cannot handle: a copy running at the same time.**
+# *Can a record that says how far the work got stop every second charge*?
 #
-# Chapter 04 ended with claim-first's weakness: its record says only "seen", so a retry cannot
-# tell finished work from abandoned work, and stands down either way. The robust scribe writes
-# down how far the work got instead. It writes the record as `in_progress` before the charge,
-# and marks it `done` only after the charge and the ledger entry have landed. A retry that finds
-# `in_progress` knows the work did not finish, and tries again.
+# **After this chapter you can trace a record from `in_progress` to `done`, redrive a failed event,
+# and close a concurrent copy's hole.**
+#
+# Chapter 04 ended with claim-first's weakness. Its record says only "seen". A retry cannot tell
+# finished work from abandoned work, so it stands down either way.
+#
+# The robust scribe writes down how far the work got. Its record has two states:
+#
+# * **`in_progress`**: the work has started and has not finished. The handler writes this before
+#   the charge.
+# * **`done`**: the charge and the ledger entry have both landed. The handler writes this last.
+#
+# A retry that finds `in_progress` knows the work did not finish, and tries again.
 
 # %% [markdown]
 # ## Setup
 
 # %%
 import json
+import shutil
+from pathlib import Path
 
 from idem import views
-from idem.local.boundary import FaultPlan
 from idem.core.handlers import robust
 from idem.core.ledger import Ledger
+from idem.local import redrive
 from idem.local import scenarios as sc
+from idem.local.boundary import FaultPlan
+from idem.local.fix_check import check_fix
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.local import leases, redrive
+
+SCRATCH = Path("scratch_05")  # where the exercise writes its handler
+shutil.rmtree(SCRATCH, ignore_errors=True)
+SCRATCH.mkdir()
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "
@@ -33,17 +46,22 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world
 # %% [markdown]
 # ## The handler
 #
-# The whole pattern is four moves: read the record; if there is none, put `in_progress` with a
-# conditional write; charge and write the ledger entry; mark the record `done`. The charge step is
-# the same one every handler shares (chapter 01).
+# The pattern is four moves:
+#
+# 1. Read the record.
+# 2. If there is none, put `in_progress` with a conditional write.
+# 3. Charge, and write the ledger entry.
+# 4. Mark the record `done`.
+#
+# The charge step is the one every handler shares (chapter 01).
 
 # %%
 views.show_source(robust.handle)
 
 # %% [markdown]
-# And the ledger calls it makes. `put_in_progress` is the same conditional put claim-first uses
-# (write only if the key has no record), with another status; `mark_done` is not conditional at
-# all: it writes `done` over whatever is there.
+# Here are the ledger calls it makes. `put_in_progress` is the conditional put claim-first uses:
+# it writes only if the key has no record. Only the status differs. By contrast, `mark_done` has no
+# condition at all. It writes `done` over whatever is there.
 
 # %%
 views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absent, Ledger.mark_done)
@@ -52,7 +70,7 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # ## A record that only moves forward
 #
 # Drawn as a state machine, the record has two states and a way out. Every arrow is one DynamoDB
-# write or one decision made on a read:
+# write, or one decision made on a read:
 #
 # ```mermaid
 # stateDiagram-v2
@@ -65,21 +83,21 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 #     failure_queue --> in_progress: redrive
 # ```
 #
-# * **put wins / put loses**: no record was found, and the conditional put of `in_progress`
-#   succeeded, or failed because a copy got there first (that copy stands down).
-# * **work failed, retry**: the charge or the ledger entry failed; Lambda retries, the retry reads
+# * **put wins / put loses**: no record was found, and the conditional put succeeded. Or it failed,
+#   because a copy got there first; then this copy stands down.
+# * **work failed, retry**: the charge or the ledger entry failed. Lambda retries; the retry reads
 #   `in_progress` and does the work again.
-# * **mark_done**: the charge and the ledger entry landed, and the record is inked.
+# * **mark_done**: the charge and the ledger entry landed, and the record says so.
 # * **copy stands down**: any later retry or copy reads `done` and returns.
-# * **retries exhausted / redrive**: Lambda gives up and the event goes to the failure queue, with
-#   the record still `in_progress`, until an operator sends it back.
+# * **retries exhausted / redrive**: Lambda gives up and sends the event to the failure queue. The
+#   record stays `in_progress` until an operator sends the event back.
 #
-# The states that can stay put forever are the interesting ones. `done` is the happy ending.
-# `in_progress` with the event in the failure queue is the other one, and it is loud on purpose:
-# something is unfinished, and both the record and the queue say which upload it was.
+# Two states can last forever. The happy ending is `done`. The other is `in_progress` with the
+# event in the failure queue. That one is loud on purpose. Something is unfinished, and both the
+# record and the queue say which upload it was.
 #
-# Here is where each row of the matrix leaves the record, computed now, next to claim-first for
-# comparison (the `record` column is the record's status at the end):
+# Here is where each row of the matrix leaves the record, next to claim-first. The `record` column
+# is the record's status at the end:
 
 # %%
 rows = [sc.run(s) for s in sc.headline_scenarios(["claim_first", "robust"])]
@@ -90,18 +108,20 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
     ["fault", "times", "delivery", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
 
 # %% [markdown]
-# Three things to notice. Under a charge that fails every time (`at_charge, always`), robust
-# charges nobody and the event reaches the failure queue with the record still `in_progress`:
-# `failed_visibly`, where claim-first lost the work silently. Under a failure after the commit, the
-# retry finds `done` and stands down. And two rows are red: a failure between the charge and
-# `done` (the retry finds `in_progress` and charges again; that is chapter 06), and the
-# concurrent copy, which is the rest of this chapter.
+# Notice three things:
+#
+# * When the charge fails every time (`at_charge, always`), robust charges nobody. The event
+#   reaches the failure queue with the record still `in_progress`: `failed_visibly`. Claim-first lost
+#   the same work silently.
+# * When the function fails after the commit, the retry finds `done` and stands down.
+# * Two rows are red. A failure between the charge and `done` charges again on the retry; that is
+#   chapter 06. The other red row is the concurrent copy, the rest of this chapter.
 
 # %% [markdown]
 # ## The poison, step by step
 #
-# Run the poison case in this chapter's world so its table and queue can be read back: the payment
-# provider is down, so every attempt fails at the charge.
+# Run the poison case in this chapter's world, so that its table and queue can be read back. The
+# payment provider is down, so every attempt fails at the charge.
 
 # %%
 poisoned = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
@@ -110,35 +130,39 @@ poisoned.send(world.event(order))
 views.attempts_frame(poisoned.run())
 
 # %% [markdown]
-# Three attempts, at t = 0, 60 and 180 s. The first read the record, found none and wrote it as
-# `in_progress` (two record calls); each retry read `in_progress` (one call), skipped the put and
-# tried the charge again.
-# No money moved. After the third failure Lambda gave up and sent its **invocation record** to the
-# on-failure destination, an SQS queue. This is the message, read back from the queue:
+# The table shows three attempts. The first read the record, found none and wrote `in_progress`:
+# two record calls. Each retry read `in_progress` (one call), skipped the put and tried the charge
+# again. No money moved.
+#
+# After the last failure, Lambda gave up. It sent its **invocation record** to the on-failure
+# destination, an SQS queue. This is the message, read back from the queue:
 
 # %%
 message = world.failure_queue()[0]
 views.show_text(json.dumps(message, indent=2), "json")
 
 # %% [markdown]
-# What an operator needs is all there: `condition: RetriesExhausted` and
-# `approximateInvokeCount: 3` (why it stopped), `responsePayload` (the last error), and
-# `requestPayload`, the original S3 event, with the object's key and `versionId`. A dead-letter
-# queue would hold only the bare event, with the request id, error code and error message as
-# message attributes; the destination wraps it with the story. A function with neither discards
-# the event after its retries. (AWS documents both in the Lambda guide, on retaining records of
-# asynchronous invocations: docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html.)
+# What an operator needs is all there:
+#
+# * `condition` and `approximateInvokeCount` say why Lambda stopped.
+# * `responsePayload` holds the last error.
+# * `requestPayload` is the original S3 event, with the object's key and `versionId`.
+#
+# A dead-letter queue would hold only the bare event, with the error as message attributes. The
+# destination wraps the event with its story. A function with neither discards the event after its
+# retries. AWS documents both in the Lambda guide, on retaining records of asynchronous invocations
+# (docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
 print(f"stuck upload: {payload['key']} (version {payload['versionId']}), "
       f"after {message['requestContext']['approximateInvokeCount']} invocations, "
       f"last error {message['responsePayload']['errorType']}")
-views.items_frame(world.ledger().items())
+views.compact_items(world.ledger().items())
 
 # %% [markdown]
-# The ledger table agrees: one record, `in_progress`, whose `source` names the same object and
-# version. No account entry, because no charge landed.
+# The ledger table agrees. It holds one record, `in_progress`, for the same object. There is no
+# account entry, because no charge landed.
 #
 # An hour later the provider is back. The operator **redrives** the queue: each message's
 # `requestPayload` goes back to the function, and the message is deleted. The function finds
@@ -156,31 +180,33 @@ print("charges at the provider:", len(world.provider().charges()),
       "| record:", world.ledger().records()[0].status)
 
 # %% [markdown]
-# One charge, one ledger entry, record `done`, an hour late and with nothing lost. That is what
-# the `in_progress` state buys: unfinished work stays findable until someone finishes it.
+# Notice the result: one charge, one ledger entry, the record `done`. It came an hour late, and
+# nothing was lost. That is what the `in_progress` state buys. Unfinished work stays findable until
+# someone finishes it.
 
 # %% [markdown]
-# The provider being down is the kind failure: nothing happened, so a retry is safe. A provider
-# can also fail *after* it started: it moves the money, then answers 500. Robust sends no key, so
-# its retry is a new request:
+# A provider that is down is the kind failure: nothing happened, so a retry is safe. A provider can
+# also fail *after* it started. It moves the money, then answers 500. Robust sends no key, so its
+# retry is a new request:
 
 # %%
 half = sc.run(sc.Scenario("robust", "provider_500", "once"))
 views.outcome_frame([half])[["handler", "fault", "charges", "ledger", "attempts", "record", "verdict"]]
 
 # %% [markdown]
-# Two charges, one ledger entry: the record said `in_progress`, which robust reads as "try again".
-# Chapter 06 hands the provider a key, and shows what a saved 500 means then.
+# The table shows more charges than ledger entries. The record said `in_progress`, which robust
+# reads as "try again". Chapter 06 hands the provider a key, and shows what a saved 500 means then.
 
 # %% [markdown]
 # ## The hole: a copy running at the same time
 #
-# S3 delivers events at least once, and so does Lambda's own event queue: AWS's guide to
-# asynchronous invocation warns that a function may receive the same event twice even when
-# nothing failed (docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
-# And the copies do not queue politely behind each other. Here
-# the second copy starts while the first invocation sits between writing `in_progress` and calling
-# the provider (the runtime's `during("before_charge", ...)` hook starts it at that moment):
+# S3 delivers events at least once, and so does Lambda's own event queue. AWS's guide to
+# asynchronous invocation warns that a function may receive the same event twice even when nothing
+# failed (docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). And the copies
+# do not wait for each other.
+#
+# Here the second copy starts while the first invocation sits between writing `in_progress` and
+# calling the provider. The runtime's `during("before_charge", ...)` hook starts it at that moment:
 
 # %%
 concurrent = sc.run(sc.Scenario("robust", delivery="concurrent"))
@@ -191,8 +217,8 @@ views.attempts_frame(concurrent)[["t (s)", "delivery", "attempt", "container", "
 fig = views.timeline(concurrent)
 
 # %% [markdown]
-# Two deliveries at t = 0, both marked `$`: two charges for one upload, and nothing failed. Drawn
-# as the calls each invocation made, in the order they happened in this run:
+# Two deliveries at t = 0, both marked `$`: two charges for one upload, and nothing failed. Here
+# are the calls each invocation made, in the order they happened in this run:
 #
 # ```mermaid
 # sequenceDiagram
@@ -211,7 +237,7 @@ fig = views.timeline(concurrent)
 #     D1->>T: add_entry, mark_done (over done)
 # ```
 #
-# Each invocation got its own charge back, and the second `mark_done` wrote its receipt over the
+# Each invocation got its own charge back. The second `mark_done` wrote its receipt over the
 # first one's, so the record remembers only one of the two:
 
 # %%
@@ -221,15 +247,17 @@ record = next(item for item in concurrent.items if item["pk"].startswith("charge
 print(f"the record says {record['status']}, receipt {record['result']['charge_id']}")
 
 # %% [markdown]
-# The copy's `get_record` found `in_progress`, and to robust `in_progress` means "an earlier attempt
-# failed, try again". It cannot tell a failed attempt from one that is still running, because the
-# record does not say *who* is working or *until when*. The conditional put does not help either:
-# the copy never tries it, since a record already exists.
+# The copy's `get_record` found `in_progress`. To robust, that means "an earlier attempt failed,
+# try again". It cannot tell a failed attempt from one that is still running. The record does not
+# say *who* is working, or *until when*. The conditional put does not help either: the copy never
+# tries it, since a record already exists.
 #
-# Where exactly does the copy have to land to do damage? Move it along the first invocation's
-# steps, and switch handlers: claim-first stands down at every step (its one put is the whole
-# guard), robust charges twice until the record says `done`, and keyed makes the copy wait
-# (`WorkInProgress`) and retry a minute later.
+# Where does the copy have to start to do damage? Move it along the first invocation's steps, and
+# switch handlers:
+#
+# * Claim-first stands down at every step: its one put is the whole guard.
+# * Robust charges twice until the record says `done`.
+# * Keyed (chapter 06) makes the copy wait (`WorkInProgress`) and retry a minute later.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -244,12 +272,12 @@ _ = views.explore_copy("robust", "before_charge")
 # %% [markdown]
 # ## What the table and the queue hold afterwards
 #
-# Back in this chapter's world, after the poison and the redrive: the record is `done` with the
-# charge's receipt as its result, alice's entry counts one charge of 500 cents, and the failure
-# queue is empty again because the redrive deleted the message it handled.
+# Back in this chapter's world, after the poison and the redrive. The record is `done`, with the
+# charge as its result. Alice's account entry counts one charge. The failure queue is empty again,
+# because the redrive deleted the message it handled.
 
 # %%
-views.items_frame(world.ledger().items())
+views.compact_items(world.ledger().items())
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())
@@ -257,37 +285,92 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# Set `my_step` to the step of the first invocation at which a concurrent copy can arrive without
-# robust charging twice. The steps are `before_charge`, `charged` and `recorded`.
+# Close the hole. Rewrite `handle` in the cell below, so that a copy running at the same time never
+# charges again. The cell starts as a copy of robust's handler. Your fix must keep three things:
+#
+# * A copy that starts at any point of the first invocation's work does not charge.
+# * A retry after a failed charge still charges, as robust's does.
+# * When the provider stays down, the event still reaches the failure queue.
+#
+# Run the cell to save the file, then run the check below it. The check runs your handler with a
+# copy starting before the first call and after each call, then with the provider down. If you need
+# a call the ledger does not offer, `svc.ledger.client` is the DynamoDB client, and
+# `svc.ledger.table` the table's name.
 
 # %%
-my_step = "before_charge"  # your answer here
+# %%writefile scratch_05/my_robust.py
+"""Robust's handler, to fix: a copy running at the same time must not charge again."""
+from idem.core.handlers.common import charge_step, order_for, receipt
+from idem.core.ledger import Status
+
+
+def handle(obj, svc, context):
+    order = order_for(obj, svc)
+    record = svc.ledger.get_record(order.key)
+    if record and record.status is Status.DONE:
+        return {"status": "duplicate"}  # finished before: stand down
+    if record is None and not svc.ledger.put_in_progress(order.key, order.source).won:
+        return {"status": "duplicate"}  # a concurrent duplicate won the put
+    charge = charge_step(svc, order)  # if this fails, the record stays in_progress
+    svc.ledger.add_entry(order.account, order.amount_cents)
+    svc.ledger.mark_done(order.key, receipt(charge))
+    return receipt(charge)
 
 # %%
-trial = leases.copy_at("robust", my_step)
-if trial.charges == 1:
-    print(f"Right: a copy arriving at {my_step} finds the record done and stands down "
-          f"({leases.last_status(trial, delivery=2)}). Before that, done has not been written yet.")
-else:
-    print(f"Not {my_step}: the copy arriving there charged too ({trial.charges} charges). The first "
-          f"invocation had not written done yet, so the copy read in_progress and went to work.")
+mine = check_fix(SCRATCH / "my_robust.py")
+print(mine.explain())
+views.fix_frame(mine)
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_step = "recorded"`. Only after `mark_done` does the record say the work is finished; at
-# `before_charge` and at `charged` it still reads `in_progress`, which robust treats as "try
-# again". The fix is not a later step but a record that says who holds the work and until when:
-# a lease, in chapter 06.
+# Put first, and let the put decide. A copy that loses it reads the record. If the record says
+# `done`, the copy stands down. If it says `in_progress`, the copy raises: Lambda retries it a
+# minute later, and by then the record says `done`. A failed charge deletes the record before it
+# raises, so the retry can win the put again.
+#
+# ```python
+# from idem.core.handlers.common import charge_step, order_for, receipt
+# from idem.core.ledger import Status
+#
+#
+# def handle(obj, svc, context):
+#     order = order_for(obj, svc)
+#     if not svc.ledger.put_in_progress(order.key, order.source).won:
+#         record = svc.ledger.get_record(order.key)
+#         if record and record.status is Status.DONE:
+#             return {"status": "duplicate"}
+#         raise RuntimeError("another copy is at work on this upload: retry later")
+#     try:
+#         charge = charge_step(svc, order)
+#     except Exception:  # nothing was charged: let the retry claim the work again
+#         svc.ledger.client.delete_item(TableName=svc.ledger.table, Key={"pk": {"S": order.key}})
+#         raise
+#     svc.ledger.add_entry(order.account, order.amount_cents)
+#     svc.ledger.mark_done(order.key, receipt(charge))
+#     return receipt(charge)
+# ```
+#
+# Two wrong fixes are common:
+#
+# * A copy that loses the put stands down. Copies are safe, but so is nothing else. The retry after
+#   a failed charge loses the put to its own record, and the work is lost silently (claim-first).
+# * A copy that loses the put raises, but a failed charge keeps its record. The retry takes its own
+#   failed attempt for a copy at work. The event ends in the failure queue, and a redrive meets the
+#   same record.
+#
+# The fix has a price. Now `in_progress` means "someone is at work", even when that someone has
+# died: a crash between the put and the charge leaves the record for good. Chapter 06 gives the
+# record an owner and an end.
 # </details>
 #
 # ## Summary
 #
-# * The robust record moves `in_progress` -> `done` and says how far the work got, so a failed
-#   charge is retried and, when the retries run out, lands in the failure queue with its record.
-# * The on-failure destination receives Lambda's invocation record: the original event plus why it
-#   stopped, enough to redrive the work once the cause is fixed.
-# * `in_progress` cannot tell "failed earlier" from "running right now": a concurrent copy reads it
-#   and charges again.
+# * The robust record moves from `in_progress` to `done`, so a failed charge is retried. When the
+#   retries run out, the event lands in the failure queue, and its record says what is unfinished.
+# * The on-failure destination receives Lambda's invocation record: the original event and why it
+#   stopped. That is enough to redrive the work once the cause is fixed.
+# * No: `in_progress` cannot tell "failed earlier" from "running right now", so a concurrent copy
+#   charges again. A put that decides closes that hole, until a copy dies mid-work.
 #
 # **Next:** [06 Charge, then die](06_charge_then_die.ipynb)

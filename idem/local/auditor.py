@@ -153,7 +153,7 @@ def why_missed(kind: str, what: str, day: DayResult) -> str:
         absent = all(b["account"] != what for b in day.booked)
         hint = (f" {what} has no row in the ledger at all: an account missing from one side counts "
                 "as zero there, so loop over the accounts of both sides." if absent else
-                " Compare the counts per account, not only whether the account appears.")
+                " Count the charges per account on both sides, and compare the counts.")
         return f"the provider charged {what} {theirs} time(s), the ledger holds {ours}.{hint}"
     return (f"the ledger holds {ours} charge(s) for {what}, the provider made {theirs}. A line with "
             "no charge behind it is found only by reading the ledger's side too.")

@@ -47,6 +47,17 @@ RIGHT = RAISE + '''    try:
     svc.ledger.mark_done(order.key, receipt(charge))
     return receipt(charge)
 '''
+STAND_DOWN_AND_DELETE = HEAD + '''    if not svc.ledger.put_in_progress(order.key, order.source).won:
+        return {"status": "duplicate"}
+    try:
+        charge = charge_step(svc, order)
+    except Exception:
+        svc.ledger.client.delete_item(TableName=svc.ledger.table, Key={"pk": {"S": order.key}})
+        raise
+    svc.ledger.add_entry(order.account, order.amount_cents)
+    svc.ledger.mark_done(order.key, receipt(charge))
+    return receipt(charge)
+'''
 NO_CHARGE = HEAD + '''    return {"status": "duplicate"}
 '''
 
@@ -78,11 +89,20 @@ def test_keeping_the_record_of_a_failed_charge_strands_the_retry(tmp_path):
     assert (wrong.kind, wrong.outcome.verdict) == ("down once", "failed_visibly")
 
 
+def test_standing_down_loses_the_work_of_a_process_that_died(tmp_path):
+    report = check_fix(write(tmp_path, STAND_DOWN_AND_DELETE))
+    wrong = report.first_wrong()
+    assert (wrong.kind, wrong.outcome.verdict) == ("dies", "silent_loss")
+    assert "must raise, not return" in report.explain()
+
+
 def test_the_solution_holds_everywhere(tmp_path):
     report = check_fix(write(tmp_path, RIGHT))
     assert report.holds, report.explain()
     assert sum(r.kind == "copy" for r in report.runs) >= 4
     assert report.explain().startswith("Right")
+    dies = report.runs[-1]
+    assert (dies.kind, dies.outcome.verdict, dies.outcome.record) == ("dies", "failed_visibly", "in_progress")
 
 
 def test_a_handler_that_never_charges_stops_at_the_clean_run(tmp_path):

@@ -12,7 +12,9 @@ the ledger entry, the record, the failure queue):
 2. a second copy of the event starting at each place `idem check` would start one: before
    the first call and after each call of the first invocation;
 3. the provider down on the first attempt: the retry must still charge, as robust's does;
-4. the provider down on every attempt: the event must reach the failure queue.
+4. the provider down on every attempt: the event must reach the failure queue;
+5. the process dying just before the charge on the first attempt: the work must be finished,
+   or the event must reach the failure queue, never lost without a trace.
 
 `explain()` says, for the first run that went wrong, why the handler's answer is wrong.
 """
@@ -31,20 +33,20 @@ from .world import LocalWorld
 
 ENTRY = "idem.local.handle_entry"
 EXACTLY_ONCE, FAILED_VISIBLY = Verdict.EXACTLY_ONCE.value, Verdict.FAILED_VISIBLY.value
-#: What each kind of run must end in.
-EXPECTED = {"clean": EXACTLY_ONCE, "copy": EXACTLY_ONCE, "down once": EXACTLY_ONCE,
-            "down always": FAILED_VISIBLY}
+#: What each kind of run may end in.
+EXPECTED = {"clean": (EXACTLY_ONCE,), "copy": (EXACTLY_ONCE,), "down once": (EXACTLY_ONCE,),
+            "down always": (FAILED_VISIBLY,), "dies": (EXACTLY_ONCE, FAILED_VISIBLY)}
 
 
 @dataclass(frozen=True)
 class FixRun:
-    kind: str  # clean, copy, down once, down always
+    kind: str  # clean, copy, down once, down always, dies
     label: str  # what happened, for a person
     outcome: sc.Outcome
 
     @property
     def ok(self) -> bool:
-        return self.outcome.verdict == EXPECTED[self.kind]
+        return self.outcome.verdict in EXPECTED[self.kind]
 
     def row(self) -> dict[str, Any]:
         o = self.outcome
@@ -73,8 +75,8 @@ class FixReport:
         if wrong is None:
             copies = sum(1 for r in self.runs if r.kind == "copy")
             return (f"Right: no copy charged twice ({copies} starting places tried), the retry after a "
-                    "failed charge charged once, and a provider down for good left the event in the "
-                    "failure queue.")
+                    "failed charge charged once, and a provider down for good or a process that died "
+                    "left the event in the failure queue.")
         return f"Not yet ({wrong.label}): {why(wrong)}"
 
 
@@ -103,8 +105,13 @@ def why(run: FixRun) -> str:
         return (f"the provider was down on every attempt, and the run ended in {verdict} ({seen}). "
                 "The handler must raise when the charge fails, so that Lambda retries and the event "
                 "reaches the failure queue.")
-    return (f"the run ended in {verdict} ({seen}); expected {EXPECTED[run.kind]}: one charge, one "
-            "ledger entry, the record done.")
+    if run.kind == "dies" and verdict == Verdict.SILENT_LOSS.value:
+        return ("the first attempt died after writing its record, and its retry stood down on "
+                "that record. The work is lost and nothing alerts. A copy that finds in_progress "
+                "must raise, not return: Lambda retries it, and if nobody finishes the work, the "
+                "event reaches the failure queue.")
+    return (f"the run ended in {verdict} ({seen}); expected {' or '.join(EXPECTED[run.kind])}: "
+            "one charge, one ledger entry, the record done.")
 
 
 def run_once(handle: str, scenario: sc.Scenario, copy_at: Any = None) -> sc.Outcome:
@@ -141,4 +148,6 @@ def check_fix(path: str | Path, function: str = "handle") -> FixReport:
                               run_once(handle, sc.Scenario("robust", "at_charge", "once"))))
     report.runs.append(FixRun("down always", "provider down on every attempt",
                               run_once(handle, sc.Scenario("robust", "at_charge", "always"))))
+    report.runs.append(FixRun("dies", "process dies before the charge",
+                              run_once(handle, sc.Scenario("robust", "at_charge", "once", how="crash"))))
     return report

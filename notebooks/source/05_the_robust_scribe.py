@@ -286,14 +286,16 @@ print("failure queue depth:", world.failure_queue_depth())
 # ## Try it
 #
 # Close the hole. Rewrite `handle` in the cell below, so that a copy running at the same time never
-# charges again. The cell starts as a copy of robust's handler. Your fix must keep three things:
+# charges again. The cell starts as a copy of robust's handler. Your fix must hold four things:
 #
 # * A copy that starts at any point of the first invocation's work does not charge.
 # * A retry after a failed charge still charges, as robust's does.
 # * When the provider stays down, the event still reaches the failure queue.
+# * When the process dies before the charge, the work is not lost without a trace.
 #
 # Run the cell to save the file, then run the check below it. The check runs your handler with a
-# copy starting before the first call and after each call, then with the provider down. If you need
+# copy starting before the first call and after each call. Then it runs it with the provider down,
+# and with the process dying. If you need
 # a call the ledger does not offer, `svc.ledger.client` is the DynamoDB client, and
 # `svc.ledger.table` the table's name.
 
@@ -351,17 +353,19 @@ views.fix_frame(mine)
 #     return receipt(charge)
 # ```
 #
-# Two wrong fixes are common:
+# Three wrong fixes are common:
 #
-# * A copy that loses the put stands down. Copies are safe, but so is nothing else. The retry after
-#   a failed charge loses the put to its own record, and the work is lost silently (claim-first).
+# * A copy that loses the put stands down. Copies are safe now, but the retry after a failed charge
+#   loses the put to its own record. The work is lost silently, as with claim-first.
+# * The same, but a failed charge deletes its record. That passes until a process dies after its
+#   put: nothing deletes the record, and every retry stands down. Silent loss again.
 # * A copy that loses the put raises, but a failed charge keeps its record. The retry takes its own
-#   failed attempt for a copy at work. The event ends in the failure queue, and a redrive meets the
-#   same record.
+#   failed attempt for a copy at work, and the event ends in the failure queue.
 #
-# The fix has a price. Now `in_progress` means "someone is at work", even when that someone has
-# died: a crash between the put and the charge leaves the record for good. Chapter 06 gives the
-# record an owner and an end.
+# The fix has a price, and the check's last row shows it. Now `in_progress` means "someone is at
+# work", even when that someone has died. A process that dies after its put leaves the record for
+# good, and the event waits in the failure queue. A redrive meets the same record. Chapter 06
+# gives the record an owner and an end.
 # </details>
 #
 # ## Summary
@@ -371,6 +375,7 @@ views.fix_frame(mine)
 # * The on-failure destination receives Lambda's invocation record: the original event and why it
 #   stopped. That is enough to redrive the work once the cause is fixed.
 # * No: `in_progress` cannot tell "failed earlier" from "running right now", so a concurrent copy
-#   charges again. A put that decides closes that hole, until a copy dies mid-work.
+#   charges again. A put that decides closes that hole, but a process that dies mid-work then
+#   leaves its record for good.
 #
 # **Next:** [06 Charge, then die](06_charge_then_die.ipynb)

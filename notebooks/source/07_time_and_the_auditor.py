@@ -117,9 +117,9 @@ _ = views.explore_late_duplicate("keyed", 600, 7200, False)
 #
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
-# * The provider replays a key until it prunes it. How long it remembers a key is its **key
-#   window**; Stripe keeps keys for at least 24 hours. After that, the same key is a new request,
-#   and it charges again.
+# * The provider replays a key until it prunes it. How long it remembers a key is its
+#   **key window**; Stripe keeps keys for at least 24 hours. After that, the same key is a new
+#   request, and it charges again.
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
 #

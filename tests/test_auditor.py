@@ -65,14 +65,12 @@ def test_a_false_alarm_is_explained():
     assert "name the upload" in report.explain()
 
 
-def test_ledger_lines_count_account_items_and_done_records_that_carry_a_charge():
-    items = [{"pk": "account#bob", "charges": 2, "cents": 1000},
-             {"pk": "charge#version#1", "status": "done", "account": "carol", "cents": 500,
-              "charge_id": "ch_1"},
-             {"pk": "charge#version#2", "status": "in_progress", "account": "carol", "cents": 500},
-             {"pk": "charge#version#3", "status": "done", "result": {"charge_id": "ch_3"}}]
-    assert auditor.ledger_lines(items) == [{"account": "bob", "charges": 2, "cents": 1000},
-                                           {"account": "carol", "charges": 1, "cents": 500}]
+def test_booked_reads_counter_entries_and_keyeds_ledger_lines():
+    with LocalWorld(prefix="audit-test") as world:
+        auditor.clean_day(world)  # alice, through keyed: a done record that is the ledger line
+        world.ledger().add_entry("frank", 500)  # a counter entry
+        assert auditor.booked(world) == [{"account": "alice", "charges": 1, "cents": 500},
+                                         {"account": "frank", "charges": 1, "cents": 500}]
 
 
 def test_charged_rows_and_short_uploads():

@@ -1,9 +1,9 @@
 """Chapter 07's exercise: the reconciliation query you write, checked against `idem.core.reconcile`.
 
 What the query is given, as the chapter reads it:
-- `booked(world)`: what the ledger holds, one row per account: `account`, `charges`, `cents`.
-  A ledger line is an account's counter item (`account#<name>`, naive, claim-first and robust)
-  or a done record that carries its charge (`account`, `cents`, `charge_id`: keyed's commit);
+- `booked(world)`: what the ledger holds, one row per account: `account`, `charges`, `cents`,
+  read as `reconcile` reads it (`idem.core.ledger.booked`): the counter entries of claim-first
+  and robust, and keyed's ledger lines (done records that carry an account);
 - `charged(world)`: what the provider charged, one row per charge: `charge_id`, `account`,
   `cents`, `upload` (the object the money was for) and `key` (the idempotency key sent, or "").
 
@@ -17,11 +17,10 @@ its answer with what `reconcile` reports for the same day (`expected`).
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..core import reconcile
+from ..core import ledger, reconcile
 from . import batches
 from .world import LocalWorld
 
@@ -29,23 +28,10 @@ KINDS = ("no ledger line", "no charge", "double charge")
 Query = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Iterable[tuple[str, str]]]
 
 
-def ledger_lines(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per account, the charges and cents the ledger holds, from the table's items."""
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for item in items:
-        if item["pk"].startswith("account#"):
-            account = item["pk"].removeprefix("account#")
-            totals[account][0] += int(item.get("charges", 0))
-            totals[account][1] += int(item.get("cents", 0))
-        elif item.get("status") == "done" and item.get("account") and item.get("charge_id"):
-            totals[item["account"]][0] += 1
-            totals[item["account"]][1] += int(item.get("cents", 0))
-    return [{"account": a, "charges": n, "cents": c} for a, (n, c) in sorted(totals.items())]
-
-
 def booked(world: LocalWorld) -> list[dict[str, Any]]:
-    """What the ledger holds: one row per account."""
-    return ledger_lines(world.ledger().items())
+    """What the ledger holds: one row per account (`idem.core.ledger.booked`, as reconcile reads it)."""
+    return [{"account": account, "charges": charges, "cents": cents}
+            for account, (charges, cents) in sorted(ledger.booked(world.ledger().items()).items())]
 
 
 def charged(world: LocalWorld) -> list[dict[str, Any]]:

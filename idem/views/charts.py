@@ -113,22 +113,33 @@ def record_life_chart(runs: Iterable[expiry.LateRun], title: str | None = None) 
     runs = list(runs)
     fig, ax = plt.subplots(figsize=(10, 1.3 + 0.55 * len(runs)))
     window = DEFAULT_MAX_EVENT_AGE / 3600
+    right = max([window * 1.15] + [r.delay / 3600 * 1.15 for r in runs])
     ax.axvspan(0, window, color="#fff1c1", zorder=0, label="a copy can still arrive (max event age)")
+    drawn: set[str] = set()
+
+    def once(label: str) -> str | None:  # each legend entry once
+        if label in drawn:
+            return None
+        drawn.add(label)
+        return label
+
     for y, run in enumerate(runs):
-        life = run.expires_at / 3600
-        ax.barh(y, life, left=0, height=0.4, color=LEASE_COLOUR, zorder=1,
-                label="record alive" if y == 0 else None)
+        never = run.expires_at == float("inf")  # keyed's done record: no expires_at at all
+        ax.barh(y, right if never else run.expires_at / 3600, left=0, height=0.4,
+                color=LEASE_COLOUR, hatch="//" if never else None, edgecolor="white", zorder=1,
+                label=once("record never expires (done)" if never else "record alive"))
         charged = run.outcome.charges > 1 or run.outcome.ledger > 1
         ax.scatter([run.delay / 3600], [y], marker="X" if charged else "o", s=110, zorder=3,
-                   color="#c62828" if charged else "#2e7d32")
+                   color="#c62828" if charged else "#2e7d32",
+                   label=once("late copy ran the work again" if charged else "late copy stood down"))
         ax.annotate(run.late_status, (run.delay / 3600, y), textcoords="offset points",
                     xytext=(8, 6), fontsize=8)
     labels = [f"{r.handler}, TTL {duration(r.ttl_seconds)}" + (", swept" if r.swept else "")
               for r in runs]
     ax.set_yticks(range(len(runs)), labels)
     ax.set_ylim(len(runs) - 0.3, -0.7)  # the first run on top
-    ax.set_xlim(0, max([window * 1.15] + [r.delay / 3600 * 1.15 for r in runs]))
-    ax.set_xlabel("hours after the upload   (o the late copy stood down, X it ran the work again)")
+    ax.set_xlim(0, right)
+    ax.set_xlabel("hours after the upload")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     _ = ax.set_title(title or "does the record outlive the last copy?", fontsize=10)
     fig.tight_layout()

@@ -52,29 +52,30 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # ledger table names `expires_at` as that attribute. The deletion is free, and it comes late: usually
 # within a few days, not at the second.
 #
-# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Keyed's
-# commit removes `expires_at` from the record it turns into a ledger line. So a `done` record of
-# keyed never expires, and TTL only clears records whose work never finished. Robust keeps
-# `expires_at` on its `done` record.
+# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Every
+# record gets an `expires_at` when it is written. What happens at the end differs by handler:
 #
-# Here one upload is delivered, and the same event again two hours later. The functions keep their
-# records ten minutes or a day:
+# * Keyed's commit turns the record into the ledger line, and removes its `expires_at`. A `done`
+#   record of keyed never expires. TTL only clears keyed's records whose work never finished.
+# * Robust keeps `expires_at` on its `done` record, so TTL clears finished work too.
+#
+# Here one upload is delivered, and the same event again two hours later. Both functions keep
+# their records for ten minutes:
 
 # %%
 late = [expiry.late_duplicate("robust", ttl_seconds=600, delay=7200),
         expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True),
-        expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200),
-        expiry.late_duplicate("keyed", ttl_seconds=86_400, delay=7200)]
+        expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200)]
 views.late_frame(late)
 
 # %%
 fig = views.record_life_chart(late)
 
 # %% [markdown]
-# Read the table by handler:
+# Read the table and the chart by handler:
 #
-# * **keyed**: the late copy found `done` and stood down, with either lifetime. The record that
-#   says the work is finished is the ledger line itself, and it does not expire.
+# * **keyed**: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
+#   ten minutes applied only while the work was unfinished. The ledger line does not expire.
 # * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`). The same code and the same settings gave
 #   one charge or two, decided by a background process.
@@ -90,25 +91,26 @@ world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDe
 # ## TTL deletes late, so expiry is checked in code
 #
 # An expired item is still returned by every read until TTL deletes it. So expiry has to be a rule
-# the code applies, the same on every read. In `idem` it is `Record.expired`. The claim repeats it
-# inside DynamoDB's condition (`expires_at <= :now`), so the check and the write are one step:
+# the code applies, the same on every read. In `idem` it is `Record.expired`. Keyed's claim repeats
+# it inside DynamoDB's condition (`expires_at <= :now`), so the check and the write are one step.
+# A `done` line has no `expires_at`, so that part of the condition never takes it over:
 
 # %%
 views.show_source(Record.expired, KeyedLedger.claim)
 
 # %% [markdown]
-# Try other lifetimes and delays. The copy stands down whenever a record still answers for the
-# upload when it arrives. The yellow band is how long a copy can keep coming.
+# Try other lifetimes, delays and handlers. A robust copy stands down whenever its record is still
+# in the table when it arrives. The yellow band is how long a copy can keep coming.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-views.late_duplicate_explorer()
+views.late_duplicate_explorer(handler="robust", swept=True)
 
 # %% [markdown]
 # The same call with the widget's starting values:
 
 # %%
-_ = views.explore_late_duplicate("keyed", 600, 7200, False)
+_ = views.explore_late_duplicate("robust", 600, 7200, True)
 
 # %% [markdown]
 # ## Time beyond a day
@@ -249,7 +251,8 @@ views.footprints_frame(batches.footprints(world, attempts))
 # ## What the table and the queue hold afterwards
 #
 # The ledger table after the day. Each upload that reached the function has a record, in every
-# state the chapter talked about; Erin's has none. The table also holds the ledger's lines.
+# state the chapter talked about; Erin's has none. Bob's account entry is robust's counter. Alice's
+# ledger line is her `done` record itself, with her account and the charge, and no `expires_at`.
 
 # %%
 views.compact_items(world.ledger().items())
@@ -344,7 +347,7 @@ print(auditor.check_query(differences).explain())
 # ## Summary
 #
 # * Long enough for every copy: Lambda can deliver one for six hours by default, so start at a day.
-#   Keyed's `done` record never expires; check expiry in code, because TTL deletes late.
+#   Keyed's `done` line never expires; other records' expiry is checked in code, as TTL is late.
 # * Past the provider's key window, a redrive keeps the event's age, and keyed looks the charge up
 #   before it charges again.
 # * The reconciliation job finds what got past: it compares the bucket, the ledger and the provider,

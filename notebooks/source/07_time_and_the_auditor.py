@@ -55,7 +55,7 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Every
 # record gets an `expires_at` when it is written. What happens at the end differs by handler:
 #
-# * Keyed's commit turns the record into the ledger line, and removes its `expires_at`. A `done`
+# * Keyed's commit replaces the record with the ledger line, which has no `expires_at`. A `done`
 #   record of keyed never expires. TTL only clears keyed's records whose work never finished.
 # * Robust keeps `expires_at` on its `done` record, so TTL clears finished work too.
 #

@@ -154,3 +154,37 @@ def test_the_chapters_starter_fails_and_its_solution_passes():
     solution: dict = {}
     exec("\n".join(line[2:] for line in block.splitlines()), solution)  # noqa: S102
     assert check_recipe(solution["my_recipe"]).passed
+
+
+# -- the chapter's views -----------------------------------------------------------------------
+def test_the_decoding_table_shows_unquote_keep_the_plus_and_unquote_plus_read_a_space():
+    from idem import views
+
+    frame = views.decoding_frame(["alice/my+file.csv", "alice/a%2Bb.csv"])
+    assert list(frame["unquote(field)"]) == ["alice/my+file.csv", "alice/a+b.csv"]
+    assert list(frame["unquote_plus(field)"]) == ["alice/my file.csv", "alice/a+b.csv"]
+
+
+def test_the_grid_has_a_legend_entry_for_each_colour_it_shows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from idem import views
+    from idem.local import key_stories
+
+    runs = key_stories.run_grid(["version", "clock"], ["retry and duplicate", "same bytes, versioning off"])
+    fig = views.recipe_grid(runs)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == list(views.GRID_MEANINGS.values())  # right, extra and missed all appear
+    right_only = views.recipe_grid([r for r in runs if not r.extra and not r.missed])
+    assert [t.get_text() for t in right_only.axes[0].get_legend().get_texts()] == [views.GRID_MEANINGS["right"]]
+    plt.close("all")
+
+
+def test_the_stories_table_has_a_row_per_story():
+    from idem import views
+    from idem.local import key_stories
+
+    assert list(views.stories_frame()["story"]) == list(key_stories.STORIES)

@@ -71,8 +71,8 @@ views.show_source(keys.by_etag_only, keys.by_clock, keys.by_fresh_uuid)
 #
 # To try a recipe, this chapter runs *upload stories*. Each one uploads real objects into a moto
 # bucket. Then it delivers their events in a chosen order, repeats included, through the
-# function's entry point. The handler claims the key, then charges, as in chapter 02. An event
-# should charge when it is the first to arrive for its upload.
+# function's entry point. The handler is `claim_first`, which claims the key and then charges. An
+# event should charge when it is the first to arrive for its upload.
 
 # %%
 views.stories_frame()

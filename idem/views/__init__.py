@@ -22,7 +22,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
-from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, explore_outcome, labelled_timeline, outcome_explorer, result_frame, show_outcome)
+from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
 
 __all__ = [
     # code and text
@@ -44,5 +44,5 @@ __all__ = [
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
     # the first chapters (intro)
-    "OUTCOME_LABELS", "RESULT_COLUMNS", "explore_outcome", "labelled_timeline", "outcome_explorer", "result_frame", "show_outcome",
+    "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
 ]

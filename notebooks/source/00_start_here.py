@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 00 Start here: the ledger that charged twice
 #
-# *Why is "charge once for each upload" hard to get right on S3 and Lambda?*
+# Why is "charge once for each upload" hard to get right on S3 and Lambda?
 #
 # **After this chapter you can say what idempotent means, read the workbook's one table, and run any chapter.**
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 01 The naive scribe
 #
-# *Why does one upload become two charges?*
+# Why does one upload become two charges?
 #
 # **After this chapter you can show how one upload becomes two or three charges, and why memory cannot stop it.**
 #

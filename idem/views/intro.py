@@ -47,11 +47,11 @@ def labelled_timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = N
                    if any(a.outcome == outcome for a in trace)]
         handles.append(Line2D([], [], color="#999", lw=1, label="one delivery and its retries"))
         handles.append(Line2D([], [], marker="$\\$$", color=MONEY_COLOUR, linestyle="", markersize=8,
-                              label="$ in gold: money moved"))
+                              label="money moved in this invocation"))
         handles.append(Line2D([], [], linestyle="", label="#n cN: attempt n, container N (* cold)"))
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
                   frameon=False)
-        fig.set_size_inches(11, fig.get_size_inches()[1])
+        fig.set_size_inches(11, max(2.2, fig.get_size_inches()[1]))
         fig.tight_layout()
     return fig
 

@@ -163,11 +163,12 @@ views.matrix_table(headline)
 # Notice four things. Each one gets a chapter.
 #
 # * `naive` charges again whenever the function fails after the charge (chapter 01).
-# * `claim_first` never charges twice. But when the charge fails, it loses the order or lets the
-#   books disagree, and nobody hears of it (chapter 04).
+# * `claim_first` never charges twice. But when the function fails at or after the charge, it
+#   loses the order or lets the books disagree, and nobody hears of it (chapter 04).
 # * `robust` charges twice when the function dies between the charge and its last write. It also
 #   charges twice when two copies run at the same time (chapters 05 and 06).
-# * Only `keyed` has no red cell. Chapter 06 shows why that needs the payment provider's help.
+# * Only `keyed` never charges twice and never fails in silence. Chapter 06 shows why that needs
+#   the payment provider's help.
 
 # %% [markdown]
 # ## Try it

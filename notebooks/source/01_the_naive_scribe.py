@@ -137,7 +137,10 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # ## The same story on a clock
 #
 # A timeline of the same scenario, this time with the fault on **every** attempt. Each mark is one
-# invocation.
+# invocation, labelled with its attempt and its container. Lambda runs a function in containers
+# and reuses one for the next invocation when it can. A **cold start** is Lambda starting a new
+# container: the module code runs again, and its globals start empty. The timeline marks one
+# with `*`.
 
 # %%
 every_time = sc.run(sc.Scenario("naive", "after_charge", "always"))
@@ -189,11 +192,10 @@ views.result_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for deli
 # %% [markdown]
 # ## Memory is per container
 #
-# Lambda runs a function in containers. A **cold start** is Lambda starting a new container: the
-# module code runs again, and its globals start empty. A **warm** container is reused for the
-# next invocation, with its module globals intact. The local runtime does the same: each
-# container loads its own copy of `idem.core.entry`. Here is the same failing upload, with
-# containers reused, or fresh for every attempt:
+# A warm container, one that is reused, keeps its module globals from the last invocation. After
+# a cold start they are empty. The local runtime does the same: each container loads its own copy
+# of `idem.core.entry`. Here is the same failing upload, with containers reused, or fresh for
+# every attempt:
 
 # %%
 trap = [sc.run(sc.Scenario("naive", "after_charge", "always", reuse_containers=warm))

@@ -8,7 +8,7 @@ below is re-exported here.
 from __future__ import annotations
 
 from .code import BREAK_REASONS, explain_breaks, show_source, show_text
-from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
+from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
@@ -23,12 +23,13 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
+from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
 
 __all__ = [
     # code and text
     "BREAK_REASONS", "explain_breaks", "show_source", "show_text",
     # tables
-    "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
+    "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
     "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
     "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
     # charts
@@ -44,4 +45,6 @@ __all__ = [
     "run_fault", "run_race", "run_replay", "run_scenario", "run_zombie", "show_copy",
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
+    # the first chapters (intro)
+    "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
 ]

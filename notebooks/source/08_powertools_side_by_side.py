@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 08 Powertools, side by side
 #
-# *Where does Powertools' idempotency utility protect a charge, and what does each guard cost?*
+# Where does Powertools' idempotency utility protect a charge, and what does each guard cost?
 #
 # **After this chapter you can say where Powertools protects a charge, close its gap, and price each
 # pattern on DynamoDB's bill.**
@@ -348,10 +348,12 @@ for request, units in views.meter_examples(world.dynamodb).items():
 #
 # ## Summary
 #
-# * Powertools protects a charge like keyed does on every duplicate and crash, and each option answers
-#   an earlier chapter: the key (03), the claim (02), in-progress expiry as a lease (06), expiry (07).
-# * It deletes its record when the function raises after the money moved, so the retry charges
-#   again. Passing the key to the provider closes that gap.
+# * Powertools protects a charge against duplicates, concurrent copies and failures before the
+#   charge. Each option answers an earlier chapter: the key (03), the claim (02), in-progress expiry
+#   as a lease (06), expiry (07).
+# * It does not protect a charge followed by an error: it deletes its record, and the retry charges
+#   again. A crash ends the same way once the in-progress expiry passes. Passing the key to the
+#   provider closes that gap.
 # * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
 #   all-or-nothing across items at twice the units per item, which is why keyed now commits one item.
 #

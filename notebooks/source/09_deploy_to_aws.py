@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 09 Deploy to AWS
 #
-# *How do you ship the handler with `template.yaml`, and what does a rehearsal on moto prove?*
+# How do you ship the handler with `template.yaml`, and what does a rehearsal on moto prove?
 #
 # **After this chapter you can read `template.yaml`, rehearse its deploy offline, and run it on your
 # own AWS account.**

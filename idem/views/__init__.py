@@ -22,7 +22,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
-from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, bill_chart, bill_frame, meter_examples, price_note, scratch_table, sized_item, units_table
+from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
 
 __all__ = [
     # code and text
@@ -43,5 +43,5 @@ __all__ = [
     "run_fault", "run_race", "run_replay", "run_scenario", "run_zombie", "show_copy",
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
-    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "bill_chart", "bill_frame", "meter_examples", "price_note", "scratch_table", "sized_item", "units_table",  # cost
+    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
 ]

@@ -21,6 +21,7 @@ import pandas as pd
 from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
 
 from idem import views
+from idem.core.handlers.keyed import KeyedLedger
 from idem.local import bill
 from idem.local import powertools as pt
 from idem.local import powertools_entry as pe
@@ -264,23 +265,52 @@ views.bill_frame(bills)
 # ### What a transaction buys, and what it costs
 #
 # A **transaction** (`TransactWriteItems`) writes several items all-or-nothing: every item is
-# written, or none is. It buys a guarantee across items, and each of its items bills twice.
+# written, or none is. It buys one guarantee across items, and it bills each of its items twice.
 #
-# Keyed used to need one. Its commit wrote three items in a transaction: the record marked `done`,
-# an entry that books the charge once, and the account's totals. Now keyed commits with one
-# `UpdateItem`, fenced to the claim's owner. It turns the claim record itself into the ledger line:
-# `done`, the result, the account, the cents and the charge id. It also removes `expires_at`, so a
-# done line never expires. One item is never half written, so this write is all-or-nothing by
-# itself.
+# Keyed used to commit with a transaction of three items: the record marked `done`, an entry that
+# books the charge once, and the account's totals. Its commit is now one `UpdateItem`, fenced to the
+# claim's owner:
+
+# %%
+views.show_source(KeyedLedger.commit)
+
+# %% [markdown]
+# The update turns the claim record itself into the ledger line: `done`, the result, the account,
+# the cents and the charge id. It also removes `expires_at`, so a done line never expires. One item
+# is never half written, so one write is all-or-nothing by itself.
 #
 # The totals come from a query on a sparse global secondary index. A global secondary index is a
 # second view of a table, keyed on other attributes, that DynamoDB keeps up to date. It is sparse
-# when only some items carry its key: here only a committed line does. So the index is written
-# once per charge, at commit.
+# when only some items carry its key: here only a committed line has an `account`. So the index is
+# written once per charge, at commit.
+#
+# The meter runs both designs on the same claim, and a third that reads the totals by scanning the
+# whole table. Here is a first delivery under each, request by request:
+
+# %%
+parts = views.itemise_designs()
+print("\n".join(views.receipt_lines(parts)))
+fig = views.designs_chart(parts)
+
+# %% [markdown]
+# The transaction is one call with the most write units: three items, each billed twice. The update
+# is one item billed once, plus its entry in the index. The designs side by side, with what reading
+# an account's totals costs once the table holds some lines:
+
+# %%
+views.designs_frame(bill.commit_designs())
+
+# %% [markdown]
+# The index has a price on the read side too. A query on it reads every line of the account. That
+# is cheap while the lines fit in 4 KB, and grows as they add up; the transaction's counter stayed
+# one small item. A scan reads every item of the table, so it costs more with every line kept.
+#
+# Keyed's first delivery now costs what Powertools costs with the application's own ledger entry.
+# Powertools writes its record twice (the put, then the update), and the function writes the entry:
 
 # %%
 first = {b.handler: b.wru for b in bills if b.case == "first"}
-print(f"first delivery, write units: keyed {first['keyed']:g}, powertools {first['powertools']:g}")
+print(f"write units per first delivery: keyed {first['keyed']:g}, powertools {first['powertools']:g}")
 
 # %% [markdown]
 # ## When to use which

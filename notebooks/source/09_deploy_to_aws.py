@@ -79,8 +79,10 @@ views.show_text(tp.section("UploadBucket"), "yaml")
 # ### The two tables and the queue
 #
 # Both tables bill per request, so an idle stack costs nothing by the hour. Only the ledger has a
-# TTL: records carry `expires_at`, and DynamoDB deletes them some time after that passes. Chapter 07
-# is why the code checks expiry itself. The queue keeps failure records for 14 days.
+# TTL: an unfinished record carries `expires_at`, and DynamoDB deletes it some time after that
+# passes. Chapter 07 is why the code checks expiry itself. A done record drops `expires_at`: it is a
+# ledger line, kept (chapter 08). The `by_account` index lists those lines by account, for the
+# totals. The queue keeps failure records for 14 days.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("LedgerTable", "ProviderTable", "FailureQueue")),
@@ -196,6 +198,10 @@ fig = views.timeline(dry.attempts[keyed_run.key], title=keyed_run.line())
 
 # %%
 views.compact_items(ledger.items())
+
+# %% [markdown]
+# Keyed's record is its ledger line: `done`, with the account, the cents and the charge id. The
+# `account#alice` counter is naive's, from the first upload.
 
 # %%
 print("failure queue depth:", flow.queue_depth(dry.clients["sqs"], dry.outputs["FailureQueueUrl"]))

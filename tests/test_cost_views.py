@@ -81,3 +81,36 @@ def test_the_meter_bills_the_three_examples_by_dynamodbs_rules():
     # 2.5 KB rounds up to 3; the failed put bills the item it would have replaced; two 600-byte
     # items round to 1 KB each and bill twice in a transaction
     assert measured == dict(zip(cost.EXAMPLES, (3.0, 3.0, 4.0)))
+
+
+def test_a_first_delivery_is_itemised_request_by_request():
+    parts = cost.itemise_designs()
+    by = {(row["commit design"], row["part"]): row["write units"] for _, row in parts.iterrows()}
+    # before: the claim, then a transaction of three small items, each billed twice
+    assert by[("transaction (before)", "claim")] == 1
+    assert by[("transaction (before)", "commit")] == 6
+    assert by[("transaction (before)", "index entry")] == 0
+    # now: the claim, one owner-fenced update, and the line's entry in the sparse index
+    assert [by[("update + sparse index (now)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
+    assert cost.receipt_lines(parts)[1].endswith("= 3 write units")
+    assert "TransactWriteItems of 3 items" in cost.receipt_lines(parts)[0]
+
+
+def test_the_designs_chart_has_a_legend_entry_for_every_part():
+    parts = cost.itemise_designs()
+    fig = cost.designs_chart(parts)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(cost.PART_COLOURS)
+    colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}
+    assert colours == set(cost.PART_COLOURS.values())
+
+
+def test_the_designs_frame_puts_a_design_in_each_column():
+    from idem.local.commit_designs import DesignCost
+
+    costs = [DesignCost("a", 2, 7.0, 1.0, 0.5, 40, "a counter item"),
+             DesignCost("b", 2, 3.0, 1.0, 0.5, 40, "a query on the index")]
+    frame = cost.designs_frame(costs)
+    assert list(frame.columns) == ["a", "b"]
+    assert frame.loc["write units, first delivery", "b"] == 3.0
+    assert "read units for those totals (40 lines)" in frame.index

@@ -122,7 +122,7 @@ pd.DataFrame([
 # %% [markdown]
 # Read it row by row:
 #
-# * The first two rows upload two versions of one file. A key without the version lets the second
+# * The first three rows upload two versions of one file. A key without the version lets the second
 #   upload through as a "duplicate": one charge for two orders, and nothing alerts.
 # * Payload validation turns that into a visible failure.
 # * With no key at all, the default raise fails visibly. Switching it off charges twice.
@@ -250,10 +250,10 @@ fig = views.bill_chart(bills)
 # %% [markdown]
 # What to notice:
 #
-# * A duplicate costs a write unit for every pattern that keeps a record: its claim fails, and a
-#   failed conditional write still bills. Robust reads the record instead, so its duplicate costs a
-#   read unit.
-# * Naive's duplicate looks cheap on this bill. It costs a second charge on the provider's.
+# * A duplicate costs a write unit for every pattern that claims with a conditional write
+#   (`claim_first`, keyed, Powertools): its claim fails, and a failed conditional write still
+#   bills. Robust reads its record first instead, so its duplicate costs a read unit.
+# * Naive's duplicate looks as cheap on this bill. It costs a second charge on the provider's.
 # * A retry pays for the attempt that failed and for the one that finished.
 #
 # The same numbers, with the calls and the dollars per million uploads at the price above:

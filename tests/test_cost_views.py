@@ -90,8 +90,8 @@ def test_a_first_delivery_is_itemised_request_by_request():
     assert by[("transaction (before)", "claim")] == 1
     assert by[("transaction (before)", "commit")] == 6
     assert by[("transaction (before)", "index entry")] == 0
-    # now: the claim, one owner-fenced update, and the line's entry in the sparse index
-    assert [by[("update + sparse index (now)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
+    # now: the claim, one owner-fenced put of the ledger line, and its entry in the sparse index
+    assert [by[("put + sparse index (now)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
     assert cost.receipt_lines(parts)[1].endswith("= 3 write units")
     assert "TransactWriteItems of 3 items" in cost.receipt_lines(parts)[0]
 

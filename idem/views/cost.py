@@ -108,8 +108,8 @@ def itemise_design(design: Any) -> list[dict[str, Any]]:
         try:
             ledger = KeyedLedger(world.dynamodb, table, now=world.clock.now)
             with CapacityRecorder(world.dynamodb) as meter:
-                ledger.claim("charge#0", "owner-0", world.clock.now() + 30)
-                design.commit(ledger, "charge#0", "owner-0", "ch_000000")
+                claim = ledger.claim("charge#0", "owner-0", world.clock.now() + 30)
+                design.commit(ledger, claim.mine, "ch_000000")
         finally:
             if table != world.ledger_table:
                 world.dynamodb.delete_table(TableName=table)

@@ -268,16 +268,16 @@ views.bill_frame(bills)
 # written, or none is. It buys one guarantee across items, and it bills each of its items twice.
 #
 # Keyed used to commit with a transaction of three items: the record marked `done`, an entry that
-# books the charge once, and the account's totals. Its commit is now one `UpdateItem`, fenced to the
-# claim's owner:
+# books the charge once, and the account's totals. Its commit is now one conditional `PutItem`,
+# fenced to the claim's owner:
 
 # %%
 views.show_source(KeyedLedger.commit)
 
 # %% [markdown]
-# The update turns the claim record itself into the ledger line: `done`, the result, the account,
-# the cents and the charge id. It also removes `expires_at`, so a done line never expires. One item
-# is never half written, so one write is all-or-nothing by itself.
+# The put replaces the claim record with the ledger line: `done`, the result, the account, the cents
+# and the charge id. The line has no `expires_at`, so it never expires. One item is never half
+# written, so one write is all-or-nothing by itself.
 #
 # The totals come from a query on a sparse global secondary index. A global secondary index is a
 # second view of a table, keyed on other attributes, that DynamoDB keeps up to date. It is sparse
@@ -293,8 +293,8 @@ print("\n".join(views.receipt_lines(parts)))
 fig = views.designs_chart(parts)
 
 # %% [markdown]
-# The transaction is one call with the most write units: three items, each billed twice. The update
-# is one item billed once, plus its entry in the index. The designs side by side, with what reading
+# The transaction is one call with the most write units: three items, each billed twice. The put is
+# one item billed once, plus its entry in the index. The designs side by side, with what reading
 # an account's totals costs once the table holds some lines:
 
 # %%

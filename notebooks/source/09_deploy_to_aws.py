@@ -118,7 +118,7 @@ needed = seen | calls.SERVICE_CALLS
 views.items_frame([{"pk": f"{action} on {resource}",
                     "code calls it": "yes" if (action, resource) in seen else "Lambda does",
                     "role grants it": "yes" if (action, resource) in granted else "NO"}
-                   for action, resource in sorted(granted | needed)], width=60)
+                   for action, resource in sorted(granted | needed)], width=60).rename(columns={"pk": "permission"})
 
 # %% [markdown]
 # Every row is both needed and granted: no `Scan`, no `DeleteItem`, nothing on `*`. Nothing on S3

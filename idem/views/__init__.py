@@ -14,6 +14,7 @@ from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, a
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
                      TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
                      record_life_chart, story_grid, timeline, timelines)
+from .recipes import GRID_MEANINGS, decoding_frame, recipe_grid, stories_frame
 from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, check_explorer,
                       copy_explorer, explore, explore_check, explore_copy, explore_fault,
                       explore_late_duplicate, explore_zombie, explorer, fault_explorer,
@@ -35,6 +36,7 @@ __all__ = [
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
     "record_life_chart", "story_grid", "timeline", "timelines",
+    "GRID_MEANINGS", "decoding_frame", "recipe_grid", "stories_frame",  # chapter 03's recipes
     # explorers and their twins
     "FAULTS", "PATTERN_BOOKS", "REPLAYS", "HandlerChoices", "Replay", "check_explorer",
     "copy_explorer", "explore", "explore_check", "explore_copy", "explore_fault",

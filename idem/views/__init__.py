@@ -24,6 +24,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
 from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
+from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
 
 __all__ = [
     # code and text
@@ -47,4 +48,5 @@ __all__ = [
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
     # the first chapters (intro)
     "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
+    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
 ]

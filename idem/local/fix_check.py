@@ -50,8 +50,8 @@ class FixRun:
 
     def row(self) -> dict[str, Any]:
         o = self.outcome
-        return {"run": self.label, "charges": o.charges, "ledger entries": o.ledger,
-                "record": o.record, "failure queue": o.dlq, "verdict": o.verdict,
+        return {"run": self.label, "charges": o.charges, "ledger_charges": o.ledger,
+                "record_status": o.record, "in_failure_queue": o.dlq, "verdict": o.verdict,
                 "as expected": "yes" if self.ok else "NO"}
 
 
@@ -143,7 +143,7 @@ def check_fix(path: str | Path, function: str = "handle") -> FixReport:
     crossed = [c.boundary for c in clean.trace[0].crossings]
     for place in copy_places(crossed):
         outcome = run_once(handle, sc.Scenario("robust", delivery="concurrent"), copy_at=place)
-        report.runs.append(FixRun("copy", f"a copy starts {place}", outcome))
+        report.runs.append(FixRun("copy", f"copy {place}", outcome))
     report.runs.append(FixRun("down once", "provider down on attempt 1",
                               run_once(handle, sc.Scenario("robust", "at_charge", "once"))))
     report.runs.append(FixRun("down always", "provider down on every attempt",

@@ -96,8 +96,8 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # event in the failure queue. That one is loud on purpose. Something is unfinished, and both the
 # record and the queue say which upload it was.
 #
-# Here is where each row of the matrix leaves the record, next to claim-first. The `record` column
-# is the record's status at the end:
+# Here is where each row of the matrix leaves the record, next to claim-first. The `record_status`
+# column is the record's status at the end:
 
 # %%
 rows = [sc.run(s) for s in sc.headline_scenarios(["claim_first", "robust"])]
@@ -105,7 +105,8 @@ views.matrix_table(rows)
 
 # %%
 views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
-    ["fault", "times", "delivery", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["fault", "times", "delivery", "charges", "ledger_charges", "invocations", "in_failure_queue",
+     "record_status", "verdict"]]
 
 # %% [markdown]
 # Notice three things:
@@ -191,7 +192,8 @@ print("charges at the provider:", len(world.provider().charges()),
 
 # %%
 half = sc.run(sc.Scenario("robust", "provider_500", "once"))
-views.outcome_frame([half])[["handler", "fault", "charges", "ledger", "attempts", "record", "verdict"]]
+views.outcome_frame([half])[["handler", "fault", "charges", "ledger_charges", "invocations",
+                              "record_status", "verdict"]]
 
 # %% [markdown]
 # The table shows more charges than ledger entries. The record said `in_progress`, which robust

@@ -115,8 +115,8 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 #   reaches the failure queue with the record still `in_progress`: `failed_visibly`. Claim-first lost
 #   the same work silently.
 # * When the function fails after the commit, the retry finds `done` and stands down.
-# * Two rows are red. A failure between the charge and `done` charges again on the retry; that is
-#   chapter 06. The other red row is the concurrent copy, the rest of this chapter.
+# * Three rows are red. In two, a failure between the charge and `done` makes the retry charge
+#   again; that is chapter 06. The third is the concurrent copy, the rest of this chapter.
 
 # %% [markdown]
 # ## The poison, step by step

@@ -14,6 +14,7 @@ from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, a
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
                      TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
                      record_life_chart, story_grid, timeline, timelines)
+from .recap import (CHOICES, SYSTEMS, check_choices, check_event_age, crossings_frame, lock_chart, lock_races, pattern_rows, pattern_table, powertools_reads, probe_moto, recommend, recommend_explore, recommend_explorer, run_runtime, runtime_explore, runtime_explorer)
 from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, check_explorer,
                       copy_explorer, explore, explore_check, explore_copy, explore_fault,
                       explore_late_duplicate, explore_zombie, explorer, fault_explorer,
@@ -34,6 +35,7 @@ __all__ = [
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
     "record_life_chart", "story_grid", "timeline", "timelines",
+    "CHOICES", "SYSTEMS", "check_choices", "check_event_age", "crossings_frame", "lock_chart", "lock_races", "pattern_rows", "pattern_table", "powertools_reads", "probe_moto", "recommend", "recommend_explore", "recommend_explorer", "run_runtime", "runtime_explore", "runtime_explorer",
     # explorers and their twins
     "FAULTS", "PATTERN_BOOKS", "REPLAYS", "HandlerChoices", "Replay", "check_explorer",
     "copy_explorer", "explore", "explore_check", "explore_copy", "explore_fault",

@@ -478,7 +478,7 @@ def lock_chart(unlocked: RaceReport, locked: RaceReport) -> Any:
     fig, ax = plt.subplots(figsize=(9, 3.2))
     for (label, colour), report in zip(LOCK_COLOURS.items(), (unlocked, locked)):
         won = report.winners_per_round
-        ax.step(range(1, len(won) + 1), won, where="mid", lw=2, color=colour,
+        ax.plot(range(1, len(won) + 1), won, marker="o", lw=2, color=colour,
                 label=f"{label}: {sum(won)} wins in {report.rounds} rounds")
     ax.axhline(1, color="#333", ls=":", lw=1, label="one winner per round: what DynamoDB guarantees")
     ax.set_ylim(-0.3, unlocked.threads + 2.5)

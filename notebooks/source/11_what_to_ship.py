@@ -26,7 +26,7 @@ print("patterns:", ", ".join(views.recap.PATTERNS))
 #
 # Each row below is measured in this cell, in fresh local worlds. Chapter 00's table has eight
 # rows of faults and deliveries. The first three columns count the rows that end in each costly
-# or silent failure. `key to provider` says whether the pattern's charge carried an idempotency
+# or silent failure. The `key to provider` column says whether the pattern's charge carried an idempotency
 # key, read back from the provider after one upload. The cost columns come from DynamoDB's
 # billing rules (chapter 08): the calls one delivery makes, then its request units (`W` write,
 # `R` read). The last column prices a first delivery at on-demand rates.
@@ -215,8 +215,8 @@ print(views.check_choices(my_choices, rows))
 # %% [markdown]
 # ## Summary
 #
-# * Measured side by side, only keyed has no double charge, no silent loss and no silent mismatch
-#   in the matrix, and only keyed shares its key with the provider. The table gives its price.
+# * Measured side by side, only keyed has no double charge, no silent loss and no silent mismatch.
+#   It is also the only pattern that shares its key with the provider. The table gives its price.
 # * Start from the effect: an overwrite needs no record, and claim_first suits work you may lose.
 #   Your own table needs one transaction, and a provider needs your key.
 # * Ship the keyed handler with your provider's client, the ledger table and its settings. Run

@@ -5,8 +5,8 @@
 #
 # **After this appendix you can tell what AWS does from what the simulator adds, and read the code that fills each gap.**
 #
-# Every chapter ran on moto, in this process, on a virtual clock. moto answers the real boto3 API
-# for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
+# Every chapter ran on moto, in this process, on a virtual clock. The moto library answers the
+# real boto3 API for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
 # appendix shows each gap, the code that fills it, and a run that shows it working. None of this
 # code ships to Lambda: it lives in `idem/local/` and `idem/deploy/`.
 #
@@ -59,8 +59,8 @@ print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by def
 # ## The local Lambda runtime
 #
 # S3 hands an event to Lambda and gets no answer back: an asynchronous invocation. `LocalLambda`
-# stands in for the Lambda service's side of it. `send` queues the event with a due time. `run`
-# takes the next due event and moves the virtual clock to that time. Nothing sleeps. It drops an
+# stands in for the Lambda service's side of it. Its `send` queues the event with a due time. Its
+# `run` takes the next due event and moves the virtual clock to that time. Nothing sleeps. It drops an
 # event older than the maximum event age, and invokes the rest:
 
 # %%
@@ -68,7 +68,7 @@ views.show_source(LocalLambda.run)
 
 # %% [markdown]
 # After a failed attempt, Lambda tries again about a minute later, then about two minutes after
-# that. `retries` is the function's `MaximumRetryAttempts`. Once they are used up, the event goes
+# that. The `retries` setting is the function's `MaximumRetryAttempts`. Once they are used up, the event goes
 # to the on-failure destination:
 
 # %%
@@ -107,7 +107,7 @@ _ = views.runtime_explore(2, "always", "exception", "warm")
 # ## Faults at the boundaries
 #
 # A handler has no test hooks. The runtime makes it fail where the real world does: at its calls.
-# Every AWS call goes through a boto3 client of one watched session. botocore fires a
+# Every AWS call goes through a boto3 client of one watched session. For each call, botocore fires a
 # `before-call` and an `after-call` event on it. The hooks find the invocation this thread runs
 # and let its `Watch` decide:
 
@@ -145,8 +145,8 @@ views.crossings_frame(lost_answer)
 # <a id="atomic-moto"></a>
 # ## moto's conditional writes, made atomic
 #
-# DynamoDB checks a write's condition and applies the write as one step on the item. moto reads
-# the item, checks the condition, and then writes, with no lock in between. Two threads can both
+# DynamoDB checks a write's condition and applies the write as one step on the item. In moto, a
+# put reads the item, checks the condition, and then writes, with no lock in between. Two threads can both
 # read "absent" and both win a put with `attribute_not_exists(pk)`. So `LocalWorld` puts one lock
 # around moto's DynamoDB methods when the first world starts:
 
@@ -241,9 +241,10 @@ views.show_source(LocalWorld.upload)
 # TTL is enabled, and the item from 1970 is still there: moto never deletes. That is why the
 # handlers check expiry in code (chapter 07), which you should do on AWS too.
 #
-# A deploy has more gaps. moto's CloudFormation ignores the SAM transform, so the deploy tool
-# expands it first with aws-sam-translator. moto's CloudFormation also drops bucket versioning,
-# the bucket's notification, the table's TTL and the function's event-invoke config. `gaps.check` compares
+# A deploy has more gaps. The CloudFormation in moto ignores the SAM transform, so the deploy tool
+# expands it first with aws-sam-translator. The same CloudFormation also drops bucket versioning,
+# the bucket's notification, the table's TTL and the function's event-invoke config. Then
+# `gaps.check` compares
 # each setting in the expanded template with the deployed resource. `apply` sets what is missing
 # with the call a person would make:
 
@@ -287,8 +288,8 @@ print(views.check_event_age(my_attempts, my_condition, max_event_age=120))
 # %% [markdown]
 # ## Summary
 #
-# * The local runtime does Lambda's side of an async invocation on a virtual clock: a queue,
-#   retries after a minute and two more, warm and cold containers, the event age, the failure queue.
+# * The local runtime does Lambda's side of an async invocation, on a virtual clock. It queues,
+#   retries after a minute and two more, keeps containers warm, drops old events, and fills the failure queue.
 # * Faults come from outside the handler, at its calls, through botocore hooks and a provider
 #   wrapper. One lock makes moto's conditional writes atomic, as DynamoDB's are.
 # * A shim puts Powertools on the virtual clock, and the workbook fills what moto's S3 events,

@@ -26,8 +26,8 @@ print("patterns:", ", ".join(views.recap.PATTERNS))
 #
 # Each row below is measured in this cell, in fresh local worlds. Chapter 00's table has eight
 # rows of faults and deliveries. The first three columns count the rows that end in each costly
-# or silent failure. The `key to provider` column says whether the pattern's charge carried an idempotency
-# key, read back from the provider after one upload. The cost columns come from DynamoDB's
+# or silent failure. The `key to provider` column says whether the pattern's charge carried an
+# idempotency key, read back from the provider after one upload. The cost columns come from DynamoDB's
 # billing rules (chapter 08): the calls one delivery makes, then its request units (`W` write,
 # `R` read). The last column prices a first delivery at on-demand rates.
 
@@ -37,9 +37,9 @@ views.pattern_table(rows)
 
 # %% [markdown]
 # Read it from left to right. Only one row is `no` in all three failure columns, and it is the
-# only row that shares its key with the provider. Every pattern that keeps a record turns a
-# duplicate away for one call. The last column is what each guarantee costs: compare it with the
-# cost of one refund.
+# only row that shares its key with the provider. A duplicate costs one call everywhere, but only
+# a pattern with a record turns it away: naive's one call books a second charge. The last column
+# is what each guarantee costs: compare it with the cost of one refund.
 
 # %% [markdown]
 # ## Which pattern do you need?
@@ -97,7 +97,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The checklist
 #
-# Each item says what to check and why. The number in brackets is the chapter that shows it.
+# Each item says what to check and why. The number in parentheses is the chapter that shows it.
 #
 # - [ ] **The key names the work, not the attempt.** Build it from the bucket, the decoded object
 #   key and the `versionId`. Every copy and retry of one upload then shares one key (03).
@@ -105,7 +105,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   back to the eTag and the sequencer (03).
 # - [ ] **The claim is one conditional write.** No read comes before the write that decides. Two
 #   copies can both read "absent" and both charge (02).
-# - [ ] **A lost claim returns the record.** Ask for `ReturnValuesOnConditionCheckFailure`. The
+# - [ ] **A failed claim returns the record.** Ask for `ReturnValuesOnConditionCheckFailure`. The
 #   duplicate then learns why it lost in the same call (02).
 # - [ ] **The record says how far the work got.** It holds `in_progress` or `done`, an owner and a
 #   lease end. A retry must tell finished work from work in flight (05).

@@ -49,13 +49,13 @@ views.pattern_table(rows)
 #
 # ```mermaid
 # flowchart TD
-#     A{"Is the effect an overwrite?<br/>(writing it twice = writing it once)"} -- yes --> N["Make it one.<br/>No record needed."]
-#     A -- no --> B{"Is losing an upload acceptable,<br/>with reconciliation watching?"}
-#     B -- "yes, and cost matters most" --> C["claim_first<br/>+ reconciliation"]
-#     B -- no --> D{"Where does the effect land?"}
-#     D -- "your own DynamoDB table" --> T["One transaction:<br/>the effect + the done record"]
-#     D -- "a provider that takes keys" --> K["keyed: a claim with a lease,<br/>the key to the provider,<br/>a fenced commit"]
-#     D -- "a provider without keys" --> L["keyed's claim and commit,<br/>look the charge up first,<br/>needs_attention when unsure"]
+#     A{"is the effect<br/>an overwrite?"} -- yes --> N["Make it one.<br/>No record needed."]
+#     A -- no --> B{"is losing an upload<br/>acceptable?"}
+#     B -- "yes, reconciled,<br/>and cost matters most" --> C["claim_first<br/>+ reconciliation"]
+#     B -- no --> D{"where does<br/>the effect land?"}
+#     D -- "your own<br/>DynamoDB table" --> T["One transaction:<br/>the effect + the done record"]
+#     D -- "a provider<br/>that takes keys" --> K["keyed: a claim with a lease,<br/>the key to the provider,<br/>a fenced commit"]
+#     D -- "a provider<br/>without keys" --> L["keyed's claim and commit,<br/>look the charge up first,<br/>needs_attention when unsure"]
 #     K -. "you prefer a library" .-> P["Powertools,<br/>with its key passed to the provider"]
 # ```
 #

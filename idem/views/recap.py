@@ -239,10 +239,10 @@ def _keep_the_work(effect: str, library: str, path: list[str], reasons: list[str
     keyed, robust, powertools = r["keyed"], r["robust"], r["powertools"]
     n = keyed.rows
     if effect == EFFECTS[1]:
-        reasons.append("The effect and the done record go in one DynamoDB transaction: both land, or "
-                       "neither does, so no failure can leave one without the other.")
-        reasons.append("keyed's commit is such a transaction (its record and its ledger entry): keep "
-                       "its claim and commit, and write your effect in the commit.")
+        reasons.append("Write the effect and the done record together, in one transaction: both land, "
+                       "or neither does, so no failure can leave one without the other.")
+        reasons.append("keyed's commit goes further: its done record is its ledger line, one owner-fenced "
+                       "write. Keep its claim and commit, and let the commit carry your effect.")
         return "one transaction: the effect and the done record", "keyed"
     if effect == EFFECTS[2]:
         path.append(f"library: {library}")
@@ -346,9 +346,9 @@ def _why(system: str, choice: str, r: Mapping[str, PatternRow]) -> tuple[str, st
                                               f"without a sound ({lost})."),
         ("balance", "transaction"): ("right", "the done record (written only if absent) and the balance "
                                               "change land together or not at all, in one call."),
-        ("balance", "keyed"): ("more than needed", "safe: its commit is that transaction. But its lease and "
-                                                   "provider key guard a call outside your table, and "
-                                                   "here there is none."),
+        ("balance", "keyed"): ("more than needed", "safe: its commit writes the done record and the booking "
+                                                   "as one item. But its lease and provider key guard a "
+                                                   "call outside your table, and here there is none."),
         ("chat", "overwrite"): ("wrong", "each post adds a message to the channel: posting again is a "
                                          "second message."),
         ("chat", "claim_first"): ("right", "it never posts twice, and the weekly job re-posts what a "

@@ -117,8 +117,8 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   the provider can tell that a lost answer already moved money (06).
 # - [ ] **Failures are loud.** Raise on failure, set an on-failure destination, and alarm on its
 #   depth. A failure nobody sees is a silent loss (04).
-# - [ ] **Records outlive every copy.** The record TTL and the provider's key window exceed the
-#   maximum event age. The function checks this at cold start (07).
+# - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
+#   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
 # - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
 #   deletes items days late (07).
 # - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
@@ -160,7 +160,7 @@ views.show_source(keyed.make_provider)
 
 # %% [markdown]
 # Second, create the ledger table as `template.yaml` does. The partition key is `pk`, and TTL is
-# on `expires_at`:
+# on `expires_at`. The index `by_account` holds the done records, which are the ledger lines:
 
 # %%
 views.show_text(tp.section("LedgerTable"), "yaml")

@@ -12,7 +12,8 @@ from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, 
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
-                     TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
+                     TTL_CHOICES, bench_chart, duration, lease_timeline,
+                     lease_timelines, race_chart, timeline_legend,
                      record_life_chart, story_grid, timeline, timelines)
 from .recipes import GRID_MEANINGS, decoding_frame, recipe_grid, stories_frame
 from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, check_explorer,
@@ -36,7 +37,7 @@ __all__ = [
     # charts
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
-    "record_life_chart", "story_grid", "timeline", "timelines",
+    "record_life_chart", "story_grid", "timeline", "timeline_legend", "timelines",
     "GRID_MEANINGS", "decoding_frame", "recipe_grid", "stories_frame",  # chapter 03's recipes
     # explorers and their twins
     "FAULTS", "PATTERN_BOOKS", "REPLAYS", "HandlerChoices", "Replay", "check_explorer",

@@ -12,7 +12,8 @@ from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, 
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
-                     TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
+                     TTL_CHOICES, bench_chart, duration, lease_timeline,
+                     lease_timelines, race_chart, timeline_legend,
                      record_life_chart, story_grid, timeline, timelines)
 from .audit import booked_frame, charged_frame, fix_frame
 from .recipes import GRID_MEANINGS, decoding_frame, recipe_grid, stories_frame
@@ -26,6 +27,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       zombie_explorer)
 from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
 from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
+from .recap import (CHOICES, SYSTEMS, check_choices, check_event_age, crossings_frame, lock_chart, lock_races, pattern_rows, pattern_table, powertools_reads, probe_moto, recommend, recommend_explore, recommend_explorer, run_runtime, runtime_explore, runtime_explorer)
 
 __all__ = [
     # code and text
@@ -37,7 +39,7 @@ __all__ = [
     # charts
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
-    "record_life_chart", "story_grid", "timeline", "timelines",
+    "record_life_chart", "story_grid", "timeline", "timeline_legend", "timelines",
     "booked_frame", "charged_frame", "fix_frame",  # audit: the readers' answers
     "GRID_MEANINGS", "decoding_frame", "recipe_grid", "stories_frame",  # chapter 03's recipes
     # explorers and their twins
@@ -51,4 +53,5 @@ __all__ = [
     # the first chapters (intro)
     "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
     "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
+    "CHOICES", "SYSTEMS", "check_choices", "check_event_age", "crossings_frame", "lock_chart", "lock_races", "pattern_rows", "pattern_table", "powertools_reads", "probe_moto", "recommend", "recommend_explore", "recommend_explorer", "run_runtime", "runtime_explore", "runtime_explorer",  # chapters 11 and 12
 ]

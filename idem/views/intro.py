@@ -11,7 +11,6 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 from botocore.exceptions import ClientError
-from matplotlib.lines import Line2D
 
 from ..core.dynamo import from_item, to_item
 from ..core.ledger import Ledger
@@ -24,9 +23,7 @@ from .widgets import FAULTS, make_explorer, pinned, run_scenario
 #: What a run did, one column a count (tables.OUTCOME_COLUMNS says what each counts).
 RESULT_COLUMNS = ("handler", "charges", "ledger_charges", "invocations", "in_failure_queue",
                   "dynamodb_calls", "verdict")
-#: What each outcome mark of a timeline means, for its legend.
-OUTCOME_LABELS = {"ok": "invocation succeeded", "error": "invocation failed (an error)",
-                  "crash": "invocation crashed", "timeout": "invocation timed out"}
+OUTCOME_LABELS = charts.OUTCOME_LABELS
 MONEY_COLOUR = "#b8860b"  # charts.timeline writes the label of an invocation that charged in it
 
 
@@ -36,24 +33,8 @@ def result_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
 
 
 def labelled_timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = None) -> Any:
-    """`charts.timeline`, with a legend for every mark and colour it draws."""
-    trace = tables.attempts_of(run)
-    fig = charts.timeline(run, title)
-    ax = fig.axes[0]
-    if ax.get_legend() is None:
-        handles = [Line2D([], [], marker=marker, color=colour, linestyle="", markersize=8,
-                          label=OUTCOME_LABELS.get(outcome, outcome))
-                   for outcome, (marker, colour) in charts.OUTCOME_MARKERS.items()
-                   if any(a.outcome == outcome for a in trace)]
-        handles.append(Line2D([], [], color="#999", lw=1, label="one delivery and its retries"))
-        handles.append(Line2D([], [], marker="$\\$$", color=MONEY_COLOUR, linestyle="", markersize=8,
-                              label="money moved in this invocation"))
-        handles.append(Line2D([], [], linestyle="", label="#n cN: attempt n, container N (* cold)"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                  frameon=False)
-        fig.set_size_inches(11, max(2.2, fig.get_size_inches()[1]))
-        fig.tight_layout()
-    return fig
+    """`charts.timeline`, whose figure carries a legend for every mark and colour it draws."""
+    return charts.timeline(run, title)
 
 
 def show_outcome(outcome: sc.Outcome) -> None:

@@ -163,7 +163,7 @@ fig = views.timeline(gap)
 crashes = [sc.run(sc.Scenario(h, "after_charge", "once", how="crash", timeout=t))
            for h in ("keyed", "powertools") for t in (30, 900)]
 views.outcome_frame(crashes).assign(timeout=[o.scenario.timeout for o in crashes])[
-    ["handler", "timeout", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # And the whole matrix (every fault point, times and delivery), verdicts counted per handler:
@@ -192,7 +192,7 @@ fixes = [pt.run(sc.Scenario("powertools", "after_charge", times, how=how), fix=f
          for fix in pe.FIXES for how in ("exception", "crash") for times in ("once", "always")]
 views.outcome_frame(fixes).assign(
     fix=[f for f in pe.FIXES for _ in range(4)], how=[o.scenario.how for o in fixes])[
-    ["fix", "how", "times", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["fix", "how", "times", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # Catching changes nothing here. `after_charge` loses the provider's answer: the charge call

@@ -22,6 +22,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
+from .sequence import KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of
 
 __all__ = [
     # code and text
@@ -42,4 +43,6 @@ __all__ = [
     "run_fault", "run_race", "run_replay", "run_scenario", "run_zombie", "show_copy",
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
+    # sequence diagrams of a run
+    "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of",
 ]

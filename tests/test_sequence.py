@@ -64,6 +64,10 @@ def test_keyed_crash_then_the_providers_replay(replayed):
     assert "idempotency key" in retry[3].label and "ch_" in retry[4].label
     assert "commit" in retry[5].label
     assert "1 charge" in seq.notes[LEDGER] and "1 charge" in seq.notes[PROVIDER]
+    # both ledgers name the same charge; the first attempt's charge is named by the replay
+    charge_id = retry[4].label.rsplit(" ", 1)[-1]
+    assert seq.messages[4].label == f"new charge {charge_id}"
+    assert charge_id in seq.notes[LEDGER] and charge_id in seq.notes[PROVIDER]
 
 
 def test_the_poison_ends_in_the_failure_queue():

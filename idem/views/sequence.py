@@ -130,12 +130,31 @@ def sequence_of(outcome: sc.Outcome) -> Sequence:
         guests = {at: guest for guest in outcome.trace for host, at in [nested.get(id(guest), (None, -1))]
                   if host is attempt}
         _attempt(seq, outcome, attempt, names, guests)
+    _name_the_first_charge(seq, outcome)
+    made = list(dict.fromkeys(m.label.rsplit(" ", 1)[-1] for m in seq.messages
+                              if m.kind in ("charged", "replay") and " ch_" in m.label))
+    booked = sorted({str(item["charge_id"]) for item in outcome.items if item.get("charge_id")}
+                    | {str(item["pk"])[len("entry#"):] for item in outcome.items
+                       if str(item.get("pk", "")).startswith("entry#")})
     seq.notes = {
         FAILURE_QUEUE: f"{outcome.dlq} message(s)",
-        LEDGER: f"your ledger: {outcome.ledger} charge(s)\nrecord: {outcome.record}",
-        PROVIDER: f"provider: {outcome.charges} charge(s)",
+        LEDGER: f"your ledger: {outcome.ledger} charge(s)" + "".join(f"\n{c}" for c in booked)
+                + f"\nrecord: {outcome.record}",
+        PROVIDER: f"provider: {outcome.charges} charge(s)"
+                  + ("".join(f"\n{c}" for c in made) if len(made) == outcome.charges else ""),
     }
     return seq
+
+
+def _name_the_first_charge(seq: Sequence, outcome: sc.Outcome) -> None:
+    """A charge whose answer was never read has no id in the run; when the provider made one
+    charge and a later attempt got it replayed, that replay names it."""
+    replays = [m.label.rsplit(" ", 1)[-1] for m in seq.messages if m.kind == "replay" and " ch_" in m.label]
+    if outcome.charges != 1 or not replays:
+        return
+    for n, m in enumerate(seq.messages):
+        if m.kind == "charged" and " ch_" not in m.label:
+            seq.messages[n] = Message(m.t, m.source, m.target, f"{m.label} {replays[0]}", m.kind)
 
 
 def _attempt(seq: Sequence, outcome: sc.Outcome, attempt: Attempt, names: dict[int, str],

@@ -69,12 +69,13 @@ def test_last_status_names_a_missing_invocation():
         leases.last_status(run, delivery=3)
 
 
-def test_keyed_late_copy_after_expiry_runs_again_but_the_provider_replays():
-    late = expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200)
-    assert late.expired and late.expires_at == 600
-    assert late.late_status == "charged (provider replayed)"
-    # the work ran again, but the provider replayed the charge and the ledger booked it once
-    assert (late.outcome.charges, late.outcome.ledger, late.outcome.verdict) == (1, 1, "exactly_once")
+def test_keyed_done_record_never_expires_so_a_late_copy_is_a_duplicate():
+    for swept in (False, True):
+        late = expiry.late_duplicate("keyed", ttl_seconds=600, delay=7200, swept=swept)
+        assert not late.expired and late.expires_at == float("inf")
+        assert late.late_status == "duplicate"
+        assert (late.outcome.charges, late.outcome.ledger, late.outcome.verdict) == (1, 1, "exactly_once")
+        assert late.row()["record TTL (s)"] == "never (done)"
 
 
 def test_a_record_that_outlives_the_copy_stops_it():
@@ -100,14 +101,24 @@ def test_late_duplicate_rejects_bad_input():
 
 def test_ttl_sweep_deletes_only_expired_items():
     with LocalWorld() as world:
-        runtime = LocalLambda(world, world.env("keyed", RECORD_TTL_SECONDS="600"))
+        runtime = LocalLambda(world, world.env("robust", RECORD_TTL_SECONDS="600"))
         runtime.send(world.event(world.upload("alice/a.csv")))
         runtime.run()
         assert expiry.ttl_sweep(world) == []
         world.clock.advance(600)
         gone = expiry.ttl_sweep(world)
         assert len(gone) == 1 and gone[0].startswith("charge#")
-        assert [item["pk"] for item in world.ledger().items()] == ["account#alice", "entry#ch_000001"]
+        assert [item["pk"] for item in world.ledger().items()] == ["account#alice"]
+
+
+def test_ttl_sweep_leaves_keyeds_done_lines():
+    with LocalWorld() as world:
+        runtime = LocalLambda(world, world.env("keyed", RECORD_TTL_SECONDS="600"))
+        runtime.send(world.event(world.upload("alice/a.csv")))
+        runtime.run()
+        world.clock.advance(30 * 86_400)
+        assert expiry.ttl_sweep(world) == []
+        assert world.ledger().entry("alice") == (1, 500)
 
 
 def test_redrive_finishes_the_work_and_empties_the_queue():

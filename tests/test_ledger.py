@@ -58,14 +58,17 @@ def test_an_expired_lease_can_be_taken_over(world):
     assert ledger.claim("charge#k", "owner-b", lease_until=world.clock.now() + 30).won
 
 
-def test_a_done_record_blocks_until_it_expires(world):
+def test_an_unfinished_record_expires_but_a_done_one_never_does(world):
     ledger = keyed_ledger(world, ttl_seconds=3600)
+    ledger.claim("charge#open", "a", lease_until=world.clock.now() + 30)
     ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
     ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    world.clock.advance(3599)
-    assert not ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30).won
-    world.clock.advance(1)
-    assert ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30).won  # expiry in code
+    world.clock.advance(3600)
+    assert ledger.claim("charge#open", "b", lease_until=world.clock.now() + 30).won  # expiry in code
+    world.clock.advance(90 * 86400)  # a copy three months later still meets the done line
+    late = ledger.claim("charge#k", "b", lease_until=world.clock.now() + 30)
+    assert not late.won and late.existing.status is Status.DONE
+    assert "expires_at" not in next(i for i in world.ledger().items() if i["pk"] == "charge#k")
 
 
 def test_commit_is_fenced_to_the_owner_and_writes_the_entry_atomically(world):
@@ -94,20 +97,31 @@ def test_records_excludes_entries(world):
     assert [r.key for r in ledger.records()] == ["charge#k"]
 
 
-def test_a_charge_is_booked_once_even_when_its_record_is_claimed_again(world):
+def test_the_commit_turns_the_claim_into_the_ledger_line_in_one_write(world):
     ledger = keyed_ledger(world)
-    ledger.ttl_seconds = 60
-    ledger.claim("charge#k", "first", lease_until=world.clock.now() + 30)
-    ledger.commit("charge#k", "first", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    world.clock.advance(61)  # the record expired; a late duplicate claims the work again
-    assert ledger.claim("charge#k", "late", lease_until=world.clock.now() + 30).won
-    # ... and the provider replays the same charge, ch_1: the record is done, the books unchanged
-    ledger.commit("charge#k", "late", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    assert world.ledger().get_record("charge#k").status is Status.DONE
-    assert world.ledger().entry("alice") == (1, 500)
-    ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)  # refused: done, live
+    ledger.claim("charge#k", "me", lease_until=world.clock.now() + 30)
+    calls = counted(world, lambda counted_ledger: counted_ledger.commit(
+        "charge#k", "me", {"charge_id": "ch_1"}, "alice", 500, "ch_1"),
+        make=lambda client: keyed_ledger(world, client))
+    assert calls == {"dynamodb:UpdateItem": 1}
+    line = next(i for i in world.ledger().items() if i["pk"] == "charge#k")
+    assert (line["status"], line["account"], line["cents"], line["charge_id"]) == ("done", "alice", 500, "ch_1")
+    assert [i["pk"] for i in world.ledger().items()] == ["charge#k"]  # no entry, no counter
+    assert ledger.totals("alice") == (1, 500) and ledger.totals("bob") == (0, 0)
+
+
+def test_only_done_lines_enter_the_books_index(world):
+    """The index is sparse: a claim, a declined record and a zombie's refused commit add nothing."""
+    ledger = keyed_ledger(world)
+    for key in ("charge#a", "charge#b", "charge#c"):
+        ledger.claim(key, "me", lease_until=world.clock.now() + 30)
+    ledger.commit("charge#a", "me", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    ledger.finish("charge#b", "me", Status.DECLINED, {"status": "declined"})
     with pytest.raises(LostOwnership):
-        ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_2")
+        ledger.commit("charge#c", "zombie", {}, "alice", 500, "ch_3")
+    index = world.dynamodb.scan(TableName=world.ledger_table, IndexName="by_account")["Items"]
+    assert [item["pk"]["S"] for item in index] == ["charge#a"]
+    assert world.ledger().entry("alice") == (1, 500)
 
 
 def test_records_carry_when_they_were_created(world):

@@ -1,10 +1,11 @@
 """The ledger: one DynamoDB table holding the charge entries and the idempotency records.
 
 Item shapes (partition key `pk` only):
-- `account#<name>`: the ledger entry, `charges` and `cents` counters.
-- `entry#<charge id>`: keyed's booking of one charge, so that it is booked only once.
+- `account#<name>`: the ledger entry of claim-first and robust: `charges` and `cents` counters.
 - `charge#<recipe>#<digest>`: an idempotency record: `status`, `owner`, `lease_until`,
   `expires_at` (the table's TTL attribute), `result`, `source` (what the key was made from).
+  Keyed's done record is also its ledger line: `account`, `cents`, `charge_id`, `booked_at`,
+  and no `expires_at`; the sparse index `by_account` holds these lines only.
 
 This module holds what claim-first and robust do with the table, and the reads that the
 chapters and the reconciliation job make. The keyed handler's claim and commit live in
@@ -18,10 +19,10 @@ from botocore.exceptions import ClientError
 
 from .clock import Clock
 from .dynamo import condition_failed, from_item, to_item, values
-from .handlers.keyed import DAY, Claim, Record, Status
+from .handlers.keyed import DAY, Claim, KeyedLedger, Record, Status
 
 #: Key prefixes of the items in the ledger table that are not idempotency records.
-NOT_RECORDS = ("account", "entry", "demo-failure")  # demo-failure: chapter 09's arrival counts
+NOT_RECORDS = ("account", "demo-failure")  # demo-failure: chapter 09's arrival counts
 
 
 class Ledger:
@@ -101,8 +102,27 @@ class Ledger:
                 if item["pk"].split("#")[0] not in NOT_RECORDS]
 
     def entry(self, account: str) -> tuple[int, int]:
-        """(charges, cents) the ledger holds for an account."""
+        """(charges, cents) the ledger holds for an account: the counter entry claim-first and
+        robust keep, plus keyed's ledger lines (a query on the sparse index)."""
         item = from_item(self.client.get_item(
             TableName=self.table, Key=to_item({"pk": f"account#{account}"}),
             ConsistentRead=True).get("Item")) or {}
-        return item.get("charges", 0), item.get("cents", 0)
+        lines = KeyedLedger(self.client, self.table).totals(account)
+        return item.get("charges", 0) + lines[0], item.get("cents", 0) + lines[1]
+
+
+def booked(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """account -> (charges, cents) the ledger holds, from a scan's plain items: the counter
+    entries (`account#<name>`) and keyed's ledger lines (done records that carry an account)."""
+    books: dict[str, tuple[int, int]] = {}
+    for item in items:
+        if item["pk"].startswith("account#"):
+            account = item["pk"].removeprefix("account#")
+            charges, cents = int(item.get("charges", 0)), int(item.get("cents", 0))
+        elif item.get("account") and item.get("charge_id") and item.get("status") == Status.DONE.value:
+            account, charges, cents = item["account"], 1, int(item.get("cents", 0))
+        else:
+            continue
+        before = books.get(account, (0, 0))
+        books[account] = (before[0] + charges, before[1] + cents)
+    return books

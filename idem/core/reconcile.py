@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 from .dynamo import from_item, to_item
 from .events import S3Object
 from .keys import RECIPES, describe, idempotency_key, recipe_for
-from .ledger import Record, Status
+from .ledger import Record, Status, booked
 
 #: Lambda's longest timeout: an in_progress record without a lease, older than this, is stuck.
 MAX_INVOCATION_SECONDS = 900
@@ -228,8 +228,7 @@ def _mismatches(charges: Iterable[Mapping[str, Any]],
     for c in charges:
         provider[c["customer"]][0] += 1
         provider[c["customer"]][1] += int(c["amount"])
-    ledger = {i["pk"].removeprefix("account#"): (int(i.get("charges", 0)), int(i.get("cents", 0)))
-              for i in ledger_items if i["pk"].startswith("account#")}
+    ledger = booked(list(ledger_items))
     found = []
     for account in sorted(set(provider) | set(ledger)):
         theirs, ours = tuple(provider.get(account, (0, 0))), ledger.get(account, (0, 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.ledger import booked
 from .boundary import FaultPlan
 from .leases import known_handler
 from .runtime import Attempt, LocalLambda
@@ -57,8 +58,7 @@ def footprints(world: LocalWorld, attempts: list[Attempt]) -> dict[str, int]:
     ledger = world.ledger()
     objects = sum(len(page.get("Versions", [])) for page in
                   world.s3.get_paginator("list_object_versions").paginate(Bucket=world.bucket))
-    entries = sum(item.get("charges", 0) for item in ledger.items()
-                  if item["pk"].startswith("account#"))
+    entries = sum(charges for charges, _ in booked(ledger.items()).values())
     return {
         "objects uploaded": objects,
         "invocations": len(attempts),

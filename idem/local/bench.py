@@ -119,6 +119,7 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS) 
                                          for c in costs)},
     }
     report["bill"] = [b.row() for b in _bill.bills(tuple(h for h in handlers if h in _bill.HANDLERS))]
+    report["commit_designs"] = [d.row() for d in _bill.commit_designs()]
     report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
     report["targets"] = targets(report)
     return report
@@ -294,6 +295,11 @@ def format_report(report: dict[str, Any]) -> str:
         bill_rows += [[b["handler"], b["case"], f"{b['calls']}", f"{b['wru']:g}", f"{b['rru']:g}",
                        f"{b['usd_per_million']:.3f}"] for b in report["bill"]]
         lines += [f"DynamoDB's bill per upload ({price}, as of 2026-10-04):", _align(bill_rows), ""]
+    if report.get("commit_designs"):
+        rows = [list(report["commit_designs"][0])]
+        rows += [[f"{v:g}" if isinstance(v, float) else str(v) for v in d.values()]
+                 for d in report["commit_designs"]]
+        lines += ["keyed's commit designs, metered on one claim and one table:", _align(rows), ""]
     sched = report["schedules"]
     lines += [f"schedules per CPU-second: {sched['exhaustive_per_second']:g} through the exhaustive "
               f"runner, {sched['check_per_second']:g} through idem check (whose "

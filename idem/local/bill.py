@@ -59,14 +59,14 @@ def _function_world(handler: str) -> Iterator[tuple[LocalWorld, dict[str, str], 
             yield world, world.env(handler), "idem.core.entry"
 
 
-def measure(handler: str, case: str) -> Bill:
-    """Meter `handler`'s requests for one upload in `case` (one of CASES)."""
+def measure(handler: str, case: str, key: str = ORDER_KEY) -> Bill:
+    """Meter `handler`'s requests for one upload of `key` in `case` (one of CASES)."""
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; choose one of {', '.join(CASES)}")
     fault = FaultPlan.at_point("after_charge", "once") if case == "retry" else None
     with _function_world(handler) as (world, env, entry):
         runtime = LocalLambda(world, env, fault=fault, entry=entry)
-        event = world.event(world.upload(ORDER_KEY))
+        event = world.event(world.upload(key))
         if case == "duplicate":  # the first delivery, unmetered
             runtime.send(event)
             runtime.run()
@@ -80,3 +80,11 @@ def measure(handler: str, case: str) -> Bill:
 def bills(handlers: tuple[str, ...] = HANDLERS) -> list[Bill]:
     """Every handler in every case."""
     return [measure(h, c) for h in handlers for c in CASES]
+
+
+def commit_designs(lines: int = 40) -> list[Any]:
+    """keyed's commit designs side by side (`idem.local.commit_designs`): what each writes
+    per first delivery and duplicate, and what reading one account's totals costs."""
+    from .commit_designs import measure as measure_designs
+
+    return measure_designs(lines)

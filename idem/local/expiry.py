@@ -29,7 +29,7 @@ class LateRun:
     ttl_seconds: int
     delay: float
     swept: bool  # had DynamoDB's TTL process deleted the expired record before the copy came?
-    expires_at: float  # when the first record expired, seconds on the virtual clock
+    expires_at: float  # when the first record expires, seconds on the virtual clock (inf: never)
     late_status: str  # what the handler returned to the late copy
     outcome: sc.Outcome
 
@@ -39,7 +39,7 @@ class LateRun:
 
     def row(self) -> dict[str, Any]:
         o = self.outcome
-        return {"handler": self.handler, "record TTL (s)": self.ttl_seconds,
+        return {"handler": self.handler, "record TTL (s)": self.ttl_seconds if self.expires_at != float("inf") else "never (done)",
                 "copy after (s)": self.delay, "record expired": self.expired,
                 "TTL sweep ran": self.swept, "late copy": self.late_status,
                 "charges": o.charges, "ledger": o.ledger, "verdict": o.verdict}
@@ -67,7 +67,9 @@ def late_duplicate(handler: str = "keyed", ttl_seconds: int = 600, delay: float 
         runtime.send(event)
         runtime.run()
         records = world.ledger().records()
-        expires_at = records[0].expires_at - world.clock.start if records else 0.0
+        # keyed's done record is its ledger line and has no expiry: it never expires
+        expires_at = (records[0].expires_at - world.clock.start if records[0].expires_at
+                      else float("inf")) if records else 0.0
         world.clock.advance_to(world.clock.start + delay)
         if swept:
             ttl_sweep(world)

@@ -38,7 +38,7 @@ from ..core.clock import VirtualClock
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
-from ..core.ledger import Record
+from ..core.ledger import Record, booked
 from ..core.reconcile import compare, list_objects, scan
 from .boundary import PROVIDER_POINTS, FaultPlan
 from .scenarios import Outcome, Scenario, deliver, fault_of
@@ -218,6 +218,7 @@ class _Readback:
         ledger_items = scan(world.dynamodb, world.ledger_table)
         provider_items = scan(world.dynamodb, world.provider_table)
         self.items = {item["pk"]: item for item in ledger_items}
+        self.books = booked(ledger_items)
         self.charges = Counter(i["reference"] for i in provider_items if i.get("kind") == "charge")
         self.failures = drain_failures(world)
         self.report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
@@ -226,7 +227,7 @@ class _Readback:
     def fate(self, handler: str, obj: Any, account: str) -> _Fate:
         """Judged as scenarios.read_outcome judges a run, plus the job's findings."""
         money = self.charges[obj.uri]
-        entries = int(self.items.get(f"account#{account}", {}).get("charges", 0))
+        entries = self.books.get(account, (0, 0))[0]
         key = idempotency_key(obj, "version")
         record_item = self.items.get(key)
         record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"

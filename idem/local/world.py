@@ -16,12 +16,27 @@ from moto.moto_api._internal import mock_random
 
 from ..core.clock import VirtualClock, iso8601
 from ..core.events import S3Object, s3_event
+from ..core.handlers.keyed import BOOKS_INDEX
 from ..core.ledger import Ledger
 from ..core.provider import Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
+#: The ledger table as template.yaml declares it (tests/test_template.py holds them together):
+#: records keyed by `pk`, and the sparse index of keyed's ledger lines (see BOOKS_INDEX).
+LEDGER_TABLE_SHAPE: dict[str, Any] = {
+    "BillingMode": "PAY_PER_REQUEST",
+    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                             {"AttributeName": "account", "AttributeType": "S"},
+                             {"AttributeName": "booked_at", "AttributeType": "N"}],
+    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+    "GlobalSecondaryIndexes": [{
+        "IndexName": BOOKS_INDEX,
+        "KeySchema": [{"AttributeName": "account", "KeyType": "HASH"},
+                      {"AttributeName": "booked_at", "KeyType": "RANGE"}],
+        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["cents", "charge_id"]}}],
+}
 _mock = None
 _live_prefixes: set[str] = set()
 
@@ -106,11 +121,11 @@ class LocalWorld:
         if self.versioned:
             self.s3.put_bucket_versioning(Bucket=self.bucket,
                                           VersioningConfiguration={"Status": "Enabled"})
-        for table in (self.ledger_table, self.provider_table):
-            self.dynamodb.create_table(
-                TableName=table, BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        self.dynamodb.create_table(TableName=self.ledger_table, **LEDGER_TABLE_SHAPE)
+        self.dynamodb.create_table(
+            TableName=self.provider_table, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
         self.dynamodb.update_time_to_live(
             TableName=self.ledger_table,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})

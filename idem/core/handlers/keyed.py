@@ -5,7 +5,8 @@ the code the workbook's exhaustive schedules and `idem check` prove. Paste it in
 function, then:
 - replace `make_provider()` with your payment provider's client; its `charge` must accept
   an idempotency key (Stripe's API does: the `Idempotency-Key` header);
-- create the table from template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`);
+- create the table from template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`,
+  and the `by_account` index of ledger lines);
 - set LEDGER_TABLE, and if you like PRICE_CENTS, CURRENCY and RECORD_TTL_SECONDS.
 
 Each upload goes through three steps:
@@ -17,9 +18,10 @@ Each upload goes through three steps:
 2. Charge, with the claim's key as the provider's idempotency key. If an earlier attempt
    charged and died before its commit, the provider replays that charge instead of making a
    second one: the only thing that closes the gap between the charge and the commit.
-3. Commit, in one transaction, only if this invocation still owns the claim: the record
-   becomes `done` with the result, the charge is booked once per charge id, and the
-   account's totals grow. A zombie whose lease ran out cannot commit over the new owner.
+3. Commit, in one write, only if this invocation still owns the claim: the record becomes
+   `done` and turns into the ledger line for the charge (account, amount, charge id). A done
+   record never expires, so every charge is booked once. A zombie whose lease ran out cannot
+   commit over the new owner. Account totals are a query on a sparse index (`totals`).
 
 What the provider answers decides what happens next (its rules are Stripe's, API v1: the
 first answer for a key is saved, errors included, and replayed; keys are pruned after 24 h):
@@ -52,6 +54,9 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 DAY = 24 * 60 * 60
+#: The table's sparse global secondary index of ledger lines: partition key `account`, sort
+#: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
+BOOKS_INDEX = "by_account"
 #: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
 UNASSIGNED_ACCOUNT = "unassigned"
 
@@ -93,7 +98,7 @@ class Settings:
     table: str
     price_cents: int = 500
     currency: str = "usd"
-    record_ttl_seconds: int = DAY  # how long a done record turns duplicates away
+    record_ttl_seconds: int = DAY  # how long an unfinished record lives (a done one: for ever)
     # How long the provider keeps a used key (Stripe: it may prune keys 24 h old).
     provider_key_retention_seconds: int = DAY
     # How long Lambda keeps retrying an event (the function's MaximumEventAgeInSeconds, 60 to
@@ -130,7 +135,7 @@ def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int) -> 
             raise ConfigError(
                 f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
                 "Lambda may still retry or re-deliver an event after "
-                + ("its done record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
+                + ("its record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
                    else "the provider has forgotten its key, and charge it again")
                 + f"; raise {name} to {max_event_age} or more, or lower the maximum event age")
 
@@ -312,41 +317,45 @@ class KeyedLedger:
 
     def commit(self, key: str, owner: str, result: dict[str, Any], account: str, cents: int,
                charge_id: str) -> None:
-        """Mark the record done and book the charge, in one transaction, if we still own it.
+        """Turn our claim into the ledger line for the charge, in one write, if we still own it.
 
-        The charge is booked once per charge id (`entry#<charge id>`): a copy that comes back
-        after the record expired gets the provider's replay of the same charge, and finishes
-        its record without booking the money twice. Raises LostOwnership for a zombie.
+        One owner-fenced UpdateItem: the record becomes `done` with its result, and carries the
+        booking itself (account, cents, charge id). It loses its `expires_at`, so DynamoDB's
+        TTL never deletes it: a copy of the event weeks later still finds it and is turned
+        away, and each charge is booked once (one record per key, one charge per key at the
+        provider). The booking enters the sparse index `by_account` (only done lines have an
+        `account`), where `totals` reads it. Raises LostOwnership for a zombie.
+
+        Why not a transaction of the record, a booked-once entry and a totals counter? It
+        bills every item twice: 6 write units against this write's 1 and the index's 1.
         """
-        done = {"Update": {
-            "TableName": self.table, "Key": _item({"pk": key}),
-            "UpdateExpression": "SET #s = :done, #r = :result",
-            "ConditionExpression": "#o = :me AND #s = :in_progress",  # the fence: only the owner
-            "ExpressionAttributeNames": {"#s": "status", "#r": "result", "#o": "owner"},
-            "ExpressionAttributeValues": _values(done=Status.DONE.value, result=result, me=owner,
-                                                 in_progress=Status.IN_PROGRESS.value)}}
-        booked_once = {"Put": {
-            "TableName": self.table,
-            "Item": _item({"pk": f"entry#{charge_id}", "account": account, "cents": cents,
-                           "record": key, "booked_at": self.now()}),
-            "ConditionExpression": "attribute_not_exists(pk)"}}
-        totals = {"Update": {
-            "TableName": self.table, "Key": _item({"pk": f"account#{account}"}),
-            "UpdateExpression": "ADD charges :one, cents :cents",
-            "ExpressionAttributeValues": _values(one=1, cents=cents)}}
         try:
-            self.client.transact_write_items(TransactItems=[done, booked_once, totals])
+            self.client.update_item(
+                TableName=self.table, Key=_item({"pk": key}),
+                UpdateExpression=("SET #s = :done, #r = :result, account = :account, cents = :cents,"
+                                  " charge_id = :charge_id, booked_at = :now REMOVE expires_at"),
+                ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
+                ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
+                ExpressionAttributeValues=_values(done=Status.DONE.value, result=result, me=owner,
+                                                  in_progress=Status.IN_PROGRESS.value,
+                                                  account=account, cents=cents, charge_id=charge_id,
+                                                  now=self.now()))
         except ClientError as error:
-            if _cancelled_by(error, 0):
+            if _code(error) == "ConditionalCheckFailedException":
                 raise LostOwnership(f"{key} belongs to another invocation now") from None
-            if not _cancelled_by(error, 1):
-                raise
-            try:  # this charge is booked already: only the record is left to finish
-                self.client.transact_write_items(TransactItems=[done])
-            except ClientError as again:
-                if _cancelled_by(again, 0):
-                    raise LostOwnership(f"{key} belongs to another invocation now") from None
-                raise
+            raise
+
+    def totals(self, account: str) -> tuple[int, int]:
+        """(charges, cents) booked for an account: a query on the sparse index of done lines.
+        The index is eventually consistent: a commit of the last second may not show yet."""
+        charges = cents = 0
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.table, IndexName=BOOKS_INDEX, KeyConditionExpression="account = :account",
+            ExpressionAttributeValues=_values(account=account))
+        for page in pages:
+            charges += len(page["Items"])
+            cents += sum(int(item["cents"]["N"]) for item in page["Items"])
+        return charges, cents
 
 
 # -- the handler ---------------------------------------------------------------------------------
@@ -390,7 +399,8 @@ class KeyedCharger:
             if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
                 raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
             until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(existing.lease_until))
-            raise WorkInProgress(f"{upload.source} is being worked on until {until}; retry later")
+            raise WorkInProgress(f"{upload.source} is being worked on until {until}; failing, so that "
+                                 "a retry of this event, if Lambda has one left, finds it finished")
         try:
             return self._charge_and_commit(upload, key, owner)
         except (NeedsAttention, LostOwnership):
@@ -521,13 +531,6 @@ def event_epoch(text: Any) -> float:
 
 def _code(error: ClientError) -> str:
     return error.response.get("Error", {}).get("Code", "")
-
-
-def _cancelled_by(error: ClientError, index: int) -> bool:
-    """True when item `index` of a cancelled transaction failed its condition."""
-    reasons = error.response.get("CancellationReasons") or []
-    return (_code(error) == "TransactionCanceledException" and index < len(reasons)
-            and reasons[index].get("Code") == "ConditionalCheckFailed")
 
 
 class _SystemClock:

@@ -107,3 +107,18 @@ def test_every_public_name_is_reexported():
     for name, value in vars(sq).items():
         if not name.startswith("_") and getattr(value, "__module__", None) == sq.__name__:
             assert getattr(views, name) is value, name
+
+
+def test_a_listing_without_its_docstring_is_the_code_that_runs():
+    from idem.core.handlers.keyed import KeyedLedger
+
+    code = views.source_without_docstring(KeyedLedger.commit)
+    assert code.startswith("def commit(") and '"""' not in code and "update_item(" in code
+    assert KeyedLedger.commit.__doc__.split()[0] not in code.split("try:")[0]
+    shown = views.show_code(KeyedLedger.claim, KeyedLedger.commit).data
+    assert shown.startswith("```python") and "def claim(" in shown and "def commit(" in shown
+
+    def plain(x):
+        return x + 1
+
+    assert views.source_without_docstring(plain) == "def plain(x):\n    return x + 1"

@@ -22,7 +22,8 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
-from .sequence import KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of
+from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of,
+                       show_code, source_without_docstring)
 
 __all__ = [
     # code and text
@@ -44,5 +45,6 @@ __all__ = [
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
     # sequence diagrams of a run
-    "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of",
+    "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of", "show_code",
+    "source_without_docstring",
 ]

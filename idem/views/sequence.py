@@ -10,12 +10,16 @@ attempt of the function, the ledger table, and the payment provider.
 """
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from IPython.display import Markdown
 
 from ..local import scenarios as sc
 from ..local.boundary import CHARGE_CALL, END_CALL, PROVIDER_POINTS, STEP_BOUNDARIES, Side, Step
@@ -312,3 +316,23 @@ def sequence_chart(outcome: sc.Outcome | Sequence, title: str | None = None) -> 
     _ = ax.set_title(title or seq.title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# -- a listing without its docstring ---------------------------------------------------------------
+def source_without_docstring(obj: Any) -> str:
+    """The real source of a function, without its docstring: the code alone."""
+    source = textwrap.dedent(inspect.getsource(obj))
+    node = ast.parse(source).body[0]
+    body = getattr(node, "body", [])
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        lines = source.splitlines(keepends=True)
+        first, last = body[0].lineno - 1, body[0].end_lineno  # 1-based, inclusive
+        source = "".join(lines[:first] + lines[last:])
+    return source.rstrip()
+
+
+def show_code(*objects: Any) -> Markdown:
+    """Like `show_source`, without the docstrings: for a listing whose docstring argues with
+    words a later chapter defines. The code shown is the code that runs."""
+    return Markdown("```python\n" + "\n\n\n".join(source_without_docstring(o) for o in objects) + "\n```")

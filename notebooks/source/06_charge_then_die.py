@@ -45,7 +45,7 @@ views.show_source(common.charge_step)
 # * It can **raise**: an exception the handler could in principle catch.
 # * It can **crash**: the process dies, and no `except` or `finally` runs.
 #
-# On Lambda both are a function error, and both are retried about a minute later. Here is robust
+# On Lambda both are a function error, and both are retried about a minute later. Here are robust
 # (chapter 05) and keyed, each under both:
 
 # %%
@@ -177,7 +177,12 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger", "attempts", "dlq", "r
 # it, another copy may take the work over. Keyed's lease ends at the invocation's deadline. The put
 # takes the record only if there is none, if the record has expired, or if it is `in_progress`
 # with its lease over.
-#
+# The put takes the record in the same write that checks it, so two copies can never both win.
+
+# %%
+views.show_source(KeyedLedger.claim)
+
+# %% [markdown]
 # The commit is one update, and it lands only if the record still names this invocation as its
 # owner: an **owner-fenced commit**. It turns the claim record itself into the ledger line:
 #
@@ -185,15 +190,24 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger", "attempts", "dlq", "r
 # * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
 # * `expires_at` is removed, so a done record never expires.
 #
-# A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
-# once. Here that holds by construction. There is one record per idempotency key, and the provider
-# makes one charge per key. A duplicate that comes weeks later still finds the `done` record and
-# stands down. An account's totals are not a counter that each commit adds to. They are read by a
-# query on a sparse global secondary index: an index that holds only the records whose commit
-# wrote the ledger fields.
+# Here is its code (its docstring, left out here, compares it with costlier designs that chapter
+# 08 measures):
 
 # %%
-views.show_source(KeyedLedger.claim, KeyedLedger.commit)
+views.show_code(KeyedLedger.commit)
+
+# %% [markdown]
+# A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
+# once. Here that holds by construction. There is one record per idempotency key, and the
+# provider makes one charge per key. A duplicate that comes weeks later still finds the `done`
+# record and stands down.
+#
+# An account's totals are not a counter that each commit adds to. They are read by a query on a
+# sparse global secondary index: a second index of the table that holds only the items with an
+# `account`, that is, the records whose commit wrote the ledger fields.
+
+# %%
+views.show_source(KeyedLedger.totals)
 
 # %% [markdown]
 # To see the fence work, make a zombie. A **zombie** is an invocation that lost its lease but
@@ -271,7 +285,7 @@ fig = views.lease_timelines(short, long)
 views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
 
 # %%
-views.compact_items(long.items)
+views.items_frame(long.items).T.rename(columns={0: "the upload's record"})
 
 # %% [markdown]
 # Nothing is lost. The record is `in_progress` past its lease, and the auditor in chapter 07
@@ -294,11 +308,18 @@ views.outcome_frame([caught]).assign(timeout=[900])[
 # ## What the table holds afterwards
 #
 # This chapter's world, after the crash and the provider experiments, read back from DynamoDB.
-# Notice the one record for the upload: `done`, with the owner of the retry that committed it,
-# the result, and the ledger fields of the one charge.
+# The table holds one item, the upload's record, shown one attribute per row:
 
 # %%
-views.compact_items(world.ledger().items())
+views.items_frame(world.ledger().items()).T.rename(columns={0: "the upload's record"})
+
+# %% [markdown]
+# Notice what the one record holds:
+#
+# * `done`, with the owner of the retry that committed it and the lease that retry held;
+# * the result, and the ledger fields of the one charge (`account`, `cents`, `charge_id`,
+#   `booked_at`);
+# * no `expires_at`: the commit removed it, so this record turns copies away for good.
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())

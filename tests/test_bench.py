@@ -16,7 +16,7 @@ EXPECTED_CALLS = {  # handler -> the function's DynamoDB calls per first deliver
     "naive": (1, 1),  # no record, only the entry; a duplicate is a whole new charge
     "claim_first": (2, 1),
     "robust": (4, 1),
-    "keyed": (2, 1),  # the entry is inside the commit's transaction
+    "keyed": (2, 1),  # the claim, then the commit that is also the ledger line
     "powertools": (3, 1),
 }
 
@@ -53,6 +53,18 @@ def test_call_count_targets_are_met_and_every_target_is_reported(report):
     assert met["robust: 4 calls per first delivery"] and met["robust: 1 call per duplicate"]
     assert any(name.startswith("keyed / powertools") for name in met)
     assert any(name.startswith("local runtime's own share") for name in met)
+    assert set(report["keyed_vs_powertools"]) == {"first", "duplicate"}
+
+
+def test_the_report_carries_units_dollars_and_the_commit_designs(report):
+    bill = {(b["handler"], b["case"]): b for b in report["bill"]}
+    assert bill[("keyed", "first")]["wru"] <= bill[("powertools", "first")]["wru"]
+    assert bill[("keyed", "duplicate")]["wru"] == 1
+    assert bill[("keyed", "first")]["usd_per_million"] == pytest.approx(3 * 0.625)
+    designs = [d["commit design"] for d in report["commit_designs"]]
+    assert designs == ["transaction (before)", "put + sparse index (now)", "put, totals by scan"]
+    met = {t["target"]: t["met"] for t in report["targets"]}
+    assert met["keyed: 1 write unit per duplicate"]
 
 
 def test_text_report_prints_the_table_and_the_targets(capsys):

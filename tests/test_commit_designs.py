@@ -6,11 +6,11 @@ from idem.local import commit_designs as cd
 
 def test_each_design_is_pinned_by_the_rules():
     """Every item here is under 1 KB. The transaction bills its three items twice (6) plus the
-    claim (1); the update bills 1, and its entry into the sparse index 1 more; the scan design
+    claim (1); the put bills 1, and its entry into the sparse index 1 more; the scan design
     writes no index. A duplicate is one failed conditional put in every design: 1 unit."""
     got = {d.design: (d.calls_first, d.wru_first, d.wru_duplicate) for d in cd.measure(lines=10)}
-    assert got == {"transaction (before)": (2, 7, 1), "update + sparse index (now)": (2, 3, 1),
-                   "update, totals by scan": (2, 2, 1)}
+    assert got == {"transaction (before)": (2, 7, 1), "put + sparse index (now)": (2, 3, 1),
+                   "put, totals by scan": (2, 2, 1)}
 
 
 def test_a_scan_for_totals_costs_more_as_the_table_grows_and_the_index_query_less_so():

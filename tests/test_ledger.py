@@ -1,6 +1,8 @@
 """The ledger's conditional writes, against moto's DynamoDB."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from idem.core.errors import LostOwnership
@@ -61,8 +63,8 @@ def test_an_expired_lease_can_be_taken_over(world):
 def test_an_unfinished_record_expires_but_a_done_one_never_does(world):
     ledger = keyed_ledger(world, ttl_seconds=3600)
     ledger.claim("charge#open", "a", lease_until=world.clock.now() + 30)
-    ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
-    ledger.commit("charge#k", "a", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    claim = ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
+    ledger.commit(claim.mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     world.clock.advance(3600)
     assert ledger.claim("charge#open", "b", lease_until=world.clock.now() + 30).won  # expiry in code
     world.clock.advance(90 * 86400)  # a copy three months later still meets the done line
@@ -73,13 +75,13 @@ def test_an_unfinished_record_expires_but_a_done_one_never_does(world):
 
 def test_commit_is_fenced_to_the_owner_and_writes_the_entry_atomically(world):
     ledger = keyed_ledger(world)
-    ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)
+    zombie = ledger.claim("charge#k", "zombie", lease_until=world.clock.now() + 30)
     world.clock.advance(31)
-    ledger.claim("charge#k", "new-owner", lease_until=world.clock.now() + 30)
+    successor = ledger.claim("charge#k", "new-owner", lease_until=world.clock.now() + 30)
     with pytest.raises(LostOwnership):
-        ledger.commit("charge#k", "zombie", {}, "alice", 500, "ch_1")
+        ledger.commit(zombie.mine, {}, "alice", 500, "ch_1")
     assert world.ledger().entry("alice") == (0, 0)  # the refused commit wrote no ledger entry either
-    ledger.commit("charge#k", "new-owner", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    ledger.commit(successor.mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     assert world.ledger().entry("alice") == (1, 500)
     assert world.ledger().get_record("charge#k").status is Status.DONE
 
@@ -97,13 +99,13 @@ def test_records_excludes_entries(world):
     assert [r.key for r in ledger.records()] == ["charge#k"]
 
 
-def test_the_commit_turns_the_claim_into_the_ledger_line_in_one_write(world):
+def test_the_commit_replaces_the_claim_with_the_ledger_line_in_one_write(world):
     ledger = keyed_ledger(world)
-    ledger.claim("charge#k", "me", lease_until=world.clock.now() + 30)
+    claim = ledger.claim("charge#k", "me", lease_until=world.clock.now() + 30)
     calls = counted(world, lambda counted_ledger: counted_ledger.commit(
-        "charge#k", "me", {"charge_id": "ch_1"}, "alice", 500, "ch_1"),
+        claim.mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1"),
         make=lambda client: keyed_ledger(world, client))
-    assert calls == {"dynamodb:UpdateItem": 1}
+    assert calls == {"dynamodb:PutItem": 1}
     line = next(i for i in world.ledger().items() if i["pk"] == "charge#k")
     assert (line["status"], line["account"], line["cents"], line["charge_id"]) == ("done", "alice", 500, "ch_1")
     assert [i["pk"] for i in world.ledger().items()] == ["charge#k"]  # no entry, no counter
@@ -113,12 +115,13 @@ def test_the_commit_turns_the_claim_into_the_ledger_line_in_one_write(world):
 def test_only_done_lines_enter_the_books_index(world):
     """The index is sparse: a claim, a declined record and a zombie's refused commit add nothing."""
     ledger = keyed_ledger(world)
-    for key in ("charge#a", "charge#b", "charge#c"):
-        ledger.claim(key, "me", lease_until=world.clock.now() + 30)
-    ledger.commit("charge#a", "me", {"charge_id": "ch_1"}, "alice", 500, "ch_1")
+    claims = {key: ledger.claim(key, "me", lease_until=world.clock.now() + 30)
+              for key in ("charge#a", "charge#b", "charge#c")}
+    ledger.commit(claims["charge#a"].mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1")
     ledger.finish("charge#b", "me", Status.DECLINED, {"status": "declined"})
+    zombie = dataclasses.replace(claims["charge#c"].mine, owner="zombie")
     with pytest.raises(LostOwnership):
-        ledger.commit("charge#c", "zombie", {}, "alice", 500, "ch_3")
+        ledger.commit(zombie, {}, "alice", 500, "ch_3")
     index = world.dynamodb.scan(TableName=world.ledger_table, IndexName="by_account")["Items"]
     assert [item["pk"]["S"] for item in index] == ["charge#a"]
     assert world.ledger().entry("alice") == (1, 500)

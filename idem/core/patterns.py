@@ -11,12 +11,15 @@ Handler = Callable[[S3Object, Services, Any], dict[str, Any]]
 
 
 def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
-    """The keyed handler (a file of its own, to copy) on the entry point's services."""
-    charger = keyed.KeyedCharger(
-        svc.ledger.client, svc.provider,
-        keyed.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
-                       svc.provider_key_retention_seconds),
-        now=svc.clock.now, new_owner=svc.new_token)
+    """The keyed handler (a file of its own, to copy) on the entry point's services; its
+    charger is built once per container, as the file's own lambda_handler builds it."""
+    charger = svc.built.get("keyed")
+    if charger is None:
+        charger = svc.built["keyed"] = keyed.KeyedCharger(
+            svc.ledger.client, svc.provider,
+            keyed.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
+                           svc.provider_key_retention_seconds),
+            now=svc.clock.now, new_owner=svc.new_token)
     upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer,
                           keyed.event_epoch(obj.event_time))
     return charger.charge_once(upload, context.get_remaining_time_in_millis())

@@ -7,11 +7,11 @@ They differ in what the commit writes and in how an account's totals are read:
 - `transaction`: keyed's commit before issue 13. One TransactWriteItems of three items: the
   record becomes done, a booked-once entry `entry#<charge id>`, and an `account#<name>`
   counter. All or nothing, and every item billed twice.
-- `update + sparse index`: keyed's commit now (`KeyedLedger.commit`). One owner-fenced
-  UpdateItem turns the claim into the ledger line; the line enters the `by_account` index
-  (one more write); totals are a query on that index.
-- `update, totals by scan`: the same update without the index; totals need a scan of the
-  whole table, whose price grows with every record kept.
+- `put + sparse index`: keyed's commit now (`KeyedLedger.commit`). One owner-fenced
+  conditional put replaces the claim with the ledger line; the line enters the `by_account`
+  index (one more write); totals are a query on that index.
+- `put, totals by scan`: the same put without the index; totals need a scan of the whole
+  table, whose price grows with every record kept.
 
 `measure()` runs each on a fresh table: the write units of a first delivery (claim and
 commit) and of a duplicate (the failed claim), and the read units of one account's totals
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.dynamo import to_item, values
-from ..core.handlers.keyed import BOOKS_INDEX, KeyedLedger, Status
+from ..core.handlers.keyed import BOOKS_INDEX, KeyedLedger, Record, Status
 from .boundary import watched_session
 from .capacity import CapacityRecorder, dollars_per_million_uploads
 from .world import LocalWorld
@@ -55,8 +55,9 @@ class DesignCost:
                 f"read units for one account's totals ({self.lines} lines)": self.totals_rru}
 
 
-def transaction_commit(ledger: KeyedLedger, key: str, owner: str, charge_id: str) -> None:
+def transaction_commit(ledger: KeyedLedger, claimed: Record, charge_id: str) -> None:
     """keyed's commit before issue 13: three items in one transaction, each billed twice."""
+    key, owner = claimed.key, claimed.owner
     done = {"Update": {
         "TableName": ledger.table, "Key": to_item({"pk": key}),
         "UpdateExpression": "SET #s = :done, #r = :result REMOVE expires_at",
@@ -75,9 +76,9 @@ def transaction_commit(ledger: KeyedLedger, key: str, owner: str, charge_id: str
     ledger.client.transact_write_items(TransactItems=[done, booked_once, totals])
 
 
-def update_commit(ledger: KeyedLedger, key: str, owner: str, charge_id: str) -> None:
-    """keyed's commit now: one owner-fenced update that makes the claim the ledger line."""
-    ledger.commit(key, owner, {"status": "charged", "charge_id": charge_id, "amount_cents": CENTS},
+def put_commit(ledger: KeyedLedger, claimed: Record, charge_id: str) -> None:
+    """keyed's commit now: one owner-fenced put that replaces the claim with the ledger line."""
+    ledger.commit(claimed, {"status": "charged", "charge_id": charge_id, "amount_cents": CENTS},
                   ACCOUNT, CENTS, charge_id)
 
 
@@ -97,7 +98,7 @@ def _totals_by_scan(ledger: KeyedLedger) -> None:
 @dataclass(frozen=True)
 class Design:
     name: str
-    commit: Callable[[KeyedLedger, str, str, str], None]
+    commit: Callable[[KeyedLedger, Record, str], None]
     read_totals: Callable[[KeyedLedger], None]
     indexed: bool
     totals_by: str
@@ -105,8 +106,8 @@ class Design:
 
 DESIGNS = (
     Design("transaction (before)", transaction_commit, _totals_by_counter, False, "a counter item"),
-    Design("update + sparse index (now)", update_commit, _totals_by_index, True, "a query on the index"),
-    Design("update, totals by scan", update_commit, _totals_by_scan, False, "a scan of the table"),
+    Design("put + sparse index (now)", put_commit, _totals_by_index, True, "a query on the index"),
+    Design("put, totals by scan", put_commit, _totals_by_scan, False, "a scan of the table"),
 )
 
 
@@ -143,13 +144,13 @@ def _meter(design: Design, ledger: KeyedLedger, upto: float,
            lines: int) -> tuple[CapacityRecorder, CapacityRecorder, CapacityRecorder]:
     client = ledger.client
     with CapacityRecorder(client) as first:
-        ledger.claim("charge#0", "owner-0", upto)
-        design.commit(ledger, "charge#0", "owner-0", "ch_000000")
+        claim = ledger.claim("charge#0", "owner-0", upto)
+        design.commit(ledger, claim.mine, "ch_000000")
     with CapacityRecorder(client) as duplicate:
         ledger.claim("charge#0", "owner-copy", upto)
     for n in range(1, lines):
-        ledger.claim(f"charge#{n}", f"owner-{n}", upto)
-        design.commit(ledger, f"charge#{n}", f"owner-{n}", f"ch_{n:06d}")
+        claim = ledger.claim(f"charge#{n}", f"owner-{n}", upto)
+        design.commit(ledger, claim.mine, f"ch_{n:06d}")
     with CapacityRecorder(client) as totals:
         design.read_totals(ledger)
     return first, duplicate, totals

@@ -18,8 +18,8 @@ Each upload goes through three steps:
 2. Charge, with the claim's key as the provider's idempotency key. If an earlier attempt
    charged and died before its commit, the provider replays that charge instead of making a
    second one: the only thing that closes the gap between the charge and the commit.
-3. Commit, in one write, only if this invocation still owns the claim: the record becomes
-   `done` and turns into the ledger line for the charge (account, amount, charge id). A done
+3. Commit, in one write, only if this invocation still owns the claim: a conditional put
+   replaces the claim with the ledger line for the charge (`done`, account, amount, charge id). A done
    record never expires, so every charge is booked once. A zombie whose lease ran out cannot
    commit over the new owner. Account totals are a query on a sparse index (`totals`).
 
@@ -236,6 +236,15 @@ class Record:
     def lease_live(self, now: float) -> bool:
         return self.status is Status.IN_PROGRESS and self.lease_until > now
 
+    def to_plain(self) -> dict[str, Any]:
+        """The record's attributes as stored (none that is empty)."""
+        return {"pk": self.key, "status": self.status.value, "owner": self.owner or None,
+                "lease_until": self.lease_until or None, "expires_at": self.expires_at or None,
+                "result": self.result, "source": self.source or None, "created_at": self.created_at or None}
+
+    def to_item(self) -> dict[str, Any]:
+        return _item(self.to_plain())
+
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> "Record":
         plain = {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
@@ -247,10 +256,12 @@ class Record:
 
 @dataclass(frozen=True)
 class Claim:
-    """The answer to every claim: won, or lost to the record that holds the key."""
+    """The answer to every claim: won (with the record it wrote), or lost to the record that
+    holds the key."""
 
     won: bool
     existing: Record | None = None
+    mine: Record | None = None  # on a win: the claim as it is stored, which the commit replaces
 
 
 class KeyedLedger:
@@ -263,12 +274,11 @@ class KeyedLedger:
     def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
         """Claim the upload in one call, or learn who holds it (a duplicate costs one call)."""
         now = self.now()
+        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, int(now) + self.ttl_seconds,
+                      source=source, created_at=now)
         try:
             self.client.put_item(
-                TableName=self.table,
-                Item=_item({"pk": key, "status": Status.IN_PROGRESS.value, "owner": owner,
-                            "lease_until": lease_until, "source": source, "created_at": now,
-                            "expires_at": int(now) + self.ttl_seconds}),
+                TableName=self.table, Item=mine.to_item(),
                 # Free, expired, or held by a lease that ran out: take it in the same write.
                 ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
                                      " OR (#s = :in_progress AND lease_until <= :now)"),
@@ -280,10 +290,10 @@ class KeyedLedger:
             if _code(error) == "ConditionalCheckFailedException" and old:
                 existing = Record.from_item(old)
                 if existing.owner == owner and existing.status is Status.IN_PROGRESS:
-                    return Claim(won=True)  # our own put, re-sent after its answer was lost
+                    return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
                 return Claim(won=False, existing=existing)
             raise
-        return Claim(won=True)
+        return Claim(won=True, mine=mine)
 
     def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it."""
@@ -315,34 +325,31 @@ class KeyedLedger:
             if _code(error) != "ConditionalCheckFailedException":
                 raise  # (a lost ownership is fine: someone else holds it now)
 
-    def commit(self, key: str, owner: str, result: dict[str, Any], account: str, cents: int,
+    def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str) -> None:
-        """Turn our claim into the ledger line for the charge, in one write, if we still own it.
+        """Replace our claim with the ledger line for the charge, in one write, if we still own it.
 
-        One owner-fenced UpdateItem: the record becomes `done` with its result, and carries the
-        booking itself (account, cents, charge id). It loses its `expires_at`, so DynamoDB's
-        TTL never deletes it: a copy of the event weeks later still finds it and is turned
-        away, and each charge is booked once (one record per key, one charge per key at the
-        provider). The booking enters the sparse index `by_account` (only done lines have an
-        `account`), where `totals` reads it. Raises LostOwnership for a zombie.
+        One conditional put, fenced to the owner: the record becomes `done` with its result
+        and carries the booking itself (account, cents, charge id). It has no `expires_at`, so
+        DynamoDB's TTL never deletes it: a copy of the event weeks later still finds it and is
+        turned away, and each charge is booked once (one record per key, one charge per key
+        at the provider). The line enters the sparse index `by_account` (only done lines have
+        an `account`), where `totals` reads it. Raises LostOwnership for a zombie.
 
         Why not a transaction of the record, a booked-once entry and a totals counter? It
         bills every item twice: 6 write units against this write's 1 and the index's 1.
         """
+        line = {**claimed.to_plain(), "status": Status.DONE.value, "expires_at": None, "result": result,
+                "account": account, "cents": cents, "charge_id": charge_id, "booked_at": self.now()}
         try:
-            self.client.update_item(
-                TableName=self.table, Key=_item({"pk": key}),
-                UpdateExpression=("SET #s = :done, #r = :result, account = :account, cents = :cents,"
-                                  " charge_id = :charge_id, booked_at = :now REMOVE expires_at"),
+            self.client.put_item(
+                TableName=self.table, Item=_item(line),
                 ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
-                ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
-                ExpressionAttributeValues=_values(done=Status.DONE.value, result=result, me=owner,
-                                                  in_progress=Status.IN_PROGRESS.value,
-                                                  account=account, cents=cents, charge_id=charge_id,
-                                                  now=self.now()))
+                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                ExpressionAttributeValues=_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value))
         except ClientError as error:
             if _code(error) == "ConditionalCheckFailedException":
-                raise LostOwnership(f"{key} belongs to another invocation now") from None
+                raise LostOwnership(f"{claimed.key} belongs to another invocation now") from None
             raise
 
     def totals(self, account: str) -> tuple[int, int]:
@@ -402,7 +409,7 @@ class KeyedCharger:
             raise WorkInProgress(f"{upload.source} is being worked on until {until}; failing, so that "
                                  "a retry of this event, if Lambda has one left, finds it finished")
         try:
-            return self._charge_and_commit(upload, key, owner)
+            return self._charge_and_commit(upload, claim.mine)
         except (NeedsAttention, LostOwnership):
             raise  # the record says why already, or it is not ours any more
         except Exception:
@@ -411,8 +418,8 @@ class KeyedCharger:
             self.ledger.release(key, owner)
             raise
 
-    def _charge_and_commit(self, upload: Upload, key: str, owner: str) -> dict[str, Any]:
-        cents = self.settings.price_cents
+    def _charge_and_commit(self, upload: Upload, claimed: Record) -> dict[str, Any]:
+        key, owner, cents = claimed.key, claimed.owner, self.settings.price_cents
         age = self.now() - upload.event_time if upload.event_time else None
         if age is None or age >= self.settings.provider_key_retention_seconds:
             # A copy older than the provider's key window (a redrive from the failure queue,
@@ -420,7 +427,7 @@ class KeyedCharger:
             # provider what it charged for this upload first.
             found = self._look_up(upload, key, owner, age)
             if found is not None:
-                return self._commit(upload, key, owner, found, status="found")
+                return self._commit(upload, claimed, found, status="found")
         try:
             charge = self.provider.charge(customer=upload.account, amount=cents,
                                           currency=self.settings.currency, reference=upload.reference,
@@ -438,7 +445,7 @@ class KeyedCharger:
                 self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
                 raise NeedsAttention(f"{upload.source}: {reason}") from error
             raise  # 409 (someone holds the key), or anything transient: release, and retry later
-        return self._commit(upload, key, owner, charge.id)
+        return self._commit(upload, claimed, charge.id)
 
     def _look_up(self, upload: Upload, key: str, owner: str, age: float | None) -> str | None:
         """The id of the charge already made for this upload, or None if there is none."""
@@ -452,12 +459,12 @@ class KeyedCharger:
         mine = [c for c in find(upload.reference) if getattr(c, "idempotency_key", key) == key]
         return mine[0].id if mine else None
 
-    def _commit(self, upload: Upload, key: str, owner: str, charge_id: str,
+    def _commit(self, upload: Upload, claimed: Record, charge_id: str,
                 status: str = "charged") -> dict[str, Any]:
         cents = self.settings.price_cents
         result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
         try:
-            self.ledger.commit(key, owner, result, upload.account, cents, charge_id)
+            self.ledger.commit(claimed, result, upload.account, cents, charge_id)
         except LostOwnership:
             # Our lease ran out and another invocation took over. The provider key made our
             # charge and theirs the same charge; theirs commits it.

@@ -55,10 +55,10 @@ ROLES: dict[str, dict[str, tuple[str, str, str]]] = {
     "robust": {"GetItem": ("read the record", "the record", "error"),
                "PutItem": ("put the record (conditional)", "written", "refused: written already"),
                "UpdateItem": ("add to the entry, or mark done", "ok", "refused")},
-    "keyed": {"PutItem": ("claim (conditional put)", "claimed", "refused: held or done already"),
-              "UpdateItem": ("commit, only if still the owner", "committed", "refused: not the owner"),
-              "TransactWriteItems": ("commit, only if still the owner", "committed", "refused: not the owner")},
+    "keyed": {"PutItem": ("claim (conditional put)", "claimed", "refused: held or done already")},
 }
+#: keyed's write after a charge came back: the commit, whatever call makes it.
+KEYED_COMMIT = ("commit, only if still the owner", "committed", "refused: not the owner")
 #: keyed's other UpdateItem calls, when no charge came back: give the work back, or end it.
 KEYED_RELEASE = ("give the work back (owner only)", "ok", "refused: not the owner")
 KEYED_FINISH = ("record the provider's answer (owner only)", "ok", "refused: not the owner")
@@ -184,7 +184,9 @@ def _attempt(seq: Sequence, outcome: sc.Outcome, attempt: Attempt, names: dict[i
         if call.startswith("dynamodb:"):
             op = call.split(":", 1)[1]
             role, done, refusal = roles.get(op, (op, "ok", "refused"))
-            if handler == "keyed" and op == "UpdateItem" and not charged_ok:
+            if handler == "keyed" and charged_ok and op != "GetItem":
+                role, done, refusal = KEYED_COMMIT
+            elif handler == "keyed" and op == "UpdateItem":
                 role, done, refusal = KEYED_FINISH if provider_said_no else KEYED_RELEASE
             if side is Side.BEFORE:
                 seq.messages.append(Message(t, me, LEDGER, f"{op}: {role}", "call"))

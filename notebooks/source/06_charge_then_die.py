@@ -183,12 +183,13 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger", "attempts", "dlq", "r
 views.show_source(KeyedLedger.claim)
 
 # %% [markdown]
-# The commit is one update, and it lands only if the record still names this invocation as its
-# owner: an **owner-fenced commit**. It turns the claim record itself into the ledger line:
+# The commit is one more conditional put, and it lands only if the record still names this
+# invocation as its owner: an **owner-fenced commit**. It replaces the claim record with the
+# ledger line, under the same key:
 #
-# * `status` becomes `done`, and the record keeps the `result`;
+# * `status` becomes `done`, and the record holds the `result`;
 # * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
-# * `expires_at` is removed, so a done record never expires.
+# * there is no `expires_at`, so a done record never expires.
 #
 # Here is its code (its docstring, left out here, compares it with costlier designs that chapter
 # 08 measures):
@@ -319,7 +320,7 @@ views.items_frame(world.ledger().items()).T.rename(columns={0: "the upload's rec
 # * `done`, with the owner of the retry that committed it and the lease that retry held;
 # * the result, and the ledger fields of the one charge (`account`, `cents`, `charge_id`,
 #   `booked_at`);
-# * no `expires_at`: the commit removed it, so this record turns copies away for good.
+# * no `expires_at`: the commit left it out, so this record turns copies away for good.
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())

@@ -101,3 +101,39 @@ def test_compact_items_fit_a_page_and_keep_what_tells_the_story():
     assert frame["item"].str.len().max() <= 24
     done = frame[frame["status"] == "done"].iloc[0]
     assert "charged ch_000001" in done["holds"] and "owner=" in done["holds"]
+
+
+def test_outcome_columns_say_what_they_count():
+    from idem.local import scenarios as sc
+
+    outcome = sc.run(sc.Scenario("naive", "after_charge", "once"))
+    row = views.outcome_frame([outcome]).iloc[0]
+    assert set(views.OUTCOME_COLUMNS.values()) <= set(row.index)
+    assert not set(views.OUTCOME_COLUMNS) & set(row.index), "an old, vague name is still there"
+    # the provider charged twice, the ledger recorded once, over two invocations; naive writes
+    # the ledger, and its DynamoDB calls count that write
+    assert (row["charges"], row["ledger_charges"], row["invocations"]) == (2, 1, 2)
+    assert (row["in_failure_queue"], row["record_status"], row["dynamodb_calls"]) == (0, "-", 1)
+    assert list(views.result_frame([outcome]).columns) == list(views.RESULT_COLUMNS)
+
+
+def test_the_labelled_timeline_has_a_legend_entry_for_each_mark_it_draws():
+    from idem.local import scenarios as sc
+
+    fig = views.labelled_timeline(sc.run(sc.Scenario("naive", "after_charge", "once")))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert views.OUTCOME_LABELS["ok"] in labels and views.OUTCOME_LABELS["error"] in labels
+    assert views.OUTCOME_LABELS["crash"] not in labels  # only what the run drew
+    assert "money moved in this invocation" in labels
+
+
+def test_a_lost_put_names_its_holder_and_claims_cost_what_they_say():
+    from idem.local.world import LocalWorld
+
+    with LocalWorld() as world:
+        response = views.lost_put(world, "charge#t", holder="someone")
+        assert response["Error"]["Code"] == "ConditionalCheckFailedException"
+        assert response["Item"]["owner"] == {"S": "someone"} and "ResponseMetadata" not in response
+        costs = {c.approach: c for c in views.claim_costs(world)}
+    assert [(c.winner_calls, c.duplicate_calls) for c in costs.values()] == [(1, 1), (1, 1), (2, 1)]
+    assert costs["conditional put, ALL_OLD"].duplicate_learns == "won=False, owner=invocation-a"

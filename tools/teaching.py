@@ -191,7 +191,9 @@ def visible_text(path: Path) -> str:
             if "application/vnd.jupyter.widget-view+json" in data:
                 continue
             parts.append("".join(output.get("text", "")))
-            parts.append("".join(data.get("text/html", "")) or "".join(data.get("text/plain", "")))
+            # a code listing (views.show_source) is stored as markdown: read that, not its repr
+            parts.append("".join(data.get("text/markdown", "")) or "".join(data.get("text/html", ""))
+                         or "".join(data.get("text/plain", "")))
     return "\n".join(parts)
 
 

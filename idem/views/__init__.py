@@ -8,12 +8,14 @@ below is re-exported here.
 from __future__ import annotations
 
 from .code import BREAK_REASONS, explain_breaks, show_source, show_text
-from .tables import (TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
+from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
-                     TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines, race_chart,
+                     TTL_CHOICES, bench_chart, duration, lease_timeline,
+                     lease_timelines, race_chart, timeline_legend,
                      record_life_chart, story_grid, timeline, timelines)
+from .recipes import GRID_MEANINGS, decoding_frame, recipe_grid, stories_frame
 from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, check_explorer,
                       copy_explorer, explore, explore_check, explore_copy, explore_fault,
                       explore_late_duplicate, explore_zombie, explorer, fault_explorer,
@@ -22,6 +24,8 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
+from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
+from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
 from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of,
                        show_code, source_without_docstring)
 
@@ -29,13 +33,14 @@ __all__ = [
     # code and text
     "BREAK_REASONS", "explain_breaks", "show_source", "show_text",
     # tables
-    "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
+    "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "attempts_frame", "attempts_of",
     "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
     "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
     # charts
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
-    "record_life_chart", "story_grid", "timeline", "timelines",
+    "record_life_chart", "story_grid", "timeline", "timeline_legend", "timelines",
+    "GRID_MEANINGS", "decoding_frame", "recipe_grid", "stories_frame",  # chapter 03's recipes
     # explorers and their twins
     "FAULTS", "PATTERN_BOOKS", "REPLAYS", "HandlerChoices", "Replay", "check_explorer",
     "copy_explorer", "explore", "explore_check", "explore_copy", "explore_fault",
@@ -44,6 +49,9 @@ __all__ = [
     "run_fault", "run_race", "run_replay", "run_scenario", "run_zombie", "show_copy",
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
+    # the first chapters (intro)
+    "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
+    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
     # sequence diagrams of a run
     "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of", "show_code",
     "source_without_docstring",

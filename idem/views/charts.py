@@ -31,8 +31,9 @@ def timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = None, ax: 
     column says where the event ended up.
     """
     trace = attempts_of(run)
+    alone = ax is None  # a figure of its own gets a legend of its own
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 1.2 + 0.7 * max(1, len({a.delivery for a in trace}))))
+        fig, ax = plt.subplots(figsize=(11, max(2.2, 1.2 + 0.7 * len({a.delivery for a in trace}))))
     else:
         fig = ax.figure
     deliveries = sorted({a.delivery for a in trace})
@@ -59,8 +60,30 @@ def timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = None, ax: 
                  f"{row['delivery']} delivery: {row['charges']} charge(s), {row['verdict']}")
     _ = ax.set_title(title or "attempts on the virtual clock", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
+    if alone:
+        timeline_legend(ax, trace)
     fig.tight_layout()
     return fig
+
+
+#: What each outcome mark of a timeline means, for its legend.
+OUTCOME_LABELS = {"ok": "invocation succeeded", "error": "invocation failed (an error)",
+                  "crash": "invocation crashed", "timeout": "invocation timed out"}
+
+
+def timeline_legend(ax: Any, trace: list[Attempt]) -> None:
+    """A legend for every mark and colour a timeline draws."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker=marker, color=colour, linestyle="", markersize=8,
+                      label=OUTCOME_LABELS.get(outcome, outcome))
+               for outcome, (marker, colour) in OUTCOME_MARKERS.items()
+               if any(a.outcome == outcome for a in trace)]
+    handles.append(Line2D([], [], color="#999", lw=1, label="one delivery and its retries"))
+    handles.append(Line2D([], [], marker="$\\$$", color="#b8860b", linestyle="", markersize=8,
+                          label="money moved in this invocation"))
+    handles.append(Line2D([], [], linestyle="", label="#n cN: attempt n, container N (* cold)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 def timelines(outcomes: Iterable[sc.Outcome]) -> Any:

@@ -39,9 +39,21 @@ class Styled:
         return self.styler.data.to_string()
 
 
+#: The outcome fields (`Outcome.row()`, what `sim --json` prints) as a table's columns: each
+#: name says what it counts. `charges` are the provider's, the ground truth for money.
+OUTCOME_COLUMNS = {
+    "ledger": "ledger_charges",  # charges the ledger's account entry records
+    "attempts": "invocations",  # every invocation: each delivery's first attempt and its retries
+    "dlq": "in_failure_queue",  # messages in the failure queue (one per event given up on)
+    "record": "record_status",  # the status of the handler's record of the upload, or -
+}
+
+
 def outcome_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
-    """One row per scenario, with the outcome fields."""
-    return pd.DataFrame([o.row() for o in outcomes], columns=list(sc.OUTCOME_FIELDS))
+    """One row per scenario, with the outcome fields under names that say what they count
+    (OUTCOME_COLUMNS; `dynamodb_calls` counts every DynamoDB call the function made)."""
+    frame = pd.DataFrame([o.row() for o in outcomes], columns=list(sc.OUTCOME_FIELDS))
+    return frame.rename(columns=OUTCOME_COLUMNS)
 
 
 def _row_label(row: dict[str, Any]) -> str:
@@ -51,7 +63,7 @@ def _row_label(row: dict[str, Any]) -> str:
 
 
 def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
-    """Charges then verdict, one column per handler, coloured by verdict."""
+    """One column per handler; each cell is the provider's charges, then the verdict, coloured by it."""
     rows = [o.row() for o in outcomes]
     frame = pd.DataFrame({
         "scenario": [_row_label(r) for r in rows],
@@ -61,7 +73,7 @@ def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
     order = list(dict.fromkeys(frame["scenario"]))
     handlers = list(dict.fromkeys(frame["handler"]))
     table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
-    table.columns.name, table.index.name = None, "fault, times / delivery"
+    table.columns.name, table.index.name = None, "fault point, how often / delivery"
     return Styled(table.style.set_uuid("matrix").map(_verdict_colour))
 
 

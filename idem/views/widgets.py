@@ -120,9 +120,14 @@ def run_scenario(handler: str = "naive", fault: str = "after_charge", times: str
     return sc.run(sc.Scenario(handler, fault, times, delivery))
 
 
+#: What a scenario's row shows beside its timeline (whose title names the scenario itself).
+SCENARIO_COLUMNS = ("charges", "ledger_charges", "invocations", "in_failure_queue", "record_status",
+                    "dynamodb_calls", "verdict")
+
+
 def show_scenario(outcome: sc.Outcome) -> None:
     """A scenario's outcome row and its timeline."""
-    display(tables.outcome_frame([outcome]).set_index("handler"))
+    display(tables.outcome_frame([outcome]).set_index("handler")[list(SCENARIO_COLUMNS)])
     display(charts.timeline(outcome))
     _close_figures()
 

@@ -1,159 +1,208 @@
 # %% [markdown]
-# # The Ledger That Charged Twice
+# # 00 Start here: the ledger that charged twice
 #
-# **After this chapter you know what the workbook covers, how to drive it, and the one table
-# that the other chapters explain, row by row.**
+# Why is "charge once for each upload" hard to get right on S3 and Lambda?
+#
+# **After this chapter you can say what idempotent means, read the workbook's one table, and run any chapter.**
 #
 # A file lands in an S3 bucket. S3 tells a Lambda function. The function charges the customer
-# who uploaded it and writes the charge into a DynamoDB ledger. One upload, one charge: that is
-# the whole job, and it is surprisingly hard to get right, because the platform around the
-# function repeats itself on purpose:
+# who uploaded it, and writes the charge into a ledger table in DynamoDB. One upload, one charge:
+# that is the whole job. It is hard to get right because the platform around the function
+# repeats itself on purpose.
 #
-# * **S3 event notifications are delivered at least once.** Now and then the same event arrives twice.
-# * **Lambda retries a failed asynchronous invocation**, by default twice more: about a minute after
-#   the failure, then about two minutes after that. S3 invokes functions asynchronously, so a handler
-#   that charges and *then* fails is run again, and charges again.
-#
-# This workbook builds that pipeline on your machine, with the real boto3 API in front of
-# [moto](https://docs.getmoto.org/) (an in-process AWS), a local Lambda runtime that retries the way
-# the service does, and a payment provider stand-in that counts every time money moves. You will watch
-# five ways of writing the handler charge once, twice, three times or not at all, and learn which
-# guarantees each one really gives. The last chapter deploys the same code to your own AWS account.
+# This workbook builds that pipeline on your machine. The AWS services are
+# [moto](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
+# A local Lambda runtime retries the way the service does. A stand-in payment provider counts
+# every time money moves. The last chapters deploy the same code to your own AWS account.
 
 # %% [markdown]
 # ## How to use it
 #
-# * Run the cells from the top, in order (**Shift+Enter**, or *Run > Run All Cells*). Every chapter
-#   starts from a fresh, empty local AWS, so chapters can be run in any order.
-# * Nothing here needs an AWS account, a network or money. Time is virtual: "a minute later" is a
-#   number on a clock the runtime owns, so nothing sleeps and every run gives the same result.
-# * All the code lives in the `idem` package next to these notebooks. The chapters *show* it
-#   (straight from the source files) and *run* it; they do not define logic of their own. Open
-#   `idem/core/handlers/` in JupyterLab's file browser whenever you want to read a whole module.
-# * Widgets let you change the handler, where the failure lands and how S3 delivers. Under each
-#   widget sits a plain cell that makes the same call with the widget's starting values, so the
-#   chapter reads the same even where widgets cannot render.
+# * Run the cells from the top, in order (**Shift+Enter**, or *Run > Run All Cells*).
+# * Every chapter starts from a fresh, empty local AWS, so you can run the chapters in any order.
+# * Nothing here needs an AWS account, a network or money.
+# * Time is virtual: "a minute later" is a number on a clock the runtime owns. Nothing sleeps,
+#   and every run gives the same result.
+# * All the code lives in the `idem` package next to these notebooks. The chapters *show* it,
+#   straight from the source files, and *run* it.
+# * Widgets let you change the handler, where it fails and how S3 delivers. Under each widget
+#   sits a plain cell that makes the same call, so the page reads the same without widgets.
 # * Each chapter ends with a short exercise and a cell that checks your answer.
 #
-# From a terminal in the project folder, `make lab` opens this workbook and `make test` runs
-# every test, including every chapter, exactly as stored.
+# From a terminal in the project folder, `make lab` opens this workbook. `make test` runs every
+# test, including every chapter as stored.
 
 # %% [markdown]
-# ## The map
+# ## Idempotent: setting a value, not adding to it
 #
-# | chapter | what it answers |
-# | --- | --- |
-# | [01 The naive scribe](01_the_naive_scribe.ipynb) | Why does one upload become two charges? |
-# | [02 The atomic claim](02_the_atomic_claim.ipynb) | Why must the claim be one conditional write, not a read then a write? |
-# | [03 Choosing a key](03_choosing_a_key.ipynb) | What should the idempotency key be made of, and what goes wrong otherwise? |
-# | [04 Claim-first and the poison](04_claim_first_and_the_poison.ipynb) | Why does "claim, then work" lose money silently? |
-# | [05 The robust scribe](05_the_robust_scribe.ipynb) | How does an `in_progress` -> `done` record fix that, and where does it leak? |
-# | [06 Charge, then die](06_charge_then_die.ipynb) | What closes the gap between the charge and the commit? |
-# | [07 Time and the auditor](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
-# | [08 Powertools side by side](08_powertools_side_by_side.ipynb) | Where does Powertools for AWS Lambda protect you, and where not? What does each pattern cost? |
-# | [09 Deploy to AWS](09_deploy_to_aws.ipynb) | The same code on your own account: watch it charge twice, then once. |
-# | [10 Check your own handler](10_check_your_own_handler.ipynb) | Does your own handler charge once, whatever S3 and Lambda do? |
+# An operation is **idempotent** when doing it twice leaves the world as doing it once does.
+#
+# * "Set Alice's balance to 10" is idempotent. Run it twice, and her balance is still 10.
+# * "Add 10 to Alice's balance" is not. Run it twice, and she has 20 more.
+#
+# A charge is an addition: every run moves money again. So a function that charges is not
+# idempotent unless we make it so. The rest of the workbook is about how.
 
 # %% [markdown]
-# ## Setup
+# ## Three promises about delivery
 #
-# Every chapter starts with one cell like this: the views (tables, pictures, widgets) and the
-# scenario runner.
-
-# %%
-from idem import views
-from idem.local import scenarios as sc
-
-# %% [markdown]
-# ## The whole story in one table
+# A system that hands events to your code makes one of these promises:
 #
-# Each cell below is one *scenario*, run from scratch: a fresh bucket, ledger, provider and
-# failure queue; one upload; the local Lambda runtime delivering the event and retrying failures
-# until it gives up. A cell reads **charges** (how many times the provider moved money) and a
-# **verdict**. The handlers:
+# * **At-most-once delivery**: no event arrives twice, but some may never arrive.
+# * **At-least-once delivery**: every event arrives, but some may arrive more than once.
+# * **Effectively-once** processing: events may arrive more than once, but their effect happens
+#   once. You get it from at-least-once delivery plus an idempotent handler.
 #
-# * `naive` charges and writes the ledger entry, with no guard at all;
-# * `claim_first` records the event's key with a conditional write, then does the work;
-# * `robust` keeps a record that moves from `in_progress` to `done`, as the article this workbook
-#   comes from writes it;
-# * `keyed` is the complete pattern: one conditional write claims the work with a lease, the same
-#   key goes to the payment provider, and the commit only lands for the claim's owner.
+# S3 and Lambda give at-least-once delivery, twice over:
 #
-# The rows say where a failure is injected (`at_charge`: the provider call fails;
-# `after_charge`: money moved, then the function fails before its own records; `after_commit`:
-# everything is written, then it fails), whether it fails `once` or `always`, and how S3
-# delivers the event. This cell runs all 32 scenarios now, on your machine:
-
-# %%
-headline = [sc.run(s) for s in sc.headline_scenarios()]
-views.matrix_table(headline)
-
-# %% [markdown]
-# How to read a verdict (the first rule that matches):
+# * S3 sends an event notification for each upload. Now and then it sends the same one twice.
+# * S3 invokes the function asynchronously. When such an invocation fails, Lambda runs it again:
+#   about a minute later, then about two minutes after that.
+# * When those retries are used up, Lambda sends the event to a **failure queue**: an SQS queue
+#   set as the function's on-failure destination. A person can look at it there.
 #
-# | verdict | charges | what it means |
-# | --- | --- | --- |
-# | `double_charge` | 2 or more | The customer paid more than once. Loud, and cheap to notice. |
-# | `exactly_once` | 1 | Money moved once, the ledger agrees, and the record says `done`. |
-# | `needs_attention` | 1 | Money moved once, but the work did not finish; the event sits in the failure queue or its record is flagged. A human will look. |
-# | `silent_mismatch` | 1 | Money moved once, the books disagree, and nothing alerts anyone. |
-# | `failed_visibly` | 0 | No money moved and the event is in the failure queue. |
-# | `silent_loss` | 0 | No money moved, and nothing says so. |
-#
-# Notice three things, each of which gets a chapter: `naive` charges again whenever the function
-# fails after the charge (chapter 01); `claim_first` never double-charges but, under a failing
-# charge, quietly loses or mismatches (chapter 04); `robust` survives the poison but charges twice
-# when the function dies between the charge and the commit, and when two copies of the event run
-# at once (chapters 05 and 06). Only `keyed` has no red cell, and chapter 06 shows why that needs
-# the payment provider's help.
+# So a function that charges and *then* fails is run again, and charges again. Effectively-once
+# is up to the handler.
 
 # %% [markdown]
 # ## Where the pieces sit
 #
 # ```mermaid
 # flowchart LR
-#     U([upload]) --> S3[(S3 bucket<br/>versioned)]
+#     U([upload]) --> S3[(S3 bucket)]
 #     S3 -- "event, at least once" --> Q[[Lambda async queue]]
 #     Q -- "invoke; on error retry<br/>+1 min, +2 min" --> F[function<br/>idem.core.entry]
-#     F -- "claim / commit" --> L[(DynamoDB ledger<br/>records + entries)]
-#     F -- "charge (idempotency key)" --> P[(payment provider)]
-#     Q -- "retries exhausted" --> D[[SQS failure queue]]
+#     F -- "ledger writes" --> L[(DynamoDB<br/>ledger table)]
+#     F -- "charge" --> P[(payment provider)]
+#     Q -- "retries used up" --> D[[SQS failure queue]]
 # ```
 #
-# Locally, S3, DynamoDB and SQS are moto; the async queue is `idem.local.runtime.LocalLambda`;
-# the provider is `idem.core.provider.Provider`, a stand-in with its own table. Chapter 09 replaces all of
-# them with the real services.
+# Locally, S3, DynamoDB and SQS are moto. The async queue is the workbook's local Lambda runtime.
+# The payment provider is a stand-in with its own table. Chapter 09 replaces them all with the
+# real services.
+
+# %% [markdown]
+# ## The map
+#
+# | chapter | what it answers |
+# | --- | --- |
+# | [01](01_the_naive_scribe.ipynb) | Why does one upload become two charges? |
+# | [02](02_the_atomic_claim.ipynb) | How do two copies of one event agree which of them does the work? |
+# | [03](03_choosing_a_key.ipynb) | What should name one upload, so that every copy of its event gets the same name? |
+# | [04](04_claim_first_and_the_poison.ipynb) | Why does "mark it taken, then do the work" lose money without a sound? |
+# | [05](05_the_robust_scribe.ipynb) | How does a record that says "started" and then "done" help, and where does it leak? |
+# | [06](06_charge_then_die.ipynb) | What closes the gap between the charge and the last write? |
+# | [07](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
+# | [08](08_powertools_side_by_side.ipynb) | Where does Powertools for AWS Lambda protect you, and what does each pattern cost? |
+# | [09](09_deploy_to_aws.ipynb) | Does the same code behave the same on your own AWS account? |
+# | [10](10_check_your_own_handler.ipynb) | Does your own handler charge once, whatever S3 and Lambda do? |
+# | [11](11_what_to_ship.ipynb) | What do you take away to production? |
+# | [12](12_appendix_the_local_aws.ipynb) | How does the local AWS stand in for the real one? |
+
+# %% [markdown]
+# ## Setup
+#
+# Every chapter starts with one cell like this. It imports the views (tables, pictures, widgets)
+# and the scenario runner.
+
+# %%
+from idem import views
+from idem.local import scenarios as sc
+
+# %% [markdown]
+# ## How to read the one table
+#
+# The table below runs four handlers through the same trouble. In plain words:
+#
+# * `naive` charges the customer, then adds the charge to the ledger. It keeps no record of which
+#   uploads it has handled.
+# * `claim_first` first writes a record that says "this upload is taken", then charges. A copy
+#   that finds the record already there does nothing.
+# * `robust` writes a record that says "started", charges, then marks it "done". A copy that
+#   finds "done" does nothing; one that finds "started" tries the work again.
+# * `keyed` is the complete pattern of this workbook. It also gives the payment provider a name
+#   for the upload, so that the provider itself refuses to charge for it twice.
+#
+# Each row is one kind of trouble. A **fault point** is where the run makes the function fail:
+#
+# * `at_charge`: just before the call to the provider, so no money moves;
+# * `after_charge`: money moved, then the function fails before it writes anything;
+# * `after_commit`: everything is written, then the function fails;
+# * `none`: no failure at all.
+#
+# `once` fails the first time the run reaches the point; `always` fails every time. A
+# `duplicate delivery` is S3 sending the event twice, a few seconds apart. A `concurrent
+# delivery` is a second copy that starts while the first is still running.
+
+# %% [markdown]
+# Each cell shows the number of **charges** (how many times the provider moved money), then a
+# **verdict**: one word for what the run did to the customer and the books. Read a verdict with
+# the first rule that matches:
+#
+# | verdict | charges | what it means |
+# | --- | --- | --- |
+# | `double_charge` | 2 or more | The customer paid more than once. Loud, and cheap to notice. |
+# | `exactly_once` | 1 | Money moved once, the ledger agrees, and the handler's record (if it keeps one) says `done`. |
+# | `needs_attention` | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
+# | `silent_mismatch` | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
+# | `failed_visibly` | 0 | No money moved, and the event is in the failure queue. |
+# | `silent_loss` | 0 | No money moved, and nothing says so. |
+
+# %% [markdown]
+# ## The whole story in one table
+#
+# Each cell is one scenario, run from scratch: a fresh bucket, ledger, provider and failure queue,
+# and one upload. The local runtime delivers the event and retries failures until it gives up.
+# This cell runs every scenario now, on your machine.
+
+# %%
+headline = [sc.run(s) for s in sc.headline_scenarios()]
+views.matrix_table(headline)
+
+# %% [markdown]
+# Notice four things. Each one gets a chapter.
+#
+# * `naive` charges again whenever the function fails after the charge (chapter 01).
+# * `claim_first` never charges twice. But when the function fails at or after the charge, it
+#   loses the order or lets the books disagree, and nobody hears of it (chapter 04).
+# * `robust` charges twice when the function dies between the charge and its last write. It also
+#   charges twice when two copies run at the same time (chapters 05 and 06).
+# * Only `keyed` never charges twice and never fails in silence. Chapter 06 shows why that needs
+#   the payment provider's help.
 
 # %% [markdown]
 # ## Try it
 #
-# Before chapter 01: the `robust` handler is hit by `after_charge` failures on **every** attempt
-# (`always`). Lambda makes the first attempt and two retries. How many times does the provider
-# charge the customer? Put your guess in `my_guess` and run the check.
+# A row the table does not have: `naive`, with S3 delivering the event twice, a few seconds apart.
+# The function fails after the charge the first time only. Lambda retries the failed invocation a
+# minute later. How many times does the provider charge the customer? Put your guess in
+# `my_guess` and run the check.
 
 # %%
-my_guess = 1  # your answer here
+my_guess = 2  # your answer here
 
 # %%
-truth = sc.run(sc.Scenario("robust", "after_charge", "always"))
+truth = sc.run(sc.Scenario("naive", "after_charge", "once", "duplicate"))
 if my_guess == truth.charges:
-    print(f"Right: {truth.charges} charges. Every attempt charges before it fails, and robust's "
-          "record is still in_progress, so each retry charges again.")
+    print(f"Right: {truth.charges} charges, from {truth.attempts} invocations. naive keeps no record, "
+          "so every invocation that reaches the provider charges.")
 else:
-    print(f"Not {my_guess}: it was {truth.charges}. Each of the {truth.attempts} attempts reaches the "
-          "provider before failing, and an in_progress record tells the retry to try the work again.")
+    print(f"Not {my_guess}. Count the invocations: the first copy fails after charging, the second "
+          "copy succeeds, and Lambda retries the first. naive keeps no record, so each of the "
+          f"{truth.attempts} invocations charges: {truth.charges} charges.")
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Three. `robust` reads its record on each retry, finds `in_progress` (it never got to `done`) and
-# charges again: three attempts, three charges, and the event ends in the failure queue.
+# Three. The first copy charges, then fails. The second copy arrives a few seconds later, charges
+# and succeeds. A minute later Lambda retries the first copy, which charges again. `naive` never
+# asks whether it has charged before, so every invocation that reaches the provider charges.
 # </details>
 #
 # ## Summary
 #
-# * S3-triggered Lambda is at-least-once twice over: S3 may deliver twice, and Lambda retries failures.
-# * A handler that moves money and then fails will move it again unless it is written not to.
-# * Every number in this workbook is computed by running the real code on a local AWS.
+# * An idempotent operation can run twice with the effect of once; a charge cannot, unless we make it so.
+# * S3 and Lambda deliver at least once: S3 may send an event twice, and Lambda retries failures.
+# * Effectively-once charging is the handler's job, and the table shows which handlers do it.
 #
 # **Next:** [01 The naive scribe](01_the_naive_scribe.ipynb)

@@ -1,8 +1,9 @@
 # %% [markdown]
 # # 01 The naive scribe
 #
-# **After this chapter you can show, on a timeline, how one upload becomes two or three charges,
-# and why "I already did this" cannot live in the function's memory.**
+# Why does one upload become two charges?
+#
+# **After this chapter you can show how one upload becomes two or three charges, and why memory cannot stop it.**
 #
 # The first handler is the one most of us write first: take the event, charge the customer,
 # write the charge into the ledger. Nothing in it is wrong line by line. The trouble is the
@@ -11,16 +12,18 @@
 # %% [markdown]
 # ## Setup
 #
-# A fresh local AWS (bucket, ledger table, provider table, failure queue, all on moto) with its
-# clock at zero, and the pieces this chapter looks at.
+# A fresh local AWS with its clock at zero: the bucket, the ledger table, the provider's table
+# and the failure queue, all on moto. Then the pieces this chapter looks at.
 
 # %%
 import json
 
 from idem import views
-from idem.local.boundary import FaultPlan
-from idem.core.handlers import common, naive
+from idem.core.entry import App
+from idem.core.events import s3_test_event
+from idem.core.handlers import naive
 from idem.local import scenarios as sc
+from idem.local.boundary import FaultPlan
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
 
@@ -31,86 +34,146 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.prov
 # %% [markdown]
 # ## What S3 hands the function
 #
-# An upload into the bucket produces an `ObjectCreated:Put` notification. `world.upload` does a real
-# `put_object` on the moto bucket and builds the notification the way S3 writes it (moto's own
-# notifications leave out the `versionId` and `sequencer` that later chapters rely on). The
-# customer is the object's top-level folder, so this upload bills `alice`.
+# An upload into the bucket makes S3 send an `ObjectCreated:Put` notification. `world.upload`
+# does a real `put_object` on the local bucket. `world.event` builds the notification the way S3
+# writes it. The customer is the object's top-level folder, so this upload bills `alice`. Three
+# fields about the request (who sent it, from where) are left out on screen.
 
 # %%
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 event = world.event(order)
-views.show_text(json.dumps(event, indent=2), "json")
+shown = json.loads(json.dumps(event))  # a copy, with the request's details left out on screen
+shown["Records"][0].update(userIdentity="...", requestParameters="...", responseElements="...")
+views.show_text(json.dumps(shown, indent=2), "json")
 
 # %% [markdown]
+# Two fields of the `object` matter in later chapters:
+#
+# * The **version id** (`versionId`) is the id S3 gives each upload of an object in a versioned
+#   bucket. Upload the same name again, and the new upload gets a new version id.
+# * The **sequencer** is a hexadecimal value that grows with every event for one object key. It
+#   tells you which of two events about one key came later.
+#
 # Everything a handler could use to recognise this piece of work is in there: the bucket, the key,
-# the `versionId`, the `eTag` and the `sequencer`. The naive handler uses none of it.
+# the version id, the `eTag` (a hash of the content) and the sequencer. The naive handler uses
+# none of it.
+
+# %% [markdown]
+# ## The entry point
+#
+# Lambda calls one function with the whole event. Here it is: the entry point builds the handler
+# once per container, then hands it each record.
+
+# %%
+views.show_source(App.handle)
+
+# %% [markdown]
+# Three things to notice in it:
+#
+# * The event holds a *list* of `Records`. S3 puts one upload in each notification today, but the
+#   format allows several. Events that reach the function through SNS or SQS can carry many.
+# * The entry point handles every record, even after one fails. Then it fails the invocation, so
+#   Lambda runs the *whole* event again, records that succeeded included.
+# * When you set up notifications on a bucket, S3 sends an `s3:TestEvent`. It has no records.
+#   The entry point ignores it, with a log line, and succeeds.
+#
+# Here is that test event, sent through the local Lambda runtime. `LocalLambda` plays the Lambda
+# service: `send` queues an event, and `run` invokes the function until nothing is left.
+
+# %%
+test_run = LocalLambda(world, world.env("naive"))
+test_run.send(s3_test_event(world.bucket))
+print(views.attempts_frame(test_run.run())[["t (s)", "attempt", "outcome", "dynamodb_calls", "result"]])
+print(test_run.attempts[0].logs[0])
+
+# %% [markdown]
+# One invocation, no DynamoDB call, no charge, and one log line that says why.
 
 # %% [markdown]
 # ## The handler
 #
-# Here is the naive scribe, and the charge step that every handler in this workbook shares. It is
-# the code you would ship: nothing in it knows about tests. The local runtime makes it fail from
-# outside, at its calls: the provider's charge and each DynamoDB request.
+# Here is the naive scribe. It is the code you would ship: nothing in it knows about tests.
+# `charge_step` asks the payment provider to move the money. The local runtime makes the handler
+# fail from outside, at its calls: the provider's charge and each DynamoDB request.
 
 # %%
-views.show_source(naive.handle, common.charge_step)
+views.show_source(naive.handle)
 
 # %% [markdown]
 # ## One failure, two charges
 #
-# Now run it the way Lambda would. The function is configured with a fault `after_charge`,
-# `once`: the first time execution gets past the provider call, it raises (think of a
-# downstream timeout while writing the ledger). `LocalLambda` is the local stand-in for the
-# Lambda service's asynchronous invoke: S3 `send`s the event, and `run` works through the queue,
-# moving the virtual clock to each due time.
+# Now run it the way Lambda would. The function fails at the fault point `after_charge`, `once`:
+# the first time it gets past the provider call, it raises. Think of a timeout while it writes
+# the ledger.
 
 # %%
 runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
 runtime.send(event)
 attempts = runtime.run()
-views.attempts_frame(attempts)
+views.attempts_frame(attempts)[["t (s)", "attempt", "steps", "outcome", "dynamodb_calls"]]
 
 # %% [markdown]
-# Two invocations: the first charged and then failed; Lambda retried it 60 virtual seconds later,
-# and the retry charged again and succeeded. Ask the provider, which is the ground truth for money,
-# and the ledger, which is the system's own record:
+# Two invocations. The first charged, then failed before its DynamoDB call. Lambda retried it 60
+# virtual seconds later, and the retry charged again and succeeded. Ask the provider, the ground
+# truth for money, and the ledger, the system's own record:
 
 # %%
-charges = world.provider().charges()
-for charge in charges:
+for charge in world.provider().charges():
     print(f"{charge.id}  {charge.customer}  {charge.amount / 100:.2f}  for {charge.reference}")
 print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]
 # One upload, two charges of 5.00, and a ledger that knows of only one: the first attempt died
-# before it could write its entry. Nothing alarms. The logs show one ordinary error followed by a
-# success, and the difference turns up weeks later, in a customer's bank statement.
+# before it could write its entry. Nothing alarms. The logs show one ordinary error, then a
+# success. The difference turns up weeks later, in a customer's bank statement.
 #
-# Where did the retry come from? This is the part of the local runtime that does what the Lambda
-# service does after a function error: another attempt about a minute later, then about two minutes
-# after that, and once `MaximumRetryAttempts` (0 to 2, default 2) is used up, the on-failure
-# destination.
-
-# %%
-views.show_source(LocalLambda.after_failure)
+# The retry is what the Lambda service does after a function error in an asynchronous invocation.
+# It tries again about a minute later, then about two minutes after that. `MaximumRetryAttempts`
+# (0 to 2, default 2) sets how many retries. When they are used up, the event goes to the failure
+# queue. [The appendix](12_appendix_the_local_aws.ipynb#local-runtime) shows how the local runtime
+# does the same.
 
 # %% [markdown]
 # ## The same story on a clock
 #
 # A timeline of the same scenario, this time with the fault on **every** attempt. Each mark is one
-# invocation; `$` means money moved during it; `*` marks a cold container.
+# invocation, labelled with its attempt and its container. Lambda runs a function in containers
+# and reuses one for the next invocation when it can. A **cold start** is Lambda starting a new
+# container: the module code runs again, and its globals start empty. The timeline marks one
+# with `*`.
 
 # %%
-poisoned = sc.run(sc.Scenario("naive", "after_charge", "always"))
-fig = views.timeline(poisoned)
+every_time = sc.run(sc.Scenario("naive", "after_charge", "always"))
+fig = views.labelled_timeline(every_time)
 
 # %% [markdown]
-# Three attempts at t = 0, 60 and 180 s, three charges, and then the event goes to the failure
-# queue. The failure queue receives Lambda's invocation record, which carries the original event,
+# Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure
+# queue. The message is Lambda's invocation record. It carries the original event (left out here),
 # so nothing is lost, but the customer has already paid three times.
 
 # %%
-views.show_text(json.dumps(poisoned.failures[0], indent=2), "json")
+record = dict(every_time.failures[0], requestPayload="... the original event ...")
+views.show_text(json.dumps(record, indent=2), "json")
+
+# %% [markdown]
+# ## One event, two uploads
+#
+# What does a failing record do to the others in its event? Two new uploads, by `bob` and
+# `carol`, in one event. The function fails after the first charge of the invocation, once.
+
+# %%
+pair = world.event(world.upload("bob/order-0002.csv"), world.upload("carol/order-0003.csv"))
+batch = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
+batch.send(pair)
+print(views.attempts_frame(batch.run())[["t (s)", "attempt", "outcome", "dynamodb_calls"]])
+for account in ("bob", "carol"):
+    charged = sum(charge.customer == account for charge in world.provider().charges())
+    print(f"{account}: charged {charged} times, ledger records {world.ledger().entry(account)[0]}")
+
+# %% [markdown]
+# Bob's record failed, and carol's succeeded in the same invocation. But the invocation failed, so
+# Lambda retried the whole event. Carol's upload had done nothing wrong, and she paid twice. A
+# handler must be safe to repeat for every record, not only the one that failed.
 
 # %% [markdown]
 # ## The second source of repeats: S3 itself
@@ -119,65 +182,64 @@ views.show_text(json.dumps(poisoned.failures[0], indent=2), "json")
 # handler cannot tell the copies apart unless it looks.
 
 # %%
-views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery))
-                     for delivery in sc.DELIVERIES])
+views.result_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES]
+                   ).assign(delivery=sc.DELIVERIES).set_index("delivery").drop(columns="handler")
 
 # %% [markdown]
-# A duplicate delivery, one after the other, charges twice; so does a copy that runs at the same
+# A duplicate delivery, one after the other, charges twice. So does a copy that runs at the same
 # time as the first. The function did exactly what it says, every time.
 
 # %% [markdown]
 # ## Memory is per container
 #
-# Lambda reuses a **warm** container for the next invocation, with its module globals intact; a
-# **cold** container starts empty. The local runtime does the same: each container loads its own
-# copy of `idem.core.entry`. The same failing upload, with containers reused or always fresh:
+# A warm container, one that is reused, keeps its module globals from the last invocation. After
+# a cold start they are empty. The local runtime does the same: each container loads its own copy
+# of `idem.core.entry`. Here is the same failing upload, with containers reused, or fresh for
+# every attempt:
 
 # %%
 trap = [sc.run(sc.Scenario("naive", "after_charge", "always", reuse_containers=warm))
         for warm in (True, False)]
-views.outcome_frame(trap).assign(
-    containers=["warm" if o.scenario.reuse_containers else "cold" for o in trap],
-)[["containers", "charges", "attempts", "dlq", "verdict"]]
+views.result_frame(trap).assign(
+    containers=["reused" if o.scenario.reuse_containers else "fresh" for o in trap],
+)[["containers", "charges", "invocations", "in_failure_queue", "verdict"]]
 
 # %% [markdown]
 # The verdict is the same, but the retries ran in different places. Here are the containers of the
-# cold run: each retry started in a new one, with nothing remembered from the last.
+# second run: each retry started in a new container, with nothing remembered from the last.
 
 # %%
-cold = trap[1]
-views.attempts_frame(cold)[["t (s)", "attempt", "container", "outcome"]]
+views.attempts_frame(trap[1])[["t (s)", "attempt", "container", "outcome"]]
 
 # %% [markdown]
-# Anything a handler must remember between invocations, "I already charged for this" above all,
-# belongs in a store every container can see. The rest of the workbook keeps it in DynamoDB.
+# Anything a handler must remember between invocations belongs in a store every container can
+# see. "I already charged for this" comes first. The rest of the workbook keeps it in DynamoDB.
 
 # %% [markdown]
 # ## Explore
 #
-# Pick a handler, a fault point, how often it fails and how S3 delivers, and watch the outcome and
-# the timeline change. Try `robust` with `after_charge` and `keyed` with the same, or `claim_first`
-# with `at_charge, always`; the next chapters explain each of them.
+# Pick a handler, a fault point, how often it fails and how S3 delivers. Watch the counts and the
+# timeline change. Try `robust` with `after_charge` and `keyed` with the same, or `claim_first`
+# with `at_charge, always`. The next chapters explain each of them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-views.explorer()
+views.outcome_explorer()
 
 # %% [markdown]
 # The same call with the widget's starting values, so this page reads the same without widgets:
 
 # %%
-_ = views.explore("naive", "after_charge", "once", "single")
+_ = views.explore_outcome("naive", "after_charge", "once", "single")
 
 # %% [markdown]
 # ## What the table and the queue hold afterwards
 #
-# After the first run of this chapter, the ledger table holds only the account's entry. There is
-# no record of *which* upload was charged, or whether it
-# finished: nothing to check a retry against.
+# The ledger table holds one entry per account, and nothing else. There is no record of *which*
+# upload was charged, or whether it finished: nothing to check a retry against.
 
 # %%
-views.items_frame(world.ledger().items())
+views.compact_items(world.ledger().items())
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())
@@ -198,22 +260,24 @@ if attempt.charges != 1:
     print(f"With {my_retries} retries the customer pays {attempt.charges} times: each retry runs the "
           "charge again. Fewer retries means fewer second chances to charge.")
 else:
-    print(f"One charge. The price: the event is in the failure queue (dlq={attempt.dlq}) and the ledger "
-          f"holds {attempt.ledger} entries, so the books disagree with the provider "
+    print(f"One charge. The price: the event is in the failure queue ({attempt.dlq} message) and the "
+          f"ledger holds {attempt.ledger} charges, so the books disagree with the provider "
           f"({attempt.verdict}). Turning retries off trades double charges for unfinished work.")
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_retries = 0`. The first attempt charges and fails, and nothing retries it: one charge, but the
-# ledger never recorded it and the event sits in the failure queue. Retries are not the bug; they
-# are how the platform makes sure work is not lost. The handler has to be safe to repeat.
+# `my_retries = 0`. The first attempt charges and fails, and nothing retries it: one charge. But
+# the ledger never recorded it, and the event sits in the failure queue. Retries are not the bug:
+# they are how the platform makes sure work is not lost. The handler has to be safe to repeat.
 # </details>
 #
 # ## Summary
 #
-# * A function error after the charge makes Lambda run the charge again, a minute later, and again.
-# * S3 can also deliver the same event twice, with no error anywhere.
-# * State that must survive between invocations belongs in a shared store, not in a container's memory.
+# * One upload becomes two charges when the function fails after the charge: Lambda runs the
+#   charge again, a minute later, and again.
+# * S3 can also deliver the same event twice, with no error anywhere; and one failed record makes
+#   Lambda repeat every record of its event.
+# * Memory cannot stop it: containers come and go, so "I already did this" belongs in a shared store.
 #
-# **Next:** [02 The atomic claim](02_the_atomic_claim.ipynb)
+# **Next:** [02, where two copies of one event agree which one does the work](02_the_atomic_claim.ipynb)

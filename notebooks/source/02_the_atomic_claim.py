@@ -1,66 +1,70 @@
 # %% [markdown]
 # # 02 The atomic claim
 #
-# **After this chapter you can show, with real threads, why "look, then write" lets two copies of
-# an event both charge, why one conditional write does not, and what DynamoDB hands back to the
-# copy that loses.**
+# How do two copies of one event agree which of them does the work?
+#
+# **After this chapter you can show why "look, then write" lets two copies both charge, and one conditional write does not.**
 #
 # Chapter 01 ended with a rule: "I already did this" must live in a store every container can see.
 # The obvious way to use such a store is to look first and write second. That is one request too
-# many. Two copies of the same event, running at the same moment in two containers, can both look
-# before either writes, and both go on to charge. This chapter races real threads against the local
-# DynamoDB to count how often that happens, and then replaces the two requests with one.
+# many. Two copies of one event can run at the same moment, in two containers. Both can look
+# before either writes, and both go on to charge.
+#
+# That is a **race**: two copies of the function running at once, with a result that depends on
+# which step of each comes first. This chapter races real threads against the local DynamoDB to
+# count how often it goes wrong, and then replaces the two requests with one.
 
 # %% [markdown]
 # ## Setup
 #
-# The race machinery, the ledger, and a fresh local AWS with its clock at zero.
+# The ledger, the race, and a fresh local AWS with its clock at zero.
 
 # %%
 import json
 
 from idem import views
-from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger
-from idem.local import atomic, race as racing
-from idem.local.race import race
+from idem.local.race import race, read_then_write
 from idem.local.world import LocalWorld
-from idem.local import claims
 
 world = LocalWorld()
-ledger = world.ledger()
 print(f"ledger table {world.ledger_table} (partition key: pk), clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
-# ## Two ways to claim a piece of work
+# ## Two ways to take a piece of work
 #
-# A *claim* is an item in the ledger table whose key names one piece of work: "this upload is
-# taken". Here are the two ways of writing one that the race below compares. The first reads the
-# item and writes it only if the read came back empty. The second is a single `PutItem` with
-# `ConditionExpression="attribute_not_exists(pk)"`: DynamoDB writes the item only if no item with
-# that key exists, and refuses otherwise. It is the claim `claim_first` uses.
+# A **claim** is an item in the ledger table that says "this piece of work is taken". Its key is
+# the **idempotency key**: the name the handler gives one piece of work. It must be the same on
+# every copy and every retry of the event. Here it is `charge#` and a name for the upload;
+# chapter 03 decides what that name is made of.
+#
+# A claim is only worth something if one writer wins it. There are two ways to try:
+#
+# * Read the item, and write it if the read came back empty. `read_then_write` below does that.
+#   It is the version the race uses, so it waits at a barrier (`gap.wait()`) between its read
+#   and its write; more on that below.
+# * Write it with a **conditional write**: a DynamoDB write that only happens if a condition on
+#   the stored item holds, checked and written in one step. `Ledger.put_if_absent` is one
+#   `PutItem` with `ConditionExpression="attribute_not_exists(pk)"`. DynamoDB writes the item
+#   only if no item with that key exists, and refuses otherwise. `Ledger.claim_once` uses it.
 
 # %%
-views.show_source(racing.read_then_write, racing.conditional_put, Ledger.claim_once,
-                  Ledger.put_if_absent)
+views.show_source(read_then_write, Ledger.claim_once, Ledger.put_if_absent)
 
 # %% [markdown]
-# In a race the read-then-write racers also wait at a barrier (`gap.wait()`) between their read
-# and their write. Without it, who wins depends on how the operating system happens to schedule
-# the threads, and the count changes from run to run. The barrier forces the unlucky
-# interleaving every round: each thread has read "absent" before any thread writes. In production
-# that interleaving is rare, which is what makes it dangerous: it survives testing.
+# Without the barrier, who wins depends on the order in which the operating system runs the
+# threads, and the count changes from run to run. The barrier forces the unlucky interleaving
+# every round: each thread has read "absent" before any thread writes. In production that
+# interleaving is rare. That is what makes it dangerous: it survives testing.
 #
-# Each round, every thread is released at once (by another barrier) on a fresh key, the way S3
-# and Lambda can start two copies of one event in two containers at the same moment. The whole
-# race is `idem.local.race.race`; the two functions above are all that differs between the
-# strategies.
+# Each round, every thread is released at once (by another barrier) on a fresh key. That is how
+# S3 and Lambda can start two copies of one event in two containers at the same moment.
 
 # %% [markdown]
 # ## The race
 #
-# Eight threads, fifty rounds, both strategies. One round is one upload, and every thread that
-# wins the claim goes on to charge, so "winners" is "charges".
+# Eight threads, fifty rounds, both ways. One round is one upload, and every thread that wins the
+# claim goes on to charge, so "winners" is "charges".
 
 # %%
 reports = [race(8, 50, strategy) for strategy in ("read_then_write", "conditional_put")]
@@ -69,87 +73,49 @@ for report in reports:
 fig = views.race_chart(reports)
 
 # %% [markdown]
-# With the read first, every thread won every round: 8 charges for each upload. With the
-# conditional put, exactly one thread won each round, and the other seven were told no. The
-# gap between a read and a write is exactly the size of the bug, and the only way to close it
-# is to not have one: the check and the write must be one request.
-
-# %% [markdown]
-# ## Atomic on AWS, and made atomic here
+# With the read first, every thread won every round: each upload would be charged by every thread.
+# With the conditional put, exactly one thread won each round, and the others were told no. The
+# gap between a read and a write is exactly the size of the bug. The only way to close it is to
+# not have one: the check and the write must be one request.
 #
-# DynamoDB evaluates a condition and applies the write as one operation on the item, so two
-# conditional puts of one key cannot both succeed. moto, the in-process AWS under this workbook,
-# is not so careful: its `PutItem` reads the current item, checks the condition, then writes,
-# with no lock in between. Under threads it has the same gap as the read-then-write claim above.
-# `idem` closes it when a `LocalWorld` starts, with one lock around moto's DynamoDB methods:
-
-# %%
-views.show_source(atomic.make_dynamodb_atomic)
-
-# %% [markdown]
-# To see why the lock is there, remove it and widen moto's gap between its read and its write
-# by 2 ms. The counts in this cell change from run to run (that is what a race looks like), so
-# the workbook does not pin them.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# real threads against unpatched moto: how many rounds go wrong varies from run to run
-print(claims.moto_as_shipped_race(threads=8, rounds=10).summary())
-
-# %% [markdown]
-# Then put the lock back and run the same widened gap again. Every round has exactly one winner:
-# the lock, not luck, is what makes the local conditional put behave like DynamoDB's.
-
-# %%
-with atomic.widened_condition_window(0.002):
-    print(race(8, 10, "conditional_put").summary())
+# DynamoDB checks the condition and applies the write as one step on the item. So two conditional
+# puts of one key cannot both succeed. The local DynamoDB needed a lock to behave the same under
+# threads: [the appendix](12_appendix_the_local_aws.ipynb#atomic-moto) shows it, and what goes
+# wrong without it.
 
 # %% [markdown]
 # ## What the loser hears
 #
 # A conditional put that fails raises `ConditionalCheckFailedException`. Add
-# `ReturnValuesOnConditionCheckFailure="ALL_OLD"` and the same response also carries the item
-# that stopped it. Here is everything boto3 hands back to the second of two puts of one key
-# (without `ResponseMetadata`, the request id and headers that change on every call):
+# `ReturnValuesOnConditionCheckFailure="ALL_OLD"`, and the same response also carries the item
+# that stopped it. Here is what boto3 hands back to the second of two puts of one key. The
+# `ResponseMetadata` is left out: its request id and headers change on every call.
 
 # %%
-views.show_text(json.dumps(claims.failed_put_response(world), indent=2), "json")
+views.show_text(json.dumps(views.lost_put(world, "charge#demo", holder="first-invocation"), indent=2),
+                "json")
 
 # %% [markdown]
-# The loser learns who holds the claim in the same call that told it no. The `keyed` handler's
-# claim (chapter 06) builds on that: one put that also takes over a claim whose lease ran out,
-# and on failure returns the record it lost to.
-
-# %%
-views.show_source(KeyedLedger.claim)
-
-# %%
-deadline = world.clock.now() + 30
-keyed_ledger = KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
-first = keyed_ledger.claim("charge#example", owner="invocation-a", lease_until=deadline)
-second = keyed_ledger.claim("charge#example", owner="invocation-b", lease_until=deadline)
-print("first: ", first)
-print("second:", second)
-
-# %% [markdown]
-# `invocation-b` now knows the work is `in_progress`, held by `invocation-a` until its lease
-# ends, and it spent one call to find out.
+# The copy that loses should **stand down**: stop, without doing the work. It also learns who holds
+# the claim, in the same call that told it no. The handler of chapter 06 builds its claim on that.
 
 # %% [markdown]
 # ## What a claim costs
 #
-# Counted by the ledger itself: the DynamoDB calls the invocation that does the work makes to
-# claim it, and the calls a duplicate makes before it stands down.
+# Counted where the calls leave the process: the DynamoDB calls the copy that does the work makes
+# to take it, and the calls a duplicate makes before it stands down.
 
 # %%
-views.rows_frame(claims.claim_costs(world))
+views.rows_frame(views.claim_costs(world))
 
 # %% [markdown]
-# One call either way for the conditional put, and with `ALL_OLD` the duplicate also learns the
-# record's state. Reading first costs an extra call on every first attempt and still needs the
-# conditional put to be safe. One AWS fact a local run cannot show: a conditional write that
-# fails still consumes write capacity, billed like a successful write of the same item (moto
-# does not report capacity for a failed write). A duplicate is cheap, not free.
+# The conditional put costs one call either way. With `ALL_OLD`, the duplicate also learns who
+# holds the work. Reading first costs an extra call on every first attempt, and it still needs the
+# conditional put to be safe.
+#
+# One AWS fact a local run cannot show: a conditional write that fails still consumes write
+# capacity, billed like a successful write of the same item. moto does not report capacity for a
+# failed write. A duplicate is cheap, not free.
 
 # %% [markdown]
 # ## Explore
@@ -170,12 +136,12 @@ _ = views.race_explore(threads=4, rounds=20)
 # %% [markdown]
 # ## What the table holds afterwards
 #
-# Each race ran in a world of its own and deleted it at the end, so this chapter's ledger holds
-# only the claims made directly above: the two puts of `charge#demo`, the leased claim, and the
-# three cost measurements. Nothing ran through Lambda, so the failure queue is empty.
+# Each race ran in a table of its own and deleted it at the end. So this chapter's ledger holds
+# only the claims made directly above: `charge#demo`, and one claim for each cost measurement.
+# Nothing ran through Lambda, so the failure queue is empty.
 
 # %%
-views.items_frame(world.ledger().items())
+views.compact_items(world.ledger().items())
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())
@@ -183,48 +149,54 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# A colleague writes the claim as one conditional put, but with their own condition. Set
-# `my_condition` to a `ConditionExpression` that lets exactly one of eight racing threads win
-# each round. The check races 8 threads for 10 rounds with your condition.
+# Your handler lost a claim, and its log should say who holds the work. Write `holder_of(response)`:
+# given what boto3 hands back to a failed put with `ALL_OLD` (like the JSON above), return the
+# holder's `owner` as a plain string. The check makes a new claim with a holder you have not seen,
+# loses a put to it, and calls your function.
 
 # %%
-my_condition = "attribute_not_exists(id)"  # your answer here
+def holder_of(response):
+    return None  # your answer here
+
 
 # %%
+expected = "invocation-7f3a"
+response = views.lost_put(world, "charge#exercise", holder=expected)
 try:
-    attempt = claims.race_with_condition(my_condition, threads=8, rounds=10)
-except ValueError as refused:
-    print(refused)
+    answer = holder_of(response)
+except Exception as error:
+    print(f"holder_of raised {type(error).__name__}: {error}. The holder is under the response's "
+          "'Item', which is the stored item in DynamoDB's own format.")
 else:
-    most = max(attempt.winners_per_round)
-    if attempt.clean_rounds == attempt.rounds:
-        print(f"Right: one winner in each of {attempt.rounds} rounds. {attempt.summary()}")
-    elif most == attempt.threads:
-        print(f"Every thread won: up to {most} charges per upload. The condition held for every "
-              "put, even after the first one landed. attribute_not_exists(x) is always true when "
-              "no item ever has an attribute x: name the attribute every claim writes, the key pk.")
-    elif most == 0:
-        print("Nobody ever won, so every upload would be skipped. The condition fails on an empty "
-              "slot: the first claim must succeed when there is no item yet.")
+    if answer == expected:
+        print(f"Right: {answer!r}. The loser names the holder without a second request.")
+    elif answer == {"S": expected}:
+        print(f"Close: {answer!r} is DynamoDB's typed form of a value ('S' means string). The "
+              "low-level client returns every attribute like that: take the string inside.")
+    elif answer == "first-invocation":
+        print("That is the holder of charge#demo, printed above. This response is about another "
+              "claim: read the owner from the response you are given.")
     else:
-        print(f"Only {attempt.clean_rounds} of {attempt.rounds} rounds had one winner: {attempt.summary()}")
+        print(f"Not the holder: got {answer!r}, expected {expected!r}. Look under 'Item', the "
+              "stored item that stopped the put.")
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_condition = "attribute_not_exists(pk)"`. The ledger's partition key is `pk`, and every item
-# has one, so the condition is false exactly when the key is already taken. A condition on an
-# attribute that no item has (`id`) is always true: the "conditional" put overwrites, and every
-# racer wins. DynamoDB does not warn you; only a race shows it.
+# `return response["Item"]["owner"]["S"]`. With `ALL_OLD`, a failed put's response carries the
+# stored item under `Item`, in DynamoDB's typed format: every value sits under its type, `S` for a
+# string. (The `boto3.resource` interface and `idem.core.dynamo.from_item` turn it into plain values.)
+# One more trap worth knowing: a condition on an attribute no item has, such as
+# `attribute_not_exists(id)`, is always true. That put overwrites, and every racer wins.
 # </details>
 #
 # ## Summary
 #
-# * A read followed by a write lets every copy that read "absent" go on to charge: forced here,
-#   8 charges per upload.
-# * One conditional put is the claim: exactly one winner, and with `ALL_OLD` the loser learns who
-#   holds the work in the same call (a failed write still consumes write capacity).
-# * moto's conditional writes are not atomic under threads; `idem` adds one lock so the local
-#   backend behaves like DynamoDB.
+# * Two copies of one event agree through one conditional write: exactly one wins the claim, and
+#   the others stand down.
+# * "Look, then write" lets every copy that read "absent" go on to charge; forced here, every thread
+#   won every round.
+# * With `ALL_OLD`, the loser learns who holds the work in the same call; a failed write still
+#   costs write capacity.
 #
 # **Next:** [03 Choosing a key](03_choosing_a_key.ipynb)

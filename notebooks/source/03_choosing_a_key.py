@@ -1,28 +1,34 @@
 # %% [markdown]
 # # 03 Choosing a key
 #
-# **After this chapter you can say what an idempotency key must be made of, and show five ways a
-# key that looks reasonable charges twice or skips an upload that should have been charged.**
+# What should the idempotency key be made of?
 #
-# Chapter 02 made the claim atomic. An atomic claim on the wrong key is still wrong: if a retry
-# computes a new key, the claim lets it through; if two genuine uploads compute the same key, the
-# claim turns the second one away. The key decides what counts as "the same piece of work", so it
-# has to be built from the work (the upload), never from the attempt (the invocation).
+# **After this chapter you can build an idempotency key that is the same for every copy of one upload's event, and only for it.**
+#
+# Chapter 02 made the claim atomic: of two copies of an event, exactly one wins. But a claim is
+# only as good as its key, and a key can be wrong in two ways. If a repeat of an event computes a
+# new key, nobody holds that claim, and the repeat charges again. If two real uploads compute the
+# same key, the second finds the claim taken, and its order is never charged.
+#
+# What a key is made from, and how, is its **key recipe**. This chapter tries recipes on real
+# uploads until one is right every time.
 
 # %% [markdown]
 # ## Setup
 #
-# The key recipes, the event helpers, the upload stories, and two fresh local worlds: one with a
-# versioned bucket (as `template.yaml` creates it) and one without versioning.
+# The key recipes from `idem`, the upload stories that test them, the check for your own recipe,
+# and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
+# has a bucket without versioning.
 
 # %%
 import json
 
 from idem import views
 from idem.core import keys
-from idem.core.events import encode_key, newer_sequencer, read_event
-from idem.local.world import LocalWorld
+from idem.core.events import encode_key
 from idem.local import key_stories
+from idem.local.recipe_check import check_recipe
+from idem.local.world import LocalWorld
 
 world = LocalWorld()
 unversioned = LocalWorld(versioned=False)
@@ -30,18 +36,32 @@ print(f"bucket {world.bucket} (versioned), bucket {unversioned.bucket} (not vers
       f"clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
-# ## The recipes
+# ## What the event says about an upload
 #
-# Every key in this workbook is `<operation>#<recipe>#<sha256 of the recipe's text>`. Two recipes
-# are sound: the object key plus its `versionId`, or the object key plus its `eTag` and
-# `sequencer`. Both use only fields that S3 puts in the event, so a retry or a second delivery of
-# the same event computes the same key.
+# S3 tells the function about an upload with an event. Here is the part of it about the object,
+# for one upload to the versioned bucket:
+
+# %%
+order = world.upload("alice/order.csv", key_stories.ORDER)
+views.show_text(json.dumps(world.event(order)["Records"][0]["s3"]["object"], indent=2), "json")
+
+# %% [markdown]
+# Four fields describe the upload. The `key` is the object's name. The `eTag` is a digest of its
+# bytes. The `sequencer` and the `versionId` were met in chapter 01. Every copy of this event
+# carries the same four, and a key recipe picks from them.
+
+# %% [markdown]
+# ## Two recipes that hold, three that do not
+#
+# `idem` writes every key as `<operation>#<recipe>#<sha256 of the recipe's text>`. Two recipes are
+# sound. One takes the bucket, the name and the `versionId`. The other takes the bucket, the name,
+# the `eTag` and the `sequencer`.
 
 # %%
 views.show_source(keys.by_version, keys.by_content_and_sequencer, keys.idempotency_key)
 
 # %% [markdown]
-# And three recipes that look plausible and are kept in `idem` to be shown failing:
+# And three that look plausible, kept in `idem` to be shown failing:
 
 # %%
 views.show_source(keys.by_etag_only, keys.by_clock, keys.by_fresh_uuid)
@@ -49,27 +69,20 @@ views.show_source(keys.by_etag_only, keys.by_clock, keys.by_fresh_uuid)
 # %% [markdown]
 # ## Upload stories
 #
-# To test a recipe, this chapter runs *upload stories*: real uploads into a moto bucket, and
-# their events delivered in a chosen order (with Lambda retries and S3 duplicates mixed in)
-# through the function's real entry point, running `claim_first` with `KEY_RECIPE` set to the
-# recipe. For each arrival it records the key the claim used (`k1`, `k2`, ... in order of first
-# appearance) and whether it charged. An arrival *should* charge when it is the first arrival of
-# its upload.
+# To try a recipe, this chapter runs *upload stories*. Each one uploads real objects into a moto
+# bucket. Then it delivers their events in a chosen order, repeats included, through the
+# function's entry point. The handler is `claim_first`, which claims the key and then charges. An
+# event should charge when it is the first to arrive for its upload.
 
 # %%
-views.show_source(key_stories.run_story)
-
-# %%
-views.rows_frame([{"story": s.title, "uploads": len(s.uploads), "arrivals": len(s.deliveries),
-                   "versioned bucket": s.versioned, "what happens": s.note}
-                  for s in key_stories.STORIES.values()])
+views.stories_frame()
 
 # %% [markdown]
 # ## From the work, never from the attempt
 #
-# A retry carries the same event as the first attempt, and so does S3's second delivery. A key
-# made from the event is the same each time. A key made from the clock, or from a fresh random id,
-# is new each time, and a new key is a claim nobody holds:
+# A Lambda retry carries the same event as the first attempt. So does S3's second delivery. A key
+# made from the event is the same each time. A key made from the clock is new each time, and a new
+# key is a claim nobody holds:
 
 # %%
 story = key_stories.run_story("retry and duplicate", "clock")
@@ -77,8 +90,8 @@ print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# Three arrivals, three keys, three charges. The same story with the `version` recipe: one key,
-# one charge, and the repeats stand down.
+# Three events, three keys (`k1` to `k3`), three charges. The same story with the `version`
+# recipe gives one key and one charge. Both repeats stand down:
 
 # %%
 story = key_stories.run_story("retry and duplicate", "version")
@@ -86,78 +99,101 @@ print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# ## Identical content is not the same event
+# What about the invocation's request id, `context.aws_request_id`? Lambda keeps it when it
+# retries an event ([AWS: duplicate invocations](https://repost.aws/knowledge-center/lambda-function-duplicate-invocations)).
+# But S3's second delivery is a new invocation, with a new request id. A key made from it would
+# charge that copy again. The request id names the attempt, not the upload.
+
+# %% [markdown]
+# ## The same bytes are not the same upload
 #
 # The `eTag` is a digest of the object's bytes (for a single-part upload, their MD5). A customer
-# who uploads the same file twice has placed two orders, and both uploads carry one `eTag`. Each
-# upload gets its own `sequencer`, though, and in a versioned bucket its own `versionId`:
+# who uploads the same file twice has placed two orders, with one `eTag`. Each upload still gets
+# its own `sequencer` and, in a versioned bucket, its own `versionId`:
 
 # %%
-first = world.upload("alice/order.csv", key_stories.ORDER)
 again = world.upload("alice/order.csv", key_stories.ORDER)
-views.rows_frame([{"upload": n, "eTag": o.etag, "sequencer": o.sequencer, "versionId": o.version_id,
-                   "etag_only text": keys.describe(o, "etag_only")[-32:]}
-                  for n, o in ((1, first), (2, again))])
+views.rows_frame([{"upload": n, "eTag": o.etag, "sequencer": o.sequencer, "versionId": o.version_id}
+                  for n, o in ((1, order), (2, again))])
 
 # %%
-print("etag_only keys equal:", keys.idempotency_key(first, "etag_only") == keys.idempotency_key(again, "etag_only"))
-print("content keys equal:  ", keys.idempotency_key(first, "content") == keys.idempotency_key(again, "content"))
 story = key_stories.run_story("same bytes again", "etag_only")
 print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# The second order was never charged, and nothing failed: the claim did its job on a key that
+# The second order was never charged, and nothing failed. The claim did its job, on a key that
 # named the bytes instead of the upload.
 
 # %% [markdown]
-# ## Versioning off: every upload of a name is version `null`
+# ## Without versioning, every upload is version `null`
 #
-# Without versioning, S3 gives an upload no `versionId` and the event carries none. The `version`
-# recipe then writes `null`, the same for every upload of that name. Here is the object part of
-# the event from the unversioned bucket, straight from `put_object` on moto:
+# Without versioning, S3 gives an upload no `versionId`, and its event carries none:
 
 # %%
 plain = unversioned.upload("alice/order.csv", key_stories.ORDER)
 views.show_text(json.dumps(unversioned.event(plain)["Records"][0]["s3"]["object"], indent=2), "json")
 
+# %% [markdown]
+# The `version` recipe then writes `null`, the same for every upload of the name:
+
 # %%
-print("version recipe text:", keys.describe(plain, "version"))
+print("version recipe's text:", keys.describe(plain, "version"))
 story = key_stories.run_story("same bytes, versioning off", "version")
 print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# A perfectly legitimate second upload is skipped as a duplicate. If you cannot turn versioning
-# on, use the `content` recipe: the sequencer still tells the two uploads apart. The function in
-# this workbook does that for you: with no `versionId`, it keys the upload by content and
-# sequencer (`keys.recipe_for`). The story above turned that off to show the bare recipe fail.
+# A real second order is skipped as a repeat. The `content` recipe still tells the two uploads
+# apart, by their sequencers. So the function in this workbook falls back to it when an upload
+# has no `versionId`:
+
+# %%
+views.show_source(keys.recipe_for)
+
+# %% [markdown]
+# The story above turned that fallback off, to show the bare recipe fail. Through `content`, both
+# orders are charged:
 
 # %%
 print(key_stories.run_story("same bytes, versioning off", "content").summary())
 
 # %% [markdown]
-# ## S3 sends the key URL-encoded
+# ## Decode the name first
 #
-# In the event, the object key is URL-encoded: a space arrives as `+`. `read_event` decodes it
-# with `unquote_plus` before any recipe sees it. Build a key from the raw field instead, and it
-# names an object that does not exist, and disagrees with a key built anywhere the real name is
-# used (a replay tool listing the bucket, an EventBridge event, which is not encoded, or an
-# auditor):
+# In the event, the object's name is URL-encoded. S3 writes a space as `+`, and a real `+` as
+# `%2B`:
 
 # %%
 views.show_source(encode_key)
+
+# %% [markdown]
+# Decoding needs `unquote_plus`, which reads `+` as a space. Plain `unquote` leaves the `+` in
+# place. URL encoding also has a second way to write a space, `%20`, and both decode to one name:
+
+# %%
+views.decoding_frame([encode_key("alice/my file.csv"), encode_key("alice/a+b.csv"), "alice/my%20file.csv"])
+
+# %% [markdown]
+# Only the last column names the objects as the bucket does. The function's `read_event` decodes
+# the name with `unquote_plus` before any recipe sees it. Here is what goes wrong with a key built from the raw
+# field instead:
 
 # %%
 name = key_stories.encoded_name(world, "alice/my file.csv")
 views.rows_frame([{"": field, "value": value} for field, value in vars(name).items()])
 
 # %% [markdown]
-# ## Keys stay small
+# The raw field names an object that is not in the bucket. Its key also differs from the key
+# made from the real name, as an auditor listing the bucket would make it.
+
+# %% [markdown]
+# ## Hash the recipe's text
 #
-# An S3 object key can be 1,024 bytes of UTF-8; a DynamoDB partition key at most 2,048. A key that
-# carried the raw event field could blow through that limit (a multi-byte character becomes six
-# bytes of `%XX` escapes). Hashing keeps every key the same size, whatever the name:
+# An S3 object's name can be 1,024 bytes of UTF-8. A DynamoDB partition key can be at most 2,048.
+# URL encoding turns each byte of a multi-byte character into three (`é` becomes `%C3%A9`). So a
+# key that carries the raw field can break the limit. Hashing gives every key one size, whatever
+# the name:
 
 # %%
 long_name = world.upload("alice/" + "é" * 509, key_stories.ORDER)
@@ -168,83 +204,46 @@ print("raw event field as pk:", key_stories.store_pk(world, encode_key(long_name
 print("idempotency key as pk:", key_stories.store_pk(world, keys.idempotency_key(long_name)))
 
 # %% [markdown]
-# ## One key per operation
+# The ledger keeps the readable text beside the hashed key (as `source`), so a person can still
+# tell which upload a record is for.
+
+# %% [markdown]
+# ## Aside: one key per operation
 #
-# One upload may trigger two side effects: the charge and, say, a receipt email. Give both the
-# same key and whichever runs second finds the key claimed and concludes it already ran. Here both
-# operations claim through the ledger, first sharing the charge's key, then each with its own
-# operation prefix:
+# One upload may cause two effects: the charge and, say, a receipt email. If both claim one key,
+# the second finds it taken and never runs. So `idempotency_key` starts each key with the
+# operation's name, and refuses an empty one:
 
 # %%
-views.show_source(key_stories.charge_and_receipt)
-
-# %%
-views.rows_frame(key_stories.charge_and_receipt(world, world.upload("bob/order.csv"), scoped=False))
-
-# %%
-views.rows_frame(key_stories.charge_and_receipt(world, world.upload("carol/order.csv"), scoped=True))
+for operation in ("charge", "receipt"):
+    print(f"{operation:8} {keys.idempotency_key(order, operation=operation)[:48]}...")
 
 # %% [markdown]
-# Shared, the receipt was skipped without an error; scoped, both ran. `idempotency_key` takes the
-# operation as an argument for this reason, and refuses an empty one.
-
-# %% [markdown]
-# ## The sequencer orders; it does not deduplicate
+# ## Aside: the sequencer orders, it does not deduplicate
 #
-# Within one object key, a later event has a larger `sequencer`, so a consumer that keeps only the
-# latest version can spot an event that arrives late. Here two versions of one name are uploaded,
-# and their events arrive newest first, followed by a second delivery of the older one:
-
-# %%
-v1 = world.upload("dave/order.csv", key_stories.ORDER)
-v2 = world.upload("dave/order.csv", key_stories.OTHER_ORDER)
-views.rows_frame(key_stories.sequencer_order([v2, v1, v1]))
-
-# %% [markdown]
-# The late `v1` is *older*, not a duplicate: it is a real upload that must still be billed, so
-# "skip anything older than the newest" would lose it. And the ordering check gives the repeat of
-# `v1` the very same answer as `v1` itself. Telling a repeat from a late upload means remembering
-# every event you have processed, which is what a ledger of keys is for. The same story through
-# the `content` recipe charges both uploads once each:
-
-# %%
-story = key_stories.run_story("out of order", "content")
-print(story.summary())
-views.rows_frame(story.rows)
-
-# %% [markdown]
-# One more detail: sequencers are hexadecimal strings of varying length. S3's rule is to pad the
-# shorter one with zeros on the right, then compare. Comparing them as numbers without padding
-# gets it backwards when the later one happens to be shorter:
-
-# %%
-views.show_source(newer_sequencer, key_stories.naive_newer)
-
-# %%
-pairs = [("0055AED6DCD9028200", "0055AED6DCD90281E5"),  # same length: both rules agree
-         ("0055AED6DCD90282", "0055AED6DCD90281E5"),  # the later one is shorter
-         ("0055AED6DCD90281E5", "0055AED6DCD90282")]
-views.rows_frame([{"a": a, "b": b, "a newer (padded)": newer_sequencer(a, b),
-                   "a newer (unpadded numbers)": key_stories.naive_newer(a, b)} for a, b in pairs])
+# For one object's name, a later event has a larger `sequencer`. So it can tell which of two
+# versions is newer (`newer_sequencer` in `idem.core.events` compares them as S3 says). It cannot
+# tell a repeat from a late upload, though. An older event may be a real order that arrived late,
+# and it must still be charged. The story `out of order` below is one.
 
 # %% [markdown]
 # ## Every recipe, every story
 #
-# The whole grid, each cell a fresh bucket and a run through the entry point:
+# The whole grid, each square a fresh bucket and a run through the entry point:
 
 # %%
 grid = key_stories.run_grid()
-fig = views.story_grid(grid)
+fig = views.recipe_grid(grid)
 
 # %% [markdown]
-# Keys made from the attempt (`clock`, `uuid`) overcharge in every story. `etag_only` misses
-# every re-upload of the same bytes. `version` is right as long as the bucket is versioned, and
-# `content` is right everywhere.
+# Keys made from the attempt (`clock`, `uuid`) charge too often in every story. The `etag_only`
+# recipe misses every second upload of the same bytes. The `version` recipe is right while the
+# bucket is versioned, and `content` is right everywhere.
 
 # %% [markdown]
 # ## Explore
 #
-# Pick an upload story and a recipe, and see which arrivals are charged.
+# Pick an upload story and a recipe, and see which events are charged.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -257,76 +256,52 @@ views.story_explorer("same bytes again", "version")
 _ = views.story_explore("same bytes again", "version")
 
 # %% [markdown]
-# ## What the table holds afterwards
-#
-# The ledger of the last story run (`out of order` through `content`): the account's entry, and
-# one claim per upload. The `source` column is the text each key was hashed from, kept beside the
-# record so a human can tell which upload it was; the sequencer is what keeps the two apart.
-
-# %%
-views.items_frame(story.items, width=64)
-
-# %% [markdown]
-# And this chapter's own world: the claims of the charge-and-receipt demo (the stores of the long
-# key were deleted again). No Lambda ran here, so its failure queue is empty.
-
-# %%
-views.items_frame(world.ledger().items())
-
-# %%
-print("failure queue depth:", world.failure_queue_depth())
-
-# %% [markdown]
 # ## Try it
 #
-# Write your own recipe: a function from the decoded `S3Object` (fields `bucket`, `key`, `etag`,
-# `sequencer`, `version_id`, `size`) to the text a key is hashed from. It must charge every story
-# right, including the one in an unversioned bucket. The check runs every story through it.
+# Write a key recipe of your own, as a handler would. It takes one record of the event as S3
+# sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency
+# key itself: the string the ledger stores as its partition key.
+#
+# The check runs your recipe against each pitfall above. For each one it prints `pass`, or why
+# the recipe fails. The recipe below uses the bucket and the object's name. Run the check, read
+# why it fails, and change the recipe until every pitfall passes.
 
 # %%
-def my_recipe(obj):  # your answer here
-    return f"{obj.bucket}/{obj.key}#{obj.version_id}"
+def my_recipe(record, context):
+    """One S3 event record (a dict) -> the idempotency key (a string)."""
+    s3 = record["s3"]
+    return f"{s3['bucket']['name']}/{s3['object']['key']}"
 
 
 # %%
-HINTS = {
-    "extra": "a repeat of one event got a new key: use only fields that are the same on every "
-             "delivery of an event (no clock, no random ids, no event time).",
-    "missed": "two different uploads got the same key: add a field that differs between uploads "
-              "of the same name even without versioning.",
-}
-try:
-    runs = key_stories.run_grid([my_recipe])
-except Exception as broken:
-    print(f"The recipe raised {type(broken).__name__}: {broken}")
-else:
-    wrong = [r for r in runs if r.extra or r.missed]
-    for run in wrong:
-        print(f"{run.story.title}: {run.summary()}; {HINTS['extra' if run.extra else 'missed']}")
-    if not wrong:
-        print(f"Right: every one of the {len(runs)} stories charged each upload exactly once.")
+print(check_recipe(my_recipe))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
 # ```python
-# def my_recipe(obj):
-#     return f"{obj.bucket}/{obj.key}#{obj.etag}#{obj.sequencer}"
+# from idem.core import keys
+# from idem.core.events import read_event
+#
+# def my_recipe(record, context):
+#     obj = read_event({"Records": [record]}).objects[0]  # the name decoded with unquote_plus
+#     return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
 # ```
 #
-# The `versionId` is `None` in a bucket without versioning, so the starting recipe gives both
-# uploads of `alice/order.csv` the same text. The sequencer is in every `ObjectCreated` event and
-# differs per upload, and repeats of one event carry the same one. (`keys.by_content_and_sequencer`
-# is this recipe.)
+# This is the key the function in this workbook uses. Its first line decodes the name and reads
+# the `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
+# `versionId`, and `content` (`eTag` and `sequencer`) when there is not. Last, `idempotency_key`
+# hashes the recipe's text, so even the longest name gives a key under 100 bytes. The context goes
+# unused: nothing about the attempt belongs in the key.
 # </details>
 #
 # ## Summary
 #
-# * Build the key from the event's facts about the upload (object key with `versionId`, or with
-#   `eTag` and `sequencer`), never from the clock or a random id; decode the object key first.
-# * Identical bytes are not the same upload, and without versioning every `versionId` is `null`:
-#   both silently skip real orders.
-# * Give each side effect its own key prefix, keep keys hashed and small, and use the sequencer to
-#   order events for one object, not to deduplicate them.
+# * Make the key from the upload, as its event describes it: the decoded name with its
+#   `versionId`, or with its `eTag` and `sequencer` when there is none.
+# * Never make it from the attempt (the clock, a random id, the request id) or from the bytes
+#   alone: a repeat would charge again, or a second order never.
+# * Hash the recipe's text, so every key is small, and start it with the operation's name.
 #
-# **Next:** [04 Claim-first and the poison](04_claim_first_and_the_poison.ipynb)
+# **Next:** [04 Claim first](04_claim_first_and_the_poison.ipynb): what a claim does when the
+# work after it fails.

@@ -1,14 +1,15 @@
 # %% [markdown]
 # # 08 Powertools, side by side
 #
-# **After this chapter you can read every option of Powertools for AWS Lambda's idempotency
-# utility as the answer to a problem from an earlier chapter, say exactly where it protects a
-# charge and where it does not, close that gap, and decide when the library is enough.**
+# Where does Powertools' idempotency utility protect a charge, and what does each guard cost?
 #
-# Most teams will not hand-roll the scribe from chapters 02-06: they will reach for Powertools'
-# `idempotency` utility. Here it guards the same charge as every other handler (the provider
-# call and the ledger entry, with the faults in the same places), over DynamoDB on the same
-# local backend, through the same local Lambda runtime. Its rows below come from running it.
+# **After this chapter you can say where Powertools protects a charge, close its gap, and price each
+# pattern on DynamoDB's bill.**
+#
+# Most teams will not write the scribe of chapters 02-06 by hand. They reach for the `idempotency`
+# utility of Powertools for AWS Lambda. Here it guards the same charge as every other handler: the
+# provider call and the ledger entry, with faults in the same places. It writes to DynamoDB on the
+# same local backend and runs in the same local Lambda runtime. Every row below comes from a run.
 
 # %% [markdown]
 # ## Setup
@@ -20,40 +21,40 @@ import pandas as pd
 from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
 
 from idem import views
-from idem.local import bench
+from idem.core.handlers.keyed import KeyedLedger
+from idem.local import bill
 from idem.local import powertools as pt
 from idem.local import powertools_entry as pe
 from idem.local import scenarios as sc
 from idem.local.world import LocalWorld
 
-stack = ExitStack()
-world = stack.enter_context(LocalWorld())
-table = stack.enter_context(pt.idempotency_table(world))
+cleanup = ExitStack()
+world = cleanup.enter_context(LocalWorld())
+table = cleanup.enter_context(pt.idempotency_table(world))
 print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}, "
       f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
 # ## The same charge, wrapped
 #
-# `idempotent_function` wraps the charge step and the ledger entry. The key is a JMESPath
-# expression over the decoded S3 record (`bucket`, `key`, `version_id`: chapter 03's recipe),
-# the persistence layer writes to its own table through a DynamoDB client whose calls are
-# counted, and every invocation registers its Lambda context, so that an `INPROGRESS` record
-# expires at the invocation's deadline.
+# `idempotent_function` wraps the charge step and the ledger entry. Three of its settings matter
+# here:
+#
+# * The key is a JMESPath expression over the decoded S3 record: `bucket`, `key` and `version_id`,
+#   the recipe of chapter 03.
+# * Its records live in a table of their own, written through the function's DynamoDB client.
+# * Every invocation registers its Lambda context. An `INPROGRESS` record then expires at the
+#   invocation's deadline.
 
 # %%
 views.show_source(pe.PowertoolsCharge.__init__, pe.PowertoolsCharge.__call__,
                   pe.PowertoolsCharge._charge)
 
 # %% [markdown]
-# Powertools reads the wall clock for its expiry and in-progress expiry. For the local runtime,
-# its modules read the virtual clock instead while an invocation runs (on AWS nothing is
-# patched):
-
-# %%
-views.show_source(pe.powertools_time)
-
-# %% [markdown]
+# Powertools reads the wall clock to set those expiry times. On AWS nothing changes. Here the
+# local runtime makes it read the virtual clock instead, as
+# [the appendix](12_appendix_the_local_aws.ipynb#powertools-clock) shows.
+#
 # One upload, delivered twice, five seconds apart:
 
 # %%
@@ -66,64 +67,69 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
                                      "dynamodb_calls", "result"]]
 
 # %% [markdown]
-# Two DynamoDB calls for the first delivery (a conditional `PutItem` of an `INPROGRESS` record,
-# then an `UpdateItem` to `COMPLETED` with the result), one for the duplicate: the put fails,
-# and DynamoDB hands back the stored record in the same call, as keyed's claim does (chapter 02).
+# The first delivery makes a conditional `PutItem` of an `INPROGRESS` record, then the ledger
+# entry, then an `UpdateItem` to `COMPLETED` with the result. The duplicate makes only the put.
+# It fails, and DynamoDB hands back the stored record in the same call, as keyed's claim does
+# (chapter 02).
 
 # %% [markdown]
 # ## Every option, and the chapter that explains it
 #
-# Each option of the utility exists because of a problem an earlier chapter ran into. The
-# table runs each one, in a fresh world, and says what it changed.
+# Each option of the utility answers a problem an earlier chapter ran into:
+#
+# | run below as | the option | chapter | why it exists |
+# | --- | --- | --- | --- |
+# | key with version | `event_key_jmespath="[bucket, key, version_id]"` | 03 | the key comes from the work, not the attempt |
+# | key without version | `event_key_jmespath="[bucket, key]"` (a bad key) | 03 | a re-upload under the same name is new work |
+# | validate the etag | `payload_validation_jmespath="etag"` | 03, 06 | same key, other payload: refuse loudly, like the provider |
+# | raise on no key | `raise_on_no_idempotency_key=True` | 03 | versioning off: no `versionId`, no key |
+# | let no key through | `raise_on_no_idempotency_key=False` | 03 | ...otherwise the charge runs unguarded |
+# | expire after 1 hour | `expires_after_seconds=3600` (the default) | 07 | a duplicate can arrive hours later |
+# | expire after 1 day | `expires_after_seconds=86400` | 07 | the record must outlive the latest duplicate |
+# | local cache | `use_local_cache=True` | 01, 02 | memory is per container: a hint, never the guard |
+# | in-progress expiry | `register_lambda_context` | 06 | a crashed claim must not block its retries |
+# | replay the result | `response_hook` | 05, 06 | a duplicate returns the stored result, not a new charge |
+#
+# The table below runs each one in a fresh world and counts what happened.
 
 # %%
-def demo(option, chapter, why, outcome):
-    return {"option": option, "chapter": chapter, "why it exists": why, **pt.summary(outcome)}
+def demo(option, outcome):
+    seen = pt.summary(outcome)
+    return {"run below as": option, "deliveries": seen["deliveries"], "charges": seen["charges"],
+            "failure queue": seen["dlq"], "DynamoDB calls": seen["dynamodb_calls"],
+            "errors raised": seen["errors"]}
 
 
 unversioned = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
-options = pd.DataFrame([
-    demo("event_key_jmespath=[bucket, key, version_id]", "03 choosing a key",
-         "the key comes from the work, not the attempt",
-         pt.run_uploads([b"v1", b"v2"])),
-    demo("event_key_jmespath=[bucket, key] (a bad key)", "03 choosing a key",
-         "a re-upload under the same name is new work",
-         pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
-    demo("payload_validation_jmespath=etag", "03 choosing a key, 06 charge then die",
-         "same key, other payload: refuse loudly (like the provider)",
-         pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]", POWERTOOLS_VALIDATE="etag")),
-    demo("raise_on_no_idempotency_key=True", "03 choosing a key",
-         "versioning off: no versionId, no key",
-         pt.run_uploads([b"v1"], **unversioned)),
-    demo("raise_on_no_idempotency_key=False", "03 choosing a key",
-         "...otherwise the charge runs unguarded",
-         pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0", **unversioned)),
-    demo("expires_after_seconds=3600 (the default)", "07 time and the auditor",
-         "a duplicate can arrive hours later",
-         pt.run_uploads([b"v1"], redeliver_after=7200, RECORD_TTL_SECONDS="3600")),
-    demo("expires_after_seconds=86400", "07 time and the auditor",
-         "the record must outlive the latest duplicate",
-         pt.run_uploads([b"v1"], redeliver_after=7200)),
-    demo("use_local_cache=True", "01 naive scribe, 02 atomic claim",
-         "memory is per container: a hint, never the guard",
-         pt.run(sc.Scenario("powertools", delivery="duplicate"), POWERTOOLS_LOCAL_CACHE="1")),
-    demo("register_lambda_context (in-progress expiry)", "06 charge then die",
-         "a crashed claim must not block its retries",
-         pt.run(sc.Scenario("powertools", "after_charge", "once", how="crash", timeout=900))),
-    demo("returned-value replay (response_hook)", "05 robust scribe, 06 charge then die",
-         "a duplicate returns the stored result, not a new charge",
-         pt.run(sc.Scenario("powertools", delivery="duplicate"))),
+pd.DataFrame([
+    demo("key with version", pt.run_uploads([b"v1", b"v2"])),
+    demo("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
+    demo("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]",
+                                             POWERTOOLS_VALIDATE="etag")),
+    demo("raise on no key", pt.run_uploads([b"v1"], **unversioned)),
+    demo("let no key through", pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0",
+                                              **unversioned)),
+    demo("expire after 1 hour", pt.run_uploads([b"v1"], redeliver_after=7200,
+                                               RECORD_TTL_SECONDS="3600")),
+    demo("expire after 1 day", pt.run_uploads([b"v1"], redeliver_after=7200)),
+    demo("local cache", pt.run(sc.Scenario("powertools", delivery="duplicate"),
+                               POWERTOOLS_LOCAL_CACHE="1")),
+    demo("in-progress expiry", pt.run(sc.Scenario("powertools", "after_charge", "once",
+                                                  how="crash", timeout=900))),
+    demo("replay the result", pt.run(sc.Scenario("powertools", delivery="duplicate"))),
 ])
-options
 
 # %% [markdown]
-# Read it row by row. A key without the version lets the second upload through as a
-# "duplicate" (one charge for two orders, and nothing alerts); payload validation turns that
-# into a visible failure. With no key at all, the default raise fails visibly; switching it off
-# charges twice. The one-hour default expiry lets a duplicate two hours late charge again. The
-# local cache answers a warm duplicate with no DynamoDB call at all (2 calls instead of 3). And a
-# crashed invocation with a 900 s timeout holds its `INPROGRESS` record until its deadline:
-# the retries at +60 s and +180 s are turned away, and the event lands in the failure queue.
+# Read it row by row:
+#
+# * The first three rows upload two versions of one file. A key without the version lets the second
+#   upload through as a "duplicate": one charge for two orders, and nothing alerts.
+# * Payload validation turns that into a visible failure.
+# * With no key at all, the default raise fails visibly. Switching it off charges twice.
+# * The one-hour default expiry lets a duplicate two hours late charge again.
+# * The local cache answers a warm duplicate without a DynamoDB call for the record.
+# * A crashed invocation with a 900 s timeout holds its `INPROGRESS` record until its deadline.
+#   Lambda's retries are turned away, and the event lands in the failure queue.
 
 # %% [markdown]
 # ## The matrix, keyed and powertools side by side
@@ -134,10 +140,9 @@ views.matrix_table(side_by_side)
 
 # %% [markdown]
 # They agree on every row but the two where money moved and then the function raised
-# (`after_charge`). Powertools' answer to an exception is to **delete its record**, so that the
-# retry can run the function again, and the retry charges again: twice for `once`, three times
-# for `always`, where keyed charges once and leaves the poison in the failure queue. Here is
-# where the library does that:
+# (`after_charge`). Powertools' answer to an exception is to **delete its record**. That lets the
+# retry run the function again, and the retry charges again. Keyed charges once and leaves the
+# poison event in the failure queue. Here is where the library does that:
 
 # %%
 views.show_source(IdempotencyHandler._get_function_response)
@@ -148,17 +153,17 @@ gap = next(o for o in side_by_side
 fig = views.timeline(gap)
 
 # %% [markdown]
-# A crash is different: no `except` runs, so the record stays `INPROGRESS` until the
-# in-progress expiry, which is the invocation's deadline. With a 30 s timeout the retry at
-# +60 s takes the record over and charges again; with a 900 s timeout the retries are refused
-# with `IdempotencyAlreadyInProgressError` until the event is given up on, and the record
-# stays `in_progress` for the auditor (chapter 07) to find:
+# A crash is different: no `except` runs, so the record stays `INPROGRESS` until the in-progress
+# expiry, the invocation's deadline. With a 30 s timeout, Lambda's first retry comes after that
+# deadline: it takes the record over and charges again. With a 900 s timeout, every retry is
+# refused with `IdempotencyAlreadyInProgressError` until Lambda gives up. The record then stays
+# `in_progress` for the auditor of chapter 07 to find:
 
 # %%
 crashes = [sc.run(sc.Scenario(h, "after_charge", "once", how="crash", timeout=t))
            for h in ("keyed", "powertools") for t in (30, 900)]
 views.outcome_frame(crashes).assign(timeout=[o.scenario.timeout for o in crashes])[
-    ["handler", "timeout", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # And the whole matrix (every fault point, times and delivery), verdicts counted per handler:
@@ -171,13 +176,13 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 # %% [markdown]
 # ## Closing the gap
 #
-# The library cannot know that money moved before the exception. Two ways to tell it, both
-# inside the idempotent function:
+# The library cannot know that money moved before the exception. There are two ways to tell it,
+# both inside the idempotent function:
 #
-# * **Catch after the side effect.** Once the provider's answer is in hand, no exception may
-#   reach Powertools: finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
-# * **Pass the key to the provider**, as keyed does (chapter 06): a retry that runs the function
-#   again gets the provider's replay instead of a second charge.
+# * **Catch after the side effect.** Once the provider's answer is in hand, no exception may reach
+#   Powertools. Finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
+# * **Pass the key to the provider**, as keyed does (chapter 06). A retry that runs the function
+#   again then gets the provider's replay instead of a second charge.
 
 # %%
 views.show_source(pe.PowertoolsCharge.charge_then_catch)
@@ -187,15 +192,15 @@ fixes = [pt.run(sc.Scenario("powertools", "after_charge", times, how=how), fix=f
          for fix in pe.FIXES for how in ("exception", "crash") for times in ("once", "always")]
 views.outcome_frame(fixes).assign(
     fix=[f for f in pe.FIXES for _ in range(4)], how=[o.scenario.how for o in fixes])[
-    ["fix", "how", "times", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["fix", "how", "times", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # Catching changes nothing here. `after_charge` loses the provider's answer: the charge call
-# raises, and the function cannot tell whether money moved, so there is nothing safe to catch.
-# A crash skips every `except` anyway. Only the provider's key covers every case, and a poison
-# that keeps failing after the charge still moves money once and lands in the failure queue
-# (`needs_attention`) instead of charging three times. Catching does help when a later step
-# fails, such as the ledger write after an answer that did arrive.
+# raises, and the function cannot tell whether money moved. There is nothing safe to catch, and a
+# crash skips every `except` anyway. Only the provider's key covers every case. A poison event that
+# keeps failing after the charge then moves money once and lands in the failure queue
+# (`needs_attention`). Catching does help when a later step fails, such as the ledger write after
+# an answer that did arrive.
 
 # %% [markdown]
 # ## Explore
@@ -213,108 +218,173 @@ views.explorer(handler="powertools", fault="after_charge", times="once")
 _ = views.explore("powertools", "after_charge", "once")
 
 # %% [markdown]
-# ## What each pattern costs
+# ## What each guard costs on DynamoDB's bill
 #
-# `python -m idem bench` runs every handler on the same in-process backend in one process: the
-# function's DynamoDB calls per first delivery and per duplicate (records and ledger entries), and
-# events per CPU-second, with the ratio to keyed. The call counts do not change from run to run:
+# AWS does not bill calls. In on-demand mode, DynamoDB bills **request units**: a write unit for
+# each KB a write touches, a read unit for each 4 KB a strongly consistent read returns.
+# `idem.local.bill` runs one upload per handler three ways. There is a first delivery, a duplicate
+# delivered after it finished, and a retry after the function failed at `after_charge`. A meter
+# prices every request the function makes by DynamoDB's rules:
+#
+# * **1 KB per write unit, rounded up**, per item: a 1.2 KB item costs two
+#   ([item sizes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html),
+#   [reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
+# * **A failed conditional write still bills.** A duplicate whose claim fails pays for a write it did
+#   not make ([reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
+# * **A transactional item bills twice**: once to prepare it, once to commit it
+#   ([transactions](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling)).
+# * **An index write bills too.** Putting an item into a global secondary index costs write units of
+#   its own ([indexes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes)).
+# * **4 KB per read unit** for a strongly consistent read, half that for an eventually consistent one
+#   ([request units](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadWriteCapacityMode.html#HowItWorks.requests)).
+# * **TTL deletes are free.** Expired records leave the table without a write unit
+#   ([TTL](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html)).
+#
+# The provider's own requests are its bill, not yours, and are left out.
 
 # %%
-costs = bench.measure(events=20, rounds=2)  # `make bench` measures 500
-calls = pd.DataFrame(costs["handlers"]).set_index("handler")
-calls[["calls_first", "calls_duplicate"]]
+bills = bill.bills()
+print(views.price_note())
+fig = views.bill_chart(bills)
 
 # %% [markdown]
-# The rates do (this machine, this moment), so this cell's output is not compared when the
-# notebook is tested:
+# What to notice:
+#
+# * A duplicate costs a write unit for every pattern that claims with a conditional write
+#   (`claim_first`, keyed, Powertools): its claim fails, and a failed conditional write still
+#   bills. Robust reads its record first instead, so its duplicate costs a read unit.
+# * Naive's duplicate looks as cheap on this bill. It costs a second charge on the provider's.
+# * A retry pays for the attempt that failed and for the one that finished.
+#
+# The same numbers, with the calls and the dollars per million uploads at the price above:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-rates = calls[["rate_first", "rate_duplicate", "ratio_first", "ratio_duplicate",
-               "runtime_share_first", "runtime_share_duplicate"]]
-print(f"runtime overhead: {costs['runtime']['runtime_overhead_us']:.0f} us per event")
-for target in costs["targets"]:
-    print(f"[{'met' if target['met'] else 'MISSED'}] {target['target']}: {target['value']:g}")
-rates
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-fig = views.bench_chart(rates)
+views.bill_frame(bills)
 
 # %% [markdown]
-# What to notice: a duplicate costs one call for every pattern that keeps a record, and keyed's
-# two calls for a first delivery include its ledger entry (one transaction), where robust and
-# Powertools write the entry as a call of its own. The runtime's own share of an event stays
-# a few percent. Rates on moto are a relative measure: on DynamoDB each call is a network round
-# trip, so the call counts are what the bill and the latency follow.
+# ### What a transaction buys, and what it costs
+#
+# A **transaction** (`TransactWriteItems`) writes several items all-or-nothing: every item is
+# written, or none is. It buys one guarantee across items, and it bills each of its items twice.
+#
+# Keyed used to commit with a transaction of three items: the record marked `done`, an entry that
+# books the charge once, and the account's totals. Its commit is now one conditional `PutItem`,
+# fenced to the claim's owner:
+
+# %%
+views.show_source(KeyedLedger.commit)
+
+# %% [markdown]
+# The put replaces the claim record with the ledger line: `done`, the result, the account, the cents
+# and the charge id. The line has no `expires_at`, so it never expires. One item is never half
+# written, so one write is all-or-nothing by itself.
+#
+# The totals come from a query on a sparse global secondary index. A global secondary index is a
+# second view of a table, keyed on other attributes, that DynamoDB keeps up to date. It is sparse
+# when only some items carry its key: here only a committed line has an `account`. So the index is
+# written once per charge, at commit.
+#
+# The meter runs both designs on the same claim, and a third that reads the totals by scanning the
+# whole table. Here is a first delivery under each, request by request:
+
+# %%
+parts = views.itemise_designs()
+print("\n".join(views.receipt_lines(parts)))
+fig = views.designs_chart(parts)
+
+# %% [markdown]
+# The transaction is one call with the most write units: three items, each billed twice. The put is
+# one item billed once, plus its entry in the index. The designs side by side, with what reading
+# an account's totals costs once the table holds some lines:
+
+# %%
+views.designs_frame(bill.commit_designs())
+
+# %% [markdown]
+# The index has a price on the read side too. A query on it reads every line of the account. That
+# is cheap while the lines fit in 4 KB, and grows as they add up; the transaction's counter stayed
+# one small item. A scan reads every item of the table, so it costs more with every line kept.
+#
+# Keyed's first delivery now costs what Powertools costs with the application's own ledger entry.
+# Powertools writes its record twice (the put, then the update), and the function writes the entry:
+
+# %%
+first = {b.handler: b.wru for b in bills if b.case == "first"}
+print(f"write units per first delivery: keyed {first['keyed']:g}, powertools {first['powertools']:g}")
 
 # %% [markdown]
 # ## When to use which
 #
 # * **Use Powertools** when the guarded work is one call you can make idempotent downstream (pass
-#   the key to the provider), or has no side effect outside DynamoDB that an exception can strand.
-#   It gives you the put-first claim, in-progress expiry from the context, expiry checked in
-#   code, payload validation and a local cache, tested by many users. Set `expires_after_seconds`
-#   to outlive your latest duplicate (hours, not the one-hour default), turn on
-#   `raise_on_no_idempotency_key`, and pass its key (or your own) to the provider.
-# * **Hand-roll the keyed pattern** when the record and the ledger entry must commit together
-#   (one transaction), when a zombie must not overwrite its successor (the commit is fenced to
-#   the owner; Powertools' update and delete carry no owner check), or when a charge that fails
-#   after the money moved must leave an alarm rather than a deleted record.
+#   the key to the provider). Or when no side effect outside DynamoDB can be stranded by an
+#   exception. It gives you the put-first claim, in-progress expiry from the context, expiry checked
+#   in code, payload validation and a local cache, tested by many users.
+# * **Configure it**: set `expires_after_seconds` to outlive your latest duplicate (hours, not the
+#   one-hour default). Turn on `raise_on_no_idempotency_key`, and pass its key (or your own) to the
+#   provider.
+# * **Write the keyed pattern** when the record and the ledger line must be one write. Or when a
+#   zombie must not overwrite its successor: keyed's commit is fenced to the owner, while Powertools'
+#   update and delete carry no owner check. Or when a charge that fails after the money moved must
+#   leave an alarm rather than a deleted record.
 
 # %% [markdown]
-# ## What the table and the queue hold afterwards
+# ## What the Powertools table holds afterwards
 #
-# This chapter's world ran one upload twice: the Powertools table holds one `COMPLETED` record
-# with the stored result, the ledger alice's one charge, and the failure queue nothing.
+# This chapter's world ran one upload twice. The Powertools table holds one `COMPLETED` record with
+# the stored result, which is what a duplicate gets back:
 
 # %%
-views.items_frame(pt.powertools_items(world, table), width=40)
-
-# %%
-views.items_frame(world.ledger().items())
-
-# %%
-print("failure queue depth:", world.failure_queue_depth())
+views.items_frame(pt.powertools_items(world, table), width=32)
 
 # %% [markdown]
 # ## Try it
 #
-# The function crashes right after the provider charged (`after_charge`, `how="crash"`). Pick the
-# fix (`none`, `catch` or `provider_key`) that makes this row charge exactly once.
+# The bill follows the rules above, and you can now apply them to requests no chart has shown. The
+# cell after yours makes three requests to an empty table and meters them:
+#
+# 1. a `PutItem` of an item of 2.5 KB;
+# 2. the same `PutItem` again, with the condition `attribute_not_exists(pk)`, which now fails;
+# 3. a transaction putting two new items of 600 bytes each.
+#
+# Predict the write units of each.
 
 # %%
-my_fix = "catch"  # your answer here
+my_prediction = {  # your answers here: write units per request
+    "put a 2.5 KB item": 2.5,
+    "put it again, condition failing": 0,
+    "transaction putting two 600-byte items": 2,
+}
 
 # %%
-trial = pt.run(sc.Scenario("powertools", "after_charge", "once", how="crash"), fix=my_fix)
-if trial.charges == 1 and trial.verdict == "exactly_once":
-    print(f"Right: with {my_fix!r} the retry's charge is the provider's replay "
-          f"({trial.charges} charge, {trial.verdict}).")
-elif my_fix == "catch":
-    print(f"Not 'catch': a crash runs no except clause, so the record stays INPROGRESS until the "
-          f"in-progress expiry and the retry charges again ({trial.charges} charges). And when "
-          f"the provider's answer is lost, there is no answer to catch.")
-else:
-    print(f"Not {my_fix!r}: {trial.charges} charges ({trial.verdict}). The retry runs the function "
-          f"again; something must make its second charge the same as the first.")
+why = {
+    "put a 2.5 KB item": "a write unit covers 1 KB and the item's size is rounded up to whole KB",
+    "put it again, condition failing": "a failed conditional write still bills, on the larger of "
+                                       "the stored item and the new one",
+    "transaction putting two 600-byte items": "each item rounds up to 1 KB on its own, and a "
+                                              "transaction writes every item twice (prepare, commit)",
+}
+for request, units in views.meter_examples(world.dynamodb).items():
+    guess = my_prediction[request]
+    print(f"{request}: the meter says {units:g}; "
+          + ("right." if guess == units else f"not {guess:g}: {why[request]}."))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_fix = "provider_key"`. A crash skips every `except`, so catching cannot help; the retry
-# runs the function again after the in-progress expiry. Passing the key to the provider turns
-# that second call into a replay of the first charge, whatever ended the first attempt.
+# `3`, `3` and `4`. The 2.5 KB item rounds up to 3 KB, so three write units. The failed put bills
+# as if it had written the item, the larger of the stored and the new one: three again. Each
+# 600-byte item rounds up to 1 KB, and a transaction bills every item twice: 2 x 1 x 2 = 4.
 # </details>
 #
 # ## Summary
 #
-# * Every Powertools option answers an earlier chapter: the key and its validation (03), the
-#   claim that returns the old record (02), in-progress expiry as a lease (06), expiry that
-#   must outlive the latest duplicate (07), a per-container cache that is only a hint (01).
-# * It deletes its record when the function raises: a charge followed by an exception is
-#   charged again; a crash holds the record until the in-progress expiry, then charges again.
-# * Pass the key to the provider from inside the idempotent function and it charges once
-#   whatever happens; keyed does the same and commits the record and the ledger together.
+# * Powertools protects a charge against duplicates, concurrent copies and failures before the
+#   charge. Each option answers an earlier chapter: the key (03), the claim (02), in-progress expiry
+#   as a lease (06), expiry (07).
+# * It does not protect a charge followed by an error: it deletes its record, and the retry charges
+#   again. A crash ends the same way once the in-progress expiry passes. Passing the key to the
+#   provider closes that gap.
+# * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
+#   all-or-nothing across items at twice the units per item, which is why keyed now commits one item.
 #
 # **Next:** [09 Deploy to AWS](09_deploy_to_aws.ipynb)

@@ -1,19 +1,20 @@
 # %% [markdown]
 # # 10 Check your own handler
 #
-# **Does your handler charge once, whatever S3 and Lambda do to it? After this chapter you can
-# check any handler the way this workbook checks its own, read where it breaks, and fix it.**
+# Does your handler charge once, whatever S3 and Lambda do to it?
 #
-# Every pattern in this workbook was run through every schedule of faults and deliveries that
-# the platform can produce for one upload. The same machinery takes your handler, unchanged. It
-# needs no test hooks: faults happen at the calls your handler makes, as they do on AWS.
+# **After this chapter you can check any handler the way this workbook checks its own, and fix it where it breaks.**
+#
+# Every pattern in this workbook was run through every fault and delivery that the platform can
+# produce for one upload. The same machinery takes your handler, unchanged. It needs no test
+# hooks: faults happen at the calls your handler makes, as they do on AWS.
 
 # %% [markdown]
 # ## Setup
 #
 # Your handlers go into a scratch folder next to this notebook (git ignores it). The check finds
-# them by module name, the way Lambda does. It builds its own local AWS for every batch of
-# schedules, on a virtual clock that starts at zero.
+# them by module name, the way Lambda does. It builds its own local AWS for each batch of runs,
+# on a virtual clock that starts at zero.
 
 # %%
 import shutil
@@ -35,10 +36,11 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # ## What the check does
 #
 # First, one clean run: no fault, one delivery. It records every call the handler makes, in
-# order. Each call has two boundaries, before and after; returning is one more. Then the check
-# builds every schedule from them. A fault can strike at any boundary: an exception, or the
-# process dying. S3 can deliver the event once, twice, or start a copy mid-run. Lambda can retry
-# 0, 1 or 2 times.
+# order. Each call has two boundaries, before and after; returning is one more. A fault can
+# strike at any boundary: an exception, or the process dying. S3 can deliver the event once,
+# twice, or start a copy mid-run. Lambda can retry 0, 1 or 2 times. One choice of each (where
+# the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
+# check builds every schedule the clean run allows.
 #
 # Each schedule runs on its own upload. The check counts the effects: the charges the provider
 # made, and any call you name. Then it judges them against the clean run:
@@ -115,9 +117,9 @@ print(money.explain())
 
 # %% [markdown]
 # The second line lists the boundaries the clean run crossed: a put, the charge, an update.
-# Then come the verdicts, and the smallest schedule that breaks. There, the claim's answer was lost. Lambda
-# retried, and the retry found the claim already taken and skipped the work. No money moved, and
-# nothing says so.
+# Then come the verdicts, and the smallest schedule that breaks. There, the claim's answer was
+# lost. Lambda retried, and the retry found the claim already taken and skipped the work. No money
+# moved, and nothing says so.
 
 # %% [markdown]
 # ## Name the books
@@ -216,9 +218,9 @@ print(views.explain_breaks(no_claim))
 # %% [markdown]
 # ## Explore
 #
-# Pick a handler and one of its five smallest breaks, and replay it: the schedule, each boundary
-# crossed, the effects against the clean run, and the invocations on the clock. `your fix` is
-# the file you write in *Try it* below. The workbook's patterns are here too, each with its books
+# Pick a handler and one of its five smallest breaks, and replay it. You see the schedule, each
+# boundary crossed, the effects against the clean run, and the invocations on the clock. The
+# choice `your fix` is the file you write in *Try it* below. The workbook's patterns are here too, each with its books
 # named. A handler is checked the first time you pick it; the more calls it makes, the longer
 # that takes.
 
@@ -342,4 +344,5 @@ if mine.holds:
 # * Each break has a cause: a double charge needs the provider's key, a silent mismatch books
 #   that can be lost after the charge, a silent loss a claim that stands down forever.
 #
-# This is the last chapter. **Back to the start:** [00 Start here](00_start_here.ipynb)
+# **Next:** [11 What to ship](11_what_to_ship.ipynb): the handler to copy, the checklist, and
+# the patterns side by side.

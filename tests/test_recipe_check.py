@@ -1,0 +1,190 @@
+"""The key-recipe check of chapter 03: idem's own recipe passes every pitfall, and each wrong
+recipe fails exactly the pitfalls it should, with a reason that says why."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from urllib.parse import unquote, unquote_plus
+
+import pytest
+
+from idem.core import keys
+from idem.core.events import read_event
+from idem.local import recipe_check
+from idem.local.recipe_check import check_recipe
+
+SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "03_choosing_a_key.py"
+RETRY, DUPLICATE, VERSIONED, UNVERSIONED, SPACE, LONG = recipe_check.PITFALLS
+
+
+def decoded(record):
+    return read_event({"Records": [record]}).objects[0]
+
+
+def idem_recipe(record, context):
+    obj = decoded(record)
+    return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
+
+
+def sha(text: str) -> str:
+    return "charge#" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def fields(record, name):
+    """bucket/name#versionId or, without one, #eTag#sequencer: idem's fields, any name."""
+    s3 = record["s3"]
+    o = s3["object"]
+    tail = o.get("versionId") or f"{o['eTag']}#{o['sequencer']}"
+    return f"{s3['bucket']['name']}/{name}#{tail}"
+
+
+WRONG = {
+    # from the attempt: the clock moves between a delivery and its repeats
+    "clock": (lambda r: sha(fields(r, unquote_plus(r["s3"]["object"]["key"])) + str(time.time_ns())),
+              {RETRY, DUPLICATE, SPACE}),
+    # the invocation's request id: kept by Lambda's retries, new on S3's second delivery
+    "request id": (lambda r, context: idem_recipe(r, context) + "#" + context.aws_request_id,
+                   {DUPLICATE}),
+    # the bytes, not the upload
+    "etag only": (lambda r: keys.idempotency_key(decoded(r), "etag_only"), {VERSIONED, UNVERSIONED}),
+    # version id without the fallback: every unversioned upload is version null
+    "version, no fallback": (lambda r: keys.idempotency_key(decoded(r), "version"), {UNVERSIONED}),
+    "version field read directly": (
+        lambda r: sha(f"{unquote_plus(r['s3']['object']['key'])}#{r['s3']['object']['versionId']}"),
+        {UNVERSIONED}),
+    # the name as the event writes it, or decoded with the wrong function
+    "raw name": (lambda r: sha(fields(r, r["s3"]["object"]["key"])), {SPACE}),
+    "unquote": (lambda r: sha(fields(r, unquote(r["s3"]["object"]["key"]))), {SPACE}),
+    # readable, not hashed: json.dumps writes each é as \u00e9, six bytes
+    "json, not hashed": (lambda r: "charge#" + json.dumps(fields(r, unquote_plus(r["s3"]["object"]["key"]))),
+                         {LONG}),
+    # the chapter's starter: the bucket and the name as sent
+    "bucket and raw name": (lambda r: f"{r['s3']['bucket']['name']}/{r['s3']['object']['key']}",
+                            {VERSIONED, UNVERSIONED, SPACE, LONG}),
+}
+
+
+def test_idems_recipe_passes_every_pitfall():
+    report = check_recipe(idem_recipe)
+    assert report.passed and report.failed == []
+    assert str(report).splitlines()[-1] == f"Right: the recipe passes all {len(recipe_check.PITFALLS)} pitfalls."
+
+
+def test_the_content_recipe_passes_every_pitfall_too():
+    assert check_recipe(lambda r: keys.idempotency_key(decoded(r), "content")).passed
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_a_wrong_recipe_fails_exactly_its_pitfalls(name):
+    recipe, expected = WRONG[name]
+    report = check_recipe(recipe)
+    assert set(report.failed) == expected
+    assert not report.passed
+
+
+def test_each_failure_says_why_in_one_sentence_on_short_lines():
+    for recipe, _ in WRONG.values():
+        for finding in check_recipe(recipe).findings:
+            if finding.passed:
+                assert str(finding) == f"pass  {finding.pitfall}"
+                continue
+            assert finding.why and ". " not in finding.why
+            assert all(len(line) <= 100 for line in str(finding).splitlines())
+
+
+def test_the_reasons_name_the_cause():
+    def why(recipe, pitfall):
+        return next(f.why for f in check_recipe(recipe).findings if f.pitfall == pitfall)
+
+    assert "request id" in why(WRONG["request id"][0], DUPLICATE)
+    assert "a clock or a random id" in why(WRONG["clock"][0], DUPLICATE)
+    assert "KeyError" in why(WRONG["version field read directly"][0], UNVERSIONED)
+    assert "no versionId field" in why(WRONG["version field read directly"][0], UNVERSIONED)
+    assert "add the sequencer" in why(WRONG["version, no fallback"][0], UNVERSIONED)
+    assert "add the versionId" in why(WRONG["etag only"][0], VERSIONED)
+    assert "unquote_plus" in why(WRONG["unquote"][0], SPACE)
+    assert re.search(r"is [\d,]+ bytes, over DynamoDB's 2,048-byte limit", why(WRONG["json, not hashed"][0], LONG))
+
+
+def test_a_recipe_that_returns_no_string_fails_every_pitfall_and_says_so():
+    report = check_recipe(lambda record: None)
+    assert report.failed == list(recipe_check.PITFALLS)
+    assert all("returned None" in f.why for f in report.findings)
+
+
+def test_a_recipe_that_changes_its_record_does_not_change_the_next_pitfalls_records():
+    def destructive(record):
+        key = idem_recipe(record, None)
+        record["s3"]["object"].clear()
+        return key
+
+    assert check_recipe(destructive).passed
+
+
+def test_the_retry_comes_a_minute_later_and_the_clock_is_restored():
+    seen = []
+    before = time.time()
+    check_recipe(lambda r: seen.append(time.time()) or idem_recipe(r, None))
+    assert max(seen) - before >= recipe_check.RETRY_DELAY
+    assert time.time() - before < recipe_check.RETRY_DELAY
+
+
+def test_the_events_are_what_s3_sends():
+    ev = recipe_check.events()
+    first, second = ev.versioned_pair
+    assert first["s3"]["object"]["versionId"] != second["s3"]["object"]["versionId"]
+    assert first["s3"]["object"]["eTag"] == second["s3"]["object"]["eTag"]
+    assert all("versionId" not in r["s3"]["object"] for r in ev.unversioned_pair)
+    assert ev.unversioned_pair[0]["s3"]["object"]["sequencer"] != ev.unversioned_pair[1]["s3"]["object"]["sequencer"]
+    assert ev.spaced["s3"]["object"]["key"] == "alice/my+file.csv"
+    assert len(unquote_plus(ev.long["s3"]["object"]["key"]).encode()) == 1024
+
+
+# -- the chapter's exercise ------------------------------------------------------------------
+def test_the_chapters_starter_fails_and_its_solution_passes():
+    text = SOURCE.read_text()
+    starter = text.split("# %%\ndef my_recipe", 1)[1].split("\n# %%", 1)[0]
+    namespace: dict = {}
+    exec("def my_recipe" + starter, namespace)  # noqa: S102 - the chapter's own cell
+    assert set(check_recipe(namespace["my_recipe"]).failed) == {VERSIONED, UNVERSIONED, SPACE, LONG}
+    block = text.split("<details>", 1)[1].split("# ```python\n", 1)[1].split("# ```", 1)[0]
+    solution: dict = {}
+    exec("\n".join(line[2:] for line in block.splitlines()), solution)  # noqa: S102
+    assert check_recipe(solution["my_recipe"]).passed
+
+
+# -- the chapter's views -----------------------------------------------------------------------
+def test_the_decoding_table_shows_unquote_keep_the_plus_and_unquote_plus_read_a_space():
+    from idem import views
+
+    frame = views.decoding_frame(["alice/my+file.csv", "alice/a%2Bb.csv"])
+    assert list(frame["unquote(field)"]) == ["alice/my+file.csv", "alice/a+b.csv"]
+    assert list(frame["unquote_plus(field)"]) == ["alice/my file.csv", "alice/a+b.csv"]
+
+
+def test_the_grid_has_a_legend_entry_for_each_colour_it_shows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from idem import views
+    from idem.local import key_stories
+
+    runs = key_stories.run_grid(["version", "clock"], ["retry and duplicate", "same bytes, versioning off"])
+    fig = views.recipe_grid(runs)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == list(views.GRID_MEANINGS.values())  # right, extra and missed all appear
+    right_only = views.recipe_grid([r for r in runs if not r.extra and not r.missed])
+    assert [t.get_text() for t in right_only.axes[0].get_legend().get_texts()] == [views.GRID_MEANINGS["right"]]
+    plt.close("all")
+
+
+def test_the_stories_table_has_a_row_per_story():
+    from idem import views
+    from idem.local import key_stories
+
+    assert list(views.stories_frame()["story"]) == list(key_stories.STORIES)

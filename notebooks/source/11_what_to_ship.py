@@ -1,0 +1,225 @@
+# %% [markdown]
+# # 11 What to ship
+#
+# *The question:* What do you take to production?
+#
+# **After this chapter you can pick the pattern a handler needs, adapt the keyed handler, and check it before you ship.**
+#
+# Ten chapters ran one upload through five handlers. This chapter gathers what they showed into
+# four things to take with you. First comes one table of every pattern, measured. Then a decision
+# diagram, and a checklist. Last comes the handler to copy, with the steps to make it yours.
+
+# %% [markdown]
+# ## Setup
+#
+# The views that gather each pattern's measurements, and the handler to copy.
+
+# %%
+from idem import views
+from idem.core.handlers import keyed
+from idem.deploy import template as tp
+
+print("patterns:", ", ".join(views.recap.PATTERNS))
+
+# %% [markdown]
+# ## Every pattern in one table
+#
+# Each row below is measured in this cell, in fresh local worlds. Chapter 00's table has eight
+# rows of faults and deliveries. The first three columns count the rows that end in each costly
+# or silent failure. The `key to provider` column says whether the pattern's charge carried an
+# idempotency key, read back from the provider after one upload. The cost columns come from DynamoDB's
+# billing rules (chapter 08): the calls one delivery makes, then its request units (`W` write,
+# `R` read). The last column prices a first delivery at on-demand rates.
+
+# %%
+rows = views.pattern_rows()
+views.pattern_table(rows)
+
+# %% [markdown]
+# Read it from left to right. Only one row is `no` in all three failure columns, and it is the
+# only row that shares its key with the provider. A duplicate costs one call everywhere, but only
+# a pattern with a record turns it away: naive's one call books a second charge. The last column
+# is what each guarantee costs: compare it with the cost of one refund.
+
+# %% [markdown]
+# ## Which pattern do you need?
+#
+# Not every handler needs the whole ceremony. Start at the top and stop at the first box that
+# fits:
+#
+# ```mermaid
+# flowchart TD
+#     A{"is the effect<br/>an overwrite?"} -- yes --> N["Make it one.<br/>No record needed."]
+#     A -- no --> B{"is losing an upload<br/>acceptable?"}
+#     B -- "yes, reconciled,<br/>and cost matters most" --> C["claim_first<br/>+ reconciliation"]
+#     B -- no --> D{"where does<br/>the effect land?"}
+#     D -- "your own<br/>DynamoDB table" --> T["One transaction:<br/>the effect + the done record"]
+#     D -- "a provider<br/>that takes keys" --> K["keyed: a claim with a lease,<br/>the key to the provider,<br/>a fenced commit"]
+#     D -- "a provider<br/>without keys" --> L["keyed's claim and commit,<br/>look the charge up first,<br/>needs_attention when unsure"]
+#     K -. "you prefer a library" .-> P["Powertools,<br/>with its key passed to the provider"]
+# ```
+#
+# * **An overwrite** is already idempotent. A thumbnail written twice is the same file. Name the
+#   result after the upload and set it; never add to it.
+# * **claim_first** never charges twice, but a failure after its claim loses the work silently.
+#   Use it only when a lost upload is acceptable and a reconciliation job finds the losses.
+# * **Your own table**: write the effect and the `done` record in one transaction. Both land, or
+#   neither does.
+# * **A provider with keys**: the keyed handler. Its claim keeps copies apart, the key makes a
+#   retried charge the same charge, and the fenced commit books it once.
+# * **A provider without keys**: no code of yours can tell whether a lost answer moved money. Look
+#   the charge up by the upload before charging again, and mark the record `needs_attention` when
+#   the look-up cannot tell.
+# * **Powertools** gives the claim and the expiry for free. Pass its key to the provider, or an
+#   error after the charge charges again (chapter 08).
+#
+# Whatever you choose, reconcile on a schedule (chapter 07).
+
+# %% [markdown]
+# Say what your handler needs. The explorer walks the diagram and gives its reasons, each taken
+# from a row of the table above.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+views.recommend_explorer(rows)
+
+# %% [markdown]
+# The same call with the widget's starting values:
+
+# %%
+_ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can overlap",
+                            "matters little", "hand-rolled")
+
+# %% [markdown]
+# Try `yes, and reconciled` with both costs. The saving that buys the risk of silent loss is
+# printed, per million uploads.
+
+# %% [markdown]
+# ## The checklist
+#
+# Each item says what to check and why. The number in parentheses is the chapter that shows it.
+#
+# - [ ] **The key names the work, not the attempt.** Build it from the bucket, the decoded object
+#   key and the `versionId`. Every copy and retry of one upload then shares one key (03).
+# - [ ] **Bucket versioning is on.** Without it, an upload has no `versionId`. The key then falls
+#   back to the eTag and the sequencer (03).
+# - [ ] **The claim is one conditional write.** No read comes before the write that decides. Two
+#   copies can both read "absent" and both charge (02).
+# - [ ] **A failed claim returns the record.** Ask for `ReturnValuesOnConditionCheckFailure`. The
+#   duplicate then learns why it lost in the same call (02).
+# - [ ] **The record says how far the work got.** It holds `in_progress` or `done`, an owner and a
+#   lease end. A retry must tell finished work from work in flight (05).
+# - [ ] **The lease ends at the function's deadline.** Keep the function timeout close to the
+#   work. A crashed invocation then blocks its retries only briefly (06).
+# - [ ] **The commit is fenced to the owner.** Its condition names the invocation that claimed.
+#   A zombie whose lease ran out cannot overwrite the work of its successor (06).
+# - [ ] **The provider gets the same key on every attempt.** Send the same parameters too. Only
+#   the provider can tell that a lost answer already moved money (06).
+# - [ ] **Failures are loud.** Raise on failure, set an on-failure destination, and alarm on its
+#   depth. A failure nobody sees is a silent loss (04).
+# - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
+#   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
+# - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
+#   deletes items days late (07).
+# - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
+#   charge up before charging an old event (07).
+# - [ ] **Nothing is remembered in the container.** A cold start begins empty, so memory can only
+#   be a hint (01).
+# - [ ] **A job reconciles on a schedule.** It compares uploads, records and the provider's
+#   charges. Prevention cannot prove that nothing slipped through (07).
+# - [ ] **`idem check` holds for your handler.** Name every effect that must happen once. One fix
+#   can move a break instead of removing it (10).
+
+# %% [markdown]
+# ## The handler to copy
+#
+# `idem/core/handlers/keyed.py` is one file, with the standard library and boto3 only. Its entry
+# point reads the settings once per container, then charges each upload of the event once. A
+# failure of one upload does not cost the others their turn:
+
+# %%
+views.show_source(keyed.lambda_handler)
+
+# %% [markdown]
+# Each upload goes through the three steps of chapter 06: claim with a lease, charge with the key,
+# commit as the owner. A lost claim reads the record it lost to and acts on its status:
+
+# %%
+views.show_source(keyed.KeyedCharger.charge_once)
+
+# %% [markdown]
+# ### Make it yours
+#
+# Three changes adapt it to your system. First, replace `make_provider()` with your payment
+# provider's client. Its `charge` must take an `idempotency_key`, as Stripe's does. Its errors
+# should carry the HTTP status as `http_status`, so that a decline is recorded and a saved 500
+# is left to a person.
+
+# %%
+views.show_source(keyed.make_provider)
+
+# %% [markdown]
+# Second, create the ledger table as `template.yaml` does. The partition key is `pk`, and TTL is
+# on `expires_at`. The index `by_account` holds the done records, which are the ledger lines:
+
+# %%
+views.show_text(tp.section("LedgerTable"), "yaml")
+
+# %% [markdown]
+# Third, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
+# to your function's maximum event age, so the cold start checks every lifetime against it:
+
+# %%
+views.show_source(keyed.Settings.from_env)
+
+# %% [markdown]
+# ### Check your version
+#
+# Then check what you changed, as chapter 10 does. Name every other write that must happen once
+# as an effect:
+#
+# ```
+# python -m idem check my_function.py:lambda_handler --effect sqs:SendMessage
+# ```
+#
+# It runs your handler, unchanged, through every schedule of faults, copies and retries. It exits
+# 0 when nothing breaks. Run it in CI with `check_handler`, and again after every change.
+
+# %% [markdown]
+# ## Try it
+#
+# Four systems each react to an upload. Pick what each needs, from `overwrite`, `claim_first`,
+# `transaction` and `keyed`. Nothing above names these systems: walk the diagram for each.
+
+# %%
+for name, system in views.SYSTEMS.items():
+    print(f"{name:9}  {system}")
+
+# %%
+my_choices = {"thumbnail": "keyed", "card": "keyed", "balance": "keyed", "chat": "keyed"}  # your answer here
+
+# %%
+print(views.check_choices(my_choices, rows))
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# `my_choices = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}`.
+# The thumbnail is an overwrite: writing it again is harmless. The card needs the provider's key,
+# which only keyed passes. The balance lives in your own table, so one transaction writes it with
+# the `done` record. The chat API has no key, so a retry could post twice. A missed post is
+# acceptable and a weekly job finds it, so claim_first fits. "Keyed everywhere" is safe for three
+# of the four, and wrong for the chat.
+# </details>
+
+# %% [markdown]
+# ## Summary
+#
+# * Measured side by side, only keyed has no double charge, no silent loss and no silent mismatch.
+#   It is also the only pattern that shares its key with the provider. The table gives its price.
+# * Start from the effect: an overwrite needs no record, and claim_first suits work you may lose.
+#   Your own table needs one transaction, and a provider needs your key.
+# * Ship the keyed handler with your provider's client, the ledger table and its settings. Run
+#   `idem check` on your version, then reconcile on a schedule.
+#
+# **Next:** [12 Appendix: the local AWS](12_appendix_the_local_aws.ipynb)

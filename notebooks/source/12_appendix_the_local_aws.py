@@ -1,0 +1,298 @@
+# %% [markdown]
+# # 12 Appendix: the local AWS
+#
+# *The question:* How does the local AWS stand in for the real one?
+#
+# **After this appendix you can tell what AWS does from what the simulator adds, and read the code that fills each gap.**
+#
+# Every chapter ran on moto, in this process, on a virtual clock. The moto library answers the
+# real boto3 API for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
+# appendix shows each gap, the code that fills it, and a run that shows it working. None of this
+# code ships to Lambda: it lives in `idem/local/` and `idem/deploy/`.
+#
+# | AWS does | moto alone | the workbook adds | section |
+# | --- | --- | --- | --- |
+# | runs the function, retries, keeps containers, drops old events | runs Lambda code only in docker | a local runtime on a virtual clock | [the local runtime](#local-runtime) |
+# | fails at calls: lost answers, dead processes | never fails | faults at the calls a handler makes | [faults at the boundaries](#faults-at-boundaries) |
+# | checks a condition and writes in one step | reads, checks, then writes | one lock around its writes | [atomic writes](#atomic-moto) |
+# | lets a minute pass before a retry | (the virtual clock moves; the wall clock does not) | Powertools reads the virtual clock | [the Powertools clock](#powertools-clock) |
+# | deploys every setting, fills S3 events, deletes expired items | drops settings and fields, never deletes | the missing settings and fields | [deploy gaps](#deploy-gaps) |
+
+# %% [markdown]
+# ## Setup
+#
+# The pieces of the local AWS this appendix opens up.
+
+# %%
+from idem import views
+from idem.core.clock import VirtualClock
+from idem.deploy import emulated, gaps
+from idem.local import atomic, boundary
+from idem.local import powertools as pt
+from idem.local import scenarios as sc
+from idem.local.powertools_entry import powertools_time
+from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS, LocalLambda
+from idem.local.world import LocalWorld
+
+print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by default: "
+      f"{DEFAULT_MAX_EVENT_AGE} s")
+
+# %% [markdown]
+# ## The picture
+#
+# One upload's way through the local AWS. The cylinders and the queue are moto's. The boxes
+# between them are the workbook's, apart from the handler, which is the code you ship.
+#
+# ```mermaid
+# flowchart LR
+#     U(["world.upload:<br/>put_object + the S3 event"]) --> Q["LocalLambda:<br/>async queue, virtual clock"]
+#     Q -- invoke --> C["a container,<br/>warm or cold"]
+#     C --> H["the handler<br/>(production code)"]
+#     H -- "boto3 calls,<br/>botocore hooks" --> D[("moto DynamoDB,<br/>with one lock")]
+#     H -- "charge,<br/>WatchedProvider" --> P[("provider stand-in")]
+#     C -- "error: retry after 60 s, then 120 s" --> Q
+#     Q -- "retries used up,<br/>or the event too old" --> F[["moto SQS:<br/>failure queue"]]
+# ```
+
+# %% [markdown]
+# <a id="local-runtime"></a>
+# ## The local Lambda runtime
+#
+# S3 hands an event to Lambda and gets no answer back: an asynchronous invocation. `LocalLambda`
+# stands in for the Lambda service's side of it. Its `send` queues the event with a due time. Its
+# `run` takes the next due event and moves the virtual clock to that time. Nothing sleeps. It drops an
+# event older than the maximum event age, and invokes the rest:
+
+# %%
+views.show_source(LocalLambda.run)
+
+# %% [markdown]
+# After a failed attempt, Lambda tries again about a minute later, then about two minutes after
+# that. The `retries` setting is the function's `MaximumRetryAttempts`. Once they are used up, the event goes
+# to the on-failure destination:
+
+# %%
+views.show_source(LocalLambda.after_failure, LocalLambda._to_destination)
+
+# %% [markdown]
+# The record has the shape AWS documents for an on-failure destination: the condition, the
+# number of attempts, the original event and the error. Each invocation also needs a container.
+# A warm one keeps its module globals. A new one loads the entry module afresh, as a cold start
+# does. A process that died is never reused:
+
+# %%
+views.show_source(LocalLambda._acquire)
+
+# %% [markdown]
+# Here the keyed function fails before its charge, on one attempt or on all. Change the retries,
+# how it fails, and whether containers are reused.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+views.runtime_explorer()
+
+# %% [markdown]
+# The same call with the widget's starting values:
+
+# %%
+_ = views.runtime_explore(2, "always", "exception", "warm")
+
+# %% [markdown]
+# Three attempts, a minute apart and then two, all in one warm container. Then the event reached
+# the failure queue, and the record says why. Pick `crash` in the explorer: the process died, so
+# each retry starts a cold container.
+
+# %% [markdown]
+# <a id="faults-at-boundaries"></a>
+# ## Faults at the boundaries
+#
+# A handler has no test hooks. The runtime makes it fail where the real world does: at its calls.
+# Every AWS call goes through a boto3 client of one watched session. For each call, botocore fires a
+# `before-call` and an `after-call` event on it. The hooks find the invocation this thread runs
+# and let its `Watch` decide:
+
+# %%
+views.show_source(boundary._before_call, boundary._after_call)
+
+# %% [markdown]
+# The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
+
+# %%
+views.show_source(boundary.WatchedProvider.charge)
+
+# %% [markdown]
+# At each boundary the `Watch` counts the arrival, starts a concurrent copy if one waits there,
+# and fails the call if the fault plan says so. A fault after a call means the call did its work
+# and its answer was lost:
+
+# %%
+views.show_source(boundary.Watch.arrive)
+
+# %% [markdown]
+# The keyed function, with the answer of its first charge lost (`after_charge`, once). A row per
+# boundary each invocation crossed:
+
+# %%
+lost_answer = sc.run(sc.Scenario("keyed", "after_charge", "once"))
+views.crossings_frame(lost_answer)
+
+# %% [markdown]
+# The fault struck after the charge went through, so money moved and the function never heard.
+# The handler released its lease and raised. The retry made the same charge call with the same
+# key. The handler did not know it was being tested: only its calls were.
+
+# %% [markdown]
+# <a id="atomic-moto"></a>
+# ## moto's conditional writes, made atomic
+#
+# DynamoDB checks a write's condition and applies the write as one step on the item. In moto, a
+# put reads the item, checks the condition, and then writes, with no lock in between. Two threads can both
+# read "absent" and both win a put with `attribute_not_exists(pk)`. So `LocalWorld` puts one lock
+# around moto's DynamoDB methods when the first world starts:
+
+# %%
+views.show_source(atomic.make_dynamodb_atomic)
+
+# %% [markdown]
+# In moto as shipped the race is real but rare. To see it every time, a test widens moto's gap
+# between its read and its write:
+
+# %%
+views.show_source(atomic.widened_condition_window)
+
+# %% [markdown]
+# Eight real threads race one conditional put per round, ten rounds, with the gap widened by 2 ms.
+# First against moto as shipped, then with the lock. Threads cannot be seeded, so the first
+# count changes from run to run, and this cell's output is not compared:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+unlocked, locked = views.lock_races(threads=8, rounds=10)
+print(unlocked.summary())
+fig = views.lock_chart(unlocked, locked)
+
+# %% [markdown]
+# With the lock, every round has one winner, however wide the gap:
+
+# %%
+print(locked.summary())
+
+# %% [markdown]
+# The lock makes the local table behave like DynamoDB. Without it, chapter 02's conditional put
+# would sometimes let two copies charge, and the workbook would blame the pattern for moto's gap.
+
+# %% [markdown]
+# <a id="powertools-clock"></a>
+# ## Powertools on the virtual clock
+#
+# Powertools computes a record's expiry and its in-progress expiry from `datetime.now()`. On AWS
+# that is the right clock. Locally, a retry a minute later is a minute later only on the virtual
+# clock. So while an invocation runs, Powertools' modules read a `datetime` that asks the virtual
+# clock. With the system clock, the shim does nothing:
+
+# %%
+views.show_source(powertools_time)
+
+# %% [markdown]
+# What Powertools reads, on a virtual clock moved on by an hour:
+
+# %%
+clock = VirtualClock()
+clock.advance(3600)
+views.powertools_reads(clock)
+
+# %% [markdown]
+# Inside the shim, Powertools' time is the virtual clock's; outside, it is the wall clock again.
+# It matters in chapter 08's crash: the function dies after the charge and holds an `INPROGRESS`
+# record until its deadline.
+
+# %%
+crash = pt.run(sc.Scenario("powertools", "after_charge", "once", how="crash"))
+views.attempts_frame(crash)[["t (s)", "attempt", "container", "outcome"]]
+
+# %%
+views.items_frame([item for item in crash.items if "expiration" in item])[
+    ["status", "expiration", "in_progress_expiration"]]
+
+# %% [markdown]
+# The retry came after the first deadline on the virtual clock, so it took the record over. Both
+# expiry times are on the virtual clock too. On the wall clock the retry would have come a few
+# milliseconds later, and Powertools would have refused it as still in progress.
+
+# %% [markdown]
+# <a id="deploy-gaps"></a>
+# ## What moto leaves out
+#
+# Some gaps show up at once. This asks moto, now, for its own S3 notification of an upload, and
+# for an item whose TTL passed in 1970:
+
+# %%
+views.probe_moto()
+
+# %% [markdown]
+# moto's notification gives the object's key, size and eTag, but no `versionId` and no
+# `sequencer`, though `put_object` returned a version. So `LocalWorld.upload` builds the record
+# as S3 writes it, from the `put_object` response:
+
+# %%
+views.show_source(LocalWorld.upload)
+
+# %% [markdown]
+# TTL is enabled, and the item from 1970 is still there: moto never deletes. That is why the
+# handlers check expiry in code (chapter 07), which you should do on AWS too.
+#
+# A deploy has more gaps. The CloudFormation in moto ignores the SAM transform, so the deploy tool
+# expands it first with aws-sam-translator. The same CloudFormation also drops bucket versioning,
+# the bucket's notification, the table's TTL and the function's event-invoke config. Then
+# `gaps.check` compares
+# each setting in the expanded template with the deployed resource. `apply` sets what is missing
+# with the call a person would make:
+
+# %%
+views.show_source(gaps.apply)
+
+# %% [markdown]
+# Last, moto runs Lambda code only inside docker. On a moto deploy, the tool reads the deployed
+# function's settings and runs it with `LocalLambda`, against the stack's own tables and queue:
+
+# %%
+views.show_source(emulated.function_settings, emulated.run_function)
+
+# %% [markdown]
+# Chapter 09's dry run shows the settings it filled. On AWS the same check finds all of them in
+# place.
+
+# %% [markdown]
+# ## Try it
+#
+# The runtime drops events older than `max_event_age`. A function fails before its charge on
+# every attempt, with two retries and `MaximumEventAgeInSeconds` set to 120. Predict how many
+# attempts run, and the `condition` in the record that reaches the failure queue.
+
+# %%
+my_attempts = 3  # your answer here
+my_condition = "RetriesExhausted"  # your answer here
+
+# %%
+print(views.check_event_age(my_attempts, my_condition, max_event_age=120))
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# `my_attempts = 2`, `my_condition = "EventAgeExceeded"`. The first attempt fails at t = 0 s. The
+# first retry is due 60 s later; the event is 60 s old, so it runs and fails. The second retry is
+# due 120 s after that, at t = 180 s. The event is then older than 120 s, so `run` sends it to the
+# failure queue without invoking. Lambda names that condition `EventAgeExceeded`.
+# </details>
+
+# %% [markdown]
+# ## Summary
+#
+# * The local runtime does Lambda's side of an async invocation, on a virtual clock. It queues,
+#   retries after a minute and two more, keeps containers warm, drops old events, and fills the failure queue.
+# * Faults come from outside the handler, at its calls, through botocore hooks and a provider
+#   wrapper. One lock makes moto's conditional writes atomic, as DynamoDB's are.
+# * A shim puts Powertools on the virtual clock, and the workbook fills what moto's S3 events,
+#   TTL and CloudFormation leave out. None of it ships.
+#
+# **Back to the start:** [00 Start here](00_start_here.ipynb)

@@ -28,6 +28,8 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
 from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
 from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
 from .recap import (CHOICES, SYSTEMS, check_choices, check_event_age, crossings_frame, lock_chart, lock_races, pattern_rows, pattern_table, powertools_reads, probe_moto, recommend, recommend_explore, recommend_explorer, run_runtime, runtime_explore, runtime_explorer)
+from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of,
+                       show_code, source_without_docstring)
 
 __all__ = [
     # code and text
@@ -54,4 +56,7 @@ __all__ = [
     "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
     "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
     "CHOICES", "SYSTEMS", "check_choices", "check_event_age", "crossings_frame", "lock_chart", "lock_races", "pattern_rows", "pattern_table", "powertools_reads", "probe_moto", "recommend", "recommend_explore", "recommend_explorer", "run_runtime", "runtime_explore", "runtime_explorer",  # chapters 11 and 12
+    # sequence diagrams of a run
+    "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of", "show_code",
+    "source_without_docstring",
 ]

@@ -205,8 +205,10 @@ def run_fault(fault: str = "at_charge", times: str = "once",
 
 
 def show_outcomes(outcomes: list[sc.Outcome]) -> None:
-    """Several scenarios' outcome rows, and their timelines one above the other."""
-    display(tables.outcome_frame(outcomes).set_index("handler"))
+    """Several scenarios' outcome rows (what differs between handlers: the scenario is the same
+    for all), and their timelines one above the other."""
+    display(tables.outcome_frame(outcomes).set_index("handler")[
+        ["charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]])
     display(charts.timelines(outcomes))
     _close_figures()
 

@@ -1,31 +1,32 @@
 # %% [markdown]
 # # 04 Claim-first and the poison
 #
-# **After this chapter you can explain why "claim the key, then do the work" never charges twice
-# yet loses money or work without a trace, and find its footprints in the DynamoDB table.**
+# Why does "claim, then work" lose money silently?
 #
-# With an atomic claim (chapter 02) on a sound key (chapter 03), the obvious handler writes the
-# claim and then charges. Duplicates stand down, and the double charges of chapter 01 are gone.
-# What the claim records, though, is only "someone saw this event". When the work behind it
-# fails, every retry reads "seen" and stands down too, and the failure disappears with it.
+# **After this chapter you can explain how claim-first fails without a trace, and write an alarm that notices.**
+#
+# With an atomic claim (chapter 02) on a sound key (chapter 03), the obvious handler claims the
+# key and then charges. Duplicates stand down, and the double charges of chapter 01 are gone.
+# But the claim records only "someone saw this event". When the work behind it fails, every
+# retry reads "seen" and stands down too. The failure disappears with it.
 
 # %% [markdown]
 # ## Setup
 #
-# The claim-first handler, the scenario runner, the local Lambda runtime and a fresh local AWS
-# with its clock at zero.
+# The claim-first handler, the scenario runner, and a fresh local AWS with its clock at zero.
 
 # %%
 import json
 
+import pandas as pd
+
 from idem import views
-from idem.local.boundary import FaultPlan
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
+from idem.local import alarms
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.local import alarms
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "
@@ -34,8 +35,8 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world
 # %% [markdown]
 # ## The handler
 #
-# One conditional put of the key (`Ledger.claim_once`, the winner of chapter 02's race), then
-# the charge step every handler shares, then the ledger entry.
+# Three steps. One conditional put of the key (`Ledger.claim_once`, the winner of chapter 02's
+# race). Then the charge step every handler shares. Then the ledger entry.
 
 # %%
 views.show_source(claim_first.handle, Ledger.claim_once, Ledger.put_if_absent)
@@ -43,16 +44,18 @@ views.show_source(claim_first.handle, Ledger.claim_once, Ledger.put_if_absent)
 # %% [markdown]
 # ## One fault, every handler
 #
-# A fair comparison needs the same failure for everyone. The failures happen at the calls every
-# handler makes, never inside the handlers: `at_charge` fails the provider call before it is sent
-# (no money moves), `after_charge` loses the provider's answer after it charged, and
-# `after_commit` fails the invocation after its last write. The runtime counts arrivals at each
-# of those places per upload, so `once` means the first attempt to get there and `always` means
-# every attempt: the poison.
-
-# %% [markdown]
-# Every fault point, once and always, one upload, single delivery, four handlers: 28 scenarios,
-# each in a fresh world, run now.
+# A fair comparison gives every handler the same failure. The failures happen at the calls every
+# handler makes, never inside the handlers. There are three fault points:
+#
+# * `at_charge` fails the provider call before it is sent, so no money moves.
+# * `after_charge` loses the provider's answer after it charged.
+# * `after_commit` fails the invocation after its last write.
+#
+# A fault fires `once` (the first attempt to get there) or `always` (every attempt). An event
+# that fails on every attempt is a **poison event**: retrying it cannot help.
+#
+# Here are all fault points, once and always, for one upload and four handlers. Each of the 28
+# runs gets a fresh world.
 
 # %%
 uniform = [sc.run(s) for s in sc.select(sc.all_scenarios(("naive", "claim_first", "robust", "keyed")),
@@ -61,26 +64,35 @@ views.matrix_table(uniform)
 
 # %% [markdown]
 # Read the `claim_first` column. It never charges twice. But whenever the charge step fails, it
-# ends in one of the two quiet verdicts: `silent_loss` (no money moved, and nothing says so) or
-# `silent_mismatch` (money moved, the books do not know, and nothing says so). The poison rows
-# (`always`) are no louder than `once`: it stops after two attempts. `robust`, meeting the same
-# poison at the charge, lets the event reach the failure queue (`failed_visibly`).
+# ends in one of two quiet verdicts:
+#
+# * `silent_loss`: no money moved, and nothing says so.
+# * `silent_mismatch`: money moved, your ledger does not know, and nothing says so.
+#
+# The poison rows (`always`) are no louder than `once`. `robust` meets the same poison at the
+# charge and lets the event reach the failure queue (`failed_visibly`).
 
 # %% [markdown]
 # ## The silent mismatch, up close
 #
-# Money moved, then the function failed before its ledger entry: `after_charge`, `once`.
+# Money moved, then the function failed before its ledger entry: `after_charge`, `once`. Run it
+# in this chapter's world, then draw what the run recorded. (How the local runtime queues and
+# retries is in [the appendix](12_appendix_the_local_aws.ipynb#local-runtime).)
 
 # %%
-runtime = LocalLambda(world, world.env("claim_first"), fault=FaultPlan.at_point("after_charge", "once"))
+mismatch = sc.Scenario("claim_first", "after_charge", "once")
+runtime = LocalLambda(world, world.env("claim_first"), fault=sc.fault_of(mismatch))
 runtime.send(world.event(world.upload(sc.ORDER_KEY)))
-attempts = runtime.run()
-views.attempts_frame(attempts)
+runtime.run()
+close_up = sc.read_outcome(world, runtime, mismatch, has_done_state=False)
+fig = views.sequence_chart(close_up)
 
 # %% [markdown]
-# The first attempt claimed, charged, and failed. Lambda retried it a minute later, as it should;
-# the retry found the claim and returned `duplicate`, a success. Now ask the provider, the ledger
-# and the failure queue:
+# Follow the arrows down. Attempt 1 claims the key and charges. The provider's answer is lost,
+# so the attempt fails. Lambda retries a minute later. Attempt 2 finds the claim and returns
+# `duplicate`, which Lambda counts as a success. The boxes at the bottom hold the result: one
+# charge at the provider, none in your ledger, and an empty failure queue. Ask each of them
+# directly:
 
 # %%
 print("provider charges:", [(c.id, c.customer, c.amount) for c in world.provider().charges()])
@@ -88,33 +100,34 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 print("failure queue depth:", world.failure_queue_depth())
 
 # %% [markdown]
-# The customer paid 5.00, the ledger says nothing was charged, and the failure queue is empty.
-# What the logs show is one error followed by a success, the very pattern of a transient glitch
-# that healed itself:
+# The customer paid 5.00, and the ledger says nothing was charged. The logs show one error and
+# then a success. That is the very pattern of a transient glitch that healed itself:
 
 # %%
-for attempt in attempts:
+for attempt in close_up.trace:
     for line in attempt.logs:
         print(f"attempt {attempt.attempt}: {line}")
     print(f"attempt {attempt.attempt}: returned {attempt.result or attempt.error}")
 
 # %% [markdown]
+# Notice that no line says money moved without a ledger entry. Nobody will be paged.
+
+# %% [markdown]
 # ## The silent loss
 #
-# Now the provider call itself fails: `at_charge`. Once (a hiccup) or always (a dead provider),
-# the outcome is the same: the retry is deduplicated away, no money moves, and no event reaches
-# the failure queue. Here is the poison for `claim_first`, with `robust` facing the same fault
-# below it:
+# Now the provider call itself fails: `at_charge`. It may fail once (a hiccup) or always (a dead
+# provider). Either way the retry stands down, no money moves, and no event reaches the failure
+# queue. Here is the poison for `claim_first`, with `robust` facing the same fault below it:
 
 # %%
 poison = [sc.run(sc.Scenario(h, "at_charge", "always")) for h in ("claim_first", "robust")]
 fig = views.timelines(poison)
 
 # %% [markdown]
-# `claim_first` stops after two attempts, the second a green "success". `robust` keeps failing
-# through Lambda's three attempts, and then Lambda hands the event to the failure queue, where a
-# human or a redrive can pick it up. This is the message in `robust`'s failure queue; `claim_first`
-# has none.
+# `claim_first` stops after two attempts, the second a green "success". `robust` fails all three
+# of Lambda's attempts. Then Lambda hands the event to the failure queue, where a person can see
+# it. Once the cause is fixed, the person sends the event through the function again: a
+# **redrive**. This is the message in `robust`'s failure queue; `claim_first` has none.
 
 # %%
 print("claim_first failure queue:", poison[0].failures)
@@ -122,29 +135,33 @@ views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "
 
 # %% [markdown]
 # A double charge is loud: the customer complains and you refund. A silent loss is an order never
-# billed, and a silent mismatch a ledger that does not reconcile with the provider at month end,
-# with logs that say everything went fine. Both are found late, if at all.
+# billed. A silent mismatch is a ledger that disagrees with the provider, with logs that say all
+# went well. Only a **reconciliation** finds them: a job that compares your books with the
+# provider's and reports every difference. Chapter 07 writes one.
 
 # %% [markdown]
 # ## What the table holds, for each handler
 #
-# The ledger table after the same fault, `after_charge`, `once`, for each handler, read back from
-# DynamoDB at the end of each run.
+# Here is the ledger table after the same fault (`after_charge`, `once`) for three handlers, read
+# back from DynamoDB at the end of each run. Each row is one item: its key, its status and what
+# it holds. (The keyed handler's table waits for chapter 06.)
 
 # %%
-after_charge = [o for o in uniform if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")]
-views.items_frame([{"handler": o.scenario.handler, **item} for o in after_charge for item in o.items])
+after_charge = [o for o in uniform if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")
+                and o.scenario.handler != "keyed"]
+pd.concat([views.compact_items(o.items).assign(handler=o.scenario.handler) for o in after_charge],
+          ignore_index=True)[["handler", "item", "status", "holds"]]
 
 # %% [markdown]
-# * `naive` leaves only the account's entry: `charges` 1, while the provider charged twice. Nothing
-#   says which upload that was.
+# * `naive` leaves only the account's entry. It counts fewer charges than the provider made, and
+#   nothing says which upload was charged twice.
 # * `claim_first` leaves no `account#alice` item at all, only a claim marked `claimed`. The claim
-#   names the upload, but says nothing about whether its work finished.
-# * `robust` and `keyed` leave a record marked `done` and an entry. `robust`'s entry says 1 while
-#   the provider charged twice (chapter 06); `keyed`'s agrees with the provider.
+#   names the upload. It does not say whether its work finished.
+# * `robust` leaves a record marked `done` and an entry. The entry also counts fewer charges than
+#   the provider made (chapter 06 explains why).
 #
-# In `claim_first`'s table, the only footprint of the lost work is a claim with no matching
-# ledger entry. An auditor that compares the two can find it (chapter 07); nothing else will.
+# In `claim_first`'s table, the only trace of the lost work is a claim with no ledger entry. A
+# reconciliation that compares the two can find it. Nothing else will.
 
 # %% [markdown]
 # ## Explore
@@ -162,25 +179,29 @@ views.fault_explorer("at_charge", "once")
 _ = views.explore_fault("at_charge", "once")
 
 # %% [markdown]
-# ## What this chapter's own table and queue hold
+# Notice that `at_charge` once is harmless for `robust`, and a silent loss for `claim_first`.
+
+# %% [markdown]
+# ## What this chapter's own table holds
 #
-# The world of the up-close run: the claim, the fault counter, and no ledger entry for the money
-# that moved. The failure queue is empty.
+# The world of the up-close run holds the claim, and no ledger entry for the money that moved.
 
 # %%
-views.items_frame(world.ledger().items())
-
-# %%
-print("failure queue depth:", world.failure_queue_depth())
+views.compact_items(world.ledger().items())
 
 # %% [markdown]
 # ## Try it
 #
-# You run `claim_first` in production and want an alarm. Write `my_alarm(outcome)`, returning
-# `True` when something needs a look, from what you could observe: `outcome.charges` (the
-# provider's count), `outcome.ledger` (your ledger's), `outcome.dlq` (failure-queue messages), and
-# `outcome.items` (the ledger table's items). The check runs it over `claim_first`'s seven rows
-# above: it should fire on every row that is not `exactly_once`, and stay quiet on the others.
+# You run `claim_first` in production and want an alarm. Write `my_alarm(outcome)`. It returns
+# `True` when something needs a look. Use only what you could observe:
+#
+# * `outcome.charges`: the provider's count of charges;
+# * `outcome.ledger`: your ledger's count;
+# * `outcome.dlq`: the messages in the failure queue;
+# * `outcome.items`: the ledger table's items.
+#
+# The check runs it over `claim_first`'s seven rows of the table above. It should fire on every
+# row that is not `exactly_once`, and stay quiet on the others.
 
 # %%
 def my_alarm(outcome):  # your answer here
@@ -188,14 +209,23 @@ def my_alarm(outcome):  # your answer here
 
 
 # %%
+WHY = {
+    "silent_mismatch": "money moved and your ledger has no entry, and the retry reported success, "
+                       "so the failure queue is empty: compare outcome.charges with outcome.ledger.",
+    "silent_loss": "no money moved and no entry was written, so both counts are 0 and the failure "
+                   "queue is empty. The only trace is a 'claimed' item with no ledger entry behind it.",
+    "exactly_once": "this run went right: every charge is in the ledger. (With after_commit always, "
+                    "the event reached the failure queue after its work was done: a message there "
+                    "is no proof of lost money.) An alarm that fires on good runs soon gets ignored.",
+}
 claim_first_rows = [o for o in uniform if o.scenario.handler == "claim_first"]
 problems = alarms.check_alarm(my_alarm, claim_first_rows)
 for problem in problems:
     print("Your alarm", problem)
-if problems:
-    print("A failure queue alarm is blind to claim_first: its retries report success, so no event "
-          "ever reaches the queue. Compare what the records say with what the money says.")
-else:
+for verdict, why in WHY.items():
+    if any(f": {verdict} " in problem for problem in problems):
+        print(f"  why it matters ({verdict}): {why}")
+if not problems:
     print(f"Right: it fires on all {sum(o.verdict != 'exactly_once' for o in claim_first_rows)} "
           "quiet failures and stays silent on the rest.")
 
@@ -205,21 +235,23 @@ else:
 # ```python
 # def my_alarm(outcome):
 #     claims = sum(item.get("status") == "claimed" for item in outcome.items)
-#     return outcome.dlq > 0 or outcome.charges != outcome.ledger or outcome.ledger < claims
+#     return outcome.charges != outcome.ledger or outcome.ledger < claims
 # ```
 #
-# A silent mismatch shows as the provider's count differing from the ledger's; a silent loss as a
-# claim with no ledger entry behind it. Neither reaches the failure queue. In production this check
-# is a scheduled job over all claims and charges, the auditor of chapter 07.
+# A silent mismatch shows as the provider's count differing from yours. A silent loss shows as a
+# claim with no ledger entry behind it. Neither reaches the failure queue. And the failure queue
+# can hold an event whose work was done (`after_commit`, `always`), so it is no alarm for
+# claim-first either way. In production this check is a reconciliation job over all claims and
+# charges (chapter 07).
 # </details>
 #
 # ## Summary
 #
-# * Claim-first stops duplicates: it never charged twice here, whatever the fault.
-# * When the work after the claim fails, the retry finds the claim and reports success: money
-#   moved with no ledger entry (silent mismatch) or no money at all (silent loss), and the failure
-#   queue stays empty.
-# * Its table holds a `claimed` item per upload, which names the work but not whether it finished;
-#   the record needs a state that says how far the work got.
+# * Claim-first loses money silently because its claim says only "seen": a retry finds it and
+#   reports success, even when the work behind it failed.
+# * The result is a silent mismatch (money moved, no ledger entry) or a silent loss (no money
+#   at all), and the failure queue stays empty, even for a poison event.
+# * Only a reconciliation of your ledger against the provider finds them. The record needs a
+#   state that says how far the work got (chapter 05).
 #
 # **Next:** [05 The robust scribe](05_the_robust_scribe.ipynb)

@@ -1,16 +1,15 @@
 # %% [markdown]
 # # 06 Charge, then die
 #
-# **After this chapter you can point at the window between the charge and the commit, explain why
-# no record on your side of the API can close it, close it with the provider's idempotency key,
-# and size a lease so that a dead invocation neither blocks its retries nor commits over its
-# successor.**
+# What closes the gap between the charge and the commit?
 #
-# Every handler in this workbook does two things in two different systems: it asks the payment
-# provider to move money, and it writes down in its own DynamoDB table that it did. There is no
-# transaction that spans both. Between the moment the provider says "charged" and the moment the
-# record says `done` there is a window, and a function can die in it: a timeout while writing the
-# ledger, the process running out of memory, a deploy that recycles the container.
+# **After this chapter you can close the gap between charge and commit with the provider's key, and size a lease.**
+#
+# Every handler in this workbook does two things in two different systems. It asks the payment
+# provider to move money, and it writes down in its own DynamoDB table that it did. No single
+# write spans both. Between the provider's "charged" and the record's `done` there is a window,
+# and a function can die in it. A timeout while writing the ledger can end it. So can the process
+# running out of memory, or a deploy that recycles the container.
 
 # %% [markdown]
 # ## Setup
@@ -19,14 +18,13 @@
 import json
 
 from idem import views
-from idem.local.boundary import FaultPlan
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
+from idem.core.provider import IdempotencyKeyReused, Provider
+from idem.local import leases
 from idem.local import scenarios as sc
 from idem.local.runtime import LocalLambda
 from idem.local.world import LocalWorld
-from idem.core.provider import IdempotencyKeyReused, Provider
-from idem.local import leases
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
@@ -36,32 +34,32 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.prov
 # ## The window
 #
 # The fault point `after_charge` sits right after the provider call, in the charge step all
-# handlers share: money has moved, and nothing on our side knows yet.
+# handlers share. Money has moved, and nothing on our side knows yet.
 
 # %%
 views.show_source(common.charge_step)
 
 # %% [markdown]
-# A function can leave that window in two ways. It can **raise** (an exception the handler could
-# in principle catch), or it can **crash**: the process dies, and no `except` or `finally` runs.
-# On Lambda both are a function error, and both are retried about a minute later. Here is
-# robust (chapter 05) and keyed, each under both:
+# A function can leave that window in two ways:
+#
+# * It can **raise**: an exception the handler could in principle catch.
+# * It can **crash**: the process dies, and no `except` or `finally` runs.
+#
+# On Lambda both are a function error, and both are retried about a minute later. Here are robust
+# (chapter 05) and keyed, each under both:
 
 # %%
 window = [sc.run(sc.Scenario(handler, "after_charge", "once", how=how))
           for handler in ("robust", "keyed") for how in ("exception", "crash")]
 views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
-    ["handler", "how", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
-
-# %%
-fig = views.timeline(window[1])
+    ["handler", "how", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # Robust charges twice either way. Its retry reads `in_progress`, which is exactly what the record
-# should say, because the work really did not finish. The trouble is that "not finished" includes
-# "the money already moved". Any record you could write to say so (`charged`, say) would be written
-# *after* the charge, so the function can die before writing it too. The window only moves; it
-# never closes, because the charge happens in someone else's system.
+# should say: the work really did not finish. The trouble is that "not finished" includes "the
+# money already moved". You could write a record that says so (`charged`, say). But it would be
+# written *after* the charge, so the function can die before writing it too. The window only
+# moves. It never closes, because the charge happens in someone else's system.
 #
 # Keyed charges once, both ways. Look at how.
 
@@ -69,51 +67,63 @@ fig = views.timeline(window[1])
 # ## Handing the key to the provider
 #
 # The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
-# It lives in one file, `idem/core/handlers/keyed.py`, the handler to copy; here are its three steps:
+# It lives in one file, `idem/core/handlers/keyed.py`, the handler to copy. Here are its three
+# steps:
 
 # %%
 views.show_source(KeyedCharger.charge_once)
 
 # %% [markdown]
-# Payment APIs such as Stripe accept an idempotency key for exactly this reason. The provider
-# stand-in keeps the same rules: a new key creates a charge; the same key with the same
-# parameters replays the first charge and moves no money; the same key with different parameters
-# is refused, because it can only be a bug in the caller.
+# Payment APIs such as Stripe accept an idempotency key for exactly this reason. The workbook's
+# provider keeps the same rules:
+#
+# * A new key creates a charge.
+# * The same key with the same parameters returns the first charge and moves no money. That
+#   answer is a **replay**.
+# * The same key with different parameters is refused: it can only be a bug in the caller.
 
 # %%
 views.show_source(Provider.charge, Provider._replay)
 
 # %% [markdown]
-# Run keyed with a crash right after the charge, in this chapter's world, so that the provider's
-# answer can be read back:
+# Run keyed with a crash right after the charge, in this chapter's world, and draw what the run
+# recorded:
 
 # %%
-crashing = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("after_charge", "once", how="crash"))
-order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
-crashing.send(world.event(order))
-views.attempts_frame(crashing.run())[["t (s)", "attempt", "container", "steps", "outcome", "result"]]
+crash = sc.Scenario("keyed", "after_charge", "once", how="crash")
+crashing = LocalLambda(world, world.env("keyed"), fault=sc.fault_of(crash))
+crashing.send(world.event(world.upload(sc.ORDER_KEY)))
+crashing.run()
+replayed = sc.read_outcome(world, crashing, crash, has_done_state=True)
+fig = views.sequence_chart(replayed)
 
 # %% [markdown]
-# The first attempt charged and died (`Runtime.ExitError`; its container is gone, so the retry
-# starts cold in `c2`). The retry at t = 60 s found the first one's lease over, took the claim,
-# and called the provider with the same key: the step says `replayed`. No money moved the second
-# time, and the retry committed the one charge. The provider agrees:
+# Follow the arrows down:
+#
+# * Attempt 1 claims the work and charges: money moves. Then its process dies, before any commit.
+# * Lambda retries a minute later, in a new container. Attempt 2 claims the work again, because
+#   the first claim's time is over (the next sections explain how).
+# * Attempt 2 calls the provider with the same key. The answer is the replay: the first charge,
+#   and no money moves.
+# * Attempt 2 commits that one charge to your ledger.
+#
+# The boxes at the bottom are the two ledgers. Yours is protected by the claim and the commit.
+# The provider's is protected only by the key you share with it. Read both back:
 
 # %%
 for charge in world.provider().charges():
-    print(f"{charge.id}  {charge.customer}  {charge.amount} cents  key {charge.idempotency_key[:32]}…")
-print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
+    print(f"provider: {charge.id}  {charge.customer}  {charge.amount} cents  key {charge.idempotency_key[:32]}…")
+print("your ledger for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]
-# There are two ledgers to keep honest: yours, which the claim and the commit protect, and the
-# provider's, which only a shared key can protect.
+# Notice that both say one charge, with the same id.
 
 # %% [markdown]
 # ## The provider's side of the story
 #
-# A key names one request. Sending the same key again with the same parameters is a retry; sending
-# it with a different amount means two different requests got the same name, and the provider
-# refuses rather than guess. Ask it directly, with the key the handler used:
+# A key names one request. Sending it again with the same parameters is a retry. Sending it with
+# a different amount means two different requests got the same name. The provider refuses rather
+# than guess. Ask it directly, with the key the handler used:
 
 # %%
 provider = world.provider()
@@ -129,69 +139,108 @@ except IdempotencyKeyReused as refused:
 print("charges at the provider:", len(provider.charges()))
 
 # %% [markdown]
-# This is why the key must come from the *work* (chapter 03) and the price must not change
-# between attempts: a retry that recomputes a different amount is refused, loudly, instead of
-# charging twice.
+# This is why the key must come from the *work* (chapter 03). It is also why the price must not
+# change between attempts: a retry that computes a different amount is refused, loudly, instead
+# of charging twice.
 
 # %% [markdown]
-# The provider also fails on its own side, and its rules (Stripe's, API v1) say what a retry then
-# gets. It saves the first answer for a key once it starts executing, errors included: a 500 comes
-# back as the same 500 on every retry. A key still in flight gets 409, and nothing is saved. A
-# declined card (402) is a final answer. Here is keyed against each, the fault on the first
-# attempt only:
+# The provider also fails on its own side. Its rules (Stripe's, API v1) say what a retry then
+# gets:
+#
+# * It saves the first answer for a key once it starts executing, errors included. A 500 comes
+#   back as the same 500 on every retry.
+# * A key still in flight gets 409, and nothing is saved.
+# * A declined card (402) is a final answer.
+#
+# Here is keyed against each, the fault on the first attempt only:
 
 # %%
 theirs = [sc.run(sc.Scenario("keyed", fault, "once"))
           for fault in ("provider_down", "provider_500", "provider_409", "declined")]
-views.outcome_frame(theirs)[["fault", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
-# Down before executing and 409 are retried a minute later and end exactly once. The saved 500
-# moved money, and no retry with that key can learn the charge: keyed marks the record
-# `needs_attention` and lets the event reach the failure queue with the reason, instead of trying
-# a new key. The decline ends the work with a `declined` record, and nothing is retried or queued.
+# * Down before executing, and 409, are retried a minute later and end exactly once.
+# * The saved 500 moved money, and no retry with that key can learn the charge. Keyed marks the
+#   record `needs_attention` and lets the event reach the failure queue with the reason. It does
+#   not try a new key, which could charge twice.
+# * The decline ends the work with a `declined` record. Nothing is retried or queued.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
 #
 # The key closes the money window. Two more details make keyed safe against copies running at
-# the same time, the hole chapter 05 found in robust. The claim is one conditional put that
-# records **who** holds the work (`owner`, a fresh token per invocation) and **until when**
-# (`lease_until`, the invocation's deadline). It takes over a record only if there is none, if it
-# has expired, or if it is `in_progress` with its lease over. And the commit only lands if the
-# record still names the same owner. The commit also books the charge in the same transaction,
-# once per charge id (an `entry#<charge id>` item), so even a copy that claims the work again
-# after its record expired, and gets the provider's replay, cannot book the same money twice.
+# the same time, the hole chapter 05 found in robust.
+#
+# The claim is one conditional put. It records **who** holds the work (`owner`, a fresh token per
+# invocation) and **until when** (`lease_until`). A **lease** is such a claim with an end time: after
+# it, another copy may take the work over. Keyed's lease ends at the invocation's deadline. The put
+# takes the record only if there is none, if the record has expired, or if it is `in_progress`
+# with its lease over.
+# The put takes the record in the same write that checks it, so two copies can never both win.
 
 # %%
-views.show_source(KeyedLedger.claim, KeyedLedger.commit)
+views.show_source(KeyedLedger.claim)
 
 # %% [markdown]
-# To see the fence work, make a zombie. The first invocation charges, then stalls for 45 s before
-# its commit. Its lease ended at 30 s, its deadline. At the end of the stall a copy of the event
-# arrives, finds the lease over, takes the work over (a new owner), gets the provider's replay and
-# commits. Only then does the first invocation wake up and try to commit:
+# The commit is one more conditional put, and it lands only if the record still names this
+# invocation as its owner: an **owner-fenced commit**. It replaces the claim record with the
+# ledger line, under the same key:
+#
+# * `status` becomes `done`, and the record holds the `result`;
+# * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
+# * there is no `expires_at`, so a done record never expires.
+#
+# Here is its code (its docstring, left out here, compares it with costlier designs that chapter
+# 08 measures):
+
+# %%
+views.show_code(KeyedLedger.commit)
+
+# %% [markdown]
+# A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
+# once. Here that holds by construction. There is one record per idempotency key, and the
+# provider makes one charge per key. A duplicate that comes weeks later still finds the `done`
+# record and stands down.
+#
+# An account's totals are not a counter that each commit adds to. They are read by a query on a
+# sparse global secondary index: a second index of the table that holds only the items with an
+# `account`, that is, the records whose commit wrote the ledger fields.
+
+# %%
+views.show_source(KeyedLedger.totals)
+
+# %% [markdown]
+# To see the fence work, make a zombie. A **zombie** is an invocation that lost its lease but
+# still runs, and may still try to write. Here the first invocation charges, then stalls for 45 s
+# before its commit. Its lease ended at 30 s, its deadline. At the end of the stall a copy of the
+# event arrives and finds the lease over. It takes the work over (a new owner), gets the
+# provider's replay, and commits. Only then does the first invocation wake up and try to commit:
 
 # %%
 zombie = leases.zombie("keyed", pause=45)
-views.attempts_frame(zombie)[["t (s)", "delivery", "attempt", "steps", "outcome", "result"]]
-
-# %%
 print("what the stalled invocation's handler returned:", leases.last_status(zombie, 1, 1))
 print(f"charges {zombie.charges}, ledger {zombie.ledger}, record {zombie.record}: {zombie.verdict}")
-fig = views.lease_timeline(zombie)
+fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 s after its charge; a copy arrives")
 
 # %% [markdown]
-# The zombie's commit was refused (`LostOwnership`, so its handler returned `superseded`), the
-# copy's commit stands, and one charge moved. Lambda would not really have let the first
-# invocation run on past its 30 s timeout: the runtime marks it `timeout` and retries it, and that
-# retry finds `done`. The stall stands for every way a lease can end while its holder still runs:
-# a lease set shorter than the timeout, clocks that disagree, a process frozen and thawed. The
-# fence does not care which.
+# The zombie's commit was refused (`LostOwnership`), so its handler returned `superseded`. A
+# commit is **superseded** when another invocation took the work over and finished it first. The
+# copy's commit stands, and one charge moved.
 #
-# Slide the stall and switch to robust: under 30 s the copy finds a live lease and waits for a
-# retry (`WorkInProgress`); over 30 s it takes over. Robust has neither a lease nor a fence, so its
-# copy charges at any stall.
+# Lambda would not really let the first invocation run past its 30 s timeout. The runtime marks
+# it `timeout` and retries it, and that retry finds `done`. The stall stands for every way a
+# lease can end while its holder still runs:
+#
+# * a lease set shorter than the timeout;
+# * clocks that disagree;
+# * a process frozen and thawed.
+#
+# The fence does not care which.
+#
+# Slide the stall, and switch to robust. Under 30 s the copy finds a live lease and waits for a
+# retry (`WorkInProgress`). Over 30 s it takes over. Robust has neither a lease nor a fence, so
+# its copy charges at any stall.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -207,64 +256,71 @@ _ = views.explore_zombie("keyed", 45)
 # ## Why the lease ends at the deadline
 #
 # A lease shorter than the invocation lets a copy take over from a live invocation: the zombie
-# above. A lease longer than the invocation does the opposite harm: when the holder crashes, the
-# lease outlives it, and the retries find the work "in progress" with nobody doing it. Keyed ends
-# its lease at the deadline (`context.get_remaining_time_in_millis()`), the moment Lambda is sure
-# to have stopped the invocation. That is right, but it makes the **function timeout** the lease.
+# above. A lease longer than the invocation does the opposite harm. When the holder crashes, the
+# lease outlives it, and the retries find the work "in progress" with nobody doing it.
 #
-# Here is the same crash after the charge, under this workbook's 30 s timeout and under 900 s (the
-# 15-minute maximum, a common "just in case" setting). Lambda's own default is 3 s; `template.yaml`
-# chooses 30 s.
+# Keyed ends its lease at the deadline (`context.get_remaining_time_in_millis()`). That is the
+# moment Lambda is sure to have stopped the invocation. It is right, but it makes the **function
+# timeout** the lease.
+#
+# Here is the same crash after the charge under two timeouts. One is this workbook's 30 s. The
+# other is 900 s, the 15-minute maximum, a common "just in case" setting. (Lambda's own default
+# is 3 s; `template.yaml` chooses 30 s.)
 
 # %%
 short = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=30))
 long = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=900))
 views.outcome_frame([short, long]).assign(timeout=[30, 900])[
-    ["handler", "timeout", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %%
 fig = views.lease_timelines(short, long)
 
 # %% [markdown]
 # With 30 s, the lease is over long before the retry at t = 60 s, which takes over and finishes.
-# With 900 s, the dead invocation's lease covers both retries (t = 60 and 180 s): each finds a live
-# lease and fails with `WorkInProgress`, and the event goes to the failure queue with its money
-# moved and its books not written. The reason is in the message, read back:
+# With 900 s, the dead invocation's lease covers both retries (t = 60 and 180 s). Each finds a
+# live lease and fails with `WorkInProgress`. The event goes to the failure queue with its money
+# moved and its ledger line not written. The reason is in the message, read back:
 
 # %%
 views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
 
 # %%
-views.items_frame(long.items)
+views.items_frame(long.items).T.rename(columns={0: "the upload's record"})
 
 # %% [markdown]
-# (`lease_until` is in epoch seconds: 1767226500 is t = 900 s on this clock.) Nothing is lost:
-# the record is `in_progress` past its lease, which the auditor in chapter 07 flags, and a redrive
-# after t = 900 s, within a day, would finish the work with the provider's replay. But a crash now
-# costs a human's attention instead of a one-minute retry.
+# Nothing is lost. The record is `in_progress` past its lease, and the auditor in chapter 07
+# flags that. A redrive after t = 900 s would finish the work with the provider's replay. But a
+# crash now costs a person's attention instead of a one-minute retry.
 #
-# Only a crash waits for the deadline. When keyed *catches* an error (here one before the charge,
-# under the same 900 s timeout), it gives its lease back before it raises:
+# Only a crash waits for the deadline. When keyed *catches* an error, it gives its lease back
+# before it raises. Here is an error before the charge, under the same 900 s timeout:
 
 # %%
 caught = sc.run(sc.Scenario("keyed", "at_charge", "once", timeout=900))
 views.outcome_frame([caught]).assign(timeout=[900])[
-    ["handler", "timeout", "charges", "ledger", "attempts", "dlq", "record", "verdict"]]
+    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
 
 # %% [markdown]
 # The retry at t = 60 s took the work over at once. Still, set the function timeout close to what
 # the work really needs: the lease follows it whenever the process dies.
 
 # %% [markdown]
-# ## What the table and the queue hold afterwards
+# ## What the table holds afterwards
 #
-# This chapter's world, after the crash and the provider experiments: the keyed record is `done`,
-# with the owner of the retry that committed it, the lease that retry held, and the receipt; the
-# account entry counts one charge, and the `entry#` item says which charge id it booked; the
-# fault counter remembers the one crash.
+# This chapter's world, after the crash and the provider experiments, read back from DynamoDB.
+# The table holds one item, the upload's record, shown one attribute per row:
 
 # %%
-views.items_frame(world.ledger().items())
+views.items_frame(world.ledger().items()).T.rename(columns={0: "the upload's record"})
+
+# %% [markdown]
+# Notice what the one record holds:
+#
+# * `done`, with the owner of the retry that committed it and the lease that retry held;
+# * the result, and the ledger fields of the one charge (`account`, `cents`, `charge_id`,
+#   `booked_at`);
+# * no `expires_at`: the commit left it out, so this record turns copies away for good.
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())
@@ -272,39 +328,57 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# A keyed function crashes right after the charge, once. Pick `my_timeout` (seconds) so that the
-# retries finish the work and nothing reaches the failure queue.
+# Size a lease. Your work takes up to 45 s from the claim to the commit in the worst case (a slow
+# provider). Keyed's lease is the function timeout. Lambda's first retry comes 60 s after a
+# crash. Pick `my_timeout` (seconds) so that both hold:
+#
+# 1. a live invocation, still in its 45 s of work, is never taken over by a copy;
+# 2. after a crash, Lambda's first retry finds the lease over and finishes the work.
+#
+# The check runs the real code twice: a copy arriving 45 s into the work, and a crash after the
+# charge.
 
 # %%
-my_timeout = 900  # your answer here
+my_timeout = 30  # your answer here
 
 # %%
-trial = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=my_timeout))
-if trial.dlq:
-    print(f"With a {my_timeout} s timeout the dead invocation's lease runs to t={my_timeout} s, past "
-          f"the retries at t=60 and t=180 s: both found the work in progress and the event went to "
-          f"the failure queue ({trial.verdict}).")
-else:
-    print(f"Right: the lease ended at t={my_timeout} s, a retry took the work over and the provider "
-          f"replayed the charge ({trial.charges} charge, {trial.verdict}) after {trial.attempts} "
-          "attempts.")
+WORK = 45  # seconds from the claim to the commit, at worst
+stalled = leases.zombie("keyed", pause=WORK, timeout=my_timeout)
+crashed = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=my_timeout))
+live_kept = leases.last_status(stalled, delivery=2) == "WorkInProgress"
+if not live_kept:
+    print(f"Not yet (1): the lease ended at t={my_timeout:g} s, not after the {WORK} s of work. A copy "
+          f"at t={WORK} s found it over and took the work over ({leases.last_status(stalled, delivery=2)}), "
+          f"and the live invocation's commit was refused ({leases.last_status(stalled, delivery=1)}). "
+          "Lambda also stops an invocation at its timeout, so a timeout no longer than the work can "
+          "cut the work short.")
+if crashed.attempts > 2 or crashed.dlq:
+    print(f"Not yet (2): the crashed invocation's lease ran to t={my_timeout:g} s, past the retry at "
+          f"t=60 s, which met a live lease (WorkInProgress). The work waited "
+          + ("for the retry at t=180 s." if not crashed.dlq else "past both retries, and the event "
+             f"went to the failure queue ({crashed.verdict})."))
+if live_kept and crashed.attempts == 2 and not crashed.dlq:
+    print(f"Right: a copy at t={WORK} s met a live lease and waited, and after a crash the retry at "
+          f"t=60 s took over and got the provider's replay ({crashed.charges} charge, {crashed.verdict}).")
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Any timeout up to 180 s works: below 60 s the first retry takes over; between 60 and 180 s the
-# first retry still finds a live lease and the second one takes over. The good answer is the
-# smallest timeout the work reliably fits in (here the default 30 s), because the timeout is also
-# how long a crash blocks the work.
+# Any timeout over 45 s and up to 60 s, for example 50 s. Over 45 s, the lease is still live
+# when the work ends, so no copy can take it over. Up to 60 s, the lease of a crashed invocation
+# is over when the first retry comes. With more than 60 s, the work is still safe, but waits for
+# the retry at 180 s, or ends in the failure queue past it. In practice, leave a margin on both
+# sides. If the work can take longer than Lambda's first retry delay, accept that a crash costs
+# two minutes instead of one.
 # </details>
 #
 # ## Summary
 #
-# * No record on your side can close the window between the charge and the commit; passing the
-#   same idempotency key to the provider does, because the retry's charge becomes a replay.
-# * The claim records an owner and a lease; the commit lands only for the owner, so a zombie whose
-#   lease ran out cannot write over its successor.
-# * The lease ends at the invocation's deadline, so the function timeout decides how long a crash
-#   blocks the retries: keep it close to what the work needs.
+# * No record on your side can close the window between the charge and the commit. Passing the
+#   same idempotency key to the provider does: the retry's charge becomes a replay of the first.
+# * The claim holds a lease for one owner, and the owner-fenced commit turns it into the ledger
+#   line. A zombie's commit is superseded, and each charge is booked once.
+# * The lease ends at the invocation's deadline. The function timeout therefore decides how long
+#   a crash blocks the retries: keep it just above what the work needs.
 #
 # **Next:** [07 Time and the auditor](07_time_and_the_auditor.ipynb)

@@ -72,3 +72,9 @@ def test_the_measures_can_fail():
     html = "<table><thead><tr><th>" + "</th><th>".join(["x" * 30] * 5) + "</th></tr></thead>" \
            + "<tbody>" + "<tr><td>1</td></tr>" * 26 + "</tbody></table>"
     assert teaching.table_shape(html) == (26, 165)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_links_to_the_glossary(path):
+    markdown = "\n".join(teaching.text_of(c) for c in teaching.cells(path) if c["cell_type"] == "markdown")
+    assert "](../docs/glossary.md)" in markdown

@@ -205,4 +205,7 @@ else:
 # * S3 and Lambda deliver at least once: S3 may send an event twice, and Lambda retries failures.
 # * Effectively-once charging is the handler's job, and the table shows which handlers do it.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [01 The naive scribe](01_the_naive_scribe.ipynb)

@@ -280,4 +280,7 @@ else:
 #   Lambda repeat every record of its event.
 # * Memory cannot stop it: containers come and go, so "I already did this" belongs in a shared store.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [02, where two copies of one event agree which one does the work](02_the_atomic_claim.ipynb)

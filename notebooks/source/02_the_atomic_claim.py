@@ -199,4 +199,7 @@ else:
 # * With `ALL_OLD`, the loser learns who holds the work in the same call; a failed write still
 #   costs write capacity.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [03 Choosing a key](03_choosing_a_key.ipynb)

@@ -303,5 +303,8 @@ print(check_recipe(my_recipe))
 #   alone: a repeat would charge again, or a second order never.
 # * Hash the recipe's text, so every key is small, and start it with the operation's name.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [04 Claim first](04_claim_first_and_the_poison.ipynb): what a claim does when the
 # work after it fails.

@@ -254,4 +254,7 @@ if not problems:
 # * Only a reconciliation of your ledger against the provider finds them. The record needs a
 #   state that says how far the work got (chapter 05).
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [05 The robust scribe](05_the_robust_scribe.ipynb)

@@ -380,4 +380,7 @@ views.fix_frame(mine)
 #   charges again. A put that decides closes that hole, but a process that dies mid-work then
 #   leaves its record for good.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [06 Charge, then die](06_charge_then_die.ipynb)

@@ -185,7 +185,7 @@ views.show_source(KeyedLedger.claim)
 # %% [markdown]
 # The commit is one more conditional put, and it lands only if the record still names this
 # invocation as its owner: an **owner-fenced commit**. It replaces the claim record with the
-# ledger line, under the same key:
+# **ledger line**, the record of one charge in your books, under the same key:
 #
 # * `status` becomes `done`, and the record holds the `result`;
 # * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
@@ -204,7 +204,7 @@ views.show_code(KeyedLedger.commit)
 # record and stands down.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
-# sparse global secondary index: a second index of the table that holds only the items with an
+# **sparse index**: a global secondary index of the table that holds only the items with an
 # `account`, that is, the records whose commit wrote the ledger fields.
 
 # %%
@@ -380,5 +380,8 @@ if live_kept and crashed.attempts == 2 and not crashed.dlq:
 #   line. A zombie's commit is superseded, and each charge is booked once.
 # * The lease ends at the invocation's deadline. The function timeout therefore decides how long
 #   a crash blocks the retries: keep it just above what the work needs.
+#
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
 #
 # **Next:** [07 Time and the auditor](07_time_and_the_auditor.ipynb)

@@ -115,7 +115,7 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 # %% [markdown]
 # ## Time beyond a day
 #
-# Four lifetimes decide what a late copy of an event meets:
+# Four **lifetimes** decide what a late copy of an event meets:
 #
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
@@ -352,5 +352,8 @@ print(auditor.check_query(differences).explain())
 #   before it charges again.
 # * The reconciliation job finds what got past: it compares the bucket, the ledger and the provider,
 #   and turns silent trouble into a report.
+#
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
 #
 # **Next:** [08 Powertools side by side](08_powertools_side_by_side.ipynb)

@@ -387,4 +387,7 @@ for request, units in views.meter_examples(world.dynamodb).items():
 # * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
 #   all-or-nothing across items at twice the units per item, which is why keyed now commits one item.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [09 Deploy to AWS](09_deploy_to_aws.ipynb)

@@ -347,4 +347,7 @@ for name, value in measured.items():
 # and boto3, with your provider's client in place of `make_provider()`. Then check your version the
 # way the next chapter shows.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [10 Check your own handler](10_check_your_own_handler.ipynb)

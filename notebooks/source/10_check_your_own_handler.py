@@ -344,5 +344,8 @@ if mine.holds:
 # * Each break has a cause: a double charge needs the provider's key, a silent mismatch books
 #   that can be lost after the charge, a silent loss a claim that stands down forever.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [11 What to ship](11_what_to_ship.ipynb): the handler to copy, the checklist, and
 # the patterns side by side.

@@ -222,4 +222,7 @@ print(views.check_choices(my_choices, rows))
 # * Ship the keyed handler with your provider's client, the ledger table and its settings. Run
 #   `idem check` on your version, then reconcile on a schedule.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Next:** [12 Appendix: the local AWS](12_appendix_the_local_aws.ipynb)

@@ -295,4 +295,7 @@ print(views.check_event_age(my_attempts, my_condition, max_event_age=120))
 # * A shim puts Powertools on the virtual clock, and the workbook fills what moto's S3 events,
 #   TTL and CloudFormation leave out. None of it ships.
 #
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
 # **Back to the start:** [00 Start here](00_start_here.ipynb)

@@ -50,19 +50,21 @@ def test_moto_as_shipped_race_puts_the_lock_back():
     assert atomic.is_atomic()
 
 
-def test_failed_put_returns_the_holder_and_no_transport_metadata(world):
-    response = claims.failed_put_response(world, "charge#t")
+def test_lost_put_returns_the_holder_and_no_transport_metadata(world):
+    response = claims.lost_put(world, "charge#t", holder="first-invocation")
     assert response["Error"]["Code"] == "ConditionalCheckFailedException"
     assert response["Item"]["owner"] == {"S": "first-invocation"}
     assert "ResponseMetadata" not in response
 
 
 def test_claim_costs_one_call_for_a_put_and_two_for_read_then_put(world):
-    rows = {row.approach.split(":")[0].split(",")[0]: row for row in claims.claim_costs(world)}
-    assert (rows["claim_once"].first_calls, rows["claim_once"].duplicate_calls) == (1, 1)
-    assert (rows["KeyedLedger.claim"].first_calls, rows["KeyedLedger.claim"].duplicate_calls) == (1, 1)
-    assert "status=in_progress" in rows["KeyedLedger.claim"].duplicate_learns
-    assert (rows["get_record"].first_calls, rows["get_record"].duplicate_calls) == (2, 1)
+    rows = {row.approach: row for row in claims.claim_costs(world)}
+    assert (rows["conditional put"].winner_calls, rows["conditional put"].duplicate_calls) == (1, 1)
+    assert (rows["conditional put, ALL_OLD"].winner_calls,
+            rows["conditional put, ALL_OLD"].duplicate_calls) == (1, 1)
+    assert "owner=invocation-a" in rows["conditional put, ALL_OLD"].duplicate_learns
+    assert (rows["read, then conditional put"].winner_calls,
+            rows["read, then conditional put"].duplicate_calls) == (2, 1)
 
 
 # -- chapter 03: upload stories -------------------------------------------------------------

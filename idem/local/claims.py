@@ -8,8 +8,7 @@ from typing import Any, Callable
 
 from botocore.exceptions import ClientError
 
-from ..core.dynamo import to_item
-from ..core.handlers.keyed import KeyedLedger
+from ..core.dynamo import from_item, to_item
 from ..core.ledger import Ledger
 from . import atomic
 from .boundary import calls_made, watched_session
@@ -54,61 +53,62 @@ def moto_as_shipped_race(threads: int = 8, rounds: int = 20, window: float = 0.0
             return race(threads, rounds, "conditional_put", world=world)
 
 
-def failed_put_response(world: LocalWorld, key: str = "charge#demo") -> dict[str, Any]:
-    """Put `key` twice with attribute_not_exists(pk) and ALL_OLD; return what the second,
-    failed put gets back (without the transport metadata, which changes every run)."""
-    item = to_item({"pk": key, "status": "claimed", "owner": "first-invocation"})
-    request = dict(TableName=world.ledger_table, Item=item,
-                   ConditionExpression="attribute_not_exists(pk)",
+def lost_put(world: LocalWorld, key: str, holder: str, loser: str = "second-invocation") -> dict[str, Any]:
+    """Put `key` for `holder`, then again for `loser`, both with attribute_not_exists(pk) and
+    ALL_OLD; return what the loser's failed put gets back (without the transport metadata)."""
+    request = dict(TableName=world.ledger_table, ConditionExpression="attribute_not_exists(pk)",
                    ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    world.dynamodb.put_item(**request)
+    world.dynamodb.put_item(Item=to_item({"pk": key, "status": "claimed", "owner": holder}), **request)
     try:
-        world.dynamodb.put_item(**{**request, "Item": to_item({"pk": key, "status": "claimed",
-                                                               "owner": "second-invocation"})})
+        world.dynamodb.put_item(Item=to_item({"pk": key, "status": "claimed", "owner": loser}), **request)
     except ClientError as error:
         return {k: v for k, v in error.response.items() if k != "ResponseMetadata"}
     raise AssertionError("the second conditional put succeeded: the table is not enforcing conditions")
 
 
 @dataclass(frozen=True)
-class CostRow:
+class ClaimCost:
     approach: str
-    first_calls: int  # DynamoDB calls the invocation that does the work makes to claim it
-    duplicate_calls: int  # calls a duplicate makes before it stands down
-    duplicate_learns: str
+    winner_calls: int  # DynamoDB calls the copy that takes the work makes to take it
+    duplicate_calls: int  # DynamoDB calls a duplicate makes before it stands down
+    duplicate_learns: str  # what the duplicate knows afterwards
 
 
-def claim_costs(world: LocalWorld) -> list[CostRow]:
-    """What claiming costs, counted at the boundary: for the first caller and a duplicate."""
-    rows = []
+def claim_costs(world: LocalWorld) -> list[ClaimCost]:
+    """Three ways to take one piece of work, each tried twice on a fresh key (the winner, then a
+    duplicate), with the DynamoDB calls each try made counted where they leave the process."""
     client = watched_session().client("dynamodb")
     ledger = Ledger(client, world.ledger_table, world.clock)
-    keyed = KeyedLedger(client, world.ledger_table, now=world.clock.now)
+    rows: list[ClaimCost] = []
 
-    def measure(name: str, attempt: Callable[[Ledger, str], Any]) -> None:
+    def measure(approach: str, take: Callable[[str, str], str]) -> None:
         key = f"charge#cost#{len(rows)}"
-        _, first = calls_made(lambda: attempt(ledger, key))
-        learned, again = calls_made(lambda: attempt(ledger, key))
-        rows.append(CostRow(name, first, again, learned))
+        _, first = calls_made(lambda: take(key, "invocation-a"))
+        learned, again = calls_made(lambda: take(key, "invocation-b"))
+        rows.append(ClaimCost(approach, first, again, learned))
 
-    def claim_once(ledger: Ledger, key: str) -> str:
-        return f"won={ledger.claim_once(key).won} (nothing else)"
+    def conditional_put(key: str, _: str) -> str:
+        return f"won={ledger.claim_once(key).won}, nothing else"
 
-    owners = iter(("invocation-a", "invocation-b"))
+    def with_all_old(key: str, owner: str) -> str:
+        try:
+            client.put_item(TableName=world.ledger_table, Item=to_item({"pk": key, "status": "claimed",
+                                                                        "owner": owner}),
+                            ConditionExpression="attribute_not_exists(pk)",
+                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return f"won=False, owner={from_item(error.response['Item'])['owner']}"
+        return "won=True"
 
-    def claim_all_old(ledger: Ledger, key: str) -> str:
-        claim = keyed.claim(key, owner=next(owners), lease_until=world.clock.now() + 30)
-        return "won=True" if claim.won else (f"won=False, status={claim.existing.status}, "
-                                             f"owner={claim.existing.owner}")
-
-    def read_then_put(ledger: Ledger, key: str) -> str:
+    def read_then_put(key: str, _: str) -> str:
         record = ledger.get_record(key)
         if record is None:
-            ledger.put_in_progress(key)
-            return "won=True"
+            return f"won={ledger.claim_once(key).won}"
         return f"status={record.status} (from the read)"
 
-    measure("claim_once: conditional put", claim_once)
-    measure("KeyedLedger.claim: conditional put + ALL_OLD", claim_all_old)
-    measure("get_record, then put_in_progress", read_then_put)
+    measure("conditional put", conditional_put)
+    measure("conditional put, ALL_OLD", with_all_old)
+    measure("read, then conditional put", read_then_put)
     return rows

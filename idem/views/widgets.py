@@ -137,15 +137,16 @@ explore = pinned(run_scenario, show_scenario,
 
 
 def explorer(handler: str = "naive", fault: str = "after_charge", times: str = "once",
-             delivery: str = "single") -> widgets.Widget:
-    """Pick a handler, a fault point, how often it fails and how S3 delivers: see what happens."""
+             delivery: str = "single", show: Callable[[sc.Outcome], None] | None = None) -> widgets.Widget:
+    """Pick a handler, a fault point, how often it fails and how S3 delivers: see what happens
+    (`show` draws each run: its row and its timeline by default)."""
     return make_explorer(
         {"handler": widgets.Dropdown(options=sc.handler_names(), value=handler, description="handler"),
          "fault": widgets.Dropdown(options=FAULTS, value=fault, description="fault"),
          "times": widgets.ToggleButtons(options=("once", "always"),
                                         value=times if times != "-" else "once", description="times"),
          "delivery": widgets.ToggleButtons(options=sc.DELIVERIES, value=delivery, description="delivery")},
-        run_scenario, show_scenario, rows=[("handler", "fault")],
+        run_scenario, show or show_scenario, rows=[("handler", "fault")],
         links={"times": lambda v: {"disabled": v["fault"] == "none"}})
 
 

@@ -1,34 +1,19 @@
 """idem.views.cost: chapter 08's bill table and chart, and the meter's small experiments."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
 
 from idem import views  # noqa: E402
+from idem.local.bill import Bill  # noqa: E402
 from idem.local.world import LocalWorld  # noqa: E402
 from idem.views import cost  # noqa: E402
 
-
-@dataclass(frozen=True)
-class FakeBill:
-    handler: str
-    case: str
-    calls: int
-    wru: float
-    rru: float
-
-    @property
-    def dollars_per_million(self) -> float:
-        return self.wru * 0.625 + self.rru * 0.125
-
-
-BILLS = [FakeBill("naive", "first", 1, 1, 0), FakeBill("naive", "duplicate", 1, 1, 0),
-         FakeBill("naive", "retry", 1, 1, 0), FakeBill("keyed", "first", 2, 3, 0),
-         FakeBill("keyed", "duplicate", 1, 1, 0), FakeBill("keyed", "retry", 4, 5, 2)]
+BILLS = [Bill("naive", "first", 1, 1, 0), Bill("naive", "duplicate", 1, 1, 0),
+         Bill("naive", "retry", 1, 1, 0), Bill("keyed", "first", 2, 3, 0),
+         Bill("keyed", "duplicate", 1, 1, 0), Bill("keyed", "retry", 4, 5, 2)]
 
 
 def test_the_package_reexports_the_cost_views():

@@ -117,10 +117,10 @@ def test_outcome_columns_say_what_they_count():
     assert list(views.result_frame([outcome]).columns) == list(views.RESULT_COLUMNS)
 
 
-def test_the_labelled_timeline_has_a_legend_entry_for_each_mark_it_draws():
+def test_a_timeline_has_a_legend_entry_for_each_mark_it_draws():
     from idem.local import scenarios as sc
 
-    fig = views.labelled_timeline(sc.run(sc.Scenario("naive", "after_charge", "once")))
+    fig = views.timeline(sc.run(sc.Scenario("naive", "after_charge", "once")))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert views.OUTCOME_LABELS["ok"] in labels and views.OUTCOME_LABELS["error"] in labels
     assert views.OUTCOME_LABELS["crash"] not in labels  # only what the run drew

@@ -11,7 +11,7 @@ from .code import BREAK_REASONS, explain_breaks, show_source, show_text
 from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, attempts_frame, attempts_of,
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame, matrix_table,
                      outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
-from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
+from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_LABELS, OUTCOME_MARKERS, RACE_COLOURS, STORY_COLOURS,
                      TTL_CHOICES, bench_chart, duration, lease_timeline,
                      lease_timelines, race_chart, timeline_legend,
                      record_life_chart, story_grid, timeline, timelines)
@@ -25,7 +25,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
                       show_copy, show_late_duplicate, show_outcomes, show_race, show_replay,
                       show_scenario, show_story, show_zombie, story_explore, story_explorer,
                       zombie_explorer)
-from .intro import (OUTCOME_LABELS, RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, labelled_timeline, lost_put, outcome_explorer, result_frame, show_outcome)
+from .intro import (RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, lost_put, outcome_explorer, result_frame, show_outcome)
 from .cost import CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, designs_chart, designs_frame, itemise_design, itemise_designs, meter_examples, price_note, receipt_lines, scratch_table, sized_item, units_table
 from .recap import (CHOICES, SYSTEMS, check_choices, check_event_age, crossings_frame, lock_chart, lock_races, pattern_rows, pattern_table, powertools_reads, probe_moto, recommend, recommend_explore, recommend_explorer, run_runtime, runtime_explore, runtime_explorer)
 from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, sequence_of,
@@ -39,7 +39,7 @@ __all__ = [
     "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
     "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
     # charts
-    "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
+    "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_LABELS", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",
     "TTL_CHOICES", "bench_chart", "duration", "lease_timeline", "lease_timelines", "race_chart",
     "record_life_chart", "story_grid", "timeline", "timeline_legend", "timelines",
     "booked_frame", "charged_frame", "fix_frame",  # audit: the readers' answers
@@ -53,7 +53,7 @@ __all__ = [
     "show_late_duplicate", "show_outcomes", "show_race", "show_replay", "show_scenario",
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
     # the first chapters (intro)
-    "OUTCOME_LABELS", "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "labelled_timeline", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
+    "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
     "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
     "CHOICES", "SYSTEMS", "check_choices", "check_event_age", "crossings_frame", "lock_chart", "lock_races", "pattern_rows", "pattern_table", "powertools_reads", "probe_moto", "recommend", "recommend_explore", "recommend_explorer", "run_runtime", "runtime_explore", "runtime_explorer",  # chapters 11 and 12
     # sequence diagrams of a run

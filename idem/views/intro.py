@@ -1,9 +1,9 @@
-"""Views for the first chapters: a run's result in the columns a reader needs first, a timeline
-with a legend for its marks, an explorer that shows both (chapter 01); what a lost conditional
+"""Views for the first chapters: a run's result in the columns a reader needs first, and an
+explorer that shows it with its timeline (chapter 01); what a lost conditional
 put hands back and what taking a piece of work costs (chapter 02)."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -11,7 +11,6 @@ import pandas as pd
 from IPython.display import display
 
 from ..local import scenarios as sc
-from ..local.runtime import Attempt
 from . import charts, tables
 from ..local.claims import ClaimCost, claim_costs, lost_put  # noqa: F401 (chapter 02 reads them as views.*)
 from .widgets import explorer, pinned, run_scenario
@@ -19,8 +18,6 @@ from .widgets import explorer, pinned, run_scenario
 #: What a run did, one column a count (tables.OUTCOME_COLUMNS says what each counts).
 RESULT_COLUMNS = ("handler", "charges", "ledger_charges", "invocations", "in_failure_queue",
                   "dynamodb_calls", "verdict")
-OUTCOME_LABELS = charts.OUTCOME_LABELS
-MONEY_COLOUR = "#b8860b"  # charts.timeline writes the label of an invocation that charged in it
 
 
 def result_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
@@ -28,15 +25,10 @@ def result_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
     return tables.outcome_frame(outcomes)[list(RESULT_COLUMNS)]
 
 
-def labelled_timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = None) -> Any:
-    """`charts.timeline`, whose figure carries a legend for every mark and colour it draws."""
-    return charts.timeline(run, title)
-
-
 def show_outcome(outcome: sc.Outcome) -> None:
     """A run's result row and its timeline."""
     display(result_frame([outcome]).set_index("handler"))
-    display(labelled_timeline(outcome))
+    display(charts.timeline(outcome))
     plt.close("all")
 
 

@@ -144,7 +144,7 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %%
 every_time = sc.run(sc.Scenario("naive", "after_charge", "always"))
-fig = views.labelled_timeline(every_time)
+fig = views.timeline(every_time)
 
 # %% [markdown]
 # Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure

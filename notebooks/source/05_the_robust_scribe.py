@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 05 The robust scribe
 #
-# *Can a record that says how far the work got stop every second charge*?
+# Can a record that says how far the work got stop every second charge?
 #
 # **After this chapter you can trace a record from `in_progress` to `done`, redrive a failed event,
 # and close a concurrent copy's hole.**

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 07 Time and the auditor
 #
-# *How long must a handler remember an event, and how do you find the duplicates that got past it*?
+# How long must a handler remember an event, and how do you find the duplicates that got past it?
 #
 # **After this chapter you can size a record's lifetime and write the reconciliation query that finds
 # what slipped through.**

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 11 What to ship
 #
-# *The question:* What do you take to production?
+# What do you take to production?
 #
 # **After this chapter you can pick the pattern a handler needs, adapt the keyed handler, and check it before you ship.**
 #

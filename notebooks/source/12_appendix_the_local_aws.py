@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 12 Appendix: the local AWS
 #
-# *The question:* How does the local AWS stand in for the real one?
+# How does the local AWS stand in for the real one?
 #
 # **After this appendix you can tell what AWS does from what the simulator adds, and read the code that fills each gap.**
 #

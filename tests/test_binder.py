@@ -160,8 +160,12 @@ def test_chapter_runs_in_the_binder_environment(binder_venv, chapter: Path, tmp_
     manager = KernelManager(kernel_name="binder",
                             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
     notebook = nbformat.read(chapter, as_version=4)
+    # Run in a folder of its own: a chapter writes files next to itself (chapter 10's scratch/),
+    # and nbval runs the same chapter in notebooks/ at the same time on another worker.
+    workdir = tmp_path / "notebooks"
+    workdir.mkdir()
     client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, allow_errors=True,
-                            resources={"metadata": {"path": str(chapter.parent)}})
+                            resources={"metadata": {"path": str(workdir)}})
     client.execute(env=clean_env(binder_venv["venv"]))
     errors = [f"cell {i}: {o.ename}: {o.evalue}" for i, c in enumerate(notebook.cells) if c.cell_type == "code"
               for o in c.outputs if o.output_type == "error"]

@@ -13,7 +13,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 @pytest.fixture
 def world():
-    from idem.local.world import LocalWorld
+    from idem.sim.world import LocalWorld
 
     with LocalWorld(prefix="test") as w:
         yield w

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from idem.local import auditor
-from idem.local.world import LocalWorld
+from idem.lessons import auditor
+from idem.sim.world import LocalWorld
 
 
 def right(booked, charged):

@@ -10,7 +10,8 @@ from botocore.exceptions import ClientError
 
 from idem.cli import main
 from idem.core.dynamo import to_item
-from idem.local import atomic, bench
+from idem.sim import atomic
+from idem.cost import bench
 
 EXPECTED_CALLS = {  # handler -> the function's DynamoDB calls per first delivery, per duplicate
     "naive": (1, 1),  # no record, only the entry; a duplicate is a whole new charge

@@ -1,9 +1,9 @@
-"""Each pattern's DynamoDB bill per upload, metered on its real requests (idem.local.bill)."""
+"""Each pattern's DynamoDB bill per upload, metered on its real requests (idem.cost.bill)."""
 from __future__ import annotations
 
 import pytest
 
-from idem.local import bill
+from idem.cost import bill
 
 # handler -> case -> (calls, write units, read units). Every item here is under 1 KB, so a
 # write is 1 unit, a transactional write 2 per item, a strongly consistent read 1 unit.

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from idem.core.dynamo import to_item
-from idem.local.boundary import (END, Boundary, Crash, FaultPlan, InjectedFault, Side, Visit,
-                                 Watch, WatchedProvider, watched_session)
+from idem.sim.boundary import (END, Boundary, Crash, FaultPlan, InjectedFault, Side, Visit, Watch,
+                               WatchedProvider, watched_session)
 
 
 def put(world, key):

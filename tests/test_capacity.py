@@ -1,7 +1,7 @@
 """Capacity per request: DynamoDB's billing rules, applied to requests made on moto.
 
 Each test builds its tables in process (`moto.mock_aws`, fake credentials) and checks the
-request units `idem.local.capacity` computes. Where moto 5.2 reports ConsumedCapacity too,
+request units `idem.cost.capacity` computes. Where moto 5.2 reports ConsumedCapacity too,
 `test_moto_agrees` checks the two agree and `test_moto_differs` pins, measured, where moto's
 constant figures part from DynamoDB's rules.
 """
@@ -16,8 +16,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from idem.local import capacity as cap
-from idem.local.capacity import CapacityRecorder, item_size, number_size, read_units, write_units
+from idem.cost import capacity as cap
+from idem.cost.capacity import CapacityRecorder, item_size, number_size, read_units, write_units
 
 TABLE = "ledger"
 FAKE = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from idem.check import CheckInputError, check_handler, schedules_for
+from idem.explore.check import CheckInputError, check_handler, schedules_for
 from idem.cli import main
-from idem.local.boundary import END, Boundary, Side
-from idem.local.verdicts import judge_effects
+from idem.sim.boundary import END, Boundary, Side
+from idem.explore.verdicts import judge_effects
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from idem import views
-from idem.check import check_handler
+from idem.explore.check import check_handler
 
 SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "10_check_your_own_handler.py"
 BOOKS = ["dynamodb:UpdateItem"]

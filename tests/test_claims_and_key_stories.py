@@ -5,11 +5,11 @@ import pytest
 
 from idem.core import keys
 from idem.core.events import encode_key, newer_sequencer
-from idem.local import atomic
-from idem.local import scenarios as sc
-from idem.local.verdicts import judge_run
-from idem.local.world import LocalWorld
-from idem.local import alarms, claims, key_stories
+from idem.sim import atomic
+from idem.explore import scenarios as sc
+from idem.explore.verdicts import judge_run
+from idem.sim.world import LocalWorld
+from idem.lessons import alarms, claims, key_stories
 
 
 @pytest.fixture()

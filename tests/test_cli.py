@@ -11,7 +11,7 @@ import pytest
 
 from idem.cli import _parser, main
 from idem.core.events import s3_event, s3_test_event
-from idem.local.scenarios import OUTCOME_FIELDS
+from idem.explore.scenarios import OUTCOME_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "tests" / "events"
@@ -87,7 +87,7 @@ def test_replay_says_a_test_event_is_nothing_to_do(capsys, tmp_path):
 
 
 def test_replay_knows_every_handler_sim_knows(capsys):
-    from idem.local.replay import handler_names
+    from idem.explore.replay import handler_names
 
     assert handler_names() == handler_names_of_sim()
     code, out, _ = run_cli(capsys, "replay", str(EVENTS / "put_v2_1.json"), "--handler", "powertools",
@@ -97,7 +97,7 @@ def test_replay_knows_every_handler_sim_knows(capsys):
 
 
 def handler_names_of_sim():
-    from idem.local.scenarios import handler_names
+    from idem.explore.scenarios import handler_names
 
     return handler_names()
 
@@ -167,7 +167,7 @@ def test_every_option_of_every_subcommand_has_help_text():
 
 
 def test_the_help_names_every_valid_choice():
-    from idem.local import scenarios as sc
+    from idem.explore import scenarios as sc
 
     helps = {(name, a.dest): a.help for name, sub in subcommands().items() for a in sub._actions}
     for handler in sc.handler_names():

@@ -1,7 +1,7 @@
-"""keyed's commit designs, metered side by side (idem.local.commit_designs, chapter 08)."""
+"""keyed's commit designs, metered side by side (idem.cost.commit_designs, chapter 08)."""
 from __future__ import annotations
 
-from idem.local import commit_designs as cd
+from idem.cost import commit_designs as cd
 
 
 def test_each_design_is_pinned_by_the_rules():

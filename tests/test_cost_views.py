@@ -7,8 +7,8 @@ import pytest
 matplotlib.use("Agg")
 
 from idem import views  # noqa: E402
-from idem.local.bill import Bill  # noqa: E402
-from idem.local.world import LocalWorld  # noqa: E402
+from idem.cost.bill import Bill  # noqa: E402
+from idem.sim.world import LocalWorld  # noqa: E402
 from idem.views import cost  # noqa: E402
 
 BILLS = [Bill("naive", "first", 1, 1, 0), Bill("naive", "duplicate", 1, 1, 0),
@@ -52,7 +52,7 @@ def test_the_price_note_names_region_date_and_page():
 
 
 def test_sized_items_have_exactly_the_size_asked_for():
-    from idem.local.capacity import item_size
+    from idem.cost.capacity import item_size
 
     assert item_size(cost.sized_item("order#a", 2560)) == 2560
     with pytest.raises(ValueError, match="too small"):
@@ -91,7 +91,7 @@ def test_the_designs_chart_has_a_legend_entry_for_every_part():
 
 
 def test_the_designs_frame_puts_a_design_in_each_column():
-    from idem.local.commit_designs import DesignCost
+    from idem.cost.commit_designs import DesignCost
 
     costs = [DesignCost("a", 2, 7.0, 1.0, 0.5, 40, "a counter item"),
              DesignCost("b", 2, 3.0, 1.0, 0.5, 40, "a query on the index")]

@@ -6,7 +6,7 @@ import pytest
 from idem.core.errors import ConfigError
 from idem.core.events import s3_event
 from idem.demo_failure import DemoFailure, app_from_environment
-from idem.local.runtime import LambdaContext
+from idem.sim.runtime import LambdaContext
 
 
 def invoke(world, app, obj):

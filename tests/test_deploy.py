@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 from idem import cli
 from idem.deploy.names import check_names, longest_stack_name
 from idem.deploy.stack import TAG_KEY, TAGS, DeployError, Stack, check_name
-from idem.local.world import ensure_moto, fake_client
+from idem.sim.world import ensure_moto, fake_client
 from test_deploy_server import machine_free_aws_env
 
 

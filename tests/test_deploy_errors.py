@@ -23,7 +23,8 @@ from botocore.exceptions import (
 from botocore.parsers import ResponseParserError
 from botocore.stub import Stubber
 
-from idem.deploy import command, errors, flow, names
+from idem.cli import deploy as command
+from idem.deploy import errors, flow, names
 from idem.deploy import template as tp
 from idem.deploy.aws_target import AwsDeployment
 from idem.deploy.stack import TAGS, DeployError, Stack
@@ -97,7 +98,7 @@ def test_names_that_make_bad_bucket_names_stop_before_any_call(offline):
     code, _, err = _deploy("--target", "aws", "--yes", "--region", "ap-southeast-2",
                            "--stack", "a-stack-name-of-twenty-eight")
     assert code == 1 and "at most 27 characters in ap-southeast-2; nothing was created" in err
-    assert command.MOTO_REGION == "us-east-1" == __import__("idem.local.world").local.world.REGION
+    assert command.MOTO_REGION == "us-east-1" == __import__("idem.sim.world").sim.world.REGION
 
 
 # -- each AWS answer, produced by botocore's Stubber -------------------------------------

@@ -13,7 +13,7 @@ from idem.core.events import s3_event, s3_test_event
 from idem.core.errors import WorkInProgress
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.keys import idempotency_key
-from idem.local.runtime import LambdaContext
+from idem.sim.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = sorted((ROOT / "idem" / "core").rglob("*.py"))

@@ -19,10 +19,9 @@ import pytest
 
 from idem import cli
 from idem.core.entry import App, RecordsFailed
-from idem.core.events import (MAX_LOGGED_SKIPS, MAX_RECORDS, EventError, load_event, read_event,
-                              s3_record)
-from idem.local.runtime import LambdaContext, LocalLambda
-from idem.local.world import LocalWorld
+from idem.core.events import MAX_LOGGED_SKIPS, MAX_RECORDS, EventError, load_event, read_event, s3_record
+from idem.sim.runtime import LambdaContext, LocalLambda
+from idem.sim.world import LocalWorld
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = Path(__file__).parent / "events"

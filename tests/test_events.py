@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from idem.core.events import (MAX_NESTING, MAX_RECORDS, EventError, S3Object, load_event,
-                              nesting_depth, newer_sequencer, read_event, s3_event, s3_record,
+from idem.core.events import (MAX_NESTING, MAX_RECORDS, EventError, S3Object, load_event, nesting_depth,
+                              newer_sequencer, read_event, s3_event, s3_record,
                               s3_test_event as make_test_event)
 from idem.core.handlers.common import UNASSIGNED_ACCOUNT, account_of
 
@@ -32,7 +32,7 @@ def test_record_has_the_aws_shape_from_a_real_put(world):
 
 
 def test_unversioned_bucket_sends_no_version_id():
-    from idem.local.world import LocalWorld
+    from idem.sim.world import LocalWorld
 
     with LocalWorld(versioned=False, prefix="plain") as plain:
         record = s3_event(plain.upload("a.csv"))["Records"][0]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from idem.core.clock import EPOCH
-from idem.local.leases import last_status, zombie
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.lessons.leases import last_status, zombie
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 from idem.core.reconcile import reconcile
 
 TTL = 3600

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.boundary import FaultPlan
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.sim.boundary import FaultPlan
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 from idem.core.reconcile import reconcile
-from idem.local import batches, expiry, leases, redrive
+from idem.lessons import batches, expiry, leases
+from idem.explore import redrive
 
 
 def test_robust_double_charges_when_a_copy_arrives_before_done():

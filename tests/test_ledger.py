@@ -8,7 +8,7 @@ import pytest
 from idem.core.errors import LostOwnership
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger, Status
-from idem.local.boundary import Visit, Watch, watched_session
+from idem.sim.boundary import Visit, Watch, watched_session
 
 
 def keyed_ledger(world, client=None, ttl_seconds=86400):

@@ -18,10 +18,10 @@ import pytest
 from idem.core.clock import SystemClock, VirtualClock
 from idem.cli import main
 from idem.core.entry import ConfigError
-from idem.local import powertools as pt
-from idem.local import powertools_entry as pe
-from idem.local import scenarios as sc
-from idem.local.boundary import Boundary, FaultPlan, Side
+from idem.explore import powertools as pt
+from idem.sim import powertools_entry as pe
+from idem.explore import scenarios as sc
+from idem.sim.boundary import Boundary, FaultPlan, Side
 
 # (fault, times, delivery) -> (charges, ledger, attempts, dlq, record, dynamodb_calls, verdict)
 # dynamodb_calls counts every DynamoDB call the function makes, at its boundary: Powertools'

@@ -121,8 +121,8 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_readme_table_is_what_the_simulator_computes():
-    from idem.cli import format_headline
-    from idem.local import scenarios as sc
+    from idem.cli.sim import format_headline
+    from idem.explore import scenarios as sc
 
     computed = format_headline([sc.run(s).row() for s in sc.headline_scenarios()])
     assert computed in (ROOT / "README.md").read_text()

@@ -12,11 +12,11 @@ from idem.core.handlers import keyed
 from idem.core.provider import DAY
 from idem.core.reconcile import reconcile
 from idem.core.settings import Settings
-from idem.local.boundary import FaultPlan
-from idem.local.redrive import redrive_local
-from idem.local.runtime import LocalLambda
-from idem.local.scenarios import Scenario, run
-from idem.local.world import LocalWorld
+from idem.sim.boundary import FaultPlan
+from idem.explore.redrive import redrive_local
+from idem.sim.runtime import LocalLambda
+from idem.explore.scenarios import Scenario, run
+from idem.sim.world import LocalWorld
 
 HANDLERS = ("naive", "claim_first", "robust", "keyed")
 
@@ -190,7 +190,7 @@ def test_the_redrive_command_tells_the_25_hour_story(capsys):
 
 def test_replay_counts_per_upload_not_per_name():
     """Two uploads of one name, versioning off, in one event: two orders, one charge each."""
-    from idem.local.replay import replay
+    from idem.explore.replay import replay
 
     with LocalWorld(versioned=False) as world:
         event = world.event(world.upload("alice/order.csv", b"first"), world.upload("alice/order.csv", b"second"))
@@ -203,7 +203,7 @@ def test_a_stacks_queue_is_redriven_as_asynchronous_invocations(world):
     """Chapter 09's redrive: each message's event goes to Lambda's Invoke (Event), unchanged."""
     import json
 
-    from idem.local.redrive import redrive_to_lambda
+    from idem.explore.redrive import redrive_to_lambda
 
     class Lambda:  # records the calls; moto cannot run a function without docker
         def __init__(self):
@@ -222,7 +222,7 @@ def test_a_stacks_queue_is_redriven_as_asynchronous_invocations(world):
 
 
 def test_the_stacks_lifetimes_obey_the_rule():
-    from idem.local.redrive import lifetimes
+    from idem.explore.redrive import lifetimes
 
     seconds = {row["lifetime"].split(" (")[0]: row["seconds"] for row in lifetimes()}
     assert seconds == {"max event age": 21_600, "record TTL": 86_400, "key retention": 86_400,

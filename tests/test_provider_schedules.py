@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from idem.local import schedules as S
-from idem.local.verdicts import PROVIDER_VERDICTS
+from idem.explore import schedules as S
+from idem.explore.verdicts import PROVIDER_VERDICTS
 
 #: Verdict counts per handler over every distinct provider-outcome schedule (236 each).
 PINNED = {

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from idem.local.atomic import is_atomic, unpatched, widened_condition_window
-from idem.local.race import STRATEGIES, race
-from idem.local.world import LocalWorld
+from idem.sim.atomic import is_atomic, unpatched, widened_condition_window
+from idem.explore.race import STRATEGIES, race
+from idem.sim.world import LocalWorld
 
 SOAK = bool(os.environ.get("IDEM_SOAK"))
 ROUNDS = 300 if SOAK else 30

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from idem.local.schedules import (HOWS, SUBSETS, Jump, Program, program_breaks,
-                                  program_keyed_violations, run_program)
+from idem.explore.schedules import (HOWS, SUBSETS, Jump, Program, program_breaks, program_keyed_violations,
+                                    run_program)
 
 SOAK = bool(os.environ.get("IDEM_SOAK"))
 TTL = 900

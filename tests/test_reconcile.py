@@ -5,8 +5,8 @@ import pytest
 
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.keys import idempotency_key
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 from idem.core.reconcile import Report, reconcile, scheduled_handler
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from idem.local.boundary import FaultPlan
-from idem.local.runtime import LocalLambda
+from idem.sim.boundary import FaultPlan
+from idem.sim.runtime import LocalLambda
 
 
 def run(world, mode="naive", fault=None, **options):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from idem.local import schedules as S
-from idem.local.scenarios import Outcome, Scenario, run
+from idem.explore import schedules as S
+from idem.explore.scenarios import Outcome, Scenario, run
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"
 

@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from idem import views  # noqa: E402
-from idem.local import leases  # noqa: E402
-from idem.local import scenarios as sc  # noqa: E402
+from idem.lessons import leases  # noqa: E402
+from idem.explore import scenarios as sc  # noqa: E402
 from idem.views import sequence as sq  # noqa: E402
 
 Q, FQ, LEDGER, PROVIDER = sq.QUEUE, sq.FAILURE_QUEUE, sq.LEDGER, sq.PROVIDER

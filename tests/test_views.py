@@ -92,7 +92,7 @@ def test_a_twin_shows_what_its_run_returns_and_returns_it():
 
 
 def test_compact_items_fit_a_page_and_keep_what_tells_the_story():
-    from idem.local import scenarios as sc
+    from idem.explore import scenarios as sc
 
     outcome = sc.run(sc.Scenario("keyed", "after_charge", "once"))
     frame = views.compact_items(outcome.items)
@@ -104,7 +104,7 @@ def test_compact_items_fit_a_page_and_keep_what_tells_the_story():
 
 
 def test_outcome_columns_say_what_they_count():
-    from idem.local import scenarios as sc
+    from idem.explore import scenarios as sc
 
     outcome = sc.run(sc.Scenario("naive", "after_charge", "once"))
     row = views.outcome_frame([outcome]).iloc[0]
@@ -118,7 +118,7 @@ def test_outcome_columns_say_what_they_count():
 
 
 def test_a_timeline_has_a_legend_entry_for_each_mark_it_draws():
-    from idem.local import scenarios as sc
+    from idem.explore import scenarios as sc
 
     fig = views.timeline(sc.run(sc.Scenario("naive", "after_charge", "once")))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -128,7 +128,7 @@ def test_a_timeline_has_a_legend_entry_for_each_mark_it_draws():
 
 
 def test_a_lost_put_names_its_holder_and_claims_cost_what_they_say():
-    from idem.local.world import LocalWorld
+    from idem.sim.world import LocalWorld
 
     with LocalWorld() as world:
         response = views.lost_put(world, "charge#t", holder="someone")

@@ -15,7 +15,7 @@ https://docs.stripe.com/idempotency, read 2026-11):
 Other providers differ (some save only successes): a lesson names the contract it relies on.
 
 The provider's own failures are outcomes a caller can be handed (`outcome=`): the local
-runtime chooses them at the provider call's boundary (idem.local.boundary); a handler never does.
+runtime chooses them at the provider call's boundary (idem.sim.boundary); a handler never does.
 Charges can be looked up by what they were for (`find_charges(reference)`), as real
 providers offer by metadata (Stripe: search charges by `metadata['...']`).
 """

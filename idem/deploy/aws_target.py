@@ -316,7 +316,7 @@ def delete(session: Any, stack_name: str, say: Callable[[str], None] = print, *,
            sam_made: bool = False) -> bool:
     """Delete a stack this tool created earlier (--keep) and its code bucket, or, with
     sam_made, a stack `sam deploy` made from template.yaml. Returns False if there was
-    nothing to delete (which is not an error: see command.py)."""
+    nothing to delete (which is not an error: see idem/cli/deploy.py)."""
     deployment = AwsDeployment(session, stack_name, say)
     with deployment.reported():
         deployment.connect("delete")

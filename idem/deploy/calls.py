@@ -10,6 +10,10 @@ the role: send the failure record to the queue and write the logs.
 from __future__ import annotations
 
 from typing import Any
+from ..core.patterns import HANDLERS
+from ..sim.boundary import FaultPlan, watched_session
+from ..sim.runtime import LocalLambda
+from ..sim.world import LocalWorld
 
 #: What the Lambda service does with the function's role, beside the function's own calls.
 SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),
@@ -33,11 +37,6 @@ def observed_calls() -> set[tuple[str, str]]:
 
     The function's own clients and the provider stand-in's (which runs inside the function
     on AWS, under the same role) are both watched while the patterns run."""
-    from ..core.patterns import HANDLERS
-    from ..local.boundary import FaultPlan, watched_session
-    from ..local.runtime import LocalLambda
-    from ..local.world import LocalWorld
-
     seen: set[tuple[str, str]] = set()
 
     def note(params: dict[str, Any], model: Any, **_: Any) -> None:

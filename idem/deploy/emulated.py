@@ -13,7 +13,7 @@ out three things AWS does, and this module supplies them, saying so:
 - the SAM transform: moto's CloudFormation ignores it, so it is expanded here first;
 - settings moto's CloudFormation drops (versioning, notification, TTL, event-invoke config):
   set with the boto3 call a person would make (idem.deploy.gaps);
-- running the function: moto runs Lambda code only inside docker. Here idem.local.runtime
+- running the function: moto runs Lambda code only inside docker. Here idem.sim.runtime
   runs idem.core.entry in this process, with the deployed function's environment and async
   settings, against the server's own bucket, tables and queue, on a virtual clock.
 
@@ -103,7 +103,7 @@ class EndpointWorld:
     def function_session(self) -> Any:
         """The function's session: watched at its boundaries, aimed where boto3's settings
         aim it (the emulator's AWS_ENDPOINT_URL)."""
-        from ..local.boundary import WatchedSession
+        from ..sim.boundary import WatchedSession
 
         return WatchedSession(self.session.region_name)
 
@@ -115,8 +115,8 @@ class EndpointWorld:
 def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str], obj: S3Object,
                  world: EndpointWorld, seed: int = 0) -> list[Any]:
     """Deliver the upload's event to the deployed function, as S3 and Lambda would."""
-    from ..local.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
-    from ..local.runtime import LocalLambda
+    from ..sim.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
+    from ..sim.runtime import LocalLambda
 
     fn = function_settings(clients["lambda"], outputs["FunctionName"])
     if fn["on_failure"] != outputs["FailureQueueArn"]:

@@ -5,7 +5,7 @@ The steps are the real deploy's: package the core, upload it, expand the SAM tra
 check what moto dropped and set it, run uploads through the stack's own bucket,
 function settings, tables and queue, switch the mode with a stack update, and delete it
 all. Only the function's execution is local: moto never runs Lambda code, so
-idem.local.runtime.LocalLambda runs idem.core.entry with the deployed function's environment
+idem.sim.runtime.LocalLambda runs idem.core.entry with the deployed function's environment
 and event-invoke config.
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 from ..core.clock import VirtualClock
-from ..local.boundary import FaultPlan, local_entry
-from ..local.runtime import LocalLambda
-from ..local.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
+from ..sim.boundary import FaultPlan, local_entry
+from ..sim.runtime import LocalLambda
+from ..sim.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
 from . import emulated, flow, gaps
 from . import template as tp
 from .package import build_zip, core_files

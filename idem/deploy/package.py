@@ -1,8 +1,8 @@
 """What ships to Lambda: idem's core, and nothing else.
 
 The core is every module directly in idem/ and the idem/core/handlers/ package: the standard
-library and boto3 only. idem/local (moto), idem/views/ (pandas, widgets), the command line
-(idem/cli.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
+library and boto3 only. The local AWS and what runs on it (idem/sim, explore, cost, lessons:
+moto), idem/views/ (pandas, widgets), the command line (idem/cli/, idem/console.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
 tests and the virtualenv.
 
 `python -m idem.deploy.package DIR` stages the core into DIR; `sam build` calls it

@@ -6,22 +6,22 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..local.auditor import short
+from ..lessons.auditor import short
 
 
 def fix_frame(report: Any) -> pd.DataFrame:
-    """A fix's runs (idem.local.fix_check.FixReport), one row each: what happened, what it left."""
+    """A fix's runs (idem.lessons.fix_check.FixReport), one row each: what happened, what it left."""
     return pd.DataFrame(report.rows())
 
 
 def booked_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """What the ledger holds, one row per account (idem.local.auditor.booked)."""
+    """What the ledger holds, one row per account (idem.lessons.auditor.booked)."""
     return pd.DataFrame(list(rows), columns=["account", "charges", "cents"]).rename(
         columns={"charges": "charges in the ledger", "cents": "cents in the ledger"})
 
 
 def charged_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """What the provider charged, one row per charge (idem.local.auditor.charged); the upload
+    """What the provider charged, one row per charge (idem.lessons.auditor.charged); the upload
     is shown by its object key, the key sent by whether there was one."""
     frame = pd.DataFrame(list(rows), columns=["charge_id", "account", "cents", "upload", "key"])
     frame["upload"] = frame["upload"].map(short)

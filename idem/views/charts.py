@@ -6,10 +6,10 @@ from typing import Any, Iterable
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..local import expiry, key_stories, leases
-from ..local import race
-from ..local import scenarios as sc
-from ..local.runtime import DEFAULT_MAX_EVENT_AGE, Attempt
+from ..lessons import expiry, key_stories, leases
+from ..explore import race
+from ..explore import scenarios as sc
+from ..sim.runtime import DEFAULT_MAX_EVENT_AGE, Attempt
 from .tables import VERDICT_COLOURS, attempts_of
 
 OUTCOME_MARKERS = {"ok": ("o", "#2e7d32"), "error": ("X", "#c62828"),

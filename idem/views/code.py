@@ -34,7 +34,7 @@ BREAK_REASONS = {
 
 
 def explain_breaks(report: Any) -> str:
-    """What a check report (`idem.check.CheckReport`) says about the handler: for each kind of
+    """What a check report (`idem.explore.check.CheckReport`) says about the handler: for each kind of
     break, how often, the smallest schedule it happened in, and what that means."""
     if report.holds:
         return textwrap.fill(f"holds: in all {len(report.results)} schedules every effect happened as "

@@ -1,9 +1,9 @@
 """What each pattern costs on DynamoDB's bill: chapter 08's tables and charts, and the meter's
 small experiments for its exercise.
 
-The numbers come from `idem.local.bill` (one upload per handler and case, every request the
-function makes priced by `idem.local.capacity`'s on-demand rules) and from
-`idem.local.commit_designs` (keyed's commit, designed three ways). This module shows them, and
+The numbers come from `idem.cost.bill` (one upload per handler and case, every request the
+function makes priced by `idem.cost.capacity`'s on-demand rules) and from
+`idem.cost.commit_designs` (keyed's commit, designed three ways). This module shows them, and
 itemises a first delivery request by request (`itemise_designs`) with the same meter.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from matplotlib.patches import Patch
 import pandas as pd
 
 from ..core.handlers.keyed import KeyedLedger
-from ..local import commit_designs
-from ..local.capacity import US_EAST_1, CapacityRecorder, OnDemandPrice
-from ..local.world import LocalWorld
+from ..cost import commit_designs
+from ..cost.capacity import US_EAST_1, CapacityRecorder, OnDemandPrice
+from ..sim.world import LocalWorld
 
-#: The cases `idem.local.bill` measures, as a reader would name them, and their colours.
+#: The cases `idem.cost.bill` measures, as a reader would name them, and their colours.
 CASE_LABELS = {"first": "first delivery", "duplicate": "duplicate delivery",
                "retry": "retry after after_charge"}
 CASE_COLOURS = {"first": "#1565c0", "duplicate": "#90caf9", "retry": "#ef6c00"}

@@ -8,7 +8,7 @@ from urllib.parse import unquote, unquote_plus
 import pandas as pd
 from matplotlib.patches import Patch
 
-from ..local import key_stories
+from ..lessons import key_stories
 from .charts import STORY_COLOURS, story_grid
 
 #: What each colour of the grid means, in the legend's words.

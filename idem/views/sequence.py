@@ -21,9 +21,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from IPython.display import Markdown
 
-from ..local import scenarios as sc
-from ..local.boundary import CHARGE_CALL, END_CALL, PROVIDER_POINTS, STEP_BOUNDARIES, Side, Step
-from ..local.runtime import Attempt
+from ..explore import scenarios as sc
+from ..sim.boundary import CHARGE_CALL, END_CALL, PROVIDER_POINTS, STEP_BOUNDARIES, Side, Step
+from ..sim.runtime import Attempt
 
 FAILURE_QUEUE = "failure queue"
 QUEUE = "S3 and Lambda's queue"

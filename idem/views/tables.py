@@ -5,12 +5,12 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from ..check import VERDICTS
+from ..explore.check import VERDICTS
 from ..core.clock import EPOCH
-from ..local import expiry, leases
-from ..local.verdicts import BREAKS
-from ..local import scenarios as sc
-from ..local.runtime import Attempt
+from ..lessons import expiry, leases
+from ..explore.verdicts import BREAKS
+from ..explore import scenarios as sc
+from ..sim.runtime import Attempt
 
 VERDICT_COLOURS = {
     "exactly_once": "#d8f0d2",
@@ -195,7 +195,7 @@ def report_frame(report: Any) -> pd.DataFrame:
 
 
 def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
-    """The footprint counts (idem.local.batches.footprints) as a one-column table."""
+    """The footprint counts (idem.lessons.batches.footprints) as a one-column table."""
     return pd.DataFrame({"count": counts}).rename_axis("footprint")
 
 
@@ -206,7 +206,7 @@ def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
 
 # -- chapter 10: a check's report ------------------------------------------------------------
 def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
-    """Schedules per verdict, one column per check report (`idem.check.CheckReport`), breaks marked.
+    """Schedules per verdict, one column per check report (`idem.explore.check.CheckReport`), breaks marked.
 
     Verdicts run in the check's order; a verdict no report has is left out.
     """
@@ -219,7 +219,7 @@ def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def schedule_frame(result: Any) -> pd.DataFrame:
-    """One schedule of a check (`idem.check.Result`), a row per boundary crossed: when, by which
+    """One schedule of a check (`idem.explore.check.Result`), a row per boundary crossed: when, by which
     invocation, where, what was injected there, and how the invocation ended (on its last row)."""
     rows = []
     for a in result.attempts:

@@ -19,11 +19,11 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ..check import CheckInputError, check_handler, resolve
+from ..explore.check import CheckInputError, check_handler, resolve
 from ..core.keys import RECIPES
-from ..local import expiry, key_stories, leases
-from ..local import race
-from ..local import scenarios as sc
+from ..lessons import expiry, key_stories, leases
+from ..explore import race
+from ..explore import scenarios as sc
 from . import charts, tables
 
 #: A linked-control rule: from every control's current value, the attributes to set on one

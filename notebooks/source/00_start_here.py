@@ -107,7 +107,7 @@
 
 # %%
 from idem import views
-from idem.local import scenarios as sc
+from idem.explore import scenarios as sc
 
 # %% [markdown]
 # ## How to read the one table

@@ -22,10 +22,10 @@ from idem import views
 from idem.core.entry import App
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
-from idem.local import scenarios as sc
-from idem.local.boundary import FaultPlan
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.explore import scenarios as sc
+from idem.sim.boundary import FaultPlan
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "

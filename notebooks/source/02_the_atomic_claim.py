@@ -24,8 +24,8 @@ import json
 
 from idem import views
 from idem.core.ledger import Ledger
-from idem.local.race import race, read_then_write
-from idem.local.world import LocalWorld
+from idem.explore.race import race, read_then_write
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 print(f"ledger table {world.ledger_table} (partition key: pk), clock at t={world.clock.t:.0f} s")

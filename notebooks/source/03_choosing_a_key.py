@@ -26,9 +26,9 @@ import json
 from idem import views
 from idem.core import keys
 from idem.core.events import encode_key
-from idem.local import key_stories
-from idem.local.recipe_check import check_recipe
-from idem.local.world import LocalWorld
+from idem.lessons import key_stories
+from idem.lessons.recipe_check import check_recipe
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 unversioned = LocalWorld(versioned=False)

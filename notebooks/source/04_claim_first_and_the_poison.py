@@ -23,10 +23,10 @@ import pandas as pd
 from idem import views
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
-from idem.local import alarms
-from idem.local import scenarios as sc
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.lessons import alarms
+from idem.explore import scenarios as sc
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world.queue_name}, "

@@ -28,12 +28,12 @@ from pathlib import Path
 from idem import views
 from idem.core.handlers import robust
 from idem.core.ledger import Ledger
-from idem.local import redrive
-from idem.local import scenarios as sc
-from idem.local.boundary import FaultPlan
-from idem.local.fix_check import check_fix
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.explore import redrive
+from idem.explore import scenarios as sc
+from idem.sim.boundary import FaultPlan
+from idem.lessons.fix_check import check_fix
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 
 SCRATCH = Path("scratch_05")  # where the exercise writes its handler
 shutil.rmtree(SCRATCH, ignore_errors=True)

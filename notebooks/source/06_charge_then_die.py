@@ -21,10 +21,10 @@ from idem import views
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused, Provider
-from idem.local import leases
-from idem.local import scenarios as sc
-from idem.local.runtime import LocalLambda
-from idem.local.world import LocalWorld
+from idem.lessons import leases
+from idem.explore import scenarios as sc
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "

@@ -22,9 +22,10 @@ from idem.core import reconcile
 from idem.core.errors import ConfigError
 from idem.core.handlers.keyed import KeyedLedger, Record
 from idem.core.settings import Settings
-from idem.local import auditor, batches, expiry, redrive
-from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
-from idem.local.world import LocalWorld
+from idem.lessons import auditor, batches, expiry
+from idem.explore import redrive
+from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
+from idem.sim.world import LocalWorld
 
 world = LocalWorld()
 print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "

@@ -22,11 +22,11 @@ from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
 
 from idem import views
 from idem.core.handlers.keyed import KeyedLedger
-from idem.local import bill
-from idem.local import powertools as pt
-from idem.local import powertools_entry as pe
-from idem.local import scenarios as sc
-from idem.local.world import LocalWorld
+from idem.cost import bill
+from idem.explore import powertools as pt
+from idem.sim import powertools_entry as pe
+from idem.explore import scenarios as sc
+from idem.sim.world import LocalWorld
 
 cleanup = ExitStack()
 world = cleanup.enter_context(LocalWorld())
@@ -222,7 +222,7 @@ _ = views.explore("powertools", "after_charge", "once")
 #
 # AWS does not bill calls. In on-demand mode, DynamoDB bills **request units**: a write unit for
 # each KB a write touches, a read unit for each 4 KB a strongly consistent read returns.
-# `idem.local.bill` runs one upload per handler three ways. There is a first delivery, a duplicate
+# `idem.cost.bill` runs one upload per handler three ways. There is a first delivery, a duplicate
 # delivered after it finished, and a retry after the function failed at `after_charge`. A meter
 # prices every request the function makes by DynamoDB's rules:
 #

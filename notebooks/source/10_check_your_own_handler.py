@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from idem import views
-from idem.check import check_handler
-from idem.local.verdicts import judge_effects
+from idem.explore.check import check_handler
+from idem.explore.verdicts import judge_effects
 
 SCRATCH = Path("scratch")
 shutil.rmtree(SCRATCH, ignore_errors=True)  # a fresh start: no handler from an earlier run

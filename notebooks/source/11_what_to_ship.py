@@ -19,7 +19,7 @@ from idem import views
 from idem.core.handlers import keyed
 from idem.deploy import template as tp
 
-print("patterns:", ", ".join(views.recap.PATTERNS))
+print("patterns:", ", ".join(views.ship.PATTERNS))
 
 # %% [markdown]
 # ## Every pattern in one table

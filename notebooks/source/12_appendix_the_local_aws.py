@@ -8,7 +8,7 @@
 # Every chapter ran on moto, in this process, on a virtual clock. The moto library answers the
 # real boto3 API for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
 # appendix shows each gap, the code that fills it, and a run that shows it working. None of this
-# code ships to Lambda: it lives in `idem/local/` and `idem/deploy/`.
+# code ships to Lambda: it lives in `idem/sim/` (the local AWS), `idem/explore/` and `idem/deploy/`.
 #
 # | AWS does | moto alone | the workbook adds | section |
 # | --- | --- | --- | --- |
@@ -27,12 +27,12 @@
 from idem import views
 from idem.core.clock import VirtualClock
 from idem.deploy import emulated, gaps
-from idem.local import atomic, boundary
-from idem.local import powertools as pt
-from idem.local import scenarios as sc
-from idem.local.powertools_entry import powertools_time
-from idem.local.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS, LocalLambda
-from idem.local.world import LocalWorld
+from idem.sim import atomic, boundary
+from idem.explore import powertools as pt
+from idem.explore import scenarios as sc
+from idem.sim.powertools_entry import powertools_time
+from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS, LocalLambda
+from idem.sim.world import LocalWorld
 
 print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by default: "
       f"{DEFAULT_MAX_EVENT_AGE} s")

@@ -376,11 +376,11 @@ class PaymentProvider(Protocol):
 
 
 def make_provider() -> PaymentProvider:
-    """Your payment provider's client: replace this with yours. Here, the workbook's stand-in,
-    which keeps Stripe's idempotency rules in its own table (PROVIDER_TABLE)."""
-    from ..provider import Provider
-
-    return Provider(boto3.client("dynamodb"), os.environ["PROVIDER_TABLE"], _SystemClock())
+    """Your payment provider's client: replace this with yours. The workbook's local runtime
+    and `idem check` replace this function with their provider stand-in, which keeps Stripe's
+    idempotency rules; deployed as it is, the function refuses to charge."""
+    raise ConfigError("make_provider() builds no payment client yet: replace it with your "
+                      "provider's (its charge must take an idempotency key)")
 
 
 class KeyedCharger:

@@ -1,0 +1,64 @@
+"""`python -m idem check`: any Lambda handler through every schedule (see `idem.explore.check`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..console import UsageError
+
+HELP = "check any Lambda handler against every schedule of faults and deliveries"
+#: The workbook's own patterns, by name (`idem.explore.check.PATTERNS`, without importing moto).
+PATTERNS = ("naive", "claim_first", "robust", "keyed")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="MODULE:FUNCTION or FILE.py:FUNCTION of your handler, or one "
+                                       f"of the workbook's patterns: {', '.join(PATTERNS)}")
+    parser.add_argument("--effect", action="append", default=[], metavar="SERVICE:Operation",
+                        help="an AWS call that must happen once per upload, like the charge "
+                             "(repeatable; e.g. sqs:SendMessage, ses:SendEmail)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the handler's environment (repeatable)")
+    parser.add_argument("--retries", default="0,1,2",
+                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all)")
+    parser.add_argument("--provider-factory", default="make_provider",
+                        help="the function your handler builds its payment client with; the check "
+                             "replaces it with the provider stand-in (default make_provider)")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        help="processes to run schedules in (default: 2 where there are 2 cores)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..explore import check  # moto: loaded when the command runs, not for --help
+
+    try:
+        env = dict(_pair(item) for item in args.env)
+        retries = [_number(part) for part in args.retries.split(",") if part.strip()]
+        sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
+        report = check.check_handler(args.target, effects=args.effect, env=env, retries=retries,
+                                     provider_factory=args.provider_factory, workers=args.workers)
+    except (check.CheckInputError, UsageError) as bad:
+        if args.json:
+            print(json.dumps({"error": str(bad)}))
+        else:
+            print(f"idem check: {bad}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.explain())
+    return 0 if report.holds else 1
+
+
+def _pair(item: str) -> tuple[str, str]:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+        raise UsageError(f"--env {item!r} is not NAME=VALUE")
+    return name, value
+
+
+def _number(part: str) -> int:
+    try:
+        return int(part)
+    except ValueError:
+        raise UsageError(f"--retries takes numbers from 0,1,2, got {part!r}") from None

@@ -1,0 +1,89 @@
+"""What each pattern costs on DynamoDB's bill, per upload, measured on the real requests it makes.
+
+Calls hide the difference that matters: a transaction of three items is one call and six write
+units. For each handler this runs one upload through the local runtime three ways and meters
+every request the function makes with `idem.cost.capacity` (sizes from the items themselves,
+units by DynamoDB's on-demand rules, dollars at `capacity.US_EAST_1`):
+
+- `first`: the first delivery of an upload;
+- `duplicate`: S3 delivering the same event again, after the first finished;
+- `retry`: the provider's answer lost after it charged, and Lambda's retry a minute later.
+
+The provider stand-in's own requests are the provider's bill, not the function's, and are not
+metered (they go through another client). Powertools' records live in their own table.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from ..sim.boundary import FaultPlan, watched_session
+from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
+from ..sim.runtime import LocalLambda
+from ..sim.world import LocalWorld
+from .commit_designs import measure as measure_designs
+from ..explore.powertools import ENTRY, idempotency_table
+
+CASES = ("first", "duplicate", "retry")
+HANDLERS = ("naive", "claim_first", "robust", "keyed", "powertools")
+ORDER_KEY = "alice/order-0001.csv"
+
+
+@dataclass(frozen=True)
+class Bill:
+    """One handler's requests for one upload in one case, as DynamoDB bills them."""
+
+    handler: str
+    case: str
+    calls: int
+    wru: float
+    rru: float
+
+    @property
+    def dollars_per_million(self) -> float:
+        return round(dollars_per_million_uploads(self.wru, self.rru), 4)
+
+    def row(self) -> dict[str, Any]:
+        return {**asdict(self), "usd_per_million": self.dollars_per_million}
+
+
+@contextlib.contextmanager
+def _function_world(handler: str) -> Iterator[tuple[LocalWorld, dict[str, str], str]]:
+    """A fresh world, the function's environment, and the entry module for `handler`."""
+    with LocalWorld(prefix="bill") as world:
+        if handler == "powertools":
+
+            with idempotency_table(world) as table:
+                yield world, {**world.env(handler), "IDEMPOTENCY_TABLE": table}, ENTRY
+        else:
+            yield world, world.env(handler), "idem.core.entry"
+
+
+def measure(handler: str, case: str, key: str = ORDER_KEY) -> Bill:
+    """Meter `handler`'s requests for one upload of `key` in `case` (one of CASES)."""
+    if case not in CASES:
+        raise ValueError(f"unknown case {case!r}; choose one of {', '.join(CASES)}")
+    fault = FaultPlan.at_point("after_charge", "once") if case == "retry" else None
+    with _function_world(handler) as (world, env, entry):
+        runtime = LocalLambda(world, env, fault=fault, entry=entry)
+        event = world.event(world.upload(key))
+        if case == "duplicate":  # the first delivery, unmetered
+            runtime.send(event)
+            runtime.run()
+        with CapacityRecorder(watched_session().client("dynamodb")) as meter:
+            runtime.send(event)
+            runtime.run()
+        total: Units = meter.summary().total
+    return Bill(handler, case, int(total.calls), total.wru, total.rru)
+
+
+def bills(handlers: tuple[str, ...] = HANDLERS) -> list[Bill]:
+    """Every handler in every case."""
+    return [measure(h, c) for h in handlers for c in CASES]
+
+
+def commit_designs(lines: int = 40) -> list[Any]:
+    """keyed's commit designs side by side (`idem.cost.commit_designs`): what each writes
+    per first delivery and duplicate, and what reading one account's totals costs."""
+    return measure_designs(lines)

@@ -1,0 +1,367 @@
+"""`idem check`: run any Lambda handler through every schedule the platform can produce for one upload.
+
+    from idem.explore.check import check_handler
+    report = check_handler("my_function:lambda_handler", effects=["sqs:SendMessage"])
+    assert report.holds, report.explain()
+
+The handler is an ordinary `(event, context)` function that uses boto3, and a payment
+provider client it builds with a factory function (`make_provider` by default) that the
+check replaces with the workbook's provider stand-in. Nothing in it needs to know it is
+being checked: faults happen at its calls (see `idem.sim.boundary`).
+
+How it works:
+1. One clean run discovers the boundaries the handler reaches: every AWS call and
+   provider call it makes, in order, and the moment it returns.
+2. Every schedule is then built from them: a fault (an exception before or after a call,
+   or the process dying) on any set of arrivals, S3 delivering the event once, twice, or a
+   second copy while the first invocation sits at any boundary, and Lambda retrying 0-2
+   times. Schedules that can only be another schedule's twin are left out.
+3. Each schedule runs in the local runtime, on moto and a virtual clock. Its effects are
+   counted: the charges the provider made for the upload, and any AWS call named as an
+   effect. An effect that happened more often than in the clean run is a double effect;
+   fewer, with nothing in the failure queue, is a silent loss or a silent mismatch.
+
+Exit codes of `python -m idem check`: 0 when nothing breaks, 1 when something does, 2 for
+bad input (a module that is missing, a name that is not callable, a handler that fails
+even on a clean run).
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..core.errors import IdemError
+from .verdicts import BREAKS, Verdict, judge_effects
+from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ..sim.runtime import LocalLambda
+from ..core.clock import VirtualClock
+from .schedules import drain_failures
+from ..sim.world import LocalWorld, ensure_moto
+
+HELP = "check any Lambda handler against every schedule of faults and deliveries"
+#: The workbook's own patterns, checked through the real entry point.
+PATTERNS = ("naive", "claim_first", "robust", "keyed")
+PATTERN_ENTRY = "idem.core.entry:lambda_handler"
+CHARGES = "provider:charge"
+VERDICTS = tuple(v.value for v in Verdict)
+RETRIES = (0, 1, 2)
+ARRIVALS = (1, 2, 3)
+BATCH = 40  # schedules per local world: small tables keep moto fast
+
+
+class CheckInputError(IdemError, ValueError):
+    """The check cannot start: say what was wrong and what to do."""
+
+
+# -- what to check ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """A handler to check: `module:function`, a module by dotted name or a .py file."""
+
+    module: str  # what the runtime loads: a dotted name, or the file's absolute path
+    function: str
+    env: tuple[tuple[str, str], ...] = ()
+    given: str = ""  # the target as the reader named it, for what the report prints
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.function}"
+
+    @property
+    def name(self) -> str:
+        return self.given or self.spec
+
+
+def resolve(target: str, env: dict[str, str] | None = None) -> Target:
+    """The handler named by `target`, checked for existence before anything runs."""
+    env, given = dict(env or {}), target
+    if target in PATTERNS:
+        env.setdefault("HANDLER_MODE", target)
+        target = PATTERN_ENTRY
+    module, sep, function = target.rpartition(":")
+    if not sep or not module or not function:
+        raise CheckInputError(f"{target!r} is not MODULE:FUNCTION (for example my_function:lambda_handler, "
+                              f"or one of {', '.join(PATTERNS)})")
+    if module.endswith(".py"):
+        if not Path(module).is_file():
+            raise CheckInputError(f"no file {module}: give the path to your handler's .py file")
+        module = str(Path(module).resolve())
+        spec = importlib.util.spec_from_file_location(Path(module).stem, module)
+    else:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as error:
+            raise CheckInputError(f"cannot find module {module}: {error}") from None
+        if spec is None:
+            raise CheckInputError(f"cannot find module {module}: is it on PYTHONPATH (run from its folder)?")
+    source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+    if f"def {function}(" not in source and f"{function} =" not in source:
+        raise CheckInputError(f"{module} defines no {function}: name the function Lambda calls "
+                              "(its Handler setting, e.g. lambda_handler)")
+    return Target(module, function, tuple(sorted(env.items())), given)
+
+
+# -- the schedules -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Schedule:
+    """One way the platform can treat one upload."""
+
+    fault: Any = None  # a FaultPlan, or None for no fault
+    delivery: str = "single"  # single, duplicate, or concurrent
+    copy_at: Any = None  # where the first invocation is when a concurrent copy starts
+    retries: int = 2
+
+    def label(self) -> str:
+        fault = "no fault" if self.fault is None else (
+            f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
+            if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
+        delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
+        return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
+
+    @property
+    def size(self) -> tuple[int, ...]:
+        """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
+        arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
+        return ({"single": 0, "duplicate": 1, "concurrent": 2}[self.delivery], self.retries, arrivals)
+
+
+def fault_places(crossed: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Where an exception can strike (every boundary) and where a crash can (a crash before a
+    call is the same as one after the call before it: nothing outside changes in between)."""
+    return list(crossed), copy_places(crossed)  # the same places a concurrent copy can start
+
+
+def copy_places(crossed: Sequence[Any]) -> list[Any]:
+    """Where a concurrent copy can start: before the first call and after each call."""
+    calls = [b for b in crossed if b != END]
+    return ([calls[0]] if calls else []) + [b for b in calls if b.side is Side.AFTER] or [END]
+
+
+def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+    """Every distinct schedule over the boundaries a clean run crossed."""
+    exception_at, crash_at = fault_places(crossed)
+    faults = [(How.EXCEPTION, b) for b in exception_at] + [(How.CRASH, b) for b in crash_at]
+    # the provider's own answers at each charge call: down, a saved 500, a 409, a decline
+    faults += [(outcome, b) for b in crossed if b.call == CHARGE_CALL and b.side is Side.BEFORE
+               for outcome in PROVIDER_POINTS]
+    order = {b: n for n, b in enumerate(crossed)}
+    deliveries = [("single", None), ("duplicate", None)] + [("concurrent", b) for b in copy_places(crossed)]
+    found = []
+    for (delivery, copy_at), r in itertools.product(deliveries, retries):
+        found.append(Schedule(None, delivery, copy_at, r))
+        reach = (1 if delivery == "single" else 2) * (r + 1)
+        for (how, at), n in itertools.product(faults, (1, 2, 3)):
+            for arrivals in itertools.combinations(ARRIVALS, n):
+                if max(arrivals) > reach:
+                    continue  # an arrival that cannot happen: another schedule's twin
+                if copy_at is not None and 1 in arrivals and order[at] < order[copy_at]:
+                    continue  # the first invocation fails before the copy would start
+                times = ",".join(map(str, arrivals))
+                plan = (FaultPlan(at, times, How.EXCEPTION, outcome=how) if how in PROVIDER_POINTS
+                        else FaultPlan(at, times, how))
+                found.append(Schedule(plan, delivery, copy_at, r))
+    return found
+
+
+# -- running them ------------------------------------------------------------------------------
+@dataclass
+class Result:
+    schedule: Schedule
+    effects: dict[str, int]
+    dlq: int
+    verdict: str
+    attempts: list[Any] = field(default_factory=list)
+
+    @property
+    def breaks(self) -> bool:
+        return self.verdict in BREAKS
+
+
+def _env_for(world: Any, target: Target) -> dict[str, str]:
+    """What the handler finds in its environment: the world's resources, then the user's settings."""
+    return {**world.env(), "BUCKET": world.bucket, "FAILURE_QUEUE_URL": world.queue_url,
+            "AWS_DEFAULT_REGION": "us-east-1", **dict(target.env)}
+
+
+def _runtime(world: Any, target: Target, schedule: Schedule, effects: Sequence[str],
+             provider_factory: str) -> Any:
+    runtime = LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
+                          handler=target.spec, provider_factory=provider_factory)
+    runtime.watch.effects = set(effects)
+    return runtime
+
+
+def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
+    runtime.send(event)
+    if schedule.delivery == "duplicate":
+        runtime.send(event, at=5.0)
+    elif schedule.delivery == "concurrent":
+        runtime.during(schedule.copy_at, lambda: runtime.send_now(event))
+
+
+def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
+              effects: Sequence[str], provider_factory: str, first: int = 0) -> list[Result]:
+    """Run `schedules` in one fresh world, one upload (and account) each; read them back."""
+    runs = []
+    with LocalWorld(prefix="check") as world:
+        for number, schedule in enumerate(schedules, start=first):
+            world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
+            runtime = _runtime(world, target, schedule, effects, provider_factory)
+            obj = world.upload(f"check{number:05d}/order.csv")
+            _deliver(runtime, world.event(obj), schedule)
+            runtime.run()
+            runs.append((schedule, obj, runtime))
+        failures = drain_failures(world)
+    results = []
+    for schedule, obj, runtime in runs:
+        counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()}
+        counted[CHARGES] = runtime.provider.made  # whatever reference the handler gave them
+        dlq = len(failures.get(obj.key, []))
+        declined = schedule.fault is not None and schedule.fault.outcome == "declined"
+        results.append(Result(schedule, counted, dlq, judge_effects(counted, baseline, dlq, declined=declined),
+                              runtime.attempts))
+    return results
+
+
+def discover(target: Target, effects: Sequence[str], provider_factory: str) -> tuple[list[Any], dict[str, int], list[Any]]:
+    """One clean run: the boundaries crossed, in order, and the effects it had."""
+    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory)
+    (attempt,) = result.attempts
+    if attempt.failed:
+        logs = "; ".join(attempt.logs[-2:])
+        raise CheckInputError(f"{target.name} fails on a clean run, before any fault: {attempt.error}"
+                              + (f" (its last log lines: {logs})" if logs else "")
+                              + ". Fix that first, or pass the settings it needs with --env NAME=VALUE")
+    return [c.boundary for c in attempt.crossings], result.effects, result.attempts
+
+
+@dataclass
+class CheckReport:
+    """Everything `check_handler` found: one result per schedule, and how to read them."""
+
+    target: Target
+    effects: tuple[str, ...]
+    boundaries: list[Any]
+    baseline: dict[str, int]
+    results: list[Result]
+
+    @property
+    def broken(self) -> list[Result]:
+        return [r for r in self.results if r.breaks]
+
+    @property
+    def holds(self) -> bool:
+        return not self.broken
+
+    @property
+    def retries(self) -> tuple[int, ...]:
+        """The MaximumRetryAttempts values the schedules tried."""
+        return tuple(sorted({r.schedule.retries for r in self.results}))
+
+    def smallest(self, verdict: str) -> Result | None:
+        """The smallest schedule that ended in `verdict`, if any did."""
+        return min((r for r in self.results if r.verdict == verdict), key=lambda r: r.schedule.size,
+                   default=None)
+
+    def tally(self) -> dict[str, int]:
+        counts = Counter(r.verdict for r in self.results)
+        return {v: counts[v] for v in VERDICTS if counts[v]}
+
+    def smallest_break(self) -> Result | None:
+        """The smallest schedule that breaks the handler, if any does."""
+        return min(self.broken, key=lambda r: r.schedule.size, default=None)
+
+    def explain(self) -> str:
+        """The report a person reads: the boundaries, the verdicts, the smallest break."""
+        lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
+                 f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
+                 "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)), ""]
+        width = max(map(len, VERDICTS))
+        for verdict, n in self.tally().items():
+            mark = "  BREAK" if verdict in BREAKS else ""
+            lines.append(f"  {verdict:<{width}}  {n:>5}{mark}")
+        smallest = self.smallest_break()
+        if smallest is None:
+            lines += ["", "holds: no double effect, silent loss or silent mismatch in any schedule"]
+            return "\n".join(lines)
+        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules; the smallest:",
+                  *timeline(smallest, self.baseline)]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        smallest = self.smallest_break()
+        return {"target": self.target.name, "env": dict(self.target.env),
+                "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
+                "schedules": len(self.results), "verdicts": self.tally(), "breaks": len(self.broken),
+                "holds": self.holds,
+                "smallest_break": None if smallest is None else {
+                    "schedule": smallest.schedule.label(), "verdict": smallest.verdict,
+                    "effects": smallest.effects, "failure_queue": smallest.dlq,
+                    "timeline": timeline(smallest, self.baseline)}}
+
+
+def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
+    """One schedule as a person reads it: each invocation, the boundaries it crossed, the end."""
+    lines = [f"  schedule: {result.schedule.label()}"]
+    for a in result.attempts:
+        where = f"{'cold' if a.cold else 'warm'} container {a.container}"
+        lines.append(f"  t={a.start:>6.0f}s  delivery {a.delivery}, attempt {a.attempt} ({where})")
+        for crossing in a.crossings:
+            fault = f"   <-- {crossing.failed} injected here" if crossing.failed else ""
+            lines.append(f"      {crossing.boundary}{fault}")
+        lines.append(f"      => {a.outcome}" + (f": {a.error}" if a.error else ""))
+    counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
+                       for name, n in baseline.items() if n)
+    lines.append(f"  effects: {counts or 'none'}; failure queue: {result.dlq} -> {result.verdict}")
+    return lines
+
+
+def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
+                  retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
+                  workers: int = 1) -> CheckReport:
+    """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
+    batches in that many processes."""
+    resolved = resolve(target, env)
+    effects = tuple(dict.fromkeys(effects))
+    for name in effects:
+        if ":" not in name or name.startswith(":") or name.endswith(":"):
+            raise CheckInputError(f"effect {name!r} is not SERVICE:Operation (for example sqs:SendMessage)")
+    retries = tuple(sorted(set(retries)))
+    if not retries or any(r not in RETRIES for r in retries):
+        raise CheckInputError(f"retries are MaximumRetryAttempts values: 0, 1 or 2 (got {retries})")
+
+    ensure_moto()
+    crossed, baseline, _ = discover(resolved, effects, provider_factory)
+    schedules = schedules_for(crossed, retries)
+    batches = [(schedules[i:i + BATCH], i) for i in range(0, len(schedules), BATCH)]
+    args = [(resolved, batch, baseline, effects, provider_factory, first) for batch, first in batches]
+    if workers > 1:
+        import multiprocessing
+
+        # fork where the platform has it: the workers start with moto and botocore's models
+        # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(workers) as pool:
+            parts = pool.starmap(_run_batch_in_worker, args)
+    else:
+        parts = [run_batch(*a) for a in args]
+    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part])
+
+
+def _run_batch_in_worker(*args: Any) -> list[Result]:
+    ensure_moto()
+    results = run_batch(*args)
+    for r in results:  # what a person reads survives the trip back; the runtime's objects need not
+        r.attempts = [_portable(a) for a in r.attempts]
+    return results
+
+
+def _portable(attempt: Any) -> Any:
+    attempt.result = None
+    return attempt
+
+

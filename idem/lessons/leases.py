@@ -1,0 +1,74 @@
+"""Leases under pressure: a concurrent copy at any step, a zombie whose lease runs out while it
+stalls, and when each invocation held the lease (chapters 05 and 06).
+"""
+from __future__ import annotations
+
+from ..core.patterns import HANDLERS, HAS_DONE_STATE
+from ..explore import scenarios as sc
+from ..sim.boundary import Step
+from ..sim.runtime import LocalLambda
+from ..sim.world import LocalWorld
+
+#: The checkpoints every handler passes through, in order: where a concurrent copy can land.
+STEPS = tuple(step.value for step in Step)
+
+
+def known_handler(handler: str) -> None:
+    if handler not in HANDLERS:
+        raise ValueError(f"unknown handler {handler!r}; choose from {', '.join(HANDLERS)}")
+
+
+def copy_at(handler: str = "robust", step: str = "before_charge") -> sc.Outcome:
+    """One upload; a second copy of its event runs when the first invocation reaches `step`."""
+    if step not in STEPS:
+        raise ValueError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
+    return sc.run(sc.Scenario(handler, delivery="concurrent", concurrent_at=step))
+
+
+def zombie(handler: str = "keyed", pause: float = 45.0, timeout: float = 30.0) -> sc.Outcome:
+    """The first invocation charges, then stalls for `pause` seconds; a copy of the event
+    arrives at the end of the stall, and only then does the first one try to commit.
+
+    A stall longer than the lease (which ends at the invocation's deadline, `timeout`
+    seconds after it started) lets the copy take the work over: the stalled invocation
+    is a zombie, and its commit must be refused.
+    """
+    known_handler(handler)
+    if pause < 0:
+        raise ValueError(f"the stall is a number of seconds, 0 or more; got {pause}")
+    scenario = sc.Scenario(handler, delivery="concurrent", timeout=timeout, concurrent_at="charged")
+    with LocalWorld() as world:
+        runtime = LocalLambda(world, world.env(handler), timeout=timeout)
+        event = world.event(world.upload(sc.ORDER_KEY))
+        runtime.send(event)
+
+        def stall_then_copy() -> None:
+            world.clock.advance(pause)
+            runtime.send_now(event)
+
+        runtime.during("charged", stall_then_copy)
+        runtime.run()
+        return sc.read_outcome(world, runtime, scenario, handler in HAS_DONE_STATE)
+
+
+def lease_windows(outcome: sc.Outcome) -> list[tuple[int, float, float]]:
+    """(delivery, start, end) of each lease a keyed run took, on the virtual clock.
+
+    An invocation that won the claim reaches the `before_charge` step; its lease runs
+    to its deadline, `timeout` seconds after it started.
+    """
+    if outcome.scenario.handler != "keyed":
+        return []  # only the keyed scribe's claim carries a lease
+    timeout = outcome.scenario.timeout
+    return [(a.delivery, a.start, a.start + timeout) for a in outcome.trace
+            if any(step == "before_charge" for _, step in a.steps)]
+
+
+def last_status(outcome: sc.Outcome, delivery: int = 1, attempt: int = 1) -> str:
+    """What one invocation's handler returned for the upload (charged, duplicate, superseded)
+    or, if it raised, the error's name."""
+    for a in outcome.trace:
+        if (a.delivery, a.attempt) == (delivery, attempt):
+            processed = (a.result or {}).get("processed") or [{}]
+            return processed[0].get("status") or a.error.split(":", 1)[0] or "-"
+    raise ValueError(f"no invocation for delivery {delivery}, attempt {attempt} in this run")

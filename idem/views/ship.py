@@ -1,0 +1,360 @@
+"""Views for chapter 11, what to ship: every pattern in one row, the decision diagram, the exercise.
+
+Each pattern's row is computed: its verdicts on the eight rows of the scenario matrix's headline
+(`scenarios.headline_scenarios`), whether it hands its key to the provider (read back from the
+provider after one upload), and its DynamoDB bill per first delivery and per duplicate
+(`idem.cost.bill.measure`). `recommend` walks the decision diagram for what a reader needs,
+with reasons taken from those rows; `check_choices` checks the chapter's exercise.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+import ipywidgets as widgets
+import pandas as pd
+
+from ..core.patterns import HANDLERS
+from ..cost import bill
+from ..explore import powertools as pt, scenarios as sc
+from ..sim.runtime import LocalLambda
+from ..explore.schedules import run_schedules
+from ..sim.world import LocalWorld
+from ..console import one_of
+from .widgets import make_explorer, pinned
+
+WIDTH = 96  # reasons wrap here, to fit the page
+PATTERNS = ("naive", "claim_first", "robust", "keyed", "powertools")
+
+
+# -- chapter 11: every pattern in one row -------------------------------------------------------
+@dataclass(frozen=True)
+class PatternRow:
+    """One pattern, as the runs measured it."""
+
+    pattern: str
+    verdicts: dict[str, str]  # headline row label -> verdict
+    key_to_provider: bool  # did its charge carry an idempotency key?
+    first: bill.Bill  # the first delivery of an upload
+    duplicate: bill.Bill  # the same event delivered again, after the first finished
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for v in self.verdicts.values() if v == verdict)
+
+    @property
+    def rows(self) -> int:
+        return len(self.verdicts)
+
+    def cells(self) -> dict[str, Any]:
+        return {
+            "double charge": _rows_with(self.count("double_charge"), self.rows),
+            "silent loss": _rows_with(self.count("silent_loss"), self.rows),
+            "silent mismatch": _rows_with(self.count("silent_mismatch"), self.rows),
+            "key to provider": "yes" if self.key_to_provider else "no",
+            "first delivery": cost(self.first),
+            "duplicate": cost(self.duplicate),
+            "$ per 1M uploads": self.first.dollars_per_million,
+        }
+
+
+def _rows_with(n: int, of: int) -> str:
+    return f"{n} of {of}" if n else "no"
+
+
+def _in_rows(what: str, n: int, of: int) -> str:
+    """`no double charge in its 8 rows`, or `double charge in 3 of 8 rows`."""
+    return f"{what} in {n} of {of} rows" if n else f"no {what} in its {of} rows"
+
+
+def units(one: bill.Bill) -> str:
+    """Request units as `3 W + 1 R` (write units, read units); `0 W` when there are none."""
+    parts = [f"{value:g} {letter}" for value, letter in ((one.wru, "W"), (one.rru, "R")) if value]
+    return " + ".join(parts) or "0 W"
+
+
+def cost(one: bill.Bill) -> str:
+    """DynamoDB calls, then request units: `2 calls, 3 W`."""
+    return f"{one.calls} call{'s' if one.calls != 1 else ''}, {units(one)}"
+
+
+def _label(s: sc.Scenario) -> str:
+    if s.delivery != "single":
+        return f"{s.fault}, {s.delivery} delivery"
+    return s.fault if s.times == "-" else f"{s.fault}, {s.times}"
+
+
+@contextlib.contextmanager
+def _function(world: LocalWorld, handler: str) -> Iterator[tuple[dict[str, str], str]]:
+    """The function's environment and entry module for `handler` in `world`."""
+    if handler == sc.POWERTOOLS:
+
+        with pt.idempotency_table(world) as table:
+            yield {**world.env(handler), "IDEMPOTENCY_TABLE": table}, pt.ENTRY
+    else:
+        yield world.env(handler), "idem.core.entry"
+
+
+def passes_key(handler: str) -> bool:
+    """Run one upload through `handler` and ask the provider: did the charge carry a key?"""
+    with LocalWorld(prefix="ship") as world, _function(world, handler) as (env, entry):
+        runtime = LocalLambda(world, env, entry=entry)
+        runtime.send(world.event(world.upload(sc.ORDER_KEY)))
+        runtime.run()
+        charges = world.provider().charges()
+    if not charges:
+        raise RuntimeError(f"{handler} made no charge for a clean upload")
+    return all(charge.idempotency_key for charge in charges)
+
+
+def headline_verdicts(patterns: Iterable[str] = PATTERNS) -> dict[str, dict[str, str]]:
+    """pattern -> headline row label -> verdict. The core handlers share worlds (the schedule
+    runner's way, same verdicts, less time); powertools runs a world per row."""
+    patterns = tuple(patterns)
+    core = [s for s in sc.headline_scenarios([p for p in patterns if p in HANDLERS])]
+    outcomes = [result.outcome for result in run_schedules(core, batch=len(core) or 1)]
+    outcomes += [sc.run(s) for s in sc.headline_scenarios([p for p in patterns if p not in HANDLERS])]
+    found: dict[str, dict[str, str]] = {p: {} for p in patterns}
+    for outcome in outcomes:
+        found[outcome.scenario.handler][_label(outcome.scenario)] = outcome.verdict
+    return found
+
+
+def pattern_rows(patterns: Iterable[str] = PATTERNS) -> list[PatternRow]:
+    """Every pattern's row: the headline matrix, the key, the bill. A few seconds."""
+    patterns = tuple(patterns)
+    verdicts = headline_verdicts(patterns)
+    return [PatternRow(p, verdicts[p], passes_key(p), bill.measure(p, "first"),
+                       bill.measure(p, "duplicate")) for p in patterns]
+
+
+def pattern_table(rows: Iterable[PatternRow]) -> pd.DataFrame:
+    """One row per pattern: what can go wrong (matrix rows out of the headline's eight), and
+    what one upload costs on DynamoDB (calls, request units, dollars per million first deliveries)."""
+    frame = pd.DataFrame({row.pattern: row.cells() for row in rows}).T
+    frame.index.name = "pattern"
+    return frame
+
+
+def _by_name(rows: Iterable[PatternRow]) -> dict[str, PatternRow]:
+    return {row.pattern: row for row in rows}
+
+
+# -- chapter 11: which pattern do you need? -----------------------------------------------------
+EFFECTS = ("an overwrite", "a write to your own table", "a charge, provider takes keys",
+           "a charge, provider takes no keys")
+LOSS = ("no", "yes, and reconciled")
+COPIES = ("can overlap", "never overlap")
+COST = ("matters little", "matters most")
+LIBRARY = ("hand-rolled", "Powertools")
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    pattern: str  # what to build
+    row: str  # the table row that measures it
+    path: tuple[str, ...]  # the answers taken through the decision diagram
+    reasons: tuple[str, ...]
+
+    def text(self) -> str:
+        lines = [f"Build: {self.pattern}  (its measured row: {self.row})",
+                 "Path: " + " > ".join(self.path)]
+        for reason in self.reasons:
+            lines.append(textwrap.fill(reason, WIDTH, initial_indent="- ", subsequent_indent="  "))
+        return "\n".join(lines)
+
+
+def recommend(rows: Iterable[PatternRow], effect: str = EFFECTS[2], lost_ok: str = LOSS[0],
+              copies: str = COPIES[0], cost: str = COST[0], library: str = LIBRARY[0]) -> Recommendation:
+    """Walk the decision diagram for what a handler needs; every reason quotes a measured row."""
+    one_of("effect", effect, EFFECTS), one_of("lost_ok", lost_ok, LOSS)
+    one_of("copies", copies, COPIES), one_of("cost", cost, COST), one_of("library", library, LIBRARY)
+    r = _by_name(rows)
+    naive, claim_first, robust, keyed = r["naive"], r["claim_first"], r["robust"], r["keyed"]
+    n = keyed.rows
+    saving = keyed.first.dollars_per_million - claim_first.first.dollars_per_million
+    path = [f"effect: {effect}"]
+    reasons: list[str] = []
+    if effect == EFFECTS[0]:
+        pattern, row = "an overwrite, no record", "naive"
+        reasons.append("Writing the same result twice leaves the world as writing it once: the effect is "
+                       "idempotent. Set a value named by the upload; never add to one.")
+        reasons.append(f"naive adds to a balance, which is why its row shows a double charge in "
+                       f"{naive.count('double_charge')} of {n} rows.")
+    else:
+        path.append(f"losing an upload acceptable: {lost_ok}")
+        if lost_ok == LOSS[1]:
+            path.append(f"cost: {cost}")
+        if lost_ok == LOSS[1] and cost == COST[1]:
+            pattern, row = "claim_first, watched by reconciliation", "claim_first"
+            reasons.append(f"One conditional write, then the work: claim_first never charges twice "
+                           f"({_in_rows('double charge', claim_first.count('double_charge'), n)}).")
+            reasons.append(f"A failure after its claim loses work without a sound (silent loss in "
+                           f"{claim_first.count('silent_loss')} of {n} rows, silent mismatch in "
+                           f"{claim_first.count('silent_mismatch')}): only reconciliation finds them.")
+            reasons.append(f"It saves ${saving:.2f} per million first deliveries against keyed.")
+        else:
+            if lost_ok == LOSS[1]:
+                reasons.append(f"Losing work is allowed, but claim_first would save only ${saving:.2f} per "
+                               "million first deliveries: keep the work instead.")
+            pattern, row = _keep_the_work(effect, library, path, reasons, r)
+        if copies == COPIES[0]:
+            reasons.append(f"Copies that overlap rule out a read followed by a write: robust, which reads "
+                           f"first, ends in {robust.verdicts['none, concurrent delivery']} when a copy "
+                           "runs concurrently. The pattern named here claims with one conditional write.")
+        else:
+            reasons.append("S3 and Lambda make no such promise: a duplicate can start while the first "
+                           "copy runs. The answer does not change: the claim is one conditional write.")
+        path.append(f"copies {copies}")
+    reasons.append("Whatever you build: reconcile on a schedule (07), and run `idem check` on it (10).")
+    return Recommendation(pattern, row, tuple(path), tuple(reasons))
+
+
+def _keep_the_work(effect: str, library: str, path: list[str], reasons: list[str],
+                   r: Mapping[str, PatternRow]) -> tuple[str, str]:
+    keyed, robust, powertools = r["keyed"], r["robust"], r["powertools"]
+    n = keyed.rows
+    if effect == EFFECTS[1]:
+        reasons.append("Write the effect and the done record together, in one transaction: both land, "
+                       "or neither does, so no failure can leave one without the other.")
+        reasons.append("keyed's commit goes further: its done record is its ledger line, one owner-fenced "
+                       "write. Keep its claim and commit, and let the commit carry your effect.")
+        return "one transaction: the effect and the done record", "keyed"
+    if effect == EFFECTS[2]:
+        path.append(f"library: {library}")
+        if library == LIBRARY[1]:
+            reasons.append(f"Powertools gives the claim, the in-progress expiry and the record's expiry. "
+                           f"Alone it ends in double charge in {powertools.count('double_charge')} of "
+                           f"{n} rows: it deletes its record when the function raises after the charge.")
+            reasons.append("Pass its key to the provider from inside the idempotent function, and set "
+                           "expires_after_seconds above the maximum event age.")
+            return "Powertools, with its key passed to the provider", "powertools"
+        double, loss = keyed.count("double_charge"), keyed.count("silent_loss")
+        measured = (f"no double charge and no silent loss in its {n} rows" if not double + loss else
+                    f"{_in_rows('double charge', double, n)}, {_in_rows('silent loss', loss, n)}")
+        reasons.append(f"A claim with a lease, the same key to the provider, a commit fenced to the "
+                       f"owner: {measured}.")
+        return "keyed (the handler to copy)", "keyed"
+    reasons.append("Without a key, no code of yours can tell whether a lost answer moved money: "
+                   f"robust, a record with no key, ends in double charge in "
+                   f"{robust.count('double_charge')} of {n} rows.")
+    reasons.append("Keep keyed's claim, lease and fenced commit. Before charging again, look the "
+                   "charge up by the upload; if that cannot tell, mark the record needs_attention.")
+    return "keyed's claim and commit, a look-up instead of the key", "keyed"
+
+
+def show_recommendation(recommendation: Recommendation) -> None:
+    print(recommendation.text())
+
+
+def _recommend_controls(effect: str, lost_ok: str, copies: str, cost: str,
+                        library: str) -> dict[str, widgets.ValueWidget]:
+    wide = {"description_width": "initial"}
+    return {
+        "effect": widgets.Dropdown(options=EFFECTS, value=effect, description="the effect is",
+                                   style=wide),
+        "lost_ok": widgets.ToggleButtons(options=LOSS, value=lost_ok, description="lose an upload?",
+                                         style=wide),
+        "copies": widgets.ToggleButtons(options=COPIES, value=copies, description="copies",
+                                        style=wide),
+        "cost": widgets.ToggleButtons(options=COST, value=cost, description="cost", style=wide),
+        "library": widgets.ToggleButtons(options=LIBRARY, value=library, description="code",
+                                         style=wide),
+    }
+
+
+def recommend_explorer(rows: list[PatternRow], effect: str = EFFECTS[2], lost_ok: str = LOSS[0],
+                       copies: str = COPIES[0], cost: str = COST[0],
+                       library: str = LIBRARY[0]) -> widgets.Widget:
+    """Say what the handler needs; see the pattern the decision diagram gives, and why."""
+    return make_explorer(
+        _recommend_controls(effect, lost_ok, copies, cost, library),
+        functools.partial(recommend, rows), show_recommendation,
+        links={"cost": lambda v: {"disabled": v["effect"] == EFFECTS[0] or v["lost_ok"] == LOSS[0]},
+               "library": lambda v: {"disabled": v["effect"] != EFFECTS[2]},
+               "lost_ok": lambda v: {"disabled": v["effect"] == EFFECTS[0]},
+               "copies": lambda v: {"disabled": v["effect"] == EFFECTS[0]}})
+
+
+recommend_explore = pinned(recommend, show_recommendation,
+                           "Recommend a pattern and say why (the explorer's twin).")
+
+
+# -- chapter 11: the exercise --------------------------------------------------------------------
+SYSTEMS = {
+    "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
+    "card": "charge the customer's card through a provider that takes idempotency keys",
+    "balance": "add the order's total to the customer's balance, an item in your own table",
+    "chat": "post 'thanks for your order' to a chat API without idempotency keys; a missed post "
+            "is fine (a weekly job re-posts what is missing), two posts look sloppy",
+}
+CHOICES = ("overwrite", "claim_first", "transaction", "keyed")
+ANSWERS = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}
+
+
+def _why(system: str, choice: str, r: Mapping[str, PatternRow]) -> tuple[str, str]:
+    """(verdict, why): verdict is `right`, `more than needed` or `wrong`."""
+    naive, claim_first, robust, keyed = r["naive"], r["claim_first"], r["robust"], r["keyed"]
+    n = keyed.rows
+    lost = f"claim_first ends in silent loss in {claim_first.count('silent_loss')} of {n} rows"
+    outside = "it happens outside DynamoDB, and no DynamoDB transaction can include it"
+    table = {
+        ("thumbnail", "overwrite"): ("right", "the same file written twice is the same file: no record needed."),
+        ("thumbnail", "claim_first"): ("wrong", f"a failure after the claim leaves no thumbnail for good ({lost}); "
+                                                "writing the file again was harmless all along."),
+        ("thumbnail", "transaction"): ("wrong", f"the thumbnail is a file in S3: {outside}."),
+        ("thumbnail", "keyed"): ("more than needed", f"safe, but it pays {keyed.first.calls} DynamoDB calls "
+                                                     f"and ${keyed.first.dollars_per_million:.2f} per million "
+                                                     "uploads to guard a write that is harmless to repeat."),
+        ("card", "overwrite"): ("wrong", f"a second charge is a second charge, not the same one: naive, "
+                                         f"with no guard, double charges in {naive.count('double_charge')} "
+                                         f"of {n} rows."),
+        ("card", "claim_first"): ("wrong", f"{lost} and silent mismatch in "
+                                           f"{claim_first.count('silent_mismatch')}: a customer is "
+                                           "never charged, or charged with nothing in the books."),
+        ("card", "transaction"): ("wrong", f"the charge moves money at the provider: {outside}. Only the "
+                                           "provider's key makes a retried charge the same charge."),
+        ("card", "keyed"): ("right", "the claim keeps copies apart, the key makes the provider replay, "
+                                     "and the fenced commit books the charge once."),
+        ("balance", "overwrite"): ("wrong", "adding to a balance is the opposite of an overwrite: every "
+                                            "repeat adds again."),
+        ("balance", "claim_first"): ("wrong", f"a failure between the claim and the update loses the update "
+                                              f"without a sound ({lost})."),
+        ("balance", "transaction"): ("right", "the done record (written only if absent) and the balance "
+                                              "change land together or not at all, in one call."),
+        ("balance", "keyed"): ("more than needed", "safe: its commit writes the done record and the booking "
+                                                   "as one item. But its lease and provider key guard a "
+                                                   "call outside your table, and here there is none."),
+        ("chat", "overwrite"): ("wrong", "each post adds a message to the channel: posting again is a "
+                                         "second message."),
+        ("chat", "claim_first"): ("right", "it never posts twice, and the weekly job re-posts what a "
+                                           "failure lost."),
+        ("chat", "transaction"): ("wrong", f"the post goes to the chat API: {outside}."),
+        ("chat", "keyed"): ("wrong", f"keyed leans on the provider's key, and this API has none: a retry "
+                                     f"after a lost answer posts again (robust, a record without a key, "
+                                     f"double charges in {robust.count('double_charge')} of {n} rows)."),
+    }
+    return table[(system, choice)]
+
+
+def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str:
+    """The exercise's check: each system's choice, right or not, and why."""
+    unknown = sorted(set(choices) - set(SYSTEMS))
+    if unknown:
+        return f"unknown systems {unknown}: answer for {', '.join(SYSTEMS)}"
+    r = _by_name(rows)
+    lines, right = [], 0
+    for system in SYSTEMS:
+        choice = choices.get(system, "")
+        if choice not in CHOICES:
+            lines.append(f"{system}: choose one of {', '.join(CHOICES)} (got {choice!r})")
+            continue
+        verdict, why = _why(system, choice, r)
+        right += verdict == "right"
+        lines.append(textwrap.fill(f"{system} -> {choice}: {verdict}. {why[0].upper()}{why[1:]}", WIDTH,
+                                   subsequent_indent="  "))
+    lines.append("All four right." if right == len(SYSTEMS) else
+                 f"{right} of {len(SYSTEMS)} right: the decision diagram's first question is the one to ask again.")
+    return "\n".join(lines)

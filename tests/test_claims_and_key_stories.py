@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from idem.core import keys
-from idem.core.events import encode_key, newer_sequencer
+from idem.core.events import newer_sequencer
 from idem.sim import atomic
 from idem.explore import scenarios as sc
 from idem.explore.verdicts import judge_run
@@ -158,14 +158,16 @@ def test_key_from_the_raw_field_differs_and_names_no_object(world):
     assert name.lookup_raw.startswith("not found") and name.lookup_decoded.startswith("found")
 
 
-def test_hashed_key_fits_where_the_encoded_field_does_not(world):
+def test_hashed_key_fits_stripes_255_characters_where_the_recipe_text_does_not(world):
+    """Stripe: "Idempotency keys are up to 255 characters long." (docs.stripe.com/idempotency);
+    S3: a name's UTF-8 encoding is at most 1,024 bytes."""
+    assert key_stories.STRIPE_MAX_KEY_CHARS == 255
     obj = world.upload("alice/" + "é" * 509)
-    sizes = key_stories.key_sizes(obj)
-    assert sizes["object key"] == 1024
-    assert sizes["event field (URL-encoded)"] > keys.MAX_PARTITION_KEY_BYTES > sizes["idempotency key"]
-    assert key_stories.store_pk(world, encode_key(obj.key)).startswith("ValidationException")
-    assert key_stories.store_pk(world, keys.idempotency_key(obj)).startswith("stored")
-    assert world.ledger().items() == []  # the probe is removed again
+    rows = {r["what"]: r for r in key_stories.key_sizes(obj)}
+    assert rows["object key"]["bytes"] == 1024
+    assert rows["recipe text (version)"]["characters"] > 255 >= rows["idempotency key (hashed)"]["characters"]
+    assert rows["limit: Stripe's idempotency key"]["characters"] == 255
+    assert rows["limit: DynamoDB partition key"]["bytes"] == keys.MAX_PARTITION_KEY_BYTES == 2048
 
 
 # -- chapter 04 -----------------------------------------------------------------------------

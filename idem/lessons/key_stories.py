@@ -13,14 +13,15 @@ from typing import Any, Callable, Iterable, Iterator
 from botocore.exceptions import ClientError
 
 from ..core import keys
-from ..core.dynamo import to_item
 from ..core.entry import App
-from ..core.events import S3Object, encode_key, newer_sequencer, read_event
+from ..core.events import S3Object, newer_sequencer, read_event
 from ..core.keys import describe, idempotency_key
 from ..sim.runtime import LambdaContext
 from ..sim.world import LocalWorld
 
 ORDER = b"sku,qty\nledger,1\n"
+#: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
+STRIPE_MAX_KEY_CHARS = 255
 
 
 OTHER_ORDER = b"sku,qty\nledger,2\n"
@@ -278,22 +279,14 @@ def _lookup(world: LocalWorld, key: str) -> str:
     return f"found, {head['ContentLength']} bytes"
 
 
-def key_sizes(obj: S3Object) -> dict[str, int]:
-    """Bytes of UTF-8: the object key, its URL-encoded event field, a recipe's text, the key."""
-    return {
-        "object key": len(obj.key.encode()),
-        "event field (URL-encoded)": len(encode_key(obj.key).encode()),
-        "recipe text (version)": len(describe(obj, "version").encode()),
-        "idempotency key": len(idempotency_key(obj).encode()),
-        "DynamoDB partition key limit": keys.MAX_PARTITION_KEY_BYTES,
-    }
+def key_sizes(obj: S3Object) -> list[dict[str, Any]]:
+    """Characters and bytes of UTF-8: the object key, a recipe's text, the hashed key, and the
+    limits each must fit (Stripe's key in characters, DynamoDB's partition key in bytes)."""
+    def row(what: str, text: str) -> dict[str, Any]:
+        return {"what": what, "characters": len(text), "bytes": len(text.encode())}
 
-
-def store_pk(world: LocalWorld, value: str) -> str:
-    """Try to store `value` as a partition key in the ledger table; say what happened."""
-    try:
-        world.dynamodb.put_item(TableName=world.ledger_table, Item=to_item({"pk": value}))
-    except ClientError as error:
-        return f"{error.response['Error']['Code']}: {error.response['Error']['Message']}"
-    world.dynamodb.delete_item(TableName=world.ledger_table, Key=to_item({"pk": value}))
-    return f"stored ({len(value.encode())} bytes)"
+    return [row("object key", obj.key), row("recipe text (version)", describe(obj, "version")),
+            row("idempotency key (hashed)", idempotency_key(obj)),
+            {"what": "limit: Stripe's idempotency key", "characters": STRIPE_MAX_KEY_CHARS, "bytes": "-"},
+            {"what": "limit: DynamoDB partition key", "characters": "-",
+             "bytes": keys.MAX_PARTITION_KEY_BYTES}]

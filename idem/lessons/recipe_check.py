@@ -22,9 +22,13 @@ records S3 would send for them (see LocalWorld.upload). The pitfalls:
   few seconds later (the clock moved on as for the retry).
 - The same bytes uploaded twice under one name, in a versioned bucket: two orders.
 - The same, in a bucket without versioning: the records carry no versionId at all.
-- A name with a space: S3 writes it as `+`; the same record with `%20` (also a space in URL
-  encoding) names the same upload and must get the same key.
-- A name of 1,024 bytes, S3's longest: the key must fit DynamoDB's 2,048-byte partition key.
+- A name of 1,024 bytes, S3's longest: the key goes to the provider too (chapter 06), and
+  Stripe's idempotency keys are at most 255 characters, so it must fit them (and DynamoDB's
+  2,048-byte partition key, which a key that fits Stripe's always does).
+
+Decoding the name (S3 writes a space as `+`, chapter 03) is not a pitfall here: S3 writes each
+name one way only, so a key from the raw field is still one key per upload. Its harm is that it
+names no object in the bucket, which the chapter shows with `key_stories.encoded_name`.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ from unittest import mock
 from ..core.clock import VirtualClock
 from ..core.events import s3_record
 from ..core.keys import MAX_PARTITION_KEY_BYTES
+from .key_stories import STRIPE_MAX_KEY_CHARS
 from ..sim.runtime import LambdaContext
 from ..sim.world import LocalWorld
 
@@ -48,7 +53,6 @@ KeyRecipe = Callable[..., str]  # (record) or (record, context) -> the idempoten
 
 ORDER = b"sku,qty\nledger,1\n"
 NAME = "alice/order.csv"
-SPACED = "alice/my file.csv"
 LONG = "alice/" + "\u00e9" * 509  # 6 + 2 x 509 = 1,024 bytes of UTF-8, the longest S3 allows
 RETRY_DELAY = 60.0  # seconds: Lambda's first retry comes about a minute later
 DUPLICATE_DELAY = 5.0  # seconds: S3's second delivery may come at any time; here, a little later
@@ -61,7 +65,6 @@ class Events:
     upload: dict[str, Any]  # one upload of NAME, versioned bucket
     versioned_pair: tuple[dict[str, Any], dict[str, Any]]  # two uploads of NAME, same bytes
     unversioned_pair: tuple[dict[str, Any], dict[str, Any]]  # the same, bucket without versioning
-    spaced: dict[str, Any]  # an upload of SPACED, its key field as S3 writes it
     long: dict[str, Any]  # an upload of LONG
 
 
@@ -82,9 +85,8 @@ def events() -> Events:
         first = record(plain.upload(NAME, ORDER))
         plain.clock.advance(1)
         unversioned_pair = (first, record(plain.upload(NAME, ORDER)))
-        spaced = record(world.upload(SPACED, ORDER))
         long = record(world.upload(LONG, ORDER))
-    return Events(upload, versioned_pair, unversioned_pair, spaced, long)
+    return Events(upload, versioned_pair, unversioned_pair, long)
 
 
 @dataclass(frozen=True)
@@ -220,28 +222,14 @@ def same_bytes_unversioned(call: _Caller, ev: Events) -> str | None:
     return None
 
 
-def encoded_name(call: _Caller, ev: Events) -> str | None:
-    as_sent = ev.spaced
-    raw = as_sent["s3"]["object"]["key"]
-    other = copy.deepcopy(as_sent)
-    other["s3"]["object"]["key"] = raw.replace("+", "%20")
-    first = call.key(as_sent, where=f" on {raw!r}")
-    if call.key(as_sent, where=f" on {raw!r}") != first:
-        return ("the key changed between two calls with the same record, as in the first two "
-                "pitfalls, so no two copies of this event would get one key either")
-    if call.key(other, where=f" on {other['s3']['object']['key']!r}") != first:
-        return (f"{raw!r} and {other['s3']['object']['key']!r} both name {SPACED!r} and got "
-                "different keys, so decode the name with unquote_plus before using it")
-    return None
-
-
 def long_name(call: _Caller, ev: Events) -> str | None:
     key = call.key(ev.long, where=" on a 1,024-byte name")
-    size = len(key.encode("utf-8"))
-    if size > MAX_PARTITION_KEY_BYTES:
-        return (f"the key for a 1,024-byte name is {size:,} bytes, over DynamoDB's "
-                f"{MAX_PARTITION_KEY_BYTES:,}-byte limit for a partition key, so hash the "
-                "recipe's text (sha256) to a fixed size")
+    if len(key) > STRIPE_MAX_KEY_CHARS:
+        return (f"the key for a 1,024-byte name is {len(key):,} characters, over Stripe's "
+                f"{STRIPE_MAX_KEY_CHARS}-character limit for the idempotency key the provider "
+                "gets, so hash the recipe's text (sha256) to a fixed size")
+    # 255 characters are at most 1,020 bytes of UTF-8: within DynamoDB's partition key as well.
+    assert STRIPE_MAX_KEY_CHARS * 4 <= MAX_PARTITION_KEY_BYTES
     return None
 
 
@@ -250,7 +238,6 @@ PITFALLS: dict[str, Callable[[_Caller, Events], str | None]] = {
     "S3 delivers the event twice": s3_duplicate,
     "same bytes twice, versioned bucket": same_bytes_versioned,
     "same bytes twice, no versioning": same_bytes_unversioned,
-    "a space in the name": encoded_name,
     "the longest name S3 allows": long_name,
 }
 

@@ -169,10 +169,11 @@ views.show_source(encode_key)
 
 # %% [markdown]
 # Decoding needs `unquote_plus`, which reads `+` as a space. Plain `unquote` leaves the `+` in
-# place. URL encoding also has a second way to write a space, `%20`, and both decode to one name:
+# place ([S3 event structure](https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html):
+# the object key is URL-encoded):
 
 # %%
-views.decoding_frame([encode_key("alice/my file.csv"), encode_key("alice/a+b.csv"), "alice/my%20file.csv"])
+views.decoding_frame([encode_key("alice/my file.csv"), encode_key("alice/a+b.csv")])
 
 # %% [markdown]
 # Only the last column names the objects as the bucket does. The function's `read_event` decodes
@@ -190,18 +191,17 @@ views.rows_frame([{"": field, "value": value} for field, value in vars(name).ite
 # %% [markdown]
 # ## Hash the recipe's text
 #
-# An S3 object's name can be 1,024 bytes of UTF-8. A DynamoDB partition key can be at most 2,048.
-# URL encoding turns each byte of a multi-byte character into three (`é` becomes `%C3%A9`). So a
-# key that carries the raw field can break the limit. Hashing gives every key one size, whatever
-# the name:
+# The key has a second reader besides DynamoDB. Chapter 06 passes it to the payment provider as
+# its own idempotency key. Stripe's keys are at most 255 characters
+# ([idempotency](https://docs.stripe.com/idempotency)). An S3 object's name alone can be 1,024
+# bytes of UTF-8 ([object keys](https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html)),
+# so a recipe's text can be far longer than that. Hashing it with SHA-256 gives every key one short
+# size, whatever the name. Here is the longest name S3 allows, 509 two-byte characters after
+# `alice/`:
 
 # %%
 long_name = world.upload("alice/" + "é" * 509, key_stories.ORDER)
-views.rows_frame([{"what": what, "bytes": size} for what, size in key_stories.key_sizes(long_name).items()])
-
-# %%
-print("raw event field as pk:", key_stories.store_pk(world, encode_key(long_name.key)))
-print("idempotency key as pk:", key_stories.store_pk(world, keys.idempotency_key(long_name)))
+views.rows_frame(key_stories.key_sizes(long_name))
 
 # %% [markdown]
 # The ledger keeps the readable text beside the hashed key (as `source`), so a person can still

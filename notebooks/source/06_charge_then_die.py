@@ -161,9 +161,12 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 
 # %% [markdown]
 # * Down before executing, and 409, are retried a minute later and end exactly once.
-# * The saved 500 moved money, and no retry with that key can learn the charge. Keyed marks the
-#   record `needs_attention` and lets the event reach the failure queue with the reason. It does
-#   not try a new key, which could charge twice.
+# * A saved 500 means the outcome is unknown: the money may or may not have moved, and no retry
+#   with that key can learn which ([Stripe](https://docs.stripe.com/api/idempotent_requests):
+#   retries with the same key "return the saved response, including `500` errors"). Here it had
+#   moved. Keyed marks the record `needs_attention` and lets the event reach the failure queue with
+#   the reason. It does not try a new key: if the first attempt did charge, a new key would charge
+#   twice.
 # * The decline ends the work with a `declined` record. Nothing is retried or queued.
 
 # %% [markdown]

@@ -7,8 +7,9 @@
 # what slipped through.**
 #
 # The keyed scribe of chapter 06 closes every hole the matrix tests. Two things are left to settle.
-# A record cannot stay in the table for ever, so it must go at some point, and the chapter finds
-# when. And no pattern is better than the code and settings around it. Something has to check,
+# Keyed's `done` line is the ledger itself and stays for good. Every other record (a claim whose
+# work never finished, another pattern's record) is only a memory of an event. It must last as long
+# as a copy of that event can arrive, and may go after: the chapter finds when. And no pattern is better than the code and settings around it. Something has to check,
 # after the fact, that every upload was charged once: the chapter writes that check.
 
 # %% [markdown]
@@ -50,8 +51,10 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # ## Records that expire
 #
 # DynamoDB's **TTL** (time to live) deletes an item once a time stored in the item has passed. The
-# ledger table names `expires_at` as that attribute. The deletion is free, and it comes late: usually
-# within a few days, not at the second.
+# ledger table names `expires_at` as that attribute. The deletion is free, and it comes late: AWS
+# says it typically deletes an expired item within two days of its expiry, not at the second
+# ([UpdateTimeToLive](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html)).
+# Until then, the expired item still shows up in reads.
 #
 # The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Every
 # record gets an `expires_at` when it is written. What happens at the end differs by handler:

@@ -235,8 +235,9 @@ _ = views.explore("powertools", "after_charge", "once")
 #   ([transactions](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling)).
 # * **An index write bills too.** Putting an item into a global secondary index costs write units of
 #   its own ([indexes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes)).
-# * **4 KB per read unit** for a strongly consistent read, half that for an eventually consistent one
-#   ([request units](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadWriteCapacityMode.html#HowItWorks.requests)).
+# * **4 KB per read unit** for a strongly consistent read, rounded up. An eventually consistent read
+#   of up to 4 KB costs half a read unit
+#   ([reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
 # * **TTL deletes are free.** Expired records leave the table without a write unit
 #   ([TTL](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html)).
 #

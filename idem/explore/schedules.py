@@ -41,7 +41,7 @@ from ..core.keys import idempotency_key
 from ..core.ledger import Record, booked
 from ..core.reconcile import compare, list_objects, scan
 from ..sim.boundary import PROVIDER_POINTS, FaultPlan
-from .scenario import Outcome, Scenario, deliver, fault_of
+from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of
 from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
 from ..sim.world import LocalWorld
 from ..sim.runtime import LocalLambda
@@ -130,11 +130,12 @@ def label(s: Scenario) -> str:
 
 
 @dataclass
-class _Run:
+class ScheduleRun:
     scenario: Scenario
     obj: Any
     account: str
     attempts: list[Any]
+    record: str | None = None  # read elsewhere (Powertools keeps its records in its own table)
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,11 @@ def run_schedules(schedules: Iterable[Scenario], batch: int = 20) -> list[Result
     for start in range(0, len(schedules), batch):
         with LocalWorld(prefix="sched") as world:
             runs = [_run_one(world, s, start + i) for i, s in enumerate(schedules[start:start + batch])]
-            outcomes.extend(_read_back(world, runs))
+            outcomes.extend(read_back(world, runs))
     return outcomes
 
 
-def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> _Run:
+def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> ScheduleRun:
     if scenario.handler not in HANDLERS:
         raise ValueError(f"schedules run the core handlers only, not {scenario.handler!r}")
     world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
@@ -178,7 +179,7 @@ def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> _Run:
     runtime.run()
     if scenario.delivery != "single" and 2 not in {a.delivery for a in runtime.attempts}:
         raise AssertionError(f"{label(scenario)}: the second copy was never delivered")
-    return _Run(scenario, obj, account, runtime.attempts)
+    return ScheduleRun(scenario, obj, account, runtime.attempts)
 
 
 def drain_failures(world: LocalWorld) -> dict[str, list[dict[str, Any]]]:
@@ -223,15 +224,17 @@ class _Readback:
         self.report = compare(world.bucket, list_objects(world.s3, world.bucket), ledger_items,
                               provider_items, now=now)
 
-    def fate(self, handler: str, obj: Any, account: str) -> _Fate:
-        """Judged as scenarios.read_outcome judges a run, plus the job's findings."""
+    def fate(self, handler: str, obj: Any, account: str, record: str | None = None) -> _Fate:
+        """Judged as scenarios.read_outcome judges a run, plus the job's findings. `record`,
+        when given, is the record's status read elsewhere (Powertools' own table)."""
         money = self.charges[obj.uri]
         entries = self.books.get(account, (0, 0))[0]
         key = idempotency_key(obj, "version")
         record_item = self.items.get(key)
-        record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
+        if record is None:
+            record = str(Record.from_item(to_item(record_item)).status) if record_item else "-"
         failures = self.failures.get(obj.key, [])
-        done = completed(money, entries, record, handler in HAS_DONE_STATE)
+        done = completed(money, entries, record, handler in HAS_DONE_STATE or handler == POWERTOOLS)
         r = self.report
         found = [("missing", any(m.object == obj.uri for m in r.missing)),
                  ("stuck", any(s.key == key for s in r.stuck)),
@@ -243,12 +246,12 @@ class _Readback:
                      tuple(name for name, hit in found if hit))
 
 
-def _read_back(world: LocalWorld, runs: list[_Run]) -> Iterator[Result]:
+def read_back(world: LocalWorld, runs: list[ScheduleRun]) -> Iterator[Result]:
     """Each schedule's outcome, and what the reconciliation job found about its object."""
     # the job runs an hour after the last schedule ended: every lease is over by then
     readback = _Readback(world, world.clock.start + max(a.end for r in runs for a in r.attempts) + 3600)
     for run in runs:
-        fate = readback.fate(run.scenario.handler, run.obj, run.account)
+        fate = readback.fate(run.scenario.handler, run.obj, run.account, run.record)
         outcome = Outcome(
             scenario=run.scenario, charges=fate.charges, ledger=fate.ledger,
             attempts=len(run.attempts), dlq=len(fate.failures), record=fate.record,

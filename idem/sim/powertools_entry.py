@@ -17,8 +17,10 @@ Settings (environment):
 - POWERTOOLS_VALIDATE: a JMESPath for payload validation (off when empty);
 - POWERTOOLS_LOCAL_CACHE: `1` to keep completed records in the container's memory;
 - POWERTOOLS_RAISE_ON_MISSING_KEY: `0` to let a record without a key through unguarded;
-- POWERTOOLS_FIX: `none`, `catch` (finish the books when an error follows the charge) or
-  `provider_key` (pass the key to the provider from inside the idempotent function).
+- POWERTOOLS_FIX: `none`, `catch` (finish the books when an error follows the charge),
+  `provider_key` (pass the key to the provider from inside the idempotent function) or
+  `book_once` (pass the key to the provider, and book the charge with a conditional put of
+  one ledger line per key, so a function run again books nothing new).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import warnings
 from typing import Any, Iterator, Mapping
 
 import boto3
+from botocore.exceptions import ClientError
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -40,6 +43,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import D
 
 from ..core import entry as core
 from ..core import settings
+from ..core.dynamo import to_item
 from ..core.clock import Clock, SystemClock
 from ..core.events import S3Object
 from ..core.handlers.common import Services, charge_step, order_for, receipt
@@ -47,7 +51,7 @@ from ..core.settings import DAY
 
 MODE = "powertools"
 KEY_JMESPATH = "[bucket, key, version_id]"
-FIXES = ("none", "catch", "provider_key")
+FIXES = ("none", "catch", "provider_key", "book_once")
 #: The Powertools modules that read the wall clock (all through `datetime as dt`).
 TIME_MODULES = tuple(f"aws_lambda_powertools.utilities.idempotency.{name}" for name in (
     "base", "persistence.base", "persistence.datarecord", "persistence.dynamodb"))
@@ -115,6 +119,8 @@ class PowertoolsCharge:
         order = order_for(obj, svc)
         if self.fix == "catch":
             return self.charge_then_catch(order, svc)
+        if self.fix == "book_once":
+            return self.charge_and_book_once(order, svc)
         provider_key = order.key if self.fix == "provider_key" else None
         charge = charge_step(svc, order, idempotency_key=provider_key)
         svc.ledger.add_entry(order.account, order.amount_cents)
@@ -129,6 +135,23 @@ class PowertoolsCharge:
             svc.ledger.add_entry(order.account, order.amount_cents)
         except Exception as error:  # money moved: keep the record, let reconciliation book it
             return {**receipt(charge), "note": f"the ledger entry failed after the charge: {error}"}
+        return receipt(charge)
+
+
+    def charge_and_book_once(self, order: Any, svc: Services) -> dict[str, Any]:
+        """Both steps made safe to run again. The provider replays a charge for a key it has
+        seen. The ledger line is one item per key, put only if absent: when Powertools has
+        deleted its record after an error and the function runs again, the put finds the line
+        and books nothing new."""
+        charge = charge_step(svc, order, idempotency_key=order.key)
+        line = {"pk": order.key, "status": "done", "source": order.source, "account": order.account,
+                "cents": order.amount_cents, "charge_id": charge.id, "booked_at": svc.clock.now()}
+        try:
+            svc.ledger.client.put_item(TableName=svc.ledger.table, Item=to_item(line),
+                                       ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise  # booked already by an earlier run of this function: nothing to do
         return receipt(charge)
 
 

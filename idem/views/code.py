@@ -14,6 +14,17 @@ def show_source(*objects: Any) -> Markdown:
     return Markdown("```python\n" + "\n\n\n".join(parts) + "\n```")
 
 
+def show_lines(module: Any, start: str, end: str) -> Markdown:
+    """The source of `module` from the line that starts with `start` up to (not including) the
+    line that starts with `end`: a module's settings, shown as written."""
+    lines = inspect.getsource(module).splitlines()
+    first = next((n for n, line in enumerate(lines) if line.startswith(start)), None)
+    if first is None:
+        raise ValueError(f"no line of {module.__name__} starts with {start!r}")
+    last = next((n for n, line in enumerate(lines[first + 1:], first + 1) if line.startswith(end)), len(lines))
+    return Markdown("```python\n" + "\n".join(lines[first:last]).rstrip() + "\n```")
+
+
 def show_text(text: str, language: str = "") -> Markdown:
     """Any text (a template excerpt, a JSON message) as a highlighted block."""
     return Markdown(f"```{language}\n{text.rstrip()}\n```")

@@ -14,6 +14,10 @@
 # [moto](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
 # A local Lambda runtime retries the way the service does. A stand-in payment provider counts
 # every time money moves. The last chapters deploy the same code to your own AWS account.
+#
+# The story comes from an article, *The Ledger That Charged Twice: S3 Lambda Idempotency*, in which
+# one order was charged twice and nothing rang. The chapters call it "the article"; they keep its
+# facts and figures, and check them.
 
 # %% [markdown]
 # ## How to use it
@@ -78,8 +82,8 @@
 # ```
 #
 # Locally, S3, DynamoDB and SQS are moto. The async queue is the workbook's local Lambda runtime.
-# The payment provider is a stand-in with its own table. Chapter 09 replaces them all with the
-# real services.
+# The payment provider is a stand-in with its own table. Chapter 09 deploys the same code to the
+# real services, and says what only a run on a real account can show.
 
 # %% [markdown]
 # ## The map
@@ -141,7 +145,7 @@ from idem.explore import scenarios as sc
 #
 # | verdict | charges | what it means |
 # | --- | --- | --- |
-# | `double_charge` | 2 or more | The customer paid more than once. Loud, and cheap to notice. |
+# | `double_charge` | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
 # | `exactly_once` | 1 | Money moved once, the ledger agrees, and the handler's record (if it keeps one) says `done`. |
 # | `needs_attention` | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
 # | `silent_mismatch` | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |

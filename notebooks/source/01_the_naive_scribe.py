@@ -148,7 +148,7 @@ fig = views.timeline(every_time)
 
 # %% [markdown]
 # Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure
-# queue. The message is Lambda's invocation record. It carries the original event (left out here),
+# queue. The message is Lambda's account of the failed invocation. It carries the original event (left out here),
 # so nothing is lost, but the customer has already paid three times.
 
 # %%

@@ -11,8 +11,10 @@
 # before either writes, and both go on to charge.
 #
 # That is a **race**: two copies of the function running at once, with a result that depends on
-# which step of each comes first. This chapter races real threads against the local DynamoDB to
-# count how often it goes wrong, and then replaces the two requests with one.
+# which step of each comes first. This chapter races real threads against the local DynamoDB. It
+# forces the unlucky order every round, to show what happens when it comes, and then replaces the
+# two requests with one. How often the order comes by itself depends on timing, so no count here
+# can tell you your own rate.
 
 # %% [markdown]
 # ## Setup
@@ -50,6 +52,10 @@ print(f"ledger table {world.ledger_table} (partition key: pk), clock at t={world
 
 # %%
 views.show_source(read_then_write, Ledger.claim_once, Ledger.put_if_absent)
+
+# %% [markdown]
+# A claim also carries `expires_at`: a time after which DynamoDB may delete the item by itself.
+# Chapter 07 decides how long a claim must live; until then, it is a day.
 
 # %% [markdown]
 # Without the barrier, who wins depends on the order in which the operating system runs the

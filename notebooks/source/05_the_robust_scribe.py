@@ -136,7 +136,9 @@ views.attempts_frame(poisoned.run())
 # again. No money moved.
 #
 # After the last failure, Lambda gave up. It sent its **invocation record** to the on-failure
-# destination, an SQS queue. This is the message, read back from the queue:
+# destination, an SQS queue: a JSON message that holds the original event and why Lambda gave up
+# on it ([invocation records](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)).
+# This is the message, read back from the queue:
 
 # %%
 message = world.failure_queue()[0]
@@ -259,7 +261,8 @@ print(f"the record says {record['status']}, receipt {record['result']['charge_id
 #
 # * Claim-first stands down at every step: its one put is the whole guard.
 # * Robust charges twice until the record says `done`.
-# * Keyed (chapter 06) makes the copy wait (`WorkInProgress`) and retry a minute later.
+# * Keyed (chapter 06) turns the copy away with an error while the work runs, and Lambda retries
+#   it a minute later.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

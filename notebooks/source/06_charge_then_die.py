@@ -207,8 +207,11 @@ views.show_code(KeyedLedger.commit)
 # record and stands down.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
-# **sparse index**: a global secondary index of the table that holds only the items with an
-# `account`, that is, the records whose commit wrote the ledger fields.
+# **sparse index**. A global secondary index is a second view of a table, keyed on other
+# attributes, that DynamoDB keeps up to date
+# ([GSI](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html)). This one is
+# keyed on `account`, and holds only the items that have one: the records whose commit wrote the
+# ledger fields.
 
 # %%
 views.show_source(KeyedLedger.totals)

@@ -147,7 +147,7 @@ except ConfigError as refused:
     print(f"ConfigError: {refused}")
 
 # %% [markdown]
-# The queue's fourteen days break no rule, but a redrive can come long after the key is gone. Here
+# The queue's fourteen days keep every rule, but a redrive can come long after the key is gone. Here
 # an upload is charged, then fails before its commit on every attempt, so its event lands in the
 # failure queue. Twenty-five hours later, with the fault fixed, `python -m idem redrive` sends it
 # back. Naive redrive code builds a fresh event; the real one keeps the event as it was:

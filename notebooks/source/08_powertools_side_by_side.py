@@ -19,12 +19,15 @@ from contextlib import ExitStack
 
 import pandas as pd
 from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
 from idem import views
 from idem.core.handlers.keyed import KeyedLedger
 from idem.cost import bill
 from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
+from idem.sim import powertools_handler as ph
+from idem.sim.boundary import Boundary, FaultPlan, Side
 from idem.explore import scenarios as sc
 from idem.sim.world import LocalWorld
 
@@ -34,21 +37,73 @@ table = cleanup.enter_context(pt.idempotency_table(world))
 print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}, "
       f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
+
+def demo_row(run, outcome):
+    seen = pt.summary(outcome)
+    return {"run": run, "deliveries": seen["deliveries"], "charges": outcome.charges,
+            "ledger": outcome.ledger, "failure queue": outcome.dlq}
+
+
+def after_ledger(how):
+    """Fail once right after the handler's ledger put (its first watched PutItem)."""
+    return FaultPlan(Boundary("dynamodb:PutItem", 1, Side.AFTER), "once", how)
+
+
+poison = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
+
 # %% [markdown]
-# ## The same charge, wrapped
+# ## The handler, as you write it
 #
-# `idempotent_function` wraps the charge step and the ledger entry. Three of its settings matter
-# here:
+# Powertools' `@idempotent` decorator wraps a Lambda handler. Before the handler runs, it claims
+# a record for the event's key in a DynamoDB table of its own. After, it stores the handler's
+# answer there, and a repeat of the event gets that answer back without running the handler.
 #
-# * The key is a JMESPath expression over the decoded S3 record: `bucket`, `key` and `version_id`,
-#   the recipe of chapter 03.
-# * Its records live in a table of their own, written through the function's DynamoDB client.
-# * Every invocation registers its Lambda context. An `INPROGRESS` record then expires at the
-#   invocation's deadline.
+# The key is a **JMESPath** expression: a query language for JSON documents. `Records[0].s3` picks
+# the first record's `s3` part of the event, and `[bucket.name, object.key]` makes a list of two
+# values from it. Here is a handler for S3 uploads, with its configuration:
 
 # %%
-views.show_source(pe.PowertoolsCharge.__init__, pe.PowertoolsCharge.__call__,
-                  pe.PowertoolsCharge._charge)
+views.show_lines(ph, "PRICE_CENTS", "def make_provider")
+
+# %%
+views.show_source(ph.lambda_handler, ph.book_once)
+
+# %% [markdown]
+# Three choices in it come from this chapter's runs, below:
+#
+# * The key adds the `sequencer` to the bucket, the name and the `versionId`: without versioning,
+#   the `versionId` is None.
+# * The handler passes its own key to the provider, a hash of the same fields.
+# * It books the charge once, with a conditional put: Powertools deletes its record when the
+#   handler raises, and the retry runs the whole handler again.
+#
+# The local runtime runs this module as Lambda would: its settings from the environment, boto3's
+# default session on the local AWS, and `make_provider` swapped for the provider stand-in.
+
+# %%
+pd.DataFrame([
+    demo_row("two uploads of one name, versioning off, each delivered twice",
+             pt.run_handler([b"v1", b"v2"], versioned=False, redeliver_after=5.0)),
+    demo_row("an error after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("exception"))),
+    demo_row("a crash after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("crash"))),
+    demo_row("an error after every charge call", pt.run_handler([b"v1"], fault=poison)),
+])
+
+# %% [markdown]
+# Two orders are charged twice, and each once however often its event comes. An error or a crash
+# after the ledger write leaves one charge, booked once. A poison event moves money once, books
+# nothing, and lands in the failure queue, where chapter 04's alarm finds it.
+#
+# ## The same charge, in the matrix
+#
+# To flip one option at a time and fail at every boundary, the matrix runs a variant of that
+# handler, `idem.sim.powertools_entry`. Its settings come from the environment, and it wraps the
+# same charge step as every other handler with `idempotent_function`, the decorator for a function
+# inside a handler. Its key is the recipe of chapter 03 over the decoded record: `bucket`, `key`
+# and `version_id`. The charge it guards:
+
+# %%
+views.show_source(pe.PowertoolsCharge._charge)
 
 # %% [markdown]
 # Powertools reads the wall clock to set those expiry times. On AWS nothing changes. Here the
@@ -82,8 +137,10 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 # | key with version | `event_key_jmespath="[bucket, key, version_id]"` | 03 | the key comes from the work, not the attempt |
 # | key without version | `event_key_jmespath="[bucket, key]"` (a bad key) | 03 | a re-upload under the same name is new work |
 # | validate the etag | `payload_validation_jmespath="etag"` | 03, 06 | same key, other payload: refuse loudly, like the provider |
-# | raise on no key | `raise_on_no_idempotency_key=True` | 03 | versioning off: no `versionId`, no key |
-# | let no key through | `raise_on_no_idempotency_key=False` | 03 | ...otherwise the charge runs unguarded |
+# | no version id | `[bucket, key, version_id]`, versioning off | 03 | the recommended key, with `version_id` None |
+# | raise on no key | `event_key_jmespath="version_id"`, `raise_on_no_idempotency_key=True` | 03 | a key with nothing in it is refused |
+# | let no key through | the same, `raise_on_no_idempotency_key=False` | 03 | ...otherwise the charge runs unguarded |
+# | add the sequencer | `[bucket, key, version_id, sequencer]`, versioning off | 03 | the sequencer tells two uploads apart |
 # | expire after 1 hour | `expires_after_seconds=3600` (the default) | 07 | a duplicate can arrive hours later |
 # | expire after 1 day | `expires_after_seconds=86400` | 07 | the record must outlive the latest duplicate |
 # | local cache | `use_local_cache=True` | 01, 02 | memory is per container: a hint, never the guard |
@@ -100,15 +157,18 @@ def demo(option, outcome):
             "errors raised": seen["errors"]}
 
 
-unversioned = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
+version_only = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
 pd.DataFrame([
     demo("key with version", pt.run_uploads([b"v1", b"v2"])),
     demo("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
     demo("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]",
                                              POWERTOOLS_VALIDATE="etag")),
-    demo("raise on no key", pt.run_uploads([b"v1"], **unversioned)),
+    demo("no version id", pt.run_uploads([b"v1", b"v2"], versioned=False)),
+    demo("raise on no key", pt.run_uploads([b"v1"], **version_only)),
     demo("let no key through", pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0",
-                                              **unversioned)),
+                                              **version_only)),
+    demo("add the sequencer", pt.run_uploads([b"v1", b"v2"], versioned=False,
+                                             POWERTOOLS_KEY="[bucket, key, version_id, sequencer]")),
     demo("expire after 1 hour", pt.run_uploads([b"v1"], redeliver_after=7200,
                                                RECORD_TTL_SECONDS="3600")),
     demo("expire after 1 day", pt.run_uploads([b"v1"], redeliver_after=7200)),
@@ -125,7 +185,20 @@ pd.DataFrame([
 # * The first three rows upload two versions of one file. A key without the version lets the second
 #   upload through as a "duplicate": one charge for two orders, and nothing alerts.
 # * Payload validation turns that into a visible failure.
-# * With no key at all, the default raise fails visibly. Switching it off charges twice.
+# * Versioning off, the recommended key still charges once for two orders, and nothing is
+#   raised. Powertools treats a key as missing only when *every* value it selects is None. Here
+#   the bucket and the name are there, so `[bucket, key, None]` is a key, the same for both
+#   uploads. The library's check, from
+#   [`persistence/base.py`](https://github.com/aws-powertools/powertools-lambda-python/blob/develop/aws_lambda_powertools/utilities/idempotency/persistence/base.py):
+
+# %%
+views.show_source(BasePersistenceLayer.is_missing_idempotency_key)
+
+# %% [markdown]
+# * A key of `version_id` alone is all None without versioning, so the default raise fails
+#   visibly. Switching it off lets both deliveries through, and the duplicate charges again.
+# * Adding the `sequencer` makes the key right in both kinds of bucket: it differs per upload and
+#   is the same on every copy of one event (chapter 03's `content` recipe).
 # * The one-hour default expiry lets a duplicate two hours late charge again.
 # * The local cache answers a warm duplicate without a DynamoDB call for the record.
 # * A crashed invocation with a 900 s timeout holds its `INPROGRESS` record until its deadline.
@@ -176,31 +249,45 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 # %% [markdown]
 # ## Closing the gap
 #
-# The library cannot know that money moved before the exception. There are two ways to tell it,
-# both inside the idempotent function:
+# The library cannot know that money moved before the exception. Here are three ways to tell it,
+# each inside the idempotent function:
 #
 # * **Catch after the side effect.** Once the provider's answer is in hand, no exception may reach
 #   Powertools. Finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
 # * **Pass the key to the provider**, as keyed does (chapter 06). A retry that runs the function
 #   again then gets the provider's replay instead of a second charge.
+# * **Book once as well.** Pass the key, and write the ledger line with a conditional put keyed by
+#   it. A function run again then finds the line and books nothing new.
+#
+# Two places to fail matter. `after_charge` is an error right after the charge call, as before.
+# `after_ledger` is an error right after the ledger write has landed: its answer is lost, or the
+# function dies before Powertools marks the record `COMPLETED`.
 
 # %%
-views.show_source(pe.PowertoolsCharge.charge_then_catch)
+views.show_source(pe.PowertoolsCharge.charge_then_catch, pe.PowertoolsCharge.charge_and_book_once)
 
 # %%
-fixes = [pt.run(sc.Scenario("powertools", "after_charge", times, how=how), fix=fix)
-         for fix in pe.FIXES for how in ("exception", "crash") for times in ("once", "always")]
-views.outcome_frame(fixes).assign(
-    fix=[f for f in pe.FIXES for _ in range(4)], how=[o.scenario.how for o in fixes])[
-    ["fix", "how", "times", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+fix_runs = [(fix, sc.Scenario("powertools", point, "once", how=how))
+            for fix in pe.FIXES for point in ("after_charge", pt.AFTER_LEDGER)
+            for how in ("exception", "crash")]
+fixes = [pt.run(s, fix=fix, fault=pt.fault_plan(s, fix)) for fix, s in fix_runs]
+views.outcome_frame(fixes).assign(fix=[fix for fix, _ in fix_runs], how=[s.how for _, s in fix_runs])[
+    ["fix", "fault", "how", "charges", "ledger_charges", "invocations", "record_status", "verdict"]]
 
 # %% [markdown]
-# Catching changes nothing here. `after_charge` loses the provider's answer: the charge call
-# raises, and the function cannot tell whether money moved. There is nothing safe to catch, and a
-# crash skips every `except` anyway. Only the provider's key covers every case. A poison event that
-# keeps failing after the charge then moves money once and lands in the failure queue
-# (`needs_attention`). Catching does help when a later step fails, such as the ledger write after
-# an answer that did arrive.
+# * **Catching** only helps when the ledger write fails with an exception. At `after_charge` the
+#   charge call itself raises, and the function cannot tell whether money moved. A crash skips
+#   every `except` anyway.
+# * **The provider's key** stops the second charge. But at `after_ledger`, Powertools deletes its
+#   record and the retry runs the function again. The provider replays the charge, and the ledger
+#   write runs a second time: one charge, booked twice, and nothing alerts.
+# * **Booking once** as well ends every row exactly once.
+#
+# These are single runs. `idem.explore.powertools` runs every schedule of the matrix (and each
+# `after_charge` schedule again at `after_ledger`) once per fix. The table is in
+# [the reliability notes](../docs/reliability.md#powertools-every-schedule-per-fix): with the key
+# and the booked-once line, no schedule breaks. No schedule there makes a zombie, though, and
+# Powertools' update and delete carry no owner check.
 
 # %% [markdown]
 # ## Explore
@@ -268,8 +355,8 @@ views.bill_frame(bills)
 # A **transaction** (`TransactWriteItems`) writes several items all-or-nothing: every item is
 # written, or none is. It buys one guarantee across items, and it bills each of its items twice.
 #
-# Keyed used to commit with a transaction of three items: the record marked `done`, an entry that
-# books the charge once, and the account's totals. Its commit is now one conditional `PutItem`,
+# A commit could be a transaction of three items: the record marked `done`, an entry that books
+# the charge once, and the account's totals. Keyed's commit is one conditional `PutItem` instead,
 # fenced to the claim's owner:
 
 # %%
@@ -306,7 +393,7 @@ views.designs_frame(bill.commit_designs())
 # is cheap while the lines fit in 4 KB, and grows as they add up; the transaction's counter stayed
 # one small item. A scan reads every item of the table, so it costs more with every line kept.
 #
-# Keyed's first delivery now costs what Powertools costs with the application's own ledger entry.
+# Keyed's first delivery costs what Powertools costs with the application's own ledger entry.
 # Powertools writes its record twice (the put, then the update), and the function writes the entry:
 
 # %%
@@ -316,13 +403,13 @@ print(f"write units per first delivery: keyed {first['keyed']:g}, powertools {fi
 # %% [markdown]
 # ## When to use which
 #
-# * **Use Powertools** when the guarded work is one call you can make idempotent downstream (pass
-#   the key to the provider). Or when no side effect outside DynamoDB can be stranded by an
-#   exception. It gives you the put-first claim, in-progress expiry from the context, expiry checked
+# * **Use Powertools** when every step of the guarded work is safe to run again: the provider
+#   call with its key, the ledger write booked once. Its record is deleted on every exception, so
+#   the function must be safe to run twice. It gives you the put-first claim, in-progress expiry from the context, expiry checked
 #   in code, payload validation and a local cache, tested by many users.
 # * **Configure it**: set `expires_after_seconds` to outlive your latest duplicate (hours, not the
-#   one-hour default). Turn on `raise_on_no_idempotency_key`, and pass its key (or your own) to the
-#   provider.
+#   one-hour default). Turn on `raise_on_no_idempotency_key`, and put the `sequencer` in the key if
+#   versioning may be off. Pass the key (or your own) to the provider, and book the charge once.
 # * **Write the keyed pattern** when the record and the ledger line must be one write. Or when a
 #   zombie must not overwrite its successor: keyed's commit is fenced to the owner, while Powertools'
 #   update and delete carry no owner check. Or when a charge that fails after the money moved must
@@ -384,9 +471,11 @@ for request, units in views.meter_examples(world.dynamodb).items():
 #   as a lease (06), expiry (07).
 # * It does not protect a charge followed by an error: it deletes its record, and the retry charges
 #   again. A crash ends the same way once the in-progress expiry passes. Passing the key to the
-#   provider closes that gap.
+#   provider stops the second charge. Booking the charge once stops the second ledger entry.
+# * With versioning off, the recommended key `[bucket, key, version_id]` is still a key, and a
+#   second upload of one name is never charged. Add the `sequencer`.
 # * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
-#   all-or-nothing across items at twice the units per item, which is why keyed now commits one item.
+#   all-or-nothing across items at twice the units per item, which is why keyed commits one item.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -199,7 +199,7 @@ def test_powertools_time_reads_the_virtual_clock_and_restores_the_wall_clock():
 
 
 def test_bad_fix_and_bad_flag_are_refused_with_a_clear_message():
-    with pytest.raises(ValueError, match="unknown fix 'retry'; choose from none, catch, provider_key"):
+    with pytest.raises(ValueError, match="unknown fix 'retry'; choose from none, catch, provider_key, book_once"):
         _run(fix="retry")
     with pytest.raises(ValueError, match="runs the powertools handler"):
         pt.run(sc.Scenario("keyed"))
@@ -210,3 +210,72 @@ def test_bad_fix_and_bad_flag_are_refused_with_a_clear_message():
 def test_powertools_is_a_handler_name_of_the_matrix():
     assert "powertools" in sc.handler_names()
     assert sc.run(sc.Scenario("powertools")).verdict == "exactly_once"
+
+
+# -- issue 21: the recommended key without versionId, and an error after the ledger write -------
+def test_pins_gap_recommended_key_without_version_id_takes_a_second_order_for_a_duplicate():
+    """Powertools' key is missing only when *every* selected value is None
+    (persistence/base.py, is_missing_idempotency_key): [bucket, key, None] is a key."""
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+    assert BasePersistenceLayer.is_missing_idempotency_key(["b", "k", None]) is False
+    assert BasePersistenceLayer.is_missing_idempotency_key([None, None]) is True
+    two_orders = pt.run_uploads([b"v1", b"v2"], versioned=False)
+    assert pe.KEY_JMESPATH == "[bucket, key, version_id]"
+    assert (two_orders.charges, pt.summary(two_orders)["errors"]) == (1, "-")  # silent
+    with_sequencer = pt.run_uploads([b"v1", b"v2"], versioned=False,
+                                    POWERTOOLS_KEY="[bucket, key, version_id, sequencer]")
+    assert with_sequencer.charges == 2
+
+
+def _after_ledger(fix, how="exception", times="once"):
+    scenario = sc.Scenario("powertools", pt.AFTER_LEDGER, times, how=how)
+    return pt.run(scenario, fix=fix, fault=pt.fault_plan(scenario, fix))
+
+
+@pytest.mark.parametrize("how", ["exception", "crash"])
+def test_pins_gap_provider_key_books_twice_after_an_error_after_the_ledger_write(how):
+    outcome = _after_ledger("provider_key", how)
+    assert (outcome.charges, outcome.ledger, outcome.dlq, outcome.verdict) == (1, 2, 0, "silent_mismatch")
+
+
+@pytest.mark.parametrize("how", ["exception", "crash"])
+@pytest.mark.parametrize("point", ["after_charge", "after_ledger"])
+def test_book_once_charges_and_books_once_wherever_the_error_comes(point, how):
+    scenario = sc.Scenario("powertools", point, "once", how=how)
+    outcome = pt.run(scenario, fix="book_once", fault=pt.fault_plan(scenario, "book_once"))
+    assert (outcome.charges, outcome.ledger, outcome.verdict) == (1, 1, "exactly_once")
+
+
+def test_book_once_poison_moves_money_once_and_lands_in_the_failure_queue():
+    outcome = _after_ledger("book_once", times="always")
+    assert (outcome.charges, outcome.ledger, outcome.dlq, outcome.verdict) == (1, 1, 1, "needs_attention")
+
+
+def test_after_ledger_fails_at_each_fixs_ledger_write():
+    """The fault lands just after the write that books the charge, not after Powertools' own."""
+    for fix in pe.FIXES:
+        first = _after_ledger(fix).trace[0]
+        failed = [c.boundary for c in first.crossings if c.failed]
+        assert failed == [pt.LEDGER_WRITE[fix]], fix
+
+
+# -- the handler as a reader writes it -------------------------------------------------------
+def test_readers_handler_charges_each_upload_once_without_versioning():
+    outcome = pt.run_handler([b"v1", b"v2"], versioned=False, redeliver_after=5.0)
+    assert (pt.summary(outcome)["deliveries"], outcome.charges, outcome.ledger) == (4, 2, 2)
+
+
+@pytest.mark.parametrize("how", ["exception", "crash"])
+def test_readers_handler_books_once_after_an_error_after_its_ledger_write(how):
+    fault = FaultPlan(Boundary("dynamodb:PutItem", 1, Side.AFTER), "once", how)
+    outcome = pt.run_handler([b"v1"], fault=fault)
+    assert (outcome.charges, outcome.ledger, outcome.dlq, outcome.attempts) == (1, 1, 0, 2)
+
+
+def test_readers_handler_key_fits_stripes_255_characters():
+    from idem.lessons.key_stories import STRIPE_MAX_KEY_CHARS
+
+    outcome = pt.run_handler([b"v1"])
+    keys = [i["pk"] for i in outcome.items if "pk" in i and i["pk"].startswith("charge#")]
+    assert keys and all(len(k) <= STRIPE_MAX_KEY_CHARS for k in keys)

@@ -78,3 +78,55 @@ def test_the_measures_can_fail():
 def test_every_chapter_links_to_the_glossary(path):
     markdown = "\n".join(teaching.text_of(c) for c in teaching.cells(path) if c["cell_type"] == "markdown")
     assert "](../docs/glossary.md)" in markdown
+
+
+# -- facts a reader checked (issue 21): each sentence as written, with its source ---------------
+SOURCES = ROOT / "notebooks" / "source"
+TTL_URL = "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html"
+
+
+def _chapter_text(prefix: str) -> str:
+    (path,) = SOURCES.glob(f"{prefix}_*.py")
+    return " ".join(line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def test_ttl_deletes_typically_within_two_days_with_the_aws_reference():
+    """UpdateTimeToLive: "DynamoDB typically deletes expired items within two days of expiration." """
+    chapter, glossary_text = _chapter_text("07"), (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    for text in (chapter, glossary_text):
+        assert "typically" in text and "within two days" in text and TTL_URL in text
+    assert "few days" not in chapter and "days late" not in glossary_text
+
+
+def test_an_eventually_consistent_read_of_up_to_4_kb_costs_half_a_read_unit():
+    """read-write-operations: "An eventually consistent read request of an item up to 4 KB
+    requires one-half read unit" (not "2 KB per unit")."""
+    from idem.cost import capacity
+
+    text = _chapter_text("08")
+    assert "An eventually consistent read of up to 4 KB costs half a read unit" in text
+    assert "half that for an eventually consistent one" not in text
+    assert capacity.read_units(4096, consistent=False) == 0.5
+    assert capacity.read_units(4097, consistent=False) == 1.0
+    assert capacity.read_units(4096, consistent=True) == 1.0
+
+
+def test_stripes_key_limit_is_the_reason_to_hash_a_key():
+    """docs.stripe.com/idempotency: "Idempotency keys are up to 255 characters long."; S3 names
+    are up to 1,024 bytes of UTF-8. The %20 form S3 never writes is not taught."""
+    from idem.lessons.key_stories import STRIPE_MAX_KEY_CHARS
+
+    text = _chapter_text("03")
+    assert STRIPE_MAX_KEY_CHARS == 255
+    assert "Stripe's keys are at most 255 characters" in text and "https://docs.stripe.com/idempotency" in text
+    assert "1,024 bytes" in text and "%20" not in text
+
+
+def test_a_saved_500_is_taught_as_an_unknown_outcome():
+    text = _chapter_text("06")
+    assert "The saved 500 moved money" not in text
+    assert "the money may or may not have moved" in text
+
+
+def test_a_double_charge_is_not_called_loud():
+    assert "Loud, and cheap to notice" not in _chapter_text("00")

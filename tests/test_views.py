@@ -137,3 +137,91 @@ def test_a_lost_put_names_its_holder_and_claims_cost_what_they_say():
         costs = {c.approach: c for c in views.claim_costs(world)}
     assert [(c.winner_calls, c.duplicate_calls) for c in costs.values()] == [(1, 1), (1, 1), (2, 1)]
     assert costs["conditional put, ALL_OLD"].duplicate_learns == "won=False, owner=invocation-a"
+
+
+# -- pictures (issue 21): a legend on every axes that draws more than one kind of mark ----------
+def _kinds_of_mark(ax) -> int:
+    """How many kinds of mark an axes draws: scatter sets, lines and bars (patches) each count."""
+    kinds = set()
+    for collection in ax.collections:
+        kinds.add(("scatter", tuple(map(tuple, collection.get_facecolor()[:1]))))
+    kinds |= {("line", line.get_color(), line.get_linestyle()) for line in ax.get_lines()}
+    kinds |= {("bar", str(patch.get_facecolor()), patch.get_hatch()) for patch in ax.patches}
+    return len(kinds)
+
+
+def _legend_labels(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def _every_marked_axes_has_a_legend(fig) -> list[int]:
+    return [n for n, ax in enumerate(fig.axes) if _kinds_of_mark(ax) > 1 and not _legend_labels(ax)]
+
+
+def test_the_legend_check_can_fail():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.scatter([0], [0])
+    ax.plot([0, 1], [0, 1])
+    assert _every_marked_axes_has_a_legend(fig) == [0]
+    plt.close(fig)
+
+
+def test_every_panel_of_a_multi_panel_timeline_has_its_legend():
+    from idem.explore import scenarios as sc
+
+    poison = [sc.run(sc.Scenario(h, "at_charge", "always")) for h in ("claim_first", "robust")]
+    fig = views.timelines(poison)
+    assert len(fig.axes) == 2 and _every_marked_axes_has_a_legend(fig) == []
+    assert all(views.OUTCOME_LABELS["error"] in _legend_labels(ax) for ax in fig.axes)
+
+
+def test_the_lease_timelines_name_the_crash_marker_and_the_lease():
+    from idem.explore import scenarios as sc
+
+    runs = [sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=t)) for t in (30, 900)]
+    fig = views.lease_timelines(*runs)
+    assert _every_marked_axes_has_a_legend(fig) == []
+    for ax in fig.axes:
+        labels = _legend_labels(ax)
+        assert views.OUTCOME_LABELS["crash"] in labels and "lease" in labels
+
+
+def test_the_record_life_chart_shows_an_expired_record_ttl_has_not_swept_yet():
+    from idem.lessons import expiry
+
+    late = [expiry.late_duplicate("robust", ttl_seconds=600, delay=7200),
+            expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True)]
+    fig = views.record_life_chart(late)
+    ax = fig.axes[0]
+    assert "expired, not yet deleted by TTL" in _legend_labels(ax)
+    faded = [p for p in ax.patches if p.get_hatch() == ".."]
+    assert len(faded) == 1  # only the unswept run: the record is still there at two hours
+    assert faded[0].get_x() <= 600 / 3600 + 1e-9 and faded[0].get_x() + faded[0].get_width() >= 2
+
+
+def test_a_sequence_chart_names_the_cross_of_a_lost_answer():
+    from idem.explore import scenarios as sc
+
+    fig = views.sequence_chart(sc.run(sc.Scenario("naive", "after_charge", "once")))
+    assert "the request, or its answer, never arrived" in _legend_labels(fig.axes[0])
+
+
+def test_the_reconciliation_report_cells_fit_uncut():
+    from idem.core.reconcile import Report
+
+    frame = views.report_frame(Report("idem-uploads", 0.0))
+    assert list(frame.columns) == ["finding", "what", "detail"]
+    assert views.tables._object_name("s3://idem-uploads/carol/order-0103.csv?versionId=abc") == "carol/order-0103.csv"
+    assert views.tables._object_name("idem-uploads/dave/order-0104.csv#773a") == "dave/order-0104.csv"
+
+
+def test_show_lines_reads_a_module_without_importing_it():
+    shown = views.show_lines("idem.sim.powertools_handler", "PRICE_CENTS").data
+    assert shown.startswith("```python\nPRICE_CENTS = 500") and "def book_once" in shown
+    assert "os.environ" in shown

@@ -157,6 +157,21 @@ def oversized_outputs(path: Path) -> list[Oversize]:
     return found
 
 
+def truncated_cells(path: Path) -> list[Oversize]:
+    """Table cells pandas cut short: it ends a cell longer than its `max_colwidth` (50) with
+    "...". A view that shortens on purpose ends with "\u2026" and is not counted."""
+    found = []
+    for number, cell in enumerate(cells(path)):
+        if cell["cell_type"] != "code" or text_of(cell).startswith("# NBVAL_IGNORE_OUTPUT"):
+            continue
+        for output in cell.get("outputs", []):
+            html = "".join(output.get("data", {}).get("text/html", ""))
+            for td in re.findall(r"<td[^>]*>(.*?)</td>", html, flags=re.S):
+                if td.strip().endswith("..."):
+                    found.append(Oversize(path.stem, number, f"a cut cell: {td.strip()[:40]}"))
+    return found
+
+
 # -- the glossary --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Term:

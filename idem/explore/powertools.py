@@ -28,7 +28,8 @@ from ..sim.runtime import LocalLambda
 from ..sim.world import REGION, LocalWorld
 
 ENTRY = "idem.sim.powertools_entry"
-HANDLER = "idem.sim.powertools_handler:lambda_handler"  # the handler as a reader writes it
+HANDLER_MODULE = "idem.sim.powertools_handler"  # the handler as a reader writes it
+HANDLER = f"{HANDLER_MODULE}:lambda_handler"
 #: Powertools' record statuses, in the matrix's words.
 RECORD_STATUS = {"INPROGRESS": "in_progress", "COMPLETED": "done"}
 UPLOAD_GAP = 600.0  # seconds between re-uploads of the same name in run_uploads

@@ -267,8 +267,8 @@ def encoded_name(world: LocalWorld, name: str = "alice/my file.csv") -> EncodedN
     raw = world.event(obj)["Records"][0]["s3"]["object"]["key"]
     decoded = read_event(world.event(obj)).objects[0]
     as_raw = S3Object(**{**decoded.__dict__, "key": raw})
-    return EncodedName(name, raw, decoded.key, idempotency_key(as_raw)[:30] + "...",
-                       idempotency_key(decoded)[:30] + "...", _lookup(world, raw), _lookup(world, decoded.key))
+    return EncodedName(name, raw, decoded.key, idempotency_key(as_raw)[:30] + "\u2026",
+                       idempotency_key(decoded)[:30] + "\u2026", _lookup(world, raw), _lookup(world, decoded.key))
 
 
 def _lookup(world: LocalWorld, key: str) -> str:

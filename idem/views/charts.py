@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 import pandas as pd
 
 from ..lessons import expiry, key_stories, leases
@@ -71,8 +72,9 @@ OUTCOME_LABELS = {"ok": "invocation succeeded", "error": "invocation failed (an 
                   "crash": "invocation crashed", "timeout": "invocation timed out"}
 
 
-def timeline_legend(ax: Any, trace: list[Attempt]) -> None:
-    """A legend for every mark and colour a timeline draws."""
+def timeline_legend(ax: Any, trace: list[Attempt], extra: Iterable[Any] = ()) -> None:
+    """A legend for every mark and colour a timeline draws (and `extra` handles, such as a
+    lease bar's), beside its axes: every panel of a multi-panel chart gets its own."""
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], marker=marker, color=colour, linestyle="", markersize=8,
@@ -83,6 +85,7 @@ def timeline_legend(ax: Any, trace: list[Attempt]) -> None:
     handles.append(Line2D([], [], marker="$\\$$", color="#b8860b", linestyle="", markersize=8,
                           label="money moved in this invocation"))
     handles.append(Line2D([], [], linestyle="", label="#n cN: attempt n, container N (* cold)"))
+    handles.extend(extra)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
@@ -94,6 +97,7 @@ def timelines(outcomes: Iterable[sc.Outcome]) -> Any:
                              squeeze=False, sharex=True, gridspec_kw={"height_ratios": rows})
     for outcome, ax in zip(outcomes, axes[:, 0]):
         timeline(outcome, ax=ax)
+        timeline_legend(ax, outcome.trace)
     for ax in axes[:-1, 0]:
         ax.set_xlabel("")
     fig.tight_layout()
@@ -112,7 +116,7 @@ def lease_timeline(outcome: sc.Outcome, title: str | None = None, ax: Any = None
     if windows:
         right = max(max(end for _, _, end in windows), max(a.start for a in outcome.trace))
         ax.set_xlim(-10 - right * 0.01, right * 1.04 + 25)
-        ax.legend(loc="lower right", fontsize=8)
+    timeline_legend(ax, outcome.trace, [Patch(color=LEASE_COLOUR, alpha=0.6, label="lease")] if windows else [])
     fig.tight_layout()
     return fig
 
@@ -151,6 +155,10 @@ def record_life_chart(runs: Iterable[expiry.LateRun], title: str | None = None) 
         ax.barh(y, right if never else run.expires_at / 3600, left=0, height=0.4,
                 color=LEASE_COLOUR, hatch="//" if never else None, edgecolor="white", zorder=1,
                 label=once("record never expires (done)" if never else "record alive"))
+        if not never and not run.swept:  # expired, yet still in the table: TTL deletes late
+            ax.barh(y, right - run.expires_at / 3600, left=run.expires_at / 3600, height=0.4,
+                    color=LEASE_COLOUR, alpha=0.35, hatch="..", edgecolor="white", zorder=1,
+                    label=once("expired, not yet deleted by TTL"))
         charged = run.outcome.charges > 1 or run.outcome.ledger > 1
         ax.scatter([run.delay / 3600], [y], marker="X" if charged else "o", s=110, zorder=3,
                    color="#c62828" if charged else "#2e7d32",

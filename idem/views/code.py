@@ -1,8 +1,10 @@
 """Code and text as the chapters show them: syntax-highlighted blocks."""
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import textwrap
+from pathlib import Path
 from typing import Any
 
 from IPython.display import Markdown
@@ -14,14 +16,19 @@ def show_source(*objects: Any) -> Markdown:
     return Markdown("```python\n" + "\n\n\n".join(parts) + "\n```")
 
 
-def show_lines(module: Any, start: str, end: str) -> Markdown:
-    """The source of `module` from the line that starts with `start` up to (not including) the
-    line that starts with `end`: a module's settings, shown as written."""
-    lines = inspect.getsource(module).splitlines()
+def show_lines(module: str, start: str, end: str = "") -> Markdown:
+    """The source of `module` (a dotted name: read from its file, not imported, so a module
+    that reads its settings at import shows as well) from the line that starts with `start`
+    up to (not including) the line that starts with `end`, or to the end of the file."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise ValueError(f"no module {module}")
+    lines = Path(spec.origin).read_text(encoding="utf-8").splitlines()
     first = next((n for n, line in enumerate(lines) if line.startswith(start)), None)
     if first is None:
-        raise ValueError(f"no line of {module.__name__} starts with {start!r}")
-    last = next((n for n, line in enumerate(lines[first + 1:], first + 1) if line.startswith(end)), len(lines))
+        raise ValueError(f"no line of {module} starts with {start!r}")
+    last = next((n for n, line in enumerate(lines[first + 1:], first + 1)
+                 if end and line.startswith(end)), len(lines))
     return Markdown("```python\n" + "\n".join(lines[first:last]).rstrip() + "\n```")
 
 

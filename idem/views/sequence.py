@@ -305,6 +305,9 @@ def sequence_chart(outcome: sc.Outcome | Sequence, title: str | None = None) -> 
     used = list(dict.fromkeys(m.kind for m in seq.messages))
     handles = [Line2D([0], [0], color=KINDS[k][1], ls=KINDS[k][2], lw=1.5, label=KINDS[k][0])
                for k in KINDS if k in used]
+    if any(m.kind in ("lost", "not_sent") for m in seq.messages):
+        handles.append(Line2D([0], [0], marker="x", color="#555555", lw=0, markersize=8,
+                              markeredgewidth=2, label="the request, or its answer, never arrived"))
     if seq.deaths:
         handles.append(Line2D([0], [0], marker=DEATH[0], color=DEATH[1], lw=0, markersize=10,
                               label="the attempt dies here"))

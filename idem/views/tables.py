@@ -179,18 +179,26 @@ def late_frame(runs: Iterable[expiry.LateRun]) -> pd.DataFrame:
     return pd.DataFrame([run.row() for run in runs])
 
 
+def _object_name(text: str) -> str:
+    """An object's name from `s3://bucket/name?versionId=...` or `bucket/name#version`: the
+    part a person reads, so a report's cells fit the page uncut."""
+    text = text.removeprefix("s3://").split("?", 1)[0].split("#", 1)[0]
+    return text.split("/", 1)[1] if "/" in text else text
+
+
 def report_frame(report: Any) -> pd.DataFrame:
-    """The reconciliation report (idem.core.reconcile.Report), one finding a row."""
-    rows = [{"finding": "missing work", "what": m.object,
+    """The reconciliation report (idem.core.reconcile.Report), one finding a row, each cell short
+    enough to show whole (pandas cuts a cell at 50 characters)."""
+    rows = [{"finding": "missing work", "what": _object_name(m.object),
              "detail": f"no done record and no charge (record: {m.record})"} for m in report.missing]
-    rows += [{"finding": "stuck record", "what": s.source or s.key,
+    rows += [{"finding": "stuck record", "what": _object_name(s.source or s.key),
               "detail": f"in_progress, lease ended {s.overdue_seconds:.0f} s ago"} for s in report.stuck]
-    rows += [{"finding": "double charge", "what": d.reference,
+    rows += [{"finding": "double charge", "what": _object_name(d.reference),
               "detail": f"{len(d.charge_ids)} charges: {', '.join(d.charge_ids)}"}
              for d in report.double_charges]
     rows += [{"finding": "account mismatch", "what": f"account {a.account}",
-              "detail": f"provider {a.provider_charges} charge(s), {a.provider_cents} cents; "
-                        f"ledger {a.ledger_charges}, {a.ledger_cents} cents"} for a in report.mismatches]
+              "detail": f"provider {a.provider_charges} ({a.provider_cents} cents), "
+                        f"ledger {a.ledger_charges} ({a.ledger_cents} cents)"} for a in report.mismatches]
     return pd.DataFrame(rows, columns=["finding", "what", "detail"])
 
 

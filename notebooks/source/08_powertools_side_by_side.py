@@ -26,7 +26,6 @@ from idem.core.handlers.keyed import KeyedLedger
 from idem.cost import bill
 from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
-from idem.sim import powertools_handler as ph
 from idem.sim.boundary import Boundary, FaultPlan, Side
 from idem.explore import scenarios as sc
 from idem.sim.world import LocalWorld
@@ -63,10 +62,7 @@ poison = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
 # values from it. Here is a handler for S3 uploads, with its configuration:
 
 # %%
-views.show_lines(ph, "PRICE_CENTS", "def make_provider")
-
-# %%
-views.show_source(ph.lambda_handler, ph.book_once)
+views.show_lines(pt.HANDLER_MODULE, "PRICE_CENTS")
 
 # %% [markdown]
 # Three choices in it come from this chapter's runs, below:
@@ -82,7 +78,7 @@ views.show_source(ph.lambda_handler, ph.book_once)
 
 # %%
 pd.DataFrame([
-    demo_row("two uploads of one name, versioning off, each delivered twice",
+    demo_row("two orders, versioning off, each sent twice",
              pt.run_handler([b"v1", b"v2"], versioned=False, redeliver_after=5.0)),
     demo_row("an error after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("exception"))),
     demo_row("a crash after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("crash"))),
@@ -154,7 +150,7 @@ def demo(option, outcome):
     seen = pt.summary(outcome)
     return {"run below as": option, "deliveries": seen["deliveries"], "charges": seen["charges"],
             "failure queue": seen["dlq"], "DynamoDB calls": seen["dynamodb_calls"],
-            "errors raised": seen["errors"]}
+            "errors raised": seen["errors"].replace("Runtime.", "")}
 
 
 version_only = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")

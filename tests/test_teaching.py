@@ -130,3 +130,30 @@ def test_a_saved_500_is_taught_as_an_unknown_outcome():
 
 def test_a_double_charge_is_not_called_loud():
     assert "Loud, and cheap to notice" not in _chapter_text("00")
+
+
+def test_no_table_cell_of_chapter_08_is_cut_short():
+    (path,) = [p for p in CHAPTERS if p.stem.startswith("08_")]
+    assert [str(o) for o in teaching.truncated_cells(path)] == []
+
+
+def test_chapter_07s_reconciliation_report_is_not_cut_short():
+    """Only the report: 07's compact item list still cuts its `holds` column (the view is shared
+    with chapter 09, whose stored outputs another owner keeps)."""
+    (path,) = [p for p in CHAPTERS if p.stem.startswith("07_")]
+    report = [n for n, c in enumerate(teaching.cells(path)) if "views.report_frame(" in teaching.text_of(c)]
+    assert len(report) == 1
+    assert [o for o in teaching.truncated_cells(path) if o.cell == report[0]] == []
+
+
+def test_the_cut_cell_check_can_fail(tmp_path):
+    import json
+
+    cut = "<table><tbody><tr><td>" + "x" * 47 + "...</td></tr></tbody></table>"
+    kept = "<table><tbody><tr><td>charge#version#0b3a\u2026</td></tr></tbody></table>"
+    notebook = {"cells": [{"cell_type": "code", "source": ["frame"], "outputs": [
+        {"output_type": "execute_result", "data": {"text/html": [cut]}},
+        {"output_type": "execute_result", "data": {"text/html": [kept]}}]}]}
+    path = tmp_path / "99_x.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert len(teaching.truncated_cells(path)) == 1

@@ -19,7 +19,6 @@
 import json
 
 from idem import views
-from idem.core.entry import App
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
@@ -61,14 +60,9 @@ views.show_text(json.dumps(shown, indent=2), "json")
 # %% [markdown]
 # ## The entry point
 #
-# Lambda calls one function with the whole event. Here it is: the entry point builds the handler
-# once per container, then hands it each record.
-
-# %%
-views.show_source(App.handle)
-
-# %% [markdown]
-# Three things to notice in it:
+# Lambda calls one function with the whole event: the entry point. It builds the handler once per
+# container, then hands it each record. Its code is in
+# [the appendix](12_appendix_the_local_aws.ipynb#entry-point); three things it does matter here:
 #
 # * The event holds a *list* of `Records`. S3 puts one upload in each notification today, but the
 #   format allows several. Events that reach the function through SNS or SQS can carry many.

@@ -20,7 +20,7 @@ import json
 from idem import views
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
-from idem.core.provider import IdempotencyKeyReused, Provider
+from idem.core.provider import IdempotencyKeyReused
 from idem.lessons import leases
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
@@ -81,9 +81,9 @@ views.show_source(KeyedCharger.charge_once)
 # * The same key with the same parameters returns the first charge and moves no money. That
 #   answer is a **replay**.
 # * The same key with different parameters is refused: it can only be a bug in the caller.
-
-# %%
-views.show_source(Provider.charge, Provider._replay)
+#
+# How the stand-in keeps those rules in its own table is in
+# [the appendix](12_appendix_the_local_aws.ipynb#provider-stand-in).
 
 # %% [markdown]
 # Run keyed with a crash right after the charge, in this chapter's world, and draw what the run

@@ -81,8 +81,9 @@ fig = views.record_life_chart(late)
 # * **keyed**: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
 #   ten minutes applied only while the work was unfinished. The ledger line does not expire.
 # * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
-#   DynamoDB had deleted the item yet (`TTL sweep ran`). The same code and the same settings gave
-#   one charge or two, decided by a background process.
+#   DynamoDB had deleted the item yet (`TTL sweep ran`). Unswept, the record expired at ten minutes
+#   and was still in the table at two hours (the faded bar), so the copy found it. The same code
+#   and the same settings gave one charge or two, decided by a background process.
 #
 # Moto stores the TTL setting and never deletes anything. So `swept=True` deletes the expired
 # items itself, in place of AWS's background process; [the appendix](12_appendix_the_local_aws.ipynb#deploy-gaps)

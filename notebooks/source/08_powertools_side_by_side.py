@@ -86,7 +86,7 @@ pd.DataFrame([
 ])
 
 # %% [markdown]
-# Two orders are charged twice, and each once however often its event comes. An error or a crash
+# The two orders are charged once each, however often their events come. An error or a crash
 # after the ledger write leaves one charge, booked once. A poison event moves money once, books
 # nothing, and lands in the failure queue, where chapter 04's alarm finds it.
 #
@@ -102,7 +102,10 @@ pd.DataFrame([
 views.show_source(pe.PowertoolsCharge._charge)
 
 # %% [markdown]
-# Powertools reads the wall clock to set those expiry times. On AWS nothing changes. Here the
+# Its records expire. An `INPROGRESS` record expires at the invocation's deadline, which the
+# Lambda context tells it (`register_lambda_context`): a crashed claim then stops blocking its
+# retries, like a lease (chapter 06). A `COMPLETED` record expires after `expires_after_seconds`.
+# Powertools reads the wall clock to set those times. On AWS nothing changes. Here the
 # local runtime makes it read the virtual clock instead, as
 # [the appendix](12_appendix_the_local_aws.ipynb#powertools-clock) shows.
 #
@@ -255,9 +258,9 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 # * **Book once as well.** Pass the key, and write the ledger line with a conditional put keyed by
 #   it. A function run again then finds the line and books nothing new.
 #
-# Two places to fail matter. `after_charge` is an error right after the charge call, as before.
-# `after_ledger` is an error right after the ledger write has landed: its answer is lost, or the
-# function dies before Powertools marks the record `COMPLETED`.
+# Two places to fail matter. The first, `after_charge`, is an error right after the charge call,
+# as before. The second, `after_ledger`, is an error right after the ledger write has landed: its
+# answer is lost, or the function dies before Powertools marks the record `COMPLETED`.
 
 # %%
 views.show_source(pe.PowertoolsCharge.charge_then_catch, pe.PowertoolsCharge.charge_and_book_once)
@@ -279,11 +282,12 @@ views.outcome_frame(fixes).assign(fix=[fix for fix, _ in fix_runs], how=[s.how f
 #   write runs a second time: one charge, booked twice, and nothing alerts.
 # * **Booking once** as well ends every row exactly once.
 #
-# These are single runs. `idem.explore.powertools` runs every schedule of the matrix (and each
-# `after_charge` schedule again at `after_ledger`) once per fix. The table is in
-# [the reliability notes](../docs/reliability.md#powertools-every-schedule-per-fix): with the key
-# and the booked-once line, no schedule breaks. No schedule there makes a zombie, though, and
-# Powertools' update and delete carry no owner check.
+# These are single runs. `idem.explore.powertools` runs every way a run of the matrix can go
+# (each fault point, delivery and retry setting, and each `after_charge` run again at
+# `after_ledger`), once per fix. The table is in
+# [the reliability notes](../docs/reliability.md#powertools-every-schedule-per-fix). With the key
+# and the booked-once line, no run there charges twice, books twice or loses work silently. None
+# of them makes a zombie, though, and Powertools' update and delete carry no owner check.
 
 # %% [markdown]
 # ## Explore
@@ -363,10 +367,8 @@ views.show_source(KeyedLedger.commit)
 # and the charge id. The line has no `expires_at`, so it never expires. One item is never half
 # written, so one write is all-or-nothing by itself.
 #
-# The totals come from a query on a sparse global secondary index. A global secondary index is a
-# second view of a table, keyed on other attributes, that DynamoDB keeps up to date. It is sparse
-# when only some items carry its key: here only a committed line has an `account`. So the index is
-# written once per charge, at commit.
+# The totals come from a query on the sparse index of chapter 06: only a committed line has an
+# `account`, so the index is written once per charge, at commit.
 #
 # The meter runs both designs on the same claim, and a third that reads the totals by scanning the
 # whole table. Here is a first delivery under each, request by request:

@@ -26,6 +26,8 @@
 # %%
 from idem import views
 from idem.core.clock import VirtualClock
+from idem.core.entry import App
+from idem.core.provider import Provider
 from idem.deploy import emulated, gaps
 from idem.sim import atomic, boundary
 from idem.explore import powertools as pt
@@ -261,6 +263,29 @@ views.show_source(emulated.function_settings, emulated.run_function)
 # %% [markdown]
 # Chapter 09's dry run shows the settings it filled. On AWS the same check finds all of them in
 # place.
+
+# %% [markdown]
+# <a id="entry-point"></a>
+# ## Inside the entry point
+#
+# Two pieces of code the chapters use without teaching them line by line. The first is the entry
+# point of chapter 01, which ships to Lambda. It reads the event's records, hands each to the
+# handler, logs what failed, and fails the invocation if any record failed:
+
+# %%
+views.show_source(App.handle)
+
+# %% [markdown]
+# <a id="provider-stand-in"></a>
+# ## Inside the provider stand-in
+#
+# The second is the payment provider of chapter 06, which does not ship. It keeps Stripe's rules
+# for an idempotency key in a DynamoDB table of its own. The key's first answer is saved in one
+# transaction with the charge, and a repeat with the same parameters (compared by a fingerprint)
+# gets that answer back:
+
+# %%
+views.show_source(Provider.charge, Provider._replay)
 
 # %% [markdown]
 # ## Try it

@@ -439,7 +439,8 @@ def make_provider() -> PaymentProvider:
     # Imported here, by its plain name: only a function that charges through Stripe needs it.
     from keyed_stripe import StripeProvider  # type: ignore[import-not-found, unused-ignore]
 
-    provider: PaymentProvider = StripeProvider.from_secret(secret)
+    # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
+    provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
     return provider
 
 

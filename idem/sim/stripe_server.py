@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..core.errors import (CardDeclined, IdempotencyKeyReused, KeyInFlight, ProviderError, ProviderFailed,
                            ProviderUnavailable)
-from ..core.handlers.keyed_stripe import StripeProvider
+from ..core.handlers.keyed_stripe import StripeProvider, stripe_key
 from ..core.provider import Charge, Provider
 
 __all__ = ["LoopbackStripe", "StripeServer", "loopback_stripe"]
@@ -153,15 +153,18 @@ class LoopbackStripe:
         self.server = server
         self.adapter = adapter or StripeProvider.from_secret("sk_test_loopback", api_base=server.url)
 
-    def charge(self, *, outcome: str = "ok", **request: Any) -> Charge:
-        self.server.outcome = outcome
-        try:
+    def charge(self, *, outcome: str | None = None, **request: Any) -> Charge:
+        if outcome is None:  # no fault for this call: whatever the server was told stands
             made = self.adapter.charge(**request)
-        finally:
-            self.server.outcome = "ok"
+        else:
+            self.server.outcome = outcome
+            try:
+                made = self.adapter.charge(**request)
+            finally:
+                self.server.outcome = "ok"
         key = request.get("idempotency_key") or ""
         return Charge(made.id, request["customer"], request["amount"], request["currency"], request["reference"],
-                      key, replayed=self.server.replayed.get(key, False))
+                      key, replayed=self.server.replayed.get(stripe_key(key), False))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[Any]:
         return list(self.adapter.find_charges(reference, idempotency_key))

@@ -549,9 +549,13 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     except EventError as bad:
         _log(logging.ERROR, f"event rejected: {bad}", request_id)
         raise
-    for skip in batch.skipped:
-        _log(logging.ERROR if skip.malformed else logging.INFO, f"record {skip.index} skipped: {skip.reason}",
-             request_id, outcome="malformed" if skip.malformed else "skipped")
+    if batch.test_event:
+        _log(logging.INFO, "s3:TestEvent ignored (S3 sends one when notifications are configured)", request_id)
+    elif not batch.objects and not batch.skipped:
+        _log(logging.INFO, "the event holds no records: nothing to do", request_id)
+    for level, line in batch.log_lines():  # bounded, however many records were skipped
+        bad = level == "error"
+        _log(logging.ERROR if bad else logging.INFO, line, request_id, outcome="malformed" if bad else "skipped")
     processed, failures = [], []
     for obj in batch.objects:
         upload = Upload.of(obj)

@@ -78,8 +78,8 @@ class Provider:
             raise KeyInFlight("409: another request with this idempotency key is in flight")
         if amount <= 0:  # validation fails before execution: nothing is saved
             raise ProviderError(f"amount must be positive, got {amount}")
-        params = {"customer": customer, "amount": amount, "currency": currency,
-                  "reference": reference}
+        params: dict[str, Any] = {"customer": customer, "amount": amount, "currency": currency,
+                                  "reference": reference}
         moves = outcome in (ProviderOutcome.OK, ProviderOutcome.SAVED_500)
         charge = Charge(id=self._next_id(), idempotency_key=idempotency_key or "", **params) if moves else None
         writes = []

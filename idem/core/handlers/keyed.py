@@ -554,8 +554,9 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     elif not batch.objects and not batch.skipped:
         _log(logging.INFO, "the event holds no records: nothing to do", request_id)
     for level, line in batch.log_lines():  # bounded, however many records were skipped
-        bad = level == "error"
-        _log(logging.ERROR if bad else logging.INFO, line, request_id, outcome="malformed" if bad else "skipped")
+        malformed = level == "error"
+        _log(logging.ERROR if malformed else logging.INFO, line, request_id,
+             outcome="malformed" if malformed else "skipped")
     processed, failures = [], []
     for obj in batch.objects:
         upload = Upload.of(obj)
@@ -844,7 +845,10 @@ def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]]) -> EventBatch:
                 "fits in the function's timeout), so this one and all after it were not read; "
                 "send smaller batches (e.g. a smaller SQS BatchSize)"), malformed=True))
             break
-        (batch.objects if isinstance(leaf, S3Object) else batch.skipped).append(leaf)
+        if isinstance(leaf, S3Object):
+            batch.objects.append(leaf)
+        else:
+            batch.skipped.append(leaf)
     return batch
 
 
@@ -976,7 +980,7 @@ def _is_sns_notification(message: Any) -> bool:
 def _field(container: Any, path: str) -> Any:
     """The value at a dotted path, or None when a part is absent or null.
     EventError when something on the way is not a JSON object."""
-    value, walked = container, []
+    value, walked = container, list[str]()
     for part in path.split("."):
         if not isinstance(value, Mapping):
             raise EventError(f"{'.'.join(walked)} must be a JSON object, got {_kind(value)}")

@@ -80,7 +80,7 @@ class StripeProvider:
             # requests retries dropped connections; the urllib client does not (stripe-python's
             # _http_client.py). Its default read timeout is 80 s, longer than the function's.
             http_client=stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
-            **({"base_addresses": {"api": api_base}} if api_base else {}))
+            base_addresses={"api": api_base} if api_base else {})
         return cls(client, payment_method)
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,

@@ -12,6 +12,7 @@ from idem.core.clock import iso8601
 from idem.core.handlers import keyed
 from idem.core.handlers.keyed_stripe import MAX_KEY_CHARS, StripeProvider, stripe_key
 from idem.explore import scenarios as sc
+from idem.explore import schedules
 from idem.sim.stripe_server import LoopbackStripe, loopback_stripe
 from idem.sim.world import LocalWorld
 
@@ -53,6 +54,14 @@ def posts(server):
 @pytest.mark.parametrize("scenario", sc.all_scenarios(["keyed"], provider=True), ids=str)
 def test_verdicts_over_stripes_sdk_equal_the_stand_ins(scenario):
     assert sc.run(scenario, over_stripe=True).row() == sc.run(scenario).row()
+
+
+def test_exhaustive_schedules_over_stripes_sdk_equal_the_stand_ins():
+    """Every tenth of keyed's exhaustive schedules (43 of 429: each fault point, kind of
+    fault, delivery and retry count appears), run over Stripe's SDK and over the stand-in."""
+    sample = schedules.all_schedules(["keyed"])[::10]
+    assert len(sample) >= 40
+    assert schedules.run_schedules(sample, over_stripe=True) == schedules.run_schedules(sample)
 
 
 # -- errors, by HTTP status -------------------------------------------------------------------------

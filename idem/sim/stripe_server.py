@@ -179,7 +179,12 @@ def loopback_stripe(world: Any) -> Iterator[StripeServer]:
     (`world.provider()`, and so the local runtime's) Stripe's SDK aimed at it."""
     server = StripeServer(world.provider()).start()
     saved = world.wrap_provider
-    world.wrap_provider = lambda stand_in: LoopbackStripe(server)
+
+    def wrap(stand_in: Provider) -> LoopbackStripe:
+        server.provider.clock = stand_in.clock  # a world may start a fresh clock per schedule
+        return LoopbackStripe(server)
+
+    world.wrap_provider = wrap
     try:
         yield server
     finally:

@@ -140,4 +140,4 @@ def code_lines(path: Path, stop_at: str) -> int:
 def test_what_a_reader_reads_first_fits_in_about_250_lines():
     """Everything above the look-up past the key window (which, with the metrics and the
     parser, sits lower in the file): settings, the upload, the ledger, the charge, the handler."""
-    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 365  # about 250 is the aim (issue 18): not met yet
+    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 345  # about 250 is the aim (issue 18): not met yet

@@ -158,41 +158,6 @@ class Settings:
                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"])
 
 
-def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
-                    timeout: int | None = None) -> None:
-    """The rule every lifetime obeys, checked at cold start:
-    - as long as Lambda can still deliver a copy of an event (its retries and its own
-      duplicates, up to the maximum event age), a record must still turn it away and the
-      provider must still know its key (copies re-sent later from the failure queue are
-      older than both: they are looked up at the provider before any charge);
-    - a claim must outlive the invocation that holds it (the function's timeout and a
-      margin): else DynamoDB's TTL may sweep it during a slow provider call."""
-    if max_event_age is not None:
-        if not 60 <= max_event_age <= 21_600:
-            raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-        for name, value in (("RECORD_TTL_SECONDS", record_ttl),
-                            ("PROVIDER_KEY_RETENTION_SECONDS", key_retention)):
-            if value < max_event_age:
-                raise ConfigError(
-                    f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
-                    "Lambda may still retry or re-deliver an event after "
-                    + ("its record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
-                       else "the provider has forgotten its key, and charge it again")
-                    + f"; raise {name} to {max_event_age} or more, or lower the maximum event age")
-    if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
-        raise ConfigError(
-            f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout "
-            f"({timeout} s) and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a "
-            f"claim while its invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
-
-
-def _whole(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name) or str(default)
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
-    return int(raw)
-
-
 # -- one upload -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Upload:
@@ -602,6 +567,42 @@ def look_up(charger: KeyedCharger, upload: Upload, claimed: Record, age: float |
         raise NeedsAttention(f"{upload.source}: {reason}")
     mine = [c for c in find(upload.reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
     return str(mine[0].id) if mine else None
+
+
+# -- lifetimes, checked at cold start ------------------------------------------------------------
+def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
+                    timeout: int | None = None) -> None:
+    """The rule every lifetime obeys, checked at cold start:
+    - as long as Lambda can still deliver a copy of an event (its retries and its own
+      duplicates, up to the maximum event age), a record must still turn it away and the
+      provider must still know its key (copies re-sent later from the failure queue are
+      older than both: they are looked up at the provider before any charge);
+    - a claim must outlive the invocation that holds it (the function's timeout and a
+      margin): else DynamoDB's TTL may sweep it during a slow provider call."""
+    if max_event_age is not None:
+        if not 60 <= max_event_age <= 21_600:
+            raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
+        for name, value in (("RECORD_TTL_SECONDS", record_ttl),
+                            ("PROVIDER_KEY_RETENTION_SECONDS", key_retention)):
+            if value < max_event_age:
+                raise ConfigError(
+                    f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                    "Lambda may still retry or re-deliver an event after "
+                    + ("its record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
+                       else "the provider has forgotten its key, and charge it again")
+                    + f"; raise {name} to {max_event_age} or more, or lower the maximum event age")
+    if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
+        raise ConfigError(
+            f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout "
+            f"({timeout} s) and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a "
+            f"claim while its invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name) or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
+    return int(raw)
 
 
 # -- an example amount: the order file itself ---------------------------------------------------

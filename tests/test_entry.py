@@ -33,6 +33,10 @@ def context(world):
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_core_modules_import_only_the_standard_library_and_boto3(path):
     allowed = set(sys.stdlib_module_names) | {"boto3", "botocore"}
+    if path.name in ("keyed.py", "keyed_stripe.py"):
+        # The handler to copy and its Stripe adapter: the adapter is Stripe's SDK, and the
+        # handler imports the adapter (by its plain name) only when STRIPE_SECRET_PARAMETER is set.
+        allowed |= {"keyed_stripe", "stripe"}
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

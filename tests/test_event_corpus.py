@@ -182,6 +182,31 @@ def test_the_runtime_gives_each_event_the_right_behaviour(name: str, megabyte_fi
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_handler_to_copy_gives_each_event_the_same_behaviour(name: str, megabyte_file: Path) -> None:
+    """keyed.py's own lambda_handler (the file a reader copies), wired as on Lambda: the
+    same charges, the same failures, the same log phrases as the entry point's."""
+    expected = EXPECTED[name]
+    if expected.outcome == "unreadable":
+        return  # never reaches a handler (above)
+    world = LocalWorld(prefix="corpus")
+    try:
+        runtime = LocalLambda(world, world.env(), handler="idem.core.handlers.keyed:lambda_handler")
+        event = load_event(path_of(name, megabyte_file).read_text(encoding="utf-8"))
+        runtime.send(event)
+        runtime.send(event, at=5.0)
+        runtime.run()
+        assert charges_by_reference(world) == {ref: (1, account) for ref, account in expected.charged}
+        failed = expected.outcome == "rejected"
+        assert [a.outcome for a in runtime.attempts] == (["error"] * 6 if failed else ["ok", "ok"])
+        assert world.failure_queue_depth() == (2 if failed else 0)
+        logged = [json.loads(line) for a in runtime.attempts for line in a.logs]
+        assert expected.says in "\n".join(line.get("message", "") for line in logged)
+        assert max(len(a.logs) for a in runtime.attempts) <= MAX_LOGGED_SKIPS + 4  # bounded, with the metrics
+    finally:
+        world.close()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_python_m_idem_replay_handles_the_corpus(name: str, megabyte_file: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     expected = EXPECTED[name]

@@ -120,6 +120,10 @@ def test_zip_holds_only_idems_core(tmp_path):
                 roots = {node.module.split(".")[0]}
             else:
                 continue
+            if name.endswith(("handlers/keyed.py", "handlers/keyed_stripe.py")):
+                # The Stripe adapter, imported by keyed.make_provider only when the function
+                # charges through Stripe (STRIPE_SECRET_PARAMETER set); the stack's entry never does.
+                roots -= {"keyed_stripe", "stripe"}
             assert roots <= allowed, f"{name} imports {roots - allowed}: it would not run on Lambda"
 
 

@@ -8,7 +8,7 @@ from ..console import fail
 
 HELP = "calls per event and events per second for each handler, side by side"
 #: `idem.cost.bench.HANDLERS`, without importing moto for --help.
-HANDLERS = ("naive", "claim_first", "robust", "keyed", "powertools")
+HANDLERS = ("naive", "claim_first", "robust", "keyed", "keyed_stripe", "powertools")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, overload
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
@@ -16,6 +16,10 @@ def to_item(values: dict[str, Any]) -> dict[str, Any]:
     return {k: _serializer.serialize(_plain_to_dynamo(v)) for k, v in values.items() if v is not None}
 
 
+@overload
+def from_item(item: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def from_item(item: None) -> None: ...
 def from_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
     """DynamoDB's typed attribute map to plain Python values (numbers become int or float)."""
     if item is None:
@@ -29,7 +33,7 @@ def values(**named: Any) -> dict[str, Any]:
 
 
 def condition_failed(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return bool(error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")
 
 
 def cancelled_by_condition(error: ClientError, index: int) -> bool:

@@ -5,15 +5,12 @@ handler to copy stays one file; the rest are here.
 """
 from __future__ import annotations
 
-from .handlers.keyed import ConfigError, IdemError, LostOwnership, WorkInProgress
+from .handlers.keyed import (ConfigError, IdemError, LostOwnership, NeedsAttention, RecordsFailed,
+                             WorkInProgress)
 
 __all__ = ["CardDeclined", "ConfigError", "IdemError", "IdempotencyKeyReused", "KeyInFlight",
-           "LostOwnership", "ProviderError", "ProviderFailed", "ProviderUnavailable", "RecordsFailed",
-           "WorkInProgress"]
-
-
-class RecordsFailed(IdemError):
-    """Some records of the event failed; the rest were processed and will dedupe on retry."""
+           "LostOwnership", "NeedsAttention", "ProviderError", "ProviderFailed", "ProviderUnavailable",
+           "RecordsFailed", "WorkInProgress"]
 
 
 class ProviderError(IdemError):
@@ -53,4 +50,5 @@ class CardDeclined(ProviderError):
 
 
 class IdempotencyKeyReused(ProviderError):
-    """The key was first used with other parameters (Stripe answers 400 here)."""
+    """The key was first used with other parameters: Stripe answers 400 with the error type
+    `idempotency_error` (https://docs.stripe.com/api/errors)."""

@@ -20,9 +20,7 @@ def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
             keyed.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
                            svc.provider_key_retention_seconds),
             now=svc.clock.now, new_owner=svc.new_token)
-    upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer,
-                          keyed.event_epoch(obj.event_time))
-    return charger.charge_once(upload, context.get_remaining_time_in_millis())
+    return charger.charge_once(keyed.Upload.of(obj), context.get_remaining_time_in_millis())
 
 
 HANDLERS: dict[str, Handler] = {

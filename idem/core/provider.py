@@ -78,8 +78,8 @@ class Provider:
             raise KeyInFlight("409: another request with this idempotency key is in flight")
         if amount <= 0:  # validation fails before execution: nothing is saved
             raise ProviderError(f"amount must be positive, got {amount}")
-        params = {"customer": customer, "amount": amount, "currency": currency,
-                  "reference": reference}
+        params: dict[str, Any] = {"customer": customer, "amount": amount, "currency": currency,
+                                  "reference": reference}
         moves = outcome in (ProviderOutcome.OK, ProviderOutcome.SAVED_500)
         charge = Charge(id=self._next_id(), idempotency_key=idempotency_key or "", **params) if moves else None
         writes = []
@@ -147,11 +147,12 @@ class Provider:
                     found.append(_charge_from(item))
         return sorted(found, key=lambda c: c.id)
 
-    def find_charges(self, reference: str) -> list[Charge]:
-        """The charges made for `reference`, whatever key they were made with: the lookup real
-        providers offer by metadata (Stripe's charge search, `metadata['reference']:'...'`).
-        A caller uses it when the key may be pruned: a late copy must not charge blindly."""
-        return self.charges(reference)
+    def find_charges(self, reference: str, idempotency_key: str | None = None) -> list[Charge]:
+        """The charges made for `reference` (and, given one, with that idempotency key), however
+        old their key: the lookup real providers offer by metadata (Stripe's search,
+        `metadata['idempotency_key']:'...'`). A caller uses it when the key may be pruned: a late
+        copy must not charge blindly."""
+        return [c for c in self.charges(reference) if idempotency_key in (None, c.idempotency_key)]
 
 
 def _answer(outcome: ProviderOutcome, charge: Charge | None, replayed: bool) -> Charge:

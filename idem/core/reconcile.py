@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping
 from .dynamo import from_item, to_item
 from .events import S3Object
 from .keys import RECIPES, describe, idempotency_key, recipe_for
-from .ledger import Record, Status, booked
+from .handlers.keyed import Record, Status
+from .ledger import booked
 
 #: Lambda's longest timeout: an in_progress record without a lease, older than this, is stuck.
 MAX_INVOCATION_SECONDS = 900
@@ -228,7 +229,7 @@ def _mismatches(charges: Iterable[Mapping[str, Any]],
     for c in charges:
         provider[c["customer"]][0] += 1
         provider[c["customer"]][1] += int(c["amount"])
-    ledger = booked(list(ledger_items))
+    ledger = booked([dict(item) for item in ledger_items])
     found = []
     for account in sorted(set(provider) | set(ledger)):
         theirs, ours = tuple(provider.get(account, (0, 0))), ledger.get(account, (0, 0))

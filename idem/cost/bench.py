@@ -34,10 +34,13 @@ from ..core.clock import iso8601
 from ..console import align
 from ..explore.powertools import ENTRY, idempotency_table
 from ..sim.runtime import LambdaContext, LocalLambda
+from ..sim.stripe_server import loopback_stripe
 from ..sim.world import LocalWorld
 
 HELP = "calls per event and events per second for each handler, side by side"
-HANDLERS = ("naive", "claim_first", "robust", "keyed", "powertools")
+#: keyed_stripe: keyed charging through Stripe's SDK (the handler's adapter) against the loopback
+#: Stripe (idem.sim.stripe_server): the same DynamoDB calls, plus an HTTP round trip per charge.
+HANDLERS = ("naive", "claim_first", "robust", "keyed", "keyed_stripe", "powertools")
 PHASES = ("first", "duplicate")
 RUNTIME_SHARE_LIMIT = 0.10
 NOOP_ENTRY = "idem.sim.noop_entry"
@@ -146,7 +149,9 @@ class _Bench:
     def __init__(self, stack: contextlib.ExitStack, handler: str, events: int) -> None:
         self.handler = handler
         self.world = stack.enter_context(LocalWorld(prefix=f"bench{next(_worlds)}"))
-        env = self.world.env("keyed" if handler == "noop" else handler)
+        env = self.world.env("keyed" if handler in ("noop", "keyed_stripe") else handler)
+        if handler == "keyed_stripe":
+            stack.enter_context(loopback_stripe(self.world))
         entry = {"noop": NOOP_ENTRY, "powertools": ENTRY}.get(handler, "idem.core.entry")
         if handler == "powertools":
             env["IDEMPOTENCY_TABLE"] = stack.enter_context(idempotency_table(self.world))

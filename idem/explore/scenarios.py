@@ -7,6 +7,7 @@ is the same class.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 from typing import Iterable
@@ -14,6 +15,7 @@ from typing import Iterable
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from ..sim.boundary import PROVIDER_POINTS, Point
 from ..sim.runtime import LocalLambda
+from ..sim.stripe_server import loopback_stripe
 from ..sim.world import LocalWorld
 from .scenario import (DELIVERIES, DUPLICATE_AFTER, HEADLINE, ORDER_KEY, OUTCOME_FIELDS, POWERTOOLS, TIMES,
                        VERDICTS, Outcome, Scenario, deliver, fault_of, read_outcome)
@@ -33,14 +35,16 @@ def handler_names() -> tuple[str, ...]:
     return tuple(HANDLERS) + ((POWERTOOLS,) if powertools_installed() else ())
 
 
-def run(scenario: Scenario) -> Outcome:
-    """Run one scenario in a fresh world and read its outcome back."""
+def run(scenario: Scenario, *, over_stripe: bool = False) -> Outcome:
+    """Run one scenario in a fresh world and read its outcome back. `over_stripe`: the
+    function charges through Stripe's SDK (the handler's adapter), aimed at a loopback Stripe
+    that keeps the stand-in's rules (idem.sim.stripe_server)."""
     _check(scenario)
     if scenario.handler == POWERTOOLS:
         from . import powertools  # optional: needs aws-lambda-powertools, which the core never does
 
         return powertools.run(scenario)
-    with LocalWorld() as world:
+    with LocalWorld() as world, (loopback_stripe(world) if over_stripe else contextlib.nullcontext()):
         runtime = LocalLambda(world, world.env(scenario.handler), fault=fault_of(scenario),
                               retries=scenario.retries,
                               timeout=scenario.timeout,

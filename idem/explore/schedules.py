@@ -27,6 +27,7 @@ pass at the end: the same verdicts as `scenarios.run`, for a fraction of the cos
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections import Counter
@@ -41,6 +42,7 @@ from ..core.keys import idempotency_key
 from ..core.ledger import Record, booked
 from ..core.reconcile import compare, list_objects, scan
 from ..sim.boundary import PROVIDER_POINTS, FaultPlan
+from ..sim.stripe_server import loopback_stripe
 from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of
 from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
 from ..sim.world import LocalWorld
@@ -152,15 +154,17 @@ class Result:
         return bool(self.outcome.dlq or self.flagged)
 
 
-def run_schedules(schedules: Iterable[Scenario], batch: int = 20) -> list[Result]:
-    """Run the schedules, `batch` to a world, and return their results in order.
+def run_schedules(schedules: Iterable[Scenario], batch: int = 20, *, over_stripe: bool = False) -> list[Result]:
+    """Run the schedules, `batch` to a world, and return their results in order. `over_stripe`:
+    the function charges through Stripe's SDK against a loopback Stripe (idem.sim.stripe_server).
 
     Small batches keep the tables small: moto copies a whole table to run a transaction.
     """
     schedules = list(schedules)
     outcomes: list[Result] = []
     for start in range(0, len(schedules), batch):
-        with LocalWorld(prefix="sched") as world:
+        with LocalWorld(prefix="sched") as world, (loopback_stripe(world) if over_stripe
+                                                     else contextlib.nullcontext()):
             runs = [_run_one(world, s, start + i) for i, s in enumerate(schedules[start:start + batch])]
             outcomes.extend(read_back(world, runs))
     return outcomes

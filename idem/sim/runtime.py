@@ -27,6 +27,7 @@ import itertools
 import json
 import os
 import random
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -126,7 +127,12 @@ def _load_fresh(module_name: str) -> ModuleType:
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
-    exec(code, module.__dict__)
+    saved = sys.modules.get(spec.name)
+    sys.modules[spec.name] = module  # dataclasses read their module's globals while a class is made
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules.pop(spec.name) if saved is None else sys.modules.__setitem__(spec.name, saved)
     return module
 
 

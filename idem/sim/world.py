@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, Callable
 
 import boto3
 from moto import mock_aws
@@ -80,6 +80,10 @@ def _claim_prefix(wanted: str) -> str:
 
 class LocalWorld:
     """The AWS resources one run of the workbook needs, created fresh on moto."""
+
+    #: Set by `idem.sim.stripe_server.loopback_stripe`: what `provider()` hands out instead of
+    #: the stand-in (Stripe's SDK aimed at a loopback server that keeps the stand-in's rules).
+    wrap_provider: Callable[[Provider], Any] | None = None
 
     def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
                  prefix: str = "idem", seed: int = 0) -> None:
@@ -181,7 +185,8 @@ class LocalWorld:
     def provider(self, clock: VirtualClock | None = None) -> Provider:
         """The provider stand-in, on this world's clock (or `clock`), over an unwatched
         client: its own calls are the provider's business, not the function's boundaries."""
-        return Provider(self.dynamodb, self.provider_table, clock or self.clock)
+        stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock)
+        return self.wrap_provider(stand_in) if self.wrap_provider else stand_in
 
     def failure_queue(self) -> list[dict[str, Any]]:
         """Every message in the failure queue, left in the queue afterwards."""

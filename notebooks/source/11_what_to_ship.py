@@ -15,8 +15,11 @@
 # The views that gather each pattern's measurements, and the handler to copy.
 
 # %%
+import ast
+from pathlib import Path
+
 from idem import views
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed, keyed_stripe
 from idem.deploy import template as tp
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
@@ -133,9 +136,31 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# `idem/core/handlers/keyed.py` is one file, with the standard library and boto3 only. Its entry
-# point reads the settings once per container, then charges each upload of the event once. A
-# failure of one upload does not cost the others their turn:
+# You copy two files, exactly as they are, into your function's folder. `keyed.py` is the
+# handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
+# Stripe. The table below reads both files and lists every module they import. Neither imports
+# `idem`, so they run from any folder:
+
+# %%
+def imports_of(path):
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add((node.module or "").split(".")[0])
+    return sorted(found - {"__future__"})
+
+
+for module in (keyed, keyed_stripe):
+    path = Path(module.__file__)
+    print(f"{path.name:16} {len(path.read_text().splitlines()):4} lines  imports: {', '.join(imports_of(path))}")
+
+# %% [markdown]
+# Its entry point reads the settings once per container, then charges each upload of the event
+# once. One parser reads the event, the same one the workbook and the command line use. A record
+# it cannot read fails the invocation after the good ones, so the event reaches the failure queue.
+# Each upload writes one JSON log line, and each invocation prints one metric document:
 
 # %%
 views.show_source(keyed.lambda_handler)
@@ -150,24 +175,41 @@ views.show_source(keyed.KeyedCharger.charge_once)
 # %% [markdown]
 # ### Make it yours
 #
-# Three changes adapt it to your system. First, replace `make_provider()` with your payment
-# provider's client. Its `charge` must take an `idempotency_key`, as Stripe's does. Its errors
-# should carry the HTTP status as `http_status`, so that a decline is recorded and a saved 500
-# is left to a person.
+# Four changes adapt it to your system. First, the payment provider. `make_provider()` builds
+# Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
+# The key is read once at cold start and never logged. For another provider, replace this
+# function. Its `charge` must take an `idempotency_key`, and its errors should carry `http_status`:
 
 # %%
 views.show_source(keyed.make_provider)
 
 # %% [markdown]
-# Second, create the ledger table as `template.yaml` does. The partition key is `pk`, and TTL is
+# The adapter charges through Stripe's own SDK. It sends the upload's key as Stripe's
+# `Idempotency-Key`, and metadata that name the upload. Stripe's errors pass through unchanged:
+# the handler reads their HTTP status. A 402 is a decline, and a 400 or a 500 is left to a person:
+
+# %%
+views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvider.find_charges)
+
+# %% [markdown]
+# The search above serves redrives that come after Stripe pruned the key. Stripe's search lags
+# by up to a minute, so it finds a charge made a day ago. The key guards the first 24 hours.
+#
+# Second, the amount. `amount_for(upload)` returns `PRICE_CENTS` for every upload. Replace it
+# when the price depends on the order. `amount_from_order_file` is a tested example that reads
+# the uploaded file by its version id. A malformed order becomes `needs_attention`, never a charge.
+
+# %% [markdown]
+# Third, create the ledger table as `template.yaml` does. The partition key is `pk`, and TTL is
 # on `expires_at`. The index `by_account` holds the done records, which are the ledger lines:
 
 # %%
 views.show_text(tp.section("LedgerTable"), "yaml")
 
 # %% [markdown]
-# Third, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
-# to your function's maximum event age, so the cold start checks every lifetime against it:
+# Fourth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
+# and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold start then checks every
+# lifetime against them:
 
 # %%
 views.show_source(keyed.Settings.from_env)

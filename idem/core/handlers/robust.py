@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import S3Object
-from ..ledger import Status
+from .keyed import Status
 from .common import Services, charge_step, order_for, receipt
 
 

@@ -1,0 +1,139 @@
+"""Every AWS call the handler to copy makes, across its scenarios, against the function's
+role in template.yaml. moto does not enforce IAM, so this test records the calls (the local
+runtime's boundary hooks count every AWS operation an invocation makes) and compares."""
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from idem.core.handlers import keyed
+from idem.deploy import template as tp
+from idem.sim.boundary import FaultPlan
+from idem.sim.runtime import LocalLambda
+from idem.sim.world import LocalWorld
+
+HANDLER = "idem.core.handlers.keyed:lambda_handler"
+DAY = 24 * 3600
+
+
+def ops_of(runtime):
+    return {name for attempt in runtime.attempts for name in attempt.calls}
+
+
+def scenario_calls():
+    """The calls of: a first delivery, a duplicate, a retry after a crash, a redrive after
+    25 h of an upload charged before a crash, an event without eventTime, and a decline."""
+    seen, outcomes = set(), {}
+    with LocalWorld() as world:
+        runtime = LocalLambda(world, world.env(), handler=HANDLER)
+        event = world.event(world.upload("alice/first.csv"))
+        runtime.send(event)
+        runtime.send(event)
+        runtime.run()
+        outcomes["first, duplicate"] = [a.result["processed"][0]["status"] for a in runtime.attempts]
+        seen |= ops_of(runtime)
+
+        retry = LocalLambda(world, world.env(), handler=HANDLER,
+                            fault=FaultPlan.at_point("after_charge", "once", how="crash"))
+        retry.send(world.event(world.upload("bob/retried.csv")))
+        retry.run()
+        outcomes["retry"] = [a.outcome for a in retry.attempts]
+        seen |= ops_of(retry)
+
+        dying = LocalLambda(world, world.env(), handler=HANDLER, retries=0,
+                            fault=FaultPlan.at_point("after_charge", "always", how="crash"))
+        late = world.event(world.upload("carol/redriven.csv"))
+        dying.send(late)
+        dying.run()
+        world.clock.advance(DAY + 3600)
+        redrive = LocalLambda(world, world.env(), handler=HANDLER)
+        redrive.send(late)
+        redrive.run()
+        outcomes["redrive"] = [a.result["processed"][0]["status"] for a in redrive.attempts]
+        seen |= ops_of(dying) | ops_of(redrive)
+
+        timeless = world.event(world.upload("dave/no-time.csv"))
+        del timeless["Records"][0]["eventTime"]
+        plain = LocalLambda(world, world.env(), handler=HANDLER)
+        plain.send(timeless)
+        plain.run()
+        outcomes["no eventTime"] = [a.result["processed"][0]["status"] for a in plain.attempts]
+        seen |= ops_of(plain)
+        declined = LocalLambda(world, world.env(), handler=HANDLER, fault=FaultPlan.at_point("declined", "once"))
+        declined.send(world.event(world.upload("erin/declined.csv")))
+        declined.run()
+        outcomes["declined"] = [a.result["processed"][0]["status"] for a in declined.attempts]
+        seen |= ops_of(declined)
+        charges = len(world.provider().charges())
+    return seen, outcomes, charges
+
+
+@pytest.fixture(scope="module")
+def observed():
+    return scenario_calls()
+
+
+@pytest.fixture(scope="module")
+def ledger_grants():
+    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
+    return {action for action, resource in tp.granted(cfn) if resource == "LedgerTable"}
+
+
+def test_the_scenarios_do_what_they_say(observed):
+    _, outcomes, charges = observed
+    assert outcomes == {"first, duplicate": ["charged", "duplicate"], "retry": ["crash", "ok"],
+                        "redrive": ["found"], "no eventTime": ["charged"], "declined": ["declined"]}
+    assert charges == 4  # alice, bob, carol (once, found after 25 h), dave
+
+
+def test_the_handler_reads_and_writes_the_ledger_by_key_only(observed):
+    calls, _, _ = observed
+    assert calls == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert not any(op.endswith((":Scan", ":Query")) for op in calls)
+
+
+def test_every_ledger_call_is_granted(observed, ledger_grants):
+    calls, _, _ = observed
+    assert calls <= ledger_grants
+
+
+def test_nothing_is_granted_on_the_ledger_that_the_handler_never_calls(observed, ledger_grants):
+    calls, _, _ = observed
+    unused = ledger_grants - calls
+    if unused:  # the stack's role also serves the workbook's other patterns (HANDLER_MODE)
+        pytest.xfail(f"template.yaml grants {sorted(unused)} on the ledger, which keyed never calls; "
+                     "the other patterns of idem.core.entry use them")
+
+
+def test_stripe_secret_is_read_with_ssm_get_parameter_only(monkeypatch):
+    """make_provider's one AWS call at cold start: ssm:GetParameter (with decryption, so the
+    role also needs kms:Decrypt on the parameter's key)."""
+    made = []
+    with LocalWorld():
+        session = boto3.Session(region_name="us-east-1")
+        session.events.register("before-call", lambda model, **_: made.append(
+            f"{model.service_model.endpoint_prefix}:{model.name}"))
+        session.client("ssm").put_parameter(Name="/idem/stripe", Value="sk_test_x", Type="SecureString")
+        made.clear()
+        monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)
+        monkeypatch.setenv("STRIPE_SECRET_PARAMETER", "/idem/stripe")
+        with pytest.raises(ModuleNotFoundError, match="keyed_stripe"):  # in idem, it is not top level
+            keyed.make_provider()
+    assert made == ["ssm:GetParameter"]
+
+
+@pytest.mark.xfail(reason="template.yaml does not yet grant ssm:GetParameter (and kms:Decrypt) on the "
+                          "parameter named by STRIPE_SECRET_PARAMETER: the stack helper adds it (issue 18)",
+                   strict=True)
+def test_the_role_may_read_the_stripe_secret():
+    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
+    assert any(action == "ssm:GetParameter" for action, _ in tp.granted(cfn))
+
+
+@pytest.mark.xfail(reason="template.yaml does not yet grant s3:GetObject and s3:GetObjectVersion on the "
+                          "upload bucket, which amount_from_order_file needs: the stack helper adds them",
+                   strict=True)
+def test_the_role_may_read_the_order_file():
+    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
+    granted = {action for action, _ in tp.granted(cfn)}
+    assert {"s3:GetObject", "s3:GetObjectVersion"} <= granted

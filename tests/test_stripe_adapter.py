@@ -1,0 +1,192 @@
+"""keyed over Stripe's own SDK (keyed_stripe.StripeProvider), against the loopback Stripe that
+carries the stand-in's rules over HTTP: the same verdicts as the stand-in, errors mapped by
+their HTTP status, long keys hashed, the SDK's retries on the same key, and the look-up past
+the key window by search."""
+from __future__ import annotations
+
+import pytest
+import stripe
+import stripe._http_client
+
+from idem.core.clock import iso8601
+from idem.core.handlers import keyed
+from idem.core.handlers.keyed_stripe import MAX_KEY_CHARS, StripeProvider, stripe_key
+from idem.explore import scenarios as sc
+from idem.explore import schedules
+from idem.sim.stripe_server import LoopbackStripe, loopback_stripe
+from idem.sim.world import LocalWorld
+
+DAY = 24 * 3600
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleep(monkeypatch):
+    """The SDK sleeps 0.5 s or more between its retries, on the real clock: not here."""
+    monkeypatch.setattr(stripe._http_client.HTTPClient, "_sleep_time_seconds", lambda self, n, response=None: 0.0)
+
+
+@pytest.fixture
+def world():
+    with LocalWorld() as w:
+        yield w
+
+
+@pytest.fixture
+def server(world):
+    with loopback_stripe(world) as s:
+        yield s
+
+
+def charger(world):
+    return keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+                              now=world.clock.now)
+
+
+def upload_of(obj, when):
+    return keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, when)
+
+
+def posts(server):
+    return sum(1 for method, _ in server.requests if method == "POST")
+
+
+# -- the scenario matrix: Stripe's SDK gives the stand-in's verdicts -------------------------------
+@pytest.mark.parametrize("scenario", sc.all_scenarios(["keyed"], provider=True), ids=str)
+def test_verdicts_over_stripes_sdk_equal_the_stand_ins(scenario):
+    assert sc.run(scenario, over_stripe=True).row() == sc.run(scenario).row()
+
+
+def test_exhaustive_schedules_over_stripes_sdk_equal_the_stand_ins():
+    """Every tenth of keyed's exhaustive schedules (43 of 429: each fault point, kind of
+    fault, delivery and retry count appears), run over Stripe's SDK and over the stand-in."""
+    sample = schedules.all_schedules(["keyed"])[::10]
+    assert len(sample) >= 40
+    assert schedules.run_schedules(sample, over_stripe=True) == schedules.run_schedules(sample)
+
+
+# -- errors, by HTTP status -------------------------------------------------------------------------
+@pytest.mark.parametrize("outcome, status, error", [
+    ("declined", 402, stripe.CardError), ("provider_500", 500, stripe.APIError),
+    ("provider_409", 409, stripe.APIError), ("provider_down", 503, stripe.APIError)])
+def test_the_sdk_raises_stripes_error_with_its_status(world, server, outcome, status, error):
+    with pytest.raises(error) as raised:
+        world.provider().charge(customer="alice", amount=500, currency="usd", reference="s3://b/k",
+                                idempotency_key=f"key-{outcome}", outcome=outcome)
+    assert raised.value.http_status == status
+
+
+def test_a_decline_is_final_and_recorded_for_good(world, server):
+    obj = world.upload("alice/order.csv")
+    server.outcome = "declined"
+    assert charger(world).charge_once(upload_of(obj, world.clock.now()), 30_000)["status"] == "declined"
+    server.outcome = "ok"
+    before = posts(server)
+    world.clock.advance(3 * DAY)  # a redrive three days later: past every TTL and key window
+    again = charger(world).charge_once(upload_of(obj, world.clock.now() - 3 * DAY), 30_000)
+    assert again["status"] == "declined"
+    assert posts(server) == before and world.provider().charges() == []  # the card is not tried again
+
+
+def test_a_saved_500_needs_attention_and_never_expires(world, server):
+    obj = world.upload("alice/order.csv")
+    server.outcome = "provider_500"
+    with pytest.raises(keyed.NeedsAttention, match="answered 500"):
+        charger(world).charge_once(upload_of(obj, world.clock.now()), 30_000)
+    server.outcome = "ok"
+    world.clock.advance(7 * DAY)
+    with pytest.raises(keyed.NeedsAttention):
+        charger(world).charge_once(upload_of(obj, world.clock.now() - 7 * DAY), 30_000)
+    assert len(world.provider().charges()) == 1  # the 500 came after the money moved: once
+
+
+def test_a_reused_key_with_other_parameters_needs_attention(world, server):
+    obj = world.upload("alice/order.csv")
+    upload = upload_of(obj, world.clock.now())
+    world.provider().charge(customer=upload.account, amount=999, currency="usd", reference=upload.reference,
+                            idempotency_key=upload.idempotency_key)  # a bug: the same key, another amount
+    with pytest.raises(keyed.NeedsAttention, match="answered 400"):
+        charger(world).charge_once(upload, 30_000)
+
+
+@pytest.mark.parametrize("outcome", ["provider_409", "provider_down"])
+def test_a_conflict_or_an_outage_releases_the_upload_for_lambdas_retry(world, server, outcome):
+    obj = world.upload("alice/order.csv")
+    server.outcome = outcome
+    with pytest.raises(stripe.APIError):
+        charger(world).charge_once(upload_of(obj, world.clock.now()), 30_000)
+    server.outcome = "ok"
+    assert charger(world).charge_once(upload_of(obj, world.clock.now()), 30_000)["status"] == "charged"
+
+
+def test_a_lost_connection_is_released_too(world):
+    dead = StripeProvider.from_secret("sk_test_x", api_base="http://127.0.0.1:9")  # nothing listens
+    charge = keyed.KeyedCharger(world.dynamodb, dead, keyed.Settings(world.ledger_table), now=world.clock.now)
+    obj = world.upload("alice/order.csv")
+    with pytest.raises(stripe.APIConnectionError) as raised:
+        charge.charge_once(upload_of(obj, world.clock.now()), 30_000)
+    assert raised.value.http_status is None
+    record = world.ledger().get_record(upload_of(obj, 0).idempotency_key)
+    assert record is not None and not record.lease_live(world.clock.now())
+
+
+# -- keys, retries, search ---------------------------------------------------------------------------
+def test_keys_longer_than_stripes_limit_are_hashed_and_still_replay(world, server):
+    long_key = "charge#" + "x" * 400
+    provider = world.provider()
+    first = provider.charge(customer="a", amount=500, currency="usd", reference="r", idempotency_key=long_key)
+    again = provider.charge(customer="a", amount=500, currency="usd", reference="r", idempotency_key=long_key)
+    assert again.id == first.id and again.replayed
+    stored = world.provider().charges()[0].idempotency_key
+    assert stored == stripe_key(long_key) and len(stored) <= MAX_KEY_CHARS
+    assert stripe_key("short") == "short"
+
+
+def test_the_sdks_retry_sends_the_same_key_and_charges_once(world, server):
+    with pytest.raises(stripe.APIError):
+        world.provider().charge(customer="a", amount=500, currency="usd", reference="r",
+                                idempotency_key="k", outcome="provider_500")
+    assert posts(server) == 2  # MAX_NETWORK_RETRIES = 1: one retry, replayed from the saved 500
+    assert len(world.provider().charges()) == 1
+
+
+def test_past_the_key_window_the_charge_is_found_by_search(world, server):
+    obj = world.upload("alice/order.csv")
+    upload = upload_of(obj, world.clock.now())
+    world.provider().charge(customer=upload.account, amount=500, currency="usd", reference=upload.reference,
+                            idempotency_key=upload.idempotency_key)  # charged, then the function died
+    world.clock.advance(DAY + 3600)  # the key is pruned; a redrive from the failure queue arrives
+    result = charger(world).charge_once(upload, 30_000)
+    assert result["status"] == "found"
+    assert ("GET", "/v1/payment_intents/search") in server.requests
+    assert len(world.provider().charges()) == 1
+
+
+def test_two_uploads_of_one_name_unversioned_are_two_charges_each_booked_once(server):
+    with LocalWorld(versioned=False) as world, loopback_stripe(world) as stripe_server:
+        first, second = world.upload("alice/order.csv", b"one"), world.upload("alice/order.csv", b"two")
+        assert first.version_id is None and first.etag != second.etag
+        assert charger(world).charge_once(upload_of(first, world.clock.now()), 30_000)["status"] == "charged"
+        late = upload_of(second, world.clock.now())
+        # The second's first attempt charged and died before its commit.
+        world.provider().charge(customer=late.account, amount=500, currency="usd", reference=late.reference,
+                                idempotency_key=late.idempotency_key)
+        world.clock.advance(DAY + 3600)  # redriven after 25 h: the key is pruned, the claim expired
+        result = charger(world).charge_once(late, 30_000)
+        charges = world.provider().charges()
+        assert result["status"] == "found" and len(charges) == 2
+        assert result["charge_id"] == charges[1].id  # the second's own charge, not the first's
+        assert keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice") == (2, 1000)
+        assert stripe_server.requests.count(("GET", "/v1/payment_intents/search")) == 1
+
+
+def test_an_event_time_after_the_clock_is_looked_up_first(world, server):
+    obj = world.upload("alice/order.csv")
+    future = upload_of(obj, world.clock.now() + 3600)  # a clock skew, or a forged time
+    assert charger(world).charge_once(future, 30_000)["status"] == "charged"
+    assert ("GET", "/v1/payment_intents/search") in server.requests
+
+
+def test_the_loopback_provider_is_stripes_sdk(world, server):
+    provider = world.provider()
+    assert isinstance(provider, LoopbackStripe) and isinstance(provider.adapter.client, stripe.StripeClient)
+    assert iso8601(world.clock.now()).startswith("2026-01-01")

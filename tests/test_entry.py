@@ -97,6 +97,17 @@ def test_a_malformed_record_fails_the_invocation_after_the_good_ones(world):
     assert len(world.provider().charges()) == 1
 
 
+def test_naive_retried_after_a_malformed_record_charges_the_good_one_again_and_says_so(world):
+    # pins naive's bug on purpose: its failure message must not promise what it cannot keep
+    event = s3_event(world.upload("alice/1"), world.upload("bob/2"))
+    del event["Records"][1]["s3"]
+    app = make_app(world, mode="naive")
+    for _ in range(2):
+        with pytest.raises(RecordsFailed, match="naive, which keeps no record, charges the processed ones again"):
+            app.handle(event, context(world))
+    assert len(world.provider().charges()) == 2
+
+
 def test_one_failing_record_does_not_stop_the_others(world):
     alice, bob = world.upload("alice/1"), world.upload("bob/2")
     app = make_app(world)

@@ -102,3 +102,13 @@ def test_retention_is_a_setting_of_the_stand_in(world):
     world.clock.advance(30 * DAY)
     assert keeps.charge(**ORDER, idempotency_key="k").replayed
     assert world.provider().retention_seconds == DAY  # the default is Stripe's 24 h, not never
+
+
+def test_a_key_longer_than_stripes_255_characters_is_refused_and_saves_nothing(world):
+    # "Idempotency keys are up to 255 characters long." https://docs.stripe.com/idempotency
+    provider = world.provider()
+    with pytest.raises(ProviderError, match="at most 255 characters") as refused:
+        provider.charge(customer="alice", amount=500, currency="usd", reference="r", idempotency_key="k" * 256)
+    assert refused.value.http_status == 400 and provider.charges() == []
+    charge = provider.charge(customer="alice", amount=500, currency="usd", reference="r", idempotency_key="k" * 255)
+    assert provider.charges() == [charge]

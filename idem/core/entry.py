@@ -105,7 +105,10 @@ class App:
         if failures or batch.malformed:
             raise RecordsFailed(f"{len(failures)} record(s) failed and {len(batch.malformed)} "
                                 f"malformed of {len(batch.objects) + len(batch.skipped)}; "
-                                "the processed ones will be recognised as duplicates on retry")
+                                + ("Lambda retries the whole event, and naive, which keeps no record, "
+                                   "charges the processed ones again" if self.mode == "naive" else
+                                   "Lambda retries the whole event; the processed ones are turned away "
+                                   "as duplicates"))
         return {"status": "ok", "processed": processed}
 
     def _log(self, level: str, message: str) -> None:

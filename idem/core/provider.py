@@ -37,6 +37,10 @@ from .errors import (CardDeclined, IdempotencyKeyReused, KeyInFlight, ProviderEr
 
 
 
+#: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
+MAX_KEY_CHARS = 255
+
+
 class ProviderOutcome(str, Enum):
     """What the provider does with one request, besides answering it normally."""
 
@@ -78,6 +82,9 @@ class Provider:
             raise KeyInFlight("409: another request with this idempotency key is in flight")
         if amount <= 0:  # validation fails before execution: nothing is saved
             raise ProviderError(f"amount must be positive, got {amount}")
+        if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:  # refused, not saved
+            raise ProviderError(f"400: an idempotency key is at most {MAX_KEY_CHARS} characters, "
+                                f"got {len(idempotency_key)}: hash a longer one")
         params: dict[str, Any] = {"customer": customer, "amount": amount, "currency": currency,
                                   "reference": reference}
         moves = outcome in (ProviderOutcome.OK, ProviderOutcome.SAVED_500)

@@ -3,8 +3,10 @@
 `world` builds the resources (and fills moto's gaps: AWS-shaped S3 events, TTL on read), `runtime`
 is Lambda's asynchronous side (retries, containers, maximum event age, the failure queue),
 `boundary` watches every call a handler makes and injects faults there, `atomic` makes moto's
-conditional writes atomic under threads, and the `*_entry` modules are the functions it runs
-besides the core's entry point (Powertools', a no-op for the benchmark).
+conditional writes atomic under threads, and `stripe_server` is a loopback Stripe that keeps the
+stand-in's rules. The `*_entry` and `powertools_handler` modules are the functions it runs
+besides the core's entry point: Powertools' decorator as a reader writes it, Powertools behind
+the workbook's switches, and a no-op for the benchmark.
 
 Nothing here ships to Lambda: it imports moto, which the deployed function never needs. It
 imports only `idem.core` (and `idem.console`); everything that explores, measures or teaches

@@ -58,8 +58,8 @@ views.pattern_table(rows)
 #     B -- no --> D{"where does<br/>the effect land?"}
 #     D -- "your own<br/>DynamoDB table" --> T["One transaction:<br/>the effect + the done record"]
 #     D -- "a provider<br/>that takes keys" --> K["keyed: a claim with a lease,<br/>the key to the provider,<br/>a fenced commit"]
-#     D -- "a provider<br/>without keys" --> L["keyed's claim and commit,<br/>look the charge up first,<br/>needs_attention when unsure"]
-#     K -. "you prefer a library" .-> P["Powertools,<br/>with its key passed to the provider"]
+#     D -- "a provider<br/>without keys" --> L["keyed's claim and commit,<br/>its look-up before every charge,<br/>needs_attention when unsure"]
+#     K -. "you prefer a library" .-> P["Powertools, its key passed<br/>to the provider, the ledger<br/>line booked once"]
 # ```
 #
 # * **An overwrite** is already idempotent. A thumbnail written twice is the same file. Name the
@@ -67,14 +67,16 @@ views.pattern_table(rows)
 # * **claim_first** never charges twice, but a failure after its claim loses the work silently.
 #   Use it only when a lost upload is acceptable and a reconciliation job finds the losses.
 # * **Your own table**: write the effect and the `done` record in one transaction. Both land, or
-#   neither does.
+#   neither does. Chapter 08 builds one (`commit_designs.transaction_commit`) and prices it.
 # * **A provider with keys**: the keyed handler. Its claim keeps copies apart, the key makes a
 #   retried charge the same charge, and the fenced commit books it once.
 # * **A provider without keys**: no code of yours can tell whether a lost answer moved money. Look
 #   the charge up by the upload before charging again, and mark the record `needs_attention` when
-#   the look-up cannot tell.
+#   the look-up cannot tell. keyed already has that look-up for copies older than the provider's
+#   key window (chapter 07's redrive): run it before every charge.
 # * **Powertools** gives the claim and the expiry for free. Pass its key to the provider, or an
-#   error after the charge charges again (chapter 08).
+#   error after the charge charges again. Book the ledger line only if it is absent, or an error
+#   after the ledger write books it twice (chapter 08's `book_once`).
 #
 # Whatever you choose, reconcile on a schedule (chapter 07).
 

@@ -78,6 +78,7 @@ class AwsDeployment:
         self.clock = VirtualClock() if self.emulator else SystemClock()
         self.world = emulated.EndpointWorld(session, self.clients["sqs"], "", self.clock)
         self.runs: list[flow.RunReport] = []
+        self.parameters: dict[str, str] = {}
 
     def reported(self) -> Any:
         """Botocore errors inside become one-line DeployErrors naming the IAM action."""
@@ -147,8 +148,9 @@ class AwsDeployment:
     def deploy(self, mode: str, code_key: str) -> str:
         parameters = flow.parameters(mode)
         template = tp.with_code(tp.load(), self.code_bucket, code_key)
-        if self.emulator:  # moto's CloudFormation ignores the transform: expand it as AWS does
-            template = tp.translate(template, parameters, self.region)
+        if self.emulator:  # moto's CloudFormation ignores the transforms: expand them as AWS does
+            template = tp.resolve(tp.translate(template, parameters, self.region), parameters)
+        self.parameters = parameters
         status = self.stack.deploy(template, parameters)
         self.outputs = self.stack.outputs()
         self.say(f"stack     {self.stack.name}: {status} (HandlerMode={mode})")
@@ -175,7 +177,8 @@ class AwsDeployment:
             StackName=self.stack.name, TemplateStage="Processed")["TemplateBody"]
         if isinstance(processed, str):
             processed = json.loads(processed)
-        return gaps.check(processed, self.stack.physical_ids(), self.clients)
+        # The processed template keeps its conditions: resolve them with the stack's parameters.
+        return gaps.check(tp.resolve(processed, self.parameters), self.stack.physical_ids(), self.clients)
 
     def upload(self, n: int) -> flow.RunReport:
         """Upload a fresh object, wait for the function (and its retry), read the ledger."""

@@ -79,6 +79,7 @@ def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]
         props = config["Properties"]
         destination = props["DestinationConfig"]["OnFailure"]["Destination"]
         queue_arn = _queue_arn(destination, physical, sqs)
+        function_name = physical[tp.ref_name(props["FunctionName"])]  # the charge or the reconcile function
         request = {"FunctionName": function_name, "Qualifier": props["Qualifier"],
                    "MaximumRetryAttempts": props["MaximumRetryAttempts"],
                    "MaximumEventAgeInSeconds": props["MaximumEventAgeInSeconds"],
@@ -127,7 +128,7 @@ def _short(arn: str) -> str:
 
 
 def _pairs_text(configs: list[dict[str, Any]], physical: dict[str, str]) -> str:
-    pairs = [f"{e} -> {_short(c['LambdaFunctionArn'])}" for c in configs for e in c["Events"]]
+    pairs = sorted(f"{e} -> {_short(c['LambdaFunctionArn'])}" for c in configs for e in c["Events"])
     return ", ".join(pairs) or "none"
 
 

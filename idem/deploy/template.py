@@ -14,6 +14,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 FUNCTION = "ChargeFunction"  # the function's logical id in template.yaml
+RECONCILER = "ReconcileFunction"  # the scheduled reconciliation's logical id
 
 
 def load(path: Path = TEMPLATE) -> dict[str, Any]:
@@ -27,9 +28,12 @@ def load(path: Path = TEMPLATE) -> dict[str, Any]:
 
 
 def with_code(template: dict[str, Any], bucket: str, key: str) -> dict[str, Any]:
-    """What `sam package` does: the function's CodeUri becomes the uploaded zip."""
+    """What `sam package` does: each function's CodeUri becomes the uploaded zip (both
+    functions run from the same package, idem's core)."""
     packaged = copy.deepcopy(template)
-    packaged["Resources"][FUNCTION]["Properties"]["CodeUri"] = f"s3://{bucket}/{key}"
+    for resource in packaged["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = f"s3://{bucket}/{key}"
     return packaged
 
 
@@ -113,3 +117,94 @@ def section(logical_id: str, path: Path = TEMPLATE) -> str:
     while end < len(lines) and lines[end].startswith("    "):
         end += 1
     return "\n".join(line[2:] for line in lines[start:end]).rstrip()
+
+
+# -- the profiles: template.yaml's conditions, resolved as CloudFormation resolves them ----
+#: The parameter that picks the profile, and its values (template.yaml's header).
+PROFILE = "Profile"
+PROFILES = ("prod", "demo")
+_NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def parameter_values(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every parameter's value: the given one, else its Default; Number parameters as int."""
+    values: dict[str, Any] = {}
+    for name, spec in (cfn.get("Parameters") or {}).items():
+        raw = (given or {}).get(name, spec.get("Default"))
+        if raw is None:
+            raise ValueError(f"parameter {name} has no default: give it a value")
+        values[name] = int(raw) if spec.get("Type") == "Number" else str(raw)
+    unknown = set(given or {}) - set(values)
+    if unknown:
+        raise ValueError(f"template.yaml has no parameter {', '.join(sorted(unknown))}")
+    return values
+
+
+def conditions(cfn: dict[str, Any], values: dict[str, Any]) -> dict[str, bool]:
+    """Each condition of the template, true or false for these parameter values."""
+    defined = cfn.get("Conditions") or {}
+    done: dict[str, bool] = {}
+
+    def value(node: Any) -> Any:
+        if isinstance(node, dict) and len(node) == 1:
+            (fn, arg), = node.items()
+            if fn == "Ref":
+                return values[arg] if arg in values else node
+            if fn == "Condition":
+                return truth(arg)
+            if fn == "Fn::Equals":
+                return str(value(arg[0])) == str(value(arg[1]))
+            if fn == "Fn::Not":
+                return not value(arg[0])
+            if fn == "Fn::And":
+                return all(value(a) for a in arg)
+            if fn == "Fn::Or":
+                return any(value(a) for a in arg)
+            raise ValueError(f"{fn} is not a condition function this resolver knows")
+        return node
+
+    def truth(name: str) -> bool:
+        if name not in done:
+            done[name] = bool(value(defined[name]))
+        return done[name]
+
+    return {name: truth(name) for name in defined}
+
+
+def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[str, Any]:
+    """The template as CloudFormation would create it with these parameters: conditions
+    evaluated, resources and outputs of a false condition gone, Fn::If and AWS::NoValue
+    resolved (in DeletionPolicy too, as AWS::LanguageExtensions allows), and Refs to
+    parameters replaced by their values. Pseudo parameters, !Sub and !GetAtt are left."""
+    values = parameter_values(cfn, given)
+    truth = conditions(cfn, values)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if len(node) == 1 and "Fn::If" in node:
+                name, yes, no = node["Fn::If"]
+                return walk(yes if truth[name] else no)
+            if len(node) == 1 and "Ref" in node and node["Ref"] in values:
+                return values[node["Ref"]]
+            out = {}
+            for key, item in node.items():
+                item = walk(item)
+                if item != _NO_VALUE:
+                    out[key] = item
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node if walk(item) != _NO_VALUE]
+        return node
+
+    out = {key: value for key, value in cfn.items() if key not in ("Conditions", "Transform")}
+    for section in ("Resources", "Outputs"):
+        kept = {name: entry for name, entry in (cfn.get(section) or {}).items()
+                if truth.get(entry.get("Condition", ""), True)}
+        out[section] = {name: {k: v for k, v in walk(entry).items() if k != "Condition"}
+                        for name, entry in kept.items()}
+    for resource in out["Resources"].values():  # a function's environment holds strings only
+        variables = resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+        for name, item in variables.items():
+            if isinstance(item, int):
+                variables[name] = str(item)
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,34 @@ def granted(cfn: dict[str, Any]) -> set[tuple[str, str]]:
             for action in [actions] if isinstance(actions, str) else actions:
                 for resource in [resources] if not isinstance(resources, list) else resources:
                     pairs.add((action, ref_name(resource) or str(resource)))
+    return pairs
+
+
+def resource_label(value: Any) -> str:
+    """A readable name for a policy statement's Resource: `LedgerTable` for its !GetAtt Arn,
+    `LedgerTable/index/by_account` for `!Sub ${LedgerTable.Arn}/index/by_account`,
+    `parameter:StripeSecretParameter` for an SSM parameter ARN, `*` for itself."""
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+        if ":parameter${" in text:
+            return "parameter:" + text.split(":parameter${", 1)[1].rstrip("}")
+        if text.startswith("arn:${AWS::Partition}:s3:::${AWS::StackName}-uploads-"):
+            return "UploadBucket/" + text.rsplit("/", 1)[1]
+        return re.sub(r"\$\{(\w+)\.Arn\}", r"\1", text)
+    return ref_name(value) or str(value)
+
+
+def role_grants(cfn: dict[str, Any], role_id: str) -> set[tuple[str, str]]:
+    """(action, resource label) pairs a role's inline policies allow."""
+    pairs = set()
+    for policy in cfn["Resources"][role_id]["Properties"].get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if statement["Effect"] != "Allow":
+                continue
+            actions, resources = statement["Action"], statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                for resource in resources if isinstance(resources, list) else [resources]:
+                    pairs.add((action, resource_label(resource)))
     return pairs
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.clock import SystemClock, VirtualClock
-from . import emulated, flow, gaps, names, sam
+from . import connect, emulated, flow, gaps, names, sam
 from . import template as tp
 from .errors import DeployError, reported
 from .package import build_zip
@@ -37,23 +37,17 @@ COST_NOTE = (
 
 def preflight(region: str | None, yes: bool, profile: str | None = None,
               stack: str | None = None) -> Any:
-    """A boto3 session, or DeployError before anything is created or even asked of AWS."""
-    if not yes:
-        raise DeployError("--target aws creates real resources in your AWS account (they cost "
-                          "cents at most, and are deleted at the end); add --yes to go ahead")
-    import boto3
-
-    with reported():
-        session = boto3.Session(region_name=region or None, profile_name=profile or None)
-        if not session.region_name:
-            raise DeployError("no AWS region: pass --region (for example --region eu-west-1) or "
-                              "set AWS_REGION; nothing was created")
-        if stack is not None:
+    """A boto3 session, or MustFix (exit 2) before anything is created: --yes, a region, valid
+    names, credentials, then one quick call that proves the endpoint answers and accepts them."""
+    session = connect.local_session(
+        region, yes, profile, what="--target aws creates real resources in your AWS account (they "
+        "cost cents at most, and are deleted at the end)")
+    if stack is not None:
+        try:
             names.check_names(stack, session.region_name)
-        if session.get_credentials() is None:
-            raise DeployError("no AWS credentials found (environment, ~/.aws/credentials, SSO or "
-                              "instance role); run `aws configure` or set AWS_PROFILE, then "
-                              "retry; nothing was created")
+        except DeployError as problem:
+            raise connect.MustFix(str(problem)) from None
+    connect.identity(session)
     return session
 
 
@@ -66,7 +60,7 @@ class AwsDeployment:
         self.say = say
         self.region = session.region_name
         names.check_names(stack_name, self.region)
-        self.clients = {name: session.client(name) for name in
+        self.clients = {name: session.client(name, config=connect.CLIENTS) for name in
                         ("cloudformation", "s3", "dynamodb", "lambda", "sqs", "sts")}
         self.stack = Stack(self.clients["cloudformation"], stack_name, poll_seconds=poll_seconds)
         self.endpoint = self.clients["cloudformation"].meta.endpoint_url

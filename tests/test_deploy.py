@@ -132,15 +132,15 @@ def no_aws(monkeypatch, tmp_path):
 
 def test_aws_without_yes_refuses_first(no_aws):
     code, out, err = _run("--target", "aws", "--region", "eu-west-1")
-    assert code == 1 and "add --yes to go ahead" in err and out == ""
+    assert code == 2 and "add --yes to go ahead" in err and out == ""
 
 
 def test_aws_without_credentials_fails_fast_with_a_clear_message(no_aws):
     code, out, err = _run("--target", "aws", "--yes", "--region", "eu-west-1")
-    assert code == 1 and out == ""
-    assert err.startswith("error: no AWS credentials found") and "nothing was created" in err
+    assert code == 2 and out == ""  # exit 2: the user's to fix
+    assert err.startswith("error: no AWS credentials found") and "nothing was touched" in err
 
 
 def test_aws_without_a_region_says_how_to_give_one(no_aws):
     code, _, err = _run("--target", "aws", "--yes")
-    assert code == 1 and "no AWS region: pass --region" in err
+    assert code == 2 and "no AWS region: pass --region" in err

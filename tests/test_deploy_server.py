@@ -304,6 +304,8 @@ def _sam_deploy(c: dict, stack: str, template: dict | None = None) -> None:
     body = template or tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"),
                                                demo), demo)
     c["cloudformation"].create_stack(StackName=stack, TemplateBody=json.dumps(body),
+                                     Parameters=[{"ParameterKey": k, "ParameterValue": v}
+                                                 for k, v in demo.items()],  # samconfig's default
                                      Capabilities=["CAPABILITY_IAM"])
 
 
@@ -361,3 +363,24 @@ def test_sam_never_vouches_for_a_stack_not_made_from_this_template(endpoint):
         c["cloudformation"].delete_stack(StackName=stack)
     c["s3"].delete_object(Bucket="srv-extra-samcli-artifacts", Key="code.zip")
     c["s3"].delete_bucket(Bucket="srv-extra-samcli-artifacts")
+
+
+def test_sam_never_empties_or_deletes_a_production_stack(endpoint):
+    c = _clients()
+    artifacts = "srv-prodsam-samcli-artifacts"
+    c["s3"].create_bucket(Bucket=artifacts)
+    c["s3"].put_object(Bucket=artifacts, Key="code.zip", Body=b"zip")
+    # The demo's resources (so that the test can delete them), under Profile=prod: the refusal
+    # reads the stack's Profile parameter, as `sam deploy --config-env prod` leaves it.
+    body = tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"), {"Profile": "demo"}),
+                      {"Profile": "demo"})
+    c["cloudformation"].create_stack(StackName="srv-prodsam", TemplateBody=json.dumps(body),
+                                     Parameters=[{"ParameterKey": "Profile", "ParameterValue": "prod"}],
+                                     Capabilities=["CAPABILITY_IAM"])
+    for flag in ("--delete", "--empty-bucket"):
+        code, _, err = _deploy("--stack", "srv-prodsam", flag, "--sam")
+        assert code == 1 and "runs template.yaml's production profile" in one_error_line(err)
+    assert _live_stacks(c)["srv-prodsam"] == "CREATE_COMPLETE"
+    c["cloudformation"].delete_stack(StackName="srv-prodsam")
+    c["s3"].delete_object(Bucket=artifacts, Key="code.zip")
+    c["s3"].delete_bucket(Bucket=artifacts)

@@ -227,6 +227,11 @@ class AwsDeployment:
                                    lambda: self.stack.made("UploadBucket"), left)
             if bucket and self._attempt(f"bucket {bucket}", lambda: self._empty(bucket), left):
                 done.append(f"emptied {bucket}")
+            # The reconciliation writes a report every hour; its bucket must be empty to go too.
+            reports = self._attempt("the stack's resources",
+                                    lambda: self.stack.made("ReportBucket"), left)
+            if reports:
+                self._attempt(f"bucket {reports}", lambda: self._empty(reports), left)
             if self._attempt(f"stack {self.stack.name}",
                              lambda: self._delete_stack(recognized), left):
                 done.append(f"deleted stack {self.stack.name}")
@@ -276,6 +281,11 @@ class AwsDeployment:
                               f"{TAG_KEY} tag); refusing to touch it. If you made it from this "
                               "workbook's template.yaml with `sam deploy`, add --sam")
         sam.check(self.clients["cloudformation"], self.stack.name, self.region)
+        profile = {p["ParameterKey"]: p.get("ParameterValue") for p in found.get("Parameters", [])}
+        if profile.get("Profile") == "prod":
+            raise DeployError(f"stack {self.stack.name!r} runs template.yaml's production profile: "
+                              "this tool empties and deletes only demo stacks. `sam delete` deletes it "
+                              "and keeps the books, the queue and the buckets, as the template says")
         return True
 
 

@@ -181,6 +181,7 @@ class MotoDeployment:
         removed = 0
         if self.outputs:
             removed = flow.empty_bucket(s3, self.outputs["BucketName"])
+            flow.empty_bucket(s3, self.outputs["ReportBucketName"])  # the reconciliation's reports
         with quiet_moto():
             self.stack.delete()
         if _bucket_exists(s3, self.artifacts_bucket):

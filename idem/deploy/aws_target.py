@@ -21,18 +21,26 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.clock import SystemClock, VirtualClock
-from . import connect, emulated, flow, gaps, names, sam
+from . import connect, emulated, flow, gaps, names, prices, sam
 from . import template as tp
 from .errors import DeployError, reported
 from .package import build_zip
 from .stack import TAG_KEY, TAG_VALUE, TAGS, Stack, wait_until
 
 COST_NOTE = (
-    "Leaving the stack running costs next to nothing: nothing in it bills by the hour. "
-    "Lambda, DynamoDB (on demand), SQS and S3 bill per request and per byte stored; this demo "
-    "stores a few kilobytes (S3 about $0.023 and DynamoDB about $0.25 per GB-month, logs "
-    "$0.50 per GB ingested, kept 7 days), well under one cent a month. Delete it with "
-    "`python -m idem deploy --target aws --stack {stack} --delete --yes`.")
+    "Leaving the stack running costs little: Lambda, DynamoDB (on demand), SQS and S3 bill per "
+    "request and per byte stored, and this demo stores a few kilobytes (S3 about $0.023 and "
+    "DynamoDB about $0.25 per GB-month, logs $0.50 per GB ingested, kept 7 days). Its hourly "
+    "reconciliation costs a fraction of a cent a month. Its {alarms} CloudWatch alarms bill "
+    "${alarm_usd:.2f} each a month (an account's first 10 are free): ${alarms_usd:.2f} a month at "
+    "most. Delete it with `python -m idem deploy --target aws --stack {stack} --delete --yes`.")
+
+
+def cost_note(stack: str) -> str:
+    """What leaving the demo running costs, with the alarm count read from template.yaml."""
+    alarms = len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm"))
+    usd = prices.PRICES["alarm"].usd
+    return COST_NOTE.format(stack=stack, alarms=alarms, alarm_usd=usd, alarms_usd=alarms * usd)
 
 
 def preflight(region: str | None, yes: bool, profile: str | None = None,
@@ -309,7 +317,7 @@ def run(session: Any, stack_name: str, *, keep: bool, wait_seconds: float,
         deployment.teardown()
         raise
     if keep and failure is None:
-        say(COST_NOTE.format(stack=stack_name))
+        say(cost_note(stack_name))
         return deployment.runs
     left = deployment.teardown()
     if failure is not None:

@@ -125,7 +125,7 @@ views.show_text(tp.section("UploadBucket"), "yaml")
 # %% [markdown]
 # ### The two tables and the queue
 #
-# Both tables bill per request, so an idle stack costs nothing by the hour. Only the ledger has a
+# Both tables bill per request, so idle tables cost nothing by the hour. Only the ledger has a
 # TTL: an unfinished record carries `expires_at`, and DynamoDB deletes it some time after that
 # passes. Chapter 07 is why the code checks expiry itself. A done record drops `expires_at`: it is a
 # ledger line, kept (chapter 08). The `by_account` index lists those lines by account, for the

@@ -14,7 +14,7 @@ PORT ?= 8888
 LAB_ARGS ?=
 
 .PHONY: install lab test test-unit test-notebooks test-binder test-browser notebooks constraints upgrade \
-	binder-url bench soak clean
+	binder-url bench soak clean sam
 
 install: $(STAMP)
 
@@ -67,6 +67,18 @@ upgrade:
 binder-url:
 	@$(PYTHON) tools/binder.py url
 
+# The SAM CLI (about 340 MB, with pins of its own) in a venv of its own, so it never moves .venv's
+# versions; tests/test_production_profile.py runs `sam validate --lint` and `sam build` with it
+# when it is there, and says it skipped them when it is not.
+SAM_VENV := .venv-sam
+SAM_VERSION ?= 1.170.0
+sam: $(SAM_VENV)/bin/sam
+
+$(SAM_VENV)/bin/sam:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		aws-sam-cli==$(SAM_VERSION) cfn-lint-serverless
+
 bench: install
 	$(PY) -m idem bench --events 500
 
@@ -75,4 +87,4 @@ soak: install
 	IDEM_SOAK=1 $(PY) -m pytest -m "not browser and not binder" tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .hypothesis build *.egg-info

@@ -33,8 +33,8 @@ def moto_run():
 def test_moto_deploy_runs_end_to_end_and_exits_0(moto_run):
     code, out, err = moto_run
     assert code == 0, err
-    assert "idem-deploytest: CREATE_COMPLETE (HandlerMode=naive" in out
-    assert "idem-deploytest: UPDATE_COMPLETE (HandlerMode=keyed" in out
+    assert "idem-deploytest: CREATE_COMPLETE (Profile=demo, HandlerMode=naive" in out
+    assert "idem-deploytest: UPDATE_COMPLETE (Profile=demo, HandlerMode=keyed" in out
     assert err == ""
 
 
@@ -49,7 +49,9 @@ def test_moto_deploy_shows_naive_double_charge_then_keyed_single_charge(moto_run
 def test_moto_deploy_fills_what_moto_drops_from_the_template(moto_run):
     _, out, _ = moto_run
     for setting in ("versioning: Enabled", "TTL: expires_at enabled", "2 retries, 21600 s, SQS",
-                    "notification: s3:ObjectCreated:* -> idem-deploytest-charge"):
+                    "notification: s3:ObjectCreated:CompleteMultipartUpload -> idem-deploytest-charge, "
+                    "s3:ObjectCreated:Post -> idem-deploytest-charge, "
+                    "s3:ObjectCreated:Put -> idem-deploytest-charge"):
         assert setting in out
 
 
@@ -130,15 +132,15 @@ def no_aws(monkeypatch, tmp_path):
 
 def test_aws_without_yes_refuses_first(no_aws):
     code, out, err = _run("--target", "aws", "--region", "eu-west-1")
-    assert code == 1 and "add --yes to go ahead" in err and out == ""
+    assert code == 2 and "add --yes to go ahead" in err and out == ""
 
 
 def test_aws_without_credentials_fails_fast_with_a_clear_message(no_aws):
     code, out, err = _run("--target", "aws", "--yes", "--region", "eu-west-1")
-    assert code == 1 and out == ""
-    assert err.startswith("error: no AWS credentials found") and "nothing was created" in err
+    assert code == 2 and out == ""  # exit 2: the user's to fix
+    assert err.startswith("error: no AWS credentials found") and "nothing was touched" in err
 
 
 def test_aws_without_a_region_says_how_to_give_one(no_aws):
     code, _, err = _run("--target", "aws", "--yes")
-    assert code == 1 and "no AWS region: pass --region" in err
+    assert code == 2 and "no AWS region: pass --region" in err

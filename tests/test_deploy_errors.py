@@ -67,7 +67,7 @@ def test_an_expired_sso_token_says_run_aws_sso_login(offline, monkeypatch):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name)
     code, _, err = _deploy("--target", "aws", "--yes", "--profile", "lab")
-    assert code == 1
+    assert code == 2  # the user's to fix, found before anything was made
     assert one_error_line(err) == ("error: your AWS SSO session has expired or was never started: run "
                               "`aws sso login` (with --profile NAME if you use one), then run "
                               "this again; nothing was created")
@@ -80,7 +80,7 @@ def test_an_unreachable_endpoint_is_one_line_with_what_to_check(offline, monkeyp
     monkeypatch.setenv("AWS_ENDPOINT_URL", closed)
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no retries: the test stays fast
     code, _, err = _deploy("--target", "aws", "--yes", "--stack", "idem-demo")
-    assert code == 1
+    assert code == 2
     assert one_error_line(err) == (f'error: could not reach {closed}/: check your network connection '
                               "and proxy settings (or AWS_ENDPOINT_URL, if you set one), then run "
                               "this again")
@@ -97,7 +97,7 @@ def test_flags_that_only_make_sense_together_are_refused(offline):
 def test_names_that_make_bad_bucket_names_stop_before_any_call(offline):
     code, _, err = _deploy("--target", "aws", "--yes", "--region", "ap-southeast-2",
                            "--stack", "a-stack-name-of-twenty-eight")
-    assert code == 1 and "at most 27 characters in ap-southeast-2; nothing was created" in err
+    assert code == 2 and "at most 27 characters in ap-southeast-2; nothing was created" in err
     assert command.MOTO_REGION == "us-east-1" == __import__("idem.sim.world").sim.world.REGION
 
 

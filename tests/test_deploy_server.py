@@ -209,7 +209,8 @@ def test_the_aws_target_runs_end_to_end_on_moto_and_says_what_is_simulated(endpo
 
 def test_keep_leaves_it_running_a_second_region_does_not_collide_and_delete_removes_it(endpoint):
     code, out, err = _deploy("--stack", "srv-keep", "--region", "us-east-1", "--keep")
-    assert (code, err) == (0, "") and "costs next to nothing" in out and "teardown" not in out
+    assert (code, err) == (0, "") and "costs little" in out and "teardown" not in out
+    assert "Its 8 CloudWatch alarms bill $0.10 each a month" in out and "$0.80 a month at most" in out
     c = _clients("us-east-1")
     stack = c["cloudformation"].describe_stacks(StackName="srv-keep")["Stacks"][0]
     assert stack["StackStatus"] == "UPDATE_COMPLETE" and stack["Tags"] == TAGS
@@ -298,9 +299,14 @@ def _sam_deploy(c: dict, stack: str, template: dict | None = None) -> None:
     artifacts = f"{stack}-samcli-artifacts"
     c["s3"].create_bucket(Bucket=artifacts)
     c["s3"].put_object(Bucket=artifacts, Key="code.zip", Body=b"zip")
-    body = template or tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"),
-                                    {"HandlerMode": "keyed"})
+    demo = {"Profile": "demo", "HandlerMode": "keyed"}
+    # CloudFormation expands both transforms and resolves the profile's conditions; moto's
+    # knows neither, so the test does what AWS would.
+    body = template or tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"),
+                                               demo), demo)
     c["cloudformation"].create_stack(StackName=stack, TemplateBody=json.dumps(body),
+                                     Parameters=[{"ParameterKey": k, "ParameterValue": v}
+                                                 for k, v in demo.items()],  # samconfig's default
                                      Capabilities=["CAPABILITY_IAM"])
 
 
@@ -347,7 +353,8 @@ def test_sam_never_vouches_for_a_stack_not_made_from_this_template(endpoint):
     assert one_error_line(err).endswith("Nothing was touched")
 
     # The mark, copied into a template with something else in it, is not enough either.
-    marked = tp.translate(tp.with_code(tp.load(), "srv-extra-samcli-artifacts", "code.zip"))
+    marked = tp.resolve(tp.translate(tp.with_code(tp.load(), "srv-extra-samcli-artifacts", "code.zip")),
+                        {"Profile": "demo"})
     marked["Resources"]["Extra"] = {"Type": "AWS::SQS::Queue"}
     _sam_deploy(c, "srv-extra", marked)
     code, _, err = _deploy("--stack", "srv-extra", "--delete", "--sam")
@@ -357,3 +364,24 @@ def test_sam_never_vouches_for_a_stack_not_made_from_this_template(endpoint):
         c["cloudformation"].delete_stack(StackName=stack)
     c["s3"].delete_object(Bucket="srv-extra-samcli-artifacts", Key="code.zip")
     c["s3"].delete_bucket(Bucket="srv-extra-samcli-artifacts")
+
+
+def test_sam_never_empties_or_deletes_a_production_stack(endpoint):
+    c = _clients()
+    artifacts = "srv-prodsam-samcli-artifacts"
+    c["s3"].create_bucket(Bucket=artifacts)
+    c["s3"].put_object(Bucket=artifacts, Key="code.zip", Body=b"zip")
+    # The demo's resources (so that the test can delete them), under Profile=prod: the refusal
+    # reads the stack's Profile parameter, as `sam deploy --config-env prod` leaves it.
+    body = tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"), {"Profile": "demo"}),
+                      {"Profile": "demo"})
+    c["cloudformation"].create_stack(StackName="srv-prodsam", TemplateBody=json.dumps(body),
+                                     Parameters=[{"ParameterKey": "Profile", "ParameterValue": "prod"}],
+                                     Capabilities=["CAPABILITY_IAM"])
+    for flag in ("--delete", "--empty-bucket"):
+        code, _, err = _deploy("--stack", "srv-prodsam", flag, "--sam")
+        assert code == 1 and "runs template.yaml's production profile" in one_error_line(err)
+    assert _live_stacks(c)["srv-prodsam"] == "CREATE_COMPLETE"
+    c["cloudformation"].delete_stack(StackName="srv-prodsam")
+    c["s3"].delete_object(Bucket=artifacts, Key="code.zip")
+    c["s3"].delete_bucket(Bucket=artifacts)

@@ -228,9 +228,12 @@ def test_the_stacks_lifetimes_obey_the_rule():
     assert seconds == {"max event age": 21_600, "record TTL": 86_400, "key retention": 86_400,
                        "message retention": 14 * 86_400}
     assert min(seconds["record TTL"], seconds["key retention"]) >= seconds["max event age"]
-    from idem.deploy.template import FUNCTION, load
+    from idem.deploy.template import FUNCTION, load, resolve
 
-    function = load()["Resources"][FUNCTION]["Properties"]
+    # One parameter feeds both (template.yaml, issue 19); resolved as the demo stack has it.
+    raw = load()["Resources"][FUNCTION]["Properties"]
+    assert raw["Environment"]["Variables"]["MAX_EVENT_AGE_SECONDS"] == raw["EventInvokeConfig"]["MaximumEventAgeInSeconds"]
+    function = resolve(load(), {"Profile": "demo"})["Resources"][FUNCTION]["Properties"]
     variables = function["Environment"]["Variables"]
     assert int(variables["MAX_EVENT_AGE_SECONDS"]) == function["EventInvokeConfig"]["MaximumEventAgeInSeconds"]
     Settings.from_env({**{k: v for k, v in variables.items() if isinstance(v, str)},

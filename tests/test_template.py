@@ -18,14 +18,24 @@ from idem.deploy import template as tp
 ROOT = Path(__file__).resolve().parent.parent
 
 
+DEMO = {"Profile": "demo", "HandlerMode": "keyed"}
+
+
 @pytest.fixture(scope="module")
-def cfn():
-    return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"),
-                        {"HandlerMode": "keyed"})
+def expanded():
+    """The template after the SAM transform, conditions not yet resolved."""
+    return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"), DEMO)
+
+
+@pytest.fixture(scope="module")
+def cfn(expanded):
+    """The demo profile, as CloudFormation would create it (the deploy tool's stack)."""
+    return tp.resolve(expanded, DEMO)
 
 
 def test_cfn_lint_reports_nothing():
-    """What `cfn-lint template.yaml` checks: errors and warnings (not informational hints)."""
+    """What `cfn-lint template.yaml` checks: errors and warnings (not informational hints).
+    tests/test_production_profile.py adds the serverless rules, for each profile."""
     from cfnlint.api import ManualArgs, lint
 
     matches = lint((ROOT / "template.yaml").read_text(encoding="utf-8"),
@@ -33,37 +43,38 @@ def test_cfn_lint_reports_nothing():
     assert [str(m) for m in matches] == []
 
 
-def test_function_runs_the_entry_point_with_the_settings_it_reads(cfn):
-    name, fn = tp.one(cfn, "AWS::Lambda::Function")
-    props = fn["Properties"]
+def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn):
     # The entry point, unless the demo asks for a failure: then its wrapper, outside the handler.
-    assert props["Handler"] == {"Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler",
-                                           "idem.core.entry.lambda_handler"]}
-    assert (name, props["Timeout"]) == (tp.FUNCTION, 30)
+    assert expanded["Resources"][tp.FUNCTION]["Properties"]["Handler"] == {
+        "Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler", "idem.core.entry.lambda_handler"]}
+    props = cfn["Resources"][tp.FUNCTION]["Properties"]
+    assert props["Timeout"] == 30
     assert int(props["Runtime"].removeprefix("python3.")) >= 11
     env = props["Environment"]["Variables"]
     code = (ROOT / "idem/core/settings.py").read_text()
     read = set(re.findall(r'env(?:\.get\(|, )"([A-Z_]+)"', code))
-    # The demo's failure is read by whoever injects it, outside the function's code.
+    # The demo's failure is read by whoever injects it, outside the function's code; the
+    # Stripe key's parameter is prod's (the demo pays the stand-in).
     demo = {"FAILURE_POINT", "FAIL_TIMES"}
     assert read | demo == set(env), "the template sets exactly the variables the function reads"
-    assert env["HANDLER_MODE"] == {"Ref": "HandlerMode"}
+    assert env["HANDLER_MODE"] == "keyed"
     assert env["LEDGER_TABLE"] == {"Ref": "LedgerTable"}
-    assert env["FAILURE_POINT"] == {"Ref": "FailurePoint"}
+    assert env["FAILURE_POINT"] == "none"
 
 
 def test_parameters_offer_every_handler_and_the_demo_failures():
     from idem.core.patterns import HANDLERS
 
     params = tp.load()["Parameters"]
+    assert params["Profile"] == {"Type": "String", "Default": "prod", "AllowedValues": ["prod", "demo"],
+                                 "Description": params["Profile"]["Description"]}
     assert params["HandlerMode"]["AllowedValues"] == list(HANDLERS)
     assert params["FailurePoint"]["AllowedValues"] == ["none", "at_charge", "after_charge"]
     assert "once" in params["FailTimes"]["AllowedValues"]
 
 
 def test_async_invocations_retry_twice_then_go_to_the_queue(cfn):
-    _, config = tp.one(cfn, "AWS::Lambda::EventInvokeConfig")
-    props = config["Properties"]
+    props = cfn["Resources"][f"{tp.FUNCTION}EventInvokeConfig"]["Properties"]
     assert props["MaximumRetryAttempts"] == 2
     assert tp.ref_name(props["FunctionName"]) == tp.FUNCTION
     assert tp.ref_name(props["DestinationConfig"]["OnFailure"]["Destination"]) == "FailureQueue"
@@ -74,8 +85,10 @@ def test_bucket_is_versioned_and_notifies_the_function_without_a_cycle(cfn):
     bucket = cfn["Resources"]["UploadBucket"]
     props = bucket["Properties"]
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
-    (notify,) = props["NotificationConfiguration"]["LambdaConfigurations"]
-    assert notify["Event"] == "s3:ObjectCreated:*" and tp.ref_name(notify["Function"]) == tp.FUNCTION
+    notify = props["NotificationConfiguration"]["LambdaConfigurations"]
+    assert sorted(n["Event"] for n in notify) == ["s3:ObjectCreated:CompleteMultipartUpload",
+                                                  "s3:ObjectCreated:Post", "s3:ObjectCreated:Put"]
+    assert {tp.ref_name(n["Function"]) for n in notify} == {tp.FUNCTION}
     assert "Fn::Sub" in props["BucketName"], "a named bucket keeps the policy out of a cycle"
     role = str(cfn["Resources"]["ChargeFunctionRole"])
     assert "UploadBucket" not in role
@@ -92,7 +105,10 @@ def test_tables_are_on_demand_and_the_ledger_expires_records(cfn):
 def test_role_grants_exactly_the_calls_the_function_makes(cfn):
     grants = tp.granted(cfn)
     assert grants == calls.required()
-    assert not any(action.endswith((":Scan", ":*")) or resource == "*" for action, resource in grants)
+    assert not any(action.endswith((":Scan", ":*")) or (resource == "*" and not action.startswith("xray:"))
+                   for action, resource in grants)
+    untraced = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {**DEMO, "TracingMode": "PassThrough"})
+    assert tp.granted(untraced) == calls.required(tracing=False)
 
 
 def test_outputs_name_every_resource_a_reader_looks_at(cfn):
@@ -132,9 +148,12 @@ def test_zip_is_reproducible(tmp_path):
     assert package.build_zip(tmp_path / "b.zip").read_bytes() == first
 
 
-def test_sam_build_stages_the_same_files_as_the_zip(tmp_path):
-    """template.yaml's CodeUri is function/, built by function/Makefile (BuildMethod makefile)."""
-    fn = tp.load()["Resources"][tp.FUNCTION]
+@pytest.mark.parametrize("function", [tp.FUNCTION, tp.RECONCILER])
+@pytest.mark.parametrize("demo", [False, True])
+def test_sam_build_stages_the_same_files_as_the_zip(tmp_path, function, demo):
+    """template.yaml's CodeUri is function/, built by function/Makefile (BuildMethod makefile):
+    the core only, and the demo's failure wrapper beside it only with IDEM_DEMO=1."""
+    fn = tp.load()["Resources"][function]
     assert fn["Properties"]["CodeUri"] == "function/"
     assert fn["Metadata"]["BuildMethod"] == "makefile"
     if shutil.which("make") is None:
@@ -142,8 +161,9 @@ def test_sam_build_stages_the_same_files_as_the_zip(tmp_path):
     scratch, artifacts = tmp_path / "scratch", tmp_path / "artifacts"
     scratch.mkdir()
     # What SAM does: run the Makefile's target from a scratch copy, ARTIFACTS_DIR set.
-    subprocess.run(["make", "--makefile", str(ROOT / "function/Makefile"), f"build-{tp.FUNCTION}",
-                    f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"],
+    subprocess.run(["make", "--makefile", str(ROOT / "function/Makefile"), f"build-{function}",
+                    f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}",
+                    f"IDEM_DEMO={int(demo)}"],
                    cwd=scratch, check=True, capture_output=True)
     staged = sorted(p.relative_to(artifacts) for p in artifacts.rglob("*.py"))
-    assert staged == package.core_files(demo=True)  # the demo stack can name its failure wrapper
+    assert staged == package.core_files(demo=demo)

@@ -57,10 +57,14 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--delete already empties the bucket; give one of them", code=2)
     if args.sam and not (args.delete or args.empty_bucket):
         return _fail("--sam goes with --delete or --empty-bucket", code=2)
+    from ..deploy.connect import MustFix
+
     try:
         if args.target == "moto":
             return _moto(args)
         return _aws(args)
+    except MustFix as problem:  # found before anything was made: the user's to fix
+        return _fail(str(problem), code=2)
     except DeployError as problem:
         return _fail(str(problem))
     except Exception as error:  # a botocore error that slipped past: still one line

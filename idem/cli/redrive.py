@@ -18,20 +18,20 @@ def configure(parser: Any) -> None:
                         help="redrive as naive code does: a new event, stamped now (hides its age)")
     parser.add_argument("--queue-url", help="redrive this real queue (chapter 09's stack) instead")
     parser.add_argument("--function", help="with --queue-url: the function to send the events to")
+    parser.add_argument("--region", help="with --queue-url: the queue's region (default: your AWS config)")
+    parser.add_argument("--profile", help="with --queue-url: a named profile from your AWS config")
+    parser.add_argument("--yes", action="store_true",
+                        help="with --queue-url: go ahead and invoke the real function")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
 def run(args: Any) -> int:
-    import boto3
-
+    if args.queue_url or args.function:
+        return _real(args)
+    if args.yes or args.region or args.profile:
+        return fail("--yes, --region and --profile go with --queue-url (a real queue)")
     from ..explore import redrive  # moto: loaded when the command runs, not for --help
 
-    if args.queue_url or args.function:
-        if not (args.queue_url and args.function):
-            return fail("--queue-url and --function go together: the queue to empty, the function to send to")
-        sent = redrive.redrive_to_lambda(boto3.client("sqs"), args.queue_url, boto3.client("lambda"), args.function)
-        print(json.dumps({"redriven": sent}) if args.json else f"redriven {sent} event(s) to {args.function}")
-        return 0
     if not 0 <= args.after <= 14 * 24:
         return fail("--after must be 0 to 336 hours (SQS keeps a message at most 14 days)")
     outcome = redrive.story(args.after * 3600, fresh=args.fresh)
@@ -42,5 +42,38 @@ def run(args: Any) -> int:
               f"redriven {'as a fresh event' if args.fresh else 'as the event it was'}: "
               f"{outcome['charges']} charge(s), record {outcome['record']}")
     return 0
+
+
+def _real(args: Any) -> int:
+    """A deployed stack's failure queue into its function: real AWS, only with --yes."""
+    # boto3 and the deploy helpers: loaded when the command runs, not for --help
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from ..deploy.connect import CLIENTS, MustFix, open_session
+    from ..deploy.errors import DeployError, explain
+    from ..explore import redrive
+
+    if not (args.queue_url and args.function):
+        return fail("--queue-url and --function go together: the queue to empty, the function to send to")
+    try:
+        session = open_session(args.region, args.yes, args.profile,
+                               what="--queue-url re-sends real events to a real function, which charges")
+    except MustFix as problem:
+        return fail(str(problem))
+    except DeployError as problem:
+        return _trouble(str(problem))
+    try:
+        sent = redrive.redrive_to_lambda(session.client("sqs", config=CLIENTS), args.queue_url,
+                                         session.client("lambda", config=CLIENTS), args.function)
+    except (BotoCoreError, ClientError) as error:
+        return _trouble(explain(error))
+    print(json.dumps({"redriven": sent}) if args.json else f"redriven {sent} event(s) to {args.function}")
+    return 0
+
+
+def _trouble(message: str) -> int:
+    """AWS refused or failed something after the checks: one line, exit code 1."""
+    fail(message)
+    return 1
 
 

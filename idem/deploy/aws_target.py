@@ -21,39 +21,41 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.clock import SystemClock, VirtualClock
-from . import emulated, flow, gaps, names, sam
+from . import connect, emulated, flow, gaps, names, prices, sam
 from . import template as tp
 from .errors import DeployError, reported
 from .package import build_zip
 from .stack import TAG_KEY, TAG_VALUE, TAGS, Stack, wait_until
 
 COST_NOTE = (
-    "Leaving the stack running costs next to nothing: nothing in it bills by the hour. "
-    "Lambda, DynamoDB (on demand), SQS and S3 bill per request and per byte stored; this demo "
-    "stores a few kilobytes (S3 about $0.023 and DynamoDB about $0.25 per GB-month, logs "
-    "$0.50 per GB ingested, kept 7 days), well under one cent a month. Delete it with "
-    "`python -m idem deploy --target aws --stack {stack} --delete --yes`.")
+    "Leaving the stack running costs little: Lambda, DynamoDB (on demand), SQS and S3 bill per "
+    "request and per byte stored, and this demo stores a few kilobytes (S3 about $0.023 and "
+    "DynamoDB about $0.25 per GB-month, logs $0.50 per GB ingested, kept 7 days). Its hourly "
+    "reconciliation costs a fraction of a cent a month. Its {alarms} CloudWatch alarms bill "
+    "${alarm_usd:.2f} each a month (an account's first 10 are free): ${alarms_usd:.2f} a month at "
+    "most. Delete it with `python -m idem deploy --target aws --stack {stack} --delete --yes`.")
+
+
+def cost_note(stack: str) -> str:
+    """What leaving the demo running costs, with the alarm count read from template.yaml."""
+    alarms = len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm"))
+    usd = prices.PRICES["alarm"].usd
+    return COST_NOTE.format(stack=stack, alarms=alarms, alarm_usd=usd, alarms_usd=alarms * usd)
 
 
 def preflight(region: str | None, yes: bool, profile: str | None = None,
               stack: str | None = None) -> Any:
-    """A boto3 session, or DeployError before anything is created or even asked of AWS."""
-    if not yes:
-        raise DeployError("--target aws creates real resources in your AWS account (they cost "
-                          "cents at most, and are deleted at the end); add --yes to go ahead")
-    import boto3
-
-    with reported():
-        session = boto3.Session(region_name=region or None, profile_name=profile or None)
-        if not session.region_name:
-            raise DeployError("no AWS region: pass --region (for example --region eu-west-1) or "
-                              "set AWS_REGION; nothing was created")
-        if stack is not None:
+    """A boto3 session, or MustFix (exit 2) before anything is created: --yes, a region, valid
+    names, credentials, then one quick call that proves the endpoint answers and accepts them."""
+    session = connect.local_session(
+        region, yes, profile, what="--target aws creates real resources in your AWS account (they "
+        "cost cents at most, and are deleted at the end)")
+    if stack is not None:
+        try:
             names.check_names(stack, session.region_name)
-        if session.get_credentials() is None:
-            raise DeployError("no AWS credentials found (environment, ~/.aws/credentials, SSO or "
-                              "instance role); run `aws configure` or set AWS_PROFILE, then "
-                              "retry; nothing was created")
+        except DeployError as problem:
+            raise connect.MustFix(str(problem)) from None
+    connect.identity(session)
     return session
 
 
@@ -66,7 +68,7 @@ class AwsDeployment:
         self.say = say
         self.region = session.region_name
         names.check_names(stack_name, self.region)
-        self.clients = {name: session.client(name) for name in
+        self.clients = {name: session.client(name, config=connect.CLIENTS) for name in
                         ("cloudformation", "s3", "dynamodb", "lambda", "sqs", "sts")}
         self.stack = Stack(self.clients["cloudformation"], stack_name, poll_seconds=poll_seconds)
         self.endpoint = self.clients["cloudformation"].meta.endpoint_url
@@ -78,6 +80,7 @@ class AwsDeployment:
         self.clock = VirtualClock() if self.emulator else SystemClock()
         self.world = emulated.EndpointWorld(session, self.clients["sqs"], "", self.clock)
         self.runs: list[flow.RunReport] = []
+        self.parameters: dict[str, str] = {}
 
     def reported(self) -> Any:
         """Botocore errors inside become one-line DeployErrors naming the IAM action."""
@@ -147,8 +150,9 @@ class AwsDeployment:
     def deploy(self, mode: str, code_key: str) -> str:
         parameters = flow.parameters(mode)
         template = tp.with_code(tp.load(), self.code_bucket, code_key)
-        if self.emulator:  # moto's CloudFormation ignores the transform: expand it as AWS does
-            template = tp.translate(template, parameters, self.region)
+        if self.emulator:  # moto's CloudFormation ignores the transforms: expand them as AWS does
+            template = tp.resolve(tp.translate(template, parameters, self.region), parameters)
+        self.parameters = parameters
         status = self.stack.deploy(template, parameters)
         self.outputs = self.stack.outputs()
         self.say(f"stack     {self.stack.name}: {status} (HandlerMode={mode})")
@@ -175,7 +179,8 @@ class AwsDeployment:
             StackName=self.stack.name, TemplateStage="Processed")["TemplateBody"]
         if isinstance(processed, str):
             processed = json.loads(processed)
-        return gaps.check(processed, self.stack.physical_ids(), self.clients)
+        # The processed template keeps its conditions: resolve them with the stack's parameters.
+        return gaps.check(tp.resolve(processed, self.parameters), self.stack.physical_ids(), self.clients)
 
     def upload(self, n: int) -> flow.RunReport:
         """Upload a fresh object, wait for the function (and its retry), read the ledger."""
@@ -230,6 +235,11 @@ class AwsDeployment:
                                    lambda: self.stack.made("UploadBucket"), left)
             if bucket and self._attempt(f"bucket {bucket}", lambda: self._empty(bucket), left):
                 done.append(f"emptied {bucket}")
+            # The reconciliation writes a report every hour; its bucket must be empty to go too.
+            reports = self._attempt("the stack's resources",
+                                    lambda: self.stack.made("ReportBucket"), left)
+            if reports:
+                self._attempt(f"bucket {reports}", lambda: self._empty(reports), left)
             if self._attempt(f"stack {self.stack.name}",
                              lambda: self._delete_stack(recognized), left):
                 done.append(f"deleted stack {self.stack.name}")
@@ -279,6 +289,11 @@ class AwsDeployment:
                               f"{TAG_KEY} tag); refusing to touch it. If you made it from this "
                               "workbook's template.yaml with `sam deploy`, add --sam")
         sam.check(self.clients["cloudformation"], self.stack.name, self.region)
+        profile = {p["ParameterKey"]: p.get("ParameterValue") for p in found.get("Parameters", [])}
+        if profile.get("Profile") == "prod":
+            raise DeployError(f"stack {self.stack.name!r} runs template.yaml's production profile: "
+                              "this tool empties and deletes only demo stacks. `sam delete` deletes it "
+                              "and keeps the books, the queue and the buckets, as the template says")
         return True
 
 
@@ -302,7 +317,7 @@ def run(session: Any, stack_name: str, *, keep: bool, wait_seconds: float,
         deployment.teardown()
         raise
     if keep and failure is None:
-        say(COST_NOTE.format(stack=stack_name))
+        say(cost_note(stack_name))
         return deployment.runs
     left = deployment.teardown()
     if failure is not None:

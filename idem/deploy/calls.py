@@ -18,6 +18,9 @@ from ..sim.world import LocalWorld
 #: What the Lambda service does with the function's role, beside the function's own calls.
 SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),
                  ("logs:PutLogEvents", "ChargeFunctionLogs")}
+#: With tracing on (TracingMode Active), Lambda sends the function's traces with its role;
+#: X-Ray accepts no resource but "*" (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsx-ray.html).
+TRACING_CALLS = {("xray:PutTraceSegments", "*"), ("xray:PutTelemetryRecords", "*")}
 _TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
              "ConditionCheck": "ConditionCheckItem"}
 
@@ -63,6 +66,6 @@ def observed_calls() -> set[tuple[str, str]]:
     return {(action, logical.get(table, table)) for action, table in seen}
 
 
-def required() -> set[tuple[str, str]]:
+def required(tracing: bool = True) -> set[tuple[str, str]]:
     """Everything the function's role needs: its own calls and the service's."""
-    return observed_calls() | SERVICE_CALLS
+    return observed_calls() | SERVICE_CALLS | (TRACING_CALLS if tracing else set())

@@ -22,7 +22,9 @@ DEFAULT_STACK = "idem-demo"
 
 
 def parameters(mode: str, fault: dict[str, str] | None = None) -> dict[str, str]:
-    return {"HandlerMode": mode, **(DEMO_FAULT if fault is None else fault)}
+    """The demo profile's parameters (template.yaml deploys the production profile unless
+    Profile is demo): the handler and the failure on purpose."""
+    return {"Profile": "demo", "HandlerMode": mode, **(DEMO_FAULT if fault is None else fault)}
 
 
 @dataclass

@@ -79,9 +79,11 @@ def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]
         props = config["Properties"]
         destination = props["DestinationConfig"]["OnFailure"]["Destination"]
         queue_arn = _queue_arn(destination, physical, sqs)
+        function_name = physical[tp.ref_name(props["FunctionName"])]  # the charge or the reconcile function
         request = {"FunctionName": function_name, "Qualifier": props["Qualifier"],
-                   "MaximumRetryAttempts": props["MaximumRetryAttempts"],
-                   "MaximumEventAgeInSeconds": props["MaximumEventAgeInSeconds"],
+                   "MaximumRetryAttempts": int(props["MaximumRetryAttempts"]),
+                   # a parameter's value, which the SAM transform passes on as a string
+                   "MaximumEventAgeInSeconds": int(props["MaximumEventAgeInSeconds"]),
                    "DestinationConfig": {"OnFailure": {"Destination": queue_arn}}}
         try:
             got = lam.get_function_event_invoke_config(FunctionName=function_name,
@@ -94,7 +96,7 @@ def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]
                 raise
             found_text = "none"
         gaps.append(Gap(config_id, "retries, max age, on failure",
-                        _invoke_text(props["MaximumRetryAttempts"], props["MaximumEventAgeInSeconds"],
+                        _invoke_text(request["MaximumRetryAttempts"], request["MaximumEventAgeInSeconds"],
                                      queue_arn, physical),
                         found_text, "put_function_event_invoke_config", request))
     return gaps
@@ -127,7 +129,7 @@ def _short(arn: str) -> str:
 
 
 def _pairs_text(configs: list[dict[str, Any]], physical: dict[str, str]) -> str:
-    pairs = [f"{e} -> {_short(c['LambdaFunctionArn'])}" for c in configs for e in c["Events"]]
+    pairs = sorted(f"{e} -> {_short(c['LambdaFunctionArn'])}" for c in configs for e in c["Events"])
     return ", ".join(pairs) or "none"
 
 

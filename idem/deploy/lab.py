@@ -33,7 +33,7 @@ def stack_explorer(mode: str = "naive", failure_point: str = "after_charge",
 
     from .template import load
 
-    allowed = {name: p["AllowedValues"] for name, p in load()["Parameters"].items()}
+    allowed = {name: p["AllowedValues"] for name, p in load()["Parameters"].items() if "AllowedValues" in p}
     label = {"description_width": "initial"}  # the parameter names in full, not cut off
     picks = {
         "mode": widgets.Dropdown(options=allowed["HandlerMode"], value=mode,

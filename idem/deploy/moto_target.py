@@ -105,7 +105,9 @@ class MotoDeployment:
         self.parameters = flow.parameters(mode, fault)
         packaged = tp.with_code(self.template, self.artifacts_bucket, ARTIFACT_KEY)
         with quiet_moto():
-            self.cfn = tp.translate(packaged, self.parameters, REGION)
+            # Expanded as CloudFormation would, then resolved for the chosen profile (moto's
+            # CloudFormation knows no AWS::LanguageExtensions).
+            self.cfn = tp.resolve(tp.translate(packaged, self.parameters, REGION), self.parameters)
             status = self.stack.deploy(self.cfn, self.parameters)
             self.outputs = self.stack.outputs()
             self.physical = self.stack.physical_ids()
@@ -179,6 +181,7 @@ class MotoDeployment:
         removed = 0
         if self.outputs:
             removed = flow.empty_bucket(s3, self.outputs["BucketName"])
+            flow.empty_bucket(s3, self.outputs["ReportBucketName"])  # the reconciliation's reports
         with quiet_moto():
             self.stack.delete()
         if _bucket_exists(s3, self.artifacts_bucket):

@@ -5,8 +5,9 @@ library and boto3 only. The local AWS and what runs on it (idem/sim, explore, co
 moto), idem/views/ (pandas, widgets), the command line (idem/cli/, idem/console.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
 tests and the virtualenv.
 
-`python -m idem.deploy.package DIR` stages the core into DIR; `sam build` calls it
-through function/Makefile, so `sam build` and `python -m idem deploy` ship the same files.
+`python -m idem.deploy.package [--demo] DIR` stages the core into DIR (with --demo, the demo's
+failure wrapper too); `sam build` calls it through function/Makefile, so `sam build` and
+`python -m idem deploy` ship the same core.
 """
 from __future__ import annotations
 
@@ -35,9 +36,9 @@ def core_files(package_dir: Path = PACKAGE_DIR, demo: bool = False) -> list[Path
     return sorted(p.relative_to(package_dir.parent) for p in found)
 
 
-def stage(dest: Path, package_dir: Path = PACKAGE_DIR, demo: bool = True) -> list[Path]:
-    """Copy the core into dest/ (as dest/idem/...), with the demo's failure wrapper unless `demo`
-    is False (`sam build` stages the demo stack). Returns the files written."""
+def stage(dest: Path, package_dir: Path = PACKAGE_DIR, demo: bool = False) -> list[Path]:
+    """Copy the core into dest/ (as dest/idem/...), with the demo's failure wrapper if `demo`
+    (`IDEM_DEMO=1 sam build`). Returns the files written."""
     dest = Path(dest)
     target = dest / package_dir.name
     if target.exists():
@@ -65,11 +66,15 @@ def build_zip(dest_zip: Path, package_dir: Path = PACKAGE_DIR, demo: bool = Fals
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m idem.deploy.package DIR  (stages idem's core into DIR)", file=sys.stderr)
+    demo = argv[:1] == ["--demo"]
+    args = argv[1:] if demo else argv
+    if len(args) != 1:
+        print("usage: python -m idem.deploy.package [--demo] DIR  (stages idem's core into DIR)",
+              file=sys.stderr)
         return 2
-    written = stage(Path(argv[0]))
-    print(f"staged {len(written)} files (idem's core and the demo's failure wrapper) into {argv[0]}")
+    written = stage(Path(args[0]), demo=demo)
+    what = "idem's core and the demo's failure wrapper" if demo else "idem's core"
+    print(f"staged {len(written)} files ({what}) into {args[0]}")
     return 0
 
 

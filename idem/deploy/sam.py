@@ -20,8 +20,9 @@ from . import template as tp
 from .errors import DeployError
 
 MARK_KEY = "idem:workbook"
-#: Resources whose presence, with these ids and types, identifies the workbook's stack.
-CORE_RESOURCES = ("UploadBucket", "LedgerTable", "ProviderTable", "FailureQueue", tp.FUNCTION)
+#: Resources whose presence, with these ids and types, identifies the workbook's stack (in either
+#: profile: the stand-in provider's table is the demo's only).
+CORE_RESOURCES = ("UploadBucket", "LedgerTable", "FailureQueue", tp.FUNCTION)
 
 
 def mark() -> str:

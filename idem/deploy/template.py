@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 FUNCTION = "ChargeFunction"  # the function's logical id in template.yaml
+RECONCILER = "ReconcileFunction"  # the scheduled reconciliation's logical id
 
 
 def load(path: Path = TEMPLATE) -> dict[str, Any]:
@@ -27,9 +29,12 @@ def load(path: Path = TEMPLATE) -> dict[str, Any]:
 
 
 def with_code(template: dict[str, Any], bucket: str, key: str) -> dict[str, Any]:
-    """What `sam package` does: the function's CodeUri becomes the uploaded zip."""
+    """What `sam package` does: each function's CodeUri becomes the uploaded zip (both
+    functions run from the same package, idem's core)."""
     packaged = copy.deepcopy(template)
-    packaged["Resources"][FUNCTION]["Properties"]["CodeUri"] = f"s3://{bucket}/{key}"
+    for resource in packaged["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = f"s3://{bucket}/{key}"
     return packaged
 
 
@@ -100,6 +105,34 @@ def granted(cfn: dict[str, Any]) -> set[tuple[str, str]]:
     return pairs
 
 
+def resource_label(value: Any) -> str:
+    """A readable name for a policy statement's Resource: `LedgerTable` for its !GetAtt Arn,
+    `LedgerTable/index/by_account` for `!Sub ${LedgerTable.Arn}/index/by_account`,
+    `parameter:StripeSecretParameter` for an SSM parameter ARN, `*` for itself."""
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+        if ":parameter${" in text:
+            return "parameter:" + text.split(":parameter${", 1)[1].rstrip("}")
+        if text.startswith("arn:${AWS::Partition}:s3:::${AWS::StackName}-uploads-"):
+            return "UploadBucket/" + text.rsplit("/", 1)[1]
+        return re.sub(r"\$\{(\w+)\.Arn\}", r"\1", text)
+    return ref_name(value) or str(value)
+
+
+def role_grants(cfn: dict[str, Any], role_id: str) -> set[tuple[str, str]]:
+    """(action, resource label) pairs a role's inline policies allow."""
+    pairs = set()
+    for policy in cfn["Resources"][role_id]["Properties"].get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if statement["Effect"] != "Allow":
+                continue
+            actions, resources = statement["Action"], statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                for resource in resources if isinstance(resources, list) else [resources]:
+                    pairs.add((action, resource_label(resource)))
+    return pairs
+
+
 def section(logical_id: str, path: Path = TEMPLATE) -> str:
     """One resource's YAML exactly as template.yaml has it, with the comment above it."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -113,3 +146,94 @@ def section(logical_id: str, path: Path = TEMPLATE) -> str:
     while end < len(lines) and lines[end].startswith("    "):
         end += 1
     return "\n".join(line[2:] for line in lines[start:end]).rstrip()
+
+
+# -- the profiles: template.yaml's conditions, resolved as CloudFormation resolves them ----
+#: The parameter that picks the profile, and its values (template.yaml's header).
+PROFILE = "Profile"
+PROFILES = ("prod", "demo")
+_NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def parameter_values(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every parameter's value: the given one, else its Default; Number parameters as int."""
+    values: dict[str, Any] = {}
+    for name, spec in (cfn.get("Parameters") or {}).items():
+        raw = (given or {}).get(name, spec.get("Default"))
+        if raw is None:
+            raise ValueError(f"parameter {name} has no default: give it a value")
+        values[name] = int(raw) if spec.get("Type") == "Number" else str(raw)
+    unknown = set(given or {}) - set(values)
+    if unknown:
+        raise ValueError(f"template.yaml has no parameter {', '.join(sorted(unknown))}")
+    return values
+
+
+def conditions(cfn: dict[str, Any], values: dict[str, Any]) -> dict[str, bool]:
+    """Each condition of the template, true or false for these parameter values."""
+    defined = cfn.get("Conditions") or {}
+    done: dict[str, bool] = {}
+
+    def value(node: Any) -> Any:
+        if isinstance(node, dict) and len(node) == 1:
+            (fn, arg), = node.items()
+            if fn == "Ref":
+                return values[arg] if arg in values else node
+            if fn == "Condition":
+                return truth(arg)
+            if fn == "Fn::Equals":
+                return str(value(arg[0])) == str(value(arg[1]))
+            if fn == "Fn::Not":
+                return not value(arg[0])
+            if fn == "Fn::And":
+                return all(value(a) for a in arg)
+            if fn == "Fn::Or":
+                return any(value(a) for a in arg)
+            raise ValueError(f"{fn} is not a condition function this resolver knows")
+        return node
+
+    def truth(name: str) -> bool:
+        if name not in done:
+            done[name] = bool(value(defined[name]))
+        return done[name]
+
+    return {name: truth(name) for name in defined}
+
+
+def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[str, Any]:
+    """The template as CloudFormation would create it with these parameters: conditions
+    evaluated, resources and outputs of a false condition gone, Fn::If and AWS::NoValue
+    resolved (in DeletionPolicy too, as AWS::LanguageExtensions allows), and Refs to
+    parameters replaced by their values. Pseudo parameters, !Sub and !GetAtt are left."""
+    values = parameter_values(cfn, given)
+    truth = conditions(cfn, values)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if len(node) == 1 and "Fn::If" in node:
+                name, yes, no = node["Fn::If"]
+                return walk(yes if truth[name] else no)
+            if len(node) == 1 and "Ref" in node and node["Ref"] in values:
+                return values[node["Ref"]]
+            out = {}
+            for key, item in node.items():
+                item = walk(item)
+                if item != _NO_VALUE:
+                    out[key] = item
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node if walk(item) != _NO_VALUE]
+        return node
+
+    out = {key: value for key, value in cfn.items() if key not in ("Conditions", "Transform")}
+    for section in ("Resources", "Outputs"):
+        kept = {name: entry for name, entry in (cfn.get(section) or {}).items()
+                if truth.get(entry.get("Condition", ""), True)}
+        out[section] = {name: {k: v for k, v in walk(entry).items() if k != "Condition"}
+                        for name, entry in kept.items()}
+    for resource in out["Resources"].values():  # a function's environment holds strings only
+        variables = resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+        for name, item in variables.items():
+            if isinstance(item, int):
+                variables[name] = str(item)
+    return out

@@ -21,7 +21,7 @@ from ..sim.boundary import FaultPlan
 from ..sim.runtime import LocalLambda
 from ..sim.world import LocalWorld
 from ..core.provider import DAY
-from ..deploy.template import FUNCTION, load, one
+from ..deploy.template import FUNCTION, load, one, resolve
 
 
 def redrive(sqs: Any, queue_url: str, send: Callable[[dict[str, Any]], Any], *,
@@ -76,12 +76,14 @@ def story(after_seconds: float, fresh: bool = False) -> dict[str, Any]:
 
 
 def lifetimes(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The four lifetimes of chapter 07, as the stack sets them (template.yaml), in one table,
-    with the rule each obeys. `env` overrides the function's settings."""
+    """The four lifetimes of chapter 07, as the stack sets them (template.yaml's demo profile,
+    whose stand-in provider states its key retention), in one table, with the rule each obeys.
+    `env` overrides the function's settings."""
     sam = load()
-    function = sam["Resources"][FUNCTION]["Properties"]
+    demo = resolve(sam, {"Profile": "demo"})  # conditions and parameters, as CloudFormation would
+    function = demo["Resources"][FUNCTION]["Properties"]
     settings = {**function["Environment"]["Variables"], **(env or {})}
-    _, queue = one(sam, "AWS::SQS::Queue")
+    _, queue = one(demo, "AWS::SQS::Queue")
     age = int(function["EventInvokeConfig"]["MaximumEventAgeInSeconds"])
     rows = [  # (lifetime, seconds, the rule it obeys)
         ("max event age (Lambda)", age, "retries and copies arrive until here"),

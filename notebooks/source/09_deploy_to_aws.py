@@ -11,9 +11,10 @@
 # from its environment. This chapter ships it.
 #
 # `template.yaml` describes every resource the function needs. CloudFormation creates them together
-# as a **stack**: one named set of resources, created, updated and deleted as a unit. The chapter
-# first deploys the stack on moto, which runs below and needs no account. Then, only if you opt in,
-# it deploys it on AWS.
+# as a **stack**: one named set of resources, created, updated and deleted as a unit. The template
+# has two profiles. The production profile, its default, is the stack to run payments on. The demo
+# profile is this chapter's stack, made to be deleted. The chapter first deploys the demo on moto,
+# which runs below and needs no account. Then, only if you opt in, it deploys it on AWS.
 
 # %% [markdown]
 # ## Setup
@@ -25,43 +26,89 @@
 import os
 
 from idem import views
-from idem.deploy import calls, flow, lab, package
+from idem.core import reconcile_job
+from idem.core.ledger import Ledger
+from idem.deploy import calls, emulated, flow, lab, package, prices
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
-from idem.core.ledger import Ledger
+from idem.sim.world import fake_session
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 sam = tp.load()
-print(f"template.yaml: {len(sam['Resources'])} resources, parameters "
-      f"{', '.join(sam['Parameters'])}; real AWS cells {'ON' if REAL_AWS else 'off'}")
+expanded = tp.translate(tp.with_code(sam, "code-bucket", "idem-core.zip"))
+profiles = {name: tp.resolve(expanded, {"Profile": name}) for name in tp.PROFILES}
+print(f"template.yaml: {len(sam['Parameters'])} parameters, "
+      + ", ".join(f"{len(cfn['Resources'])} resources in {name}" for name, cfn in profiles.items())
+      + f" after the SAM transform; real AWS cells {'ON' if REAL_AWS else 'off'}")
 
 # %% [markdown]
 # ## The picture
 #
 # Five moving parts, as in the article, plus the log group and the role that ties them together.
-# Solid arrows are what happens on an upload. The dotted ones are what the role allows.
+# Solid arrows are what happens on an upload. The dotted ones are what the role allows. Around
+# them, both profiles have an hourly reconciliation and alarms that mail a topic.
 #
 # ```mermaid
 # flowchart LR
 #     U([you: put_object]) --> B[(UploadBucket<br/>versioned)]
 #     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>idem.core.entry.lambda_handler]
 #     F -- "claim, commit" --> L[(LedgerTable<br/>TTL expires_at)]
-#     F -- "charge, with key" --> P[(ProviderTable)]
+#     F -- "charge, with key" --> P[(ProviderTable, demo<br/>Stripe, prod)]
 #     F -. "retries used up" .-> Q[[FailureQueue]]
 #     R{{ChargeFunctionRole}} -.- F
+#     C[ReconcileFunction<br/>every hour] -- "ledger lines vs charges" --> S[(ReportBucket)]
+#     A[alarms] --> T[[AlarmTopic: email]]
 # ```
+
+# %% [markdown]
+# ## Two profiles, one template
+#
+# The `Profile` parameter picks one. Its conditions decide which resources exist and how each is
+# set. The table below resolves them both, as CloudFormation would.
+
+# %%
+def profile_row(name, cfn):
+    res, fn = cfn["Resources"], cfn["Resources"][tp.FUNCTION]["Properties"]
+    ledger = res["LedgerTable"]
+    return {"profile": name, "ledger on delete": ledger["DeletionPolicy"],
+            "recovery (PITR)": ledger["Properties"]["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+            "protected": ledger["Properties"]["DeletionProtectionEnabled"],
+            "provider": "stand-in table" if "ProviderTable" in res else "Stripe",
+            "handler": fn["Handler"].split(".")[1],
+            "reserved": fn.get("ReservedConcurrentExecutions", "-"),
+            "log days": res["ChargeFunctionLogs"]["Properties"]["RetentionInDays"]}
+
+
+views.items_frame([profile_row(name, cfn) for name, cfn in profiles.items()])
+
+# %% [markdown]
+# Production keeps its books when the stack goes, can restore the ledger to any second of the last
+# 35 days, and refuses to delete it until someone turns the protection off. It has no fault
+# wrapper, no stand-in table, and no setting of the demo's. The demo deletes everything with it.
+# `tests/test_production_profile.py` checks each of these on the production profile.
 
 # %% [markdown]
 # ## The template, resource by resource
 #
 # ### The parameters
 #
-# Three knobs, each an environment variable of the function. `HandlerMode` picks the pattern;
-# `FailurePoint` and `FailTimes` stage the failure that makes Lambda retry. The count behind
-# "once" lives in the ledger table (chapter 01 showed why not in memory).
+# The demo's three knobs, each an environment variable of the function. `HandlerMode` picks the
+# pattern; `FailurePoint` and `FailTimes` stage the failure that makes Lambda retry. The count
+# behind "once" lives in the ledger table (chapter 01 showed why not in memory). In production they
+# reach nothing.
 
 # %%
-views.show_text("\n".join(tp.section(name) for name in sam["Parameters"]), "yaml")
+views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode", "FailurePoint", "FailTimes")),
+                "yaml")
+
+# %% [markdown]
+# Production has settings of its own, with defaults chosen for payments:
+
+# %%
+views.items_frame([{"parameter": name, "default": spec.get("Default", ""),
+                    "what": spec["Description"].removeprefix("prod: ").split(". ")[0].split(" (")[0]}
+                   for name, spec in sam["Parameters"].items()
+                   if name not in ("Profile", "HandlerMode", "FailurePoint", "FailTimes")], width=64)
 
 # %% [markdown]
 # ### The bucket
@@ -70,7 +117,7 @@ views.show_text("\n".join(tp.section(name) for name in sam["Parameters"]), "yaml
 # is built with `!Sub`. Suppose CloudFormation named it and the function's policy referred to it.
 # The bucket needs the function for its notification, and the function needs the policy. Each would
 # wait on the other. The notification itself is not written here: the SAM `Events` entry on the
-# function adds it.
+# function adds it. Old versions expire after 90 days, and a bucket policy refuses plain HTTP.
 
 # %%
 views.show_text(tp.section("UploadBucket"), "yaml")
@@ -78,25 +125,34 @@ views.show_text(tp.section("UploadBucket"), "yaml")
 # %% [markdown]
 # ### The two tables and the queue
 #
-# Both tables bill per request, so an idle stack costs nothing by the hour. Only the ledger has a
+# Both tables bill per request, so idle tables cost nothing by the hour. Only the ledger has a
 # TTL: an unfinished record carries `expires_at`, and DynamoDB deletes it some time after that
 # passes. Chapter 07 is why the code checks expiry itself. A done record drops `expires_at`: it is a
 # ledger line, kept (chapter 08). The `by_account` index lists those lines by account, for the
-# totals. The queue keeps failure records for 14 days.
+# totals. Each `!If [IsProd, ...]` is a setting the two profiles differ in.
 
 # %%
-views.show_text("\n\n".join(tp.section(name) for name in ("LedgerTable", "ProviderTable", "FailureQueue")),
-                "yaml")
+views.show_text(tp.section("LedgerTable"), "yaml")
+
+# %% [markdown]
+# The stand-in provider's table exists only in the demo. The queue keeps failure records for 14
+# days, longer than any long weekend.
+
+# %%
+views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "FailureQueue")), "yaml")
 
 # %% [markdown]
 # ### The function
 #
 # `Handler` names the entry point. The environment hands it the parameters and the tables' real
 # names. `EventInvokeConfig` is the async behaviour the local runtime imitates: two retries, events
-# kept at most six hours, then the invocation record goes to the queue. `MAX_EVENT_AGE_SECONDS`
-# repeats that age for the code. The code refuses to start if a record or a provider key would die
-# sooner (chapter 07). `Timeout` is 30 s here; Lambda's own default is 3 s. `CodeUri: function/` with
-# `BuildMethod: makefile` is how `sam build` packages only `idem`'s core (more on that below).
+# kept at most six hours, then the invocation record goes to the queue. One parameter,
+# `MaxEventAgeSeconds`, sets that age and the code's `MAX_EVENT_AGE_SECONDS`. The code refuses to
+# start if a record or a provider key would die sooner (chapter 07). `Timeout` is 30 s here;
+# Lambda's own default is 3 s. Logs are JSON, and production reserves concurrency to stay under
+# Stripe's rate limit. The `Events` list names the uploads that are orders, and says why `Copy` is
+# not one. `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only
+# `idem`'s core (more on that below).
 
 # %%
 views.show_text(tp.section("ChargeFunction"), "yaml")
@@ -112,19 +168,22 @@ views.show_text(tp.section("ChargeFunction"), "yaml")
 views.show_text(tp.section("ChargeFunctionRole"), "yaml")
 
 # %%
-cfn = tp.translate(tp.with_code(sam, "code-bucket", "idem-core.zip"))
-granted, seen = tp.granted(cfn), calls.observed_calls()
-needed = seen | calls.SERVICE_CALLS
+demo = tp.resolve(tp.translate(tp.with_code(sam, "code-bucket", "idem-core.zip"), flow.parameters("keyed")),
+                  flow.parameters("keyed"))
+granted, seen = tp.granted(demo), calls.observed_calls()
+needed = seen | calls.SERVICE_CALLS | calls.TRACING_CALLS
 views.items_frame([{"pk": f"{action} on {resource}",
                     "code calls it": "yes" if (action, resource) in seen else "Lambda does",
                     "role grants it": "yes" if (action, resource) in granted else "NO"}
                    for action, resource in sorted(granted | needed)], width=60).rename(columns={"pk": "permission"})
 
 # %% [markdown]
-# Every row is both needed and granted: no `Scan`, no `DeleteItem`, nothing on `*`. Nothing on S3
-# either, because the function never reads the object. Suppose a later change made the code call
-# something new. The test `test_role_grants_exactly_the_calls_the_function_makes` would then fail
-# until the template caught up.
+# Every row is both needed and granted: no `Scan`, no `DeleteItem`, and `*` only for X-Ray, which
+# takes no other resource. This is the demo's role. In production the handler also reads the
+# upload by its `versionId` and the Stripe key from Parameter Store, and the role says so. Suppose a
+# later change made the code call something new. The test
+# `test_role_grants_exactly_the_calls_the_function_makes` would then fail until the template
+# caught up.
 
 # %% [markdown]
 # ## What ships: the core, nothing else
@@ -136,8 +195,14 @@ views.items_frame([{"pk": f"{action} on {resource}",
 # %%
 views.show_source(package.core_files)
 
+# %% [markdown]
+# The demo's failure wrapper ships only when a demo asks for it (`IDEM_DEMO=1 sam build`, or the
+# deploy tool's own package). A production build holds the core alone:
+
 # %%
-print(sorted({path.parent.as_posix() for path in package.core_files()}))
+shipped = package.core_files()
+print(sorted({path.parent.as_posix() for path in shipped}),
+      "| fault wrapper shipped:", any(path.name == package.DEMO_WRAPPER for path in shipped))
 
 # %% [markdown]
 # ## The dry run on moto, step by step
@@ -208,14 +273,45 @@ print("failure queue depth:", flow.queue_depth(dry.clients["sqs"], dry.outputs["
 views.items_frame([run.row() for run in dry.runs])
 
 # %% [markdown]
-# Had an event reached the queue, `python -m idem redrive --queue-url URL --function NAME` sends
-# each one back to the function as it was, with its own `eventTime` (chapter 07 shows why).
+# Had an event reached the queue, `python -m idem redrive --queue-url URL --function NAME --region R
+# --yes` sends each one back to the function as it was, with its own `eventTime` (chapter 07 shows
+# why).
+
+# %% [markdown]
+# ### The hourly reconciliation, on this stack
+#
+# `ReconcileFunction` runs `idem/core/reconcile_job.py` every hour. It takes one closed hour and
+# compares the ledger lines booked in it with the charges the provider made in it. Both sides are
+# read a little wider: a retry may book a charge up to the maximum event age later. It writes a
+# report to the stack's report bucket and prints its numbers as CloudWatch metrics. Here it runs on
+# the stack we just used, with the deployed function's own settings:
+
+# %%
+views.show_source(reconcile_job.compare)
+
+# %%
+job = emulated.function_settings(dry.clients["lambda"], dry.outputs["ReconcileFunctionName"])
+job_env = {**job["env"], "AWS_LAMBDA_FUNCTION_NAME": job["name"]}
+lag = int(job_env["MAX_EVENT_AGE_SECONDS"]) + reconcile_job.MAX_INVOCATION_SECONDS
+report = reconcile_job.run(job_env, fake_session(), dry.clock.now() + lag + 3600, say=lambda line: None)
+print(f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
+      f"{report.provider_charges} charge(s), {report.differences} difference(s)")
+views.items_frame([{"charge": e.charge_id, "account": e.account, "cents": e.cents,
+                    "finding": "charged, not on the books"} for e in report.unbooked]
+                  + [{"charge": e.charge_id, "account": e.account, "cents": e.cents,
+                      "finding": "on the books, not charged"} for e in report.uncharged])
+
+# %% [markdown]
+# Naive's two charges have no ledger line with their charge id: its counter says "one charge for
+# alice" but names neither. Keyed's one charge matches its line. On AWS this finding fires the
+# `ReconcileDifferencesAlarm`, and the report in the bucket lists each charge.
 
 # %% [markdown]
 # ### Teardown
 #
-# A versioned bucket has to be emptied, every version, before CloudFormation can delete it. Then
-# the stack goes, and with it the function, tables, queue, role and log group.
+# A versioned bucket has to be emptied, every version, before CloudFormation can delete it (the
+# report bucket too). Then the demo stack goes, and with it the function, tables, queue, role and
+# log group. A production stack would keep its ledger, queue, buckets and logs.
 
 # %%
 leftovers = dry.teardown()
@@ -251,18 +347,66 @@ print("\n".join(twin.attempts))
 # each. Then it reads the ledger and deletes everything it made. It never touches a stack it did
 # not tag. It stops with one message if the name is taken or a previous stack is in a failed state.
 #
-# From a terminal, the same: `python -m idem deploy --target aws --yes --region eu-west-1`. Or with
-# the SAM CLI: `sam build && sam deploy --guided`. Cleaning up after SAM takes one step more. The
-# bucket is versioned, and `sam delete` fails while any version or delete marker is left in it.
-# Empty it first:
+# From a terminal, the same: `python -m idem deploy --target aws --yes --region eu-west-1`. It
+# asks for `--yes` and a region, and answers a missing credential or an endpoint that does not
+# answer in one line, well within 30 s.
+#
+# With the SAM CLI, `samconfig.toml` holds the two profiles: `default` is the demo, `prod` the
+# production stack. `sam logs` reads a function's logs.
 #
 # ```
-# python -m idem deploy --target aws --stack sam-app --empty-bucket --sam --yes
-# sam delete --stack-name sam-app
+# sam build && sam deploy --guided
+# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
+# sam logs --stack-name idem-prod --name ChargeFunction --tail
 # ```
 #
-# Or let `--delete --sam --yes` do both. `--sam` acts only on a stack whose template carries this
-# template's `Metadata` mark and nothing but its resources.
+# Cleaning up the demo after SAM takes one step more. The bucket is versioned, and `sam delete`
+# fails while any version or delete marker is left in it. Empty it first:
+#
+# ```
+# python -m idem deploy --target aws --stack idem-demo --empty-bucket --sam --yes
+# sam delete --stack-name idem-demo
+# ```
+#
+# Or let `--delete --sam --yes` do both. The `--sam` flag acts only on a stack whose template
+# carries this template's `Metadata` mark and nothing but its resources. It never acts on a
+# production stack. For that one, `sam delete --config-env prod` deletes the stack and keeps its
+# books, queue, buckets and logs.
+#
+# ### The alarms, and what to do when one fires
+#
+# Each alarm fires on a single occurrence in five minutes and mails the stack's topic.
+
+# %%
+todo = {
+    "FailureQueueDepthAlarm": "fix the cause, then redrive the queue",
+    "ChargeErrorsAlarm": "read the logs; Lambda retries twice",
+    "ChargeThrottlesAlarm": "raise ReservedConcurrency if Stripe allows",
+    "AsyncEventsDroppedAlarm": "check the failure queue received them",
+    "DestinationDeliveryFailuresAlarm": "events are lost: reconcile now",
+    "NeedsAttentionAlarm": "look the charge up at Stripe, settle it",
+    "ReconcileDifferencesAlarm": "open the window's report",
+    "ReconcileErrorsAlarm": "read the reconciler's logs",
+}
+alarms = tp.resources_of_type(profiles["prod"], "AWS::CloudWatch::Alarm")
+views.items_frame([{"alarm": name.removesuffix("Alarm"), "means": a["Properties"]["AlarmDescription"],
+                    "do": todo[name]} for name, a in alarms.items()], width=72)
+
+# %% [markdown]
+# ### What production costs
+#
+# US East list prices before free tiers, each cited in `idem/deploy/prices.py`. Several are
+# third-party quotes of AWS's pages, marked so there. The usage behind each line is an assumption
+# named in the line. First, a month with no uploads:
+
+# %%
+print("\n".join(prices.table(prices.at_rest())))
+
+# %% [markdown]
+# Then what a million uploads add. Stripe's own fees are not in it.
+
+# %%
+print("\n".join(prices.table(prices.per_million_uploads())))
 #
 # ### What real AWS printed: no stored example
 #
@@ -329,14 +473,18 @@ for name, value in measured.items():
 # <details><summary>Solution</summary>
 #
 # One charge, no ledger entry, one event in the failure queue. The key makes every retry a replay,
-# so money moves once. No attempt gets to its commit, so the ledger books nothing. The template routes the exhausted event to its failure queue, where an alarm
-# and a redrive can act on it. That is chapter 04's `needs_attention`, on the deployed stack.
+# so money moves once. No attempt gets to its commit, so the ledger books nothing. The template
+# routes the exhausted event to its failure queue, where an alarm and a redrive can act on it. It
+# is keyed's poison case from chapter 06, on the deployed stack. The hourly reconciliation reports
+# the charge as one not on the books.
 # </details>
 #
 # ## Summary
 #
 # * You ship the handler as one stack from `template.yaml`: five moving parts and a role that grants
 #   exactly the calls the code was seen making.
+# * The production profile, the default, keeps the books, hardens the bucket and function, alarms
+#   on every way an upload can go wrong, and reconciles every hour. The demo profile is disposable.
 # * The rehearsal on moto deploys the real template, fills what moto drops, and runs the function on
 #   the stack's own resources: naive charges twice, keyed once.
 # * It proves the template and the code, not AWS itself. No real-AWS run is stored here: the opt-in

@@ -1,0 +1,284 @@
+"""template.yaml's production profile (the default), read as CloudFormation would create it:
+the books retained, no demo in it, the bucket and function hardened, the alarms, the
+schedule, least privilege; cfn-lint with the serverless rules clean on both profiles; the
+workflows valid against GitHub's schema; `sam validate --lint` and `sam build` when the
+SAM CLI is installed in .venv-sam."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from idem.deploy import template as tp
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_PARAMETERS = ("HandlerMode", "FailurePoint", "FailTimes")
+#: The calls the keyed handler with its Stripe adapter makes (its brief, issue 19's merge note):
+#: the ledger's items and its by_account index, the upload read by versionId, the Stripe key.
+PROD_HANDLER_CALLS = {
+    ("dynamodb:GetItem", "LedgerTable"), ("dynamodb:PutItem", "LedgerTable"),
+    ("dynamodb:UpdateItem", "LedgerTable"), ("dynamodb:Query", "LedgerTable/index/by_account"),
+    ("s3:GetObject", "UploadBucket/*"), ("s3:GetObjectVersion", "UploadBucket/*"),
+    ("ssm:GetParameter", "parameter:StripeSecretParameter")}
+SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),
+                 ("logs:PutLogEvents", "ChargeFunctionLogs"), ("xray:PutTraceSegments", "*"),
+                 ("xray:PutTelemetryRecords", "*")}
+#: The handler's environment in prod (the keyed handler's settings with its Stripe adapter).
+PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "PRICE_CENTS", "CURRENCY",
+            "STRIPE_SECRET_PARAMETER"}
+
+
+@pytest.fixture(scope="module")
+def expanded():
+    return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
+
+
+@pytest.fixture(scope="module")
+def prod(expanded):
+    return tp.resolve(expanded)  # no parameters given: the defaults are the production profile
+
+
+def props(cfn, logical_id):
+    return cfn["Resources"][logical_id]["Properties"]
+
+
+def test_the_default_profile_is_prod(expanded):
+    assert tp.parameter_values(expanded)["Profile"] == "prod"
+    assert tp.conditions(expanded, tp.parameter_values(expanded))["IsProd"]
+
+
+def test_the_books_are_kept_recoverable_protected_and_encrypted(prod):
+    ledger = prod["Resources"]["LedgerTable"]
+    assert (ledger["DeletionPolicy"], ledger["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    p = ledger["Properties"]
+    assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert p["DeletionProtectionEnabled"] is True
+    assert p["SSESpecification"] == {"SSEEnabled": True}
+
+
+def test_the_failure_queue_is_kept_encrypted_and_outlives_a_long_weekend(prod):
+    queue = prod["Resources"]["FailureQueue"]
+    assert (queue["DeletionPolicy"], queue["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    # SQS keeps a message 60 s to 14 days (1,209,600 s); a long weekend is 4 days.
+    assert 4 * 86400 <= queue["Properties"]["MessageRetentionPeriod"] <= 1_209_600
+
+
+def test_no_demo_parameter_fault_wrapper_or_stand_in_provider_in_prod(prod):
+    text = json.dumps({k: prod[k] for k in ("Resources", "Outputs")})
+    for name in DEMO_PARAMETERS + ("ProviderTable", "demo_failure", "FAILURE_POINT", "HANDLER_MODE"):
+        assert name not in text, f"{name} reaches the production stack"
+    assert props(prod, tp.FUNCTION)["Handler"] == "idem.core.entry.lambda_handler"
+    assert set(props(prod, tp.FUNCTION)["Environment"]["Variables"]) == PROD_ENV
+
+
+def test_the_bucket_is_private_tls_only_versioned_and_sheds_old_versions(prod):
+    for bucket, policy in (("UploadBucket", "UploadBucketPolicy"), ("ReportBucket", "ReportBucketPolicy")):
+        p = props(prod, bucket)
+        assert set(p["PublicAccessBlockConfiguration"].values()) == {True}
+        assert len(p["PublicAccessBlockConfiguration"]) == 4
+        (deny,) = props(prod, policy)["PolicyDocument"]["Statement"]
+        assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "s3:*")
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        assert [tp.ref_name(r) or r["Fn::Sub"] for r in deny["Resource"]] == [bucket, f"${{{bucket}.Arn}}/*"]
+        assert prod["Resources"][bucket]["DeletionPolicy"] == "Retain"
+    uploads = props(prod, "UploadBucket")
+    assert uploads["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = uploads["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled" and rule["NoncurrentVersionExpiration"]["NoncurrentDays"] >= 30
+
+
+def test_only_new_uploads_notify_the_function_and_the_template_says_why(prod):
+    events = sorted(c["Event"] for c in props(prod, "UploadBucket")["NotificationConfiguration"]["LambdaConfigurations"])
+    assert events == ["s3:ObjectCreated:CompleteMultipartUpload", "s3:ObjectCreated:Post",
+                      "s3:ObjectCreated:Put"]
+    reasons = tp.section(tp.FUNCTION)
+    assert "Not Copy:" in reasons and "- Post:" in reasons and "CompleteMultipartUpload:" in reasons
+
+
+def test_the_function_is_reserved_logged_as_json_for_long_and_traced(prod, expanded):
+    p = props(prod, tp.FUNCTION)
+    parameters = tp.load()["Parameters"]
+    assert p["ReservedConcurrentExecutions"] == parameters["ReservedConcurrency"]["Default"] > 0
+    assert p["LoggingConfig"]["LogFormat"] == "JSON"
+    assert tp.ref_name(p["LoggingConfig"]["LogGroup"]) == "ChargeFunctionLogs"
+    retention = props(prod, "ChargeFunctionLogs")["RetentionInDays"]
+    assert retention == parameters["LogRetentionDays"]["Default"] >= 365
+    assert p["TracingConfig"] == {"Mode": "Active"}
+    off = tp.resolve(expanded, {"TracingMode": "PassThrough"})
+    assert props(off, tp.FUNCTION)["TracingConfig"] == {"Mode": "PassThrough"}
+    assert "xray" not in json.dumps(props(off, "ChargeFunctionRole"))
+
+
+def test_one_parameter_feeds_the_event_age_and_the_setting_the_function_checks():
+    ref = {"Ref": "MaxEventAgeSeconds"}
+    function = tp.load()["Resources"][tp.FUNCTION]["Properties"]
+    assert function["EventInvokeConfig"]["MaximumEventAgeInSeconds"] == ref
+    assert function["Environment"]["Variables"]["MAX_EVENT_AGE_SECONDS"] == ref
+    shorter_params = {"MaxEventAgeSeconds": "3600"}
+    shorter = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), shorter_params), shorter_params)
+    assert int(props(shorter, f"{tp.FUNCTION}EventInvokeConfig")["MaximumEventAgeInSeconds"]) == 3600
+    assert props(shorter, tp.FUNCTION)["Environment"]["Variables"]["MAX_EVENT_AGE_SECONDS"] == "3600"
+    assert props(shorter, tp.RECONCILER)["Environment"]["Variables"]["MAX_EVENT_AGE_SECONDS"] == "3600"
+
+
+def test_the_runtime_is_named_with_the_python_the_suite_runs_in_the_readme(prod):
+    runtime = props(prod, tp.FUNCTION)["Runtime"]
+    assert runtime == props(prod, tp.RECONCILER)["Runtime"]
+    readme = (ROOT / "README.md").read_text()
+    tested = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+    assert f"`{runtime}`" in readme and tested in readme
+
+
+#: (namespace, metric, the resource its dimension names) for each alarm the stack must have.
+ALARMS = {
+    ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "FailureQueue"),
+    ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
+    ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
+    ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
+    ("Idem", "NeedsAttention", tp.FUNCTION),
+    ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),
+}
+
+
+def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
+    alarms = tp.resources_of_type(prod, "AWS::CloudWatch::Alarm")
+    found = set()
+    for alarm in alarms.values():
+        p = alarm["Properties"]
+        (dimension,) = p["Dimensions"]
+        found.add((p["Namespace"], p["MetricName"], tp.ref_name(dimension["Value"])))
+        assert (p["Threshold"], p["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+        assert [tp.ref_name(a) for a in p["AlarmActions"]] == ["AlarmTopic"]
+    assert found == ALARMS
+    assert "AlarmSubscription" not in prod["Resources"]  # no address given, no subscription
+    mailed = tp.resolve(expanded, {"AlarmEmail": "ops@example.com"})
+    assert props(mailed, "AlarmSubscription") == {"TopicArn": {"Ref": "AlarmTopic"}, "Protocol": "email",
+                                                  "Endpoint": "ops@example.com"}
+
+
+def test_the_handlers_metric_is_what_the_alarm_reads():
+    """The handler's EMF metric (namespace Idem, dimension FunctionName) and the reconciler's
+    use the names the alarms read: one constant each side."""
+    from idem.core import reconcile_job
+
+    assert (reconcile_job.NAMESPACE, reconcile_job.DIMENSION) == ("Idem", "FunctionName")
+
+
+def test_the_reconciliation_runs_on_a_schedule_over_its_window(prod):
+    (schedule_id, schedule), = tp.resources_of_type(prod, "AWS::Scheduler::Schedule").items()
+    p = schedule["Properties"]
+    assert tp.ref_name(p["Target"]["Arn"]) == tp.RECONCILER
+    assert p["ScheduleExpression"] == {"Fn::Sub": "rate(${ReconcileWindowMinutes} minutes)"}
+    env = props(prod, tp.RECONCILER)["Environment"]["Variables"]
+    assert env["WINDOW_MINUTES"] == 60 or env["WINDOW_MINUTES"] == "60"
+    assert "PROVIDER_TABLE" not in env and env["STRIPE_SECRET_PARAMETER"] == "/idem/stripe/secret-key"
+    assert props(prod, tp.RECONCILER)["Handler"] == "idem.core.reconcile_job.lambda_handler"
+    scheduler_role = props(prod, tp.ref_name(p["Target"]["RoleArn"]))
+    (statement,) = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
+    assert (statement["Action"], tp.ref_name(statement["Resource"])) == ("lambda:InvokeFunction", tp.RECONCILER)
+
+
+def test_the_charge_functions_role_grants_exactly_what_the_handler_calls_in_prod(prod):
+    assert tp.role_grants(prod, "ChargeFunctionRole") == PROD_HANDLER_CALLS | SERVICE_CALLS
+
+
+# -- linters: cfn-lint with the serverless rules, the workflow schema, the SAM CLI -------------
+def _cfn_lint(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from cfnlint.runner import main; main()", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("profile", ["prod", "demo"])
+def test_cfn_lint_with_the_serverless_rules_is_clean(profile):
+    done = _cfn_lint("-t", "template.yaml", "--parameters", f"Profile={profile}",
+                     "--append-rules", "cfn_lint_serverless.rules")
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout + done.stderr
+
+
+def test_the_serverless_rules_run_and_each_exception_says_why():
+    """The rules do load (the same template without its exceptions has findings), and every
+    `ignore_checks` in template.yaml has a comment giving the reason."""
+    text = (ROOT / "template.yaml").read_text()
+    bare = tp.load()
+    for resource in bare["Resources"].values():
+        resource.get("Metadata", {}).pop("cfn-lint", None)
+    scratch = ROOT / ".pytest_cache" / "template-no-exceptions.json"
+    scratch.parent.mkdir(exist_ok=True)
+    scratch.write_text(json.dumps(bare))
+    done = _cfn_lint("-t", str(scratch), "--append-rules", "cfn_lint_serverless.rules")
+    assert {"ES6000", "WS1000", "WS1004", "ES7000"} <= set(re.findall(r"^([EWI][S]?\d{4})", done.stdout, re.M))
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        if "ignore_checks" in line:
+            nearby = lines[max(0, n - 4):n + 8]
+            assert "#" in line or any(l.strip().startswith("#") for l in nearby), line
+
+
+def test_the_workflows_validate_against_githubs_schema():
+    workflows = sorted(str(p) for p in (ROOT / ".github/workflows").glob("*.yml"))
+    assert len(workflows) == 2
+    done = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                           "vendor.github-workflows", *workflows], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_deploy_workflow_assumes_a_role_through_oidc_and_prod_waits_for_a_reviewer():
+    from samtranslator.yaml_helper import yaml_parse
+
+    flow = yaml_parse((ROOT / ".github/workflows/deploy.yml").read_text())
+    text = (ROOT / ".github/workflows/deploy.yml").read_text()
+    assert "aws-access-key-id" not in text and "secrets." not in text  # no stored keys
+    for name in ("demo", "prod"):
+        job = flow["jobs"][name]
+        assert job["permissions"]["id-token"] == "write"
+        steps = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
+        assert "role-to-assume" in steps["aws-actions/configure-aws-credentials"]["with"]
+    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == "demo"
+    assert any("--config-env prod" in s.get("run", "") for s in flow["jobs"]["prod"]["steps"])
+
+
+def test_samconfig_has_the_demo_as_default_and_prod():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    assert "Profile=demo" in config["default"]["deploy"]["parameters"]["parameter_overrides"]
+    assert "Profile=prod" in config["prod"]["deploy"]["parameters"]["parameter_overrides"]
+    for env in ("default", "prod"):
+        assert "CAPABILITY_AUTO_EXPAND" in config[env]["deploy"]["parameters"]["capabilities"]
+
+
+SAM = ROOT / ".venv-sam" / "bin" / "sam"
+
+
+@pytest.mark.skipif(not SAM.exists(), reason="the SAM CLI is not installed in .venv-sam (`make sam`)")
+def test_sam_validate_lint_and_sam_build(tmp_path):
+    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PYTHON": sys.executable}
+    done = subprocess.run([str(SAM), "validate", "--lint", "--region", "us-east-1"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run([str(SAM), "build", "--build-dir", str(tmp_path / "build")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "build" / tp.FUNCTION / "idem" / "core" / "entry.py").exists()
+    assert not (tmp_path / "build" / tp.FUNCTION / "idem" / "demo_failure.py").exists()
+
+
+def test_the_readme_states_the_costs_the_code_computes():
+    from idem.deploy import prices
+
+    readme = (ROOT / "README.md").read_text()
+    rest = sum(usd for _, usd in prices.at_rest())
+    upload = sum(usd for _, usd in prices.per_million_uploads())
+    assert f"${rest:.2f} a month at rest" in readme
+    assert f"${upload:.2f} per million uploads" in readme
+    assert f"the {prices.Usage().alarms} alarms".replace("8", "eight") in readme
+    assert len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm")) == prices.Usage().alarms

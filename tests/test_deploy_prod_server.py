@@ -4,16 +4,15 @@ the scheduled reconciliation run on a planted difference, its metric and alarm c
 moto models them, and the stack deleted with the books retained.
 
 Two stand-ins, said where they happen:
-- Stripe is out of reach: the workbook's stand-in provider, in a table the test makes, plays it
-  for the charge function (until the keyed handler's Stripe adapter lands, the function runs
-  idem.core.entry, which takes HANDLER_MODE and PROVIDER_TABLE), and Stripe's charge list is
-  served to the reconciler from that table in Stripe's JSON shape;
+- Stripe is out of reach: the function is the handler to copy (keyed.lambda_handler), and the
+  local runtime replaces its make_provider with the workbook's stand-in provider, in a table
+  the test makes (tests/test_stripe_adapter.py runs the same handler through Stripe's SDK);
+  Stripe's charge list is served to the reconciler from that table in Stripe's JSON shape;
 - moto runs no Lambda code without docker and extracts no EMF metrics from logs: the local
   runtime runs the function, and the test puts the reconciler's EMF numbers with PutMetricData.
 """
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
@@ -27,7 +26,6 @@ from idem.deploy import emulated, gaps
 from idem.deploy import template as tp
 from idem.deploy.package import build_zip
 from idem.deploy.stack import Stack
-from idem.sim.boundary import local_entry
 from idem.sim.runtime import LocalLambda
 from test_deploy_server import endpoint, server  # noqa: F401 (fixtures)
 
@@ -91,7 +89,7 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     made = {logical for logical, physical_id in physical.items() if physical_id}
     assert {cfn["Resources"][r]["Type"] for r in set(cfn["Resources"]) - made} == UNMODELLED
     fn = emulated.function_settings(c["lambda"], outputs["FunctionName"])
-    assert fn["handler"] == "idem.core.entry.lambda_handler" and "FAILURE_POINT" not in fn["env"]
+    assert fn["handler"] == "idem.core.handlers.keyed.lambda_handler" and "FAILURE_POINT" not in fn["env"]
     assert c["lambda"].get_function_concurrency(FunctionName=fn["name"])["ReservedConcurrentExecutions"] == 10
 
     # -- an upload charged once, its duplicate turned away ---------------------------------
@@ -102,12 +100,12 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     clock = VirtualClock()
     world = emulated.EndpointWorld(boto3.Session(region_name="us-east-1"), c["sqs"],
                                    outputs["FailureQueueUrl"], clock, provider_table=stand_in)
-    env = {**fn["env"], "HANDLER_MODE": "keyed", "PROVIDER_TABLE": stand_in}  # Stripe's stand-in
+    env = fn["env"]  # the production settings as deployed; make_provider is the runtime's
     put = c["s3"].put_object(Bucket=uploads, Key="alice/order-1.txt", Body=b"one order")
     obj = emulated.s3_object(uploads, "alice/order-1.txt", 9, put, clock, 1, "us-east-1")
     runtime = LocalLambda(world, env, retries=fn["retries"], timeout=fn["timeout"],
                           max_event_age=fn["max_event_age"], function_name=fn["name"],
-                          entry=local_entry(fn["handler"]))
+                          handler=":".join(fn["handler"].rsplit(".", 1)))  # a plain handler: module:function
     runtime.send(emulated.s3_event(obj))
     runtime.send(emulated.s3_event(obj))  # S3 delivers it twice
     attempts = runtime.run()

@@ -68,6 +68,12 @@ def scenario_calls():
     return seen, outcomes, charges
 
 
+def _production() -> dict:
+    """template.yaml's production profile (the default), as CloudFormation would create it."""
+    parameters = {"Profile": "prod"}
+    return tp.resolve(tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"), parameters), parameters)
+
+
 @pytest.fixture(scope="module")
 def observed():
     return scenario_calls()
@@ -75,8 +81,7 @@ def observed():
 
 @pytest.fixture(scope="module")
 def ledger_grants():
-    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
-    return {action for action, resource in tp.granted(cfn) if resource == "LedgerTable"}
+    return {action for action, resource in tp.granted(_production()) if resource == "LedgerTable"}
 
 
 def test_the_scenarios_do_what_they_say(observed):
@@ -99,10 +104,7 @@ def test_every_ledger_call_is_granted(observed, ledger_grants):
 
 def test_nothing_is_granted_on_the_ledger_that_the_handler_never_calls(observed, ledger_grants):
     calls, _, _ = observed
-    unused = ledger_grants - calls
-    if unused:  # the stack's role also serves the workbook's other patterns (HANDLER_MODE)
-        pytest.xfail(f"template.yaml grants {sorted(unused)} on the ledger, which keyed never calls; "
-                     "the other patterns of idem.core.entry use them")
+    assert ledger_grants == calls, f"granted but never called: {sorted(ledger_grants - calls)}"
 
 
 def test_stripe_secret_is_read_with_ssm_get_parameter_only(monkeypatch):
@@ -122,18 +124,10 @@ def test_stripe_secret_is_read_with_ssm_get_parameter_only(monkeypatch):
     assert made == ["ssm:GetParameter"]
 
 
-@pytest.mark.xfail(reason="template.yaml does not yet grant ssm:GetParameter (and kms:Decrypt) on the "
-                          "parameter named by STRIPE_SECRET_PARAMETER: the stack helper adds it (issue 18)",
-                   strict=True)
 def test_the_role_may_read_the_stripe_secret():
-    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
-    assert any(action == "ssm:GetParameter" for action, _ in tp.granted(cfn))
+    assert any(action == "ssm:GetParameter" for action, _ in tp.granted(_production()))
 
 
-@pytest.mark.xfail(reason="template.yaml does not yet grant s3:GetObject and s3:GetObjectVersion on the "
-                          "upload bucket, which amount_from_order_file needs: the stack helper adds them",
-                   strict=True)
 def test_the_role_may_read_the_order_file():
-    cfn = tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"))
-    granted = {action for action, _ in tp.granted(cfn)}
+    granted = {action for action, _ in tp.granted(_production())}
     assert {"s3:GetObject", "s3:GetObjectVersion"} <= granted

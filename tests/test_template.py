@@ -44,9 +44,11 @@ def test_cfn_lint_reports_nothing():
 
 
 def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn):
-    # The entry point, unless the demo asks for a failure: then its wrapper, outside the handler.
-    assert expanded["Resources"][tp.FUNCTION]["Properties"]["Handler"] == {
-        "Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler", "idem.core.entry.lambda_handler"]}
+    # Production runs the handler to copy; the demo the entry point, unless it asks for a failure:
+    # then its wrapper, outside the handler.
+    assert expanded["Resources"][tp.FUNCTION]["Properties"]["Handler"] == {"Fn::If": [
+        "IsProd", "idem.core.handlers.keyed.lambda_handler",
+        {"Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler", "idem.core.entry.lambda_handler"]}]}
     props = cfn["Resources"][tp.FUNCTION]["Properties"]
     assert props["Timeout"] == 30
     assert int(props["Runtime"].removeprefix("python3.")) >= 11
@@ -56,7 +58,10 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
     # The demo's failure is read by whoever injects it, outside the function's code; the
     # Stripe key's parameter is prod's (the demo pays the stand-in).
     demo = {"FAILURE_POINT", "FAIL_TIMES"}
-    assert read | demo == set(env), "the template sets exactly the variables the function reads"
+    # The handler to copy (production's) also checks its claim's TTL against the timeout.
+    keyed_reads = {"FUNCTION_TIMEOUT_SECONDS"}
+    assert all(name in (ROOT / "idem/core/handlers/keyed.py").read_text() for name in keyed_reads)
+    assert read | demo | keyed_reads == set(env), "the template sets exactly the variables the function reads"
     assert env["HANDLER_MODE"] == "keyed"
     assert env["LEDGER_TABLE"] == {"Ref": "LedgerTable"}
     assert env["FAILURE_POINT"] == "none"
@@ -163,7 +168,19 @@ def test_sam_build_stages_the_same_files_as_the_zip(tmp_path, function, demo):
     # What SAM does: run the Makefile's target from a scratch copy, ARTIFACTS_DIR set.
     subprocess.run(["make", "--makefile", str(ROOT / "function/Makefile"), f"build-{function}",
                     f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}",
-                    f"IDEM_DEMO={int(demo)}"],
+                    f"IDEM_DEMO={int(demo)}", "VENDOR_STRIPE=0"],  # offline: Stripe's SDK not fetched
                    cwd=scratch, check=True, capture_output=True)
     staged = sorted(p.relative_to(artifacts) for p in artifacts.rglob("*.py"))
     assert staged == package.core_files(demo=demo)
+
+
+def test_the_production_artifact_vendors_stripes_sdk():
+    """The handler to copy imports `stripe` when it charges: function/Makefile pip-installs the
+    SDK pinned as pyproject.toml pins it, for Lambda's platform, into the charge function only."""
+    makefile = (ROOT / "function/Makefile").read_text()
+    pinned = re.search(r'"(stripe[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"STRIPE_REQUIREMENT := {pinned}" in makefile
+    assert "--platform manylinux2014_aarch64" in makefile and "--python-version 3.12" in makefile
+    fn = tp.load()["Resources"][tp.FUNCTION]["Properties"]
+    assert (fn["Runtime"], fn["Architectures"]) == ("python3.12", ["arm64"])
+    assert '"$@" = build-ChargeFunction' in makefile

@@ -130,7 +130,8 @@ Fetch = Callable[[urllib.request.Request], Mapping[str, Any]]
 
 def _fetch_json(request: urllib.request.Request) -> Mapping[str, Any]:
     with urllib.request.urlopen(request, timeout=20) as answer:  # noqa: S310 (https, fixed host)
-        return json.load(answer)
+        page: Mapping[str, Any] = json.load(answer)
+        return page
 
 
 def stripe_charges(secret_key: str, start: float, end: float, fetch: Fetch = _fetch_json) -> list[Entry]:

@@ -401,8 +401,15 @@ def make_provider() -> PaymentProvider:
         raise ConfigError("STRIPE_SECRET_PARAMETER is not set: name the SSM SecureString that holds "
                           "your Stripe secret key, or replace make_provider() with your provider's client")
     secret = boto3.client("ssm").get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
-    # Imported here, by its plain name: only a function that charges through Stripe needs it.
-    from keyed_stripe import StripeProvider  # type: ignore[import-not-found, unused-ignore]
+    # Imported here: only a function that charges through Stripe needs it. By its plain name when
+    # copied beside this file; from the package when this file ships inside idem (the stack's
+    # production artifact, built by function/Makefile).
+    try:
+        from keyed_stripe import StripeProvider  # type: ignore[import-not-found, unused-ignore]
+    except ModuleNotFoundError as missing:
+        if missing.name != "keyed_stripe" or not __package__:
+            raise
+        from .keyed_stripe import StripeProvider  # type: ignore[no-redef, unused-ignore]
 
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
     provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
@@ -642,7 +649,7 @@ def amount_from_order_file(upload: Upload, s3: Any) -> int:
 
 # -- what the operator sees: JSON log lines and CloudWatch metrics --------------------------------
 #: The namespace of the handler's metrics (CloudWatch Embedded Metric Format).
-METRICS_NAMESPACE = "idem/keyed"
+METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
 
 
 def metrics_document(counts: Mapping[str, int], function_name: str, now: float) -> dict[str, Any]:

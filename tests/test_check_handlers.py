@@ -113,3 +113,15 @@ def test_books_can_be_named_or_skipped():
         check_handler(target("keyed_books"), books="charge_id", **FAST)
     skipped = check_handler(target("swallows_commit_error"), books="none", **FAST)
     assert skipped.holds and "not judged" in skipped.books_judged()  # money alone cannot see it
+
+
+def test_a_powertools_handler_is_watched_through_its_own_session_and_clock():
+    report = check_handler(target("powertools_keyed"), retries=(1,), workers=1)
+    assert report.holds, report.explain()
+    # Powertools' own session: its record writes are boundaries the check faults at
+    assert sum(str(b).endswith("dynamodb:PutItem") for b in report.boundaries) >= 2
+    (crash,) = [r for r in report.results if r.schedule.delivery == "single" and r.schedule.fault
+                and str(r.schedule.fault.how) == "crash" and str(r.schedule.fault.at) == "after provider:charge"
+                and r.schedule.fault.times == "1"]
+    assert crash.verdict == "exactly_once", crash.findings  # the retry 60 s later takes over
+    assert [a.start for a in crash.attempts] == [0.0, 60.0]

@@ -29,10 +29,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "replaces it with the provider stand-in (default make_provider)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes to run schedules in (default: 2 where there are 2 cores)")
-    parser.add_argument("--books", default="LEDGER_TABLE:charge_id", metavar="TABLE_ENV:ATTRIBUTE",
+    parser.add_argument("--books", default=None, metavar="TABLE_ENV:ATTRIBUTE",
                         help="where the handler books its charges: items of the table named by "
                              "TABLE_ENV that carry ATTRIBUTE are ledger lines, weighed against the "
-                             "provider's charges (default LEDGER_TABLE:charge_id; none to skip)")
+                             "provider's charges; the clean run must book there (default: "
+                             "LEDGER_TABLE:charge_id, judged if the clean run books there; none to skip)")
     parser.add_argument("--json", action="store_true",
                         help="print the report as JSON (docs/check-report.schema.json), errors too")
 

@@ -211,16 +211,21 @@ class Books:
 
     table_env: str = "LEDGER_TABLE"
     attribute: str = "charge_id"
+    named: bool = False  # named by the caller: then the clean run must book there
 
     @classmethod
     def parse(cls, text: str | None) -> "Books | None":
-        if text in (None, "", "none"):
+        """`None`: the default place, judged if the clean run books there; `none`: not judged;
+        TABLE_ENV:ATTRIBUTE: judged, and the clean run must book there."""
+        if text is None:
+            return cls()
+        if text in ("", "none"):
             return None
         table_env, sep, attribute = text.partition(":")
         if not sep or not table_env or not attribute:
             raise CheckInputError(f"--books {text!r} is not TABLE_ENV:ATTRIBUTE (for example "
                                   "LEDGER_TABLE:charge_id), or none")
-        return cls(table_env, attribute)
+        return cls(table_env, attribute, named=True)
 
     def __str__(self) -> str:
         return f"{self.table_env}:{self.attribute}"
@@ -389,7 +394,10 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
                               "(else pass --provider-factory NAME), or name its effect with --effect?")
     baseline = dict(result.effects)
     if not baseline.get(LINES):
-        baseline.pop(LINES, None)  # no books where --books points: only effects are judged
+        if books is not None and books.named and baseline.get(CHARGES):
+            raise CheckInputError(f"the clean run charged and booked no ledger line where --books {books} "
+                                  "points: name where the handler books its charges, or --books none")
+        baseline.pop(LINES, None)  # no books where the default points: only effects are judged
     return [c.boundary for c in attempt.crossings], baseline, result.attempts
 
 
@@ -501,7 +509,7 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
-                  workers: int = 1, books: str | None = "LEDGER_TABLE:charge_id") -> CheckReport:
+                  workers: int = 1, books: str | None = None) -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. Raises CheckInputError (bad input, exit 2) or
     CheckCouldNotFinish (exit 3)."""

@@ -443,8 +443,8 @@ class CheckReport:
         if self.books is None:
             return "books: not judged (--books none)"
         if LINES not in self.baseline:
-            return (f"books: NOT judged: the clean run wrote no item with {self.books.attribute} to "
-                    f"{self.books.table_env} (name your books with --books TABLE_ENV:ATTRIBUTE)")
+            return (f"books: NOT judged: no item with {self.books.attribute} in {self.books.table_env} "
+                    "on the clean run (see --books)")
         return f"books: ledger lines are items of {self.books.table_env} with {self.books.attribute}"
 
     def explain(self) -> str:

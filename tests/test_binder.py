@@ -39,7 +39,7 @@ pytestmark = pytest.mark.binder
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 BOOTSTRAP = {"pip", "setuptools", "wheel"}  # what `python -m venv` puts there; conda's on Binder
-PROJECT = "idem"
+PROJECT = "charged-twice"  # the distribution; its import name is idem
 INSTALL_TIMEOUT = 600
 CELL_TIMEOUT = 300
 # Never let a rehearsal reach real AWS, a caller's PYTHONPATH or a caller's virtualenv.

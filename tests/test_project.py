@@ -32,11 +32,11 @@ def pyproject_requirements() -> dict[str, str]:
     project = pyproject()
     found = {}
     for requirement in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
-        match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)>=(\d+\.\d+),<\d+\.\d+", requirement)
+        match = re.fullmatch(r"([A-Za-z0-9_.\-\[\],]+)>=(\d+\.\d+),<\d+\.\d+", requirement)
         if match:
             found[match.group(1).lower()] = match.group(2)
         else:
-            assert requirement.startswith("idem["), f"unpinned requirement {requirement!r}"
+            assert requirement.startswith("charged-twice["), f"unpinned requirement {requirement!r}"
     return found
 
 
@@ -72,8 +72,8 @@ def test_environment_yml_installs_the_workbook_extra_from_this_repository_at_the
 def test_the_workbook_extra_has_no_jupyterlab_and_the_lab_extra_has():
     extras = pyproject()["optional-dependencies"]
     assert not [r for r in extras["workbook"] if r.startswith(("jupyterlab>", "notebook>", "jupyter-server"))]
-    assert "idem[workbook]" in extras["lab"] and any(r.startswith("jupyterlab>=") for r in extras["lab"])
-    assert "idem[lab]" in extras["dev"]
+    assert "charged-twice[workbook]" in extras["lab"] and any(r.startswith("jupyterlab>=") for r in extras["lab"])
+    assert "charged-twice[lab]" in extras["dev"]
 
 
 def test_constraints_pin_every_workbook_requirement_inside_its_range():

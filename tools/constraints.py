@@ -69,7 +69,7 @@ def closure(extra: str = EXTRA) -> set[str]:
     while todo:
         requirement = todo.pop()
         key = canonicalize_name(requirement.name)
-        if key == canonicalize_name(name):  # idem[other] inside an extra
+        if key == canonicalize_name(name):  # charged-twice[other] inside an extra
             todo.extend(Requirement(r) for e in requirement.extras for r in extras[e])
             continue
         wanted = set(requirement.extras)

@@ -27,34 +27,56 @@ even on a clean run).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import inspect
 import itertools
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
-from .verdicts import BREAKS, Verdict, judge_effects
+from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload
 from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
-from ..sim.runtime import LocalLambda
+from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
+                           on_clock, schedule_deadline)
 from ..core.clock import VirtualClock
-from .schedules import drain_failures
-from ..sim.world import LocalWorld, ensure_moto
+from ..sim.world import LocalWorld, empty_queue, ensure_moto
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
 PATTERN_ENTRY = "idem.core.entry:lambda_handler"
-CHARGES = "provider:charge"
+CHARGES = MONEY
+#: The version of `CheckReport.to_json`'s shape (docs/check-report.schema.json).
+SCHEMA_VERSION = 2
+#: Real seconds one schedule may run before the check gives up on it (exit 3).
+SCHEDULE_SECONDS = 20.0
 VERDICTS = tuple(v.value for v in Verdict)
 RETRIES = (0, 1, 2)
 ARRIVALS = (1, 2, 3)
+CLEAN_RUN = 99_999  # the clean run's upload number
 BATCH = 40  # schedules per local world: small tables keep moto fast
 
 
 class CheckInputError(IdemError, ValueError):
-    """The check cannot start: say what was wrong and what to do."""
+    """The check cannot start: say what was wrong and what to do (exit 2). `handler_traceback`
+    is the handler's own traceback, when its code is what failed."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, handler_traceback: str = "") -> None:
+        super().__init__(message)
+        self.handler_traceback = handler_traceback
+
+
+class CheckCouldNotFinish(CheckInputError):
+    """The check could not finish (exit 3): the handler hung past every bound, ended the
+    process, or did what the local runtime cannot model (a call to the internet)."""
+
+    exit_code = 3
 
 
 # -- what to check ------------------------------------------------------------------------------
@@ -175,10 +197,38 @@ class Result:
     dlq: int
     verdict: str
     attempts: list[Any] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # what is wrong, named: "a charge with no ledger line"
 
     @property
     def breaks(self) -> bool:
         return self.verdict in BREAKS
+
+
+@dataclass(frozen=True)
+class Books:
+    """Where the handler's books are: items of the table named by the environment variable
+    `table_env` that carry `attribute` are ledger lines (one per charge booked)."""
+
+    table_env: str = "LEDGER_TABLE"
+    attribute: str = "charge_id"
+    named: bool = False  # named by the caller: then the clean run must book there
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Books | None":
+        """`None`: the default place, judged if the clean run books there; `none`: not judged;
+        TABLE_ENV:ATTRIBUTE: judged, and the clean run must book there."""
+        if text is None:
+            return cls()
+        if text in ("", "none"):
+            return None
+        table_env, sep, attribute = text.partition(":")
+        if not sep or not table_env or not attribute:
+            raise CheckInputError(f"--books {text!r} is not TABLE_ENV:ATTRIBUTE (for example "
+                                  "LEDGER_TABLE:charge_id), or none")
+        return cls(table_env, attribute, named=True)
+
+    def __str__(self) -> str:
+        return f"{self.table_env}:{self.attribute}"
 
 
 def _env_for(world: Any, target: Target) -> dict[str, str]:
@@ -203,40 +253,152 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event))
 
 
+# -- where effects land: read on the far side of each boundary -------------------------------------
+def _charges_recorded(world: Any) -> set[str]:
+    """The ids of every charge in the provider stand-in's own table (a saved 500's included):
+    its `charge#` items, read by key only (a scan's full items cost moto more than the run)."""
+    return {key for key in _keys(world, world.provider_table, "kind", "charge")}
+
+
+def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
+    """The keys of the items in `table` that carry `attribute`: the ledger lines."""
+    return set(_keys(world, table, attribute))
+
+
+def _keys(world: Any, table: str, attribute: str, value: str | None = None) -> list[str]:
+    """The `pk` of every item of `table` that has `attribute` (equal to `value`, if given)."""
+    names = {"#a": attribute, "#k": "pk"}
+    scan: dict[str, Any] = {"TableName": table, "ProjectionExpression": "#k", "ConsistentRead": True,
+                            "ExpressionAttributeNames": names}
+    if value is None:
+        scan["FilterExpression"] = "attribute_exists(#a)"
+    else:
+        scan.update(FilterExpression="#a = :v", ExpressionAttributeValues={":v": {"S": value}})
+    found = []
+    for page in world.dynamodb.get_paginator("scan").paginate(**scan):
+        found += [json.dumps(item.get("pk"), sort_keys=True) for item in page["Items"]]
+    return found
+
+
+def _failures_for(world: Any, key: str) -> int:
+    """Take every message out of the failure queue; count those about the object `key`:
+    Lambda's destination records by their payload, a handler's own message by its body."""
+    count = 0
+    for message in _drain(world, world.queue_url):
+        try:
+            body = json.loads(message["Body"])
+        except ValueError:
+            body = message["Body"]
+        payload = body.get("requestPayload", body) if isinstance(body, dict) else body
+        count += key in json.dumps(payload)  # the key as S3 sends it (URL-encoded) or plain
+    return count
+
+
+def _drain(world: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message in the queue, received and deleted (a FIFO queue one group at a time)."""
+    taken: list[dict[str, Any]] = []
+    while True:
+        batch = world.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
+                                          VisibilityTimeout=30).get("Messages", [])
+        if not batch:
+            return taken
+        taken += batch
+        world.sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
+            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(batch)])
+
+
+def _delivered(world: Any, queue_url: str) -> int:
+    """The messages a handler's own queue delivers, then the queue emptied (`empty_queue`)."""
+    count = 0
+    while batch := world.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
+                                             VisibilityTimeout=900).get("Messages", []):
+        count += len(batch)
+    empty_queue(queue_url)
+    return count
+
+
+#: AWS calls whose effect lands in a queue: counted as the messages the queue delivers, so a
+#: FIFO queue's deduplication (MessageDeduplicationId, a 5-minute window:
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html)
+#: is the queue's, as moto models it.
+QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
+
+
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
-              effects: Sequence[str], provider_factory: str, first: int = 0) -> list[Result]:
-    """Run `schedules` in one fresh world, one upload (and account) each; read them back."""
-    runs = []
-    with LocalWorld(prefix="check") as world:
+              effects: Sequence[str], provider_factory: str, first: int = 0,
+              books: Books | None = Books()) -> list[Result]:
+    """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
+    effects where they landed, right after it ran, on its own clock."""
+    results = []
+    with LocalWorld(prefix="check") as world, loopback_only() as refused:
+        env = _env_for(world, target)
+        table = env.get(books.table_env) if books else None
+        if books and not table:
+            raise CheckInputError(f"--books {books}: the handler's environment has no {books.table_env}; "
+                                  "name a table the check provisions (LEDGER_TABLE) or pass --books none")
+        charges_seen: set[str] = set()
+        lines_seen: set[str] = set()
         for number, schedule in enumerate(schedules, start=first):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
             runtime = _runtime(world, target, schedule, effects, provider_factory)
             obj = world.upload(f"check{number:05d}/order.csv")
-            _deliver(runtime, world.event(obj), schedule)
-            runtime.run()
-            runs.append((schedule, obj, runtime))
-        failures = drain_failures(world)
-    results = []
-    for schedule, obj, runtime in runs:
-        counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()}
-        counted[CHARGES] = runtime.provider.made  # whatever reference the handler gave them
-        dlq = len(failures.get(obj.key, []))
-        declined = schedule.fault is not None and schedule.fault.outcome == "declined"
-        results.append(Result(schedule, counted, dlq, judge_effects(counted, baseline, dlq, declined=declined),
-                              runtime.attempts))
+            with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
+                _deliver(runtime, world.event(obj), schedule)
+                runtime.run()
+            if refused:
+                raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
+                                          "the check refuses every socket but the loopback "
+                                          f"(schedule: {schedule.label()})")
+            with on_clock(world.clock):  # what the handler's calls wrote carries the virtual time
+                counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()
+                           if name not in QUEUE_SENDS}
+                for name in set(effects) & set(QUEUE_SENDS):
+                    counted[name] = sum(_delivered(world, url) for url in runtime.watch.queues
+                                        if url != world.queue_url)
+                recorded = _charges_recorded(world) - charges_seen
+                charges_seen |= recorded
+                counted[CHARGES] = len(recorded)
+                if table:
+                    lines = _lines_booked(world, table, books.attribute) - lines_seen
+                    lines_seen |= lines
+                    counted[LINES] = len(lines)
+                dlq = _failures_for(world, obj.key)
+            declined = schedule.fault is not None and schedule.fault.outcome == "declined"
+            verdict, findings = judge_upload(counted, baseline, dlq, declined=declined)
+            results.append(Result(schedule, counted, dlq, verdict, runtime.attempts, findings))
     return results
 
 
-def discover(target: Target, effects: Sequence[str], provider_factory: str) -> tuple[list[Any], dict[str, int], list[Any]]:
+def discover(target: Target, effects: Sequence[str], provider_factory: str,
+             books: Books | None = Books()) -> tuple[list[Any], dict[str, int], list[Any]]:
     """One clean run: the boundaries crossed, in order, and the effects it had."""
-    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory)
+    # its upload's name is one no schedule uses: a queue's deduplication id made from it
+    # must not drop a schedule's message
+    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books)
     (attempt,) = result.attempts
     if attempt.failed:
         logs = "; ".join(attempt.logs[-2:])
         raise CheckInputError(f"{target.name} fails on a clean run, before any fault: {attempt.error}"
                               + (f" (its last log lines: {logs})" if logs else "")
-                              + ". Fix that first, or pass the settings it needs with --env NAME=VALUE")
-    return [c.boundary for c in attempt.crossings], result.effects, result.attempts
+                              + ". Fix that first, or pass the settings it needs with --env NAME=VALUE",
+                              getattr(attempt, "traceback", ""))
+    made = sorted(attempt.calls) + ([CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL
+                                                         for c in attempt.crossings) else [])
+    missing = [name for name in effects if not result.effects.get(name)]
+    if missing:
+        raise CheckInputError(f"--effect {', '.join(missing)} never happens on a clean run; the calls it "
+                              f"makes are: {', '.join(made) or 'none'}")
+    if not result.effects.get(CHARGES) and not effects:
+        raise CheckInputError(f"{target.name} made no charge on a clean run and no --effect is named: "
+                              "nothing to count. Does it build its payment client with make_provider "
+                              "(else pass --provider-factory NAME), or name its effect with --effect?")
+    baseline = dict(result.effects)
+    if not baseline.get(LINES):
+        if books is not None and books.named and baseline.get(CHARGES):
+            raise CheckInputError(f"the clean run charged and booked no ledger line where --books {books} "
+                                  "points: name where the handler books its charges, or --books none")
+        baseline.pop(LINES, None)  # no books where the default points: only effects are judged
+    return [c.boundary for c in attempt.crossings], baseline, result.attempts
 
 
 @dataclass
@@ -248,6 +410,7 @@ class CheckReport:
     boundaries: list[Any]
     baseline: dict[str, int]
     results: list[Result]
+    books: Books | None = None
 
     @property
     def broken(self) -> list[Result]:
@@ -275,11 +438,21 @@ class CheckReport:
         """The smallest schedule that breaks the handler, if any does."""
         return min(self.broken, key=lambda r: r.schedule.size, default=None)
 
+    def books_judged(self) -> str:
+        """Whether the books were weighed against the money, and where they were read."""
+        if self.books is None:
+            return "books: not judged (--books none)"
+        if LINES not in self.baseline:
+            return (f"books: NOT judged: no item with {self.books.attribute} in {self.books.table_env} "
+                    "on the clean run (see --books)")
+        return f"books: ledger lines are items of {self.books.table_env} with {self.books.attribute}"
+
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
-                 "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)), ""]
+                 "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
+                 self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS else ""
@@ -293,15 +466,27 @@ class CheckReport:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
+        """The report as data, in the shape docs/check-report.schema.json describes."""
         smallest = self.smallest_break()
-        return {"target": self.target.name, "env": dict(self.target.env),
+        return {"schema_version": SCHEMA_VERSION, "exit_code": 0 if self.holds else 1,
+                "target": self.target.name, "env": dict(self.target.env),
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
+                "books": None if self.books is None else str(self.books),
+                "books_judged": LINES in self.baseline,
                 "schedules": len(self.results), "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,
                 "smallest_break": None if smallest is None else {
                     "schedule": smallest.schedule.label(), "verdict": smallest.verdict,
                     "effects": smallest.effects, "failure_queue": smallest.dlq,
-                    "timeline": timeline(smallest, self.baseline)}}
+                    "findings": smallest.findings, "timeline": timeline(smallest, self.baseline)},
+                "results": [{"schedule": r.schedule.label(), "verdict": r.verdict, "effects": r.effects,
+                             "failure_queue": r.dlq, "findings": r.findings} for r in self.results]}
+
+
+def error_json(error: CheckInputError) -> dict[str, Any]:
+    """What `--json` prints when the check could not start (2) or finish (3)."""
+    return {"schema_version": SCHEMA_VERSION, "exit_code": error.exit_code, "error": str(error),
+            "handler_traceback": error.handler_traceback or None}
 
 
 def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
@@ -317,14 +502,17 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
     counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
                        for name, n in baseline.items() if n)
     lines.append(f"  effects: {counts or 'none'}; failure queue: {result.dlq} -> {result.verdict}")
+    if result.findings:
+        lines.append(f"  wrong: {'; '.join(result.findings)}")
     return lines
 
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
-                  workers: int = 1) -> CheckReport:
+                  workers: int = 1, books: str | None = None) -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
-    batches in that many processes."""
+    batches in that many processes. Raises CheckInputError (bad input, exit 2) or
+    CheckCouldNotFinish (exit 3)."""
     resolved = resolve(target, env)
     effects = tuple(dict.fromkeys(effects))
     for name in effects:
@@ -333,28 +521,65 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
     retries = tuple(sorted(set(retries)))
     if not retries or any(r not in RETRIES for r in retries):
         raise CheckInputError(f"retries are MaximumRetryAttempts values: 0, 1 or 2 (got {retries})")
+    where = Books.parse(books)
 
     ensure_moto()
-    crossed, baseline, _ = discover(resolved, effects, provider_factory)
-    schedules = schedules_for(crossed, retries)
-    batches = [(schedules[i:i + BATCH], i) for i in range(0, len(schedules), BATCH)]
-    args = [(resolved, batch, baseline, effects, provider_factory, first) for batch, first in batches]
-    if workers > 1:
-        import multiprocessing
+    with _as_tool_errors():
+        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where)
+        schedules = schedules_for(crossed, retries)
+        batches = [(schedules[i:i + BATCH], i) for i in range(0, len(schedules), BATCH)]
+        args = [(resolved, batch, baseline, effects, provider_factory, first, where) for batch, first in batches]
+        if workers > 1:
+            import multiprocessing
 
-        # fork where the platform has it: the workers start with moto and botocore's models
-        # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with multiprocessing.get_context(method).Pool(workers) as pool:
-            parts = pool.starmap(_run_batch_in_worker, args)
-    else:
-        parts = [run_batch(*a) for a in args]
-    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part])
+            # fork where the platform has it: the workers start with moto and botocore's models
+            # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            with multiprocessing.get_context(method).Pool(workers) as pool:
+                parts = pool.starmap(_run_batch_in_worker, args)
+            for part in parts:
+                for failed in part:
+                    if isinstance(failed, _Failed):
+                        failed.raise_it()
+        else:
+            parts = [run_batch(*a) for a in args]
+    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where)
 
 
-def _run_batch_in_worker(*args: Any) -> list[Result]:
+@contextlib.contextmanager
+def _as_tool_errors() -> Iterator[None]:
+    """What goes wrong with the handler itself, as the check's exit 2 or 3 (never as a break)."""
+    try:
+        yield
+    except HandlerNotLoaded as error:
+        raise CheckInputError(str(error), error.handler_traceback) from None
+    except HandlerExited as error:
+        raise CheckCouldNotFinish(f"{error}: a function that ends its own process is not something "
+                                  "the check can judge; raise an exception instead") from None
+    except ScheduleTimedOut as error:
+        raise CheckCouldNotFinish(str(error)) from None
+
+
+@dataclass
+class _Failed:
+    """A worker's batch that could not finish, carried back to be raised in the parent."""
+
+    exit_code: int
+    message: str
+    handler_traceback: str = ""
+
+    def raise_it(self) -> None:
+        kind = CheckCouldNotFinish if self.exit_code == 3 else CheckInputError
+        raise kind(self.message, self.handler_traceback)
+
+
+def _run_batch_in_worker(*args: Any) -> list[Any]:
     ensure_moto()
-    results = run_batch(*args)
+    try:
+        with _as_tool_errors():
+            results = run_batch(*args)
+    except CheckInputError as error:
+        return [_Failed(error.exit_code, str(error), error.handler_traceback)]
     for r in results:  # what a person reads survives the trip back; the runtime's objects need not
         r.attempts = [_portable(a) for a in r.attempts]
     return results
@@ -363,5 +588,3 @@ def _run_batch_in_worker(*args: Any) -> list[Result]:
 def _portable(attempt: Any) -> Any:
     attempt.result = None
     return attempt
-
-

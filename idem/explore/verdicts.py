@@ -73,3 +73,49 @@ def judge_effects(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: 
             return Verdict.DECLINED.value
         return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value
     return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value
+
+
+#: How the check names the money and the books among the effects it counts.
+MONEY = "provider:charge"
+BOOKS = "books:line"
+
+
+def judge_upload(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: int,
+                 declined: bool = False) -> tuple[str, list[str]]:
+    """The check's verdict for one upload, money weighed against the books, and what is wrong,
+    named. `effects` and `baseline` count the provider's charges (`MONEY`), the ledger lines
+    (`BOOKS`, judged only when the clean run booked some: as many lines per charge as it did)
+    and any named effect, as they landed; `dlq` the failure queue's messages about the upload."""
+    findings: list[str] = []
+    charges, wanted = effects.get(MONEY, 0), baseline.get(MONEY, 0)
+    if wanted and charges > wanted:
+        findings.append(f"{charges} charges for one upload")
+    elif wanted and not charges and not declined:
+        findings.append("no charge for the upload")
+    if baseline.get(BOOKS) and wanted:
+        lines, per_charge = effects.get(BOOKS, 0), baseline[BOOKS] / wanted
+        if lines < charges * per_charge:
+            findings.append("a charge with no ledger line")
+        elif lines > charges * per_charge:
+            findings.append("a ledger line with no charge")
+    others = {name: n for name, n in baseline.items() if n and name not in (MONEY, BOOKS)}
+    for name, n in others.items():
+        if effects.get(name, 0) > n:
+            findings.append(f"{name} {effects[name]} times (clean run {n})")
+        elif effects.get(name, 0) < n and not (charges == 0 and (declined or dlq)):
+            findings.append(f"{name} {effects.get(name, 0)} times (clean run {n})")
+    if wanted and charges > wanted:
+        return Verdict.DOUBLE_CHARGE.value, findings
+    if any(effects.get(name, 0) > n for name, n in others.items()):
+        return Verdict.DOUBLE_EFFECT.value, findings
+    if not findings:
+        if declined and not charges and wanted:
+            return (Verdict.NEEDS_ATTENTION if dlq else Verdict.DECLINED).value, findings
+        return (Verdict.NEEDS_ATTENTION if dlq else Verdict.EXACTLY_ONCE).value, findings
+    nothing_done = not charges and not any(effects.get(name, 0) for name in others) \
+        and not effects.get(BOOKS, 0)
+    if nothing_done:
+        if declined and not dlq:
+            return Verdict.DECLINED.value, []
+        return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value, findings
+    return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value, findings

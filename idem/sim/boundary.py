@@ -234,6 +234,7 @@ class Watch:
         self.arrivals: Counter[tuple[Boundary, str]] = Counter()
         self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
         self.triggers: list[Trigger] = []
+        self.queues: set[str] = set()  # the SQS queues the handler sent messages to
 
     def at(self, boundary: Boundary, action: Callable[[], Any], *, delivery: int = 1,
            attempt: int = 1) -> None:
@@ -334,6 +335,13 @@ def _before_call(model: Any, **_: Any) -> None:
         watch.before(visit, name)
 
 
+def _parameters(model: Any, params: Any = None, **_: Any) -> None:
+    """botocore's `before-parameter-build`: the call's own parameters (where a message goes)."""
+    running = current()
+    if running and isinstance(params, dict) and params.get("QueueUrl") and model.name.startswith("SendMessage"):
+        running[0].queues.add(params["QueueUrl"])
+
+
 def _after_call(model: Any, http_response: Any = None, **_: Any) -> None:
     running = current()
     if running:
@@ -349,6 +357,37 @@ def _call_failed(model: Any, **_: Any) -> None:
         running[0].abandon(running[1])
 
 
+def watch_events(events: Any) -> None:
+    """Put the boundary hooks on a botocore event system; once per session (unique ids)."""
+    events.register("before-parameter-build", _parameters, unique_id="idem-parameters")
+    events.register("before-call", _before_call, unique_id="idem-before-call")
+    events.register("after-call", _after_call, unique_id="idem-after-call")
+    events.register("after-call-error", _call_failed, unique_id="idem-after-call-error")
+
+
+@contextlib.contextmanager
+def every_session_watched() -> Iterator[None]:
+    """While it lasts, every boto3 session made anywhere (`boto3.session.Session()`, as
+    Powertools builds its own) carries the boundary hooks, so its clients' calls are boundaries
+    too. Sessions made before it (the default one is swapped for the watched one) need none."""
+    original = boto3.session.Session.__init__
+    if getattr(original, "_idem_watched", False):  # already inside (a concurrent copy)
+        yield
+        return
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        watch_events(self.events)
+
+    init._idem_watched = True  # type: ignore[attr-defined]
+    boto3.session.Session.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        boto3.session.Session.__init__ = original  # type: ignore[method-assign]
+
+
 class WatchedSession(boto3.Session):
     """A boto3 session whose clients cross the runtime's boundaries.
 
@@ -360,9 +399,7 @@ class WatchedSession(boto3.Session):
     def __init__(self, region: str = REGION) -> None:
         super().__init__(aws_access_key_id="testing", aws_secret_access_key="testing",
                          aws_session_token="testing", region_name=region)
-        self.events.register("before-call", _before_call)
-        self.events.register("after-call", _after_call)
-        self.events.register("after-call-error", _call_failed)
+        watch_events(self.events)
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._lock = threading.Lock()
 
@@ -382,32 +419,46 @@ def watched_session() -> WatchedSession:
     return WatchedSession()
 
 
+def executed(error: BaseException) -> bool:
+    """Did the provider execute the request it answered with `error`? Only a first (not
+    replayed) 500: Stripe saves the answer once execution has begun, money moved or not
+    (https://docs.stripe.com/api/idempotent_requests); the stand-in moves the money."""
+    return getattr(error, "http_status", None) == 500 and not getattr(error, "replayed", True)
+
+
 class WatchedProvider:
     """The provider client a function was built with, with `charge` as a boundary."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.made = 0  # charges the provider made through this client (replays are not charges)
+        self.made = 0  # charges the provider executed through this client (replays are not)
+        #: executed charges by the work (event) whose invocation asked for them
+        self.made_for: Counter[str] = Counter()
 
     def charge(self, *args: Any, **kwargs: Any) -> Any:
         running = current()
         if running is None:
-            return self._made(self.inner.charge(*args, **kwargs))
+            return self._made(self.inner.charge(*args, **kwargs), "")
         watch, visit = running
         watch.before(visit, CHARGE_CALL)
         outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
         if outcome:
             kwargs["outcome"] = outcome
         try:
-            charge = self._made(self.inner.charge(*args, **kwargs))
-        except Exception:
+            charge = self._made(self.inner.charge(*args, **kwargs), visit.work)
+        except Exception as error:
+            if executed(error):  # a saved 500: the charge went through, the answer is an error
+                self.made += 1
+                self.made_for[visit.work] += 1
             watch.abandon(visit)
             raise
         watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)
         return charge
 
-    def _made(self, charge: Any) -> Any:
-        self.made += not getattr(charge, "replayed", False)
+    def _made(self, charge: Any, work: str) -> Any:
+        if not getattr(charge, "replayed", False):
+            self.made += 1
+            self.made_for[work] += 1
         return charge
 
     def __getattr__(self, name: str) -> Any:

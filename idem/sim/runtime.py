@@ -29,6 +29,7 @@ import os
 import random
 import sys
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +37,11 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 import boto3
+import time_machine
 
 from ..core.clock import iso8601
 from .boundary import (END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Step, Visit, Watch,
-                       WatchedProvider, choice, watched_session)
+                       WatchedProvider, choice, every_session_watched, watched_session)
 from .world import ACCOUNT, REGION, LocalWorld
 
 RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
@@ -64,6 +66,7 @@ class Attempt:
     crossings: list[Crossing] = field(default_factory=list)  # every boundary it crossed
     calls: dict[str, int] = field(default_factory=dict)  # AWS calls by "service:Operation"
     logs: list[str] = field(default_factory=list)
+    traceback: str = ""  # the handler's own, when it raised
 
     @property
     def dynamodb_calls(self) -> int:
@@ -127,12 +130,17 @@ def _load_fresh(module_name: str) -> ModuleType:
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get(spec.name)
-    sys.modules[spec.name] = module  # dataclasses read their module's globals while a class is made
+    # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
+    # or typing) looks its module up there. The previous entry is put back afterwards.
+    previous = sys.modules.get(spec.name)
+    sys.modules[spec.name] = module
     try:
         exec(code, module.__dict__)
     finally:
-        sys.modules.pop(spec.name) if saved is None else sys.modules.__setitem__(spec.name, saved)
+        if previous is None:
+            sys.modules.pop(spec.name, None)
+        else:
+            sys.modules[spec.name] = previous
     return module
 
 
@@ -147,21 +155,147 @@ def _compiled(module_name: str, stamp: tuple[int, int]) -> tuple[Any, Any]:
     return spec, spec.loader.get_code(spec.name)
 
 
+class HandlerExited(Exception):
+    """The handler ended the process itself (sys.exit, os._exit is not caught): Lambda would
+    report Runtime.ExitError; the check cannot say what the platform does next."""
+
+
+class HandlerNotLoaded(Exception):
+    """The handler's module failed at import (a syntax error, a missing package, an error in
+    its top-level code). `handler_traceback` is the handler's own traceback."""
+
+    def __init__(self, message: str, handler_traceback: str) -> None:
+        super().__init__(message)
+        self.handler_traceback = handler_traceback
+
+
 @contextlib.contextmanager
-def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
-    """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
-    settings in os.environ, boto3's default session (the watched one, on moto) and the
-    wall clock (`time.time`, on the virtual clock). Everything is put back afterwards."""
-    saved_env = {name: os.environ.get(name) for name in env}
-    saved = (boto3.DEFAULT_SESSION, time.time, time.time_ns)
-    os.environ.update(env)
-    boto3.DEFAULT_SESSION = session
-    time.time = clock.now
-    time.time_ns = lambda: int(clock.now() * 1e9)
+def on_clock(clock: Any) -> Iterator[Callable[[float], Any]]:
+    """Every clock in the process (time.time, datetime.now, moto's own) at `clock`'s now;
+    yields the function that moves them all, for when the virtual clock moves."""
+    traveller = time_machine.travel(clock.now(), tick=False)
+    travelling = traveller.start()
+    try:
+        yield travelling.move_to
+    finally:
+        traveller.stop()
+
+
+class ScheduleTimedOut(BaseException):
+    """A schedule ran past its bound in real time (a handler waiting on a clock that only moves
+    when the runtime moves it): not an Exception, so the handler's except clauses let it by."""
+
+
+@contextlib.contextmanager
+def schedule_deadline(seconds: float, what: str) -> Iterator[None]:
+    """Bound one schedule in real time (SIGALRM, where this is the main thread of a POSIX process)."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(*_: Any) -> None:
+        raise ScheduleTimedOut(f"a schedule ran {seconds:.0f} s of real time without finishing ({what}): "
+                               "does the handler wait for the clock to move, or loop forever?")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        boto3.DEFAULT_SESSION, time.time, time.time_ns = saved
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[list[str]]:
+    """Refuse every socket to anything but the loopback while it lasts; yields the hosts refused.
+    moto answers in-process, so a check needs no network: a call out is the handler's."""
+    import ipaddress
+    import socket
+
+    refused: list[str] = []
+    real_connect, real_connect_ex, real_getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
+                                                       socket.getaddrinfo)
+
+    def local(host: Any) -> bool:
+        if not isinstance(host, str) or host in ("localhost", ""):
+            return True  # a Unix socket's path is no host
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return host.endswith(".localhost")
+
+    def refuse(host: str) -> OSError:
+        refused.append(host)
+        return ConnectionRefusedError(f"idem check refuses a connection to {host}: only the loopback "
+                                      "is reachable during a check")
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not local(host.decode() if isinstance(host, bytes) else host):
+            raise refuse(str(host))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self: Any, address: Any) -> Any:
+        if isinstance(address, tuple) and not local(address[0]):
+            raise refuse(str(address[0]))
+        return real_connect(self, address)
+
+    def connect_ex(self: Any, address: Any) -> Any:
+        if isinstance(address, tuple) and not local(address[0]):
+            raise refuse(str(address[0]))
+        return real_connect_ex(self, address)
+
+    socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex = getaddrinfo, connect, connect_ex  # type: ignore[method-assign,assignment]
+    try:
+        yield refused
+    finally:
+        socket.getaddrinfo = real_getaddrinfo
+        socket.socket.connect, socket.socket.connect_ex = real_connect, real_connect_ex  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _still() -> Iterator[Callable[[float], Any]]:
+    yield lambda _when: None
+
+
+_OURS = str(Path(__file__).resolve().parent.parent)
+
+
+def handler_traceback(error: BaseException) -> str:
+    """The traceback of `error` as the handler's own: the runtime's frames left out."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(_OURS)
+              or "/core/" in f.filename]  # the workbook's own handlers are handlers too
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(error), error)))
+
+
+@contextlib.contextmanager
+def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
+    """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
+    settings in os.environ, boto3's default session (the watched one, on moto), every other
+    boto3 session watched too (`every_session_watched`), and one clock: `time.time`,
+    `datetime.now/utcnow/today` and the rest through time-machine
+    (https://time-machine.readthedocs.io), and `time.monotonic`, which time-machine leaves
+    alone, by hand, all reading the virtual clock. Everything is put back afterwards."""
+    saved_env = {name: os.environ.get(name) for name in env}
+    saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
+    os.environ.update(env)
+    boto3.DEFAULT_SESSION = session
+    # The runtime moves the clock between invocations; inside one it stands still (tick=False).
+    traveller = time_machine.travel(clock.now(), tick=False)
+    traveller.start()
+    start = clock.now()
+    time.monotonic = lambda: 1_000.0 + clock.now() - start  # type: ignore[assignment]
+    time.monotonic_ns = lambda: int((1_000.0 + clock.now() - start) * 1e9)  # type: ignore[assignment]
+    try:
+        with every_session_watched():
+            yield
+    finally:
+        traveller.stop()
+        boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns = saved
         for name, value in saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -243,10 +377,18 @@ class LocalLambda:
 
     # -- what the Lambda service does -------------------------------------------------
     def run(self) -> list[Attempt]:
-        """Process the queue until it is empty, moving the clock to each due time."""
+        """Process the queue until it is empty, moving the clock to each due time. For a
+        handler the runtime does not wire, every clock in the process reads the virtual one
+        while it runs (time-machine), moto's timestamps included, so a message a handler sends
+        and the failure queue's records carry the same time (read them back `on_clock`)."""
+        with on_clock(self.clock) if not self.wired else _still() as move:
+            return self._run(move)
+
+    def _run(self, move: Callable[[float], Any]) -> list[Attempt]:
         while self._queue:
             pending = heapq.heappop(self._queue)
             self.clock.advance_to(pending.due)
+            move(self.clock.now())
             if self.clock.now() - pending.enqueued > self.max_event_age:
                 self._to_destination(pending, "EventAgeExceeded", None)
                 continue
@@ -271,8 +413,13 @@ class LocalLambda:
         except Crash as crash:
             attempt.outcome, attempt.error = "crash", f"Runtime.ExitError: {crash}"
             container.module = None  # the process is gone: this container is never reused
+        except SystemExit as exiting:
+            container.module = None
+            raise HandlerExited(f"the handler called sys.exit({exiting.code!r}) on delivery "
+                                f"{pending.delivery}, attempt {pending.attempt}") from None
         except Exception as error:  # the function's error, as Lambda reports it
             attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
+            attempt.traceback = handler_traceback(error)
         finally:
             self._running.pop()
             attempt.steps, attempt.crossings = visit.steps, visit.crossings
@@ -304,8 +451,14 @@ class LocalLambda:
                     container.invocations += 1
                     return container, False
         self._containers_started += 1
-        with self._environment():
-            container = Container(f"c{self._containers_started}", self.entry)
+        try:
+            with self._environment():
+                container = Container(f"c{self._containers_started}", self.entry)
+        except SystemExit as exiting:
+            raise HandlerExited(f"the handler's module called sys.exit({exiting.code!r}) at import") from None
+        except Exception as error:
+            raise HandlerNotLoaded(f"{self.entry} fails at import: {type(error).__name__}: {error}",
+                                   handler_traceback(error)) from None
         if self.wired:
             container.module._app = container.module.App.from_environment(
                 self.env, session=self.session, clock=self.clock, provider=self.provider,

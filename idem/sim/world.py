@@ -207,3 +207,14 @@ class LocalWorld:
         attributes = self.sqs.get_queue_attributes(
             QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
         return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def empty_queue(queue_url: str) -> None:
+    """Drop every message of a moto queue at once: PurgeQueue without its 60-second limit.
+    (A queue that outlives its world cannot be emptied by deleting receipt handles: moto's,
+    seeded per world, repeat, and a handle seen before is taken as deleted already.)"""
+    from moto.sqs.models import sqs_backends  # moto's own state: only a local world has it
+
+    queue = sqs_backends[ACCOUNT][REGION].get_queue(queue_url.rsplit("/", 1)[-1])
+    queue._messages = []
+    queue.pending_messages.clear()

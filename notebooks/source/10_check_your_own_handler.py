@@ -23,7 +23,7 @@ from pathlib import Path
 
 from idem import views
 from idem.explore.check import check_handler
-from idem.explore.verdicts import judge_effects
+from idem.explore.verdicts import judge_upload
 
 SCRATCH = Path("scratch")
 shutil.rmtree(SCRATCH, ignore_errors=True)  # a fresh start: no handler from an earlier run
@@ -42,15 +42,18 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
 # check builds every schedule the clean run allows.
 #
-# Each schedule runs on its own upload. The check counts the effects: the charges the provider
-# made, and any call you name. Then it judges them against the clean run:
+# Each schedule runs on its own upload. The check counts each effect where it lands, not where an
+# answer comes back. Charges are read from the provider's own records, so a charge made under a
+# saved 500 counts. Ledger lines are read from your table (see *Name the books*). Any call you
+# name is counted too. Then the check judges the upload against the clean run:
 
 # %%
-views.show_source(judge_effects)
+views.show_source(judge_upload)
 
 # %% [markdown]
 # A double effect, a silent mismatch or a silent loss is a **break**. The other verdicts are
-# fine: a failure that reaches the failure queue is one a person will see.
+# fine: a failure that reaches the failure queue is one a person will see. Each break also names
+# what went wrong: two charges for one upload, no charge, a charge with no ledger line.
 
 # %% [markdown]
 # ## A handler to check
@@ -124,9 +127,11 @@ print(money.explain())
 # %% [markdown]
 # ## Name the books
 #
-# The check counts the charge because every handler here makes one. It cannot know what else
-# must happen once per upload. This handler also writes the books, with `UpdateItem`. Name that
-# call as an effect, and it is counted too:
+# The check counts the charge because every handler here makes one. It reads the books where
+# you say they are. By default a ledger line is an item of `LEDGER_TABLE` with a `charge_id`
+# attribute (`books="TABLE_ENV:ATTRIBUTE"` names another place). This handler keeps a running
+# total instead, so the report above said its books were not judged. It writes them with
+# `UpdateItem`, so name that call as an effect, and it is counted too:
 
 # %%
 report = check_handler("broken_handler:lambda_handler", effects=BOOKS, retries=(1,), workers=1)
@@ -300,12 +305,17 @@ if mine.holds:
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass the
-# upload as the provider's idempotency key, so a retry's charge is a replay of the first. And
+# Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass a
+# hash of the upload (bucket, name, version) as the provider's idempotency key, so a retry's
+# charge is a replay of the first. Hash it: Stripe takes keys of at most 255 characters, and an
+# S3 object's name alone may be 1,024 bytes. And
 # book each charge once: the update is conditional on the charge's id not being booked yet, so
 # a retry that replays the charge books nothing new.
 #
 # ```python
+# import hashlib
+#
+#
 # def lambda_handler(event, context):
 #     table = os.environ["LEDGER_TABLE"]
 #     provider = make_provider()
@@ -314,8 +324,10 @@ if mine.holds:
 #         key = unquote_plus(s3["object"]["key"])
 #         upload = f"s3://{s3['bucket']['name']}/{key}?versionId={s3['object']['versionId']}"
 #         customer = key.split("/")[0]
+#         # Stripe keys are at most 255 characters; an S3 key alone may be 1,024 bytes: hash it
+#         idempotency_key = hashlib.sha256(upload.encode()).hexdigest()
 #         charge = provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd",
-#                                  reference=upload, idempotency_key=upload)
+#                                  reference=upload, idempotency_key=idempotency_key)
 #         try:  # the books: this charge once, however often this line runs
 #             dynamodb.update_item(
 #                 TableName=table, Key={"pk": {"S": f"account#{customer}"}},
@@ -334,6 +346,33 @@ if mine.holds:
 # `idem/core/handlers/keyed.py`, is the other answer: a claim with a lease, the same key, and a
 # commit only its owner can make.
 # </details>
+#
+# ## What the check proves, and what it cannot
+#
+# A **holds** means: in every schedule the check built, each upload was charged as often as in
+# the clean run, its books agreed, and each named effect happened as often. Where they did not,
+# the failure queue held the event. It covers one upload per schedule, the boundaries the clean
+# run reached, and Lambda's 0, 1 or 2 retries. It cannot see a path the clean run never took (an
+# error branch no fault reaches), a call that is slow, or two different uploads with one name. It
+# trusts the provider stand-in's rules, which are Stripe's. It cannot judge books it cannot find.
+#
+# In CI the check answers with an exit code:
+#
+# | code | means |
+# | --- | --- |
+# | 0 | holds |
+# | 1 | breaks: the smallest break is printed as a timeline |
+# | 2 | bad input: the handler cannot load or be called, or an `--effect` never happens |
+# | 3 | the check could not finish: the handler hangs, exits the process, or calls the internet |
+#
+# A handler's own error (a syntax error, a failed import) is shown with its own traceback, then
+# one line. `--json` prints JSON in every case. In a pytest suite, the `idem_check` fixture runs
+# the check and fails the test with the smallest break:
+#
+# ```python
+# def test_my_handler_charges_once(idem_check):
+#     idem_check("my_function.py:lambda_handler", effects=["sqs:SendMessage"])
+# ```
 #
 # ## Summary
 #

@@ -1,0 +1,37 @@
+"""The `idem_check` pytest fixture: check a handler in a team's own test suite.
+
+    def test_my_handler_charges_once(idem_check):
+        idem_check("my_function.py:lambda_handler", effects=["sqs:SendMessage"])
+
+The fixture runs `idem.explore.check.check_handler` with the same arguments and fails the test
+with the smallest break's timeline when any schedule breaks; it returns the report otherwise.
+Bad input and a check that cannot finish fail the test too, with the check's one line (and
+the handler's own traceback). pytest finds the fixture through the `pytest11` entry point of
+`pip install charged-twice[check]`; JUnit XML, if a CI wants it, comes from `pytest --junitxml`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+
+@pytest.fixture
+def idem_check() -> Callable[..., Any]:
+    """A function: `idem_check(target, **check_handler_options)` -> the CheckReport, or a failed test."""
+
+    def run(target: str, **options: Any) -> Any:
+        # moto and the runtime load when a test checks a handler, not whenever pytest starts
+        from . import check
+
+        try:
+            report = check.check_handler(target, **options)
+        except check.CheckInputError as error:
+            traceback = f"\n{error.handler_traceback}" if error.handler_traceback else ""
+            pytest.fail(f"idem check could not {'finish' if error.exit_code == 3 else 'start'}: "
+                        f"{error}{traceback}", pytrace=False)
+        if not report.holds:
+            pytest.fail(report.explain(), pytrace=False)
+        return report
+
+    return run

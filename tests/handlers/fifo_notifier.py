@@ -1,0 +1,31 @@
+"""Correct: the charge as in keyed_books, then a notice on a FIFO queue with a deduplication id
+made from the upload, so a retry's second send is dropped by SQS itself (within 5 minutes).
+Must HOLD with --effect sqs:SendMessage: the queue delivers one message per upload."""
+import os
+
+import boto3
+
+TABLE = os.environ["LEDGER_TABLE"]
+sqs = boto3.client("sqs")
+QUEUE = sqs.create_queue(QueueName="notices.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+
+
+def make_provider():
+    raise RuntimeError("the check replaces this")
+
+
+def lambda_handler(event, context):
+    provider, dynamodb = make_provider(), boto3.client("dynamodb")
+    for record in event["Records"]:
+        s3 = record["s3"]
+        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
+        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
+                                 idempotency_key=key)
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": charge.id}},
+                              ConditionExpression="attribute_not_exists(pk)")
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            pass
+        sqs.send_message(QueueUrl=QUEUE, MessageBody=f"charged {charge.id}", MessageGroupId="acct-1",
+                         MessageDeduplicationId=key.replace("/", "-").replace("#", "-")[-128:])
+    return {"ok": True}

@@ -1,0 +1,127 @@
+"""Handlers written as teams write them (tests/handlers/), each with the verdict a correct checker
+must give: breaks where money or books go wrong, holds where they do not, and a tool error (exit 2
+or 3, never 1) where the handler cannot be judged."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from idem.cli import main
+from idem.explore import check
+from idem.explore.check import CheckCouldNotFinish, CheckInputError, check_handler
+
+HANDLERS = Path(__file__).parent / "handlers"
+FAST = dict(retries=(0,), workers=1)  # no retry setting but 0: each check is ~200 schedules
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text())
+
+
+def target(name: str) -> str:
+    return f"{HANDLERS / name}.py:lambda_handler"
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name, effects, verdict, finding", [
+    ("swallows_commit_error", (), "silent_mismatch", "a charge with no ledger line"),
+    ("new_key_on_500", (), "double_charge", "2 charges for one upload"),
+    ("standard_notifier", ("sqs:SendMessage",), "double_effect", "sqs:SendMessage 2 times"),
+])
+def test_a_handler_that_loses_money_or_books_breaks_and_the_break_is_named(name, effects, verdict, finding):
+    report = check_handler(target(name), effects=effects, **FAST)
+    assert not report.holds
+    assert report.tally().get(verdict, 0) > 0, report.explain()
+    smallest = report.smallest(verdict)
+    assert any(finding in f for f in smallest.findings), smallest.findings
+
+
+@pytest.mark.parametrize("name, effects", [("keyed_books", ()), ("fifo_notifier", ("sqs:SendMessage",))])
+def test_a_correct_handler_holds_with_its_books_judged(name, effects):
+    report = check_handler(target(name), effects=effects, **FAST)
+    assert report.holds, report.explain()
+    assert report.baseline.get("books:line") == 1  # the books were weighed, not skipped
+    assert "sqs:SendMessage" not in effects or report.baseline["sqs:SendMessage"] == 1
+
+
+def test_the_saved_500_is_counted_where_the_provider_records_it():
+    report = check_handler(target("new_key_on_500"), **FAST)
+    (first,) = [r for r in report.results if r.schedule.fault and r.schedule.fault.outcome == "provider_500"
+                and r.schedule.fault.times == "1" and r.schedule.delivery == "single"]
+    assert first.verdict == "double_charge" and first.effects["provider:charge"] == 2
+    assert [a.outcome for a in first.attempts] == ["ok"]  # one invocation, two charges, no error seen
+
+
+def test_a_misspelled_effect_is_bad_input_naming_the_calls_that_happen():
+    code, out, err = cli(target("keyed_books"), "--effect", "sqs:SendMesage", "--retries", "0", "--workers", "1")
+    assert code == 2 and "sqs:SendMesage never happens" in err and "dynamodb:PutItem" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, says", [
+    ("import_error", "No module named 'no_such_package_for_the_check'"),
+    ("syntax_error", "SyntaxError"),
+])
+def test_a_handler_that_cannot_load_is_exit_2_with_its_own_traceback(name, says):
+    code, out, err = cli(target(name), "--workers", "1")
+    assert code == 2, err
+    assert "the handler's own traceback" in err and f"{name}.py" in err and says in err
+    assert "idem/sim/runtime.py" not in err  # the runtime's frames are not the handler's
+    assert err.strip().splitlines()[-1].startswith("idem check: ")
+
+
+def test_a_handler_that_exits_the_process_is_exit_3():
+    code, out, err = cli(target("exits"), "--workers", "1")
+    assert code == 3 and "sys.exit(3)" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_call_to_the_internet_is_refused_and_named():
+    with pytest.raises(CheckCouldNotFinish, match="example.com"):
+        check_handler(target("calls_the_internet"), **FAST)
+
+
+def test_a_handler_that_waits_on_the_clock_is_bounded_and_exit_3(monkeypatch):
+    monkeypatch.setattr(check, "SCHEDULE_SECONDS", 1.0)
+    with pytest.raises(CheckCouldNotFinish, match="without finishing"):
+        check_handler(target("waits_for_the_clock"), **FAST)
+
+
+@pytest.mark.parametrize("args, code", [
+    (["keyed_books"], 0), (["swallows_commit_error"], 1), (["import_error"], 2), (["exits"], 3),
+    (["keyed_books", "--effect", "sqs:SendMesage"], 2),
+])
+def test_json_is_always_printed_and_matches_its_schema(args, code):
+    got, out, _ = cli(target(args[0]), *args[1:], "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    assert got == code == report["exit_code"] and report["schema_version"] == check.SCHEMA_VERSION
+    if code < 2:
+        assert len(report["results"]) == report["schedules"]  # one entry per schedule
+
+
+def test_books_can_be_named_or_skipped():
+    with pytest.raises(CheckInputError, match="TABLE_ENV:ATTRIBUTE"):
+        check_handler(target("keyed_books"), books="charge_id", **FAST)
+    skipped = check_handler(target("swallows_commit_error"), books="none", **FAST)
+    assert skipped.holds and "not judged" in skipped.books_judged()  # money alone cannot see it
+
+
+def test_a_powertools_handler_is_watched_through_its_own_session_and_clock():
+    report = check_handler(target("powertools_keyed"), retries=(1,), workers=1)
+    assert report.holds, report.explain()
+    # Powertools' own session: its record writes are boundaries the check faults at
+    assert sum(str(b).endswith("dynamodb:PutItem") for b in report.boundaries) >= 2
+    (crash,) = [r for r in report.results if r.schedule.delivery == "single" and r.schedule.fault
+                and str(r.schedule.fault.how) == "crash" and str(r.schedule.fault.at) == "after provider:charge"
+                and r.schedule.fault.times == "1"]
+    assert crash.verdict == "exactly_once", crash.findings  # the retry 60 s later takes over
+    assert [a.start for a in crash.attempts] == [0.0, 60.0]

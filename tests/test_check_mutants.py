@@ -27,8 +27,9 @@ CAUGHT = {
         "            self.ledger.release(key, owner)\n            return {\"status\": \"failed\"}\n",
         (0,), "silent_loss"),
     "failures not raised": (
-        "    if len(failures) == 1:\n        raise failures[0]\n",
-        "    if len(failures) == 1:\n        return {\"status\": \"partial\"}\n",
+        "    if len(failures) == 1 and not batch.malformed:\n        raise failures[0]\n"
+        "    if failures or batch.malformed:\n",
+        "    if failures and False:\n        raise failures[0]\n    if batch.malformed:\n",
         (0,), "silent_loss"),
 }
 

@@ -64,6 +64,10 @@
 #   about a minute later, then about two minutes after that.
 # * When those retries are used up, Lambda sends the event to a **failure queue**: an SQS queue
 #   set as the function's on-failure destination. A person can look at it there.
+# * Lambda's own queue of asynchronous events can hand the function the same event twice with no
+#   error at all, and when the function cannot keep up it can drop events
+#   ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
+#   Chapter 09's stack alarms on those drops.
 #
 # So a function that charges and *then* fails is run again, and charges again. Effectively-once
 # is up to the handler.

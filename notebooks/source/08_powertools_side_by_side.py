@@ -6,7 +6,7 @@
 # **After this chapter you can say where Powertools protects a charge, close its gap, and price each
 # pattern on DynamoDB's bill.**
 #
-# Most teams will not write the scribe of chapters 02-06 by hand. They reach for the `idempotency`
+# Most teams will not write the idempotent handler of chapters 02-06 by hand. They reach for the `idempotency`
 # utility of Powertools for AWS Lambda. Here it guards the same charge as every other handler: the
 # provider call and the ledger entry, with faults in the same places. It writes to DynamoDB on the
 # same local backend and runs in the same local Lambda runtime. Every row below comes from a run.

@@ -7,8 +7,9 @@
 # own AWS account.**
 #
 # Every chapter so far ran the handlers against moto, in this process. The function that Lambda
-# would run is the same code: `idem.core.entry.lambda_handler`, which reads its mode and table names
-# from its environment. This chapter ships it.
+# would run is the same code. The demo runs `idem.core.entry.lambda_handler`, which reads its mode
+# and table names from its environment. Production runs the handler to copy,
+# `idem.core.handlers.keyed.lambda_handler`. This chapter ships both.
 #
 # `template.yaml` describes every resource the function needs. CloudFormation creates them together
 # as a **stack**: one named set of resources, created, updated and deleted as a unit. The template
@@ -83,8 +84,9 @@ views.items_frame([profile_row(name, cfn) for name, cfn in profiles.items()])
 
 # %% [markdown]
 # Production keeps its books when the stack goes, can restore the ledger to any second of the last
-# 35 days, and refuses to delete it until someone turns the protection off. It has no fault
-# wrapper, no stand-in table, and no setting of the demo's. The demo deletes everything with it.
+# 35 days, and refuses to delete it until someone turns the protection off. It has no failure
+# wrapper (the demo's code that makes its function fail on purpose, shown below), no stand-in
+# table, and no setting of the demo's. The demo deletes everything with it.
 # `tests/test_production_profile.py` checks each of these on the production profile.
 
 # %% [markdown]
@@ -125,7 +127,8 @@ views.show_text(tp.section("UploadBucket"), "yaml")
 # %% [markdown]
 # ### The two tables and the queue
 #
-# Both tables bill per request, so idle tables cost nothing by the hour. Only the ledger has a
+# Both tables bill per request, so an idle table pays nothing for capacity; it still pays for the
+# data it stores. Only the ledger has a
 # TTL: an unfinished record carries `expires_at`, and DynamoDB deletes it some time after that
 # passes. Chapter 07 is why the code checks expiry itself. A done record drops `expires_at`: it is a
 # ledger line, kept (chapter 08). The `by_account` index lists those lines by account, for the
@@ -180,7 +183,9 @@ views.items_frame([{"pk": f"{action} on {resource}",
 # %% [markdown]
 # Every row is both needed and granted: no `Scan`, no `DeleteItem`, and `*` only for X-Ray, which
 # takes no other resource. This is the demo's role. In production the handler also reads the
-# upload by its `versionId` and the Stripe key from Parameter Store, and the role says so. Suppose a
+# Stripe key from Parameter Store, and the role says so. The production role may also read an
+# upload by its `versionId`: that is for `amount_from_order_file` (chapter 11), once you make it
+# your `amount_for`; the handler as shipped charges the configured price and never reads it. Suppose a
 # later change made the code call something new. The test
 # `test_role_grants_exactly_the_calls_the_function_makes` would then fail until the template
 # caught up.
@@ -202,7 +207,7 @@ views.show_source(package.core_files)
 # %%
 shipped = package.core_files()
 print(sorted({path.parent.as_posix() for path in shipped}),
-      "| fault wrapper shipped:", any(path.name == package.DEMO_WRAPPER for path in shipped))
+      "| failure wrapper shipped:", any(path.name == package.DEMO_WRAPPER for path in shipped))
 
 # %% [markdown]
 # ## The dry run on moto, step by step
@@ -407,7 +412,8 @@ print("\n".join(prices.table(prices.at_rest())))
 
 # %%
 print("\n".join(prices.table(prices.per_million_uploads())))
-#
+
+# %% [markdown]
 # ### What real AWS printed: no stored example
 #
 # Every stored output of this workbook comes from moto. It was built and tested on a machine with no
@@ -491,8 +497,9 @@ for name, value in measured.items():
 #   cells print one, with when and where, on your account.
 #
 # To ship the pattern in your own function, start from the handler to copy,
-# [`idem/core/handlers/keyed.py`](../idem/core/handlers/keyed.py). It is one file, standard library
-# and boto3, with your provider's client in place of `make_provider()`. Then check your version the
+# [`idem/core/handlers/keyed.py`](../idem/core/handlers/keyed.py), standard library and boto3, and
+# `keyed_stripe.py` beside it if you charge through Stripe (chapter 11); otherwise put your
+# provider's client in place of `make_provider()`. Then check your version the
 # way the next chapter shows.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that

@@ -216,7 +216,7 @@ views.verdicts_frame({"given handler": report, "no claim": no_claim})
 print(views.explain_breaks(no_claim))
 
 # %% [markdown]
-# The silent breaks are gone, and loud ones took their place. Every retry and every copy now
+# The silent breaks are gone, and double charges took their place. Every retry and every copy now
 # charges again. The check says what that means: the provider needs a key. One fix moved the
 # break; it did not remove it. That is why you run the check again after every change.
 

@@ -125,7 +125,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
 #   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
 # - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
-#   deletes items days late (07).
+#   deletes items up to about two days late, and reads still return them until then (07).
 # - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
 #   charge up before charging an old event (07).
 # - [ ] **Nothing is remembered in the container.** A cold start begins empty, so memory can only
@@ -188,14 +188,18 @@ views.show_source(keyed.make_provider)
 # %% [markdown]
 # The adapter charges through Stripe's own SDK. It sends the upload's key as Stripe's
 # `Idempotency-Key`, and metadata that name the upload. Stripe's errors pass through unchanged:
-# the handler reads their HTTP status. A 402 is a decline, and a 400 or a 500 is left to a person:
+# the handler reads their HTTP status. A 402 is a decline, and a 400 or a 500 is left to a person.
+# A 409 (the same key still in flight) or a 429 releases the claim, and Lambda retries with the
+# same key:
 
 # %%
 views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvider.find_charges)
 
 # %% [markdown]
-# The search above serves redrives that come after Stripe pruned the key. Stripe's search lags
-# by up to a minute, so it finds a charge made a day ago. The key guards the first 24 hours.
+# The search above serves redrives that come after Stripe pruned the key. Stripe's search usually
+# lags by under a minute, and by up to an hour during outages, so it finds a charge made a day
+# ago ([search](https://docs.stripe.com/api/payment_intents/search); it is not offered to merchants
+# in India). The key guards the first 24 hours.
 #
 # Second, the amount. `amount_for(upload)` returns `PRICE_CENTS` for every upload. Replace it
 # when the price depends on the order. `amount_from_order_file` is a tested example that reads

@@ -378,6 +378,27 @@ print("\n".join(twin.attempts))
 # production stack. For that one, `sam delete --config-env prod` deletes the stack and keeps its
 # books, queue, buckets and logs.
 #
+# ### Production with Stripe in test mode
+#
+# The production profile charges through Stripe. Try it first with a **test** secret key
+# (`sk_test_...`): test mode moves no real money, and its objects never mix with live ones
+# ([Stripe](https://docs.stripe.com/test-mode)). The key goes into Parameter Store as a
+# SecureString, never into the template, the environment or a log line. The function reads it at
+# cold start, by the name in `StripeSecretParameter`:
+#
+# ```
+# aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value sk_test_...
+# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
+# aws s3 cp order.csv s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.csv
+# ```
+#
+# Each upload becomes one PaymentIntent, confirmed with Stripe's test card `pm_card_visa`. In
+# Stripe's Dashboard, in test mode, it is listed under **Payments**
+# ([Stripe](https://stripe.com/docs/implementation-guides/core-payments/testing)). Its metadata
+# names the upload: the account, the object and its idempotency key. If S3 delivers the event
+# twice, or Lambda retries it, the Dashboard still shows one payment. Locally, the same path runs
+# against a loopback Stripe and moto (`tests/test_handler_standalone.py`).
+#
 # ### The alarms, and what to do when one fires
 #
 # Each alarm fires on a single occurrence in five minutes and mails the stack's topic.

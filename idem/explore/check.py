@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import inspect
 import itertools
 import json
 from collections import Counter

@@ -67,7 +67,7 @@
 # * Lambda's own queue of asynchronous events can hand the function the same event twice with no
 #   error at all, and when the function cannot keep up it can drop events
 #   ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
-#   Chapter 09's stack alarms on those drops.
+#   Chapter 09's deployed function alarms on those drops.
 #
 # So a function that charges and *then* fails is run again, and charges again. Effectively-once
 # is up to the handler.

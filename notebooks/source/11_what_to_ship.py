@@ -72,8 +72,8 @@ views.pattern_table(rows)
 #   retried charge the same charge, and the fenced commit books it once.
 # * **A provider without keys**: no code of yours can tell whether a lost answer moved money. Look
 #   the charge up by the upload before charging again, and mark the record `needs_attention` when
-#   the look-up cannot tell. keyed already has that look-up for copies older than the provider's
-#   key window (chapter 07's redrive): run it before every charge.
+#   the look-up cannot tell. keyed already has that look-up. It runs for copies older than the
+#   provider's key window (chapter 07's redrive): run it before every charge.
 # * **Powertools** gives the claim and the expiry for free. Pass its key to the provider, or an
 #   error after the charge charges again. Book the ledger line only if it is absent, or an error
 #   after the ledger write books it twice (chapter 08's `book_once`).

@@ -1,4 +1,3 @@
-import os
 
 import no_such_package_for_the_check  # noqa: F401
 

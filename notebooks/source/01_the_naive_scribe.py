@@ -22,6 +22,7 @@ from idem import views
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
+from idem.lessons.retries import check_retries
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -249,14 +250,7 @@ print("failure queue depth:", world.failure_queue_depth())
 my_retries = 2  # your answer here
 
 # %%
-attempt = sc.run(sc.Scenario("naive", "after_charge", "once", retries=my_retries))
-if attempt.charges != 1:
-    print(f"With {my_retries} retries the customer pays {attempt.charges} times: each retry runs the "
-          "charge again. Fewer retries means fewer second chances to charge.")
-else:
-    print(f"One charge. The price: the event is in the failure queue ({attempt.dlq} message) and the "
-          f"ledger holds {attempt.ledger} charges, so the books disagree with the provider "
-          f"({attempt.verdict}). Turning retries off trades double charges for unfinished work.")
+print(check_retries(my_retries))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

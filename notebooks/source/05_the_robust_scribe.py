@@ -128,7 +128,7 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 poisoned = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 poisoned.send(world.event(order))
-views.attempts_frame(poisoned.run())
+views.attempts_frame(poisoned.run())[["t (s)", "attempt", "steps", "outcome", "dynamodb_calls", "result"]]
 
 # %% [markdown]
 # The table shows three attempts. The first read the record, found none and wrote `in_progress`:

@@ -348,24 +348,7 @@ print("failure queue depth:", world.failure_queue_depth())
 my_timeout = 30  # your answer here
 
 # %%
-WORK = 45  # seconds from the claim to the commit, at worst
-stalled = leases.zombie("keyed", pause=WORK, timeout=my_timeout)
-crashed = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=my_timeout))
-live_kept = leases.last_status(stalled, delivery=2) == "WorkInProgress"
-if not live_kept:
-    print(f"Not yet (1): the lease ended at t={my_timeout:g} s, not after the {WORK} s of work. A copy "
-          f"at t={WORK} s found it over and took the work over ({leases.last_status(stalled, delivery=2)}), "
-          f"and the live invocation's commit was refused ({leases.last_status(stalled, delivery=1)}). "
-          "Lambda also stops an invocation at its timeout, so a timeout no longer than the work can "
-          "cut the work short.")
-if crashed.attempts > 2 or crashed.dlq:
-    print(f"Not yet (2): the crashed invocation's lease ran to t={my_timeout:g} s, past the retry at "
-          f"t=60 s, which met a live lease (WorkInProgress). The work waited "
-          + ("for the retry at t=180 s." if not crashed.dlq else "past both retries, and the event "
-             f"went to the failure queue ({crashed.verdict})."))
-if live_kept and crashed.attempts == 2 and not crashed.dlq:
-    print(f"Right: a copy at t={WORK} s met a live lease and waited, and after a crash the retry at "
-          f"t=60 s took over and got the provider's replay ({crashed.charges} charge, {crashed.verdict}).")
+print(leases.check_lease(my_timeout, work=45))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

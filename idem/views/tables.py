@@ -96,7 +96,15 @@ def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
     handlers = list(dict.fromkeys(frame["handler"]))
     table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
     table.columns.name, table.index.name = None, "fault point, how often / delivery"
-    return Styled(table.style.set_uuid("matrix").map(_verdict_colour))
+    shown = [v for v in VERDICT_COLOURS if any(str(c).endswith(f" {v}") for c in frame["cell"])]
+    return Styled(table.style.set_uuid("matrix").map(_verdict_colour).set_caption(colour_key(shown)))
+
+
+def colour_key(verdicts: Iterable[str]) -> str:
+    """A legend for a coloured table: each verdict in its own colour, in one line of HTML."""
+    return "colours: " + " ".join(
+        f'<span style="background-color: {VERDICT_COLOURS[v]}; color: black; padding: 0 4px">{v}</span>'
+        for v in verdicts)
 
 
 def _verdict_colour(cell: str) -> str:
@@ -185,7 +193,7 @@ def compact_items(items: Iterable[dict[str, Any]], width: int = 24) -> pd.DataFr
                 value = _on_the_clock(value, TIME_ATTRIBUTES[name])
             elif name == "result" and isinstance(value, dict):
                 value = " ".join(str(value[k]) for k in ("status", "charge_id") if value.get(k))
-            said.append(f"{name}={_shorten(value, 24 if name == 'result' else 14)}")
+            said.append(f"{name}={_shorten(value, 24 if name == 'result' else 18)}")
         rows.append({"item": _shorten(str(item.get("pk", "")), width),
                      "status": item.get("status", ""), "holds": ", ".join(said)})
     return Whole(rows, columns=["item", "status", "holds"])

@@ -125,6 +125,10 @@ print("Without the barrier, a round with two or more winners came within 2,000 r
 # `ReturnValuesOnConditionCheckFailure="ALL_OLD"`, and the same response also carries the item
 # that stopped it. Here is what boto3 hands back to the second of two puts of one key. The
 # `ResponseMetadata` is left out: its request id and headers change on every call.
+#
+# These two puts write a claim with one attribute `claim_once` does not write: `owner`, the
+# invocation that holds the claim (`first-invocation`, then `second-invocation`). They write no
+# `source` and no `expires_at`. Chapter 06's handler writes an `owner` too.
 
 # %%
 views.show_text(json.dumps(views.lost_put(world, "charge#demo", holder="first-invocation"), indent=2),
@@ -173,7 +177,9 @@ _ = views.race_explore(threads=4, rounds=20)
 #
 # Each race ran in a table of its own and deleted it at the end. So this chapter's ledger holds
 # only the claims made directly above: `charge#demo`, and one claim for each cost measurement.
-# Nothing ran through Lambda, so the failure queue is empty.
+# They differ by how they were written. `claim_once` wrote `charge#cost#0` and `#2`, with an
+# `expires_at`. The puts with `ALL_OLD` wrote `#1` and `charge#demo`, with an `owner` and nothing
+# else. Nothing ran through Lambda, so the failure queue is empty.
 
 # %%
 views.compact_items(world.ledger().items())

@@ -159,7 +159,8 @@ views.show_text(json.dumps(record, indent=2), "json")
 # ## One event, two uploads
 #
 # What does a failing record do to the others in its event? Two new uploads, by `bob` and
-# `carol`, in one event. The function fails after the first charge of the invocation, once.
+# `carol`, in one event. The function fails after the first charge of the invocation, once. This
+# world's clock has kept running since the runs above, so the first attempt starts at t = 60 s.
 
 # %%
 pair = world.event(world.upload("bob/order-0002.csv"), world.upload("carol/order-0003.csv"))
@@ -240,7 +241,9 @@ _ = views.explore_outcome("naive", "after_charge", "once", "single")
 # ## What the table and the queue hold afterwards
 #
 # The ledger table holds one entry per account, and nothing else. There is no record of *which*
-# upload was charged, or whether it finished: nothing to check a retry against.
+# upload was charged, or whether it finished: nothing to check a retry against. The failure queue
+# of this world is empty: no run in it used up its retries. (The run on a clock above had a
+# world of its own.)
 
 # %%
 views.compact_items(world.ledger().items())

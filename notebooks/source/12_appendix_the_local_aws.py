@@ -169,7 +169,7 @@ views.show_source(atomic.widened_condition_window)
 
 # %% [markdown]
 # Eight real threads race one conditional put per round, ten rounds, with the gap widened by 2 ms.
-# First against moto as shipped, then with the lock. Threads cannot be seeded, so the first
+# First against moto without the lock, then with it. Threads cannot be seeded, so the first
 # count changes from run to run, and this cell's output is not compared:
 
 # %%

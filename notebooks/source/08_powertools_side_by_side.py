@@ -446,17 +446,7 @@ my_prediction = {  # your answers here: write units per request
 }
 
 # %%
-why = {
-    "put a 2.5 KB item": "a write unit covers 1 KB and the item's size is rounded up to whole KB",
-    "put it again, condition failing": "a failed conditional write still bills, on the larger of "
-                                       "the stored item and the new one",
-    "transaction putting two 600-byte items": "each item rounds up to 1 KB on its own, and a "
-                                              "transaction writes every item twice (prepare, commit)",
-}
-for request, units in views.meter_examples(world.dynamodb).items():
-    guess = my_prediction[request]
-    print(f"{request}: the meter says {units:g}; "
-          + ("right." if guess == units else f"not {guess:g}: {why[request]}."))
+print(views.check_units(my_prediction, world.dynamodb))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
@@ -476,7 +466,8 @@ for request, units in views.meter_examples(world.dynamodb).items():
 #   provider stops the second charge. Booking the charge once stops the second ledger entry.
 # * With versioning off, the recommended key `[bucket, key, version_id]` is still a key, and a
 #   second upload of one name is never charged. Add the `sequencer`.
-# * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
+# * On DynamoDB's bill, a duplicate costs about one unit for every guard: a write unit for a
+#   failed conditional put, a read unit for robust's read. A transaction buys
 #   all-or-nothing across items at twice the units per item, which is why keyed commits one item.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that

@@ -253,3 +253,17 @@ def test_the_views_that_cut_cells_before_show_them_whole():
               "result": {"status": "charged", "charge_id": "ch_000001", "account": "alice"}}]
     for frame in (views.compact_items(items), views.items_frame(items).T):
         assert isinstance(frame, views.Whole) and "..." not in frame._repr_html_()
+
+
+def test_chapter_08s_unit_check_gives_the_rule_not_the_number():
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld() as world:
+        right = views.check_units({"put a 2.5 KB item": 3, "put it again, condition failing": 3,
+                                   "transaction putting two 600-byte items": 4}, world.dynamodb)
+        blank = views.check_units(dict.fromkeys(views.EXAMPLES), world.dynamodb)
+        wrong = views.check_units(dict.fromkeys(views.EXAMPLES, 2.5), world.dynamodb)
+    assert right.count("right") == 3
+    assert "no prediction yet" in blank and "says" not in blank
+    assert wrong.count("not 2.5") == 3 and "the larger of the stored item and the new one" in wrong
+    assert "has no prediction" in views.check_units({}, None)

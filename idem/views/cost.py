@@ -217,15 +217,19 @@ EXAMPLE_RULES = {
 }
 
 
-def check_units(prediction: dict[str, float], client: Any) -> str:
+def check_units(prediction: dict[str, float | None], client: Any) -> str:
     """Chapter 08's exercise: the predicted write units of each EXAMPLES request against the
-    meter's, one line each, with the rule a wrong prediction missed."""
+    meter's, one line each. A wrong or missing prediction gets the rule it missed, not the number."""
     missing = [request for request in EXAMPLES if request not in prediction]
     if missing:
         return f"Predict every request: {', '.join(missing)} has no prediction."
     lines = []
     for request, units in meter_examples(client).items():
         guess = prediction[request]
-        lines.append(f"{request}: the meter says {units:g}; "
-                     + ("right." if guess == units else f"not {guess:g}: {EXAMPLE_RULES[request]}."))
+        if guess is None:
+            lines.append(f"{request}: no prediction yet. The rule: {EXAMPLE_RULES[request]}.")
+        elif guess == units:
+            lines.append(f"{request}: right, the meter says {units:g}.")
+        else:
+            lines.append(f"{request}: not {guess:g}. The rule: {EXAMPLE_RULES[request]}.")
     return "\n".join(lines)

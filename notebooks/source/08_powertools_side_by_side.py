@@ -440,9 +440,9 @@ views.items_frame(pt.powertools_items(world, table), width=32)
 
 # %%
 my_prediction = {  # your answers here: write units per request
-    "put a 2.5 KB item": 2.5,
-    "put it again, condition failing": 0,
-    "transaction putting two 600-byte items": 2,
+    "put a 2.5 KB item": None,
+    "put it again, condition failing": None,
+    "transaction putting two 600-byte items": None,
 }
 
 # %%

@@ -132,18 +132,16 @@ def test_a_double_charge_is_not_called_loud():
     assert "Loud, and cheap to notice" not in _chapter_text("00")
 
 
-def test_no_table_cell_of_chapter_08_is_cut_short():
-    (path,) = [p for p in CHAPTERS if p.stem.startswith("08_")]
+#: The chapters this check holds (09, 10 and 11 keep their stored outputs elsewhere).
+UNCUT = [p for p in CHAPTERS if p.stem[:2] in {"00", "01", "02", "03", "04", "05", "06", "07", "08", "12"}]
+
+
+@pytest.mark.parametrize("path", UNCUT, ids=lambda p: p.stem)
+def test_no_table_cell_is_cut_short(path):
+    """pandas cuts a cell past 50 characters to "..."; the views show such cells whole
+    (`views.Whole`). Before issue 21's fix, 03's stories, the errors in 05's and 12's attempts,
+    06's record and 07's compact item list were cut."""
     assert [str(o) for o in teaching.truncated_cells(path)] == []
-
-
-def test_chapter_07s_reconciliation_report_is_not_cut_short():
-    """Only the report: 07's compact item list still cuts its `holds` column (the view is shared
-    with chapter 09, whose stored outputs another owner keeps)."""
-    (path,) = [p for p in CHAPTERS if p.stem.startswith("07_")]
-    report = [n for n, c in enumerate(teaching.cells(path)) if "views.report_frame(" in teaching.text_of(c)]
-    assert len(report) == 1
-    assert [o for o in teaching.truncated_cells(path) if o.cell == report[0]] == []
 
 
 def test_the_cut_cell_check_can_fail(tmp_path):
@@ -157,3 +155,74 @@ def test_the_cut_cell_check_can_fail(tmp_path):
     path = tmp_path / "99_x.ipynb"
     path.write_text(json.dumps(notebook))
     assert len(teaching.truncated_cells(path)) == 1
+
+
+def test_chapter_02_counts_the_unrigged_race_beside_the_rigged_one():
+    """02 promises to count how often the unlucky order comes by itself. Without the barrier the
+    count varies from run to run, so the chapter pins only that a round with two winners comes."""
+    from idem.lessons import claims
+
+    text = _chapter_text("02")
+    assert "counts how often the order comes by itself" in text
+    assert "claims.unrigged_race(8, 50)" in text and "rounds_until_a_double_win" in text
+    report = claims.unrigged_race(4, 5)
+    assert report.strategy == claims.UNRIGGED and len(report.winners_per_round) == 5
+    assert all(1 <= w <= 4 for w in report.winners_per_round)  # someone always writes first
+    assert claims.rounds_until_a_double_win(threads=8, limit=2000) is not None
+
+
+# -- every exercise of 01-07 is checked by a checker in idem/lessons --------------------------------
+LESSON_CHECKERS = {"01": "check_retries(", "02": "claims.check_holder_of(", "03": "check_recipe(",
+                   "04": "alarms.check_alarm(", "05": "check_fix(", "06": "leases.check_lease(",
+                   "07": "auditor.check_query("}
+
+
+@pytest.mark.parametrize("chapter", sorted(LESSON_CHECKERS))
+def test_each_exercise_of_01_to_07_is_checked_by_a_lesson_checker(chapter):
+    text = _chapter_text(chapter)
+    solution = text.rindex("<details><summary>Solution")
+    exercise = text[text.rindex("Try it", 0, solution):solution]
+    assert LESSON_CHECKERS[chapter] in exercise
+
+
+def test_chapter_01s_retry_check_explains_a_wrong_setting():
+    from idem.lessons.retries import check_retries
+
+    assert check_retries(2).startswith("With 2 retries the customer pays 2 times")
+    assert check_retries(0).startswith("One charge.") and "failure queue (1 message)" in check_retries(0)
+    assert "not a setting Lambda accepts" in check_retries(3)
+
+
+def test_chapter_02s_holder_check_explains_each_wrong_answer():
+    from idem.lessons import claims
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld() as world:
+        assert claims.check_holder_of(lambda r: r["Item"]["owner"]["S"], world).startswith("Right")
+        assert claims.check_holder_of(lambda r: r["Item"]["owner"], world).startswith("Close")
+        assert claims.check_holder_of(lambda r: None, world).startswith("Not the holder")
+        assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
+
+
+def test_chapter_06s_lease_check_accepts_a_lease_between_the_work_and_the_first_retry():
+    from idem.lessons import leases
+
+    assert leases.check_lease(50).startswith("Right")
+    assert leases.check_lease(30).startswith("Not yet (1)")
+    assert leases.check_lease(90).startswith("Not yet (2)")
+    assert "not a Lambda timeout" in leases.check_lease(0)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug, pinned on purpose: explore.powertools.run_handler reads the "
+                   "failure queue outside on_clock, so moto drops the record stamped on the virtual clock")
+def test_chapter_08s_poison_row_counts_the_event_in_the_failure_queue_known_bug():
+    """08's handler table: "an error after every charge call" must land in the failure queue, as
+    its prose says. The runtime sends the record (ApproximateNumberOfMessages is 1), but the read
+    back happens in real time, 11 months after the virtual epoch, past the queue's retention."""
+    from idem.explore import powertools as pt
+    from idem.sim.boundary import Boundary, FaultPlan, Side
+
+    poison = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
+    outcome = pt.run_handler([b"v1"], fault=poison)
+    assert (outcome.charges, outcome.ledger, outcome.attempts) == (1, 0, 3)
+    assert outcome.dlq == 1

@@ -101,6 +101,8 @@ def test_compact_items_fit_a_page_and_keep_what_tells_the_story():
     assert frame["item"].str.len().max() <= 24
     done = frame[frame["status"] == "done"].iloc[0]
     assert "charged ch_000001" in done["holds"] and "owner=" in done["holds"]
+    # nothing said twice: the charge is in the result; a done record's lease ended with its commit
+    assert "charge_id=" not in done["holds"] and "lease_until=" not in done["holds"]
 
 
 def test_outcome_columns_say_what_they_count():
@@ -225,3 +227,43 @@ def test_show_lines_reads_a_module_without_importing_it():
     shown = views.show_lines("idem.sim.powertools_handler", "PRICE_CENTS").data
     assert shown.startswith("```python\nPRICE_CENTS = 500") and "def book_once" in shown
     assert "os.environ" in shown
+
+
+# -- cells shown whole (issue 21: no cut cell in a stored output) ---------------------------------
+def test_a_whole_frame_shows_a_long_cell_uncut_where_a_plain_frame_cuts_it():
+    import pandas as pd
+
+    long = "InjectedFault: injected failure before provider:charge (arrival 1)"
+    assert "..." in pd.DataFrame({"result": [long]})._repr_html_()  # the check can fail
+    frame = views.Whole({"attempt": [1], "result": [long]})
+    for shown in (frame._repr_html_(), repr(frame), frame[["result"]]._repr_html_(), repr(frame.T)):
+        assert long in shown and "..." not in shown
+    assert type(frame[["result"]]) is views.Whole and type(frame.T) is views.Whole
+    assert pd.get_option("display.max_colwidth") == 50  # no global option was changed
+
+
+def test_the_views_that_cut_cells_before_show_them_whole():
+    from idem.lessons import key_stories
+
+    stories = views.stories_frame()
+    assert isinstance(stories, views.Whole)
+    assert all(s.note in stories._repr_html_() for s in key_stories.STORIES.values())
+    items = [{"pk": "charge#x", "status": "done", "owner": "o" * 40, "lease_until": 0,
+              "account": "alice", "cents": 500, "charge_id": "ch_000001", "booked_at": 0,
+              "result": {"status": "charged", "charge_id": "ch_000001", "account": "alice"}}]
+    for frame in (views.compact_items(items), views.items_frame(items).T):
+        assert isinstance(frame, views.Whole) and "..." not in frame._repr_html_()
+
+
+def test_chapter_08s_unit_check_gives_the_rule_not_the_number():
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld() as world:
+        right = views.check_units({"put a 2.5 KB item": 3, "put it again, condition failing": 3,
+                                   "transaction putting two 600-byte items": 4}, world.dynamodb)
+        blank = views.check_units(dict.fromkeys(views.EXAMPLES), world.dynamodb)
+        wrong = views.check_units(dict.fromkeys(views.EXAMPLES, 2.5), world.dynamodb)
+    assert right.count("right") == 3
+    assert "no prediction yet" in blank and "says" not in blank
+    assert wrong.count("not 2.5") == 3 and "the larger of the stored item and the new one" in wrong
+    assert "has no prediction" in views.check_units({}, None)

@@ -3,6 +3,8 @@ conditional put hands back, and what each way of claiming costs in calls (chapte
 """
 from __future__ import annotations
 
+import itertools
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -12,7 +14,7 @@ from ..core.dynamo import from_item, to_item
 from ..core.ledger import Ledger
 from ..sim import atomic
 from ..sim.boundary import calls_made, watched_session
-from ..explore.race import RaceReport, race, run_rounds
+from ..explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
 from ..sim.world import LocalWorld
 
 
@@ -112,3 +114,67 @@ def claim_costs(world: LocalWorld) -> list[ClaimCost]:
     measure("conditional put, ALL_OLD", with_all_old)
     measure("read, then conditional put", read_then_put)
     return rows
+
+
+# -- the race without the barrier: how often the unlucky order comes by itself ---------------------
+#: The name the unrigged race reports under.
+UNRIGGED = "read_then_write, no barrier"
+
+
+def unrigged_race(threads: int = 8, rounds: int = 50, switch: float | None = 1e-6) -> RaceReport:
+    """Race chapter 02's `read_then_write` with nothing holding the racers between the read and
+    the write (its gap is a barrier of one party, which never waits). Every round starts all
+    threads at once on a fresh key, as `race` does; who wins is then up to the thread scheduler,
+    so the count changes from run to run."""
+    if threads < 2 or rounds < 1:
+        raise ValueError("a race needs at least 2 threads and 1 round")
+    with LocalWorld(prefix="race") as world:
+        ledgers = [world.ledger() for _ in range(threads)]
+        keys = [f"race#unrigged#{world.prefix}#{n}" for n in range(rounds)]
+        wins = [[False] * threads for _ in range(rounds)]
+
+        def work(index: int, n: int) -> None:
+            wins[n][index] = read_then_write(ledgers[index], keys[n], threading.Barrier(1))
+
+        with switch_interval(switch):
+            run_rounds(threads, rounds, work)
+    return RaceReport(UNRIGGED, threads, rounds, tuple(map(sum, wins)))
+
+
+def rounds_until_a_double_win(threads: int = 8, batch: int = 50, limit: int = 2000) -> int | None:
+    """Race `unrigged_race` in batches until a round has two or more winners: the number of
+    rounds raced by then, or None if `limit` rounds went by without one."""
+    raced = 0
+    while raced < limit:
+        report = unrigged_race(threads, min(batch, limit - raced))
+        for n, winners in enumerate(report.winners_per_round, start=1):
+            if winners > 1:
+                return raced + n
+        raced += report.rounds
+    return None
+
+
+# -- chapter 02's exercise: who holds the claim, from the lost put's response ----------------------
+_EXERCISE_KEYS = itertools.count(1)  # a fresh claim for every check
+
+
+def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorld,
+                    expected: str = "invocation-7f3a", seen: str = "first-invocation") -> str:
+    """Make a claim held by `expected` (a holder the reader has not seen), lose a put to it, and
+    call the reader's `holder_of` on the response. `seen` is the holder the chapter printed."""
+    response = lost_put(world, f"charge#exercise#{next(_EXERCISE_KEYS)}", holder=expected)
+    try:
+        answer = holder_of(response)
+    except Exception as error:
+        return (f"holder_of raised {type(error).__name__}: {error}. The holder is under the response's "
+                "'Item', which is the stored item in DynamoDB's own format.")
+    if answer == expected:
+        return f"Right: {answer!r}. The loser names the holder without a second request."
+    if answer == {"S": expected}:
+        return (f"Close: {answer!r} is DynamoDB's typed form of a value ('S' means string). The "
+                "low-level client returns every attribute like that: take the string inside.")
+    if answer == seen:
+        return (f"That is the holder of the claim printed above ({seen!r}). This response is about "
+                "another claim: read the owner from the response you are given.")
+    return (f"Not the holder: got {answer!r}, expected {expected!r}. Look under 'Item', the stored "
+            "item that stopped the put.")

@@ -72,3 +72,39 @@ def last_status(outcome: sc.Outcome, delivery: int = 1, attempt: int = 1) -> str
             processed = (a.result or {}).get("processed") or [{}]
             return processed[0].get("status") or a.error.split(":", 1)[0] or "-"
     raise ValueError(f"no invocation for delivery {delivery}, attempt {attempt} in this run")
+
+
+# -- chapter 06's exercise: size a lease -----------------------------------------------------------
+#: Lambda's first retry of a failed asynchronous invocation, in seconds (chapter 01).
+FIRST_RETRY = 60.0
+
+
+def check_lease(my_timeout: float, work: float = 45.0) -> str:
+    """Run keyed with `my_timeout` as its function timeout (its lease) twice: a copy arriving
+    `work` seconds into the work, and a crash after the charge. Say which rule each run broke."""
+    if isinstance(my_timeout, bool) or not isinstance(my_timeout, (int, float)) or not 0 < my_timeout <= 900:
+        return (f"{my_timeout!r} is not a Lambda timeout: it is a number of seconds from 1 to 900 "
+                "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).")
+    stalled = zombie("keyed", pause=work, timeout=my_timeout)
+    crashed = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=my_timeout))
+    live_kept = last_status(stalled, delivery=2) == "WorkInProgress"
+    lines = []
+    if not live_kept:
+        lines.append(
+            f"Not yet (1): the lease ended at t={my_timeout:g} s, not after the {work:g} s of work. A copy "
+            f"at t={work:g} s found it over and took the work over ({last_status(stalled, delivery=2)}), "
+            f"and the live invocation's commit was refused ({last_status(stalled, delivery=1)}). "
+            "Lambda also stops an invocation at its timeout, so a timeout no longer than the work can "
+            "cut the work short.")
+    if crashed.attempts > 2 or crashed.dlq:
+        lines.append(
+            f"Not yet (2): the crashed invocation's lease ran to t={my_timeout:g} s, past the retry at "
+            f"t={FIRST_RETRY:g} s, which met a live lease (WorkInProgress). The work waited "
+            + ("for the retry at t=180 s." if not crashed.dlq else "past both retries, and the event "
+               f"went to the failure queue ({crashed.verdict})."))
+    if not lines:
+        lines.append(
+            f"Right: a copy at t={work:g} s met a live lease and waited, and after a crash the retry at "
+            f"t={FIRST_RETRY:g} s took over and got the provider's replay ({crashed.charges} charge, "
+            f"{crashed.verdict}).")
+    return "\n".join(lines)

@@ -225,7 +225,9 @@ def same_bytes_unversioned(call: _Caller, ev: Events) -> str | None:
 def long_name(call: _Caller, ev: Events) -> str | None:
     key = call.key(ev.long, where=" on a 1,024-byte name")
     if len(key) > STRIPE_MAX_KEY_CHARS:
-        return (f"the key for a 1,024-byte name is {len(key):,} characters, over Stripe's "
+        encoded = " (the event carries the name URL-encoded: each \u00e9 is six characters, %C3%A9)" \
+            if "%C3%A9" in key else ""
+        return (f"the key for a 1,024-byte name is {len(key):,} characters{encoded}, over Stripe's "
                 f"{STRIPE_MAX_KEY_CHARS}-character limit for the idempotency key the provider "
                 "gets, so hash the recipe's text (sha256) to a fixed size")
     # 255 characters are at most 1,020 bytes of UTF-8: within DynamoDB's partition key as well.

@@ -205,3 +205,31 @@ def meter_examples(client: Any) -> dict[str, float]:
         client.transact_write_items(TransactItems=[
             {"Put": {"TableName": table, "Item": sized_item(f"order#small{n}", 600)}} for n in (1, 2)])
     return {label: request.wru for label, request in zip(EXAMPLES, meter.requests)}
+
+
+#: Why each of chapter 08's exercise requests bills what it does, for a wrong prediction.
+EXAMPLE_RULES = {
+    "put a 2.5 KB item": "a write unit covers 1 KB and the item's size is rounded up to whole KB",
+    "put it again, condition failing": "a failed conditional write still bills, on the larger of "
+                                       "the stored item and the new one",
+    "transaction putting two 600-byte items": "each item rounds up to 1 KB on its own, and a "
+                                              "transaction writes every item twice (prepare, commit)",
+}
+
+
+def check_units(prediction: dict[str, float | None], client: Any) -> str:
+    """Chapter 08's exercise: the predicted write units of each EXAMPLES request against the
+    meter's, one line each. A wrong or missing prediction gets the rule it missed, not the number."""
+    missing = [request for request in EXAMPLES if request not in prediction]
+    if missing:
+        return f"Predict every request: {', '.join(missing)} has no prediction."
+    lines = []
+    for request, units in meter_examples(client).items():
+        guess = prediction[request]
+        if guess is None:
+            lines.append(f"{request}: no prediction yet. The rule: {EXAMPLE_RULES[request]}.")
+        elif guess == units:
+            lines.append(f"{request}: right, the meter says {units:g}.")
+        else:
+            lines.append(f"{request}: not {guess:g}. The rule: {EXAMPLE_RULES[request]}.")
+    return "\n".join(lines)

@@ -130,7 +130,7 @@ def lock_races(threads: int = 8, rounds: int = 10, window: float = 0.002) -> tup
     return unlocked, locked
 
 
-LOCK_COLOURS = {"moto as shipped (no lock)": "#c62828", "with idem's lock": "#2e7d32"}
+LOCK_COLOURS = {"moto without the lock, gap widened": "#c62828", "with idem's lock, gap widened": "#2e7d32"}
 
 
 def lock_chart(unlocked: RaceReport, locked: RaceReport) -> Any:

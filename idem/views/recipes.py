@@ -10,6 +10,7 @@ from matplotlib.patches import Patch
 
 from ..lessons import key_stories
 from .charts import STORY_COLOURS, story_grid
+from .tables import Whole
 
 #: What each colour of the grid means, in the legend's words.
 GRID_MEANINGS = {"right": "right: each upload charged once",
@@ -20,7 +21,7 @@ GRID_MEANINGS = {"right": "right: each upload charged once",
 def stories_frame(stories: Iterable[key_stories.Story] | None = None) -> pd.DataFrame:
     """One row per upload story: what is uploaded, how many events arrive, what happens."""
     stories = key_stories.STORIES.values() if stories is None else stories
-    return pd.DataFrame([{"story": s.title, "uploads": len(s.uploads), "events arriving": len(s.deliveries),
+    return Whole([{"story": s.title, "uploads": len(s.uploads), "events arriving": len(s.deliveries),
                           "what happens": s.note} for s in stories])
 
 

@@ -39,6 +39,28 @@ class Styled:
         return self.styler.data.to_string()
 
 
+class Whole(pd.DataFrame):
+    """A frame shown with every cell whole.
+
+    pandas cuts a cell longer than `display.max_colwidth` (50 characters) to "...", in the
+    notebook's HTML and in its text. A view whose cells say something past that returns a
+    `Whole`: the same frame, shown uncut, with no global option changed. Selecting columns or
+    transposing keeps it whole.
+    """
+
+    @property
+    def _constructor(self) -> type[Whole]:
+        return Whole
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context("display.max_colwidth", None):
+            return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None):
+            return super().__repr__()
+
+
 #: The outcome fields (`Outcome.row()`, what `sim --json` prints) as a table's columns: each
 #: name says what it counts. `charges` are the provider's, the ground truth for money.
 OUTCOME_COLUMNS = {
@@ -74,7 +96,15 @@ def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
     handlers = list(dict.fromkeys(frame["handler"]))
     table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
     table.columns.name, table.index.name = None, "fault point, how often / delivery"
-    return Styled(table.style.set_uuid("matrix").map(_verdict_colour))
+    shown = [v for v in VERDICT_COLOURS if any(str(c).endswith(f" {v}") for c in frame["cell"])]
+    return Styled(table.style.set_uuid("matrix").map(_verdict_colour).set_caption(colour_key(shown)))
+
+
+def colour_key(verdicts: Iterable[str]) -> str:
+    """A legend for a coloured table: each verdict in its own colour, in one line of HTML."""
+    return "colours: " + " ".join(
+        f'<span style="background-color: {VERDICT_COLOURS[v]}; color: black; padding: 0 4px">{v}</span>'
+        for v in verdicts)
 
 
 def _verdict_colour(cell: str) -> str:
@@ -88,8 +118,9 @@ def attempts_of(run: sc.Outcome | Iterable[Attempt]) -> list[Attempt]:
 
 
 def attempts_frame(run: sc.Outcome | Iterable[Attempt]) -> pd.DataFrame:
-    """Every invocation (of a scenario, or a runtime's `attempts`): when, where, what, how it ended."""
-    return pd.DataFrame([{
+    """Every invocation (of a scenario, or a runtime's `attempts`): when, where, what, how it ended.
+    An error is shown whole (`Whole`): its message says where it was raised."""
+    return Whole([{
         "t (s)": a.start, "delivery": a.delivery, "attempt": a.attempt,
         "container": f"{a.container} ({'cold' if a.cold else 'warm'})",
         "steps": " > ".join(step for _, step in a.steps) or "-",
@@ -128,7 +159,7 @@ def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFram
         row = {k: _on_the_clock(v, TIME_ATTRIBUTES[k]) if k in TIME_ATTRIBUTES else _shorten(v, width)
                for k, v in item.items()}
         rows.append(row)
-    frame = pd.DataFrame(rows, dtype=object).fillna("")
+    frame = Whole(rows, dtype=object).fillna("")
     first = [c for c in ("pk", "status") if c in frame.columns]
     return frame[first + [c for c in frame.columns if c not in first]]
 
@@ -143,22 +174,29 @@ def compact_items(items: Iterable[dict[str, Any]], width: int = 24) -> pd.DataFr
 
     The key is shortened to `width` characters; `holds` names the few attributes that tell the
     story (owner, lease, amounts, the result's status and charge) so that the row fits a page.
+    Two say nothing new and are left out: a `charge_id` the result names too, and the lease of
+    a `done` record (it ended with the commit). The rows are shown whole (`Whole`).
     """
     rows = []
     for item in items:
         said = []
+        result = item.get("result")
         for name in COMPACT_FIELDS:
             value = item.get(name)
             if value in (None, ""):
+                continue
+            if name == "charge_id" and isinstance(result, dict) and result.get("charge_id") == value:
+                continue
+            if name == "lease_until" and item.get("status") == "done":
                 continue
             if name in TIME_ATTRIBUTES:
                 value = _on_the_clock(value, TIME_ATTRIBUTES[name])
             elif name == "result" and isinstance(value, dict):
                 value = " ".join(str(value[k]) for k in ("status", "charge_id") if value.get(k))
-            said.append(f"{name}={_shorten(value, 24 if name == 'result' else 14)}")
+            said.append(f"{name}={_shorten(value, 24 if name == 'result' else 18)}")
         rows.append({"item": _shorten(str(item.get("pk", "")), width),
                      "status": item.get("status", ""), "holds": ", ".join(said)})
-    return pd.DataFrame(rows, columns=["item", "status", "holds"])
+    return Whole(rows, columns=["item", "status", "holds"])
 
 
 def _on_the_clock(value: Any, per_second: int) -> Any:

@@ -150,7 +150,7 @@ from idem.explore import scenarios as sc
 # | verdict | charges | what it means |
 # | --- | --- | --- |
 # | `double_charge` | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
-# | `exactly_once` | 1 | Money moved once, the ledger agrees, and the handler's record (if it keeps one) says `done`. |
+# | `exactly_once` | 1 | Money moved once and the ledger agrees. A handler whose record has a `done` state also says `done`. The work is finished, even if the event also reached the failure queue. |
 # | `needs_attention` | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
 # | `silent_mismatch` | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
 # | `failed_visibly` | 0 | No money moved, and the event is in the failure queue. |
@@ -171,8 +171,9 @@ views.matrix_table(headline)
 # Notice four things. Each one gets a chapter.
 #
 # * `naive` charges again whenever the function fails after the charge (chapter 01).
-# * `claim_first` never charges twice. But when the function fails at or after the charge, it
-#   loses the order or lets the books disagree, and nobody hears of it (chapter 04).
+# * `claim_first` never charges twice. But when the function fails at the charge, or between the
+#   charge and the ledger write, it loses the order or lets the books disagree. Nobody hears of it
+#   (chapter 04).
 # * `robust` charges twice when the function dies between the charge and its last write. It also
 #   charges twice when two copies run at the same time (chapters 05 and 06).
 # * Only `keyed` never charges twice and never fails in silence. Chapter 06 shows why that needs
@@ -187,7 +188,7 @@ views.matrix_table(headline)
 # `my_guess` and run the check.
 
 # %%
-my_guess = 2  # your answer here
+my_guess = None  # your answer here: a number
 
 # %%
 truth = sc.run(sc.Scenario("naive", "after_charge", "once", "duplicate"))
@@ -195,9 +196,9 @@ if my_guess == truth.charges:
     print(f"Right: {truth.charges} charges, from {truth.attempts} invocations. naive keeps no record, "
           "so every invocation that reaches the provider charges.")
 else:
-    print(f"Not {my_guess}. Count the invocations: the first copy fails after charging, the second "
-          "copy succeeds, and Lambda retries the first. naive keeps no record, so each of the "
-          f"{truth.attempts} invocations charges: {truth.charges} charges.")
+    print(("No guess yet." if my_guess is None else f"Not {my_guess}.") + " Count the invocations: "
+          "each copy of the event is one, and so is each retry of a failed one. naive keeps no "
+          "record, so how many of them reach the provider?")
 
 # %% [markdown]
 # <details><summary>Solution</summary>

@@ -22,6 +22,7 @@ from idem import views
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
+from idem.lessons.retries import check_retries
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -54,8 +55,10 @@ views.show_text(json.dumps(shown, indent=2), "json")
 #   tells you which of two events about one key came later.
 #
 # Everything a handler could use to recognise this piece of work is in there: the bucket, the key,
-# the version id, the `eTag` (a hash of the content) and the sequencer. The naive handler uses
-# none of it.
+# the version id, the `eTag` and the sequencer. The `eTag` is a hash S3 gives the object; for a
+# single-part upload that is unencrypted or uses S3's own keys, it is the MD5 of the bytes
+# ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). The naive handler
+# uses none of it.
 
 # %% [markdown]
 # ## The entry point
@@ -68,8 +71,11 @@ views.show_text(json.dumps(shown, indent=2), "json")
 #   format allows several. Events that reach the function through SNS or SQS can carry many.
 # * The entry point handles every record, even after one fails. Then it fails the invocation, so
 #   Lambda runs the *whole* event again, records that succeeded included.
-# * When you set up notifications on a bucket, S3 sends an `s3:TestEvent`. It has no records.
-#   The entry point ignores it, with a log line, and succeeds.
+# * When notifications go to an SNS topic or an SQS queue, S3 first sends them an `s3:TestEvent`.
+#   A Lambda destination gets none: S3 only checks the function's permission
+#   ([PutBucketNotificationConfiguration](https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketNotificationConfiguration.html)).
+#   So a function sees one only when its events come through SNS or SQS. It has no records. The
+#   entry point ignores it, with a log line, and succeeds.
 #
 # Here is that test event, sent through the local Lambda runtime. `LocalLambda` plays the Lambda
 # service: `send` queues an event, and `run` invokes the function until nothing is left.
@@ -97,8 +103,8 @@ views.show_source(naive.handle)
 # ## One failure, two charges
 #
 # Now run it the way Lambda would. The function fails at the fault point `after_charge`, `once`:
-# the first time it gets past the provider call, it raises. Think of a timeout while it writes
-# the ledger.
+# the first time it gets past the provider call, it raises. The provider charged, but its answer
+# never reached the function: think of a network timeout on the way back.
 
 # %%
 runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
@@ -153,7 +159,8 @@ views.show_text(json.dumps(record, indent=2), "json")
 # ## One event, two uploads
 #
 # What does a failing record do to the others in its event? Two new uploads, by `bob` and
-# `carol`, in one event. The function fails after the first charge of the invocation, once.
+# `carol`, in one event. The function fails after the first charge of the invocation, once. This
+# world's clock has kept running since the runs above, so the first attempt starts at t = 60 s.
 
 # %%
 pair = world.event(world.upload("bob/order-0002.csv"), world.upload("carol/order-0003.csv"))
@@ -199,15 +206,19 @@ views.result_frame(trap).assign(
 )[["containers", "charges", "invocations", "in_failure_queue", "verdict"]]
 
 # %% [markdown]
-# The verdict is the same, but the retries ran in different places. Here are the containers of the
-# second run: each retry started in a new container, with nothing remembered from the last.
+# The verdict is the same: naive remembers nothing, so where it runs cannot matter. What differs
+# is where the retries ran. Here are the containers of the second run: each retry started in a
+# new container, with nothing remembered from the last.
 
 # %%
 views.attempts_frame(trap[1])[["t (s)", "attempt", "container", "outcome"]]
 
 # %% [markdown]
-# Anything a handler must remember between invocations belongs in a store every container can
-# see. "I already charged for this" comes first. The rest of the workbook keeps it in DynamoDB.
+# So picture a handler that keeps "I already charged for this" in a module-level set. The retry
+# at t=60 s starts in container c2, whose set is empty, and charges again. No run here shows that
+# handler; the container column is the whole argument. Anything a handler must remember between
+# invocations belongs in a store every container can see. The rest of the workbook keeps it in
+# DynamoDB.
 
 # %% [markdown]
 # ## Explore
@@ -230,7 +241,9 @@ _ = views.explore_outcome("naive", "after_charge", "once", "single")
 # ## What the table and the queue hold afterwards
 #
 # The ledger table holds one entry per account, and nothing else. There is no record of *which*
-# upload was charged, or whether it finished: nothing to check a retry against.
+# upload was charged, or whether it finished: nothing to check a retry against. The failure queue
+# of this world is empty: no run in it used up its retries. (The run on a clock above had a
+# world of its own.)
 
 # %%
 views.compact_items(world.ledger().items())
@@ -249,14 +262,7 @@ print("failure queue depth:", world.failure_queue_depth())
 my_retries = 2  # your answer here
 
 # %%
-attempt = sc.run(sc.Scenario("naive", "after_charge", "once", retries=my_retries))
-if attempt.charges != 1:
-    print(f"With {my_retries} retries the customer pays {attempt.charges} times: each retry runs the "
-          "charge again. Fewer retries means fewer second chances to charge.")
-else:
-    print(f"One charge. The price: the event is in the failure queue ({attempt.dlq} message) and the "
-          f"ledger holds {attempt.ledger} charges, so the books disagree with the provider "
-          f"({attempt.verdict}). Turning retries off trades double charges for unfinished work.")
+print(check_retries(my_retries))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

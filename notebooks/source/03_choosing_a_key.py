@@ -46,8 +46,8 @@ order = world.upload("alice/order.csv", key_stories.ORDER)
 views.show_text(json.dumps(world.event(order)["Records"][0]["s3"]["object"], indent=2), "json")
 
 # %% [markdown]
-# Four fields describe the upload. The `key` is the object's name. The `eTag` is a digest of its
-# bytes. The `sequencer` and the `versionId` were met in chapter 01. Every copy of this event
+# Four of its fields name the upload. The `key` is the object's name. The `eTag` is a hash of
+# its bytes (more on it below). The `sequencer` and the `versionId` were met in chapter 01. Every copy of this event
 # carries the same four, and a key recipe picks from them.
 
 # %% [markdown]
@@ -76,6 +76,11 @@ views.show_source(keys.by_etag_only, keys.by_clock, keys.by_fresh_uuid)
 
 # %%
 views.stories_frame()
+
+# %% [markdown]
+# A story fails nothing: every event runs to the end, and it arrives ten seconds after the one
+# before. A `Lambda retry` row stands for the retry after a failed attempt, which on AWS comes a
+# minute later. For a key, only one thing about it matters: it carries the same event.
 
 # %% [markdown]
 # ## From the work, never from the attempt
@@ -107,8 +112,10 @@ views.rows_frame(story.rows)
 # %% [markdown]
 # ## The same bytes are not the same upload
 #
-# The `eTag` is a digest of the object's bytes (for a single-part upload, their MD5). A customer
-# who uploads the same file twice has placed two orders, with one `eTag`. Each upload still gets
+# The `eTag` is a hash of the object's bytes. For a single-part upload, unencrypted or under S3's
+# own keys, it is their MD5; under KMS or a customer's key it is not
+# ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). In this bucket, a
+# customer who uploads the same file twice has placed two orders, with one `eTag`. Each upload still gets
 # its own `sequencer` and, in a versioned bucket, its own `versionId`:
 
 # %%
@@ -262,8 +269,10 @@ _ = views.story_explore("same bytes again", "version")
 # sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency
 # key itself: the string the ledger stores as its partition key.
 #
-# The check runs your recipe against each pitfall above. For each one it prints `pass`, or why
-# the recipe fails. The recipe below uses the bucket and the object's name. Run the check, read
+# The check runs your recipe against five pitfalls. For each one it prints `pass`, or why the
+# recipe fails. Decoding the name is not one of them: S3 writes each name one way only, so a key
+# from the raw field is still one key per upload. Decode it anyway, so that the key names a real
+# object. The recipe below uses the bucket and the object's name. Run the check, read
 # why it fails, and change the recipe until every pitfall passes.
 
 # %%

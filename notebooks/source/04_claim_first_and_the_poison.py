@@ -69,8 +69,14 @@ views.matrix_table(uniform)
 # * `silent_loss`: no money moved, and nothing says so.
 # * `silent_mismatch`: money moved, your ledger does not know, and nothing says so.
 #
-# The poison rows (`always`) are no louder than `once`. `robust` meets the same poison at the
-# charge and lets the event reach the failure queue (`failed_visibly`).
+# Where the charge step fails, the poison rows (`always`) are no louder than `once`. `robust`
+# meets the same poison at the charge and lets the event reach the failure queue
+# (`failed_visibly`).
+#
+# One `claim_first` row is louder: `after_commit, always`. That fault fires after the handler has
+# returned, on every attempt. So the retries fail too, although they only found the claim and
+# stood down, and the event reaches the failure queue. Its work was done: one charge, and a
+# ledger that agrees. By chapter 00's first matching rule, that is `exactly_once`.
 
 # %% [markdown]
 # ## The silent mismatch, up close
@@ -134,7 +140,7 @@ print("claim_first failure queue:", poison[0].failures)
 views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "json")
 
 # %% [markdown]
-# A double charge is loud: the customer complains and you refund. A silent loss is an order never
+# A double charge is found in the end: the customer sees it, often weeks later, and you refund. A silent loss is an order never
 # billed. A silent mismatch is a ledger that disagrees with the provider, with logs that say all
 # went well. Only a **reconciliation** finds them: a job that compares your books with the
 # provider's and reports every difference. Chapter 07 writes one.
@@ -198,7 +204,9 @@ views.compact_items(world.ledger().items())
 # * `outcome.charges`: the provider's count of charges;
 # * `outcome.ledger`: your ledger's count;
 # * `outcome.dlq`: the messages in the failure queue;
-# * `outcome.items`: the ledger table's items.
+# * `outcome.items`: the ledger table's items, as plain dicts. A claim looks like
+#   `{"pk": "charge#...", "status": "claimed", ...}`; the account entry,
+#   `{"pk": "account#alice", "charges": 1, "cents": 500}`, has no `status`.
 #
 # The check runs it over `claim_first`'s seven rows of the table above. It should fire on every
 # row that is not `exactly_once`, and stay quiet on the others.

@@ -92,9 +92,13 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # * **retries exhausted / redrive**: Lambda gives up and sends the event to the failure queue. The
 #   record stays `in_progress` until an operator sends the event back.
 #
-# Two states can last forever. The happy ending is `done`. The other is `in_progress` with the
-# event in the failure queue. That one is loud on purpose. Something is unfinished, and both the
-# record and the queue say which upload it was.
+# Two states end the story. The happy ending is `done`. The other is `in_progress` with the event
+# in the failure queue. That one is loud on purpose. Something is unfinished, and both the record
+# and the queue say which upload it was. It is not loud for ever, though. The record carries an
+# `expires_at` (a day here; chapter 07 sizes it). SQS deletes a message when the queue's retention
+# period ends: 4 days by default, 14 at most
+# ([SetQueueAttributes](https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html)).
+# Someone has to act before then.
 #
 # Here is where each row of the matrix leaves the record, next to claim-first. The `record_status`
 # column is the record's status at the end:
@@ -115,7 +119,7 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 #   reaches the failure queue with the record still `in_progress`: `failed_visibly`. Claim-first lost
 #   the same work silently.
 # * When the function fails after the commit, the retry finds `done` and stands down.
-# * Three rows are red. In two, a failure between the charge and `done` makes the retry charge
+# * Three rows are `double_charge`, in red. In two, a failure between the charge and `done` makes the retry charge
 #   again; that is chapter 06. The third is the concurrent copy, the rest of this chapter.
 
 # %% [markdown]
@@ -128,7 +132,7 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 poisoned = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 poisoned.send(world.event(order))
-views.attempts_frame(poisoned.run())
+views.attempts_frame(poisoned.run())[["t (s)", "attempt", "steps", "outcome", "dynamodb_calls", "result"]]
 
 # %% [markdown]
 # The table shows three attempts. The first read the record, found none and wrote `in_progress`:
@@ -184,8 +188,8 @@ print("charges at the provider:", len(world.provider().charges()),
 
 # %% [markdown]
 # Notice the result: one charge, one ledger entry, the record `done`. It came an hour late, and
-# nothing was lost. That is what the `in_progress` state buys. Unfinished work stays findable until
-# someone finishes it.
+# nothing was lost. That is what the `in_progress` state buys. Unfinished work stays findable,
+# for as long as its record and its message last.
 
 # %% [markdown]
 # A provider that is down is the kind failure: nothing happened, so a retry is safe. A provider can
@@ -300,8 +304,8 @@ print("failure queue depth:", world.failure_queue_depth())
 #
 # Run the cell to save the file, then run the check below it. The check runs your handler with a
 # copy starting before the first call and after each call. Then it runs it with the provider down,
-# and with the process dying. If you need
-# a call the ledger does not offer, `svc.ledger.client` is the DynamoDB client, and
+# and with the process dying. In its table, `dynamodb:UpdateItem` is the ledger entry (`add_entry`)
+# and `dynamodb:UpdateItem #2` is `mark_done`. If you need a call the ledger does not offer, `svc.ledger.client` is the DynamoDB client, and
 # `svc.ledger.table` the table's name.
 
 # %%
@@ -350,7 +354,7 @@ views.fix_frame(mine)
 #         raise RuntimeError("another copy is at work on this upload: retry later")
 #     try:
 #         charge = charge_step(svc, order)
-#     except Exception:  # nothing was charged: let the retry claim the work again
+#     except Exception:  # most likely nothing was charged (chapter 06 closes the rest)
 #         svc.ledger.client.delete_item(TableName=svc.ledger.table, Key={"pk": {"S": order.key}})
 #         raise
 #     svc.ledger.add_entry(order.account, order.amount_cents)
@@ -367,8 +371,10 @@ views.fix_frame(mine)
 # * A copy that loses the put raises, but a failed charge keeps its record. The retry takes its own
 #   failed attempt for a copy at work, and the event ends in the failure queue.
 #
-# The fix has a price, and the check's last row shows it. Now `in_progress` means "someone is at
-# work", even when that someone has died. A process that dies after its put leaves the record for
+# The fix has a price. Run the check on this solution, and its last row shows it: when the process
+# dies before the charge, nothing is charged, the record stays `in_progress` and the event ends in
+# the failure queue (`failed_visibly`). With the starting handler, that row was `exactly_once`.
+# Now `in_progress` means "someone is at work", even when that someone has died. A process that dies after its put leaves the record for
 # good, and the event waits in the failure queue. A redrive meets the same record. Chapter 06
 # gives the record an owner and an end.
 # </details>

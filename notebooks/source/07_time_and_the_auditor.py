@@ -130,7 +130,9 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
 #
-# Here they are as `template.yaml` sets them:
+# Here they are as `template.yaml` sets them. The provider's key window is not yours to set: the
+# stand-in states it, as Stripe does. The last rule, "look up first", is the redrive story below:
+# a redrive that may come after the key window asks the provider before it charges.
 
 # %%
 pd.DataFrame(redrive.lifetimes())
@@ -246,7 +248,7 @@ views.footprints_frame(batches.footprints(world, attempts))
 # * more charges than uploads: a double charge;
 # * more charges than ledger entries: money the books do not know about;
 # * fewer `done` records than uploads: unfinished or lost work;
-# * retries: failures happened (Lambda's `Errors` metric);
+# * retries: invocations failed (Lambda's `Errors` metric counts them, not the retries);
 # * a failure queue that is not empty: some failures were never resolved.
 #
 # An alarm on the queue's depth and a daily count are cheap. A double charge on a customer's bank

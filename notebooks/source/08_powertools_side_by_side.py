@@ -133,18 +133,18 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 #
 # | run below as | the option | chapter | why it exists |
 # | --- | --- | --- | --- |
-# | key with version | `event_key_jmespath="[bucket, key, version_id]"` | 03 | the key comes from the work, not the attempt |
+# | key with version | `event_key_jmespath="[bucket, key, version_id]"` (on the decoded record, as every key here) | 03 | the key comes from the work, not the attempt |
 # | key without version | `event_key_jmespath="[bucket, key]"` (a bad key) | 03 | a re-upload under the same name is new work |
 # | validate the etag | `payload_validation_jmespath="etag"` | 03, 06 | same key, other payload: refuse loudly, like the provider |
 # | no version id | `[bucket, key, version_id]`, versioning off | 03 | the recommended key, with `version_id` None |
 # | raise on no key | `event_key_jmespath="version_id"`, `raise_on_no_idempotency_key=True` | 03 | a key with nothing in it is refused |
-# | let no key through | the same, `raise_on_no_idempotency_key=False` | 03 | ...otherwise the charge runs unguarded |
+# | let no key through | the same, `raise_on_no_idempotency_key=False` | 03 | or else the charge runs unguarded |
 # | add the sequencer | `[bucket, key, version_id, sequencer]`, versioning off | 03 | the sequencer tells two uploads apart |
 # | expire after 1 hour | `expires_after_seconds=3600` (the default) | 07 | a duplicate can arrive hours later |
 # | expire after 1 day | `expires_after_seconds=86400` | 07 | the record must outlive the latest duplicate |
 # | local cache | `use_local_cache=True` | 01, 02 | memory is per container: a hint, never the guard |
 # | in-progress expiry | `register_lambda_context` | 06 | a crashed claim must not block its retries |
-# | replay the result | `response_hook` | 05, 06 | a duplicate returns the stored result, not a new charge |
+# | replay the result | nothing: the default (`response_hook` only edits the replayed answer) | 05, 06 | a duplicate returns the stored result, not a new charge |
 #
 # The table below runs each one in a fresh world and counts what happened.
 
@@ -184,7 +184,7 @@ pd.DataFrame([
 # * The first three rows upload two versions of one file. A key without the version lets the second
 #   upload through as a "duplicate": one charge for two orders, and nothing alerts.
 # * Payload validation turns that into a visible failure.
-# * Versioning off, the recommended key still charges once for two orders, and nothing is
+# * Versioning off, the key `[bucket, key, version_id]` still charges once for two orders, and nothing is
 #   raised. Powertools treats a key as missing only when *every* value it selects is None. Here
 #   the bucket and the name are there, so `[bucket, key, None]` is a key, the same for both
 #   uploads. The library's check, from
@@ -201,7 +201,8 @@ views.show_source(BasePersistenceLayer.is_missing_idempotency_key)
 # * The one-hour default expiry lets a duplicate two hours late charge again.
 # * The local cache answers a warm duplicate without a DynamoDB call for the record.
 # * A crashed invocation with a 900 s timeout holds its `INPROGRESS` record until its deadline.
-#   Lambda's retries are turned away, and the event lands in the failure queue.
+#   Lambda's retries are turned away, and the event lands in the failure queue. Its errors:
+#   `ExitError` is Lambda's `Runtime.ExitError`, the error of a process that died.
 
 # %% [markdown]
 # ## The matrix, keyed and powertools side by side
@@ -229,7 +230,8 @@ fig = views.timeline(gap)
 # expiry, the invocation's deadline. With a 30 s timeout, Lambda's first retry comes after that
 # deadline: it takes the record over and charges again. With a 900 s timeout, every retry is
 # refused with `IdempotencyAlreadyInProgressError` until Lambda gives up. The record then stays
-# `in_progress` for the auditor of chapter 07 to find:
+# `INPROGRESS` in Powertools' own table, which chapter 07's auditor does not read. The auditor
+# still finds the upload: the provider's charge has no ledger line, an account mismatch:
 
 # %%
 crashes = [sc.run(sc.Scenario(h, "after_charge", "once", how="crash", timeout=t))
@@ -316,8 +318,8 @@ _ = views.explore("powertools", "after_charge", "once")
 # * **1 KB per write unit, rounded up**, per item: a 1.2 KB item costs two
 #   ([item sizes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html),
 #   [reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
-# * **A failed conditional write still bills.** A duplicate whose claim fails pays for a write it did
-#   not make ([reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
+# * **A failed conditional write still bills**, as the write would have: on the larger of the
+#   stored item and the new one. A duplicate whose claim fails pays for a write it did not make ([reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
 # * **A transactional item bills twice**: once to prepare it, once to commit it
 #   ([transactions](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling)).
 # * **An index write bills too.** Putting an item into a global secondary index costs write units of
@@ -357,7 +359,9 @@ views.bill_frame(bills)
 #
 # A commit could be a transaction of three items: the record marked `done`, an entry that books
 # the charge once, and the account's totals. Keyed's commit is one conditional `PutItem` instead,
-# fenced to the claim's owner:
+# fenced to the claim's owner. The tables below call the two designs `transaction (before)` and
+# `put + sparse index (now)`: "before" is an earlier version of this workbook's keyed, which no
+# chapter ran, and "now" is keyed as it ships.
 
 # %%
 views.show_source(KeyedLedger.commit)
@@ -436,23 +440,13 @@ views.items_frame(pt.powertools_items(world, table), width=32)
 
 # %%
 my_prediction = {  # your answers here: write units per request
-    "put a 2.5 KB item": 2.5,
-    "put it again, condition failing": 0,
-    "transaction putting two 600-byte items": 2,
+    "put a 2.5 KB item": None,
+    "put it again, condition failing": None,
+    "transaction putting two 600-byte items": None,
 }
 
 # %%
-why = {
-    "put a 2.5 KB item": "a write unit covers 1 KB and the item's size is rounded up to whole KB",
-    "put it again, condition failing": "a failed conditional write still bills, on the larger of "
-                                       "the stored item and the new one",
-    "transaction putting two 600-byte items": "each item rounds up to 1 KB on its own, and a "
-                                              "transaction writes every item twice (prepare, commit)",
-}
-for request, units in views.meter_examples(world.dynamodb).items():
-    guess = my_prediction[request]
-    print(f"{request}: the meter says {units:g}; "
-          + ("right." if guess == units else f"not {guess:g}: {why[request]}."))
+print(views.check_units(my_prediction, world.dynamodb))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
@@ -472,7 +466,8 @@ for request, units in views.meter_examples(world.dynamodb).items():
 #   provider stops the second charge. Booking the charge once stops the second ledger entry.
 # * With versioning off, the recommended key `[bucket, key, version_id]` is still a key, and a
 #   second upload of one name is never charged. Add the `sequencer`.
-# * On DynamoDB's bill, a duplicate costs about one write unit for every guard. A transaction buys
+# * On DynamoDB's bill, a duplicate costs about one unit for every guard: a write unit for a
+#   failed conditional put, a read unit for robust's read. A transaction buys
 #   all-or-nothing across items at twice the units per item, which is why keyed commits one item.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that

@@ -7,8 +7,9 @@
 #
 # Every chapter ran on moto, in this process, on a virtual clock. The moto library answers the
 # real boto3 API for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
-# appendix shows each gap, the code that fills it, and a run that shows it working. None of this
-# code ships to Lambda: it lives in `idem/sim/` (the local AWS), `idem/explore/` and `idem/deploy/`.
+# appendix shows each gap, the code that fills it, and a run that shows it working. The code that
+# fills the gaps never ships to Lambda: it lives in `idem/sim/` (the local AWS), `idem/explore/`
+# and `idem/deploy/`. One section looks inside code that does ship, the entry point.
 #
 # | AWS does | moto alone | the workbook adds | section |
 # | --- | --- | --- | --- |
@@ -62,8 +63,12 @@ print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by def
 #
 # S3 hands an event to Lambda and gets no answer back: an asynchronous invocation. `LocalLambda`
 # stands in for the Lambda service's side of it. Its `send` queues the event with a due time. Its
-# `run` takes the next due event and moves the virtual clock to that time. Nothing sleeps. It drops an
-# event older than the maximum event age, and invokes the rest:
+# `run` takes the next due event and moves the virtual clock to that time. Nothing sleeps. An
+# event older than the maximum event age is not invoked: like Lambda, `run` drops it and sends its
+# invocation record to the failure queue, with the condition `EventAgeExceeded` instead of
+# `RetriesExhausted`
+# ([invocation records](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)).
+# It invokes the rest:
 
 # %%
 views.show_source(LocalLambda.run)
@@ -164,7 +169,7 @@ views.show_source(atomic.widened_condition_window)
 
 # %% [markdown]
 # Eight real threads race one conditional put per round, ten rounds, with the gap widened by 2 ms.
-# First against moto as shipped, then with the lock. Threads cannot be seeded, so the first
+# First against moto without the lock, then with it. Threads cannot be seeded, so the first
 # count changes from run to run, and this cell's output is not compared:
 
 # %%
@@ -290,7 +295,8 @@ views.show_source(Provider.charge, Provider._replay)
 # %% [markdown]
 # ## Try it
 #
-# The runtime drops events older than `max_event_age`. A function fails before its charge on
+# The runtime drops events older than `max_event_age`, and sends their records to the failure
+# queue. A function fails before its charge on
 # every attempt, with two retries and `MaximumEventAgeInSeconds` set to 120. Predict how many
 # attempts run, and the `condition` in the record that reaches the failure queue.
 
@@ -318,7 +324,7 @@ print(views.check_event_age(my_attempts, my_condition, max_event_age=120))
 # * Faults come from outside the handler, at its calls, through botocore hooks and a provider
 #   wrapper. One lock makes moto's conditional writes atomic, as DynamoDB's are.
 # * A shim puts Powertools on the virtual clock, and the workbook fills what moto's S3 events,
-#   TTL and CloudFormation leave out. None of it ships.
+#   TTL and CloudFormation leave out. None of that ships; the entry point it looked inside does.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -64,7 +64,7 @@ def test_the_report_carries_units_dollars_and_the_commit_designs(report):
     assert bill[("keyed", "duplicate")]["wru"] == 1
     assert bill[("keyed", "first")]["usd_per_million"] == pytest.approx(3 * 0.625)
     designs = [d["commit design"] for d in report["commit_designs"]]
-    assert designs == ["transaction (before)", "put + sparse index (now)", "put, totals by scan"]
+    assert designs == ["transaction + counter", "put + sparse index (keyed)", "put, totals by scan"]
     met = {t["target"]: t["met"] for t in report["targets"]}
     assert met["keyed: 1 write unit per duplicate"]
 

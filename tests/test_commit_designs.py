@@ -9,7 +9,7 @@ def test_each_design_is_pinned_by_the_rules():
     claim (1); the put bills 1, and its entry into the sparse index 1 more; the scan design
     writes no index. A duplicate is one failed conditional put in every design: 1 unit."""
     got = {d.design: (d.calls_first, d.wru_first, d.wru_duplicate) for d in cd.measure(lines=10)}
-    assert got == {"transaction (before)": (2, 7, 1), "put + sparse index (now)": (2, 3, 1),
+    assert got == {"transaction + counter": (2, 7, 1), "put + sparse index (keyed)": (2, 3, 1),
                    "put, totals by scan": (2, 2, 1)}
 
 

@@ -72,11 +72,11 @@ def test_a_first_delivery_is_itemised_request_by_request():
     parts = cost.itemise_designs()
     by = {(row["commit design"], row["part"]): row["write units"] for _, row in parts.iterrows()}
     # before: the claim, then a transaction of three small items, each billed twice
-    assert by[("transaction (before)", "claim")] == 1
-    assert by[("transaction (before)", "commit")] == 6
-    assert by[("transaction (before)", "index entry")] == 0
+    assert by[("transaction + counter", "claim")] == 1
+    assert by[("transaction + counter", "commit")] == 6
+    assert by[("transaction + counter", "index entry")] == 0
     # now: the claim, one owner-fenced put of the ledger line, and its entry in the sparse index
-    assert [by[("put + sparse index (now)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
+    assert [by[("put + sparse index (keyed)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
     assert cost.receipt_lines(parts)[1].endswith("= 3 write units")
     assert "TransactWriteItems of 3 items" in cost.receipt_lines(parts)[0]
 

@@ -213,12 +213,11 @@ def test_chapter_06s_lease_check_accepts_a_lease_between_the_work_and_the_first_
     assert "not a Lambda timeout" in leases.check_lease(0)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, pinned on purpose: explore.powertools.run_handler reads the "
-                   "failure queue outside on_clock, so moto drops the record stamped on the virtual clock")
-def test_chapter_08s_poison_row_counts_the_event_in_the_failure_queue_known_bug():
+def test_chapter_08s_poison_row_counts_the_event_in_the_failure_queue():
     """08's handler table: "an error after every charge call" must land in the failure queue, as
-    its prose says. The runtime sends the record (ApproximateNumberOfMessages is 1), but the read
-    back happens in real time, 11 months after the virtual epoch, past the queue's retention."""
+    its prose says. The runtime stamps the record on the virtual clock; read back in real time
+    (months after the virtual epoch) moto would drop it as past the queue's retention, so the
+    read-back runs on the virtual clock too."""
     from idem.explore import powertools as pt
     from idem.sim.boundary import Boundary, FaultPlan, Side
 

@@ -87,7 +87,7 @@ class App:
             self._log("error", f"event rejected: {bad}")
             raise
         if batch.test_event:
-            self._log("info", "s3:TestEvent ignored (S3 sends one when notifications are configured)")
+            self._log("info", "s3:TestEvent ignored (S3 sends one to SNS and SQS destinations when notifications are configured)")
             return {"status": "test_event", "processed": []}
         if not batch.objects and not batch.skipped:
             self._log("info", "the event holds no records: nothing to do")

@@ -105,8 +105,8 @@ class Design:
 
 
 DESIGNS = (
-    Design("transaction (before)", transaction_commit, _totals_by_counter, False, "a counter item"),
-    Design("put + sparse index (now)", put_commit, _totals_by_index, True, "a query on the index"),
+    Design("transaction + counter", transaction_commit, _totals_by_counter, False, "a counter item"),
+    Design("put + sparse index (keyed)", put_commit, _totals_by_index, True, "a query on the index"),
     Design("put, totals by scan", put_commit, _totals_by_scan, False, "a scan of the table"),
 )
 

@@ -24,7 +24,7 @@ from . import scenario as scenarios
 from . import schedules as S
 from ..sim.boundary import Boundary, FaultPlan, Side
 from ..sim.powertools_entry import FIXES, MODE, powertools_time
-from ..sim.runtime import LocalLambda
+from ..sim.runtime import LocalLambda, on_clock
 from ..sim.world import REGION, LocalWorld
 
 ENTRY = "idem.sim.powertools_entry"
@@ -155,9 +155,12 @@ def run_handler(bodies: Sequence[bytes], *, versioned: bool = True, gap: float =
             if redeliver_after is not None:
                 runtime.send(event, at=n * gap + redeliver_after)
         runtime.run()
-        items = powertools_items(world, table)
-        statuses = sorted({RECORD_STATUS.get(item["status"], item["status"]) for item in items})
-        outcome = scenarios.read_outcome(world, runtime, scenario, True, ", ".join(statuses) or "-")
+        # read back on the virtual clock: the failure record carries its time, and in real time
+        # moto would find it past the queue's retention and drop it
+        with on_clock(world.clock):
+            items = powertools_items(world, table)
+            statuses = sorted({RECORD_STATUS.get(item["status"], item["status"]) for item in items})
+            outcome = scenarios.read_outcome(world, runtime, scenario, True, ", ".join(statuses) or "-")
         outcome.items = outcome.items + items
         return outcome
 
@@ -169,8 +172,9 @@ def _run(scenario: scenarios.Scenario, stage: Callable[[LocalWorld, LocalLambda]
         runtime = runtime_for(world, env_for(world, scenario, table, fix, **settings), scenario, fault)
         stage(world, runtime)
         runtime.run()
-        items = powertools_items(world, table)
-        outcome = scenarios.read_outcome(world, runtime, scenario, True, record_status(items))
+        with on_clock(world.clock):  # as in run_handler: the records carry the virtual time
+            items = powertools_items(world, table)
+            outcome = scenarios.read_outcome(world, runtime, scenario, True, record_status(items))
         outcome.items = outcome.items + items
         return outcome
 

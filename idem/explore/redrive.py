@@ -86,7 +86,7 @@ def lifetimes(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     _, queue = one(demo, "AWS::SQS::Queue")
     age = int(function["EventInvokeConfig"]["MaximumEventAgeInSeconds"])
     rows = [  # (lifetime, seconds, the rule it obeys)
-        ("max event age (Lambda)", age, "retries and copies arrive until here"),
+        ("max event age (Lambda)", age, "Lambda's retries of one event end here"),
         ("record TTL (ledger)", int(settings["RECORD_TTL_SECONDS"]), "at least the max event age"),
         ("key retention (provider)", int(settings.get("PROVIDER_KEY_RETENTION_SECONDS", DAY)),
          "at least the max event age"),

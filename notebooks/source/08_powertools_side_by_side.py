@@ -359,9 +359,8 @@ views.bill_frame(bills)
 #
 # A commit could be a transaction of three items: the record marked `done`, an entry that books
 # the charge once, and the account's totals. Keyed's commit is one conditional `PutItem` instead,
-# fenced to the claim's owner. The tables below call the two designs `transaction (before)` and
-# `put + sparse index (now)`: "before" is an earlier version of this workbook's keyed, which no
-# chapter ran, and "now" is keyed as it ships.
+# fenced to the claim's owner. The tables below call the two designs `transaction + counter` and
+# `put + sparse index (keyed)`.
 
 # %%
 views.show_source(KeyedLedger.commit)

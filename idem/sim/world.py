@@ -18,7 +18,7 @@ from ..core.clock import VirtualClock, iso8601
 from ..core.events import S3Object, s3_event
 from ..core.handlers.keyed import BOOKS_INDEX
 from ..core.ledger import Ledger
-from ..core.provider import Provider
+from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
 
 REGION = "us-east-1"
@@ -86,7 +86,10 @@ class LocalWorld:
     wrap_provider: Callable[[Provider], Any] | None = None
 
     def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
-                 prefix: str = "idem", seed: int = 0) -> None:
+                 prefix: str = "idem", seed: int = 0, provider_in_memory: bool = False) -> None:
+        """`provider_in_memory`: the provider stand-in keeps its charges and keys in this world's
+        memory (`MemoryStore`) instead of its table, which is still created (empty) for
+        PROVIDER_TABLE; what reads the table (the reconciliation job) then finds nothing."""
         ensure_moto()
         mock_random.seed(seed)  # moto's version ids and message ids: the same every run
         self.clock = clock or VirtualClock()
@@ -102,6 +105,7 @@ class LocalWorld:
         self.queue_name = f"{self.prefix}-failures"
         self._uploads = 0
         self.runtimes_started = 0
+        self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
         self._create()
 
     @classmethod
@@ -118,6 +122,7 @@ class LocalWorld:
         world.queue_url, world.queue_name = queue_url, queue_url.rsplit("/", 1)[-1]
         world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
         world._uploads = world.runtimes_started = 0
+        world.provider_store = None
         return world
 
     def _create(self) -> None:
@@ -141,9 +146,10 @@ class LocalWorld:
         if self.prefix not in _live_prefixes:
             return
         for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
-            for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
-                self.s3.delete_object(Bucket=self.bucket, Key=version["Key"],
-                                      VersionId=version["VersionId"])
+            versions = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                        for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+            if versions:  # a page holds at most 1,000, as many as one DeleteObjects takes
+                self.s3.delete_objects(Bucket=self.bucket, Delete={"Objects": versions, "Quiet": True})
         self.s3.delete_bucket(Bucket=self.bucket)
         for table in (self.ledger_table, self.provider_table):
             self.dynamodb.delete_table(TableName=table)
@@ -185,8 +191,20 @@ class LocalWorld:
     def provider(self, clock: VirtualClock | None = None) -> Provider:
         """The provider stand-in, on this world's clock (or `clock`), over an unwatched
         client: its own calls are the provider's business, not the function's boundaries."""
-        stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock)
+        stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock, store=self.provider_store)
         return self.wrap_provider(stand_in) if self.wrap_provider else stand_in
+
+    def table_items(self, table: str) -> list[dict[str, Any]]:
+        """Every item of `table`, in DynamoDB's JSON as a consistent Scan returns it, read from
+        moto's backend directly: a read-back without the Scan's serialization, which costs
+        `idem check` more than the schedule it reads. Only a world on moto has this."""
+        from moto.dynamodb.models import dynamodb_backends  # moto's own state, as empty_queue reads it
+
+        from .atomic import _LOCK  # the lock every write to the backend takes
+
+        with _LOCK:
+            found = dynamodb_backends[ACCOUNT][REGION].get_table(table).all_items()
+            return [item.to_json()["Attributes"] for item in found]
 
     def failure_queue(self) -> list[dict[str, Any]]:
         """Every message in the failure queue, left in the queue afterwards."""

@@ -289,16 +289,9 @@ def _failures_for(world: Any, key: str) -> int:
 
 
 def _drain(world: Any, queue_url: str) -> list[dict[str, Any]]:
-    """Every message in the queue, received and deleted (a FIFO queue one group at a time)."""
-    taken: list[dict[str, Any]] = []
-    while True:
-        batch = world.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
-                                          VisibilityTimeout=30).get("Messages", [])
-        if not batch:
-            return taken
-        taken += batch
-        world.sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
-            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(batch)])
+    """Every message in the queue, taken out of it (`LocalWorld.take_messages`: as received
+    and deleted, without the calls)."""
+    return list(world.take_messages(queue_url))
 
 
 def _delivered(world: Any, queue_url: str) -> int:
@@ -530,7 +523,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
             # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             with multiprocessing.get_context(method).Pool(workers) as pool:
-                parts = pool.starmap(_run_batch_in_worker, args)
+                parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
             for part in parts:
                 for failed in part:
                     if isinstance(failed, _Failed):

@@ -11,6 +11,7 @@ import json
 from typing import Any, Callable
 
 import boto3
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
@@ -106,6 +107,7 @@ class LocalWorld:
         self.provider_table = f"{self.prefix}-provider"
         self.queue_name = f"{self.prefix}-failures"
         self._uploads = 0
+        self._uploaded: list[dict[str, str]] = []  # (key, version) of every upload(), for close()
         self.runtimes_started = 0
         self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
         self._create()
@@ -124,7 +126,7 @@ class LocalWorld:
         world.queue_url, world.queue_name = queue_url, queue_url.rsplit("/", 1)[-1]
         world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
         world._uploads = world.runtimes_started = 0
-        world.provider_store = None
+        world._uploaded, world.provider_store = [], None
         return world
 
     def _create(self) -> None:
@@ -147,16 +149,25 @@ class LocalWorld:
         """Delete this world's resources and free its names."""
         if self.prefix not in _live_prefixes:
             return
-        for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
-            versions = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                        for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
-            if versions:  # a page holds at most 1,000, as many as one DeleteObjects takes
-                self.s3.delete_objects(Bucket=self.bucket, Delete={"Objects": versions, "Quiet": True})
-        self.s3.delete_bucket(Bucket=self.bucket)
+        self._delete(self._uploaded)  # what upload() put, without listing it
+        try:
+            self.s3.delete_bucket(Bucket=self.bucket)
+        except ClientError as error:  # something else wrote to the bucket: list it all
+            if error.response.get("Error", {}).get("Code") != "BucketNotEmpty":
+                raise
+            for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
+                self._delete([{"Key": v["Key"], "VersionId": v["VersionId"]}
+                              for v in page.get("Versions", []) + page.get("DeleteMarkers", [])])
+            self.s3.delete_bucket(Bucket=self.bucket)
         for table in (self.ledger_table, self.provider_table):
             self.dynamodb.delete_table(TableName=table)
         self.sqs.delete_queue(QueueUrl=self.queue_url)
         _live_prefixes.discard(self.prefix)
+
+    def _delete(self, versions: list[dict[str, str]]) -> None:
+        for start in range(0, len(versions), 1000):  # DeleteObjects takes up to 1,000 keys
+            self.s3.delete_objects(Bucket=self.bucket,
+                                   Delete={"Objects": versions[start:start + 1000], "Quiet": True})
 
     def __enter__(self) -> "LocalWorld":
         return self
@@ -174,6 +185,7 @@ class LocalWorld:
         """Put an object and describe its ObjectCreated event as S3 would."""
         response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         self._uploads += 1
+        self._uploaded.append({"Key": key, "VersionId": response.get("VersionId") or "null"})
         # S3 sequencers are hex, grow with each event for a key, and vary in length.
         sequencer = f"{int(self.clock.now() * 1000):012X}{self._uploads:06X}"
         return S3Object(

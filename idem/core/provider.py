@@ -213,8 +213,9 @@ class TableStore:
         return found
 
     def _get(self, pk: str) -> dict[str, Any]:
-        return from_item(self.client.get_item(
-            TableName=self.table, Key=to_item({"pk": pk}), ConsistentRead=True)["Item"])
+        item: dict[str, Any] = self.client.get_item(
+            TableName=self.table, Key=to_item({"pk": pk}), ConsistentRead=True)["Item"]
+        return from_item(item)
 
 
 class MemoryStore:

@@ -27,7 +27,7 @@ EXPECTED_CALLS = {  # handler -> the function's DynamoDB calls per first deliver
 def report():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["bench", "--events", "4", "--rounds", "2", "--json"]) == 0
+        assert main(["bench", "--events", "4", "--rounds", "2", "--no-check", "--json"]) == 0
     return json.loads(out.getvalue())
 
 
@@ -69,7 +69,11 @@ def test_the_report_carries_units_dollars_and_the_commit_designs(report):
     assert met["keyed: 1 write unit per duplicate"]
 
 
-def test_text_report_prints_the_table_and_the_targets(capsys):
+def test_text_report_prints_the_table_and_the_targets(capsys, monkeypatch):
+    timed = {"target": bench.CHECK_TARGET, "schedules": 1228, "workers": 2, "wall_seconds": 9.5,
+             "cpu_seconds": 18.2, "per_cpu_second": 67.5, "holds": True, "goal_seconds": 10.0,
+             "cpus": 2, "load_average": 0.5}
+    monkeypatch.setattr(bench, "check_speed", lambda: timed)  # its own test times it for real
     assert main(["bench", "--events", "2", "--rounds", "1", "--handler", "robust"]) == 0
     text = capsys.readouterr().out
     assert "calls/first" in text and "runtime overhead" in text
@@ -77,6 +81,31 @@ def test_text_report_prints_the_table_and_the_targets(capsys):
     assert [line.split()[0] for line in rates.splitlines() if line.startswith(("robust ", "keyed "))] \
         == ["robust", "keyed"]  # keyed is always measured: every ratio is to keyed
     assert "DynamoDB's bill per upload" in text and "write units" in text
+    assert ("idem check on keyed, timed whole: 1228 schedules in 9.5 s of wall time on 2 processes, "
+            "18.2 CPU-seconds (67.5 schedules per CPU-second") in text
+    assert "[met] idem check on keyed: every schedule in under 10 s of wall time on 2 processes: 9.5" in text
+
+
+def test_without_the_check_the_report_says_so(report):
+    assert report["check"] is None
+    assert not any(t["target"].startswith("idem check") for t in report["targets"])
+
+
+def test_the_check_is_timed_whole_on_two_processes():
+    # MaximumRetryAttempts 0 only: the same machinery as the full run, a third of its schedules
+    import time
+
+    own = time.process_time()
+    timed = bench.check_speed(retries=(0,))
+    own = time.process_time() - own  # this process only: the clean run, then waiting
+    assert timed["target"] == "idem.core.handlers.keyed:lambda_handler" and timed["holds"]
+    assert timed["workers"] == 2 and timed["schedules"] > 100
+    assert timed["wall_seconds"] > 0 and timed["cpu_seconds"] > 0
+    assert timed["per_cpu_second"] == pytest.approx(timed["schedules"] / timed["cpu_seconds"], rel=0.01)
+    assert timed["cpu_seconds"] > 2 * own  # the workers' CPU is counted, where the schedules ran
+    report = {"check": timed, "handlers": [], "runtime": {"largest_share": 0.0}}
+    (target,) = [t for t in bench.targets(report) if t["target"].startswith("idem check")]
+    assert target["value"] == timed["wall_seconds"] and target["met"] == (timed["wall_seconds"] < 10)
 
 
 @pytest.mark.parametrize("argv", [["--events", "0"], ["--events", "3", "--rounds", "4"]])

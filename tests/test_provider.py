@@ -1,9 +1,28 @@
-"""The payment provider stand-in: Stripe-style idempotency keys."""
+"""The payment provider stand-in: Stripe-style idempotency keys, kept in either store.
+
+Every rule is run twice: over the provider's DynamoDB table (the demo stack's, the default) and
+over a local world's memory (what `idem check` uses). One implementation of the rules, two stores:
+the answers must be the same.
+"""
 from __future__ import annotations
 
 import pytest
 
-from idem.core.provider import IdempotencyKeyReused, ProviderError
+from idem.core.provider import IdempotencyKeyReused, MemoryStore, ProviderError, TableStore
+from idem.sim.world import LocalWorld
+
+
+@pytest.fixture(params=["table", "memory"])
+def world(request):
+    with LocalWorld(prefix="test", provider_in_memory=request.param == "memory") as w:
+        yield w
+
+
+def test_the_world_hands_out_the_store_it_was_made_with(world):
+    store = world.provider().store
+    assert isinstance(store, MemoryStore if world.provider_store else TableStore)
+    if world.provider_store:  # one memory per world, whoever asks for a provider
+        assert world.provider().store is store is world.provider_store
 
 
 def test_no_key_means_a_new_charge_every_time(world):
@@ -97,7 +116,8 @@ def test_a_key_is_pruned_after_the_retention_and_then_charges_again(world):
 def test_retention_is_a_setting_of_the_stand_in(world):
     from idem.core.provider import Provider
 
-    keeps = Provider(world.dynamodb, world.provider_table, world.clock, retention_seconds=None)
+    keeps = Provider(world.dynamodb, world.provider_table, world.clock, retention_seconds=None,
+                     store=world.provider_store)
     keeps.charge(**ORDER, idempotency_key="k")
     world.clock.advance(30 * DAY)
     assert keeps.charge(**ORDER, idempotency_key="k").replayed
@@ -112,3 +132,62 @@ def test_a_key_longer_than_stripes_255_characters_is_refused_and_saves_nothing(w
     assert refused.value.http_status == 400 and provider.charges() == []
     charge = provider.charge(customer="alice", amount=500, currency="usd", reference="r", idempotency_key="k" * 255)
     assert provider.charges() == [charge]
+
+
+# -- the two stores, side by side ----------------------------------------------------------------
+def _story(provider, clock):
+    """Every rule once, in one story: what each request answered, and the charges kept."""
+    answers = []
+
+    def ask(**request):
+        try:
+            made = provider.charge(**{**ORDER, **request})
+            answers.append((made.id, made.replayed, made.idempotency_key))
+        except ProviderError as refused:
+            answers.append((type(refused).__name__, refused.http_status, refused.replayed))
+
+    ask(idempotency_key="a")
+    ask(idempotency_key="a")  # replay
+    ask(idempotency_key="a", amount=900)  # other parameters: 400
+    ask(idempotency_key="b", outcome="provider_500")  # executes, saves the 500
+    ask(idempotency_key="b")  # the saved 500, replayed
+    ask(idempotency_key="c", outcome="provider_409")  # nothing saved
+    ask(idempotency_key="c")  # so this executes
+    ask(idempotency_key="d", outcome="declined")
+    ask(idempotency_key="d")  # the decline, replayed
+    ask(idempotency_key="e", outcome="provider_down")
+    ask()  # no key: a new charge
+    clock.advance(DAY + 1)
+    ask(idempotency_key="a")  # pruned: charges again
+    return answers, [(c.id, c.idempotency_key, c.amount) for c in provider.charges()]
+
+
+def test_memory_and_table_answer_every_rule_alike():
+    stories = []
+    for in_memory in (False, True):
+        with LocalWorld(prefix="test", provider_in_memory=in_memory) as w:
+            stories.append(_story(w.provider(), w.clock))
+    assert stories[0] == stories[1]
+    answers, charges = stories[1]
+    assert ("IdempotencyKeyReused", 400, False) in answers and ("ProviderFailed", 500, True) in answers
+    assert len(charges) == 5  # a, b (the saved 500), c, no key, a again after pruning
+
+
+def test_a_memory_store_charges_nothing_in_dynamodb_and_outlives_the_function():
+    with LocalWorld(prefix="test", provider_in_memory=True) as w:
+        calls = []
+        original = w.dynamodb._make_api_call
+
+        def counting(operation, params):
+            calls.append(operation)
+            return original(operation, params)
+
+        w.dynamodb._make_api_call = counting
+        try:
+            w.provider().charge(**ORDER, idempotency_key="k")
+            again = w.provider().charge(**ORDER, idempotency_key="k")  # a new client, as after a crash
+        finally:
+            del w.dynamodb._make_api_call
+        assert calls == [] and again.replayed
+        assert w.table_items(w.provider_table) == []  # the table is there, and empty
+        assert len(w.provider().charges()) == 1

@@ -1,5 +1,11 @@
 """A payment provider stand-in that keeps Stripe's idempotency rules (API v1), in its own table.
 
+The rules are `Provider`'s, one implementation of them (the loopback Stripe of
+idem.sim.stripe_server carries them over HTTP). What they need kept lives in a store: the
+provider's DynamoDB table (`TableStore`: the demo stack's, which the reconciliation job reads), or
+a dict (`MemoryStore`: a local world's for `idem check`, where the table's three calls per
+charge cost more than the rest of a schedule).
+
 It is the ground truth for how many times money moved. The rules, as Stripe documents them
 on its idempotent-requests pages (https://docs.stripe.com/api/idempotent_requests and
 https://docs.stripe.com/idempotency, read 2026-11):
@@ -23,9 +29,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -66,11 +73,16 @@ class Charge:
 
 
 class Provider:
-    def __init__(self, client: Any, table: str, clock: Clock, retention_seconds: int | None = DAY) -> None:
+    """Stripe's rules for one request (`charge`), over a store that keeps what they need: the
+    provider's own DynamoDB table (`TableStore`, the default) or a dict (`MemoryStore`)."""
+
+    def __init__(self, client: Any, table: str, clock: Clock, retention_seconds: int | None = DAY,
+                 *, store: "ProviderStore | None" = None) -> None:
         self.client = client
         self.table = table
         self.clock = clock
         self.retention_seconds = retention_seconds  # when a used key is pruned; None: never
+        self.store: ProviderStore = store if store is not None else TableStore(client, table)
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, outcome: str = "ok") -> Charge:
@@ -88,31 +100,21 @@ class Provider:
         params: dict[str, Any] = {"customer": customer, "amount": amount, "currency": currency,
                                   "reference": reference}
         moves = outcome in (ProviderOutcome.OK, ProviderOutcome.SAVED_500)
-        charge = Charge(id=self._next_id(), idempotency_key=idempotency_key or "", **params) if moves else None
-        writes = []
-        if charge:
-            writes.append({"Put": {"TableName": self.table, "Item": to_item({
-                "pk": f"charge#{charge.id}", "kind": "charge", "created_at": self.clock.now(),
-                "idempotency_key": idempotency_key, **params})}})
+        charge = Charge(id=self.store.next_id(), idempotency_key=idempotency_key or "", **params) if moves else None
+        made = {"pk": f"charge#{charge.id}", "kind": "charge", "created_at": self.clock.now(),
+                "idempotency_key": idempotency_key, **params} if charge else None
+        answer = None
         if idempotency_key:
             status = {ProviderOutcome.OK: 200, ProviderOutcome.SAVED_500: 500,
                       ProviderOutcome.DECLINED: 402}[outcome]
-            writes.insert(0, {"Put": {
-                "TableName": self.table,
-                "Item": to_item({"pk": f"key#{idempotency_key}", "kind": "key", "status": status,
-                                 "charge_id": charge.id if charge else None,
-                                 "created_at": self.clock.now(), "fingerprint": _fingerprint(params)}),
-                # a new key, or one old enough to have been pruned: this request executes
-                "ConditionExpression": "attribute_not_exists(pk) OR created_at <= :pruned",
-                "ExpressionAttributeValues": values(pruned=self._pruned_before()),
-            }})
-        try:
-            if writes:
-                self.client.transact_write_items(TransactItems=writes)
-        except ClientError as error:
-            if idempotency_key and cancelled_by_condition(error, 0):
-                return self._replay(idempotency_key, params)
-            raise
+            answer = {"pk": f"key#{idempotency_key}", "kind": "key", "status": status,
+                      "charge_id": charge.id if charge else None,
+                      "created_at": self.clock.now(), "fingerprint": _fingerprint(params)}
+        # The key's first answer and the charge are saved together, unless the key is saved
+        # already and not yet pruned: then nothing is written, and the first answer is replayed.
+        first = self.store.save(answer, made, pruned_before=self._pruned_before())
+        if first is not None:
+            return self._replay(idempotency_key or "", first, params)
         return _answer(outcome, charge, replayed=False)
 
     def _pruned_before(self) -> float:
@@ -121,37 +123,21 @@ class Provider:
             return -1.0
         return self.clock.now() - self.retention_seconds
 
-    def _replay(self, key: str, params: dict[str, Any]) -> Charge:
-        seen = from_item(self.client.get_item(
-            TableName=self.table, Key=to_item({"pk": f"key#{key}"}), ConsistentRead=True)["Item"])
+    def _replay(self, key: str, seen: dict[str, Any], params: dict[str, Any]) -> Charge:
+        """The first answer saved for `key`, to a request that must be the same request."""
         if seen["fingerprint"] != _fingerprint(params):
             raise IdempotencyKeyReused(
                 f"idempotency key {key[:24]}... was first used with other parameters; "
                 "a key names one request, so retries must send exactly the same one")
         status = int(seen.get("status", 200))
-        first = self._get_charge(seen["charge_id"]) if seen.get("charge_id") else None
+        first = _charge_from(self.store.get_charge(seen["charge_id"])) if seen.get("charge_id") else None
         outcome = {200: ProviderOutcome.OK, 500: ProviderOutcome.SAVED_500, 402: ProviderOutcome.DECLINED}[status]
         return _answer(outcome, first, replayed=True)
 
-    def _get_charge(self, charge_id: str) -> Charge:
-        item = from_item(self.client.get_item(
-            TableName=self.table, Key=to_item({"pk": f"charge#{charge_id}"}), ConsistentRead=True)["Item"])
-        return _charge_from(item)
-
-    def _next_id(self) -> str:
-        counter = self.client.update_item(
-            TableName=self.table, Key=to_item({"pk": "sequence"}),
-            UpdateExpression="ADD n :one", ExpressionAttributeValues=values(one=1),
-            ReturnValues="UPDATED_NEW")
-        return f"ch_{int(counter['Attributes']['n']['N']):06d}"
-
     def charges(self, reference: str | None = None) -> list[Charge]:
         """Every charge the provider made, oldest first; optionally for one reference."""
-        found = []
-        for page in self.client.get_paginator("scan").paginate(TableName=self.table, ConsistentRead=True):
-            for item in map(from_item, page["Items"]):
-                if item.get("kind") == "charge" and reference in (None, item["reference"]):
-                    found.append(_charge_from(item))
+        found = [_charge_from(item) for item in self.store.charge_items()
+                 if reference in (None, item["reference"])]
         return sorted(found, key=lambda c: c.id)
 
     def find_charges(self, reference: str, idempotency_key: str | None = None) -> list[Charge]:
@@ -160,6 +146,111 @@ class Provider:
         `metadata['idempotency_key']:'...'`). A caller uses it when the key may be pruned: a late
         copy must not charge blindly."""
         return [c for c in self.charges(reference) if idempotency_key in (None, c.idempotency_key)]
+
+
+# -- where the provider keeps its state -------------------------------------------------------------
+class ProviderStore(Protocol):
+    """What the rules need kept: charges, and each key's first answer. Items are plain dicts:
+    a charge's `pk` is `charge#<id>`, a key's `key#<key>`."""
+
+    def next_id(self) -> str:
+        """A new charge id, `ch_` and a counter."""
+
+    def save(self, answer: dict[str, Any] | None, charge: dict[str, Any] | None, *,
+             pruned_before: float) -> dict[str, Any] | None:
+        """Write `answer` and `charge` at once, all or nothing. When `answer`'s key is saved
+        already and was created after `pruned_before`, write nothing and return the saved one."""
+
+    def get_charge(self, charge_id: str) -> dict[str, Any]:
+        """The charge item with this id."""
+
+    def charge_items(self) -> list[dict[str, Any]]:
+        """Every charge item, in no particular order."""
+
+
+class TableStore:
+    """The stand-in's own DynamoDB table (what the demo stack deploys, and the reconciliation
+    job reads): three calls per charge, a counter, one transaction, and a read on a replay."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def next_id(self) -> str:
+        counter = self.client.update_item(
+            TableName=self.table, Key=to_item({"pk": "sequence"}),
+            UpdateExpression="ADD n :one", ExpressionAttributeValues=values(one=1),
+            ReturnValues="UPDATED_NEW")
+        return f"ch_{int(counter['Attributes']['n']['N']):06d}"
+
+    def save(self, answer: dict[str, Any] | None, charge: dict[str, Any] | None, *,
+             pruned_before: float) -> dict[str, Any] | None:
+        writes: list[dict[str, Any]] = []
+        if answer:
+            writes.append({"Put": {
+                "TableName": self.table, "Item": to_item(answer),
+                # a new key, or one old enough to have been pruned: this request executes
+                "ConditionExpression": "attribute_not_exists(pk) OR created_at <= :pruned",
+                "ExpressionAttributeValues": values(pruned=pruned_before)}})
+        if charge:
+            writes.append({"Put": {"TableName": self.table, "Item": to_item(charge)}})
+        try:
+            if writes:
+                self.client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if answer and cancelled_by_condition(error, 0):
+                return self._get(answer["pk"])
+            raise
+        return None
+
+    def get_charge(self, charge_id: str) -> dict[str, Any]:
+        return self._get(f"charge#{charge_id}")
+
+    def charge_items(self) -> list[dict[str, Any]]:
+        found = []
+        for page in self.client.get_paginator("scan").paginate(TableName=self.table, ConsistentRead=True):
+            found += [item for item in map(from_item, page["Items"]) if item.get("kind") == "charge"]
+        return found
+
+    def _get(self, pk: str) -> dict[str, Any]:
+        item: dict[str, Any] = self.client.get_item(
+            TableName=self.table, Key=to_item({"pk": pk}), ConsistentRead=True)["Item"]
+        return from_item(item)
+
+
+class MemoryStore:
+    """The same items in a dict, for a local world: no call per charge. It belongs to the
+    world, not to a function's container, so it outlives the handler's simulated crashes.
+    One lock makes `save` all or nothing, as the table's transaction is."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self._made = 0
+        self._lock = threading.Lock()
+
+    def next_id(self) -> str:
+        with self._lock:
+            self._made += 1
+            return f"ch_{self._made:06d}"
+
+    def save(self, answer: dict[str, Any] | None, charge: dict[str, Any] | None, *,
+             pruned_before: float) -> dict[str, Any] | None:
+        with self._lock:
+            seen = self.items.get(answer["pk"]) if answer else None
+            if seen is not None and seen["created_at"] > pruned_before:
+                return dict(seen)
+            for item in (answer, charge):
+                if item:  # None values are left out, as to_item leaves them out of the table
+                    self.items[item["pk"]] = {k: v for k, v in item.items() if v is not None}
+        return None
+
+    def get_charge(self, charge_id: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.items[f"charge#{charge_id}"])
+
+    def charge_items(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(item) for item in self.items.values() if item["kind"] == "charge"]
 
 
 def _answer(outcome: ProviderOutcome, charge: Charge | None, replayed: bool) -> Charge:

@@ -254,9 +254,12 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
 
 # -- where effects land: read on the far side of each boundary -------------------------------------
 def _charges_recorded(world: Any) -> set[str]:
-    """The ids of every charge in the provider stand-in's own table (a saved 500's included):
-    its `charge#` items, read by key only (a scan's full items cost moto more than the run)."""
-    return {key for key in _keys(world, world.provider_table, "kind", "charge")}
+    """Every charge the provider stand-in made (a saved 500's included), from its own record:
+    the world's memory store, where the check's stand-in keeps them, and the provider table, where
+    a handler's own table-backed stand-in would (a handler that builds it without the factory)."""
+    kept = world.provider_store.charge_items() if world.provider_store is not None else []
+    return ({f"memory:{item['pk']}" for item in kept}
+            | {f"table:{pk}" for pk in _keys(world, world.provider_table, "kind", "charge")})
 
 
 def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
@@ -265,18 +268,10 @@ def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
 
 
 def _keys(world: Any, table: str, attribute: str, value: str | None = None) -> list[str]:
-    """The `pk` of every item of `table` that has `attribute` (equal to `value`, if given)."""
-    names = {"#a": attribute, "#k": "pk"}
-    scan: dict[str, Any] = {"TableName": table, "ProjectionExpression": "#k", "ConsistentRead": True,
-                            "ExpressionAttributeNames": names}
-    if value is None:
-        scan["FilterExpression"] = "attribute_exists(#a)"
-    else:
-        scan.update(FilterExpression="#a = :v", ExpressionAttributeValues={":v": {"S": value}})
-    found = []
-    for page in world.dynamodb.get_paginator("scan").paginate(**scan):
-        found += [json.dumps(item.get("pk"), sort_keys=True) for item in page["Items"]]
-    return found
+    """The `pk` of every item of `table` that has `attribute` (equal to `value`, if given),
+    read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns)."""
+    return [json.dumps(item.get("pk"), sort_keys=True) for item in world.table_items(table)
+            if attribute in item and (value is None or item[attribute] == {"S": value})]
 
 
 def _failures_for(world: Any, key: str) -> int:
@@ -294,16 +289,9 @@ def _failures_for(world: Any, key: str) -> int:
 
 
 def _drain(world: Any, queue_url: str) -> list[dict[str, Any]]:
-    """Every message in the queue, received and deleted (a FIFO queue one group at a time)."""
-    taken: list[dict[str, Any]] = []
-    while True:
-        batch = world.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
-                                          VisibilityTimeout=30).get("Messages", [])
-        if not batch:
-            return taken
-        taken += batch
-        world.sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
-            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(batch)])
+    """Every message in the queue, taken out of it (`LocalWorld.take_messages`: as received
+    and deleted, without the calls)."""
+    return list(world.take_messages(queue_url))
 
 
 def _delivered(world: Any, queue_url: str) -> int:
@@ -329,7 +317,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
     effects where they landed, right after it ran, on its own clock."""
     results = []
-    with LocalWorld(prefix="check") as world, loopback_only() as refused:
+    with LocalWorld(prefix="check", provider_in_memory=True) as world, loopback_only() as refused:
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
         if books and not table:
@@ -535,7 +523,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
             # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             with multiprocessing.get_context(method).Pool(workers) as pool:
-                parts = pool.starmap(_run_batch_in_worker, args)
+                parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
             for part in parts:
                 for failed in part:
                     if isinstance(failed, _Failed):

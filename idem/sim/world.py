@@ -11,6 +11,7 @@ import json
 from typing import Any, Callable
 
 import boto3
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
@@ -18,8 +19,9 @@ from ..core.clock import VirtualClock, iso8601
 from ..core.events import S3Object, s3_event
 from ..core.handlers.keyed import BOOKS_INDEX
 from ..core.ledger import Ledger
-from ..core.provider import Provider
+from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
+from .fastload import cache_dataclass_compiles
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -50,6 +52,7 @@ def ensure_moto() -> None:
         # Once, here: a world created inside atomic.unpatched() must stay unpatched.
         make_dynamodb_atomic()
         make_transactions_item_scoped()
+        cache_dataclass_compiles()  # every cold start loads the function's module afresh
 
 
 @functools.cache
@@ -86,7 +89,10 @@ class LocalWorld:
     wrap_provider: Callable[[Provider], Any] | None = None
 
     def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
-                 prefix: str = "idem", seed: int = 0) -> None:
+                 prefix: str = "idem", seed: int = 0, provider_in_memory: bool = False) -> None:
+        """`provider_in_memory`: the provider stand-in keeps its charges and keys in this world's
+        memory (`MemoryStore`) instead of its table, which is still created (empty) for
+        PROVIDER_TABLE; what reads the table (the reconciliation job) then finds nothing."""
         ensure_moto()
         mock_random.seed(seed)  # moto's version ids and message ids: the same every run
         self.clock = clock or VirtualClock()
@@ -101,7 +107,9 @@ class LocalWorld:
         self.provider_table = f"{self.prefix}-provider"
         self.queue_name = f"{self.prefix}-failures"
         self._uploads = 0
+        self._uploaded: list[dict[str, str]] = []  # (key, version) of every upload(), for close()
         self.runtimes_started = 0
+        self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
         self._create()
 
     @classmethod
@@ -118,6 +126,7 @@ class LocalWorld:
         world.queue_url, world.queue_name = queue_url, queue_url.rsplit("/", 1)[-1]
         world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
         world._uploads = world.runtimes_started = 0
+        world._uploaded, world.provider_store = [], None
         return world
 
     def _create(self) -> None:
@@ -140,15 +149,25 @@ class LocalWorld:
         """Delete this world's resources and free its names."""
         if self.prefix not in _live_prefixes:
             return
-        for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
-            for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
-                self.s3.delete_object(Bucket=self.bucket, Key=version["Key"],
-                                      VersionId=version["VersionId"])
-        self.s3.delete_bucket(Bucket=self.bucket)
+        self._delete(self._uploaded)  # what upload() put, without listing it
+        try:
+            self.s3.delete_bucket(Bucket=self.bucket)
+        except ClientError as error:  # something else wrote to the bucket: list it all
+            if error.response.get("Error", {}).get("Code") != "BucketNotEmpty":
+                raise
+            for page in self.s3.get_paginator("list_object_versions").paginate(Bucket=self.bucket):
+                self._delete([{"Key": v["Key"], "VersionId": v["VersionId"]}
+                              for v in page.get("Versions", []) + page.get("DeleteMarkers", [])])
+            self.s3.delete_bucket(Bucket=self.bucket)
         for table in (self.ledger_table, self.provider_table):
             self.dynamodb.delete_table(TableName=table)
         self.sqs.delete_queue(QueueUrl=self.queue_url)
         _live_prefixes.discard(self.prefix)
+
+    def _delete(self, versions: list[dict[str, str]]) -> None:
+        for start in range(0, len(versions), 1000):  # DeleteObjects takes up to 1,000 keys
+            self.s3.delete_objects(Bucket=self.bucket,
+                                   Delete={"Objects": versions[start:start + 1000], "Quiet": True})
 
     def __enter__(self) -> "LocalWorld":
         return self
@@ -166,6 +185,7 @@ class LocalWorld:
         """Put an object and describe its ObjectCreated event as S3 would."""
         response = self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         self._uploads += 1
+        self._uploaded.append({"Key": key, "VersionId": response.get("VersionId") or "null"})
         # S3 sequencers are hex, grow with each event for a key, and vary in length.
         sequencer = f"{int(self.clock.now() * 1000):012X}{self._uploads:06X}"
         return S3Object(
@@ -185,8 +205,33 @@ class LocalWorld:
     def provider(self, clock: VirtualClock | None = None) -> Provider:
         """The provider stand-in, on this world's clock (or `clock`), over an unwatched
         client: its own calls are the provider's business, not the function's boundaries."""
-        stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock)
+        stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock, store=self.provider_store)
         return self.wrap_provider(stand_in) if self.wrap_provider else stand_in
+
+    def table_items(self, table: str) -> list[dict[str, Any]]:
+        """Every item of `table`, in DynamoDB's JSON as a consistent Scan returns it, read from
+        moto's backend directly: a read-back without the Scan's serialization, which costs
+        `idem check` more than the schedule it reads. Only a world on moto has this."""
+        from moto.dynamodb.models import dynamodb_backends  # moto's own state, as empty_queue reads it
+
+        from .atomic import _LOCK  # the lock every write to the backend takes
+
+        with _LOCK:
+            found = dynamodb_backends[ACCOUNT][REGION].get_table(table).all_items()
+            return [item.to_json()["Attributes"] for item in found]
+
+    def take_messages(self, queue_url: str) -> list[dict[str, Any]]:
+        """Every message a receive would return now (visible, not delayed), taken out of the
+        queue, each as {"Body": ...}: what receiving and deleting them all does, read from
+        moto's backend directly, without a ReceiveMessage and a DeleteMessageBatch per ten."""
+        from moto.sqs.models import sqs_backends  # moto's own state, as empty_queue reads it
+
+        queue = sqs_backends[ACCOUNT][REGION].get_queue(queue_url.rsplit("/", 1)[-1])
+        taken = queue.messages
+        if taken:
+            gone = set(map(id, taken))
+            queue._messages = [m for m in queue._messages if id(m) not in gone]
+        return [{"Body": m.body} for m in taken]
 
     def failure_queue(self) -> list[dict[str, Any]]:
         """Every message in the failure queue, left in the queue afterwards."""

@@ -218,7 +218,7 @@ views.show_text(tp.section("LedgerTable"), "yaml")
 # lifetime against them:
 
 # %%
-views.show_source(keyed.Settings.from_env)
+views.show_source(keyed.settings_from_env)
 
 # %% [markdown]
 # ### Check your version

@@ -132,10 +132,9 @@ class Settings:
     # to outlive the longest invocation.
     function_timeout_seconds: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.max_event_age_seconds is not None or self.function_timeout_seconds is not None:
-            check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
-                            self.max_event_age_seconds, self.function_timeout_seconds)
+    def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
+        check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
+                        self.max_event_age_seconds, self.function_timeout_seconds)
 
 
 # -- one upload -----------------------------------------------------------------------------------
@@ -302,7 +301,8 @@ class KeyedLedger:
             if _refused(self.client.put_item, TableName=self.table, Item=line,
                         ConditionExpression="attribute_not_exists(pk)") is not None:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
-            log.warning("claim swept by TTL during the charge; booked it anyway", extra={"idempotency_key": claimed.key})
+            log.warning("claim swept by TTL during the charge; booked it anyway",
+                        extra={"idempotency_key": claimed.key, "at": self.now()})
 
     def totals(self, account: str) -> tuple[int, int]:
         """(charges, cents) booked for an account: a query on the sparse index of done lines.
@@ -328,8 +328,7 @@ class KeyedCharger:
     """One container's wiring: the ledger, the provider and the settings, built once."""
 
     def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
-                 now: Callable[[], float] = time.time,
-                 new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
+                 now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
                  amount: Callable[[Upload], int] | None = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
         self.provider, self.settings, self.now, self.new_owner = provider, settings, now, new_owner
@@ -343,8 +342,10 @@ class KeyedCharger:
         if not claim.won:
             existing = claim.existing
             assert existing is not None
-            if existing.status in (Status.DONE, Status.DECLINED):  # a duplicate; or the provider's final no, kept
-                return {**(existing.result or {}), "status": "duplicate" if existing.status is Status.DONE else "declined"}
+            if existing.status is Status.DONE:
+                return {**(existing.result or {}), "status": "duplicate"}
+            if existing.status is Status.DECLINED:  # the provider's final answer, kept
+                return {**(existing.result or {}), "status": "declined"}
             if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
                 raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
             raise WorkInProgress(f"{upload.source} is being worked on until {_utc(existing.lease_until)}; failing, "
@@ -400,7 +401,7 @@ class KeyedCharger:
             # Our lease ran out and another invocation took over. The provider key made our
             # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
             log.warning("lost ownership before the commit: the new owner books this charge",
-                        extra={"idempotency_key": claimed.key, "charge_id": charge_id})
+                        extra={"idempotency_key": claimed.key, "charge_id": charge_id, "at": self.now()})
             return {**result, "status": "superseded"}
         return result
 
@@ -625,7 +626,9 @@ class JsonLines(logging.Formatter):
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"timestamp": _utc(record.created),
+        # The time is the record's, or `at`, the clock of the code that logged it (the same on
+        # Lambda; the workbook's virtual clock when its runtime drives the handler directly).
+        line = {"timestamp": _utc(getattr(record, "at", record.created)),
                 "level": record.levelname, "message": record.getMessage(), "logger": record.name}
         line.update({name: str(getattr(record, name)) for name in self.FIELDS if getattr(record, name, None)})
         return json.dumps(line, ensure_ascii=False)

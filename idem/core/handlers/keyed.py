@@ -238,7 +238,7 @@ class KeyedLedger:
         old = _refused(
             self.client.put_item, TableName=self.table, Item=_item(mine.to_plain()),
             # Free, expired, or held by a lease that ran out: take it in the same write. Expiry
-            # is checked here, in the condition: DynamoDB's TTL deletes items days late.
+            # is checked here, in the condition: DynamoDB deletes expired items days late.
             # (A finished record has no expires_at: the comparison is false, it stays.)
             ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
                                  " OR (#s = :in_progress AND lease_until <= :now)"),
@@ -297,11 +297,11 @@ class KeyedLedger:
             ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old:
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
-        if old is not None:  # no record at all: TTL swept our claim while we charged; book it where none is
+        if old is not None:  # no record at all: our claim expired and was deleted as we charged; book it anyway
             if _refused(self.client.put_item, TableName=self.table, Item=line,
                         ConditionExpression="attribute_not_exists(pk)") is not None:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
-            log.warning("claim swept by TTL during the charge; booked it anyway",
+            log.warning("our claim expired and was deleted during the charge; booked it anyway",
                         extra={"idempotency_key": claimed.key, "at": self.now()})
 
     def totals(self, account: str) -> tuple[int, int]:

@@ -11,9 +11,9 @@ from idem.sim.world import LocalWorld
 def test_a_ttl_shorter_than_the_timeout_is_refused_at_cold_start():
     # The settings: TTL 60 s, maximum event age 60 s, timeout 900 s (accepted before).
     with pytest.raises(keyed.ConfigError, match="shorter than the function's timeout"):
-        keyed.Settings.from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "60", "MAX_EVENT_AGE_SECONDS": "60",
+        keyed.settings_from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "60", "MAX_EVENT_AGE_SECONDS": "60",
                                  "PROVIDER_KEY_RETENTION_SECONDS": "86400", "FUNCTION_TIMEOUT_SECONDS": "900"})
-    ok = keyed.Settings.from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "960",
+    ok = keyed.settings_from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "960",
                                   "FUNCTION_TIMEOUT_SECONDS": "900"})
     assert ok.function_timeout_seconds == 900
 

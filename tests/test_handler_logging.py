@@ -4,6 +4,7 @@ a secret, a card detail or an object's body."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -141,3 +142,15 @@ def test_an_overwritten_unversioned_order_needs_attention():
         world.upload("alice/order.csv", b"amount_cents\n999\n")
         with pytest.raises(keyed.NeedsAttention, match="gone or was overwritten"):
             keyed.amount_from_order_file(keyed.Upload.of(first), world.s3)
+
+
+def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
+    """Driven through the entry point (as chapter 06's zombie is), the charger logs on the
+    virtual clock: the stalled invocation's warning is 45 s after the start, on 2026-01-01."""
+    from idem.lessons import leases
+
+    leases.zombie("keyed", pause=45)
+    (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith("{")]
+    assert line["message"].startswith("lost ownership") and line["timestamp"] == "2026-01-01T00:00:45Z"
+    record = logging.LogRecord("keyed", logging.INFO, "", 0, "m", None, None)
+    assert json.loads(keyed.JsonLines().format(record))["timestamp"] == keyed._utc(record.created)

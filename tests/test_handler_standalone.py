@@ -141,6 +141,8 @@ def code_lines(path: Path, stop_at: str) -> int:
 
 
 def test_what_a_reader_reads_first_fits_in_about_250_lines():
-    """Everything above the look-up past the key window (which, with the metrics and the
-    parser, sits lower in the file): settings, the upload, the ledger, the charge, the handler."""
-    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 352  # about 250 is the aim (issue 18): not met yet
+    """Everything above the look-up past the key window (which, with the provider's client,
+    the settings read from the environment, the lifetimes rule, the order-file example, the
+    logging, the metrics and the parser, sits lower in the file): the settings, the upload,
+    the ledger, the charge, the handler. 255 lines when this was pinned (issue 18: about 250)."""
+    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 256

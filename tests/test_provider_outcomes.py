@@ -166,7 +166,7 @@ def test_lifetimes_that_break_the_rule_are_refused_at_cold_start(env, says):
     with pytest.raises(ConfigError, match=says):
         Settings.from_env({**base, **env})
     with pytest.raises(ConfigError, match=says):
-        keyed.Settings.from_env({**base, **env})
+        keyed.settings_from_env({**base, **env})
     assert Settings.from_env({**base, "MAX_EVENT_AGE_SECONDS": "21600"}).max_event_age_seconds == 21600
 
 

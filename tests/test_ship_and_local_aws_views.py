@@ -97,7 +97,7 @@ def test_recommend_quotes_the_rows_it_was_given(fake_rows):
                             "can overlap", "matters most")
     text = " ".join(cheap.text().split())  # the reasons wrap
     assert "silent loss in 1 of 8 rows" in text and "silent mismatch in 1" in text
-    assert "$3.12 per million" in text  # keyed 7 W - claim_first 2 W, at $0.625 per million W
+    assert "$3.125 per million" in text  # keyed 7 W - claim_first 2 W, at $0.625 per million W (as the table rounds)
     assert "robust, which reads first, ends in double_charge" in text
     no_key = " ".join(ship.recommend(fake_rows, "a charge, provider takes no keys").text().split())
     assert "double charge in 2 of 8 rows" in no_key
@@ -197,3 +197,23 @@ def test_the_views_package_exports_chapter_11_and_12_views():
                  "crossings_frame", "lock_races", "lock_chart", "powertools_reads", "probe_moto"):
         home = ship if hasattr(ship, name) else local_aws
         assert name in views.__all__ and getattr(views, name) is getattr(home, name)
+
+
+def test_chapter_09s_tables_show_each_profiles_handler_and_every_text_in_full():
+    table = ship.profile_table()
+    assert set(table["handler (in idem.core)"]) == {"handlers.keyed.lambda_handler", "entry.lambda_handler"}
+    sam = ship.tp.load()
+    settings = " ".join(ship.production_settings().split())
+    assert "https://docs.stripe.com/rate-limits" in settings and "HandlerMode" not in settings
+    printed = ship.alarms_text({name: "act" for name in ship.tp.resources_of_type(sam, "AWS::CloudWatch::Alarm")})
+    for alarm in ship.tp.resources_of_type(sam, "AWS::CloudWatch::Alarm").values():
+        assert " ".join(str(alarm["Properties"]["AlarmDescription"]).split()) in " ".join(printed.split())
+    assert max(map(len, (ship.production_settings() + "\n" + printed).splitlines())) <= ship.WIDTH
+
+
+def test_the_files_to_copy_and_the_stacks_metrics_are_counted():
+    from idem.core.handlers import keyed, keyed_stripe
+
+    listed = ship.files_to_copy(keyed, keyed_stripe)
+    assert "stripe" in ship.imports_of(ship.Path(keyed_stripe.__file__)) and "idem" not in listed
+    assert "7 from the handler" in ship.custom_metrics_note(7, 6) and "$0.90 a month" in ship.custom_metrics_note(7, 6)

@@ -4,16 +4,23 @@ their HTTP status, long keys hashed, the SDK's retries on the same key, and the 
 the key window by search."""
 from __future__ import annotations
 
+import contextlib
+import json
+import re
+
 import pytest
 import stripe
 import stripe._http_client
 
+from idem.cli import main
 from idem.core.clock import iso8601
 from idem.core.handlers import keyed
 from idem.core.handlers.keyed_stripe import MAX_KEY_CHARS, StripeProvider, stripe_key
+from idem.cost import bench, bill
 from idem.explore import scenarios as sc
+from idem.explore.check import CheckInputError, check_handler
 from idem.explore import schedules
-from idem.sim.stripe_server import LoopbackStripe, loopback_stripe
+from idem.sim.stripe_server import LoopbackStripe, intent_id, loopback_stripe
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600
@@ -61,7 +68,12 @@ def test_exhaustive_schedules_over_stripes_sdk_equal_the_stand_ins():
     fault, delivery and retry count appears), run over Stripe's SDK and over the stand-in."""
     sample = schedules.all_schedules(["keyed"])[::10]
     assert len(sample) >= 40
-    assert schedules.run_schedules(sample, over_stripe=True) == schedules.run_schedules(sample)
+    over_stripe, stand_in = schedules.run_schedules(sample, over_stripe=True), schedules.run_schedules(sample)
+    assert [r.outcome.verdict for r in over_stripe] == [r.outcome.verdict for r in stand_in]
+    # Everything else alike too, down to each attempt's result, but the ids: Stripe's are
+    # PaymentIntents' (pi_000001), the stand-in's charges' (ch_000001).
+    assert "ch_0" not in repr(over_stripe) and "pi_0" in repr(over_stripe)
+    assert repr(over_stripe) == re.sub(r"\bch_(\d{6})\b", r"pi_\1", repr(stand_in))
 
 
 # -- errors, by HTTP status -------------------------------------------------------------------------
@@ -126,7 +138,7 @@ def test_a_lost_connection_is_released_too(world):
         charge.charge_once(upload_of(obj, world.clock.now()), 30_000)
     assert raised.value.http_status is None
     record = world.ledger().get_record(upload_of(obj, 0).idempotency_key)
-    assert record is not None and not record.lease_live(world.clock.now())
+    assert record is not None and not (record.status is keyed.Status.IN_PROGRESS and record.lease_until > world.clock.now())
 
 
 # -- keys, retries, search ---------------------------------------------------------------------------
@@ -190,3 +202,65 @@ def test_the_loopback_provider_is_stripes_sdk(world, server):
     provider = world.provider()
     assert isinstance(provider, LoopbackStripe) and isinstance(provider.adapter.client, stripe.StripeClient)
     assert iso8601(world.clock.now()).startswith("2026-01-01")
+
+
+# -- a charge found past the key window is booked at what it took ----------------------------------
+@pytest.mark.parametrize("over_stripe", [True, False], ids=["stripe", "stand-in"])
+def test_a_charge_found_past_the_key_window_is_booked_at_the_amount_it_took(over_stripe):
+    with LocalWorld() as world, (loopback_stripe(world) if over_stripe else contextlib.nullcontext()):
+        upload = upload_of(world.upload("alice/order.csv"), world.clock.now())
+        # The first attempt charged 700 (the price then), and died before its commit.
+        world.provider().charge(customer=upload.account, amount=700, currency="usd", reference=upload.reference,
+                                idempotency_key=upload.idempotency_key)
+        world.clock.advance(DAY + 3600)  # redriven a day later: the key is pruned, today's price is 500
+        result = charger(world).charge_once(upload, 30_000)
+        (charge,) = world.provider().charges()
+        assert result == {"status": "found", "charge_id": charge.id, "amount_cents": 700}
+        assert keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice") == (1, 700)
+
+
+# -- ids are Stripe's: PaymentIntents start pi_ ------------------------------------------------------
+def test_the_loopback_stripe_gives_payment_intent_ids_and_the_books_carry_them(world, server):
+    obj = world.upload("alice/order.csv")
+    result = charger(world).charge_once(upload_of(obj, world.clock.now()), 30_000)
+    (charge,) = world.provider().charges()
+    assert result["charge_id"] == charge.id == "pi_000001"  # https://docs.stripe.com/api/payment_intents/object
+    assert intent_id("ch_000001") == "pi_000001"
+
+
+# -- the command line: sim and check over Stripe's SDK -----------------------------------------------
+def test_sim_over_stripe_gives_the_stand_ins_rows(capsys):
+    assert main(["sim", "--handler", "keyed", "--all", "--json", "--provider", "stripe"]) == 0
+    over_stripe = json.loads(capsys.readouterr().out)
+    assert main(["sim", "--handler", "keyed", "--all", "--json"]) == 0
+    assert over_stripe == json.loads(capsys.readouterr().out) and len(over_stripe) == 21
+
+
+def test_sim_refuses_powertools_over_stripe(capsys):
+    assert main(["sim", "--handler", "powertools", "--provider", "stripe"]) == 2
+    assert "powertools charges through the stand-in only" in capsys.readouterr().err
+
+
+def test_check_over_stripe_gives_the_stand_ins_verdicts():
+    """keyed's whole check with no Lambda retry (the retried schedules are the same boundaries
+    again; test_exhaustive_schedules above samples them over Stripe), schedule by schedule."""
+    over_stripe = check_handler("keyed", retries=(0,), provider="stripe")
+    stand_in = check_handler("keyed", retries=(0,))
+    assert over_stripe.holds and stand_in.holds
+    assert [str(b) for b in over_stripe.boundaries] == [str(b) for b in stand_in.boundaries]
+    assert [(r.schedule.label(), r.verdict, r.effects) for r in over_stripe.results] == \
+           [(r.schedule.label(), r.verdict, r.effects) for r in stand_in.results]
+    assert "provider: Stripe's SDK" in over_stripe.explain()
+    with pytest.raises(CheckInputError, match="not one of stand-in, stripe"):
+        check_handler("keyed", provider="paypal")
+
+
+def test_the_bill_over_stripe_is_keyeds_and_bench_prints_both_rows():
+    """DynamoDB bills the function's own requests: over Stripe's SDK they are keyed's, case by
+    case (`idem bench` prints the two rows side by side, with their calls and rates)."""
+    rows = [b.row() for b in bill.bills(("keyed", bill.OVER_STRIPE))]
+    plain = [{k: v for k, v in r.items() if k != "handler"} for r in rows]
+    assert [r["handler"] for r in rows] == ["keyed"] * 3 + ["keyed_stripe"] * 3 and plain[:3] == plain[3:]
+    report = bench.measure(4, rounds=1, handlers=("keyed", "keyed_stripe"))
+    assert {b["handler"] for b in report["bill"]} == {"keyed", "keyed_stripe"}
+    assert "keyed_stripe" in bench.format_report(report)

@@ -27,6 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider-factory", default="make_provider",
                         help="the function your handler builds its payment client with; the check "
                              "replaces it with the provider stand-in (default make_provider)")
+    parser.add_argument("--provider", choices=("stand-in", "stripe"), default="stand-in",
+                        help="what the provider factory returns: the provider stand-in (default), or "
+                             "Stripe's own SDK (keyed_stripe.py) aimed at a loopback Stripe with the same rules")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes to run schedules in (default: 2 where there are 2 cores)")
     parser.add_argument("--books", default=None, metavar="TABLE_ENV:ATTRIBUTE",
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
         report = check.check_handler(args.target, effects=args.effect, env=env, retries=retries,
                                      provider_factory=args.provider_factory, workers=args.workers,
-                                     books=args.books)
+                                     books=args.books, provider=args.provider)
     except UsageError as bad:
         return _refuse(args, check.CheckInputError(str(bad)), check)
     except check.CheckInputError as bad:

@@ -19,16 +19,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                         "provider_down, provider_500, provider_409, declined")
     parser.add_argument("--times", help="only once, always, or - (no fault)")
     parser.add_argument("--delivery", help="only single, duplicate or concurrent")
+    parser.add_argument("--provider", choices=("stand-in", "stripe"), default="stand-in",
+                        help="what the function charges through: the provider stand-in (default), or "
+                             "Stripe's own SDK (keyed_stripe.py) aimed at a loopback Stripe with the same rules")
     parser.add_argument("--json", action="store_true", help="print a JSON list of outcome rows")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..explore import scenarios as sc  # moto: loaded when the command runs, not for --help
 
+    over_stripe = args.provider == "stripe"
     handlers = [args.handler] if args.handler else None
     problem = _filter_problem(args, sc.handler_names(), sc.all_scenarios(["keyed"], provider=True))
     if problem:
         return fail(problem)
+    if over_stripe and args.handler == sc.POWERTOOLS:
+        return fail("--provider stripe runs the workbook's own handlers (naive, claim_first, robust, keyed); "
+                    "powertools charges through the stand-in only")
+    if over_stripe and not handlers:  # powertools, if installed, charges through the stand-in only
+        handlers = [h for h in sc.handler_names() if h != sc.POWERTOOLS]
     # The provider's own outcomes are asked for by name; --all alone keeps the matrix's rows.
     provider = args.fault in sc.PROVIDER_POINTS
     pool = (sc.all_scenarios(handlers, provider=provider) if args.all or provider
@@ -36,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = sc.select(pool, fault=args.fault, times=args.times, delivery=args.delivery)
     if not chosen:
         return fail("no scenario matches those filters (times is '-' for fault none)")
-    rows = [sc.run(s).row() for s in chosen]
+    rows = [sc.run(s, over_stripe=over_stripe).row() for s in chosen]
     if args.json:
         print(json.dumps(rows, indent=1))
     elif args.all or args.handler:

@@ -113,7 +113,7 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS,
                     "largest_share": max(max(c.runtime_share_first, c.runtime_share_duplicate)
                                          for c in costs)},
     }
-    report["bill"] = [b.row() for b in _bill.bills(tuple(h for h in handlers if h in _bill.HANDLERS))]
+    report["bill"] = [b.row() for b in _bill.bills(tuple(h for h in handlers if h in _bill.HANDLERS + (_bill.OVER_STRIPE,)))]
     report["commit_designs"] = [d.row() for d in _bill.commit_designs()]
     report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
     report["check"] = check_speed() if check else None

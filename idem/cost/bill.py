@@ -21,12 +21,16 @@ from typing import Any, Iterator
 from ..sim.boundary import FaultPlan, watched_session
 from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
 from ..sim.runtime import LocalLambda
+from ..sim.stripe_server import loopback_stripe
 from ..sim.world import LocalWorld
 from .commit_designs import measure as measure_designs
 from ..explore.powertools import ENTRY, idempotency_table
 
 CASES = ("first", "duplicate", "retry")
 HANDLERS = ("naive", "claim_first", "robust", "keyed", "powertools")
+#: keyed charging through Stripe's SDK (its adapter) against the loopback Stripe: metered when
+#: asked for by name (`bills(("keyed_stripe",))`, as `idem bench` does), beside keyed.
+OVER_STRIPE = "keyed_stripe"
 ORDER_KEY = "alice/order-0001.csv"
 
 
@@ -56,6 +60,9 @@ def _function_world(handler: str) -> Iterator[tuple[LocalWorld, dict[str, str], 
 
             with idempotency_table(world) as table:
                 yield world, {**world.env(handler), "IDEMPOTENCY_TABLE": table}, ENTRY
+        elif handler == OVER_STRIPE:
+            with loopback_stripe(world):
+                yield world, world.env("keyed"), "idem.core.entry"
         else:
             yield world, world.env(handler), "idem.core.entry"
 

@@ -20,9 +20,12 @@ class Price:
 
 PRICES = {
     # https://docs.aws.amazon.com/whitepapers/latest/how-aws-pricing-works/lambda.html (AWS):
-    # "$0.20 per 1 million requests", "$0.00001667 for every GB-second" (x86; arm64 is lower).
+    # "$0.20 per 1 million requests", "$0.00001667 for every GB-second" (that is x86). Both of the
+    # stack's functions run on arm64 (template.yaml), whose rate is $0.0000133334 per GB-second:
+    # https://aws.amazon.com/lambda/pricing/ draws it with a script; [3rd] artillery's
+    # lib/platform/aws-lambda/prices.js (base arm64 1333340e-11) and cloudchipr.com quote it.
     "lambda_requests": Price(0.20, "million requests", "AWS: how-aws-pricing-works/lambda.html"),
-    "lambda_gb_second": Price(0.0000166667, "GB-second", "AWS: how-aws-pricing-works/lambda.html"),
+    "lambda_gb_second": Price(0.0000133334, "GB-second, arm64", "[3rd] artillery prices.js; aws.amazon.com/lambda/pricing"),
     # [3rd] https://airbyte.com/data-engineering-resources/dynamodb-pricing (after the Nov 2024 cut)
     "dynamodb_wru": Price(0.625, "million write units", "[3rd] airbyte.com dynamodb-pricing"),
     # [3rd] https://finops.com.py/services/dynamodb/backups

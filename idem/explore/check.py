@@ -32,7 +32,7 @@ import importlib.util
 import itertools
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -43,6 +43,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
                            on_clock, schedule_deadline)
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
+from ..sim.stripe_server import loopback_stripe
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -55,6 +56,8 @@ SCHEMA_VERSION = 2
 SCHEDULE_SECONDS = 20.0
 VERDICTS = tuple(v.value for v in Verdict)
 RETRIES = (0, 1, 2)
+#: What the handler's provider factory returns: the stand-in, or Stripe's SDK over a loopback Stripe.
+PROVIDERS = ("stand-in", "stripe")
 ARRIVALS = (1, 2, 3)
 CLEAN_RUN = 99_999  # the clean run's upload number
 BATCH = 40  # schedules per local world: small tables keep moto fast
@@ -87,6 +90,7 @@ class Target:
     function: str
     env: tuple[tuple[str, str], ...] = ()
     given: str = ""  # the target as the reader named it, for what the report prints
+    provider: str = "stand-in"  # what its provider factory returns: one of PROVIDERS
 
     @property
     def spec(self) -> str:
@@ -317,7 +321,9 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
     effects where they landed, right after it ran, on its own clock."""
     results = []
-    with LocalWorld(prefix="check", provider_in_memory=True) as world, loopback_only() as refused:
+    over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
+    with LocalWorld(prefix="check", provider_in_memory=True) as world, loopback_only() as refused, \
+            over_stripe(world):
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
         if books and not table:
@@ -437,7 +443,8 @@ class CheckReport:
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
-                 f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
+                 f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}"
+                 + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
                  self.books_judged(), ""]
         width = max(map(len, VERDICTS))
@@ -496,11 +503,15 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
-                  workers: int = 1, books: str | None = None) -> CheckReport:
+                  workers: int = 1, books: str | None = None, provider: str = "stand-in") -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
-    batches in that many processes. Raises CheckInputError (bad input, exit 2) or
+    batches in that many processes. `provider`: what the handler's provider factory returns,
+    the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
+    keeps the stand-in's rules. Raises CheckInputError (bad input, exit 2) or
     CheckCouldNotFinish (exit 3)."""
-    resolved = resolve(target, env)
+    if provider not in PROVIDERS:
+        raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
+    resolved = replace(resolve(target, env), provider=provider)
     effects = tuple(dict.fromkeys(effects))
     for name in effects:
         if ":" not in name or name.startswith(":") or name.endswith(":"):

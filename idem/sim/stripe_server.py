@@ -17,6 +17,7 @@ No test reaches Stripe itself: the client is aimed here with `base_addresses`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import threading
@@ -24,12 +25,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlsplit
 
+import stripe
+
 from ..core.errors import (CardDeclined, IdempotencyKeyReused, KeyInFlight, ProviderError, ProviderFailed,
                            ProviderUnavailable)
-from ..core.handlers.keyed_stripe import StripeProvider, stripe_key
+from ..core.handlers.keyed_stripe import TIMEOUT_SECONDS, StripeProvider, stripe_key
 from ..core.provider import Charge, Provider
 
-__all__ = ["LoopbackStripe", "StripeServer", "loopback_stripe"]
+__all__ = ["LoopbackStripe", "NoRealSleep", "StripeServer", "intent_id", "loopback_stripe"]
 
 #: The error `type` Stripe gives each of the stand-in's refusals (https://docs.stripe.com/api/errors:
 #: "One of api_error, card_error, idempotency_error, or invalid_request_error").
@@ -95,10 +98,17 @@ class StripeServer:
                      "next_page": None, "data": found}
 
 
+def intent_id(charge_id: str) -> str:
+    """The PaymentIntent id Stripe would give the stand-in's charge: `pi_` and the stand-in's
+    number (`ch_000001` is `pi_000001`), so a run over Stripe books what Stripe returns
+    (https://docs.stripe.com/api/payment_intents/object: ids start `pi_`), and each id still
+    names one charge of the stand-in."""
+    return "pi_" + charge_id.removeprefix("ch_")
+
+
 def _intent(charge: Charge) -> dict[str, Any]:
-    """A PaymentIntent as Stripe answers it (the fields the SDK and the adapter read); the
-    id is the stand-in's, so verdicts over Stripe and over the stand-in read alike."""
-    return {"id": charge.id, "object": "payment_intent", "amount": charge.amount, "currency": charge.currency,
+    """A PaymentIntent as Stripe answers it (the fields the SDK and the adapter read)."""
+    return {"id": intent_id(charge.id), "object": "payment_intent", "amount": charge.amount, "currency": charge.currency,
             "status": "succeeded", "livemode": False,
             "metadata": {"account": charge.customer, "reference": charge.reference,
                          "idempotency_key": charge.idempotency_key}}
@@ -144,14 +154,24 @@ def _handler_for(server: StripeServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class NoRealSleep(stripe.RequestsClient):
+    """The adapter's HTTP client, whose retries do not wait on the real clock: nothing on
+    the loopback needs time to recover, and the runtime's clock is virtual (nothing sleeps)."""
+
+    def _sleep_time_seconds(self, num_retries: int, response: Any = None) -> float:
+        return 0.0
+
+
 class LoopbackStripe:
     """The handler's provider in the local runtime: the adapter (keyed_stripe.StripeProvider,
     Stripe's SDK) aimed at the loopback server. `outcome=` is the runtime's fault for this
-    call; `charges()` and the rest are the stand-in's, the ground truth of what was charged."""
+    call; `charges()` and the rest are the stand-in's, the ground truth of what was charged,
+    with the ids Stripe gives (`pi_`, as the handler books them)."""
 
     def __init__(self, server: StripeServer, adapter: StripeProvider | None = None) -> None:
         self.server = server
-        self.adapter = adapter or StripeProvider.from_secret("sk_test_loopback", api_base=server.url)
+        self.adapter = adapter or StripeProvider.from_secret("sk_test_loopback", api_base=server.url,
+                                                             http_client=NoRealSleep(timeout=TIMEOUT_SECONDS))
 
     def charge(self, *, outcome: str | None = None, **request: Any) -> Charge:
         if outcome is None:  # no fault for this call: whatever the server was told stands
@@ -168,6 +188,9 @@ class LoopbackStripe:
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[Any]:
         return list(self.adapter.find_charges(reference, idempotency_key))
+
+    def charges(self, *args: Any, **kwargs: Any) -> list[Charge]:
+        return [dataclasses.replace(c, id=intent_id(c.id)) for c in self.server.provider.charges(*args, **kwargs)]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.server.provider, name)

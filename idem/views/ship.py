@@ -8,21 +8,27 @@ with reasons taken from those rows; `check_choices` checks the chapter's exercis
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
+import json
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import ipywidgets as widgets
 import pandas as pd
 
 from ..core.patterns import HANDLERS
 from ..cost import bill
+from ..core import reconcile_job
+from ..core.handlers import keyed
+from ..deploy import emulated, template as tp
 from ..explore import powertools as pt, scenarios as sc
 from ..sim.runtime import LocalLambda
 from ..explore.schedules import run_schedules
-from ..sim.world import LocalWorld
+from ..sim.world import LocalWorld, fake_session
 from ..console import one_of
 from .widgets import make_explorer, pinned
 
@@ -142,6 +148,27 @@ def _by_name(rows: Iterable[PatternRow]) -> dict[str, PatternRow]:
     return {row.pattern: row for row in rows}
 
 
+def imports_of(path: Path) -> list[str]:
+    """The top-level modules a Python file imports (`__future__` aside), read from its syntax."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.add((node.module or "").split(".")[0])
+    return sorted(found - {"__future__"})
+
+
+def files_to_copy(*modules: Any) -> str:
+    """One line per file a reader copies: its name, its length and every module it imports."""
+    lines = []
+    for module in modules:
+        path = Path(module.__file__)
+        lines.append(textwrap.fill(f"{path.name:16} {len(path.read_text().splitlines()):5,} lines  "
+                                   f"imports: {', '.join(imports_of(path))}", WIDTH, subsequent_indent=" " * 36))
+    return "\n".join(lines)
+
+
 # -- chapter 11: which pattern do you need? -----------------------------------------------------
 EFFECTS = ("an overwrite", "a write to your own table", "a charge, provider takes keys",
            "a charge, provider takes no keys")
@@ -194,10 +221,10 @@ def recommend(rows: Iterable[PatternRow], effect: str = EFFECTS[2], lost_ok: str
             reasons.append(f"A failure after its claim loses work without a sound (silent loss in "
                            f"{claim_first.count('silent_loss')} of {n} rows, silent mismatch in "
                            f"{claim_first.count('silent_mismatch')}): only reconciliation finds them.")
-            reasons.append(f"It saves ${saving:.2f} per million first deliveries against keyed.")
+            reasons.append(f"It saves ${saving:g} per million first deliveries against keyed.")
         else:
             if lost_ok == LOSS[1]:
-                reasons.append(f"Losing work is allowed, but claim_first would save only ${saving:.2f} per "
+                reasons.append(f"Losing work is allowed, but claim_first would save only ${saving:g} per "
                                "million first deliveries: keep the work instead.")
             pattern, row = _keep_the_work(effect, library, path, reasons, r)
         if copies == COPIES[0]:
@@ -287,8 +314,9 @@ SYSTEMS = {
     "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
     "card": "charge the customer's card through a provider that takes idempotency keys",
     "balance": "add the order's total to the customer's balance, an item in your own table",
-    "chat": "post 'thanks for your order' to a chat API without idempotency keys; a missed post "
-            "is fine (a weekly job re-posts what is missing), two posts look sloppy",
+    "chat": "post 'thanks for your order' to a chat API without idempotency keys, millions a day, "
+            "so the cheapest guard wins; a missed post is fine (a weekly job re-posts what is "
+            "missing), two posts look sloppy",
 }
 CHOICES = ("overwrite", "claim_first", "transaction", "keyed")
 ANSWERS = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}
@@ -306,7 +334,7 @@ def _why(system: str, choice: str, r: Mapping[str, PatternRow]) -> tuple[str, st
                                                 "writing the file again was harmless all along."),
         ("thumbnail", "transaction"): ("wrong", f"the thumbnail is a file in S3: {outside}."),
         ("thumbnail", "keyed"): ("more than needed", f"safe, but it pays {keyed.first.calls} DynamoDB calls "
-                                                     f"and ${keyed.first.dollars_per_million:.2f} per million "
+                                                     f"and ${keyed.first.dollars_per_million:g} per million "
                                                      "uploads to guard a write that is harmless to repeat."),
         ("card", "overwrite"): ("wrong", f"a second charge is a second charge, not the same one: naive, "
                                          f"with no guard, double charges in {naive.count('double_charge')} "
@@ -358,3 +386,97 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     lines.append("All four right." if right == len(SYSTEMS) else
                  f"{right} of {len(SYSTEMS)} right: the decision diagram's first question is the one to ask again.")
     return "\n".join(lines)
+
+
+# -- chapter 09: the template's two profiles, its settings and alarms, the reconciliation -----------
+#: CloudWatch custom metrics: "$0.30" per metric-month for the first 10,000, and 10 metrics free
+#: (https://aws.amazon.com/cloudwatch/pricing/, its table drawn by a script; quoted by
+#: https://github.com/nishinoshake/aws-rough/issues/37 and api-evangelist's cloudwatch plans).
+METRIC_MONTH_USD = 0.30
+FREE_METRICS = 10
+
+
+def expanded_template(parameters: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """template.yaml after the SAM transform (with a placeholder code location, which the
+    deploy fills in with the packaged core), for `parameters`."""
+    return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"), dict(parameters or {}))
+
+
+def profile_table() -> pd.DataFrame:
+    """Both profiles resolved as CloudFormation would: what differs between them."""
+    rows = []
+    for name in tp.PROFILES:
+        cfn = tp.resolve(expanded_template(), {"Profile": name})
+        res, fn = cfn["Resources"], cfn["Resources"][tp.FUNCTION]["Properties"]
+        ledger = res["LedgerTable"]["Properties"]
+        rows.append({"profile": name, "ledger on delete": res["LedgerTable"]["DeletionPolicy"],
+                     "PITR": ledger["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+                     "protected": ledger["DeletionProtectionEnabled"],
+                     "provider": "stand-in table" if "ProviderTable" in res else "Stripe",
+                     "handler (in idem.core)": fn["Handler"].removeprefix("idem.core."),
+                     "reserved": fn.get("ReservedConcurrentExecutions", "-"),
+                     "log days": res["ChargeFunctionLogs"]["Properties"]["RetentionInDays"]})
+    return pd.DataFrame(rows).set_index("profile")
+
+
+def production_settings() -> str:
+    """The production profile's own parameters: name, default, and what each is for, in full."""
+    demo = ("Profile", "HandlerMode", "FailurePoint", "FailTimes")
+    lines = []
+    for name, spec in tp.load()["Parameters"].items():
+        if name in demo:
+            continue
+        what = " ".join(str(spec["Description"]).removeprefix("prod: ").split())
+        default = f" (default {spec['Default']})" if spec.get("Default", "") != "" else " (no default)"
+        lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def alarms_text(todo: Mapping[str, str]) -> str:
+    """Each production alarm: what it means (its AlarmDescription, in full) and what to do."""
+    prod = tp.resolve(expanded_template(), {"Profile": "prod"})
+    lines = []
+    for name, alarm in tp.resources_of_type(prod, "AWS::CloudWatch::Alarm").items():
+        lines.append(textwrap.fill(f"{name.removesuffix('Alarm')}: {alarm['Properties']['AlarmDescription']}",
+                                   WIDTH, subsequent_indent="    "))
+        lines.append(textwrap.fill(f"do: {todo[name]}", WIDTH, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def role_table(parameters: Mapping[str, str], granted_to: Callable[[dict[str, Any]], set[tuple[str, str]]],
+               seen: set[tuple[str, str]], lambda_does: set[tuple[str, str]]) -> pd.DataFrame:
+    """Every permission the demo's role grants or the code needs: called by the code (seen on
+    moto), needed by Lambda itself, granted by the role."""
+    demo = tp.resolve(expanded_template(parameters), dict(parameters))
+    granted = granted_to(demo)
+    rows = [{"permission": f"{action} on {resource}",
+             "code calls it": "yes" if (action, resource) in seen else "Lambda does",
+             "role grants it": "yes" if (action, resource) in granted else "NO"}
+            for action, resource in sorted(granted | seen | lambda_does)]
+    return pd.DataFrame(rows).set_index("permission")
+
+
+def custom_metrics_note(handler_metrics: int, reconciler_metrics: int) -> str:
+    """The custom metrics the stack publishes, and what they cost beyond the free tier."""
+    total = handler_metrics + reconciler_metrics
+    return textwrap.fill(f"custom metrics: {handler_metrics} from the handler (one per outcome), {reconciler_metrics} from "
+            f"the reconciliation = {total}; at ${METRIC_MONTH_USD:.2f} per metric-month after {FREE_METRICS} "
+            f"free: ${max(0, total - FREE_METRICS) * METRIC_MONTH_USD:.2f} a month with the free tier, "
+            f"${total * METRIC_MONTH_USD:.2f} without", WIDTH, subsequent_indent="    ")
+
+
+def reconcile_on(deployment: Any) -> Any:
+    """Run the stack's hourly reconciliation once, with the deployed function's own settings,
+    over the first closed window after every charge and booking of `deployment` could land."""
+    job = emulated.function_settings(deployment.clients["lambda"], deployment.outputs["ReconcileFunctionName"])
+    env = {**job["env"], "AWS_LAMBDA_FUNCTION_NAME": job["name"]}
+    lag = int(env["MAX_EVENT_AGE_SECONDS"]) + reconcile_job.MAX_INVOCATION_SECONDS
+    return reconcile_job.run(env, fake_session(), deployment.clock.now() + lag + 3600, say=lambda line: None)
+
+
+def stack_metrics(report: Any) -> str:
+    """The stack's custom metrics, counted from what it prints: the handler's metric document
+    (one per outcome) and the reconciliation's (one per number in `report`)."""
+    handler = len(keyed.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+    line = json.loads(reconcile_job.emf(report, "ReconcileFunction", 0))
+    return custom_metrics_note(handler, len(line["_aws"]["CloudWatchMetrics"][0]["Metrics"]))

@@ -183,6 +183,9 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 # takes the record only if there is none, if the record has expired, or if it is `in_progress`
 # with its lease over.
 # The put takes the record in the same write that checks it, so two copies can never both win.
+# Every write keyed makes to its table is conditional, and goes through one small helper,
+# `_refused`. It returns `None` when the write lands. When the condition fails, it returns the
+# record that refused the write, or `{}` when there is none.
 
 # %%
 views.show_source(KeyedLedger.claim)

@@ -21,23 +21,28 @@
 # ## Setup
 #
 # The deploy tool, the template, and a switch that stays off unless you set the environment
-# variable `IDEM_REAL_AWS=1` before starting Jupyter. CI and Binder never set it.
+# variable `IDEM_REAL_AWS=1` before starting Jupyter. The workbook's own test runs never set it,
+# and neither does Binder, the free service that runs these chapters in a browser.
+#
+# `template.yaml` is written for AWS SAM, a shorthand over CloudFormation. Its **SAM transform**
+# expands each shorthand resource (a function with its event, for one) into the plain
+# CloudFormation resources it stands for. AWS runs that transform when you deploy. Here the
+# `aws-sam-translator` package runs it locally, so the counts below are of plain resources.
 
 # %%
 import os
 
 from idem import views
 from idem.core import reconcile_job
+from idem.core.handlers import keyed
 from idem.core.ledger import Ledger
-from idem.deploy import calls, emulated, flow, lab, package, prices
+from idem.deploy import calls, flow, lab, package, prices
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
-from idem.sim.world import fake_session
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 sam = tp.load()
-expanded = tp.translate(tp.with_code(sam, "code-bucket", "idem-core.zip"))
-profiles = {name: tp.resolve(expanded, {"Profile": name}) for name in tp.PROFILES}
+profiles = {name: tp.resolve(views.ship.expanded_template(), {"Profile": name}) for name in tp.PROFILES}
 print(f"template.yaml: {len(sam['Parameters'])} parameters, "
       + ", ".join(f"{len(cfn['Resources'])} resources in {name}" for name, cfn in profiles.items())
       + f" after the SAM transform; real AWS cells {'ON' if REAL_AWS else 'off'}")
@@ -45,14 +50,15 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # %% [markdown]
 # ## The picture
 #
-# Five moving parts, as in the article, plus the log group and the role that ties them together.
-# Solid arrows are what happens on an upload. The dotted ones are what the role allows. Around
-# them, both profiles have an hourly reconciliation and alarms that mail a topic.
+# Five moving parts, as in the article, plus the role that ties them together. Solid arrows are
+# what happens on an upload. The dotted ones are what the role allows. Around them, both profiles
+# have an hourly reconciliation and alarms that mail a topic. Each function also writes to its own
+# log group, left out of the picture.
 #
 # ```mermaid
 # flowchart LR
 #     U([you: put_object]) --> B[(UploadBucket<br/>versioned)]
-#     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>idem.core.entry.lambda_handler]
+#     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>prod: keyed.lambda_handler<br/>demo: entry.lambda_handler]
 #     F -- "claim, commit" --> L[(LedgerTable<br/>TTL expires_at)]
 #     F -- "charge, with key" --> P[(ProviderTable, demo<br/>Stripe, prod)]
 #     F -. "retries used up" .-> Q[[FailureQueue]]
@@ -64,27 +70,22 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # %% [markdown]
 # ## Two profiles, one template
 #
-# The `Profile` parameter picks one. Its conditions decide which resources exist and how each is
-# set. The table below resolves them both, as CloudFormation would.
+# The `Profile` parameter picks one. A template's **conditions** are named true-or-false values
+# made from its parameters (`IsProd` is `Profile` equal to `prod`). A setting written
+# `!If [IsProd, A, B]` is `A` in production and `B` in the demo. When `B` is `!Ref AWS::NoValue`,
+# the demo leaves the setting out altogether. The table below resolves both profiles, as CloudFormation would.
 
 # %%
-def profile_row(name, cfn):
-    res, fn = cfn["Resources"], cfn["Resources"][tp.FUNCTION]["Properties"]
-    ledger = res["LedgerTable"]
-    return {"profile": name, "ledger on delete": ledger["DeletionPolicy"],
-            "recovery (PITR)": ledger["Properties"]["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
-            "protected": ledger["Properties"]["DeletionProtectionEnabled"],
-            "provider": "stand-in table" if "ProviderTable" in res else "Stripe",
-            "handler": fn["Handler"].split(".")[1],
-            "reserved": fn.get("ReservedConcurrentExecutions", "-"),
-            "log days": res["ChargeFunctionLogs"]["Properties"]["RetentionInDays"]}
-
-
-views.items_frame([profile_row(name, cfn) for name, cfn in profiles.items()])
+views.ship.profile_table()
 
 # %% [markdown]
-# Production keeps its books when the stack goes, can restore the ledger to any second of the last
-# 35 days, and refuses to delete it until someone turns the protection off. It has no failure
+# The `handler` column is the one difference in the code: production runs the handler to copy,
+# the demo the entry point. A demo that stages a failure runs `idem.demo_failure.lambda_handler`,
+# the failure wrapper around that entry point.
+#
+# Production keeps its books when the stack goes, and it can restore the ledger to any second of
+# the last 35 days (PITR, point-in-time recovery). It refuses to delete the ledger until someone
+# turns the protection off. It has no failure
 # wrapper (the demo's code that makes its function fail on purpose, shown below), no stand-in
 # table, and no setting of the demo's. The demo deletes everything with it.
 # `tests/test_production_profile.py` checks each of these on the production profile.
@@ -107,10 +108,7 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 # Production has settings of its own, with defaults chosen for payments:
 
 # %%
-views.items_frame([{"parameter": name, "default": spec.get("Default", ""),
-                    "what": spec["Description"].removeprefix("prod: ").split(". ")[0].split(" (")[0]}
-                   for name, spec in sam["Parameters"].items()
-                   if name not in ("Profile", "HandlerMode", "FailurePoint", "FailTimes")], width=64)
+print(views.ship.production_settings())
 
 # %% [markdown]
 # ### The bucket
@@ -119,10 +117,11 @@ views.items_frame([{"parameter": name, "default": spec.get("Default", ""),
 # is built with `!Sub`. Suppose CloudFormation named it and the function's policy referred to it.
 # The bucket needs the function for its notification, and the function needs the policy. Each would
 # wait on the other. The notification itself is not written here: the SAM `Events` entry on the
-# function adds it. Old versions expire after 90 days, and a bucket policy refuses plain HTTP.
+# function adds it. Old versions expire after 90 days, and the bucket's policy, the second
+# resource below, refuses plain HTTP.
 
 # %%
-views.show_text(tp.section("UploadBucket"), "yaml")
+views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "UploadBucketPolicy")), "yaml")
 
 # %% [markdown]
 # ### The two tables and the queue
@@ -147,15 +146,24 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 # %% [markdown]
 # ### The function
 #
-# `Handler` names the entry point. The environment hands it the parameters and the tables' real
-# names. `EventInvokeConfig` is the async behaviour the local runtime imitates: two retries, events
-# kept at most six hours, then the invocation record goes to the queue. One parameter,
-# `MaxEventAgeSeconds`, sets that age and the code's `MAX_EVENT_AGE_SECONDS`. The code refuses to
-# start if a record or a provider key would die sooner (chapter 07). `Timeout` is 30 s here;
-# Lambda's own default is 3 s. Logs are JSON, and production reserves concurrency to stay under
-# Stripe's rate limit. The `Events` list names the uploads that are orders, and says why `Copy` is
-# not one. `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only
-# `idem`'s core (more on that below).
+# Read the function's YAML with these points in mind:
+#
+# * `Handler` names the code Lambda calls, one per profile (the three-way `!If` of the table above).
+# * The environment hands it the parameters and the tables' real names.
+# * `EventInvokeConfig` is the async behaviour the local runtime imitates. Lambda retries twice and
+#   keeps an event at most six hours, then sends the invocation record to the queue.
+# * One parameter, `MaxEventAgeSeconds`, sets that age and the code's `MAX_EVENT_AGE_SECONDS`. The
+#   code refuses to start if a record or a provider key would die sooner (chapter 07).
+# * `Timeout` is 30 s here; Lambda's own default is 3 s.
+# * Logs are JSON. The handler prints its metric lines in CloudWatch's **Embedded Metric Format**
+#   (EMF): JSON lines that CloudWatch turns into metrics, with no API call. Lambda passes printed
+#   lines through as they are, so each stays one JSON line that CloudWatch can read.
+# * Production reserves concurrency, to stay under Stripe's rate limit.
+# * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
+# * `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only `idem`'s
+#   core (more on that below).
+# * The runtime is Python 3.12 on arm64, while the workbook's tests run on Python 3.11. The core
+#   uses nothing that changed between the two, but run your own tests on 3.12 before you ship.
 
 # %%
 views.show_text(tp.section("ChargeFunction"), "yaml")
@@ -171,21 +179,16 @@ views.show_text(tp.section("ChargeFunction"), "yaml")
 views.show_text(tp.section("ChargeFunctionRole"), "yaml")
 
 # %%
-demo = tp.resolve(tp.translate(tp.with_code(sam, "code-bucket", "idem-core.zip"), flow.parameters("keyed")),
-                  flow.parameters("keyed"))
-granted, seen = tp.granted(demo), calls.observed_calls()
-needed = seen | calls.SERVICE_CALLS | calls.TRACING_CALLS
-views.items_frame([{"pk": f"{action} on {resource}",
-                    "code calls it": "yes" if (action, resource) in seen else "Lambda does",
-                    "role grants it": "yes" if (action, resource) in granted else "NO"}
-                   for action, resource in sorted(granted | needed)], width=60).rename(columns={"pk": "permission"})
+views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls(),
+                      calls.SERVICE_CALLS | calls.TRACING_CALLS)
 
 # %% [markdown]
 # Every row is both needed and granted: no `Scan`, no `DeleteItem`, and `*` only for X-Ray, which
 # takes no other resource. This is the demo's role. In production the handler also reads the
 # Stripe key from Parameter Store, and the role says so. The production role may also read an
-# upload by its `versionId`: that is for `amount_from_order_file` (chapter 11), once you make it
-# your `amount_for`; the handler as shipped charges the configured price and never reads it. Suppose a
+# upload by its `versionId`. That is for `amount_from_order_file` (chapter 11), once you make it
+# your `amount_for`. As shipped, the handler charges the configured price and reads no upload. The
+# cost table below assumes you made that change, so it counts one read per upload. Suppose a
 # later change made the code call something new. The test
 # `test_role_grants_exactly_the_calls_the_function_makes` would then fail until the template
 # caught up.
@@ -194,15 +197,14 @@ views.items_frame([{"pk": f"{action} on {resource}",
 # ## What ships: the core, nothing else
 #
 # The Lambda package must not carry moto, pandas, the notebooks or the virtualenv. One function
-# decides what ships. Both `sam build` (through `function/Makefile`) and `python -m idem deploy`
-# use it:
-
-# %%
-views.show_source(package.core_files)
-
-# %% [markdown]
-# The demo's failure wrapper ships only when a demo asks for it (`IDEM_DEMO=1 sam build`, or the
-# deploy tool's own package). A production build holds the core alone:
+# decides what ships, `idem.deploy.package.core_files`. Both `sam build` (through
+# `function/Makefile`) and `python -m idem deploy` use it.
+#
+# It takes `idem/__init__.py` and `idem/core/`, nothing else. The demo's failure wrapper ships only
+# when a demo asks for it (`IDEM_DEMO=1 sam build`, or the deploy tool's own package). Production
+# also needs Stripe's SDK, which Lambda's Python runtime does not include. `function/Makefile`
+# installs `stripe` (16.1) into the production artifact, built for Lambda's arm64 platform. The
+# core as it ships, counted by folder:
 
 # %%
 shipped = package.core_files()
@@ -214,7 +216,8 @@ print(sorted({path.parent.as_posix() for path in shipped}),
 #
 # `MotoDeployment` does what a deploy does, in order, against moto's CloudFormation. It packages
 # and uploads the code, expands the SAM transform locally with aws-sam-translator, and creates the
-# stack. The names it prints are the stack's real resource names.
+# stack. The names it prints are the stack's real resource names. The dry run stages a failure:
+# `FailurePoint=after_charge` and `FailTimes=once`, so the first attempt fails after its charge.
 
 # %%
 dry = MotoDeployment("idem-demo")
@@ -253,7 +256,8 @@ views.compact_items(ledger.items())
 # ### Switch the mode, upload a fresh file
 #
 # A stack update with `HandlerMode=keyed` changes one environment variable of the same function.
-# The file name must be new: the failure counter and the idempotency record are per upload.
+# The file name must be new: the failure counter and the idempotency record are per upload. The
+# stack's clock runs on from the naive upload, so keyed's first attempt starts at 60 s, not 0.
 
 # %%
 _ = dry.deploy("keyed")
@@ -295,10 +299,7 @@ views.items_frame([run.row() for run in dry.runs])
 views.show_source(reconcile_job.compare)
 
 # %%
-job = emulated.function_settings(dry.clients["lambda"], dry.outputs["ReconcileFunctionName"])
-job_env = {**job["env"], "AWS_LAMBDA_FUNCTION_NAME": job["name"]}
-lag = int(job_env["MAX_EVENT_AGE_SECONDS"]) + reconcile_job.MAX_INVOCATION_SECONDS
-report = reconcile_job.run(job_env, fake_session(), dry.clock.now() + lag + 3600, say=lambda line: None)
+report = views.ship.reconcile_on(dry)
 print(f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
       f"{report.provider_charges} charge(s), {report.differences} difference(s)")
 views.items_frame([{"charge": e.charge_id, "account": e.account, "cents": e.cents,
@@ -314,8 +315,7 @@ views.items_frame([{"charge": e.charge_id, "account": e.account, "cents": e.cent
 # %% [markdown]
 # ### Teardown
 #
-# A versioned bucket has to be emptied, every version, before CloudFormation can delete it (the
-# report bucket too). Then the demo stack goes, and with it the function, tables, queue, role and
+# A versioned bucket has to be emptied, every version, before CloudFormation can delete it. Then the demo stack goes, and with it the function, tables, queue, role and
 # log group. A production stack would keep its ledger, queue, buckets and logs.
 
 # %%
@@ -357,12 +357,14 @@ print("\n".join(twin.attempts))
 # answer in one line, well within 30 s.
 #
 # With the SAM CLI, `samconfig.toml` holds the two profiles: `default` is the demo, `prod` the
-# production stack. `sam logs` reads a function's logs.
+# production stack. The `default` demo stages no failure (`FailurePoint=none`), so it needs no
+# failure wrapper. To stage one, build with the wrapper and say so:
+# `IDEM_DEMO=1 sam build`, then `sam deploy --parameter-overrides Profile=demo
+# FailurePoint=after_charge`. `sam logs` reads a function's logs.
 #
 # ```
 # sam build && sam deploy --guided
-# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
-# sam logs --stack-name idem-prod --name ChargeFunction --tail
+# sam logs --stack-name idem-demo --name ChargeFunction --tail
 # ```
 #
 # Cleaning up the demo after SAM takes one step more. The bucket is versioned, and `sam delete`
@@ -384,24 +386,44 @@ print("\n".join(twin.attempts))
 # (`sk_test_...`): test mode moves no real money, and its objects never mix with live ones
 # ([Stripe](https://docs.stripe.com/test-mode)). The key goes into Parameter Store as a
 # SecureString, never into the template, the environment or a log line. The function reads it at
-# cold start, by the name in `StripeSecretParameter`:
+# cold start, by the name in `StripeSecretParameter`.
+#
+# Check one account setting first. Production reserves `ReservedConcurrency` (10) for the charge
+# function, and Lambda keeps 100 of the account's concurrency unreserved
+# ([concurrency](https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)).
+# So the account needs a concurrency limit of at least 110. A new account may have far less:
+# `aws lambda get-account-settings` shows it as `ConcurrentExecutions`. If it is lower, ask for
+# more through Service Quotas before you deploy; otherwise the deploy fails.
+#
+# Then store the key, deploy, and upload an order. `read -s` asks for the key without showing
+# it, and the file keeps it out of your shell history and the process list:
 #
 # ```
-# aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value sk_test_...
+# aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions
+# read -rs KEY && printf '%s' "$KEY" > stripe-key.txt && unset KEY
+# aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
+# rm stripe-key.txt
 # sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
 # aws s3 cp order.csv s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.csv
+# sam logs --stack-name idem-prod --name ChargeFunction --tail
 # ```
+#
+# AWS then mails the alarm address a link to confirm the subscription. Until you click it, the
+# subscription stays pending and no alarm mail arrives.
 #
 # Each upload becomes one PaymentIntent, confirmed with Stripe's test card `pm_card_visa`. In
 # Stripe's Dashboard, in test mode, it is listed under **Payments**
-# ([Stripe](https://stripe.com/docs/implementation-guides/core-payments/testing)). Its metadata
-# names the upload: the account, the object and its idempotency key. If S3 delivers the event
-# twice, or Lambda retries it, the Dashboard still shows one payment. Locally, the same path runs
-# against a loopback Stripe and moto (`tests/test_handler_standalone.py`).
+# ([testing](https://docs.stripe.com/testing)). Its metadata names the upload: the account, the
+# object and its idempotency key. Upload the same order again with `aws s3 cp`: that is a new
+# version, so a new order and a new payment. A copy of one event is another matter. You cannot
+# make S3 send one, but when a copy comes, its log line says `duplicate`, and the Dashboard should
+# still show one payment for that upload. Check that on your account. Locally, the loopback Stripe
+# showed it (`tests/test_handler_standalone.py`).
 #
 # ### The alarms, and what to do when one fires
 #
-# Each alarm fires on a single occurrence in five minutes and mails the stack's topic.
+# Each alarm fires on a single occurrence in five minutes and mails the stack's topic. Each is
+# listed with what it means and what to do:
 
 # %%
 todo = {
@@ -414,9 +436,7 @@ todo = {
     "ReconcileDifferencesAlarm": "open the window's report",
     "ReconcileErrorsAlarm": "read the reconciler's logs",
 }
-alarms = tp.resources_of_type(profiles["prod"], "AWS::CloudWatch::Alarm")
-views.items_frame([{"alarm": name.removesuffix("Alarm"), "means": a["Properties"]["AlarmDescription"],
-                    "do": todo[name]} for name, a in alarms.items()], width=72)
+print(views.ship.alarms_text(todo))
 
 # %% [markdown]
 # ### What production costs
@@ -427,6 +447,14 @@ views.items_frame([{"alarm": name.removesuffix("Alarm"), "means": a["Properties"
 
 # %%
 print("\n".join(prices.table(prices.at_rest())))
+
+# %% [markdown]
+# Not in that table: the stack's own metrics. The handler prints one per outcome, and the
+# reconciliation prints its numbers every hour, uploads or not. CloudWatch bills each custom
+# metric per month, after a free tier:
+
+# %%
+print(views.ship.stack_metrics(report))
 
 # %% [markdown]
 # Then what a million uploads add. Stripe's own fees are not in it.
@@ -441,6 +469,11 @@ print("\n".join(prices.table(prices.per_million_uploads())))
 # network and no AWS account, so no run on real AWS could be captured here. The rehearsal shows that
 # the template deploys, that the role grants what the code calls, and that the code charges once. It
 # does not show that AWS behaves as moto does: retry timing, TTL deletes and IAM are AWS's own.
+# The moto library also dropped five of the template's settings (versioning, the notification,
+# TTL and two event-invoke configs). The rehearsal set them by hand, so whether AWS applies them
+# is not rehearsed. Since moto enforces no IAM, the role check above compares text, not access.
+# And the production profile never ran here: Stripe, Parameter Store, the reserved concurrency,
+# the alarms and the hourly reconciliation are yours to see on AWS.
 # When you run the next cell on your account, it prints when and where it ran. Keep that output: it
 # is the real evidence this copy lacks.
 
@@ -512,10 +545,12 @@ for name, value in measured.items():
 #   exactly the calls the code was seen making.
 # * The production profile, the default, keeps the books, hardens the bucket and function, alarms
 #   on every way an upload can go wrong, and reconciles every hour. The demo profile is disposable.
-# * The rehearsal on moto deploys the real template, fills what moto drops, and runs the function on
-#   the stack's own resources: naive charges twice, keyed once.
-# * It proves the template and the code, not AWS itself. No real-AWS run is stored here: the opt-in
-#   cells print one, with when and where, on your account.
+# * The rehearsal on moto creates the stack from the real template and fills by hand what moto
+#   drops. Because moto cannot run Lambda code, the workbook's runtime runs the function on the
+#   stack's tables and queue: naive charges twice, keyed once.
+# * It shows that the template's text and the code agree, not that AWS reads the template the same
+#   way. No real-AWS run is stored here: the opt-in cells print one, with when and where, on your
+#   account.
 #
 # To ship the pattern in your own function, start from the handler to copy,
 # [`idem/core/handlers/keyed.py`](../idem/core/handlers/keyed.py), standard library and boto3, and

@@ -15,12 +15,8 @@
 # The views that gather each pattern's measurements, and the handler to copy.
 
 # %%
-import ast
-from pathlib import Path
-
 from idem import views
 from idem.core.handlers import keyed, keyed_stripe
-from idem.deploy import template as tp
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
 
@@ -73,10 +69,16 @@ views.pattern_table(rows)
 # * **A provider without keys**: no code of yours can tell whether a lost answer moved money. Look
 #   the charge up by the upload before charging again, and mark the record `needs_attention` when
 #   the look-up cannot tell. keyed already has that look-up. It runs for copies older than the
-#   provider's key window (chapter 07's redrive): run it before every charge.
+#   provider's key window (chapter 07's redrive). Run it before every charge only if it reads the
+#   provider's records at once, by an id you chose. A search will not do: Stripe's search can lag
+#   by up to an hour, and Stripe says not to use it right after a write
+#   ([search](https://docs.stripe.com/search)). A retry comes a minute after its lost answer, so a
+#   lagging search would miss the charge and charge again.
 # * **Powertools** gives the claim and the expiry for free. Pass its key to the provider, or an
 #   error after the charge charges again. Book the ledger line only if it is absent, or an error
-#   after the ledger write books it twice (chapter 08's `book_once`).
+#   after the ledger write books it twice (chapter 08's `book_once`). The table's `powertools` row
+#   is Powertools as most handlers use it, without these two changes. The changed version has no
+#   row here: run `idem check` on it (chapter 10) to measure it.
 #
 # Whatever you choose, reconcile on a schedule (chapter 07).
 
@@ -125,7 +127,8 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
 #   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
 # - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
-#   deletes items up to about two days late, and reads still return them until then (07).
+#   typically deletes items within two days of expiry, with no promised bound, and reads still
+#   return them until then (07).
 # - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
 #   charge up before charging an old event (07).
 # - [ ] **Nothing is remembered in the container.** A cold start begins empty, so memory can only
@@ -140,29 +143,28 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #
 # You copy two files, exactly as they are, into your function's folder. `keyed.py` is the
 # handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
-# Stripe. The table below reads both files and lists every module they import. Neither imports
-# `idem`, so they run from any folder:
+# Stripe. Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
+# Lambda's Python runtime does not include it. The lines below read both files and list every
+# module they import. Neither imports `idem`, so they run from any folder:
 
 # %%
-def imports_of(path):
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            found.add((node.module or "").split(".")[0])
-    return sorted(found - {"__future__"})
+print(views.ship.files_to_copy(keyed, keyed_stripe))
 
-
-for module in (keyed, keyed_stripe):
-    path = Path(module.__file__)
-    print(f"{path.name:16} {len(path.read_text().splitlines()):4} lines  imports: {', '.join(imports_of(path))}")
+# %% [markdown]
+# `keyed.py` is a long file, but you need not read it all first. Its first part, about 250 lines
+# of code, is the handler: the settings, the upload, the ledger, the three steps and the entry
+# point. Below it sit the parts you can read later: the look-up past the key window, the
+# provider's client, the settings read from the environment, the lifetimes rule, an example
+# amount, the log lines and metrics, and the event parser. A test holds the first part to its size.
 
 # %% [markdown]
 # Its entry point reads the settings once per container, then charges each upload of the event
 # once. One parser reads the event, the same one the workbook and the command line use. A record
 # it cannot read fails the invocation after the good ones, so the event reaches the failure queue.
-# Each upload writes one JSON log line, and each invocation prints one metric document:
+# Each upload writes one JSON log line. Each invocation prints one metric document, in CloudWatch's
+# **Embedded Metric Format** (EMF): a JSON log line that CloudWatch turns into metrics, with no
+# API call ([EMF](https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html)).
+# An alarm can then count the uploads that need a person:
 
 # %%
 views.show_source(keyed.lambda_handler)
@@ -206,38 +208,39 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 # the uploaded file by its version id. A malformed order becomes `needs_attention`, never a charge.
 
 # %% [markdown]
-# Third, create the ledger table as `template.yaml` does. The partition key is `pk`, and TTL is
-# on `expires_at`. The index `by_account` holds the done records, which are the ledger lines:
-
-# %%
-views.show_text(tp.section("LedgerTable"), "yaml")
-
-# %% [markdown]
+# Third, create the ledger table as `template.yaml` does, shown in
+# [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
+# and TTL is on `expires_at`. The index `by_account` holds the done records, which are the
+# ledger lines.
+#
 # Fourth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
 # and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold start then checks every
 # lifetime against them:
 
 # %%
-views.show_source(keyed.Settings.from_env)
+views.show_source(keyed.settings_from_env)
 
 # %% [markdown]
 # ### Check your version
 #
-# Then check what you changed, as chapter 10 does. Name every other write that must happen once
-# as an effect:
+# Then check what you changed, as chapter 10 does. The check is part of this workbook's `idem`
+# package, so install it where you develop (not in the function). Name your handler as
+# `FILE.py:FUNCTION` or `MODULE:FUNCTION`, and every other write that must happen once as an effect:
 #
 # ```
 # python -m idem check my_function.py:lambda_handler --effect sqs:SendMessage
 # ```
 #
 # It runs your handler, unchanged, through every schedule of faults, copies and retries. It exits
-# 0 when nothing breaks. Run it in CI with `check_handler`, and again after every change.
+# 0 when nothing breaks, so a CI step can run this same command. Run it again after every change.
+# Add `--provider stripe` to run the same schedules through Stripe's own SDK, against a local
+# Stripe that keeps Stripe's rules.
 
 # %% [markdown]
 # ## Try it
 #
 # Four systems each react to an upload. Pick what each needs, from `overwrite`, `claim_first`,
-# `transaction` and `keyed`. Nothing above names these systems: walk the diagram for each.
+# `transaction` and `keyed`. Walk the diagram for each.
 
 # %%
 for name, system in views.SYSTEMS.items():

@@ -51,14 +51,11 @@ each invocation prints one CloudWatch Embedded Metric Format document counting t
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import logging
 import os
 import re
-import sys
 import time
 import uuid
 from collections import Counter
@@ -79,12 +76,6 @@ DAY = 24 * 60 * 60
 BOOKS_INDEX = "by_account"
 #: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
 UNASSIGNED_ACCOUNT = "unassigned"
-#: How long a claim must outlive the function's timeout: DynamoDB's TTL sweep must never
-#: delete a claim while its invocation can still be charging (cold-start rule, below).
-CLAIM_MARGIN_SECONDS = 60
-#: The outcomes an operator counts (one metric each, per invocation; see `metrics_document`).
-OUTCOMES = ("charged", "duplicate", "declined", "needs_attention", "work_in_progress",
-            "lost_ownership", "failed")
 
 log = logging.getLogger("keyed")
 
@@ -125,7 +116,7 @@ class Status(str, Enum):
         return self.value
 
 
-# -- settings, read once per container ------------------------------------------------------------
+# -- settings, read once per container (from the environment: `settings_from_env`, below) ----------
 @dataclass(frozen=True)
 class Settings:
     table: str
@@ -141,21 +132,9 @@ class Settings:
     # to outlive the longest invocation.
     function_timeout_seconds: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.max_event_age_seconds is not None or self.function_timeout_seconds is not None:
-            check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
-                            self.max_event_age_seconds, self.function_timeout_seconds)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Settings:
-        table = env.get("LEDGER_TABLE", "")
-        if not table:
-            raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
-        optional = {name: _whole(env, name, 1) if env.get(name) else None
-                    for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS")}
-        return cls(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
-                   _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
-                   optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"])
+    def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
+        check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
+                        self.max_event_age_seconds, self.function_timeout_seconds)
 
 
 # -- one upload -----------------------------------------------------------------------------------
@@ -219,29 +198,17 @@ class Record:
     source: str = ""
     created_at: float = 0.0
 
-    def expired(self, now: float) -> bool:
-        """Expiry is checked here, in code: DynamoDB's TTL deletes items days late."""
-        return bool(self.expires_at) and self.expires_at <= now
-
-    def lease_live(self, now: float) -> bool:
-        return self.status is Status.IN_PROGRESS and self.lease_until > now
-
     def to_plain(self) -> dict[str, Any]:
         """The record's attributes as stored (none that is empty)."""
         return {"pk": self.key, "status": self.status.value, "owner": self.owner or None,
                 "lease_until": self.lease_until or None, "expires_at": self.expires_at or None,
                 "result": self.result, "source": self.source or None, "created_at": self.created_at or None}
 
-    def to_item(self) -> dict[str, Any]:
-        return _item(self.to_plain())
-
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Record:
         plain = {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
-        return cls(key=plain["pk"], status=Status(plain.get("status", Status.CLAIMED.value)),
-                   owner=plain.get("owner", ""), lease_until=plain.get("lease_until", 0),
-                   expires_at=plain.get("expires_at", 0), result=plain.get("result"),
-                   source=plain.get("source", ""), created_at=plain.get("created_at", 0))
+        return cls(plain["pk"], Status(plain.get("status", Status.CLAIMED.value)),
+                   **{name: plain[name] for name in RECORD_FIELDS if name in plain})
 
 
 @dataclass(frozen=True)
@@ -255,7 +222,9 @@ class Claim:
 
 
 class KeyedLedger:
-    """The idempotency records and the books, in one DynamoDB table."""
+    """The idempotency records and the books, in one DynamoDB table. Each write is conditional:
+    `_refused` (below) makes it and returns None when it went through, else the record that
+    refused it ({} when there is none)."""
 
     def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
                  now: Callable[[], float] = time.time) -> None:
@@ -266,56 +235,42 @@ class KeyedLedger:
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, int(now) + self.ttl_seconds,
                       source=source, created_at=now)
-        try:
-            self.client.put_item(
-                TableName=self.table, Item=mine.to_item(),
-                # Free, expired, or held by a lease that ran out: take it in the same write.
-                # (A finished record has no expires_at: the comparison is false, it stays.)
-                ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
-                                     " OR (#s = :in_progress AND lease_until <= :now)"),
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_values(now=now, in_progress=Status.IN_PROGRESS.value),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        except ClientError as error:
-            old = error.response.get("Item")
-            if _code(error) == "ConditionalCheckFailedException" and old:
-                existing = Record.from_item(old)
-                if existing.owner == owner and existing.status is Status.IN_PROGRESS:
-                    return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
-                return Claim(won=False, existing=existing)
-            raise
-        return Claim(won=True, mine=mine)
+        old = _refused(
+            self.client.put_item, TableName=self.table, Item=_item(mine.to_plain()),
+            # Free, expired, or held by a lease that ran out: take it in the same write. Expiry
+            # is checked here, in the condition: DynamoDB deletes expired items days late.
+            # (A finished record has no expires_at: the comparison is false, it stays.)
+            ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
+                                 " OR (#s = :in_progress AND lease_until <= :now)"),
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=_values(now=now, in_progress=Status.IN_PROGRESS.value),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        if old is None:
+            return Claim(won=True, mine=mine)
+        existing = Record.from_item(old)
+        if existing.owner == owner and existing.status is Status.IN_PROGRESS:
+            return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
+        return Claim(won=False, existing=existing)
 
     def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it.
         It loses its expires_at: such a record is an answer (or a person's to-do), kept for ever."""
-        try:
-            self.client.update_item(
-                TableName=self.table, Key=_item({"pk": key}),
-                UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
-                ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
-                ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
-                ExpressionAttributeValues=_values(status=status.value, result=result, me=owner,
-                                                  in_progress=Status.IN_PROGRESS.value))
-        except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
-                raise LostOwnership(f"{key} belongs to another invocation now") from None
-            raise
+        if _refused(self.client.update_item, TableName=self.table, Key=_item({"pk": key}),
+                    UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
+                    ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
+                    ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
+                    ExpressionAttributeValues=_values(status=status.value, result=result, me=owner,
+                                                      in_progress=Status.IN_PROGRESS.value)) is not None:
+            raise LostOwnership(f"{key} belongs to another invocation now")
 
     def release(self, key: str, owner: str) -> None:
         """End our lease now, so that Lambda's retry can take over at once instead of meeting
-        a live lease until our deadline (up to 15 minutes). Only the owner may release."""
-        try:
-            self.client.update_item(
-                TableName=self.table, Key=_item({"pk": key}),
-                UpdateExpression="SET lease_until = :now",
-                ConditionExpression="#o = :me AND #s = :in_progress",
-                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-                ExpressionAttributeValues=_values(now=self.now(), me=owner,
-                                                  in_progress=Status.IN_PROGRESS.value))
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise  # (a lost ownership is fine: someone else holds it now)
+        a live lease until our deadline (up to 15 minutes). Only the owner may release (when
+        the write is refused, someone else holds the upload now, which is fine)."""
+        _refused(self.client.update_item, TableName=self.table, Key=_item({"pk": key}),
+                 UpdateExpression="SET lease_until = :now", ConditionExpression="#o = :me AND #s = :in_progress",
+                 ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                 ExpressionAttributeValues=_values(now=self.now(), me=owner, in_progress=Status.IN_PROGRESS.value))
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str) -> None:
@@ -334,44 +289,32 @@ class KeyedLedger:
         """
         line = _item({**claimed.to_plain(), "status": Status.DONE.value, "expires_at": None, "result": result,
                       "account": account, "cents": cents, "charge_id": charge_id, "booked_at": self.now()})
-        try:
-            self.client.put_item(
-                TableName=self.table, Item=line,
-                ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
-                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-                ExpressionAttributeValues=_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
-            if error.response.get("Item"):
-                raise LostOwnership(f"{claimed.key} belongs to another invocation now") from None
-            self._book_swept(claimed.key, line)
-
-    def _book_swept(self, key: str, line: dict[str, Any]) -> None:
-        """Our claim was swept by TTL while we charged: book the charge where no record is."""
-        try:
-            self.client.put_item(TableName=self.table, Item=line, ConditionExpression="attribute_not_exists(pk)")
-        except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
-                raise LostOwnership(f"{key}: our claim was swept and another invocation holds it now") from None
-            raise
-        log.warning("claim swept by TTL during the charge; booked it anyway", extra={"idempotency_key": key})
+        old = _refused(
+            self.client.put_item, TableName=self.table, Item=line,
+            ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
+            ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+            ExpressionAttributeValues=_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        if old:
+            raise LostOwnership(f"{claimed.key} belongs to another invocation now")
+        if old is not None:  # no record at all: our claim expired and was deleted as we charged; book it anyway
+            if _refused(self.client.put_item, TableName=self.table, Item=line,
+                        ConditionExpression="attribute_not_exists(pk)") is not None:
+                raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
+            log.warning("our claim expired and was deleted during the charge; booked it anyway",
+                        extra={"idempotency_key": claimed.key, "at": self.now()})
 
     def totals(self, account: str) -> tuple[int, int]:
         """(charges, cents) booked for an account: a query on the sparse index of done lines.
         The index is eventually consistent: a commit of the last second may not show yet."""
-        charges = cents = 0
         pages = self.client.get_paginator("query").paginate(
             TableName=self.table, IndexName=BOOKS_INDEX, KeyConditionExpression="account = :account",
             ExpressionAttributeValues=_values(account=account))
-        for page in pages:
-            charges += len(page["Items"])
-            cents += sum(int(item["cents"]["N"]) for item in page["Items"])
-        return charges, cents
+        lines = [item for page in pages for item in page["Items"]]
+        return len(lines), sum(int(item["cents"]["N"]) for item in lines)
 
 
-# -- what to charge, and who charges it ----------------------------------------------------------
+# -- what to charge --------------------------------------------------------------------------------
 def amount_for(upload: Upload, settings: Settings) -> int:
     """How much to charge for an upload, in the currency's smallest unit: replace this.
     The default is the configured price (PRICE_CENTS). `amount_from_order_file` (below)
@@ -380,6 +323,149 @@ def amount_for(upload: Upload, settings: Settings) -> int:
     return settings.price_cents
 
 
+# -- the handler (who charges: `make_provider`, below) ---------------------------------------------
+class KeyedCharger:
+    """One container's wiring: the ledger, the provider and the settings, built once."""
+
+    def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
+                 now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
+                 amount: Callable[[Upload], int] | None = None) -> None:
+        self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
+        self.provider, self.settings, self.now, self.new_owner = provider, settings, now, new_owner
+        self.amount = amount or (lambda upload: amount_for(upload, settings))
+
+    def charge_once(self, upload: Upload, remaining_ms: int) -> dict[str, Any]:
+        """Claim, charge with the same key, commit: the three steps for one upload."""
+        key, owner = upload.idempotency_key, self.new_owner()
+        lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
+        claim = self.ledger.claim(key, owner, lease_until, upload.source)
+        if not claim.won:
+            existing = claim.existing
+            assert existing is not None
+            if existing.status is Status.DONE:
+                return {**(existing.result or {}), "status": "duplicate"}
+            if existing.status is Status.DECLINED:  # the provider's final answer, kept
+                return {**(existing.result or {}), "status": "declined"}
+            if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
+                raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
+            raise WorkInProgress(f"{upload.source} is being worked on until {_utc(existing.lease_until)}; failing, "
+                                 "so that a retry of this event, if Lambda has one left, finds it finished")
+        assert claim.mine is not None
+        try:
+            return self._charge_and_commit(upload, claim.mine)
+        except (NeedsAttention, LostOwnership):
+            raise  # the record says why already, or it is not ours any more
+        except Exception:
+            # Give the upload back at once: Lambda retries in about a minute, and a lease
+            # that runs to our deadline (a 900 s timeout) would turn every retry away.
+            self.ledger.release(key, owner)
+            raise
+
+    def _charge_and_commit(self, upload: Upload, claimed: Record) -> dict[str, Any]:
+        key, owner = claimed.key, claimed.owner
+        # Past the provider's key window (a redrive a day later), or of an age we cannot trust,
+        # the key may be pruned and could charge anew: a charge found is booked at its own amount.
+        found = look_up(self, upload, claimed)
+        if found is not None:
+            return self._commit(upload, claimed, str(found.id), int(found.amount), status="found")
+        try:
+            cents = self.amount(upload)
+        except NeedsAttention as problem:
+            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": str(problem)})
+            raise
+        try:
+            charge = self.provider.charge(customer=upload.account, amount=cents,
+                                          currency=self.settings.currency, reference=upload.reference,
+                                          idempotency_key=key)
+        except Exception as error:
+            status = getattr(error, "http_status", None)  # as Stripe's SDK errors carry it
+            if status == 402:  # declined: a final answer, not a failure to retry
+                result = {"status": "declined", "reason": _reason(error)}
+                self.ledger.finish(key, owner, Status.DECLINED, result)
+                return result
+            if status in (400, 404, 500):  # saved for this key: every retry with it gets the same
+                reason = (f"the provider answered {status} for key {key[:32]}... ({_reason(error)}); it replays that "
+                          "answer to every retry with this key, and a new key could charge twice: find the "
+                          "charge at the provider (by the reference), then book or refund it")
+                self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
+                raise NeedsAttention(f"{upload.source}: {reason}") from error
+            raise  # 409 (someone holds the key), 429, 503, no answer: release, and retry later
+        return self._commit(upload, claimed, charge.id, cents)
+
+    def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
+                status: str = "charged") -> dict[str, Any]:
+        result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
+        try:
+            self.ledger.commit(claimed, result, upload.account, cents, charge_id)
+        except LostOwnership:
+            # Our lease ran out and another invocation took over. The provider key made our
+            # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
+            log.warning("lost ownership before the commit: the new owner books this charge",
+                        extra={"idempotency_key": claimed.key, "charge_id": charge_id, "at": self.now()})
+            return {**result, "status": "superseded"}
+        return result
+
+
+_charger: KeyedCharger | None = None
+
+
+def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
+    """What Lambda calls. Every upload is charged once. A failed upload, or a record this code
+    cannot read, fails the invocation after the others have had their turn (they are
+    recognised as duplicates on the retry), so the event reaches the failure queue."""
+    global _charger
+    if _charger is None:  # a cold start: read the settings and build the clients once
+        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), settings_from_env(os.environ))
+    request_id = str(getattr(context, "aws_request_id", ""))
+    batch = _read_logged(event, request_id)  # raises EventError if it is no S3 notification at all
+    counts: Counter[str] = Counter()
+    processed, failures = [], []
+    for obj in batch.objects:
+        upload = Upload.of(obj)
+        try:
+            result = _charger.charge_once(upload, context.get_remaining_time_in_millis())
+        except Exception as error:  # one bad upload must not cost the others their turn
+            counts[_log_outcome(request_id, upload, error)] += 1
+            failures.append(error)
+            continue
+        counts[_log_outcome(request_id, upload, result)] += 1
+        processed.append({"object": upload.reference, **result})
+    print(json.dumps(metrics_document(counts, getattr(context, "function_name", "keyed"), time.time())))
+    if len(failures) == 1 and not batch.malformed:
+        raise failures[0]
+    if failures or batch.malformed:
+        raise RecordsFailed(f"{len(failures)} upload(s) failed and {len(batch.malformed)} record(s) "
+                            f"unreadable of {len(batch.objects) + len(batch.skipped)}; see the log lines")
+    return {"status": "test_event" if batch.test_event else "ok", "processed": processed}
+
+
+# -- past the key window: look the charge up ------------------------------------------------------
+def look_up(charger: KeyedCharger, upload: Upload, claimed: Record) -> Any | None:
+    """The charge already made for this exact upload (its `id` and the `amount` it took), or
+    None: none was made, or the event is young enough for the key itself to replay it.
+
+    A copy of the event older than the provider's key window (a redrive from the failure
+    queue a day later), or one whose age cannot be trusted (no eventTime, or one after our
+    clock), may meet a pruned key, which would charge anew: the provider is asked first. It
+    finds charges by what they were for (Stripe: a search on the metadata this handler sends,
+    keyed_stripe.py); only a charge made with this upload's own key counts, and that key is
+    made from the version id, or from the eTag and the sequencer when the bucket is not
+    versioned: an earlier upload of the same name is never booked as this one."""
+    age = charger.now() - upload.event_time
+    if upload.event_time and 0 <= age < charger.settings.provider_key_retention_seconds:
+        return None  # inside the key window: the key itself replays an earlier charge
+    find = getattr(charger.provider, "find_charges", None)
+    if find is None:  # this provider offers no lookup: hold the event for a person
+        known = "of unknown age" if not upload.event_time or age < 0 else f"{age / 3600:.1f} h old"
+        reason = (f"the event is {known}, past the provider's key window or not to be trusted, and the "
+                  "provider offers no lookup: check whether it was charged, then re-send it or close it")
+        charger.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
+        raise NeedsAttention(f"{upload.source}: {reason}")
+    mine = [c for c in find(upload.reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
+    return mine[0] if mine else None
+
+
+# -- who charges: the payment provider's client, built at cold start ------------------------------
 class PaymentProvider(Protocol):
     """What the handler needs of a payment provider (Stripe-shaped; keyed_stripe.py adapts
     Stripe's SDK to it). Errors carry `http_status` as Stripe's do; a lost connection has none."""
@@ -416,167 +502,24 @@ def make_provider() -> PaymentProvider:
     return provider
 
 
-# -- the handler ---------------------------------------------------------------------------------
-class KeyedCharger:
-    """One container's wiring: the ledger, the provider and the settings, built once."""
-
-    def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
-                 now: Callable[[], float] = time.time,
-                 new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
-                 amount: Callable[[Upload], int] | None = None) -> None:
-        self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner = provider, settings, now, new_owner
-        self.amount = amount or (lambda upload: amount_for(upload, settings))
-
-    def charge_once(self, upload: Upload, remaining_ms: int) -> dict[str, Any]:
-        """Claim, charge with the same key, commit: the three steps for one upload."""
-        key, owner = upload.idempotency_key, self.new_owner()
-        lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
-        claim = self.ledger.claim(key, owner, lease_until, upload.source)
-        if not claim.won:
-            existing = claim.existing
-            assert existing is not None
-            if existing.status is Status.DONE:
-                return {**(existing.result or {}), "status": "duplicate"}
-            if existing.status is Status.DECLINED:  # the provider's final answer, kept
-                return {**(existing.result or {}), "status": "declined"}
-            if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
-                raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
-            until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(existing.lease_until))
-            raise WorkInProgress(f"{upload.source} is being worked on until {until}; failing, so that "
-                                 "a retry of this event, if Lambda has one left, finds it finished")
-        assert claim.mine is not None
-        try:
-            return self._charge_and_commit(upload, claim.mine)
-        except (NeedsAttention, LostOwnership):
-            raise  # the record says why already, or it is not ours any more
-        except Exception:
-            # Give the upload back at once: Lambda retries in about a minute, and a lease
-            # that runs to our deadline (a 900 s timeout) would turn every retry away.
-            self.ledger.release(key, owner)
-            raise
-
-    def _charge_and_commit(self, upload: Upload, claimed: Record) -> dict[str, Any]:
-        key, owner = claimed.key, claimed.owner
-        try:
-            cents = self.amount(upload)
-        except NeedsAttention as problem:
-            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": str(problem)})
-            raise
-        age = self.now() - upload.event_time
-        if not upload.event_time or not 0 <= age < self.settings.provider_key_retention_seconds:
-            # Past the provider's key window (a redrive from the failure queue, a day later),
-            # or of an age we cannot trust (no eventTime, or one after our clock): the key may
-            # be pruned, so the same key could charge anew. Ask the provider first.
-            found = look_up(self, upload, claimed, None if not upload.event_time or age < 0 else age)
-            if found is not None:
-                return self._commit(upload, claimed, found, cents, status="found")
-        try:
-            charge = self.provider.charge(customer=upload.account, amount=cents,
-                                          currency=self.settings.currency, reference=upload.reference,
-                                          idempotency_key=key)
-        except Exception as error:
-            status = getattr(error, "http_status", None)  # as Stripe's SDK errors carry it
-            if status == 402:  # declined: a final answer, not a failure to retry
-                result = {"status": "declined", "reason": _reason(error)}
-                self.ledger.finish(key, owner, Status.DECLINED, result)
-                return result
-            if status in (400, 404, 500):  # saved for this key: every retry with it gets the same
-                reason = (f"the provider answered {status} for key {key[:32]}... ({_reason(error)}); it "
-                          "replays that answer to every retry with this key, and a new key could charge "
-                          "twice: find the charge at the provider (by the reference), then book or refund it")
-                self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
-                raise NeedsAttention(f"{upload.source}: {reason}") from error
-            raise  # 409 (someone holds the key), 429, 503, no answer: release, and retry later
-        return self._commit(upload, claimed, charge.id, cents)
-
-    def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
-                status: str = "charged") -> dict[str, Any]:
-        result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
-        try:
-            self.ledger.commit(claimed, result, upload.account, cents, charge_id)
-        except LostOwnership:
-            # Our lease ran out and another invocation took over. The provider key made our
-            # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
-            log.warning("lost ownership before the commit: the new owner books this charge",
-                        extra={"idempotency_key": claimed.key, "charge_id": charge_id})
-            return {**result, "status": "superseded"}
-        return result
+# -- settings from the environment, and the lifetimes rule checked at cold start -------------------
+#: How long a claim must outlive the function's timeout: DynamoDB's TTL sweep must never
+#: delete a claim while its invocation can still be charging (cold-start rule, below).
+CLAIM_MARGIN_SECONDS = 60
 
 
-_charger: KeyedCharger | None = None
+def settings_from_env(env: Mapping[str, str]) -> Settings:
+    """The settings the function's environment names (template.yaml sets them)."""
+    table = env.get("LEDGER_TABLE", "")
+    if not table:
+        raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
+    optional = {name: _whole(env, name, 1) if env.get(name) else None
+                for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS")}
+    return Settings(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
+                    _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
+                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"])
 
 
-def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
-    """What Lambda calls. Every upload is charged once. A failed upload, or a record this code
-    cannot read, fails the invocation after the others have had their turn (they are
-    recognised as duplicates on the retry), so the event reaches the failure queue."""
-    global _charger
-    if _charger is None:  # a cold start: read the settings and build the clients once
-        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), Settings.from_env(os.environ))
-    request_id = str(getattr(context, "aws_request_id", ""))
-    counts: Counter[str] = Counter()
-    try:
-        batch = read_event(event)  # EventError: not an S3 notification at all; Lambda retries it
-    except EventError as bad:
-        _log(logging.ERROR, f"event rejected: {bad}", request_id)
-        raise
-    if batch.test_event:
-        _log(logging.INFO, "s3:TestEvent ignored (S3 sends one when notifications are configured)", request_id)
-    elif not batch.objects and not batch.skipped:
-        _log(logging.INFO, "the event holds no records: nothing to do", request_id)
-    for level, line in batch.log_lines():  # bounded, however many records were skipped
-        malformed = level == "error"
-        _log(logging.ERROR if malformed else logging.INFO, line, request_id,
-             outcome="malformed" if malformed else "skipped")
-    processed, failures = [], []
-    for obj in batch.objects:
-        upload = Upload.of(obj)
-        try:
-            result = _charger.charge_once(upload, context.get_remaining_time_in_millis())
-        except Exception as error:  # one bad upload must not cost the others their turn
-            outcome = _OUTCOME_OF.get(type(error).__name__, "failed")
-            _log(logging.ERROR, f"{type(error).__name__}: {_reason(error)}", request_id, upload, outcome)
-            counts[outcome] += 1
-            failures.append(error)
-            continue
-        outcome = {"found": "charged", "superseded": "lost_ownership"}.get(result["status"], result["status"])
-        _log(logging.INFO, f"{upload.reference}: {result['status']}", request_id, upload, outcome)
-        counts[outcome] += 1
-        processed.append({"object": upload.reference, **result})
-    print(json.dumps(metrics_document(counts, getattr(context, "function_name", "keyed"), time.time())))
-    if len(failures) == 1 and not batch.malformed:
-        raise failures[0]
-    if failures or batch.malformed:
-        raise RecordsFailed(f"{len(failures)} upload(s) failed and {len(batch.malformed)} record(s) "
-                            f"unreadable of {len(batch.objects) + len(batch.skipped)}; see the log lines")
-    return {"status": "test_event" if batch.test_event else "ok", "processed": processed}
-
-
-_OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
-               "LostOwnership": "lost_ownership"}
-
-
-# -- past the key window: look the charge up ------------------------------------------------------
-def look_up(charger: KeyedCharger, upload: Upload, claimed: Record, age: float | None) -> str | None:
-    """The id of the charge already made for this exact upload, or None if there is none.
-
-    The provider finds charges by what they were for (Stripe: a search on the metadata this
-    handler sends, keyed_stripe.py); only a charge made with this upload's own key counts, and
-    that key is made from the version id, or from the eTag and the sequencer when the bucket
-    is not versioned: an earlier upload of the same name is never booked as this one."""
-    find = getattr(charger.provider, "find_charges", None)
-    if find is None:  # this provider offers no lookup: hold the event for a person
-        reason = (f"the event is {'of unknown age' if age is None else f'{age / 3600:.1f} h old'}, "
-                  "past the provider's key window or not to be trusted, and the provider offers no "
-                  "lookup: check whether it was charged, then re-send it or close it")
-        charger.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
-        raise NeedsAttention(f"{upload.source}: {reason}")
-    mine = [c for c in find(upload.reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
-    return str(mine[0].id) if mine else None
-
-
-# -- lifetimes, checked at cold start ------------------------------------------------------------
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
                     timeout: int | None = None) -> None:
     """The rule every lifetime obeys, checked at cold start:
@@ -623,6 +566,9 @@ def amount_from_order_file(upload: Upload, s3: Any) -> int:
     only if the eTag still matches, IfMatch), so every retry reads the same bytes. The role
     needs s3:GetObject and s3:GetObjectVersion on the bucket. A malformed order raises
     NeedsAttention (the upload is held for a person), never a charge of a wrong amount."""
+    import csv  # only this example parses a file
+    import io
+
     where = ({"VersionId": upload.version_id} if upload.versioned
              else {"IfMatch": '"' + upload.etag.strip('"') + '"'} if upload.etag else {})
     try:
@@ -647,9 +593,16 @@ def amount_from_order_file(upload: Upload, s3: Any) -> int:
     return sum(cents)
 
 
+
+
 # -- what the operator sees: JSON log lines and CloudWatch metrics --------------------------------
 #: The namespace of the handler's metrics (CloudWatch Embedded Metric Format).
 METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
+#: The outcomes an operator counts (one metric each, per invocation; see `metrics_document`).
+OUTCOMES = ("charged", "duplicate", "declined", "needs_attention", "work_in_progress",
+            "lost_ownership", "failed")
+_OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
+               "LostOwnership": "lost_ownership"}
 
 
 def metrics_document(counts: Mapping[str, int], function_name: str, now: float) -> dict[str, Any]:
@@ -673,18 +626,22 @@ class JsonLines(logging.Formatter):
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created)),
+        # The time is the record's, or `at`, the clock of the code that logged it (the same on
+        # Lambda; the workbook's virtual clock when its runtime drives the handler directly).
+        line = {"timestamp": _utc(getattr(record, "at", record.created)),
                 "level": record.levelname, "message": record.getMessage(), "logger": record.name}
         line.update({name: str(getattr(record, name)) for name in self.FIELDS if getattr(record, name, None)})
         return json.dumps(line, ensure_ascii=False)
 
 
-class _Stdout(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stdout(logging.Handler):
     """Writes to whatever sys.stdout is now (Lambda's, or a test's capture)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.setStream(sys.stdout)
-        super().emit(record)
+        try:
+            print(self.format(record), flush=True)
+        except Exception:  # as logging's own handlers do: a broken log line never stops the work
+            self.handleError(record)
 
 
 if not log.handlers:
@@ -701,6 +658,40 @@ def _log(level: int, message: str, request_id: str, upload: Upload | None = None
         "request_id": request_id, "outcome": outcome,
         **({"idempotency_key": upload.idempotency_key, "account": upload.account, "object": upload.reference}
            if upload else {})})
+
+
+def _read_logged(event: Any, request_id: str) -> EventBatch:
+    """`read_event`, with a log line for an event it rejects and for every record it skips."""
+    try:
+        batch = read_event(event)  # EventError: not an S3 notification at all; Lambda retries it
+    except EventError as bad:
+        _log(logging.ERROR, f"event rejected: {bad}", request_id)
+        raise
+    if batch.test_event:
+        _log(logging.INFO, "s3:TestEvent ignored (S3 sends one when notifications are configured)", request_id)
+    elif not batch.objects and not batch.skipped:
+        _log(logging.INFO, "the event holds no records: nothing to do", request_id)
+    for level, line in batch.log_lines():  # bounded, however many records were skipped
+        malformed = level == "error"
+        _log(logging.ERROR if malformed else logging.INFO, line, request_id,
+             outcome="malformed" if malformed else "skipped")
+    return batch
+
+
+def _log_outcome(request_id: str, upload: Upload, done: dict[str, Any] | BaseException) -> str:
+    """Log what became of one upload (its result, or the error it raised); return the
+    outcome counted in the metrics (one of OUTCOMES)."""
+    if isinstance(done, BaseException):
+        outcome = _OUTCOME_OF.get(type(done).__name__, "failed")
+        _log(logging.ERROR, f"{type(done).__name__}: {_reason(done)}", request_id, upload, outcome)
+        return outcome
+    outcome = {"found": "charged", "superseded": "lost_ownership"}.get(done["status"], str(done["status"]))
+    _log(logging.INFO, f"{upload.reference}: {done['status']}", request_id, upload, outcome)
+    return outcome
+
+
+def _utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def _reason(error: BaseException) -> str:
@@ -1098,10 +1089,23 @@ def _describe(value: Any) -> str:
     return shown if shown in (_kind(value), "null") or shown.startswith("a number of") else f"{_kind(value)} {shown}"
 
 
-
-
-# -- DynamoDB's typed values ------------------------------------------------------------------------
+# -- DynamoDB: conditional writes and typed values ---------------------------------------------------
 _SERIALIZE, _DESERIALIZE = TypeSerializer(), TypeDeserializer()
+#: A record's optional attributes, as `Record.from_item` reads them back.
+RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at")
+
+
+def _refused(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
+    """Make one conditional write: None when it went through; when its condition failed, the
+    item that refused it (with ReturnValuesOnConditionCheckFailure=ALL_OLD), or {} when there
+    is none. Any other error is raised."""
+    try:
+        write(**request)
+    except ClientError as error:
+        if _code(error) != "ConditionalCheckFailedException":
+            raise
+        return dict(error.response.get("Item") or {})
+    return None
 
 
 def _item(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -50,10 +50,12 @@ CHARGED = ("succeeded", "processing", "requires_capture")
 
 @dataclass(frozen=True)
 class StripeCharge:
-    """What keyed.py needs of a charge: its id, and the key it was made with."""
+    """What keyed.py needs of a charge: its id, the key it was made with, and the amount it
+    took (in the currency's smallest unit): a charge found past the key window is booked at it."""
 
     id: str
     idempotency_key: str
+    amount: int
 
 
 def stripe_key(key: str) -> str:
@@ -72,14 +74,16 @@ class StripeProvider:
 
     @classmethod
     def from_secret(cls, secret: str, api_base: str | None = None, payment_method: str = "pm_card_visa",
-                    max_network_retries: int = MAX_NETWORK_RETRIES) -> StripeProvider:
+                    max_network_retries: int = MAX_NETWORK_RETRIES,
+                    http_client: stripe.HTTPClient | None = None) -> StripeProvider:
         """A client for a secret key (read by keyed.make_provider from SSM). `api_base`
-        aims it elsewhere than api.stripe.com (the workbook's loopback Stripe)."""
+        aims it elsewhere than api.stripe.com (the workbook's loopback Stripe, which also
+        passes an `http_client` that skips the real sleep between the SDK's retries)."""
         client = stripe.StripeClient(
             secret, max_network_retries=max_network_retries,
             # requests retries dropped connections; the urllib client does not (stripe-python's
             # _http_client.py). Its default read timeout is 80 s, longer than the function's.
-            http_client=stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
+            http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
         return cls(client, payment_method)
 
@@ -94,13 +98,13 @@ class StripeProvider:
                     "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
                     "metadata": self._metadata(customer, reference, key)},
             options={"idempotency_key": stripe_key(key)} if key else {})
-        return StripeCharge(str(intent.id), key)
+        return StripeCharge(str(intent.id), key, int(intent.amount))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:
         """The charges made with this upload's key, however old (Stripe's search, above)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
-        return [StripeCharge(str(intent.id), idempotency_key) for intent in found.auto_paging_iter()
+        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount)) for intent in found.auto_paging_iter()
                 if intent.status in CHARGED
                 and (intent.to_dict().get("metadata") or {}).get("reference") == reference[:MAX_METADATA_CHARS]]
 

@@ -159,11 +159,11 @@ def test_every_call_the_reconciler_makes_is_granted_and_nothing_more(stand_in, p
 # -- Stripe's list ------------------------------------------------------------------------------
 def test_stripe_charges_pages_on_keeps_succeeded_ones_and_authenticates_with_the_key():
     pages = [
-        {"data": [{"id": "ch_a", "status": "succeeded", "amount": 500, "created": 10,
-                   "metadata": {"account": "alice"}, "customer": "cus_1"},
-                  {"id": "ch_b", "status": "failed", "amount": 500, "created": 11}],
+        {"data": [{"id": "pi_a", "status": "succeeded", "amount": 500, "amount_received": 500,
+                   "created": 10, "metadata": {"account": "alice"}, "customer": "cus_1"},
+                  {"id": "pi_b", "status": "requires_payment_method", "amount": 500, "created": 11}],
          "has_more": True},
-        {"data": [{"id": "ch_c", "status": "succeeded", "amount": 300, "created": 12,
+        {"data": [{"id": "pi_c", "status": "succeeded", "amount": 300, "created": 12,
                    "metadata": {}, "customer": "cus_2"}], "has_more": False},
     ]
     asked: list[Any] = []
@@ -173,12 +173,12 @@ def test_stripe_charges_pages_on_keeps_succeeded_ones_and_authenticates_with_the
         return pages[len(asked) - 1]
 
     found = job.stripe_charges("sk_test_123", 0, 3600, fetch)
-    assert [(e.charge_id, e.account, e.cents) for e in found] == [("ch_a", "alice", 500),
-                                                                  ("ch_c", "cus_2", 300)]
+    assert [(e.charge_id, e.account, e.cents) for e in found] == [("pi_a", "alice", 500),
+                                                                  ("pi_c", "cus_2", 300)]
     first, second = (urllib.parse.parse_qs(urllib.parse.urlparse(r.full_url).query) for r in asked)
     assert first == {"created[gte]": ["0"], "created[lt]": ["3600"], "limit": ["100"]}
-    assert second["starting_after"] == ["ch_b"]
-    assert asked[0].full_url.startswith("https://api.stripe.com/v1/charges?")
+    assert second["starting_after"] == ["pi_b"]
+    assert asked[0].full_url.startswith("https://api.stripe.com/v1/payment_intents?")  # the ids keyed books
     token = asked[0].get_header("Authorization").removeprefix("Basic ")
     assert base64.b64decode(token) == b"sk_test_123:"
 

@@ -45,9 +45,11 @@ DIMENSION = "FunctionName"
 BOOKS_INDEX = "by_account"
 #: Lambda's longest invocation: a retry may book this long after it started.
 MAX_INVOCATION_SECONDS = 900
-#: Stripe's list endpoint; `created[gte]`/`created[lt]` filter by creation time, `limit` is at
-#: most 100, `starting_after` pages on: https://docs.stripe.com/api/charges/list
-STRIPE_CHARGES = "https://api.stripe.com/v1/charges"
+#: Stripe's PaymentIntents list: the handler's adapter books a PaymentIntent's id (`pi_...`), so the
+#: job lists PaymentIntents, not Charges (whose ids are `ch_...` and would never match a line).
+#: `created[gte]`/`created[lt]` filter by creation time, `limit` is at most 100, `starting_after`
+#: pages on: https://docs.stripe.com/api/payment_intents/list
+STRIPE_PAYMENT_INTENTS = "https://api.stripe.com/v1/payment_intents"
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,9 @@ def _fetch_json(request: urllib.request.Request) -> Mapping[str, Any]:
 
 
 def stripe_charges(secret_key: str, start: float, end: float, fetch: Fetch = _fetch_json) -> list[Entry]:
-    """Stripe's succeeded charges created in [start, end), every page of them. The account is
-    the charge's metadata `account` (what the handler's Stripe adapter writes), else its customer."""
+    """Stripe's succeeded PaymentIntents created in [start, end), every page of them, by the id
+    the handler books. The account is the intent's metadata `account` (what the handler's Stripe
+    adapter writes), else its customer; the amount is what it received."""
     found: list[Entry] = []
     token = base64.b64encode(f"{secret_key}:".encode()).decode()  # Stripe: basic auth, key as user
     after = ""
@@ -144,13 +147,14 @@ def stripe_charges(secret_key: str, start: float, end: float, fetch: Fetch = _fe
         query = {"created[gte]": str(int(start)), "created[lt]": str(int(end)), "limit": "100"}
         if after:
             query["starting_after"] = after
-        request = urllib.request.Request(f"{STRIPE_CHARGES}?{urllib.parse.urlencode(query)}",
+        request = urllib.request.Request(f"{STRIPE_PAYMENT_INTENTS}?{urllib.parse.urlencode(query)}",
                                          headers={"Authorization": f"Basic {token}"})
         page = fetch(request)
         for charge in page.get("data", []):
             if charge.get("status") == "succeeded":
                 account = (charge.get("metadata") or {}).get("account") or charge.get("customer") or ""
-                found.append(Entry(charge["id"], str(account), int(charge["amount"]),
+                cents = charge.get("amount_received") or charge["amount"]
+                found.append(Entry(charge["id"], str(account), int(cents),
                                    float(charge["created"])))
         if not page.get("has_more") or not page.get("data"):
             return found

@@ -668,7 +668,7 @@ def _read_logged(event: Any, request_id: str) -> EventBatch:
         _log(logging.ERROR, f"event rejected: {bad}", request_id)
         raise
     if batch.test_event:
-        _log(logging.INFO, "s3:TestEvent ignored (S3 sends one when notifications are configured)", request_id)
+        _log(logging.INFO, "s3:TestEvent ignored (S3 sends one to SNS and SQS destinations when notifications are configured)", request_id)
     elif not batch.objects and not batch.skipped:
         _log(logging.INFO, "the event holds no records: nothing to do", request_id)
     for level, line in batch.log_lines():  # bounded, however many records were skipped

@@ -636,7 +636,8 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
         lines.append(f"  t={a.start:>6.0f}s  delivery {a.delivery}, attempt {a.attempt} ({where})")
         for crossing in a.crossings:
             fault = f"   <-- {crossing.failed} injected here" if crossing.failed else ""
-            lines.append(f"      {crossing.boundary}{fault}")
+            late = f"  (t={crossing.t:.0f}s: a slow call)" if crossing.t > a.start + 0.5 else ""
+            lines.append(f"      {crossing.boundary}{late}{fault}")
         lines.append(f"      => {a.outcome}" + (f": {a.error}" if a.error else ""))
     counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
                        for name, n in baseline.items() if n)

@@ -157,13 +157,13 @@ class Schedule:
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
         if self.overwrite:
-            second = (f"a second upload of the same name ({'a new version' if self.overwrite == 'versioned' else 'unversioned bucket: a new eTag and sequencer'})")
-            delivery = (f"{second} arrives while the first invocation is {self.copy_at}"
-                        if self.delivery == "concurrent" else f"{second} arrives after the first is done")
+            second = f"a second upload, same name ({'new version' if self.overwrite == 'versioned' else 'unversioned: new eTag'})"
+            delivery = (f"{second}, while the first is {self.copy_at}" if self.delivery == "concurrent"
+                        else f"{second}, after the first is done")
         elif self.slow:
-            phase = "its request is in flight" if self.copy_at.side is Side.BEFORE else "its answer is on the way"
-            delivery = (f"the call {self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''} "
-                        f"is slow ({phase} until 1 s before the timeout) and a copy starts meanwhile")
+            call = f"{self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''}"
+            side = "request" if self.copy_at.side is Side.BEFORE else "answer"
+            delivery = f"slow {call} (its {side} in flight until 1 s before the timeout), a copy meanwhile"
         else:
             delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"

@@ -110,3 +110,22 @@ def test_two_uploads_are_judged_each_for_money_and_together_for_the_books(per_up
     got, findings = judge_uploads(per_upload, whole, {"provider:charge": 1, "books:line": 1}, dlqs)
     assert got == verdict
     assert finding is None or finding in findings
+
+
+def test_an_invocation_that_falls_due_during_a_slow_call_runs_while_it_is_in_flight(tmp_path):
+    """S3's duplicate, due 5 s after the first delivery, arrives while the first invocation's charge
+    is still in flight (until t=29): it runs then, concurrently, not after the first one ends."""
+    handler = tmp_path / "clocks.py"
+    handler.write_text(CLOCKS)
+    with LocalWorld(prefix="inflight") as world:
+        runtime = LocalLambda(world, world.env(), handler=f"{handler}:lambda_handler", timeout=30.0)
+        runtime.during(Boundary(CHARGE_CALL, 1, Side.BEFORE), lambda: None, in_flight=True)
+        event = world.event(world.upload("inflight/order.csv"))
+        runtime.send(event)
+        runtime.send(event, at=5.0)
+        first, duplicate, retry = runtime.run()
+    assert (first.delivery, first.start, first.end) == (1, 0.0, 29.0)
+    assert (duplicate.delivery, duplicate.start) == (2, 5.0)
+    assert duplicate.container != first.container  # the first one's container was busy
+    assert "409" in duplicate.error  # the first one's request holds the key at the provider
+    assert (retry.delivery, retry.start, retry.outcome) == (2, 65.0, "ok")  # Lambda's retry, a minute on

@@ -587,19 +587,18 @@ class CheckReport:
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
-                 "schedules: " + ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
-                 + " (faults: every fault and delivery of one upload; overwrite: a second upload of "
-                 "the same name; slow: a call in flight while a copy runs)",
                  self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS else ""
             lines.append(f"  {verdict:<{width}}  {n:>5}{mark}")
+        # the families of schedules (--help says what each is)
+        families = ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
         smallest = self.smallest_break()
         if smallest is None:
-            lines += ["", "holds: no double effect, silent loss or silent mismatch in any schedule"]
+            lines += ["", f"holds: no double effect, silent loss or silent mismatch in any schedule ({families})"]
             return "\n".join(lines)
-        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules; the smallest:",
+        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({families}); the smallest:",
                   *timeline(smallest, self.baseline)]
         return "\n".join(lines)
 

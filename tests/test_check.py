@@ -29,7 +29,8 @@ def lambda_handler(event, context):
     _provider = _provider or make_provider()
     dynamodb = boto3.client("dynamodb")
     for record in event["Records"]:
-        key = record["s3"]["object"]["key"]
+        obj = record["s3"]["object"]  # the upload: its name and version (unversioned: its sequencer)
+        key = obj["key"] + "#" + (obj.get("versionId") or obj["sequencer"])
         seen = dynamodb.get_item(TableName=os.environ["LEDGER_TABLE"], Key={"pk": {"S": key}})
         if "Item" in seen:
             continue
@@ -39,9 +40,7 @@ def lambda_handler(event, context):
 '''
 
 # The same handler, fixed: the provider gets a key made from the upload, so a retry replays.
-KEYED_CHARGE = CHARGE_THEN_RECORD.replace(
-    'reference=key)', 'reference=key, idempotency_key="charge#" + key + "#" + '
-    'record["s3"]["object"].get("versionId", ""))')
+KEYED_CHARGE = CHARGE_THEN_RECORD.replace('reference=key)', 'reference=key, idempotency_key="charge#" + key)')
 
 # Correct about money, careless about a second effect: it adds to a counter on every attempt.
 COUNTS_TWICE = KEYED_CHARGE.replace(
@@ -166,3 +165,14 @@ def test_a_handler_that_fails_on_a_clean_run_is_bad_input(tmp_path):
         check_handler(target, **FAST)
     code, out, _ = cli(target, "--json")
     assert code == 2 and "fails on a clean run" in json.loads(out)["error"]
+
+
+def test_the_report_counts_the_schedules_each_dimension_adds(tmp_path):
+    report = check_handler(write(tmp_path, "keyed_charge", KEYED_CHARGE), **FAST)
+    dims = report.dimensions()
+    places = 1 + 3  # the copy places: before the first call, after each of the 3 calls
+    assert dims["overwrite"] == 2 * (1 + places)  # versioned and unversioned; after, or at each place
+    assert dims["slow"] == 2 * 3  # each call's request side and answer side
+    assert sum(dims.values()) == len(report.results)
+    assert report.to_json()["dimensions"] == dims
+    assert f"{dims['slow']} slow" in report.explain()

@@ -12,6 +12,14 @@ from ..console import UsageError
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, by name (`idem.explore.check.PATTERNS`, without importing moto).
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
+#: What the schedules are, and how many each family adds (`idem.explore.check.DIMENSIONS`).
+SCHEDULES = ("schedules, in three families (the report counts each): faults, exhaustive: every fault "
+             "at every boundary x one upload delivered once, twice or as a copy at each boundary x "
+             "each retry setting; overwrite: a second upload of the same name, in a versioned and an "
+             "unversioned bucket, after the first or while it is at each place a copy can start, no "
+             "fault: 2 x (1 + places) per retry setting; slow: each call's request or answer in "
+             "flight until 1 s before the timeout while a copy starts, no fault: 2 x calls per retry "
+             "setting")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "LEDGER_TABLE:charge_id, judged if the clean run books there; none to skip)")
     parser.add_argument("--json", action="store_true",
                         help="print the report as JSON (docs/check-report.schema.json), errors too")
+    parser.epilog = SCHEDULES
 
 
 def run(args: argparse.Namespace) -> int:

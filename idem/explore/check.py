@@ -12,14 +12,22 @@ being checked: faults happen at its calls (see `idem.sim.boundary`).
 How it works:
 1. One clean run discovers the boundaries the handler reaches: every AWS call and
    provider call it makes, in order, and the moment it returns.
-2. Every schedule is then built from them: a fault (an exception before or after a call,
-   or the process dying) on any set of arrivals, S3 delivering the event once, twice, or a
-   second copy while the first invocation sits at any boundary, and Lambda retrying 0-2
-   times. Schedules that can only be another schedule's twin are left out.
+2. Every schedule is then built from them, in three families (DIMENSIONS):
+   - faults, exhaustive: a fault (an exception before or after a call, the process dying,
+     or the provider's own answers) on any set of arrivals, S3 delivering the event once,
+     twice, or a second copy while the first invocation sits at any boundary, and Lambda
+     retrying 0-2 times. Schedules that can only be another schedule's twin are left out.
+   - overwrite, bounded: a second upload of the same name (a new version; in an unversioned
+     bucket the same key with a new eTag and sequencer), after the first or while the first
+     invocation sits at any boundary, with no fault, for each retry setting;
+   - slow, bounded: one call of the first invocation stays in flight until 1 s before its
+     deadline (request side or answer side) and a copy of the event starts meanwhile, with
+     no fault, for each retry setting. Time passes: every clock the handler reads moves.
 3. Each schedule runs in the local runtime, on moto and a virtual clock. Its effects are
-   counted: the charges the provider made for the upload, and any AWS call named as an
-   effect. An effect that happened more often than in the clean run is a double effect;
-   fewer, with nothing in the failure queue, is a silent loss or a silent mismatch.
+   counted where they land: the charges in the provider's own record, the ledger lines in the
+   handler's table (the books), and any AWS call named as an effect. Money is judged per upload
+   against the books (`idem.explore.verdicts`): two charges, no charge, a charge with no line,
+   a line with no charge, each named; with nothing in the failure queue, a silent break.
 
 Exit codes of `python -m idem check`: 0 when nothing breaks, 1 when something does, 2 for
 bad input (a module that is missing, a name that is not callable, a handler that fails
@@ -37,10 +45,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
-from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload
+from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload, judge_uploads
 from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
-                           on_clock, schedule_deadline)
+                           on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
 from ..sim.stripe_server import loopback_stripe
@@ -51,7 +59,7 @@ PATTERNS = ("naive", "claim_first", "robust", "keyed")
 PATTERN_ENTRY = "idem.core.entry:lambda_handler"
 CHARGES = MONEY
 #: The version of `CheckReport.to_json`'s shape (docs/check-report.schema.json).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Real seconds one schedule may run before the check gives up on it (exit 3).
 SCHEDULE_SECONDS = 20.0
 VERDICTS = tuple(v.value for v in Verdict)
@@ -59,6 +67,8 @@ RETRIES = (0, 1, 2)
 #: What the handler's provider factory returns: the stand-in, or Stripe's SDK over a loopback Stripe.
 PROVIDERS = ("stand-in", "stripe")
 ARRIVALS = (1, 2, 3)
+#: The buckets a second upload of the same name is tried in (Schedule.overwrite).
+VERSIONING = ("versioned", "unversioned")
 CLEAN_RUN = 99_999  # the clean run's upload number
 BATCH = 40  # schedules per local world: small tables keep moto fast
 
@@ -133,25 +143,56 @@ def resolve(target: str, env: dict[str, str] | None = None) -> Target:
 # -- the schedules -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Schedule:
-    """One way the platform can treat one upload."""
+    """One way the platform can treat one upload (or, with `overwrite`, two uploads of one name)."""
 
     fault: Any = None  # a FaultPlan, or None for no fault
     delivery: str = "single"  # single, duplicate, or concurrent
     copy_at: Any = None  # where the first invocation is when a concurrent copy starts
     retries: int = 2
+    #: the call at `copy_at` is slow: in flight until 1 s before the invocation's deadline, and
+    #: the copy starts while it is (LocalLambda.in_flight)
+    slow: bool = False
+    #: "", or a second upload of the same name: "versioned" (a new version) or "unversioned" (the
+    #: same key, a new eTag and sequencer). It is what `delivery` delivers instead of a copy.
+    overwrite: str = ""
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
-        delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
+        if self.overwrite:
+            second = f"a second upload, same name ({'new version' if self.overwrite == 'versioned' else 'unversioned: new eTag'})"
+            delivery = (f"{second}, while the first is {self.copy_at}" if self.delivery == "concurrent"
+                        else f"{second}, after the first is done")
+        elif self.slow:
+            call = f"{self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''}"
+            side = "request" if self.copy_at.side is Side.BEFORE else "answer"
+            delivery = f"slow {call} (its {side} in flight until 1 s before the timeout), a copy meanwhile"
+        else:
+            delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
+
+    @property
+    def dimension(self) -> str:
+        """Which family of schedules this one belongs to (DIMENSIONS)."""
+        return "overwrite" if self.overwrite else "slow" if self.slow else "faults"
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
-        return ({"single": 0, "duplicate": 1, "concurrent": 2}[self.delivery], self.retries, arrivals)
+        return ({"single": 0, "duplicate": 1, "concurrent": 2}[self.delivery] + 2 * self.slow
+                + bool(self.overwrite), self.retries, arrivals)
+
+
+#: The families of schedules, as the report counts them.
+DIMENSIONS = {
+    "faults": "faults at every boundary x deliveries (once, twice, a copy at each boundary) x retries",
+    "overwrite": "a second upload of the same name (versioned and unversioned bucket), after the first "
+                 "or while it is at each boundary, no fault, x retries",
+    "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
+            "started meanwhile, no fault, x retries",
+}
 
 
 def fault_places(crossed: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -166,8 +207,18 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
     return ([calls[0]] if calls else []) + [b for b in calls if b.side is Side.AFTER] or [END]
 
 
-def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
-    """Every distinct schedule over the boundaries a clean run crossed."""
+def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
+                  overwrite: Iterable[str] = VERSIONING) -> list[Schedule]:
+    """Every distinct schedule over the boundaries a clean run crossed: the faults dimension
+    (exhaustive, as described in the module docstring), then the two bounded ones
+    (`overwrite_schedules`, `slow_schedules`)."""
+    retries = tuple(retries)
+    return (fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
+            + slow_schedules(crossed, retries))
+
+
+def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+    """Every fault on any set of arrivals, for every delivery of one upload and retry setting."""
     exception_at, crash_at = fault_places(crossed)
     faults = [(How.EXCEPTION, b) for b in exception_at] + [(How.CRASH, b) for b in crash_at]
     # the provider's own answers at each charge call: down, a saved 500, a 409, a decline
@@ -190,6 +241,31 @@ def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> l
                         else FaultPlan(at, times, how))
                 found.append(Schedule(plan, delivery, copy_at, r))
     return found
+
+
+def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
+                        versioning: Iterable[str] = VERSIONING) -> list[Schedule]:
+    """Two different uploads of one name: the second arrives after the first is done, or while
+    the first invocation sits at any place a copy can start. Bounded: no fault is added. A key
+    that takes the second upload for the first shows without one (the second is never charged),
+    and a key that tells them apart meets each fault in the faults dimension already."""
+    places = [("duplicate", None)] + [("concurrent", b) for b in copy_places(crossed)]
+    return [Schedule(None, delivery, at, r, overwrite=kind)
+            for kind in versioning for (delivery, at) in places for r in retries]
+
+
+def slow_places(crossed: Sequence[Any]) -> list[Any]:
+    """Where a call can be slow: each call's request side (sent, being worked on) and its answer
+    side (done, the answer on the way)."""
+    return [b for b in crossed if b != END]
+
+
+def slow_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+    """One call of the first invocation is slow, and a copy of the event starts while it is in
+    flight. Bounded: no fault is added, and the call takes as long as it can (until 1 s before the
+    timeout): the copy arrives as late as the invocation allows, so any lease or TTL shorter than
+    the invocation has run out by then."""
+    return [Schedule(None, "concurrent", b, r, slow=True) for b in slow_places(crossed) for r in retries]
 
 
 # -- running them ------------------------------------------------------------------------------
@@ -253,7 +329,31 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
     if schedule.delivery == "duplicate":
         runtime.send(event, at=5.0)
     elif schedule.delivery == "concurrent":
-        runtime.during(schedule.copy_at, lambda: runtime.send_now(event))
+        runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
+
+
+def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule) -> list[tuple[Any, dict[str, Any]]]:
+    """The first upload's event, and a second upload of the same name (a new version, or in an
+    unversioned bucket the same key with a new eTag and sequencer), put when its event is sent:
+    5 s after the first upload's invocations are over, or while the first invocation sits at
+    `copy_at`. Runs them all; returns each upload and its event."""
+    uploads = [(first, world.event(first))]
+
+    def second() -> dict[str, Any]:
+        obj = world.upload(first.key, b"order, the second one")
+        uploads.append((obj, world.event(obj)))
+        return uploads[-1][1]
+
+    runtime.send(uploads[0][1])
+    if schedule.delivery == "concurrent":
+        runtime.during(schedule.copy_at, lambda: runtime.send_now(second()))
+        runtime.run()
+    else:
+        runtime.run()
+        world.clock.advance(5.0)
+        runtime.send(second())
+        runtime.run()
+    return uploads
 
 
 # -- where effects land: read on the far side of each boundary -------------------------------------
@@ -278,18 +378,23 @@ def _keys(world: Any, table: str, attribute: str, value: str | None = None) -> l
             if attribute in item and (value is None or item[attribute] == {"S": value})]
 
 
-def _failures_for(world: Any, key: str) -> int:
-    """Take every message out of the failure queue; count those about the object `key`:
-    Lambda's destination records by their payload, a handler's own message by its body."""
-    count = 0
+def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
+    """Take every message out of the failure queue; count those about each upload: Lambda's
+    destination records by their payload, a handler's own message by its body. One upload: a
+    message naming its key. Two of one name: a message naming its sequencer (every destination
+    record carries the whole event); a message naming only the key counts for neither, since it
+    cannot say which upload it is about."""
+    texts = []
     for message in _drain(world, world.queue_url):
         try:
             body = json.loads(message["Body"])
         except ValueError:
             body = message["Body"]
         payload = body.get("requestPayload", body) if isinstance(body, dict) else body
-        count += key in json.dumps(payload)  # the key as S3 sends it (URL-encoded) or plain
-    return count
+        texts.append(json.dumps(payload))
+    if len(uploads) == 1:  # the key as S3 sends it (URL-encoded) or plain
+        return [sum(uploads[0].key in text for text in texts)]
+    return [sum(bool(obj.sequencer) and obj.sequencer in text for text in texts) for obj in uploads]
 
 
 def _drain(world: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -321,9 +426,12 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
     effects where they landed, right after it ran, on its own clock."""
     results = []
+    versioned = not schedules or schedules[0].overwrite != "unversioned"
+    if any((s.overwrite != "unversioned") != versioned for s in schedules):
+        raise ValueError("one batch runs in one bucket: versioned or unversioned schedules, not both")
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
-    with LocalWorld(prefix="check", provider_in_memory=True) as world, loopback_only() as refused, \
-            over_stripe(world):
+    with LocalWorld(prefix="check", versioned=versioned, provider_in_memory=True) as world, \
+            loopback_only() as refused, over_stripe(world):
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
         if books and not table:
@@ -336,8 +444,12 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             runtime = _runtime(world, target, schedule, effects, provider_factory)
             obj = world.upload(f"check{number:05d}/order.csv")
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
-                _deliver(runtime, world.event(obj), schedule)
-                runtime.run()
+                if schedule.overwrite:
+                    uploads = _overwrite(runtime, world, obj, schedule)
+                else:
+                    uploads = [(obj, world.event(obj))]
+                    _deliver(runtime, uploads[0][1], schedule)
+                    runtime.run()
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
                                           "the check refuses every socket but the loopback "
@@ -355,11 +467,30 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     lines = _lines_booked(world, table, books.attribute) - lines_seen
                     lines_seen |= lines
                     counted[LINES] = len(lines)
-                dlq = _failures_for(world, obj.key)
+                dlqs = _failures_for(world, [o for o, _ in uploads])
             declined = schedule.fault is not None and schedule.fault.outcome == "declined"
-            verdict, findings = judge_upload(counted, baseline, dlq, declined=declined)
-            results.append(Result(schedule, counted, dlq, verdict, runtime.attempts, findings))
+            if len(uploads) == 1:
+                verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
+            else:
+                verdict, findings = judge_uploads(_per_upload(runtime, uploads, counted), counted, baseline,
+                                                  dlqs, declined=declined)
+            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings))
     return results
+
+
+def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any]]],
+                counted: dict[str, int]) -> list[dict[str, int]]:
+    """Each upload's charges and named effects (not the queue sends: those are counted where the
+    queue delivers them, for the schedule as a whole): what the invocations of its event did.
+    A charge landed at the provider that no upload's invocation asked for (made outside any
+    invocation) is put on the first upload: never fewer charges than landed."""
+    works = [work_of(event) for _, event in uploads]
+    per = [{CHARGES: runtime.provider.made_for[work]} for work in works]
+    for (name, work), n in runtime.watch.effect_counts.items():
+        if name not in QUEUE_SENDS and work in works:
+            per[works.index(work)][name] = per[works.index(work)].get(name, 0) + n
+    per[0][CHARGES] += max(0, counted.get(CHARGES, 0) - sum(p[CHARGES] for p in per))
+    return per
 
 
 def discover(target: Target, effects: Sequence[str], provider_factory: str,
@@ -423,6 +554,11 @@ class CheckReport:
         return min((r for r in self.results if r.verdict == verdict), key=lambda r: r.schedule.size,
                    default=None)
 
+    def dimensions(self) -> dict[str, int]:
+        """How many schedules each family added (DIMENSIONS)."""
+        counts = Counter(r.schedule.dimension for r in self.results)
+        return {name: counts[name] for name in DIMENSIONS}
+
     def tally(self) -> dict[str, int]:
         counts = Counter(r.verdict for r in self.results)
         return {v: counts[v] for v in VERDICTS if counts[v]}
@@ -451,11 +587,13 @@ class CheckReport:
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS else ""
             lines.append(f"  {verdict:<{width}}  {n:>5}{mark}")
+        # the families of schedules (--help says what each is)
+        families = ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
         smallest = self.smallest_break()
         if smallest is None:
-            lines += ["", "holds: no double effect, silent loss or silent mismatch in any schedule"]
+            lines += ["", f"holds: no double effect, silent loss or silent mismatch in any schedule ({families})"]
             return "\n".join(lines)
-        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules; the smallest:",
+        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({families}); the smallest:",
                   *timeline(smallest, self.baseline)]
         return "\n".join(lines)
 
@@ -467,7 +605,8 @@ class CheckReport:
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "books": None if self.books is None else str(self.books),
                 "books_judged": LINES in self.baseline,
-                "schedules": len(self.results), "verdicts": self.tally(), "breaks": len(self.broken),
+                "schedules": len(self.results), "dimensions": self.dimensions(),
+                "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,
                 "smallest_break": None if smallest is None else {
                     "schedule": smallest.schedule.label(), "verdict": smallest.verdict,
@@ -491,7 +630,8 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
         lines.append(f"  t={a.start:>6.0f}s  delivery {a.delivery}, attempt {a.attempt} ({where})")
         for crossing in a.crossings:
             fault = f"   <-- {crossing.failed} injected here" if crossing.failed else ""
-            lines.append(f"      {crossing.boundary}{fault}")
+            late = f"  (t={crossing.t:.0f}s: a slow call)" if crossing.t > a.start + 0.5 else ""
+            lines.append(f"      {crossing.boundary}{late}{fault}")
         lines.append(f"      => {a.outcome}" + (f": {a.error}" if a.error else ""))
     counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
                        for name, n in baseline.items() if n)
@@ -503,11 +643,13 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
-                  workers: int = 1, books: str | None = None, provider: str = "stand-in") -> CheckReport:
+                  workers: int = 1, books: str | None = None, provider: str = "stand-in",
+                  versioning: Iterable[str] = VERSIONING) -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. `provider`: what the handler's provider factory returns,
     the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
-    keeps the stand-in's rules. Raises CheckInputError (bad input, exit 2) or
+    keeps the stand-in's rules. `versioning`: the buckets a second upload of the same name is
+    tried in (versioned, unversioned). Raises CheckInputError (bad input, exit 2) or
     CheckCouldNotFinish (exit 3)."""
     if provider not in PROVIDERS:
         raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
@@ -520,12 +662,18 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
     if not retries or any(r not in RETRIES for r in retries):
         raise CheckInputError(f"retries are MaximumRetryAttempts values: 0, 1 or 2 (got {retries})")
     where = Books.parse(books)
+    versioning = tuple(dict.fromkeys(versioning))
+    if any(v not in VERSIONING for v in versioning):
+        raise CheckInputError(f"versioning is any of {', '.join(VERSIONING)} (got {', '.join(versioning)})")
 
     ensure_moto()
     with _as_tool_errors():
         crossed, baseline, attempts = discover(resolved, effects, provider_factory, where)
-        schedules = schedules_for(crossed, retries)
-        batches = [(schedules[i:i + BATCH], i) for i in range(0, len(schedules), BATCH)]
+        # an unversioned bucket's schedules last: a batch runs in one bucket, one or the other
+        schedules = sorted(schedules_for(crossed, retries, versioning), key=lambda s: s.overwrite == "unversioned")
+        cut = next((i for i, s in enumerate(schedules) if s.overwrite == "unversioned"), len(schedules))
+        batches = [(schedules[i:min(i + BATCH, end)], i)
+                   for start, end in ((0, cut), (cut, len(schedules))) for i in range(start, end, BATCH)]
         args = [(resolved, batch, baseline, effects, provider_factory, first, where) for batch, first in batches]
         if workers > 1:
             import multiprocessing

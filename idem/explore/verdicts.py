@@ -8,7 +8,7 @@ what a clean run did (`judge_effects`). The first rule that matches wins in both
 from __future__ import annotations
 
 from enum import Enum
-from typing import Mapping
+from typing import Mapping, Sequence
 
 
 class Verdict(str, Enum):
@@ -119,3 +119,42 @@ def judge_upload(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: i
             return Verdict.DECLINED.value, []
         return (Verdict.FAILED_VISIBLY if dlq else Verdict.SILENT_LOSS).value, findings
     return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value, findings
+
+
+#: The verdicts from the worst to the best: a schedule of several uploads takes its worst.
+SEVERITY = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT, Verdict.SILENT_MISMATCH,
+                                   Verdict.SILENT_LOSS, Verdict.NEEDS_ATTENTION, Verdict.FAILED_VISIBLY,
+                                   Verdict.DECLINED, Verdict.EXACTLY_ONCE))
+
+
+def judge_uploads(uploads: Sequence[Mapping[str, int]], whole: Mapping[str, int], baseline: Mapping[str, int],
+                  dlqs: Sequence[int], declined: bool = False) -> tuple[str, list[str]]:
+    """The check's verdict for a schedule of several uploads (two of one name). Money, and any
+    effect counted per upload, is judged per upload (`uploads`: what the invocations of each
+    upload's event did; `dlqs`: the failure queue's messages about each), so two charges for one
+    and none for the other is two breaks, not a balance. The books, and the messages a queue
+    delivers, cannot be told apart by upload: they are judged over the schedule (`whole`), lines
+    against charges as many per charge as the clean run booked, messages against the clean run's
+    count for each upload. The worst verdict wins (SEVERITY); each finding names its upload."""
+    verdicts, findings = [], []
+    for n, (effects, dlq) in enumerate(zip(uploads, dlqs), start=1):
+        verdict, found = judge_upload(effects, {k: v for k, v in baseline.items() if k in effects}, dlq, declined)
+        verdicts.append(verdict)
+        findings += [f"upload {n}: {f}" for f in found]
+    alerted = sum(dlqs) > 0
+    wrong = (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value
+    charges, wanted = whole.get(MONEY, 0), baseline.get(MONEY, 0)
+    if baseline.get(BOOKS) and wanted:
+        lines, per_charge = whole.get(BOOKS, 0), baseline[BOOKS] / wanted
+        if lines != charges * per_charge:
+            findings.append("a charge with no ledger line" if lines < charges * per_charge
+                            else "a ledger line with no charge")
+            verdicts.append(wrong)
+    shared = {name: n * len(uploads) for name, n in baseline.items()
+              if n and name not in (MONEY, BOOKS) and name not in uploads[0]}
+    for name, n in shared.items():
+        got = whole.get(name, 0)
+        if got != n:
+            findings.append(f"{name} {got} times for {len(uploads)} uploads (clean run {n // len(uploads)} each)")
+            verdicts.append(Verdict.DOUBLE_EFFECT.value if got > n else wrong)
+    return min(verdicts, key=SEVERITY.index), findings

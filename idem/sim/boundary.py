@@ -434,14 +434,21 @@ class WatchedProvider:
         self.made = 0  # charges the provider executed through this client (replays are not)
         #: executed charges by the work (event) whose invocation asked for them
         self.made_for: Counter[str] = Counter()
+        self.sending: str | None = None  # the idempotency key of the charge being sent
+        #: keys whose request is in flight at the provider (a slow call): a request with one of
+        #: them gets 409 Conflict, as Stripe answers (https://docs.stripe.com/api/idempotent_requests)
+        self.held: set[str] = set()
 
     def charge(self, *args: Any, **kwargs: Any) -> Any:
         running = current()
         if running is None:
             return self._made(self.inner.charge(*args, **kwargs), "")
         watch, visit = running
-        watch.before(visit, CHARGE_CALL)
+        self.sending = kwargs.get("idempotency_key")
+        watch.before(visit, CHARGE_CALL)  # a slow call's flight (a copy runs meanwhile) happens here
         outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
+        if not outcome and kwargs.get("idempotency_key") in self.held:
+            outcome = ProviderOutcome.CONFLICT.value  # another request with this key is in flight
         if outcome:
             kwargs["outcome"] = outcome
         try:

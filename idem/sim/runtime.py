@@ -40,8 +40,8 @@ import boto3
 import time_machine
 
 from ..core.clock import iso8601
-from .boundary import (END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Step, Visit, Watch,
-                       WatchedProvider, choice, every_session_watched, watched_session)
+from .boundary import (CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Side, Step,
+                       Visit, Watch, WatchedProvider, choice, every_session_watched, watched_session)
 from .world import ACCOUNT, REGION, LocalWorld
 
 RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
@@ -59,6 +59,7 @@ class Attempt:
     cold: bool
     start: float  # seconds on the virtual clock since it started
     end: float = 0.0
+    deadline: float = 0.0  # when Lambda stops it (seconds on the clock since it started)
     outcome: str = "running"  # ok, error, crash, timeout
     error: str = ""
     result: Any = None
@@ -173,16 +174,35 @@ class HandlerNotLoaded(Exception):
         self.handler_traceback = handler_traceback
 
 
+#: The time-machine travellers in force (outermost first): when the virtual clock moves inside
+#: an invocation (a slow call), every one of them moves with it (`move_clocks`).
+_TRAVELLERS: list[Any] = []
+
+
+@contextlib.contextmanager
+def _travelling(clock: Any) -> Iterator[Any]:
+    traveller = time_machine.travel(clock.now(), tick=False)
+    travelling = traveller.start()
+    _TRAVELLERS.append(travelling)
+    try:
+        yield travelling
+    finally:
+        _TRAVELLERS.remove(travelling)
+        traveller.stop()
+
+
+def move_clocks(now: float) -> None:
+    """Move every clock the process reads (time.time, datetime, moto's) to `now`."""
+    for travelling in _TRAVELLERS:
+        travelling.move_to(now)
+
+
 @contextlib.contextmanager
 def on_clock(clock: Any) -> Iterator[Callable[[float], Any]]:
     """Every clock in the process (time.time, datetime.now, moto's own) at `clock`'s now;
     yields the function that moves them all, for when the virtual clock moves."""
-    traveller = time_machine.travel(clock.now(), tick=False)
-    travelling = traveller.start()
-    try:
-        yield travelling.move_to
-    finally:
-        traveller.stop()
+    with _travelling(clock):
+        yield move_clocks
 
 
 class ScheduleTimedOut(BaseException):
@@ -288,9 +308,10 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
     saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
     os.environ.update(env)
     boto3.DEFAULT_SESSION = session
-    # The runtime moves the clock between invocations; inside one it stands still (tick=False).
-    traveller = time_machine.travel(clock.now(), tick=False)
-    traveller.start()
+    # The runtime moves the clock between invocations, and inside one only during a slow call
+    # (`LocalLambda.in_flight`); otherwise it stands still (tick=False).
+    travelling = _travelling(clock)
+    travelling.__enter__()
     start = clock.now()
     time.monotonic = lambda: 1_000.0 + clock.now() - start  # type: ignore[assignment]
     time.monotonic_ns = lambda: int((1_000.0 + clock.now() - start) * 1e9)  # type: ignore[assignment]
@@ -298,7 +319,7 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
         with every_session_watched():
             yield
     finally:
-        traveller.stop()
+        travelling.__exit__(None, None, None)
         boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns = saved
         for name, value in saved_env.items():
             if value is None:
@@ -374,10 +395,49 @@ class LocalLambda:
         return pending.delivery
 
     def during(self, step: str | Boundary, action: Callable[[], Any], *, delivery: int = 1,
-               attempt: int = 1) -> None:
-        """Run `action` once, when that invocation reaches `step` (a Step name or a Boundary)."""
+               attempt: int = 1, in_flight: bool = False) -> None:
+        """Run `action` once, when that invocation reaches `step` (a Step name or a Boundary).
+        `in_flight`: the call at `step` is slow, and `action` runs while it is in flight
+        (see `in_flight`)."""
         at = step if isinstance(step, Boundary) else STEP_BOUNDARIES[choice(Step, step)]
-        self.watch.at(at, action, delivery=delivery, attempt=attempt)
+        if in_flight:
+            self.watch.at(at, lambda: self.in_flight(at, action), delivery=delivery, attempt=attempt)
+        else:
+            self.watch.at(at, action, delivery=delivery, attempt=attempt)
+
+    def in_flight(self, at: Boundary, action: Callable[[], Any] = lambda: None) -> float:
+        """The running invocation's call at `at` is slow: it stays in flight until 1 s before
+        the invocation's deadline (as long as a call can take and the invocation still finish).
+        Before the call (`before X`) its request is out and being worked on (a provider call's
+        idempotency key is held: a request with the same key gets 409, as Stripe answers); after
+        it (`after X`) the call did its work and its answer is on the way. Meanwhile the clock
+        moves, every invocation that falls due runs (a duplicate, another copy's retry), and then
+        `action` (a concurrent copy). Returns the seconds the call took."""
+        running = self._running[-1]
+        seconds = max(0.0, self.clock.start + running.deadline - 1.0 - self.clock.now())
+        held = self.provider.sending if at.call == CHARGE_CALL and at.side is Side.BEFORE else None
+        if held:
+            self.provider.held.add(held)
+        try:
+            self.advance(seconds)
+            action()
+        finally:
+            self.provider.held.discard(held or "")
+        return seconds
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock inside an invocation, with every clock the process reads, and run the
+        invocations that fall due meanwhile, concurrently with the one in flight."""
+        until = self.clock.now() + seconds
+        while self._queue and self._queue[0].due <= until:
+            pending = heapq.heappop(self._queue)
+            self._to(pending.due)
+            self._start(pending)
+        self._to(until)
+
+    def _to(self, when: float) -> None:
+        self.clock.advance_to(when)
+        move_clocks(self.clock.now())
 
     # -- what the Lambda service does -------------------------------------------------
     def run(self) -> list[Attempt]:
@@ -393,17 +453,21 @@ class LocalLambda:
             pending = heapq.heappop(self._queue)
             self.clock.advance_to(pending.due)
             move(self.clock.now())
-            if self.clock.now() - pending.enqueued > self.max_event_age:
-                self._to_destination(pending, "EventAgeExceeded", None)
-                continue
-            self._invoke(pending)
+            self._start(pending)
         return self.attempts
+
+    def _start(self, pending: _Pending) -> None:
+        if self.clock.now() - pending.enqueued > self.max_event_age:
+            self._to_destination(pending, "EventAgeExceeded", None)
+        else:
+            self._invoke(pending)
 
     def _invoke(self, pending: _Pending) -> Attempt:
         container, cold = self._acquire()
         deadline = self.clock.now() + self.timeout
         attempt = Attempt(pending.delivery, pending.attempt, pending.request_id,
-                          container.name, cold, round(self.clock.t, 3))
+                          container.name, cold, round(self.clock.t, 3),
+                          deadline=round(self.clock.t + self.timeout, 3))
         self.attempts.append(attempt)
         self._running.append(attempt)
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)

@@ -42,6 +42,17 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
 # check builds every schedule the clean run allows.
 #
+# Two more kinds of schedule reach bugs that faults alone cannot. In an overwrite schedule, a
+# second upload arrives with the same name. It is a new version, or, in a bucket without
+# versioning, the same key with a new eTag and sequencer. It comes after the first is done, or
+# while the first sits at any boundary. A key built from the name alone takes the second order
+# for a copy of the first, and never charges it. In a slow schedule, one call takes until 1 s
+# before the function's timeout, and a copy of the event starts while the call is in flight.
+# Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
+# and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
+# takes the work over. These two kinds add no faults, which keeps them few. The report counts
+# the schedules each kind adds.
+#
 # Each schedule runs on its own upload. The check counts each effect where it lands, not where an
 # answer comes back. Charges are read from the provider's own records, so a charge made under a
 # saved 500 counts. Ledger lines are read from your table (see *Name the books*). Any call you
@@ -52,8 +63,11 @@ views.show_source(judge_upload)
 
 # %% [markdown]
 # A double effect, a silent mismatch or a silent loss is a **break**. The other verdicts are
-# fine: a failure that reaches the failure queue is one a person will see. Each break also names
-# what went wrong: two charges for one upload, no charge, a charge with no ledger line.
+# fine: a failure that reaches the failure queue is one a person will see. So is `declined`: the
+# provider declined the card, which is a final answer. No money moved, nothing is retried, and
+# the handler kept the answer. Each break also names what went wrong: two charges for one
+# upload, no charge for an upload, a charge with no ledger line. With two uploads in one
+# schedule, each upload's money is judged on its own, and the worst verdict counts.
 
 # %% [markdown]
 # ## A handler to check
@@ -351,10 +365,19 @@ if mine.holds:
 #
 # A **holds** means: in every schedule the check built, each upload was charged as often as in
 # the clean run, its books agreed, and each named effect happened as often. Where they did not,
-# the failure queue held the event. It covers one upload per schedule, the boundaries the clean
-# run reached, and Lambda's 0, 1 or 2 retries. It cannot see a path the clean run never took (an
-# error branch no fault reaches), a call that is slow, or two different uploads with one name. It
-# trusts the provider stand-in's rules, which are Stripe's. It cannot judge books it cannot find.
+# the failure queue held the event. A holds is strong evidence, not a proof. The check cannot:
+#
+# * see a path the clean run never took, such as an error branch no fault reaches;
+# * try every mix: overwrite and slow schedules carry no fault, one call at a time is slow, it
+#   is slow for one length only, and no more than two uploads share a name;
+# * tell two uploads' books apart: in an overwrite schedule, lines are weighed against the
+#   charges of both together;
+# * race two invocations at the same instant: its runtime runs one step at a time, and a copy
+#   starts only at a boundary;
+# * know your bucket: it tries a versioned one and an unversioned one, and the schedule names
+#   which, so a break in the other kind may not apply to you;
+# * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
+# * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 #
 # In CI the check answers with an exit code:
 #
@@ -377,7 +400,7 @@ if mine.holds:
 # ## Summary
 #
 # * `check_handler` runs your handler, unchanged, through every schedule of faults, copies and
-#   retries, at the calls it makes.
+#   retries, at the calls it makes, then through two uploads of one name and slow calls.
 # * It counts the charge; name every other effect, such as the books, or a silent mismatch looks
 #   like success.
 # * Each break has a cause: a double charge needs the provider's key, a silent mismatch books

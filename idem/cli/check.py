@@ -12,6 +12,8 @@ from ..console import UsageError
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, by name (`idem.explore.check.PATTERNS`, without importing moto).
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
+#: What can feed the function (`idem.sim.triggers.TRIGGERS`, without importing moto).
+TRIGGERS = ("s3", "sqs", "eventbridge")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +24,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(repeatable; e.g. sqs:SendMessage, ses:SendEmail)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
+    parser.add_argument("--trigger", choices=TRIGGERS, default="s3",
+                        help="what feeds the function: s3 (S3 invokes it asynchronously; the default), "
+                             "sqs (an SQS event source mapping: batches, batchItemFailures, the "
+                             "visibility timeout, maxReceiveCount and the dead-letter queue), or "
+                             "eventbridge (S3's Object Created events through EventBridge, asynchronously)")
     parser.add_argument("--retries", default="0,1,2",
-                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all)")
+                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all); under "
+                             "--trigger sqs, maxReceiveCount is each value + 1")
     parser.add_argument("--provider-factory", default="make_provider",
                         help="the function your handler builds its payment client with; the check "
                              "replaces it with the provider stand-in (default make_provider)")
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
         report = check.check_handler(args.target, effects=args.effect, env=env, retries=retries,
                                      provider_factory=args.provider_factory, workers=args.workers,
-                                     books=args.books)
+                                     books=args.books, trigger=args.trigger)
     except UsageError as bad:
         return _refuse(args, check.CheckInputError(str(bad)), check)
     except check.CheckInputError as bad:

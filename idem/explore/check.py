@@ -43,6 +43,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
                            on_clock, schedule_deadline)
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
+from . import triggers
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -325,7 +326,7 @@ QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
               effects: Sequence[str], provider_factory: str, first: int = 0,
-              books: Books | None = Books()) -> list[Result]:
+              books: Books | None = Books(), trigger: str = "s3") -> list[Result]:
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
     effects where they landed, right after it ran, on its own clock."""
     results = []
@@ -339,10 +340,13 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         lines_seen: set[str] = set()
         for number, schedule in enumerate(schedules, start=first):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
-            runtime = _runtime(world, target, schedule, effects, provider_factory)
-            obj = world.upload(f"check{number:05d}/order.csv")
+            runtime = triggers.runtime_for(trigger, world, _env_for(world, target), schedule, target.spec,
+                                           provider_factory)
+            runtime.watch.effects = set(effects)
+            uploads = triggers.uploads_for(trigger, world, number)
+            obj = uploads[0]
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
-                _deliver(runtime, world.event(obj), schedule)
+                triggers.deliver(trigger, runtime, world, uploads, schedule)
                 runtime.run()
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
@@ -354,6 +358,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 for name in set(effects) & set(QUEUE_SENDS):
                     counted[name] = sum(_delivered(world, url) for url in runtime.watch.queues
                                         if url != world.queue_url)
+                if trigger == "sqs":  # a batch of uploads: each judged on its own money
+                    results.append(_judge_sqs(world, runtime, schedule, uploads, counted, baseline, table,
+                                              books, charges_seen, lines_seen))
+                    continue
                 recorded = _charges_recorded(world) - charges_seen
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)
@@ -368,12 +376,30 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     return results
 
 
+def _judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[Any], counted: dict[str, int],
+               baseline: dict[str, int], table: str | None, books: Books | None, charges_seen: set[str],
+               lines_seen: set[str]) -> Result:
+    """One SQS schedule's result: its batch's uploads judged one by one (`triggers.judge_batch`)."""
+    charges, unowned, owner_of = triggers.charges_by_upload(world, uploads, charges_seen)
+    counted[CHARGES] = sum(charges) + unowned
+    lines, unowned_lines = [0] * len(uploads), 0
+    if table and books:
+        lines, unowned_lines = triggers.lines_by_upload(world, table, books.attribute, owner_of, uploads,
+                                                        lines_seen)
+        counted[LINES] = sum(lines) + unowned_lines
+    dlq = triggers.failures_by_upload(_drain(world, world.queue_url), uploads)
+    verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
+                                             baseline, runtime.provider.declined)
+    return Result(schedule, counted, sum(dlq), verdict, runtime.attempts, findings)
+
+
 def discover(target: Target, effects: Sequence[str], provider_factory: str,
-             books: Books | None = Books()) -> tuple[list[Any], dict[str, int], list[Any]]:
+             books: Books | None = Books(), trigger: str = "s3") -> tuple[list[Any], dict[str, int], list[Any]]:
     """One clean run: the boundaries crossed, in order, and the effects it had."""
     # its upload's name is one no schedule uses: a queue's deduplication id made from it
     # must not drop a schedule's message
-    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books)
+    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
+                          trigger)
     (attempt,) = result.attempts
     if attempt.failed:
         logs = "; ".join(attempt.logs[-2:])
@@ -381,6 +407,8 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
                               + (f" (its last log lines: {logs})" if logs else "")
                               + ". Fix that first, or pass the settings it needs with --env NAME=VALUE",
                               getattr(attempt, "traceback", ""))
+    if result.findings:  # a batch whose charges cannot be told apart by upload
+        raise CheckInputError(f"--trigger {trigger}: {'; '.join(result.findings)}")
     made = sorted(attempt.calls) + ([CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL
                                                          for c in attempt.crossings) else [])
     missing = [name for name in effects if not result.effects.get(name)]
@@ -410,6 +438,7 @@ class CheckReport:
     baseline: dict[str, int]
     results: list[Result]
     books: Books | None = None
+    trigger: str = "s3"
 
     @property
     def broken(self) -> list[Result]:
@@ -451,7 +480,7 @@ class CheckReport:
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
-                 self.books_judged(), ""]
+                 triggers.describe(self.trigger), self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS else ""
@@ -468,7 +497,7 @@ class CheckReport:
         """The report as data, in the shape docs/check-report.schema.json describes."""
         smallest = self.smallest_break()
         return {"schema_version": SCHEMA_VERSION, "exit_code": 0 if self.holds else 1,
-                "target": self.target.name, "env": dict(self.target.env),
+                "target": self.target.name, "env": dict(self.target.env), "trigger": self.trigger,
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "books": None if self.books is None else str(self.books),
                 "books_judged": LINES in self.baseline,
@@ -508,10 +537,14 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
-                  workers: int = 1, books: str | None = None) -> CheckReport:
+                  workers: int = 1, books: str | None = None, trigger: str = "s3") -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
-    batches in that many processes. Raises CheckInputError (bad input, exit 2) or
-    CheckCouldNotFinish (exit 3)."""
+    batches in that many processes. `trigger`: s3, sqs or eventbridge (`idem.explore.triggers`).
+    Raises CheckInputError (bad input, exit 2) or CheckCouldNotFinish (exit 3)."""
+    try:
+        trigger = triggers.check_trigger(trigger)
+    except ValueError as bad:
+        raise CheckInputError(str(bad)) from None
     resolved = resolve(target, env)
     effects = tuple(dict.fromkeys(effects))
     for name in effects:
@@ -524,10 +557,11 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
 
     ensure_moto()
     with _as_tool_errors():
-        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where)
+        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
         schedules = schedules_for(crossed, retries)
         batches = [(schedules[i:i + BATCH], i) for i in range(0, len(schedules), BATCH)]
-        args = [(resolved, batch, baseline, effects, provider_factory, first, where) for batch, first in batches]
+        args = [(resolved, batch, baseline, effects, provider_factory, first, where, trigger)
+                for batch, first in batches]
         if workers > 1:
             import multiprocessing
 
@@ -542,7 +576,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
                         failed.raise_it()
         else:
             parts = [run_batch(*a) for a in args]
-    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where)
+    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where, trigger)
 
 
 @contextlib.contextmanager

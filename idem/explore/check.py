@@ -340,13 +340,16 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         lines_seen: set[str] = set()
         for number, schedule in enumerate(schedules, start=first):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
-            runtime = triggers.runtime_for(trigger, world, _env_for(world, target), schedule, target.spec,
-                                           provider_factory)
+            runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
+                       if trigger == "sqs" else _runtime(world, target, schedule, effects, provider_factory))
             runtime.watch.effects = set(effects)
-            uploads = triggers.uploads_for(trigger, world, number)
-            obj = uploads[0]
+            obj = world.upload(f"check{number:05d}/order.csv")
+            uploads = [obj] + triggers.neighbours(trigger, world, number)
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
-                triggers.deliver(trigger, runtime, world, uploads, schedule)
+                if trigger == "sqs":
+                    triggers.deliver_sqs(runtime, world, uploads, schedule)
+                else:
+                    _deliver(runtime, triggers.event_for(trigger, world, obj), schedule)
                 runtime.run()
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "

@@ -46,39 +46,31 @@ def describe(trigger: str) -> str:
     return "trigger: s3 (S3 event notifications, invoked asynchronously)"
 
 
-def runtime_for(trigger: str, world: Any, env: dict[str, str], schedule: Any, handler: str,
-                provider_factory: str) -> LocalLambda:
-    """The local Lambda, fed the way `trigger` feeds it."""
-    options: dict[str, Any] = dict(fault=schedule.fault, retries=schedule.retries, handler=handler,
-                                   provider_factory=provider_factory)
-    if trigger == "sqs":
-        return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1), **options)
-    return LocalLambda(world, env, **options)
+def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, provider_factory: str) -> LocalLambda:
+    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1."""
+    return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1),
+                        fault=schedule.fault, retries=schedule.retries, handler=handler,
+                        provider_factory=provider_factory)
 
 
-def uploads_for(trigger: str, world: Any, number: int) -> list[S3Object]:
-    """The uploads one schedule delivers: the checked one first."""
-    names = SQS_BATCH if trigger == "sqs" else SQS_BATCH[:1]
-    return [world.upload(f"check{number:05d}/{name}") for name in names]
+def neighbours(trigger: str, world: Any, number: int) -> list[S3Object]:
+    """The uploads a schedule delivers besides the checked one: SQS's batch neighbour."""
+    return [world.upload(f"check{number:05d}/{name}") for name in SQS_BATCH[1:]] if trigger == "sqs" else []
 
 
-def deliver(trigger: str, runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any) -> None:
-    """Hand the uploads over as `trigger` does, with the schedule's copies."""
-    if trigger == "sqs":
-        for obj in uploads:  # S3 -> SQS: the queue's message body is S3's event
-            runtime.send_message(json.dumps(world.event(obj)))
-        if schedule.delivery == "duplicate":
-            runtime.copy_messages(at=5.0)
-        elif schedule.delivery == "concurrent":
-            runtime.during(schedule.copy_at, runtime.receive_copy_now)
-        return
-    (obj,) = uploads
-    event = eventbridge_event(obj) if trigger == "eventbridge" else world.event(obj)
-    runtime.send(event)
+def event_for(trigger: str, world: Any, obj: S3Object) -> dict[str, Any]:
+    """The event an asynchronous trigger delivers for `obj`: S3's notification or EventBridge's."""
+    return eventbridge_event(obj) if trigger == "eventbridge" else world.event(obj)
+
+
+def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any) -> None:
+    """Each upload's S3 event as one message of the source queue, with the schedule's copies."""
+    for obj in uploads:
+        runtime.send_message(json.dumps(world.event(obj)))
     if schedule.delivery == "duplicate":
-        runtime.send(event, at=5.0)
+        runtime.copy_messages(at=5.0)
     elif schedule.delivery == "concurrent":
-        runtime.during(schedule.copy_at, lambda: runtime.send_now(event))
+        runtime.during(schedule.copy_at, runtime.receive_copy_now)
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------

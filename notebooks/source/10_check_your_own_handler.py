@@ -251,7 +251,7 @@ _ = views.explore_check(handlers, "given handler", 0)
 # %% [markdown]
 # ## When a queue feeds the handler
 #
-# Many teams put an SQS queue between S3 and the function. An **event source mapping** polls the
+# Many teams put an SQS queue between S3 and the function. An event source mapping polls the
 # queue and calls the function with a batch of messages, each holding one S3 event. Three things
 # change:
 #

@@ -483,7 +483,8 @@ class CheckReport:
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}",
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
-                 triggers.describe(self.trigger), self.books_judged(), ""]
+                 *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
+                 self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS else ""

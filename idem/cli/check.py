@@ -12,8 +12,10 @@ from ..console import UsageError
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, by name (`idem.explore.check.PATTERNS`, without importing moto).
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
+#: What can feed the function (`idem.sim.triggers.TRIGGERS`, without importing moto).
+TRIGGERS = ("s3", "sqs", "eventbridge")
 #: What the schedules are, and how many each family adds (`idem.explore.check.DIMENSIONS`).
-SCHEDULES = ("schedules, in three families (the report counts each): faults, exhaustive: every fault "
+SCHEDULES = ("schedules, in three families (the report counts each; under --trigger sqs, faults only): faults, exhaustive: every fault "
              "at every boundary x one upload delivered once, twice or as a copy at each boundary x "
              "each retry setting; overwrite: a second upload of the same name, in a versioned and an "
              "unversioned bucket, after the first or while it is at each place a copy can start, no "
@@ -30,8 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(repeatable; e.g. sqs:SendMessage, ses:SendEmail)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
+    parser.add_argument("--trigger", choices=TRIGGERS, default="s3",
+                        help="what feeds the function: s3 (S3 invokes it asynchronously; the default), "
+                             "sqs (an SQS event source mapping: batches, batchItemFailures, the "
+                             "visibility timeout, maxReceiveCount and the dead-letter queue), or "
+                             "eventbridge (S3's Object Created events through EventBridge, asynchronously)")
     parser.add_argument("--retries", default="0,1,2",
-                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all)")
+                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all); under "
+                             "--trigger sqs, maxReceiveCount is each value + 1")
     parser.add_argument("--provider-factory", default="make_provider",
                         help="the function your handler builds its payment client with; the check "
                              "replaces it with the provider stand-in (default make_provider)")
@@ -63,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
         report = check.check_handler(args.target, effects=args.effect, env=env, retries=retries,
                                      provider_factory=args.provider_factory, workers=args.workers,
-                                     books=args.books, provider=args.provider)
+                                     books=args.books, provider=args.provider, trigger=args.trigger)
     except UsageError as bad:
         return _refuse(args, check.CheckInputError(str(bad)), check)
     except check.CheckInputError as bad:

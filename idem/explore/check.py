@@ -52,6 +52,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
 from ..sim.stripe_server import loopback_stripe
+from . import triggers
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -332,16 +333,17 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
 
 
-def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule) -> list[tuple[Any, dict[str, Any]]]:
+def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule,
+               trigger: str = "s3") -> list[tuple[Any, dict[str, Any]]]:
     """The first upload's event, and a second upload of the same name (a new version, or in an
     unversioned bucket the same key with a new eTag and sequencer), put when its event is sent:
     5 s after the first upload's invocations are over, or while the first invocation sits at
     `copy_at`. Runs them all; returns each upload and its event."""
-    uploads = [(first, world.event(first))]
+    uploads = [(first, triggers.event_for(trigger, world, first))]
 
     def second() -> dict[str, Any]:
         obj = world.upload(first.key, b"order, the second one")
-        uploads.append((obj, world.event(obj)))
+        uploads.append((obj, triggers.event_for(trigger, world, obj)))
         return uploads[-1][1]
 
     runtime.send(uploads[0][1])
@@ -422,7 +424,7 @@ QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
               effects: Sequence[str], provider_factory: str, first: int = 0,
-              books: Books | None = Books()) -> list[Result]:
+              books: Books | None = Books(), trigger: str = "s3") -> list[Result]:
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
     effects where they landed, right after it ran, on its own clock."""
     results = []
@@ -441,13 +443,21 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         lines_seen: set[str] = set()
         for number, schedule in enumerate(schedules, start=first):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
-            runtime = _runtime(world, target, schedule, effects, provider_factory)
+            runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
+                       if trigger == "sqs" else _runtime(world, target, schedule, effects, provider_factory))
+            runtime.watch.effects = set(effects)
             obj = world.upload(f"check{number:05d}/order.csv")
+            uploads: list[tuple[Any, dict[str, Any]]] = []
+            batch: list[Any] = []
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
-                if schedule.overwrite:
-                    uploads = _overwrite(runtime, world, obj, schedule)
+                if trigger == "sqs":  # a batch: the checked upload and its neighbour
+                    batch = [obj] + triggers.neighbours(trigger, world, number)
+                    triggers.deliver_sqs(runtime, world, batch, schedule)
+                    runtime.run()
+                elif schedule.overwrite:
+                    uploads = _overwrite(runtime, world, obj, schedule, trigger)
                 else:
-                    uploads = [(obj, world.event(obj))]
+                    uploads = [(obj, triggers.event_for(trigger, world, obj))]
                     _deliver(runtime, uploads[0][1], schedule)
                     runtime.run()
             if refused:
@@ -460,6 +470,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 for name in set(effects) & set(QUEUE_SENDS):
                     counted[name] = sum(_delivered(world, url) for url in runtime.watch.queues
                                         if url != world.queue_url)
+                if trigger == "sqs":  # a batch of uploads: each judged on its own money
+                    results.append(_judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
+                                              books, charges_seen, lines_seen))
+                    continue
                 recorded = _charges_recorded(world) - charges_seen
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)
@@ -493,12 +507,30 @@ def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any]]],
     return per
 
 
+def _judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[Any], counted: dict[str, int],
+               baseline: dict[str, int], table: str | None, books: Books | None, charges_seen: set[str],
+               lines_seen: set[str]) -> Result:
+    """One SQS schedule's result: its batch's uploads judged one by one (`triggers.judge_batch`)."""
+    charges, unowned, owner_of = triggers.charges_by_upload(world, uploads, charges_seen)
+    counted[CHARGES] = sum(charges) + unowned
+    lines, unowned_lines = [0] * len(uploads), 0
+    if table and books:
+        lines, unowned_lines = triggers.lines_by_upload(world, table, books.attribute, owner_of, uploads,
+                                                        lines_seen)
+        counted[LINES] = sum(lines) + unowned_lines
+    dlq = triggers.failures_by_upload(_drain(world, world.queue_url), uploads)
+    verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
+                                             baseline, runtime.provider.declined)
+    return Result(schedule, counted, sum(dlq), verdict, runtime.attempts, findings)
+
+
 def discover(target: Target, effects: Sequence[str], provider_factory: str,
-             books: Books | None = Books()) -> tuple[list[Any], dict[str, int], list[Any]]:
+             books: Books | None = Books(), trigger: str = "s3") -> tuple[list[Any], dict[str, int], list[Any]]:
     """One clean run: the boundaries crossed, in order, and the effects it had."""
     # its upload's name is one no schedule uses: a queue's deduplication id made from it
     # must not drop a schedule's message
-    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books)
+    (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
+                          trigger)
     (attempt,) = result.attempts
     if attempt.failed:
         logs = "; ".join(attempt.logs[-2:])
@@ -506,6 +538,8 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
                               + (f" (its last log lines: {logs})" if logs else "")
                               + ". Fix that first, or pass the settings it needs with --env NAME=VALUE",
                               getattr(attempt, "traceback", ""))
+    if result.findings:  # a batch whose charges cannot be told apart by upload
+        raise CheckInputError(f"--trigger {trigger}: {'; '.join(result.findings)}")
     made = sorted(attempt.calls) + ([CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL
                                                          for c in attempt.crossings) else [])
     missing = [name for name in effects if not result.effects.get(name)]
@@ -535,6 +569,7 @@ class CheckReport:
     baseline: dict[str, int]
     results: list[Result]
     books: Books | None = None
+    trigger: str = "s3"
 
     @property
     def broken(self) -> list[Result]:
@@ -582,6 +617,7 @@ class CheckReport:
                  f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}"
                  + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
+                 *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
                  self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
@@ -601,7 +637,7 @@ class CheckReport:
         """The report as data, in the shape docs/check-report.schema.json describes."""
         smallest = self.smallest_break()
         return {"schema_version": SCHEMA_VERSION, "exit_code": 0 if self.holds else 1,
-                "target": self.target.name, "env": dict(self.target.env),
+                "target": self.target.name, "env": dict(self.target.env), "trigger": self.trigger,
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "books": None if self.books is None else str(self.books),
                 "books_judged": LINES in self.baseline,
@@ -644,15 +680,19 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
                   workers: int = 1, books: str | None = None, provider: str = "stand-in",
-                  versioning: Iterable[str] = VERSIONING) -> CheckReport:
+                  versioning: Iterable[str] = VERSIONING, trigger: str = "s3") -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. `provider`: what the handler's provider factory returns,
     the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
     keeps the stand-in's rules. `versioning`: the buckets a second upload of the same name is
-    tried in (versioned, unversioned). Raises CheckInputError (bad input, exit 2) or
-    CheckCouldNotFinish (exit 3)."""
+    tried in (versioned, unversioned). `trigger`: s3, sqs or eventbridge (`idem.explore.triggers`).
+    Raises CheckInputError (bad input, exit 2) or CheckCouldNotFinish (exit 3)."""
     if provider not in PROVIDERS:
         raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
+    try:
+        trigger = triggers.check_trigger(trigger)
+    except ValueError as bad:
+        raise CheckInputError(str(bad)) from None
     resolved = replace(resolve(target, env), provider=provider)
     effects = tuple(dict.fromkeys(effects))
     for name in effects:
@@ -668,13 +708,18 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
 
     ensure_moto()
     with _as_tool_errors():
-        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where)
+        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
+        # under sqs each batch already carries two uploads, one message each: the overwrite and
+        # slow families are s3's and eventbridge's (SqsFedLambda has no call in flight)
+        found = (fault_schedules(crossed, retries) if trigger == "sqs"
+                 else schedules_for(crossed, retries, versioning))
         # an unversioned bucket's schedules last: a batch runs in one bucket, one or the other
-        schedules = sorted(schedules_for(crossed, retries, versioning), key=lambda s: s.overwrite == "unversioned")
+        schedules = sorted(found, key=lambda s: s.overwrite == "unversioned")
         cut = next((i for i, s in enumerate(schedules) if s.overwrite == "unversioned"), len(schedules))
         batches = [(schedules[i:min(i + BATCH, end)], i)
                    for start, end in ((0, cut), (cut, len(schedules))) for i in range(start, end, BATCH)]
-        args = [(resolved, batch, baseline, effects, provider_factory, first, where) for batch, first in batches]
+        args = [(resolved, batch, baseline, effects, provider_factory, first, where, trigger)
+                for batch, first in batches]
         if workers > 1:
             import multiprocessing
 
@@ -689,7 +734,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
                         failed.raise_it()
         else:
             parts = [run_batch(*a) for a in args]
-    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where)
+    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where, trigger)
 
 
 @contextlib.contextmanager

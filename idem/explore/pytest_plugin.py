@@ -3,7 +3,12 @@
     def test_my_handler_charges_once(idem_check):
         idem_check("my_function.py:lambda_handler", effects=["sqs:SendMessage"])
 
-The fixture runs `idem.explore.check.check_handler` with the same arguments and fails the test
+    @pytest.mark.parametrize("trigger", ["s3", "sqs", "eventbridge"])
+    def test_my_queue_handler_charges_once(idem_check, trigger):
+        idem_check("my_queue_function.py:lambda_handler", trigger=trigger)
+
+The fixture runs `idem.explore.check.check_handler` with the same arguments (`trigger="sqs"` or
+`"eventbridge"` for a function fed by an SQS queue or an EventBridge rule) and fails the test
 with the smallest break's timeline when any schedule breaks; it returns the report otherwise.
 Bad input and a check that cannot finish fail the test too, with the check's one line (and
 the handler's own traceback). pytest finds the fixture through the `pytest11` entry point of
@@ -18,14 +23,15 @@ import pytest
 
 @pytest.fixture
 def idem_check() -> Callable[..., Any]:
-    """A function: `idem_check(target, **check_handler_options)` -> the CheckReport, or a failed test."""
+    """A function: `idem_check(target, trigger="s3", **check_handler_options)` -> the CheckReport,
+    or a failed test."""
 
-    def run(target: str, **options: Any) -> Any:
+    def run(target: str, trigger: str = "s3", **options: Any) -> Any:
         # moto and the runtime load when a test checks a handler, not whenever pytest starts
         from . import check
 
         try:
-            report = check.check_handler(target, **options)
+            report = check.check_handler(target, trigger=trigger, **options)
         except check.CheckInputError as error:
             traceback = f"\n{error.handler_traceback}" if error.handler_traceback else ""
             pytest.fail(f"idem check could not {'finish' if error.exit_code == 3 else 'start'}: "

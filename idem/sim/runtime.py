@@ -471,7 +471,7 @@ class LocalLambda:
         self.attempts.append(attempt)
         self._running.append(attempt)
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
-        visit = Visit(pending.delivery, pending.attempt, work_of(pending.event))
+        visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event))
         try:
             with self.watch.visiting(visit), self._environment(), self._output(attempt):
                 function = getattr(container.module, self.function)
@@ -500,6 +500,10 @@ class LocalLambda:
         if attempt.failed:
             self.after_failure(pending, attempt)
         return attempt
+
+    def work_of(self, event: dict[str, Any]) -> str:
+        """The work an invocation does (a trigger's runtime may group several events as one)."""
+        return work_of(event)
 
     def after_failure(self, pending: _Pending, attempt: Attempt) -> None:
         if pending.attempt <= self.retries:

@@ -263,6 +263,109 @@ _ = views.explore_check(handlers, "given handler", 0)
 # happened, and the failure queue is empty: nobody will ever hear of this upload.
 
 # %% [markdown]
+# ## When a queue feeds the handler
+#
+# Many teams put an SQS queue between S3 and the function. An event source mapping polls the
+# queue and calls the function with a batch of messages, each holding one S3 event. Three things
+# change:
+#
+# - If the function raises, every message of the batch comes back, the ones it charged too. With
+#   `ReportBatchItemFailures` on, it can instead return
+#   `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, and only those come back.
+# - A message comes back after the queue's visibility timeout (here 180 s, six times the
+#   function's timeout, as AWS advises), not after Lambda's retry delays. A standard queue may also
+#   deliver a message twice, even while the first copy is being worked on.
+# - After `maxReceiveCount` receives, the queue moves the message to its dead-letter queue. That
+#   queue, not Lambda's failure queue, is where a failure shows.
+#
+# `trigger="sqs"` checks a handler that way (`--trigger sqs` on the command line). Each schedule
+# puts two uploads in one batch, and judges each upload's money on its own. `retries=(1,)` now
+# means two receives per message. Here are two handlers: one reports its failed messages, one
+# lets an error fail the whole batch.
+
+# %%
+# %%writefile scratch/sqs_reports.py
+"""Charge each message's upload with a key, book the batch, report the messages that failed."""
+import hashlib
+import json
+import os
+from urllib.parse import unquote_plus
+
+import boto3
+
+dynamodb = boto3.client("dynamodb")
+
+
+def make_provider():
+    """Your payment provider's client. The check replaces it with the workbook's stand-in."""
+    raise RuntimeError("no provider configured")
+
+
+def lambda_handler(event, context):
+    provider, lines, failed = make_provider(), [], []
+    for message in event["Records"]:
+        try:
+            for record in json.loads(message["body"])["Records"]:
+                s3 = record["s3"]
+                upload = f"s3://{s3['bucket']['name']}/{unquote_plus(s3['object']['key'])}"
+                upload += f"?versionId={s3['object']['versionId']}"
+                key = hashlib.sha256(upload.encode()).hexdigest()
+                charge = provider.charge(customer="acme", amount=500, currency="usd",
+                                         reference=upload, idempotency_key=key)
+                lines.append({"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}})
+        except Exception as error:
+            if getattr(error, "http_status", None) != 402:  # a decline is final: nothing to retry
+                failed.append({"itemIdentifier": message["messageId"]})
+    if lines:  # the books: one line per upload, the same line if it is written again
+        written = dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: lines})
+        if written["UnprocessedItems"]:
+            raise RuntimeError("some lines were not written: the whole batch comes back")
+    return {"batchItemFailures": failed}
+
+# %%
+# %%writefile scratch/sqs_raises.py
+"""Charge each message's upload, book the batch, and let any error fail the whole batch."""
+import json
+import os
+from urllib.parse import unquote_plus
+
+import boto3
+
+dynamodb = boto3.client("dynamodb")
+
+
+def make_provider():
+    """Your payment provider's client. The check replaces it with the workbook's stand-in."""
+    raise RuntimeError("no provider configured")
+
+
+def lambda_handler(event, context):
+    provider, lines = make_provider(), []
+    for message in event["Records"]:
+        for record in json.loads(message["body"])["Records"]:
+            s3 = record["s3"]
+            upload = f"s3://{s3['bucket']['name']}/{unquote_plus(s3['object']['key'])}"
+            upload += f"?versionId={s3['object']['versionId']}"
+            charge = provider.charge(customer="acme", amount=500, currency="usd", reference=upload)
+            lines.append({"PutRequest": {"Item": {"pk": {"S": upload}, "charge_id": {"S": charge.id}}}})
+    dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: lines})
+    return {"batchItemFailures": []}
+
+# %%
+reports = check_handler("sqs_reports:lambda_handler", trigger="sqs", retries=(1,), workers=1)
+print(views.explain_breaks(reports))
+
+# %%
+raises = check_handler("sqs_raises:lambda_handler", trigger="sqs", retries=(1,), workers=1)
+print(views.explain_breaks(raises))
+
+# %% [markdown]
+# The first handler holds. A message that failed comes back alone, and its key replays any charge
+# it made. The second has no key, and any error fails the whole batch. The batch comes back a
+# visibility timeout later, and the uploads it had charged are charged again. The check reads the
+# dead-letter queue as the failure queue: a message there is a failure a person will see.
+
+# %% [markdown]
 # ## Try it
 #
 # Fix the given handler until the check holds. The cell below starts as a copy of it. Change it,

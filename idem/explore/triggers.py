@@ -1,0 +1,190 @@
+"""`idem check --trigger`: how each trigger hands the check's uploads to the function, and, for
+SQS, how a batch of uploads is judged (each upload on its own: money where it landed).
+
+- s3 (the default) and eventbridge: one upload per schedule, invoked asynchronously; a schedule's
+  `duplicate` and `concurrent` copies are S3's or EventBridge's at-least-once copies
+  (see `idem.sim.triggers`).
+- sqs: two uploads per schedule, two messages in one batch, so that what a batch does to its
+  neighbours shows (a whole batch retried, a failure reported as a success). The schedule's
+  retries r are the redrive policy's maxReceiveCount r + 1 (each message handled at most r + 1
+  times, then moved to the dead-letter queue, which is the failure queue); `duplicate` is SQS
+  delivering every message again after the first batch, `concurrent` a copy of the batch
+  received while the first invocation sits at a boundary.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..core.events import S3Object, encode_key
+from ..sim.runtime import LocalLambda
+from ..sim.triggers import TRIGGERS, VISIBILITY_TIMEOUT, SqsFedLambda, SqsMapping, eventbridge_event
+from .verdicts import BOOKS, BREAKS, MONEY, Verdict, judge_upload
+
+#: The SQS schedules' batch: the checked upload and a neighbour, one message each.
+SQS_BATCH = ("order.csv", "second.csv")
+#: Verdicts from the worst to the best: a batch's verdict is its worst upload's.
+SEVERITY = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT, Verdict.SILENT_LOSS,
+                                   Verdict.SILENT_MISMATCH, Verdict.NEEDS_ATTENTION, Verdict.FAILED_VISIBLY,
+                                   Verdict.DECLINED, Verdict.EXACTLY_ONCE))
+
+
+def check_trigger(trigger: str) -> str:
+    if trigger not in TRIGGERS:
+        raise ValueError(f"--trigger {trigger!r}: choose one of {', '.join(TRIGGERS)}")
+    return trigger
+
+
+def describe(trigger: str) -> str:
+    """One line for the report: what feeds the function."""
+    if trigger == "sqs":
+        return (f"trigger: sqs (a batch of {len(SQS_BATCH)} messages, BatchSize 10, ReportBatchItemFailures on, "
+                f"visibility timeout {VISIBILITY_TIMEOUT:.0f} s, maxReceiveCount = retries + 1, "
+                "then the dead-letter queue)")
+    if trigger == "eventbridge":
+        return "trigger: eventbridge (S3 Object Created events, invoked asynchronously)"
+    return "trigger: s3 (S3 event notifications, invoked asynchronously)"
+
+
+def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, provider_factory: str) -> LocalLambda:
+    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1."""
+    return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1),
+                        fault=schedule.fault, retries=schedule.retries, handler=handler,
+                        provider_factory=provider_factory)
+
+
+def neighbours(trigger: str, world: Any, number: int) -> list[S3Object]:
+    """The uploads a schedule delivers besides the checked one: SQS's batch neighbour."""
+    return [world.upload(f"check{number:05d}/{name}") for name in SQS_BATCH[1:]] if trigger == "sqs" else []
+
+
+def event_for(trigger: str, world: Any, obj: S3Object) -> dict[str, Any]:
+    """The event an asynchronous trigger delivers for `obj`: S3's notification or EventBridge's."""
+    return eventbridge_event(obj) if trigger == "eventbridge" else world.event(obj)
+
+
+def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any) -> None:
+    """Each upload's S3 event as one message of the source queue, with the schedule's copies."""
+    for obj in uploads:
+        runtime.send_message(json.dumps(world.event(obj)))
+    if schedule.delivery == "duplicate":
+        runtime.copy_messages(at=5.0)
+    elif schedule.delivery == "concurrent":
+        runtime.during(schedule.copy_at, runtime.receive_copy_now)
+
+
+# -- judging a batch: each upload's money where it landed ------------------------------------------
+def _items(world: Any, table: str, attribute: str, value: str | None = None) -> list[dict[str, Any]]:
+    """`pk` and `attribute` of every item of `table` that has `attribute` (equal to `value`)."""
+    names = {"#a": attribute, "#k": "pk"}
+    scan: dict[str, Any] = {"TableName": table, "ProjectionExpression": "#k, #a", "ConsistentRead": True,
+                            "ExpressionAttributeNames": names}
+    if value is None:
+        scan["FilterExpression"] = "attribute_exists(#a)"
+    else:
+        scan.update(FilterExpression="#a = :v", ExpressionAttributeValues={":v": {"S": value}})
+    found: list[dict[str, Any]] = []
+    for page in world.dynamodb.get_paginator("scan").paginate(**scan):
+        found += page["Items"]
+    return found
+
+
+def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
+    """Which upload a reference names (its key, plain or URL-encoded), if exactly one does."""
+    named = [n for n, obj in enumerate(uploads) if obj.key in text or encode_key(obj.key) in text]
+    return named[0] if len(named) == 1 else None
+
+
+def charges_by_upload(world: Any, uploads: Sequence[S3Object], seen: set[str]) -> tuple[list[int], int, dict[str, int]]:
+    """New charges in the provider's own table, per upload by their reference; those that name
+    no upload; and which upload each charge id belongs to. `seen` grows by the new ones."""
+    per, unowned, owner_of = [0] * len(uploads), 0, {}
+    for item in _items(world, world.provider_table, "reference"):
+        pk = item["pk"]["S"]
+        if not pk.startswith("charge#") or pk in seen:
+            continue
+        seen.add(pk)
+        owner = _owner(item["reference"].get("S", ""), uploads)
+        if owner is None:
+            unowned += 1
+        else:
+            per[owner] += 1
+            owner_of[pk.removeprefix("charge#")] = owner
+    return per, unowned, owner_of
+
+
+def lines_by_upload(world: Any, table: str, attribute: str, owner_of: dict[str, int],
+                    uploads: Sequence[S3Object], seen: set[str]) -> tuple[list[int], int]:
+    """New ledger lines per upload, by the charge id they carry; and those that carry an id no
+    charge of this batch has (then the books are weighed for the batch as a whole)."""
+    per, unowned = [0] * len(uploads), 0
+    for item in _items(world, table, attribute):
+        pk = json.dumps(item["pk"], sort_keys=True)
+        if pk in seen:
+            continue
+        seen.add(pk)
+        value = next(iter(item[attribute].values()))
+        owner = owner_of.get(str(value))
+        if owner is None:
+            unowned += 1
+        else:
+            per[owner] += 1
+    return per, unowned
+
+
+def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3Object]) -> list[int]:
+    """The failure queue's messages about each upload (the dead-letter queue's body is S3's event)."""
+    per = [0] * len(uploads)
+    for message in messages:
+        owner = _owner(message["Body"], uploads)
+        if owner is not None:
+            per[owner] += 1
+    return per
+
+
+def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges: int, lines: list[int],
+                unowned_lines: int, dlq: list[int], effects: dict[str, int], baseline: dict[str, int],
+                declined: list[str]) -> tuple[str, list[str]]:
+    """The batch's verdict: each upload judged on its own money (and books, where each line names
+    its charge), named effects and unattributed books for the batch; the worst verdict wins."""
+    n = len(uploads)
+    if not baseline:  # the clean run: only say what cannot be attributed
+        wrong = []
+        if unowned_charges or len(set(charges)) > 1:
+            wrong.append(f"the clean run's charges per upload are {charges} with {unowned_charges} naming no "
+                         "upload: the check judges each message's upload by the charge's reference, which "
+                         "must contain the object's key")
+        return Verdict.EXACTLY_ONCE.value, wrong
+    money, books = baseline.get(MONEY, 0) // n, baseline.get(BOOKS, 0) // n
+    verdicts, findings = [], []
+    for i, obj in enumerate(uploads):
+        counted, wanted = {MONEY: charges[i]}, {MONEY: money}
+        if books and not unowned_lines:
+            counted[BOOKS], wanted[BOOKS] = lines[i], books
+        was_declined = any(_owner(ref, uploads) == i for ref in declined)
+        verdict, wrong = judge_upload(counted, wanted, dlq[i], declined=was_declined)
+        verdicts.append(verdict)
+        findings += [f"{obj.key.rsplit('/', 1)[-1]}: {w}" for w in wrong]
+    if unowned_charges:
+        verdicts.append(Verdict.DOUBLE_CHARGE.value)
+        findings.append(f"{unowned_charges} charge(s) whose reference names no upload of the batch")
+    alerted = any(dlq)
+    if books and unowned_lines:  # lines that name no charge of the batch: weigh the batch's books
+        per_charge = baseline[BOOKS] / max(1, baseline.get(MONEY, 0))
+        got, want = sum(lines) + unowned_lines, sum(charges) * per_charge
+        if got != want:
+            findings.append(f"the batch: {got} ledger lines for {sum(charges)} charges")
+            verdicts.append((Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value)
+    for name, want in baseline.items():  # named effects: counted for the batch as a whole
+        got = effects.get(name, 0)
+        if name in (MONEY, BOOKS) or got == want or (got < want and not sum(charges) and alerted):
+            continue
+        findings.append(f"the batch: {name} {got} times (clean run {want})")
+        verdicts.append(Verdict.DOUBLE_EFFECT.value if got > want else
+                        (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value)
+    worst = min(verdicts, key=SEVERITY.index)
+    return worst, findings
+
+
+def breaks(verdict: str) -> bool:
+    return verdict in BREAKS

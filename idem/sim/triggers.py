@@ -1,0 +1,285 @@
+"""The triggers a function can have besides S3's own notification: SQS and EventBridge.
+
+- **s3**: S3 invokes the function asynchronously (`LocalLambda`, the default).
+- **eventbridge**: S3 sends `Object Created` to EventBridge, whose rule invokes the function
+  asynchronously too, so Lambda's retries and on-failure destination apply as for s3. The event
+  has another shape (`eventbridge_event`). S3 delivers events to EventBridge at least once
+  ("durable delivery", https://docs.aws.amazon.com/eventbridge/latest/ref/event-delivery-level.html),
+  and EventBridge retries a delivery it could not confirm
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html): a copy.
+- **sqs**: the S3 event is a message in an SQS queue, and an event source mapping polls it and
+  invokes the function synchronously with a batch of messages (`SqsFedLambda`). The rules it keeps:
+  - a batch holds up to BatchSize messages
+    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html);
+  - when the invocation fails, every message of the batch comes back after the queue's visibility
+    timeout; with `ReportBatchItemFailures` the function may instead return
+    `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, and only those come back. An empty or
+    null list is a full success; an itemIdentifier that is empty, null or not in the batch makes the
+    whole batch a failure; without ReportBatchItemFailures the response is ignored and a returning
+    function deletes the whole batch
+    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html);
+  - the visibility timeout is at least the function's timeout (Lambda refuses a mapping otherwise)
+    and AWS advises six times it (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html):
+    180 s for the 30 s timeout here;
+  - a message received more than maxReceiveCount times moves to the dead-letter queue named by the
+    queue's redrive policy, body unchanged
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html):
+    that message, not Lambda's on-failure destination, is the failure record;
+  - a standard queue delivers at least once: a message can be received again, even while another
+    invocation still works on it
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html).
+
+The source queue is modelled here, on the runtime's virtual clock (moto's queue keeps visibility
+on its own clock and gives no hook at a handler's boundaries); the dead-letter queue is the world's
+real moto failure queue.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..core.events import S3Object
+from .runtime import Attempt, LocalLambda, _Pending, on_clock, work_of
+from .world import ACCOUNT, REGION
+
+#: The triggers `idem check --trigger` knows.
+TRIGGERS = ("s3", "sqs", "eventbridge")
+#: Six times the runtime's 30 s function timeout (services-sqs-configure, above).
+VISIBILITY_TIMEOUT = 180.0
+
+
+def eventbridge_event(obj: S3Object, event_id: str | None = None) -> dict[str, Any]:
+    """The `Object Created` event EventBridge delivers for an upload: the key is not URL-encoded
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Its `id` is one per
+    upload (the same in every copy EventBridge delivers of it), made from the object's facts."""
+    event_id = event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{obj.uri}#{obj.sequencer}"))
+    detail_object: dict[str, Any] = {"key": obj.key, "size": obj.size, "etag": obj.etag,
+                                     "sequencer": obj.sequencer}
+    if obj.version_id is not None:
+        detail_object["version-id"] = obj.version_id
+    return {
+        "version": "0", "id": event_id, "detail-type": "Object Created", "source": "aws.s3",
+        "account": ACCOUNT, "time": obj.event_time or "2026-01-01T00:00:00Z", "region": obj.region,
+        "resources": [f"arn:aws:s3:::{obj.bucket}"],
+        "detail": {"version": "0", "bucket": {"name": obj.bucket}, "object": detail_object,
+                   "request-id": "N4N7GDK58NMKJ12R", "requester": ACCOUNT,
+                   "source-ip-address": "127.0.0.1", "reason": "PutObject"},
+    }
+
+
+@dataclass(frozen=True)
+class SqsMapping:
+    """The event source mapping's settings, and the source queue's."""
+
+    batch_size: int = 10  # Lambda's default BatchSize for SQS
+    visibility_timeout: float = VISIBILITY_TIMEOUT
+    max_receive_count: int = 3  # the redrive policy's maxReceiveCount
+    report_batch_item_failures: bool = True  # FunctionResponseTypes: [ReportBatchItemFailures]
+    queue_name: str = "uploads"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= 10_000:
+            raise ValueError(f"BatchSize is 1-10000 for a standard queue; got {self.batch_size}")
+        if not 1 <= self.max_receive_count <= 1000:
+            raise ValueError(f"maxReceiveCount is 1-1000; got {self.max_receive_count}")
+
+    @property
+    def queue_arn(self) -> str:
+        return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{self.queue_name}"
+
+
+@dataclass
+class Message:
+    """One stored copy of a message in the source queue."""
+
+    message_id: str
+    body: str
+    sent_at: float
+    copy: int = 1  # 1: the message; 2: a copy SQS delivers again (at least once)
+    visible_at: float = 0.0
+    receives: int = 0
+    receipt: str = ""
+    gone: bool = False  # deleted, or moved to the dead-letter queue
+
+
+@dataclass
+class Batch:
+    """What one invocation received."""
+
+    messages: list[Message]
+    receipts: dict[str, str] = field(default_factory=dict)  # message id -> this receive's handle
+
+
+class SqsFedLambda(LocalLambda):
+    """A LocalLambda whose function an SQS event source mapping invokes (see the module docstring).
+    `send_message` puts a message in the source queue; `copy_messages` and `receive_copy_now`
+    are SQS's at-least-once copies (after the first invocation, or while it runs)."""
+
+    def __init__(self, world: Any, env: dict[str, str], *, mapping: SqsMapping = SqsMapping(),
+                 dead_letter_url: str | None = None, **options: Any) -> None:
+        super().__init__(world, env, **options)
+        if mapping.visibility_timeout < self.timeout:
+            raise ValueError(f"the queue's visibility timeout ({mapping.visibility_timeout:.0f} s) is shorter "
+                             f"than the function's timeout ({self.timeout:.0f} s): Lambda refuses such a mapping")
+        self.mapping = mapping
+        self.dead_letter_url = dead_letter_url or world.queue_url
+        self.messages: list[Message] = []
+        self._polls: list[tuple[float, int]] = []
+        self._poll_seq = itertools.count()
+        self._ids = itertools.count(1)
+        self._work = ""  # every invocation of one run is one piece of work (see work_of)
+        self.provider = DeclineWatch(self.provider)
+
+    # -- the producer's side, and SQS's copies ------------------------------------------------
+    def send_message(self, body: str, *, at: float | None = None) -> str:
+        """A message sent to the source queue (now, or `at` seconds after the clock's start)."""
+        when = self.clock.now() if at is None else self.clock.start + at
+        message = Message(self._new_id(), body, when, visible_at=when)
+        self.messages.append(message)
+        self._work = self._work or work_of({"queue": self.mapping.queue_arn, "first": message.message_id})
+        self._poll_at(when)
+        return message.message_id
+
+    def copy_messages(self, *, at: float) -> None:
+        """SQS stores every message sent so far again: each is delivered once more, `at` seconds
+        after the clock's start, whatever becomes of the first (a standard queue's duplicate)."""
+        when = self.clock.start + at
+        for message in [m for m in self.messages if m.copy == 1]:
+            self.messages.append(Message(message.message_id, message.body, message.sent_at, copy=2,
+                                         visible_at=when))
+        self._poll_at(when)
+
+    def receive_copy_now(self) -> None:
+        """A copy of every first-sent message is received now and invoked at once, while the
+        invocation that reached this boundary is still running."""
+        copies = [Message(m.message_id, m.body, m.sent_at, copy=2, visible_at=self.clock.now())
+                  for m in self.messages if m.copy == 1]
+        self.messages += copies
+        self._poll(only=copies)
+
+    # -- the mapping's side ----------------------------------------------------------------------
+    def run(self) -> list[Attempt]:
+        with on_clock(self.clock) if not self.wired else _Still() as move:
+            while self._polls:
+                due, _ = heapq.heappop(self._polls)
+                self.clock.advance_to(due)
+                move(self.clock.now())
+                self._poll()
+        return self.attempts
+
+    def after_failure(self, pending: _Pending, attempt: Attempt) -> None:
+        """Nothing: a failed batch's messages come back when their visibility timeout ends."""
+
+    def work_of(self, event: dict[str, Any]) -> str:
+        return self._work or work_of(event)
+
+    def _poll(self, only: list[Message] | None = None) -> None:
+        """Receive a batch of visible messages (moving those received too often to the
+        dead-letter queue), invoke the function with it, and settle the batch."""
+        now = self.clock.now()
+        batch, later = Batch([]), False
+        for message in only if only is not None else self.messages:
+            if message.gone or message.visible_at > now:
+                continue
+            if len(batch.messages) == self.mapping.batch_size or message.message_id in batch.receipts:
+                later = True  # the next poll takes it (one copy of a message per batch)
+                continue
+            if message.receives >= self.mapping.max_receive_count:
+                self._to_dead_letter_queue(message)
+                continue
+            message.receives += 1
+            message.receipt = f"{message.message_id}#{message.copy}#{message.receives}"
+            message.visible_at = now + self.mapping.visibility_timeout
+            batch.messages.append(message)
+            batch.receipts[message.message_id] = message.receipt
+        if not batch.messages:
+            return
+        delivery = max(m.copy for m in batch.messages)
+        receives = max(m.receives for m in batch.messages)
+        pending = _Pending(now, 0, self._event(batch, now), delivery, receives, self._new_id(), now)
+        attempt = self._invoke(pending)
+        self._settle(batch, attempt)
+        if later:
+            self._poll_at(now)
+
+    def _settle(self, batch: Batch, attempt: Attempt) -> None:
+        """Delete what succeeded; what failed becomes visible again after the timeout."""
+        failed = {m.message_id for m in batch.messages}
+        if not attempt.failed:
+            failed, why = self.reported_failures(attempt.result, batch)
+            if failed:
+                attempt.outcome, attempt.error = "partial", why
+        for message in batch.messages:
+            if message.message_id not in failed and message.receipt == batch.receipts[message.message_id]:
+                message.gone = True  # DeleteMessage with this receive's handle
+        for message in batch.messages:
+            if not message.gone:
+                self._poll_at(message.visible_at)
+
+    def reported_failures(self, result: Any, batch: Batch) -> tuple[set[str], str]:
+        """The message ids a returning function reported failed, and why (see the module docstring)."""
+        everything = {m.message_id for m in batch.messages}
+        if not self.mapping.report_batch_item_failures or not isinstance(result, dict):
+            return set(), ""
+        items = result.get("batchItemFailures")
+        if not items:
+            return set(), ""  # an empty or null list: the whole batch succeeded
+        if not isinstance(items, list):
+            return everything, "batchItemFailures is not a list: the whole batch failed"
+        ids = [item.get("itemIdentifier") if isinstance(item, dict) else None for item in items]
+        if any(not isinstance(i, str) or i not in everything for i in ids):
+            return everything, f"batchItemFailures names {ids!r}, not all ids of the batch: the whole batch failed"
+        return set(ids), f"batchItemFailures: {len(set(ids))} of {len(everything)} messages reported failed"
+
+    def _event(self, batch: Batch, now: float) -> dict[str, Any]:
+        """The event Lambda passes: one record per message
+        (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html)."""
+        millis = lambda t: str(int(t * 1000))  # noqa: E731
+        return {"Records": [{
+            "messageId": m.message_id, "receiptHandle": batch.receipts[m.message_id], "body": m.body,
+            "attributes": {"ApproximateReceiveCount": str(m.receives), "SentTimestamp": millis(m.sent_at),
+                           "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+                           "ApproximateFirstReceiveTimestamp": millis(now)},
+            "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs",
+            "eventSourceARN": self.mapping.queue_arn, "awsRegion": REGION} for m in batch.messages]}
+
+    def _to_dead_letter_queue(self, message: Message) -> None:
+        message.gone = True  # each stored copy that runs out of receives moves on its own
+        self.world.sqs.send_message(QueueUrl=self.dead_letter_url, MessageBody=message.body)
+
+    def _poll_at(self, when: float) -> None:
+        heapq.heappush(self._polls, (when, next(self._poll_seq)))
+
+
+
+class _Still:
+    """Time stands still for a wired entry point: there is nothing to move."""
+
+    def __enter__(self) -> Callable[[float], Any]:
+        return lambda _when: None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+class DeclineWatch:
+    """The provider client, noting the reference of every charge it declined (402): a decline
+    is a final answer for that upload only, not for the rest of a batch."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.declined: list[str] = []
+
+    def charge(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.inner.charge(*args, **kwargs)
+        except Exception as error:
+            if getattr(error, "http_status", None) == 402:
+                self.declined.append(str(kwargs.get("reference", "")))
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,197 @@
+"""`idem check --trigger sqs|eventbridge`: the SQS event source mapping's rules on the local runtime,
+and the verdicts a correct checker must give handlers fed by SQS and by EventBridge
+(tests/handlers/sqs_*.py, eventbridge_*.py)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from idem.cli import main
+from idem.explore.check import Books, CheckInputError, Schedule, check_handler, discover, resolve, run_batch
+from idem.sim.runtime import on_clock
+from idem.sim.boundary import Boundary, FaultPlan, How, Side
+from idem.sim.triggers import SqsFedLambda, SqsMapping, eventbridge_event
+from idem.sim.world import LocalWorld
+
+HANDLERS = Path(__file__).parent / "handlers"
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text())
+
+
+def target(name: str) -> str:
+    return f"{HANDLERS / name}.py:lambda_handler"
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+# -- the mapping's rules, on the runtime ------------------------------------------------------
+@pytest.fixture
+def world():
+    with LocalWorld(prefix="trig") as w:
+        yield w
+
+
+def sqs_runtime(world, fault=None, **mapping):
+    env = {**world.env(), "AWS_DEFAULT_REGION": "us-east-1"}
+    return SqsFedLambda(world, env, fault=fault, handler=target("sqs_keyed"),
+                        mapping=SqsMapping(**mapping))
+
+
+def send_two(world, runtime):
+    for name in ("a.csv", "b.csv"):
+        runtime.send_message(json.dumps(world.event(world.upload(f"acct/{name}"))))
+
+
+def test_a_batch_holds_every_visible_message_and_a_success_deletes_them(world):
+    runtime = sqs_runtime(world)
+    send_two(world, runtime)
+    (attempt,) = runtime.run()
+    assert attempt.outcome == "ok" and len(world.provider().charges()) == 2
+    assert all(m.gone for m in runtime.messages) and world.failure_queue_depth() == 0
+
+
+def test_only_the_messages_reported_in_batchItemFailures_come_back_after_the_visibility_timeout(world):
+    # the second message's charge fails once: the handler reports it, the first is deleted
+    runtime = sqs_runtime(world, FaultPlan(Boundary("provider:charge", 2, Side.BEFORE), "1"))
+    send_two(world, runtime)
+    first, second = runtime.run()
+    assert first.outcome == "partial" and "1 of 2" in first.error
+    assert second.start == 180.0 and second.attempt == 2 and second.outcome == "ok"
+    assert [c.boundary.nth for c in second.crossings if c.boundary.call == "provider:charge"] == [1, 1]
+    assert len(world.provider().charges()) == 2
+
+
+def test_a_message_received_more_than_maxReceiveCount_times_moves_to_the_dead_letter_queue(world):
+    runtime = sqs_runtime(world, FaultPlan(Boundary("provider:charge", 1, Side.BEFORE), "always"),
+                          max_receive_count=2)
+    runtime.send_message(json.dumps(world.event(world.upload("acct/a.csv"))))
+    attempts = runtime.run()
+    assert [a.start for a in attempts] == [0.0, 180.0]  # two receives, then the redrive
+    with on_clock(world.clock):  # moto's message retention reads the clock the message was sent on
+        (body,) = world.failure_queue()
+    assert body["Records"][0]["s3"]["object"]["key"] == "acct/a.csv"  # the message itself, not Lambda's record
+
+
+def test_a_function_error_returns_the_whole_batch(world):
+    runtime = sqs_runtime(world, FaultPlan(Boundary("provider:charge", 2, Side.BEFORE), "1", How.CRASH))
+    send_two(world, runtime)
+    first, second = runtime.run()
+    assert first.outcome == "crash" and second.start == 180.0
+    assert [c.boundary for c in second.crossings].count(Boundary("provider:charge", 2, Side.BEFORE)) == 1
+
+
+@pytest.mark.parametrize("result, failed", [
+    ({"batchItemFailures": []}, set()),  # empty: the whole batch succeeded
+    ({"batchItemFailures": None}, set()),  # null: the same
+    (None, set()),  # no response
+    ({"batchItemFailures": [{"itemIdentifier": "B"}]}, {"B"}),
+    ({"batchItemFailures": [{"itemIdentifier": ""}]}, {"A", "B"}),  # empty id: the whole batch failed
+    ({"batchItemFailures": [{"itemIdentifier": None}]}, {"A", "B"}),
+    ({"batchItemFailures": [{"itemIdentifier": "Z"}]}, {"A", "B"}),  # an id not in the batch
+])
+def test_partial_batch_responses_follow_lambdas_rules(world, result, failed):
+    from idem.sim.triggers import Batch, Message
+
+    runtime = sqs_runtime(world)
+    batch = Batch([Message("A", "{}", 0.0), Message("B", "{}", 0.0)])
+    assert runtime.reported_failures(result, batch)[0] == failed
+    off = sqs_runtime(world, report_batch_item_failures=False)
+    assert off.reported_failures(result, batch)[0] == set()  # ignored without ReportBatchItemFailures
+
+
+def test_a_visibility_timeout_shorter_than_the_function_timeout_is_refused(world):
+    with pytest.raises(ValueError, match="visibility timeout"):
+        sqs_runtime(world, visibility_timeout=10.0)
+
+
+def test_the_eventbridge_event_is_what_keyeds_parser_reads(world):
+    from idem.core.events import read_event
+
+    obj = world.upload("alice/from eventbridge.csv")
+    event = eventbridge_event(obj)
+    assert event["detail"]["object"]["key"] == "alice/from eventbridge.csv"  # not URL-encoded
+    (read,) = read_event(event).objects
+    assert (read.key, read.version_id, read.sequencer) == (obj.key, obj.version_id, obj.sequencer)
+    assert eventbridge_event(obj)["id"] == event["id"] != eventbridge_event(world.upload("alice/x.csv"))["id"]
+
+
+# -- verdicts: SQS-fed handlers --------------------------------------------------------------
+def test_a_correct_sqs_handler_holds():
+    report = check_handler(target("sqs_keyed"), retries=(0,), trigger="sqs")
+    assert report.holds, report.explain()
+    assert report.trigger == "sqs" and report.baseline == {"provider:charge": 2, "books:line": 2}
+    assert len(report.results) == 325  # the exploration's size for this handler, retries 0
+
+
+def test_pins_bug_raising_on_one_message_retries_the_batch_and_charges_its_neighbour_again():
+    handler = resolve(target("sqs_batch_raises"))
+    _, baseline, _ = discover(handler, (), "make_provider", Books(), "sqs")
+    second_fails = Schedule(FaultPlan(Boundary("provider:charge", 2, Side.BEFORE), "1"), "single", None, 1)
+    (neighbour,) = run_batch(handler, [second_fails], baseline, (), "make_provider", 0, Books(), "sqs")
+    assert neighbour.verdict == "double_charge"
+    assert "order.csv: 2 charges for one upload" in neighbour.findings
+    assert [a.start for a in neighbour.attempts] == [0.0, 180.0]  # the whole batch, a visibility timeout later
+    assert not check_handler(target("sqs_batch_raises"), retries=(0,), trigger="sqs").holds
+
+
+def test_pins_bug_reporting_success_for_a_failed_message_is_a_silent_loss():
+    report = check_handler(target("sqs_reports_success"), retries=(0,), trigger="sqs")
+    smallest = report.smallest("silent_loss")
+    assert smallest is not None and not report.holds
+    assert "order.csv: no charge for the upload" in smallest.findings and smallest.dlq == 0
+
+
+def test_an_s3_fed_handler_under_the_sqs_trigger_is_bad_input_not_a_break():
+    with pytest.raises(CheckInputError, match="fails on a clean run"):
+        check_handler(target("keyed_books"), retries=(0,), trigger="sqs")
+
+
+# -- verdicts: EventBridge-fed handlers ------------------------------------------------------
+def test_a_correct_eventbridge_handler_holds():
+    report = check_handler(target("eventbridge_keyed"), retries=(0,), trigger="eventbridge")
+    assert report.holds, report.explain()
+    assert len(report.results) == 131
+
+
+def test_pins_bug_a_request_id_key_charges_again_when_eventbridge_delivers_a_copy():
+    report = check_handler(target("eventbridge_request_id_key"), retries=(0,), trigger="eventbridge")
+    smallest = report.smallest_break()
+    assert smallest.verdict == "double_charge" and smallest.schedule.fault is None
+    assert smallest.schedule.delivery == "duplicate"
+
+
+# -- the command, its JSON, the fixture --------------------------------------------------------
+def test_the_json_report_carries_the_trigger():
+    code, out, _ = cli(target("eventbridge_keyed"), "--trigger", "eventbridge", "--retries", "0",
+                       "--workers", "1", "--json")
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    assert code == 0 and report["trigger"] == "eventbridge"
+
+
+def test_an_unknown_trigger_is_bad_input():
+    code, _, err = cli(target("sqs_keyed"), "--trigger", "sns")
+    assert code == 2 and "invalid choice: 'sns'" in err
+    with pytest.raises(CheckInputError, match="choose one of s3, sqs, eventbridge"):
+        check_handler(target("sqs_keyed"), trigger="sns")
+
+
+def test_the_help_names_the_triggers():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["check", "--help"])
+    assert "--trigger {s3,sqs,eventbridge}" in out.getvalue()
+
+
+def test_the_fixture_takes_a_trigger(idem_check):
+    report = idem_check(target("eventbridge_keyed"), trigger="eventbridge", retries=(0,), workers=1)
+    assert report.trigger == "eventbridge" and report.holds

@@ -99,12 +99,16 @@ def charges_by_upload(world: Any, uploads: Sequence[S3Object], seen: set[str]) -
     """New charges in the provider's own table, per upload by their reference; those that name
     no upload; and which upload each charge id belongs to. `seen` grows by the new ones."""
     per, unowned, owner_of = [0] * len(uploads), 0, {}
-    for item in _items(world, world.provider_table, "reference"):
-        pk = item["pk"]["S"]
+    # the provider's record: the world's memory store (the check's stand-in), then its table
+    kept = world.provider_store.charge_items() if world.provider_store is not None else []
+    found = [(item["pk"], str(item.get("reference", ""))) for item in kept] + [
+        (item["pk"]["S"], item["reference"].get("S", ""))
+        for item in _items(world, world.provider_table, "reference")]
+    for pk, reference in found:
         if not pk.startswith("charge#") or pk in seen:
             continue
         seen.add(pk)
-        owner = _owner(item["reference"].get("S", ""), uploads)
+        owner = _owner(reference, uploads)
         if owner is None:
             unowned += 1
         else:

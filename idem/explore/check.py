@@ -608,7 +608,7 @@ class CheckReport:
             return "books: not judged (--books none)"
         if LINES not in self.baseline:
             return (f"books: NOT judged: no item with {self.books.attribute} in {self.books.table_env} "
-                    "on the clean run (see --books)")
+                    "on the clean run (see --books, or books= in Python)")
         return f"books: ledger lines are items of {self.books.table_env} with {self.books.attribute}"
 
     def explain(self) -> str:

@@ -6,8 +6,9 @@
 # **After this chapter you can check any handler the way this workbook checks its own, and fix it where it breaks.**
 #
 # Every pattern in this workbook was run through every fault and delivery that the platform can
-# produce for one upload. The same machinery takes your handler, unchanged. It needs no test
-# hooks: faults happen at the calls your handler makes, as they do on AWS.
+# produce for one upload. The same machinery takes your handler, unchanged. It needs one hook
+# only, a function that builds the payment client, and faults happen at the calls your handler
+# makes, as they do on AWS.
 
 # %% [markdown]
 # ## Setup
@@ -23,7 +24,6 @@ from pathlib import Path
 
 from idem import views
 from idem.explore.check import check_handler
-from idem.explore.verdicts import judge_upload
 
 SCRATCH = Path("scratch")
 shutil.rmtree(SCRATCH, ignore_errors=True)  # a fresh start: no handler from an earlier run
@@ -55,19 +55,28 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #
 # Each schedule runs on its own upload. The check counts each effect where it lands, not where an
 # answer comes back. Charges are read from the provider's own records, so a charge made under a
-# saved 500 counts. Ledger lines are read from your table (see *Name the books*). Any call you
-# name is counted too. Then the check judges the upload against the clean run:
-
-# %%
-views.show_source(judge_upload)
-
-# %% [markdown]
-# A double effect, a silent mismatch or a silent loss is a **break**. The other verdicts are
-# fine: a failure that reaches the failure queue is one a person will see. So is `declined`: the
-# provider declined the card, which is a final answer. No money moved, nothing is retried, and
-# the handler kept the answer. Each break also names what went wrong: two charges for one
-# upload, no charge for an upload, a charge with no ledger line. With two uploads in one
-# schedule, each upload's money is judged on its own, and the worst verdict counts.
+# saved 500 counts (Stripe saves a 500 with its key and replays it). Ledger lines are read from
+# your table (see *Name the books*). Any call you name is counted too, when it succeeds: a
+# conditional write whose condition failed wrote nothing and is not counted. Then the check
+# judges the upload against the clean run, with the verdicts of chapter 00 and two more:
+#
+# | verdict | the upload, against the clean run | a break? |
+# | --- | --- | --- |
+# | `exactly_once` | charged and booked as often as in the clean run | no |
+# | `double_charge` | charged more often | yes |
+# | `double_effect` | a named effect (not the charge) happened more often | yes |
+# | `silent_mismatch` | charged, but the books or a named effect fell short, and the failure queue is empty | yes |
+# | `silent_loss` | not charged, and the failure queue is empty | yes |
+# | `needs_attention` | charged, the work unfinished, and the event is in the failure queue | no |
+# | `failed_visibly` | not charged, and the event is in the failure queue | no |
+# | `declined` | the provider declined the card: a final answer, no money moved, nothing retried | no |
+#
+# A **break** is a double charge, a double effect, a silent mismatch or a silent loss. The
+# other verdicts are fine: a failure that reaches the failure queue is one a person will see.
+# Each break also names what went wrong: two charges for one upload, no charge for an upload, a
+# charge with no ledger line. With two uploads in one schedule, each upload's money is judged on
+# its own, and the worst verdict counts. A handler **holds** when no schedule breaks. (The
+# rules in code: `idem.explore.verdicts.judge_upload`.)
 
 # %% [markdown]
 # ## A handler to check
@@ -76,8 +85,11 @@ views.show_source(judge_upload)
 # charge into the books. It reads its table from `os.environ` and uses `boto3.client`, as on
 # Lambda. The check sets `LEDGER_TABLE` and `PROVIDER_TABLE` for it.
 #
-# It builds its payment client with `make_provider()`. The check replaces that function with the
-# workbook's provider stand-in. Its `charge` takes `customer`, `amount`, `currency`, `reference`
+# It builds its payment client with `make_provider()`. In your own handler, that function
+# returns your real client (Stripe's, say). The check finds it by that name (or by
+# `--provider-factory NAME`) and swaps in the workbook's provider stand-in: the one thing it
+# replaces. This handler's version returns the stand-in already, so it runs outside the check
+# too. The stand-in's `charge` takes `customer`, `amount`, `currency`, `reference`
 # and an optional `idempotency_key`, and returns a charge with an `id` and a `replayed` flag.
 # The check counts the charges it makes; a replay moves no money and is not counted.
 
@@ -124,7 +136,8 @@ def lambda_handler(event, context):
 # %% [markdown]
 # ## Count the money
 #
-# Check it. Lambda names a handler `file.function`; the check takes `module:function`. To keep
+# Check it. Lambda names a handler `file.function`; the check takes `module:function` (a module
+# it can import, as here) or `path/to/file.py:function`. To keep
 # this page quick, every check here tries one retry setting, `retries=(1,)`: Lambda retries once.
 # Without `retries`, the check tries 0, 1 and 2.
 
@@ -427,7 +440,9 @@ if mine.holds:
 # charge is a replay of the first. Hash it: Stripe takes keys of at most 255 characters, and an
 # S3 object's name alone may be 1,024 bytes. And
 # book each charge once: the update is conditional on the charge's id not being booked yet, so
-# a retry that replays the charge books nothing new.
+# a retry that replays the charge books nothing new. `booked` is a string set on the account's
+# item: `contains(booked, :id)` is true when it holds the id, and `ADD` puts the id in the set in
+# the same write. A test in this repository writes this solution out and checks it: it holds.
 #
 # ```python
 # import hashlib
@@ -482,7 +497,9 @@ if mine.holds:
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 #
-# In CI the check answers with an exit code:
+# On the command line, `python -m idem check my_function.py:lambda_handler --effect
+# dynamodb:UpdateItem` runs the same check (installed, `idem check`). In CI it answers with an
+# exit code:
 #
 # | code | means |
 # | --- | --- |
@@ -493,7 +510,8 @@ if mine.holds:
 #
 # A handler's own error (a syntax error, a failed import) is shown with its own traceback, then
 # one line. `--json` prints JSON in every case. In a pytest suite, the `idem_check` fixture runs
-# the check and fails the test with the smallest break:
+# the check and fails the test with the smallest break. The fixture comes with the package (a
+# pytest plugin): `pip install 'charged-twice[check]'` and it is there.
 #
 # ```python
 # def test_my_handler_charges_once(idem_check):

@@ -1,0 +1,44 @@
+"""Chapter 10's exercise solution, as the chapter prints it, really holds: the solution's code is
+read out of the chapter's source (so an edit there is checked here), put under the exercise's own
+module header, and run through the check the chapter asks for."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from idem.explore.check import check_handler
+
+CHAPTER = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "10_check_your_own_handler.py"
+
+
+def _solution_module() -> str:
+    text = CHAPTER.read_text()
+    start = text.index("# %%writefile scratch/my_handler.py\n") + len("# %%writefile scratch/my_handler.py\n")
+    header = text[start:text.index("\ndef lambda_handler", start)]  # imports, price, make_provider
+    opened = text.index("# ```python\n", text.index("<summary>Solution</summary>")) + len("# ```python\n")
+    block = text[opened:text.index("# ```\n", opened)]
+    code = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in block.splitlines())
+    return header + "\n" + code + "\n"
+
+
+def test_chapter_10s_solution_holds_with_its_books_named(tmp_path, monkeypatch):
+    (tmp_path / "ch10_solution.py").write_text(_solution_module())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        report = check_handler("ch10_solution:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
+    finally:
+        sys.modules.pop("ch10_solution", None)
+    assert report.holds, report.explain()
+    assert report.tally().get("exactly_once", 0) > 0
+
+
+def test_the_given_handler_breaks_so_the_exercise_has_something_to_fix(tmp_path, monkeypatch):
+    text = CHAPTER.read_text()
+    start = text.index("# %%writefile scratch/my_handler.py\n") + len("# %%writefile scratch/my_handler.py\n")
+    (tmp_path / "ch10_given.py").write_text(text[start:text.index("\n# %%", start)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        report = check_handler("ch10_given:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
+    finally:
+        sys.modules.pop("ch10_given", None)
+    assert not report.holds

@@ -21,7 +21,7 @@ import pandas as pd
 from idem import views
 from idem.core import reconcile
 from idem.core.errors import ConfigError
-from idem.core.handlers.keyed import KeyedLedger, Record
+from idem.core.handlers.keyed import KeyedLedger
 from idem.core.settings import Settings
 from idem.lessons import auditor, batches, expiry
 from idem.explore import redrive
@@ -96,12 +96,12 @@ world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDe
 # ## TTL deletes late, so expiry is checked in code
 #
 # An expired item is still returned by every read until TTL deletes it. So expiry has to be a rule
-# the code applies, the same on every read. In `idem` it is `Record.expired`. Keyed's claim repeats
-# it inside DynamoDB's condition (`expires_at <= :now`), so the check and the write are one step.
-# A `done` line has no `expires_at`, so that part of the condition never takes it over:
+# the code applies, the same on every read. Keyed's claim applies it inside DynamoDB's condition
+# (`expires_at <= :now`), so the check and the write are one step. A `done` line has no
+# `expires_at`, so that part of the condition never takes it over:
 
 # %%
-views.show_source(Record.expired, KeyedLedger.claim)
+views.show_source(KeyedLedger.claim)
 
 # %% [markdown]
 # Try other lifetimes, delays and handlers. A robust copy stands down whenever its record is still

@@ -59,8 +59,9 @@ def test_naive_charges_once_per_thread_on_purpose(world: LocalWorld) -> None:
 
 def test_moto_as_shipped_lets_two_threads_win_the_same_claim(world: LocalWorld) -> None:
     """Without the lock, moto reads, checks and writes with a gap: both racers pass the
-    condition. The widened window makes the gap certain instead of rare."""
-    with unpatched(), widened_condition_window():
+    condition. The widened window makes the gap certain instead of rare: 50 ms, since a 2 ms
+    window was missed in all 3 rounds once, with the full suite loading both cores."""
+    with unpatched(), widened_condition_window(0.05):
         assert not is_atomic()
         bare = race(4, 3, "conditional_put", world=world)
         charged = race(4, 3, "claim_first", world=world)

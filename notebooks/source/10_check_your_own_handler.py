@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from idem import views
+from idem.core.handlers.keyed import KeyedCharger
 from idem.explore.check import check_handler
 
 SCRATCH = Path("scratch")
@@ -440,9 +441,9 @@ if mine.holds:
 # charge is a replay of the first. Hash it: Stripe takes keys of at most 255 characters, and an
 # S3 object's name alone may be 1,024 bytes. And
 # book each charge once: the update is conditional on the charge's id not being booked yet, so
-# a retry that replays the charge books nothing new. `booked` is a string set on the account's
-# item: `contains(booked, :id)` is true when it holds the id, and `ADD` puts the id in the set in
-# the same write. A test in this repository writes this solution out and checks it: it holds.
+# a retry that replays the charge books nothing new. The attribute `booked` is a string set on
+# the account's item. The condition `contains(booked, :id)` is true when the set holds the id.
+# `ADD` puts the id in the set in the same write. A test in this repository writes this solution out and checks it: it holds.
 #
 # ```python
 # import hashlib
@@ -479,6 +480,12 @@ if mine.holds:
 # commit only its owner can make.
 # </details>
 #
+# Keyed's three steps for one upload, as the handler to copy ships them (chapter 06 built them):
+
+# %%
+views.show_source(KeyedCharger.charge_once)
+
+# %% [markdown]
 # ## What the check proves, and what it cannot
 #
 # A **holds** means: in every schedule the check built, each upload was charged as often as in

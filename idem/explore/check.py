@@ -317,12 +317,9 @@ def _env_for(world: Any, target: Target) -> dict[str, str]:
             "AWS_DEFAULT_REGION": "us-east-1", **dict(target.env)}
 
 
-def _runtime(world: Any, target: Target, schedule: Schedule, effects: Sequence[str],
-             provider_factory: str) -> Any:
-    runtime = LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
-                          handler=target.spec, provider_factory=provider_factory)
-    runtime.watch.effects = set(effects)
-    return runtime
+def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str) -> Any:
+    return LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
+                       handler=target.spec, provider_factory=provider_factory)
 
 
 def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
@@ -360,12 +357,9 @@ def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule,
 
 # -- where effects land: read on the far side of each boundary -------------------------------------
 def _charges_recorded(world: Any) -> set[str]:
-    """Every charge the provider stand-in made (a saved 500's included), from its own record:
-    the world's memory store, where the check's stand-in keeps them, and the provider table, where
-    a handler's own table-backed stand-in would (a handler that builds it without the factory)."""
-    kept = world.provider_store.charge_items() if world.provider_store is not None else []
-    return ({f"memory:{item['pk']}" for item in kept}
-            | {f"table:{pk}" for pk in _keys(world, world.provider_table, "kind", "charge")})
+    """Every charge the provider stand-in made (a saved 500's included), from its own record
+    (`LocalWorld.provider_charges`)."""
+    return {where for where, _, _ in world.provider_charges()}
 
 
 def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
@@ -373,11 +367,10 @@ def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
     return set(_keys(world, table, attribute))
 
 
-def _keys(world: Any, table: str, attribute: str, value: str | None = None) -> list[str]:
-    """The `pk` of every item of `table` that has `attribute` (equal to `value`, if given),
-    read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns)."""
-    return [json.dumps(item.get("pk"), sort_keys=True) for item in world.table_items(table)
-            if attribute in item and (value is None or item[attribute] == {"S": value})]
+def _keys(world: Any, table: str, attribute: str) -> list[str]:
+    """The `pk` of every item of `table` that has `attribute`, read from the table itself
+    (`LocalWorld.table_items`: what a consistent Scan returns)."""
+    return [json.dumps(item.get("pk"), sort_keys=True) for item in world.table_items(table) if attribute in item]
 
 
 def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
@@ -444,7 +437,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         for number, schedule in enumerate(schedules, start=first):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
             runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
-                       if trigger == "sqs" else _runtime(world, target, schedule, effects, provider_factory))
+                       if trigger == "sqs" else _runtime(world, target, schedule, provider_factory))
             runtime.watch.effects = set(effects)
             obj = world.upload(f"check{number:05d}/order.csv")
             uploads: list[tuple[Any, dict[str, Any]]] = []

@@ -74,19 +74,9 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------
-def _items(world: Any, table: str, attribute: str, value: str | None = None) -> list[dict[str, Any]]:
-    """`pk` and `attribute` of every item of `table` that has `attribute` (equal to `value`)."""
-    names = {"#a": attribute, "#k": "pk"}
-    scan: dict[str, Any] = {"TableName": table, "ProjectionExpression": "#k, #a", "ConsistentRead": True,
-                            "ExpressionAttributeNames": names}
-    if value is None:
-        scan["FilterExpression"] = "attribute_exists(#a)"
-    else:
-        scan.update(FilterExpression="#a = :v", ExpressionAttributeValues={":v": {"S": value}})
-    found: list[dict[str, Any]] = []
-    for page in world.dynamodb.get_paginator("scan").paginate(**scan):
-        found += page["Items"]
-    return found
+def _items(world: Any, table: str, attribute: str) -> list[dict[str, Any]]:
+    """Every item of `table` that has `attribute`, read from the table itself (`table_items`)."""
+    return [item for item in world.table_items(table) if attribute in item]
 
 
 def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
@@ -96,24 +86,19 @@ def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
 
 
 def charges_by_upload(world: Any, uploads: Sequence[S3Object], seen: set[str]) -> tuple[list[int], int, dict[str, int]]:
-    """New charges in the provider's own table, per upload by their reference; those that name
+    """New charges in the provider's own record, per upload by their reference; those that name
     no upload; and which upload each charge id belongs to. `seen` grows by the new ones."""
     per, unowned, owner_of = [0] * len(uploads), 0, {}
-    # the provider's record: the world's memory store (the check's stand-in), then its table
-    kept = world.provider_store.charge_items() if world.provider_store is not None else []
-    found = [(item["pk"], str(item.get("reference", ""))) for item in kept] + [
-        (item["pk"]["S"], item["reference"].get("S", ""))
-        for item in _items(world, world.provider_table, "reference")]
-    for pk, reference in found:
-        if not pk.startswith("charge#") or pk in seen:
+    for where, charge_id, reference in world.provider_charges():
+        if where in seen:
             continue
-        seen.add(pk)
+        seen.add(where)
         owner = _owner(reference, uploads)
         if owner is None:
             unowned += 1
         else:
             per[owner] += 1
-            owner_of[pk.removeprefix("charge#")] = owner
+            owner_of[charge_id] = owner
     return per, unowned, owner_of
 
 

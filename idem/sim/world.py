@@ -16,6 +16,7 @@ from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
 from ..core.clock import VirtualClock, iso8601
+from ..core.dynamo import from_item
 from ..core.events import S3Object, s3_event
 from ..core.handlers.keyed import BOOKS_INDEX
 from ..core.ledger import Ledger
@@ -233,6 +234,18 @@ class LocalWorld:
         with _LOCK:
             found = dynamodb_backends[ACCOUNT][REGION].get_table(table).all_items()
             return [item.to_json()["Attributes"] for item in found]
+
+    def provider_charges(self) -> list[tuple[str, str, str]]:
+        """Every charge the provider stand-in made (a saved 500's included), from its own record:
+        this world's memory store, where `idem check` keeps it, and the provider table, where a
+        handler's own table-backed stand-in would. Each as (where it is kept and its item's key,
+        the charge id, its reference)."""
+        kept = [("memory", item) for item in self.provider_store.charge_items()] \
+            if self.provider_store is not None else []
+        kept += [("table", from_item(item)) for item in self.table_items(self.provider_table)
+                 if item.get("kind") == {"S": "charge"}]
+        return [(f"{where}:{item['pk']}", str(item["pk"]).removeprefix("charge#"), str(item.get("reference", "")))
+                for where, item in kept]
 
     def take_messages(self, queue_url: str) -> list[dict[str, Any]]:
         """Every message a receive would return now (visible, not delayed), taken out of the

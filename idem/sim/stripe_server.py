@@ -56,6 +56,8 @@ class StripeServer:
     def __init__(self, provider: Provider) -> None:
         self.account = StripeAccount(provider)
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in order
+        #: (method, path, parameters, status, body) of every exchange, for the shape tests; off: None
+        self.exchanges: list[tuple[str, str, dict[str, Any], int, dict[str, Any]]] | None = None
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
@@ -94,7 +96,10 @@ class StripeServer:
         params = decode_form(body if method == "POST" else parts.query)
         auth = headers.get("Authorization") or ""
         api_key = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
-        return self.account.handle(method, parts.path, params, api_key, headers.get("Idempotency-Key") or "")
+        answer = self.account.handle(method, parts.path, params, api_key, headers.get("Idempotency-Key") or "")
+        if self.exchanges is not None:
+            self.exchanges.append((method, parts.path, params, answer.status, answer.body))
+        return answer
 
 
 def seed_customer(server: StripeServer | StripeAccount, *, mode: str = "test", payment_method: str = "pm_card_visa",

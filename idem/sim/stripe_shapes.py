@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,10 @@ class _Names(dict[str, Any]):
     """Names the generated annotations refer to: stripe's classes, found when first asked for."""
 
     def __missing__(self, name: str) -> Any:
+        import builtins
         import typing_extensions
 
-        for home in (stripe, stripe_params, typing, typing_extensions):
+        for home in (builtins, stripe, stripe_params, typing, typing_extensions):
             if hasattr(home, name):
                 return getattr(home, name)
         return _Unknown  # a class of a product the loopback does not serve (test_helpers.TestClock, ...)
@@ -155,11 +157,14 @@ def _check_value(value: Any, hint: Any, path: str, *, from_form: bool) -> list[s
         return []
     if origin in (typing.Annotated,) or str(origin).endswith(("NotRequired", "Required")):
         return _check_value(value, args[0], path, from_form=from_form)
-    if origin is typing.Union:
+    if origin is typing.Union or origin is types.UnionType:
         if value is None and type(None) in args:
             return []
         if from_form and value == "" and type(None) in args:  # an empty form value unsets a field
             return []
+        if str in args and any(typing.get_origin(a) is typing.Literal for a in args):
+            # `Union[Literal[...], str]`: the SDK's room for enum values added later; the enum is Stripe's.
+            args = tuple(a for a in args if a is not str)
         for option in args:
             if option is not type(None) and not _check_value(value, option, path, from_form=from_form):
                 return []

@@ -275,6 +275,25 @@ def test_a_lost_answer_after_execution_replays_to_the_sdks_retry(server, world):
     assert intent.status == "succeeded" and len(world.provider().charges()) == 2
 
 
+def test_a_lock_timeout_asks_the_sdk_to_retry(server, world):
+    customer, method = seed_customer(server)
+    server.inject("lock_timeout")
+    intent = create(sdk(server, retries=1), off_session(customer, method), key="k")  # retried by the SDK
+    assert intent.status == "succeeded" and server.pending() == []
+    server.inject("rate_limit")
+    with pytest.raises(stripe.RateLimitError):  # a plain 429 is not retried by stripe-python
+        create(sdk(server, retries=1), off_session(customer, method), key="k2")
+
+
+def test_a_fault_can_be_aimed_at_one_key(server):
+    customer, method = seed_customer(server)
+    server.inject("card_declined", key="other")
+    assert create(sdk(server), off_session(customer, method), key="mine").status == "succeeded"
+    assert server.pending() == ["card_declined"]
+    with pytest.raises(stripe.CardError):
+        create(sdk(server), off_session(customer, method), key="other")
+
+
 def test_a_key_is_pruned_after_24_hours(server, world):
     customer, method = seed_customer(server)
     client = sdk(server)

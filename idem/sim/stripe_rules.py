@@ -15,7 +15,9 @@ What it models:
   processing (settled later: `StripeAccount.settle`), requires_action, requires_payment_method;
 - idempotency: the first answer saved once execution begins, replayed for 24 h, 500s included;
   the same key with other parameters is `idempotency_error`; nothing saved for a request that fails
-  validation, is rate limited, or meets its key in flight (409);
+  validation, is rate limited, or meets its key in flight (409). The parameters compared are all
+  of them, metadata included: one key sent with another `metadata[version_id]` is an idempotency_error;
+  keys are per mode (a test key's and a live key's requests never meet);
 - errors with Stripe's `type`, `code`, `decline_code`, `param`; faults scripted per request (`inject`);
 - search (`metadata['k']:'v'`, `status:`, `customer:`, `created>`... joined by AND) with a lag; lists
   with `created[gte]`...; refunds.
@@ -106,6 +108,9 @@ class StripeError(Exception):
             error["doc_url"] = f"https://docs.stripe.com/error-codes/{self.code.replace('_', '-')}"
         return {"error": error}
 
+    def as_answer(self) -> Answer:
+        return Answer(self.status, self.body(), dict(self.headers))
+
 
 @dataclass
 class Answer:
@@ -143,9 +148,10 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
           message="Too many requests hit the API too quickly."),
     Fault("rate_limit_400", "before", 400, "invalid_request_error", "rate_limit",
           message="Too many requests hit the API too quickly."),
-    # "lock_timeout: This object cannot be accessed right now because another API request or
-    # Stripe process is currently accessing it." (https://docs.stripe.com/error-codes/lock-timeout;
-    # answered 429: https://docs.stripe.com/rate-limits#object-lock-timeouts). Not executed.
+    # lock_timeout: the object is locked by another request; a 429 (stripe-ruby v5.1.0: "Retry requests
+    # on a 429 that's a lock timeout", https://github.com/stripe/stripe-ruby/releases/tag/v5.1.0), sent
+    # with Stripe-Should-Retry: true (stripe-python 16 _http_client.py: "advise us to retry (eg; in
+    # cases of lock timeouts)"), so the SDK retries it itself when allowed retries. Not executed.
     Fault("lock_timeout", "before", 429, "invalid_request_error", "lock_timeout",
           message="This object cannot be accessed right now because another API request or Stripe "
                   "process is currently accessing it."),
@@ -248,7 +254,7 @@ class StripeAccount:
         self.rate_limiter: RateLimiter | None = None
         self.replayed: dict[str, bool] = {}  # per idempotency key: was its last answer a replay?
         self.permissions: dict[str, frozenset[str]] = {}  # restricted key -> its permissions
-        self._script: list[tuple[Fault, str, str]] = []  # (fault, method, path prefix)
+        self._script: list[tuple[Fault, str, str, str | None]] = []  # (fault, method, path prefix, key)
         self._saved: dict[tuple[str, str], Saved] = {}
         self._in_flight: set[tuple[str, str]] = set()
         self._lock = threading.RLock()
@@ -256,13 +262,19 @@ class StripeAccount:
         self.failed: set[str] = set()  # processing PaymentIntents whose payment then failed: no money moved
 
     # -- what tests set ---------------------------------------------------------------------------
-    def inject(self, *faults: str, method: str = "POST", path: str = "/v1/payment_intents") -> None:
-        """Answer the next requests to `method path` (a path prefix) with these faults, one each, in
-        order (FAULTS names), before anything else happens to them; then as usual."""
+    def inject(self, *faults: str, method: str = "POST", path: str = "/v1/payment_intents",
+               key: str | None = None) -> None:
+        """Answer the next requests to `method path` (a path prefix; with `key`, only those with that
+        Idempotency-Key) with these faults, one each, in order (FAULTS names); then as usual."""
         for name in faults:
             if name not in FAULTS:
                 raise ValueError(f"no fault {name!r}: one of {', '.join(sorted(FAULTS))}")
-            self._script.append((FAULTS[name], method, path))
+            self._script.append((FAULTS[name], method, path, key))
+
+    def pending(self) -> list[str]:
+        """The scripted faults not yet used."""
+        with self._lock:
+            return [fault.name for fault, *_ in self._script]
 
     def restrict(self, api_key: str, permissions: Iterable[str]) -> None:
         """Give a restricted key these permissions ("payment_intents:write", "customers:read", ...)."""
@@ -277,7 +289,7 @@ class StripeAccount:
         """Answer one request (`params` decoded from the form or the query string)."""
         try:
             mode = self._authenticate(api_key)
-            fault = self._next_fault(method, path)
+            fault = self._next_fault(method, path, idempotency_key)
             if fault is not None and fault.stage == "before":
                 return _before(fault)
             route, ids = _route(method, path)
@@ -308,10 +320,10 @@ class StripeAccount:
                               f"The provided key '{api_key[:12]}...' does not have the required permissions "
                               f"for this endpoint: it needs {resource} {need.split(':')[1]} access.")
 
-    def _next_fault(self, method: str, path: str) -> Fault | None:
+    def _next_fault(self, method: str, path: str, key: str) -> Fault | None:
         with self._lock:
-            for i, (fault, m, prefix) in enumerate(self._script):
-                if m == method and path.startswith(prefix):
+            for i, (fault, m, prefix, only) in enumerate(self._script):
+                if m == method and path.startswith(prefix) and only in (None, key):
                     del self._script[i]
                     return fault
         if method == "POST" and path == "/v1/payment_intents" and self.outcome != "ok":
@@ -536,9 +548,11 @@ class StripeAccount:
         return Answer(200, public)
 
     def settle(self, intent_id: str, succeeded: bool, mode: str = "test") -> dict[str, Any]:
-        """A `processing` PaymentIntent's result arrives: succeeded, or back to requires_payment_method
-        ("processing ... can take up to several days ... If the payment fails, the PaymentIntent
-        transitions to requires_payment_method": https://docs.stripe.com/payments/paymentintents/lifecycle)."""
+        """A `processing` PaymentIntent's result arrives: succeeded, or back to requires_payment_method.
+        "the PaymentIntent moves to processing for asynchronous payment methods, such as bank debits.
+        These types of payment methods can take up to a few days to process"; a failed attempt leaves
+        it requires_payment_method, "until a payment method is attached"
+        (https://docs.stripe.com/payments/paymentintents/lifecycle)."""
         with self._lock:
             intent = self._intent(mode, intent_id)
             if intent["status"] != "processing":
@@ -634,7 +648,9 @@ class StripeAccount:
         """https://docs.stripe.com/api/payment_intents/search and https://docs.stripe.com/search:
         clauses joined by AND (OR too, not mixed); "Don't use search for read-after-write flows ...
         Under normal operating conditions, data is searchable in under 1 minute. Propagation of new
-        or updated data could be delayed during an outage" (search_lag_seconds models the delay)."""
+        or updated data could be delayed during an outage"; the API reference adds "can be up to an
+        hour behind during outages" (search_lag_seconds models the delay; retrieve and list are not
+        delayed: "use the various list APIs ... These APIs aren't subject to the availability delay")."""
         query = str(params.get("query") or "")
         clauses, joiner = _parse_query(query)
         now = self.now()
@@ -739,14 +755,8 @@ def _stand_in_request(mode: str, params: dict[str, Any], key: str) -> dict[str, 
 def _before(fault: Fault) -> Answer:
     if fault.status == 0:
         return Answer(0, {}, drop=True)
-    return StripeError(fault.status, fault.type, fault.message, code=fault.code).as_answer()
-
-
-def _as_answer(self: StripeError) -> Answer:
-    return Answer(self.status, self.body(), dict(self.headers))
-
-
-StripeError.as_answer = _as_answer  # type: ignore[attr-defined]
+    headers = {"Stripe-Should-Retry": "true"} if fault.code == "lock_timeout" else {}
+    return StripeError(fault.status, fault.type, fault.message, code=fault.code, headers=headers).as_answer()
 
 
 def _replay(answer: Answer) -> Answer:

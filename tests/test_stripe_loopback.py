@@ -49,6 +49,8 @@ def test_a_seeded_customer_has_its_saved_card_as_default(server):
     assert method != "pm_card_visa"  # a test method used with a customer makes a PaymentMethod of its own
     assert client.v1.payment_methods.retrieve(method).customer == customer
     assert [m.id for m in client.v1.customers.payment_methods.list(customer).data] == [method]
+    listed = client.v1.payment_methods.list(params={"customer": customer, "type": "card"})
+    assert [m.id for m in listed.data] == [method]
 
 
 def test_customers_and_methods_made_through_the_sdk(server):
@@ -292,6 +294,38 @@ def test_a_fault_can_be_aimed_at_one_key(server):
     assert server.pending() == ["card_declined"]
     with pytest.raises(stripe.CardError):
         create(sdk(server), off_session(customer, method), key="other")
+
+
+def test_a_key_in_flight_is_409_and_saves_nothing(server, world):
+    """Two requests with one key at once: the second meets the first in flight (409); once the
+    first is done, the same request is its replay."""
+    import threading
+
+    customer, method = seed_customer(server)
+    inside, release = threading.Event(), threading.Event()
+    stand_in = server.account.provider
+    charge = stand_in.charge
+
+    def slow_charge(**kwargs):
+        inside.set()
+        assert release.wait(10)
+        return charge(**kwargs)
+
+    stand_in.charge = slow_charge
+    first: list = []
+    worker = threading.Thread(target=lambda: first.append(create(sdk(server), off_session(customer, method), "k")))
+    worker.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(stripe.APIError) as raised:
+            create(sdk(server), off_session(customer, method), "k")
+        assert raised.value.http_status == 409
+    finally:
+        release.set()
+        worker.join(10)
+        del stand_in.charge
+    again = create(sdk(server), off_session(customer, method), "k")
+    assert again.id == first[0].id and len(world.provider().charges()) == 1
 
 
 def test_a_key_is_pruned_after_24_hours(server, world):

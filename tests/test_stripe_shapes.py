@@ -32,6 +32,7 @@ def everything(world, server):
     client.v1.customers.retrieve(customer.id)
     client.v1.payment_methods.retrieve(method.id)
     client.v1.customers.payment_methods.list(customer.id, params={"type": "card"})
+    client.v1.payment_methods.list(params={"customer": customer.id, "type": "card", "limit": 3})
     params = {"amount": 1250, "currency": "usd", "customer": customer.id, "payment_method": method.id,
               "off_session": True, "confirm": True, "description": "order A-1001",
               "metadata": {"idem_stack": "S", "order_id": "A-1001", "idempotency_key": "K"}}

@@ -143,7 +143,9 @@ class Fault:
 FAULTS: dict[str, Fault] = {f.name: f for f in (
     # Rate limits: 429 with code rate_limit; older answers carried it on a 400 ("Rate limits were
     # previously coded as 400's with code 'rate_limit'": stripe-python 16, _api_requestor.py,
-    # which raises RateLimitError for both). Not saved: the request never executed.
+    # which raises RateLimitError for both). Not saved: the limiter refuses a request before its
+    # endpoint executes, and "We save results only after the execution of an endpoint begins"
+    # (https://docs.stripe.com/idempotency; the page does not name 429s: this follows from that rule).
     Fault("rate_limit", "before", 429, "invalid_request_error", "rate_limit",
           message="Too many requests hit the API too quickly."),
     Fault("rate_limit_400", "before", 400, "invalid_request_error", "rate_limit",
@@ -422,7 +424,7 @@ class StripeAccount:
         "authentication_required", "processing": a bank debit whose result comes later)."""
         with self._lock:
             method = _payment_method(self._new_id("pm"), self.now(), mode, type, brand, last4)
-            method["_behaviour"] = behaviour
+            method["_behaviour"], method["_seq"] = behaviour, self._next_seq()
             self.modes[mode].payment_methods[method["id"]] = method
             return _public(method)
 
@@ -437,7 +439,7 @@ class StripeAccount:
                                   "The payment method you provided has already been attached to a customer.",
                                   code="payment_method_unexpected_state", param="payment_method")
             if payment_method in TEST_PAYMENT_METHODS:
-                method = dict(method, id=self._new_id("pm"), created=int(self.now()))
+                method = dict(method, id=self._new_id("pm"), created=int(self.now()), _seq=self._next_seq())
                 self.modes[mode].payment_methods[method["id"]] = method
             method["customer"] = customer
             return _public(method)
@@ -608,11 +610,15 @@ class StripeAccount:
                 return dict(self._customer(mode, ids[0], param="id"))
             if route == "GET /v1/payment_methods/{id}":
                 return _public(self._payment_method(mode, ids[0], param="id"))
-            if route == "GET /v1/customers/{id}/payment_methods":
-                self._customer(mode, ids[0], param="id")
-                found = [m for m in objects.payment_methods.values() if m.get("customer") == ids[0]
+            if route in ("GET /v1/customers/{id}/payment_methods", "GET /v1/payment_methods"):
+                # https://docs.stripe.com/api/payment_methods/customer_list and /api/payment_methods/list
+                # (the latter by `customer`): a customer's saved methods, newest first, by `type`.
+                owner = ids[0] if ids else _required(params, "customer")
+                self._customer(mode, owner, param="id" if ids else "customer")
+                found = [m for m in objects.payment_methods.values() if m.get("customer") == owner
                          and params.get("type", m["type"]) == m["type"]]
-                return _page(f"/v1/customers/{ids[0]}/payment_methods", [_public(m) for m in found], params)
+                url = f"/v1/customers/{owner}/payment_methods" if ids else "/v1/payment_methods"
+                return _page(url, [_public(m) for m in sorted(found, key=_newest_first)], params)
             if route == "GET /v1/payment_intents/{id}":
                 return _public(self._intent(mode, ids[0], param="intent"))
             if route == "GET /v1/payment_intents":
@@ -676,7 +682,7 @@ class StripeAccount:
         if found is None and method_id in TEST_PAYMENT_METHODS and mode == "test":
             brand, last4, behaviour = TEST_PAYMENT_METHODS[method_id]
             found = _payment_method(method_id, self.now(), mode, "card", brand, last4)
-            found["_behaviour"] = behaviour
+            found["_behaviour"], found["_seq"] = behaviour, self._next_seq()
             self.modes[mode].payment_methods[method_id] = found
         if found is None:
             elsewhere = self._other_mode_has(mode, "payment_methods", method_id) or \
@@ -724,6 +730,7 @@ ROUTES = [
     ("POST", re.compile(r"/v1/customers/([^/]+)"), "POST /v1/customers/{id}"),
     ("GET", re.compile(r"/v1/customers/([^/]+)"), "GET /v1/customers/{id}"),
     ("GET", re.compile(r"/v1/customers/([^/]+)/payment_methods"), "GET /v1/customers/{id}/payment_methods"),
+    ("GET", re.compile(r"/v1/payment_methods"), "GET /v1/payment_methods"),
     ("GET", re.compile(r"/v1/payment_methods/([^/]+)"), "GET /v1/payment_methods/{id}"),
     ("POST", re.compile(r"/v1/payment_methods/([^/]+)/attach"), "POST /v1/payment_methods/{id}/attach"),
     ("POST", re.compile(r"/v1/refunds"), "POST /v1/refunds"),

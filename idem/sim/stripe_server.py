@@ -218,8 +218,9 @@ class LoopbackStripe:
             finally:
                 self.server.outcome = "ok"
         key = request.get("idempotency_key") or ""
-        return Charge(made.id, request["customer"], request["amount"], request["currency"], request["reference"],
-                      key, replayed=self.server.account.replayed.get(stripe_key(key), False))
+        return Charge(str(made.id), str(request.get("customer", "")), int(request.get("amount", 0)),
+                      str(request.get("currency", "")), str(request.get("reference", "")), key,
+                      replayed=self.server.account.replayed.get(stripe_key(key), False))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[Any]:
         return list(self.adapter.find_charges(reference, idempotency_key))
@@ -232,10 +233,14 @@ class LoopbackStripe:
 
 
 @contextlib.contextmanager
-def loopback_stripe(world: Any) -> Iterator[StripeServer]:
+def loopback_stripe(world: Any, *, rate_limiter: RateLimiter | None = None,
+                    search_lag_seconds: float = 0.0) -> Iterator[StripeServer]:
     """Serve Stripe on loopback for `world`, and make every provider the world hands out
-    (`world.provider()`, and so the local runtime's) Stripe's SDK aimed at it."""
+    (`world.provider()`, and so the local runtime's) Stripe's SDK aimed at it. `rate_limiter`:
+    e.g. `RateLimiter.documented()` (off by default); `search_lag_seconds`: how long a new
+    PaymentIntent stays out of search (0 by default)."""
     server = StripeServer(world.provider()).start()
+    server.rate_limiter, server.search_lag_seconds = rate_limiter, search_lag_seconds
     saved = world.wrap_provider
 
     def wrap(stand_in: Provider) -> LoopbackStripe:

@@ -41,6 +41,7 @@ REQUESTS: dict[str, type] = {
     "POST /v1/customers/{id}": stripe_params.CustomerUpdateParams,
     "GET /v1/customers/{id}": stripe_params.CustomerRetrieveParams,
     "GET /v1/customers/{id}/payment_methods": stripe_params.CustomerListPaymentMethodsParams,
+    "GET /v1/payment_methods": stripe_params.PaymentMethodListParams,
     "GET /v1/payment_methods/{id}": stripe_params.PaymentMethodRetrieveParams,
     "POST /v1/payment_methods/{id}/attach": stripe_params.PaymentMethodAttachParams,
     "POST /v1/refunds": stripe_params.RefundCreateParams,

@@ -95,7 +95,16 @@ def test_a_live_method_not_saved_to_the_customer_cannot_be_charged_off_session(s
     loose = server.account.create_payment_method("live")  # collected, never attached
     with pytest.raises(stripe.InvalidRequestError) as raised:
         create(sdk(server, "sk_live_loopback"), off_session(customer["id"], loose["id"]), key="k")
-    assert raised.value.param == "payment_method" and "not attached" in raised.value.user_message
+    assert raised.value.param == "payment_method" and "must be attached to the customer" in raised.value.user_message
+
+
+def test_a_method_never_saved_pays_once(server):
+    loose = server.account.create_payment_method("live")
+    live = sdk(server, "sk_live_loopback")
+    assert create(live, {"amount": 500, "currency": "usd", "payment_method": loose["id"], "confirm": True}).status \
+        == "succeeded"
+    with pytest.raises(stripe.InvalidRequestError, match="may not be used again"):
+        create(live, {"amount": 500, "currency": "usd", "payment_method": loose["id"], "confirm": True})
 
 
 def test_a_default_must_be_attached_to_the_customer(server):

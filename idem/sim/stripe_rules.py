@@ -484,24 +484,30 @@ class StripeAccount:
             if customer_id:
                 self._customer(mode, customer_id, param="customer")
             method = self._payment_method(mode, method_id, param="payment_method") if method_id else None
-            if method is not None and customer_id and method.get("customer") not in (None, customer_id):
-                # A customer's saved method charges for that customer only.
-                raise StripeError(400, "invalid_request_error",
-                                  f"The provided PaymentMethod {method_id} belongs to another Customer; "
-                                  "attach it to this Customer before using it.", param="payment_method")
-            if method is not None and off_session and customer_id and method.get("customer") is None \
+            if method is not None and customer_id and method.get("customer") != customer_id \
                     and method_id not in TEST_PAYMENT_METHODS:
-                # Off-session payments use a PaymentMethod saved to the customer
-                # (https://docs.stripe.com/payments/save-and-reuse: "attach the PaymentMethod to a Customer").
+                # A customer is charged with a method saved to that customer (attach it first:
+                # https://docs.stripe.com/payments/save-and-reuse). Stripe's message, as reported in
+                # https://github.com/flutter-stripe/flutter_stripe/issues/379 (paymentIntents.create).
                 raise StripeError(400, "invalid_request_error",
-                                  f"The provided PaymentMethod {method_id} was not attached to Customer "
-                                  f"{customer_id}; attach it before charging it off-session.",
-                                  param="payment_method")
+                                  f"The customer does not have a payment method with the ID {method_id}. "
+                                  "The payment method must be attached to the customer.", param="payment_method")
+            if method is not None and method.get("customer") is None and method.get("_used") \
+                    and method_id not in TEST_PAYMENT_METHODS:
+                # A method never attached to a customer is good for one payment (Stripe's message, as
+                # reported in https://github.com/stripe/stripe-react-native/issues/1170).
+                raise StripeError(400, "invalid_request_error", (
+                    "The provided PaymentMethod was previously used with a PaymentIntent without Customer "
+                    "attachment, shared with a connected account without Customer attachment, or was detached "
+                    "from a Customer. It may not be used again. To use a PaymentMethod multiple times, you must "
+                    "attach it to a Customer first."), param="payment_method")
             if confirm and method is None:
                 raise StripeError(400, "invalid_request_error", (
                     "You cannot confirm this PaymentIntent because it's missing a payment method. Update the "
                     "PaymentIntent with a payment method and then confirm it again."),
                     code="payment_intent_unexpected_state")
+        if method is not None and confirm:
+            method["_used"] = True
         behaviour = _behaviour(method, fault, off_session) if confirm else "requires_confirmation"
         if fault is not None and fault.name == "api_error":
             behaviour = "succeeds"  # a 500 after execution began: the money moved, the caller never heard

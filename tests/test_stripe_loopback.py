@@ -53,6 +53,15 @@ def test_a_seeded_customer_has_its_saved_card_as_default(server):
     assert [m.id for m in listed.data] == [method]
 
 
+def test_a_seeded_customer_can_have_the_id_an_order_names(server):
+    customer, method = seed_customer(server, customer_id="cus_alice")
+    assert customer == "cus_alice" and sdk(server).v1.customers.retrieve("cus_alice").id == customer
+    with pytest.raises(ValueError, match="exists already"):
+        seed_customer(server, customer_id="cus_alice")
+    with pytest.raises(ValueError, match="letters, digits"):
+        seed_customer(server, customer_id="alice")
+
+
 def test_customers_and_methods_made_through_the_sdk(server):
     client = sdk(server)
     customer = client.v1.customers.create(params={"email": "a@example.com", "metadata": {"account": "alice"}})

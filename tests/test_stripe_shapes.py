@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import stripe
 
-from idem.core.handlers import keyed
 from idem.sim import stripe_shapes as shapes
 from idem.sim.stripe_rules import FAULTS, _route
 from idem.sim.stripe_server import NoRealSleep, loopback_stripe, seed_customer
@@ -92,20 +91,26 @@ def test_every_request_is_stripes_shape(exchanges):
     assert len({_route(m, p)[0] for m, p, *_ in exchanges}) == len(shapes.REQUESTS)  # every route served
 
 
-def test_the_handlers_adapter_sends_stripes_shape():
-    """What keyed's own adapter (keyed_stripe.StripeProvider) sends and reads, through the runtime."""
+def test_the_handlers_requests_are_stripes_shape():
+    """What the handler to copy sends and reads through its adapter, driven as the check drives it:
+    a charge, then (the answer lost on every attempt, redriven 25 hours later, past the key window)
+    the look-up by search. Through the runtime, so it holds whatever the adapter's own signature."""
+    from idem.explore.redrive import redrive_local
+    from idem.sim.boundary import FaultPlan
+    from idem.sim.runtime import LocalLambda
+
     with LocalWorld(provider_in_memory=True) as world, loopback_stripe(world) as server:
         server.exchanges = []
-        obj = world.upload("alice/order.csv")
-        upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, world.clock.now())
-        charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
-                                     now=world.clock.now)
-        assert charger.charge_once(upload, 30_000)["status"] == "charged"
-        world.provider().find_charges(upload.reference, upload.idempotency_key)
-        sent = [(m, p, params) for m, p, params, *_ in server.exchanges]
-    assert {(m, p) for m, p, _ in sent} >= {("POST", "/v1/payment_intents"), ("GET", "/v1/payment_intents/search")}
-    assert [shapes.check_request(_route(m, p)[0], params) for m, p, params in sent] == [[] for _ in sent]
-    assert all(shapes.check_response(body) == [] for *_, body in server.exchanges)
+        broken = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("after_charge", "always"))
+        broken.send(world.event(world.upload("alice/order.csv")))
+        broken.run()
+        world.clock.advance(25 * 3600)
+        redrive_local(LocalLambda(world, world.env("keyed")))
+        exchanges = list(server.exchanges)
+    sent = {(m, p) for m, p, *_ in exchanges}
+    assert {("POST", "/v1/payment_intents"), ("GET", "/v1/payment_intents/search")} <= sent
+    assert [shapes.check_request(_route(m, p)[0], params) for m, p, params, *_ in exchanges] == [[]] * len(exchanges)
+    assert [shapes.check_response(body) for *_, body in exchanges] == [[]] * len(exchanges)
 
 
 # -- the checker itself fails on what is wrong -------------------------------------------------------------------

@@ -409,10 +409,15 @@ class StripeAccount:
         raise StripeError(404, "invalid_request_error", f"Unrecognized request URL ({route}).")  # pragma: no cover
 
     def create_customer(self, mode: str, *, email: str | None = None, name: str | None = None,
-                        metadata: dict[str, str] | None = None, description: str | None = None) -> dict[str, Any]:
-        """A customer (https://docs.stripe.com/api/customers/create)."""
+                        metadata: dict[str, str] | None = None, description: str | None = None,
+                        customer_id: str | None = None) -> dict[str, Any]:
+        """A customer (https://docs.stripe.com/api/customers/create); `customer_id` chosen by a test."""
+        if customer_id is not None and not re.fullmatch(r"cus_\w+", customer_id):
+            raise ValueError(f"a customer id is cus_ and letters, digits or underscores, not {customer_id!r}")
         with self._lock:
-            customer = _customer(self._new_id("cus"), self.now(), mode, email=email, name=name,
+            if customer_id in self.modes[mode].customers:
+                raise ValueError(f"customer {customer_id} exists already in {mode} mode")
+            customer = _customer(customer_id or self._new_id("cus"), self.now(), mode, email=email, name=name,
                                  metadata=metadata or {}, description=description)
             self.modes[mode].customers[customer["id"]] = customer
             return dict(customer)

@@ -104,15 +104,16 @@ class StripeServer:
 
 def seed_customer(server: StripeServer | StripeAccount, *, mode: str = "test", payment_method: str = "pm_card_visa",
                   default: bool = True, email: str | None = None, metadata: dict[str, str] | None = None,
-                  behaviour: str | None = None) -> tuple[str, str]:
+                  behaviour: str | None = None, customer_id: str | None = None) -> tuple[str, str]:
     """A customer with a saved PaymentMethod, for tests: returns (customer id, payment method id).
     `payment_method`: a test PaymentMethod to attach (test mode: `pm_card_visa`, `pm_card_chargeDeclined`,
     `pm_card_authenticationRequired`, ...), or "card"/"us_bank_account" for a method saved on-session,
     as in live mode, with `behaviour` ("succeeds", "card_declined/insufficient_funds",
     "authentication_required", "processing"). `default`: also set as
-    `invoice_settings.default_payment_method`."""
+    `invoice_settings.default_payment_method`. `customer_id`: the customer's id, chosen (for an
+    order file that names it: `cus_` and letters, digits or underscores), else a new one."""
     account = server.account if isinstance(server, StripeServer) else server
-    customer = account.create_customer(mode, email=email, metadata=metadata)
+    customer = account.create_customer(mode, email=email, metadata=metadata, customer_id=customer_id)
     if payment_method in ("card", "us_bank_account"):
         made = account.create_payment_method(
             mode, type=payment_method, behaviour=behaviour or ("processing" if payment_method != "card" else "succeeds"),

@@ -124,6 +124,19 @@ def test_a_default_must_be_attached_to_the_customer(server):
     assert raised.value.param == "invoice_settings[default_payment_method]"
 
 
+def test_an_unknown_parameter_is_refused_and_saves_nothing(server, world):
+    customer, method = seed_customer(server)
+    client = sdk(server)
+    with pytest.raises(stripe.InvalidRequestError) as raised:
+        create(client, off_session(customer, method, idem_stack="S"), key="k")  # metadata belongs in metadata
+    assert (raised.value.code, raised.value.param) == ("parameter_unknown", "idem_stack")
+    with pytest.raises(stripe.InvalidRequestError) as raised:
+        create(client, off_session(customer, method, automatic_payment_methods={"enabled": True, "colour": "x"}))
+    assert raised.value.param == "automatic_payment_methods[colour]"
+    assert create(client, off_session(customer, method), key="k").status == "succeeded"
+    assert len(world.provider().charges()) == 1
+
+
 def test_off_session_needs_confirm(server):
     customer, method = seed_customer(server)
     with pytest.raises(stripe.InvalidRequestError) as raised:

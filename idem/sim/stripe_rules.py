@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable
 
 from ..core.errors import CardDeclined, ProviderError
 from ..core.provider import Provider
+from .stripe_shapes import unknown_parameters
 
 __all__ = ["Answer", "Fault", "FAULTS", "RESTRICTED", "RateLimiter", "StripeAccount", "StripeError",
            "TEST_PAYMENT_METHODS", "key_mode"]
@@ -296,6 +297,15 @@ class StripeAccount:
                 return _before(fault)
             route, ids = _route(method, path)
             self._authorize(api_key, route)
+            unknown = unknown_parameters(route, params)
+            if unknown:
+                # Stripe refuses parameters it does not know ("Raises exceptions on unrecognized
+                # parameters passed to the API instead of silently allowing and ignoring them":
+                # https://docs.stripe.com/changelog/2011-06-21/exceptions-unrecognized-api-parameters;
+                # code parameter_unknown, "Received unknown parameter": stripe-python v4.0.1's notes).
+                # The parameters known are stripe-python 16's typed ones (idem.sim.stripe_shapes).
+                raise StripeError(400, "invalid_request_error", f"Received unknown parameter: {unknown[0]}",
+                                  code="parameter_unknown", param=unknown[0])
             if self.rate_limiter is not None and not self.rate_limiter.admit(mode, route):
                 return _before(FAULTS["rate_limit"])
             if method == "GET":

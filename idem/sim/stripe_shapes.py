@@ -23,7 +23,7 @@ import stripe
 import stripe.params as stripe_params
 from stripe._stripe_object import StripeObject
 
-__all__ = ["FIELDS", "RESOURCES", "REQUESTS", "check_request", "check_response"]
+__all__ = ["FIELDS", "RESOURCES", "REQUESTS", "check_request", "check_response", "unknown_parameters"]
 
 FIELDS: dict[str, list[str]] = json.loads(
     (Path(__file__).with_name("stripe_openapi_fields.json")).read_text())["resources"]
@@ -138,6 +138,20 @@ def check_request(route: str, params: dict[str, Any]) -> list[str]:
     if route not in REQUESTS:
         return [f"{route}: no typed parameters known"]
     return _check_typed_dict(params, REQUESTS[route], route)
+
+
+def unknown_parameters(route: str, params: dict[str, Any]) -> list[str]:
+    """The parameters of a request that its route does not take, as Stripe names them
+    (`automatic_payment_methods[foo]`); empty for a route with no typed parameters known."""
+    if route not in REQUESTS:
+        return []
+    found = []
+    for problem in check_request(route, params):
+        where, _, what = problem.partition(": ")
+        if what.startswith("not a parameter of"):
+            parts = where[len(route) + 1:].split(".")
+            found.append(parts[0] + "".join(f"[{p}]" for p in parts[1:]))
+    return found
 
 
 def _check_typed_dict(value: dict[str, Any], cls: type, path: str) -> list[str]:

@@ -374,6 +374,18 @@ def test_every_fault_is_named_and_unknown_ones_are_refused(server):
     assert {"rate_limit", "lock_timeout", "api_error", "card_declined", "processing", "requires_action"} <= set(FAULTS)
     with pytest.raises(ValueError, match="no fault"):
         server.inject("gremlins")
+    with pytest.raises(ValueError, match="no outcome"):
+        server.outcome = "gremlins"
+
+
+def test_an_outcome_holds_for_every_request_until_reset(server, world):
+    customer, method = seed_customer(server)
+    server.outcome = "rate_limit_400"  # the runtime's outcomes, or any fault by name
+    for key in ("a", "b"):
+        with pytest.raises(stripe.RateLimitError):
+            create(sdk(server), off_session(customer, method), key=key)
+    server.outcome = "ok"
+    assert create(sdk(server), off_session(customer, method), key="a").status == "succeeded"
 
 
 # -- statuses -----------------------------------------------------------------------------------------------

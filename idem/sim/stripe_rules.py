@@ -339,7 +339,7 @@ class StripeAccount:
                     del self._script[i]
                     return fault
         if method == "POST" and path == "/v1/payment_intents" and self.outcome != "ok":
-            return FAULTS[OUTCOMES[self.outcome]]
+            return FAULTS[OUTCOMES.get(self.outcome, self.outcome)]  # a runtime outcome, or a FAULTS name
         return None
 
     # -- idempotency (IDEMPOTENCY, https://docs.stripe.com/idempotency) ------------------------------

@@ -23,8 +23,9 @@ For tests:
 - `server.search_lag_seconds = 60`: new PaymentIntents stay out of search that long.
 - `server.rate_limiter = RateLimiter.documented()`: Stripe's default limits (off unless set).
 - `server.restrict("rk_test_...", {"payment_intents:write"})`: a restricted key's permissions.
-- `server.outcome`: the local runtime's provider fault ("provider_500", ...), for every request
-  until reset: `LoopbackStripe.charge(..., outcome=)` sets it for one SDK call (every retry of it).
+- `server.outcome`: the local runtime's provider fault ("provider_500", ...) or any FAULTS name, for
+  every PaymentIntent request until reset: `LoopbackStripe.charge(..., outcome=)` sets it for one
+  SDK call (every retry of it).
 No test reaches Stripe itself: the client is aimed here with `base_addresses`.
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ import stripe
 
 from ..core.handlers.keyed_stripe import TIMEOUT_SECONDS, StripeProvider, stripe_key
 from ..core.provider import Charge, Provider
-from .stripe_rules import FAULTS, Answer, RateLimiter, StripeAccount, StripeError, key_mode
+from .stripe_rules import FAULTS, OUTCOMES, Answer, RateLimiter, StripeAccount, StripeError, key_mode
 
 __all__ = ["FAULTS", "LoopbackStripe", "NoRealSleep", "RateLimiter", "StripeAccount", "StripeError",
            "StripeServer", "decode_form", "intent_id", "key_mode", "loopback_stripe", "seed_customer"]
@@ -85,6 +86,8 @@ class StripeServer:
         return getattr(self.account, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == "outcome" and value != "ok" and value not in OUTCOMES and value not in FAULTS:
+            raise ValueError(f"no outcome {value!r}: one of {', '.join(sorted({*OUTCOMES, *FAULTS}))}")
         if name in ("outcome", "search_lag_seconds", "rate_limiter"):
             setattr(self.account, name, value)
         else:

@@ -773,7 +773,8 @@ def _route(method: str, path: str) -> tuple[str, list[str]]:
 def _stand_in_request(mode: str, params: dict[str, Any], key: str) -> dict[str, Any]:
     """The stand-in's charge for a PaymentIntent request: who (metadata `account`, else the customer),
     how much, what for (metadata `reference`, else `order_id`), and the key (live keys apart)."""
-    metadata = params.get("metadata") if isinstance(params.get("metadata"), dict) else {}
+    given = params.get("metadata")
+    metadata: dict[str, Any] = given if isinstance(given, dict) else {}
     return {"customer": str(metadata.get("account") or params.get("customer") or ""),
             "amount": _as_int(params.get("amount"), "amount"), "currency": str(params.get("currency", "")).lower(),
             "reference": str(metadata.get("reference") or metadata.get("order_id") or ""),
@@ -788,8 +789,8 @@ def _before(fault: Fault) -> Answer:
 
 
 def _replay(answer: Answer) -> Answer:
-    # A replayed answer says so: "Idempotent-Replayed: true" (stripe-python reads it as
-    # `last_response`; https://docs.stripe.com/api/idempotent_requests).
+    # A replayed answer says so with the header `Idempotent-Replayed: true` (integrations read it to
+    # tell a replay from a new payment: https://github.com/advisories/GHSA-8mhj-rffc-rcvw).
     return Answer(answer.status, answer.body, {**answer.headers, "Idempotent-Replayed": "true"}, answer.drop)
 
 

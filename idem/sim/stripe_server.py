@@ -142,7 +142,8 @@ def decode_form(text: str) -> dict[str, Any]:
             node = node.setdefault(part, {})
         if path:
             node[path[-1]] = value
-    return _lists(root)
+    decoded: dict[str, Any] = _lists(root)
+    return decoded
 
 
 def _lists(node: Any) -> Any:

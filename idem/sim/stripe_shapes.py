@@ -74,7 +74,7 @@ class _Unknown:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: Any) -> dict[str, Any]:
     import sys
 
     return typing.get_type_hints(cls, globalns=vars(sys.modules[cls.__module__]), localns=_Names(),
@@ -156,7 +156,7 @@ def unknown_parameters(route: str, params: dict[str, Any]) -> list[str]:
 
 def _check_typed_dict(value: dict[str, Any], cls: type, path: str) -> list[str]:
     hints = _hints(cls)
-    required = getattr(cls, "__required_keys__", frozenset()) - OPTIONS
+    required: frozenset[str] = getattr(cls, "__required_keys__", frozenset()) - OPTIONS
     problems = [f"{path}.{name}: required, missing" for name in sorted(required) if name not in value]
     for name, item in value.items():
         if name not in hints or name in OPTIONS:
@@ -220,7 +220,7 @@ def _check_value(value: Any, hint: Any, path: str, *, from_form: bool) -> list[s
             return [f"{path}: not an object"]
         if hint in RESOURCES.values():  # an expanded resource
             return check_response(value, path + ".")
-        hints = _hints(hint)
+        hints = _hints(typing.cast(Any, hint))
         return [p for k, v in value.items()
                 for p in (_check_value(v, hints[k], f"{path}.{k}", from_form=from_form) if k in hints
                           else [f"{path}.{k}: not a field of {hint.__qualname__}"])]

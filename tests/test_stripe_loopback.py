@@ -452,6 +452,21 @@ def test_search_lags_as_configured(server, world):
     assert [i.id for i in client.v1.payment_intents.search(params=query).data] == [intent.id]
 
 
+def test_search_sees_a_change_late_too(server, world):
+    customer, method = seed_customer(server, payment_method="us_bank_account")
+    server.search_lag_seconds = 3600  # an outage: "up to an hour behind"
+    client = sdk(server)
+    intent = create(client, off_session(customer, method, metadata={"idempotency_key": "K"}), "K")
+    query = {"query": "metadata['idempotency_key']:'K'"}
+    world.clock.advance(3600)
+    server.settle(intent.id, succeeded=True)
+    assert [i.status for i in client.v1.payment_intents.search(params=query).data] == ["processing"]
+    assert client.v1.payment_intents.retrieve(intent.id).status == "succeeded"
+    assert client.v1.payment_intents.search(params={"query": "status:'succeeded'"}).data == []
+    world.clock.advance(3600)
+    assert [i.status for i in client.v1.payment_intents.search(params=query).data] == ["succeeded"]
+
+
 def test_list_by_created(server, world):
     customer, method = seed_customer(server)
     client = sdk(server)

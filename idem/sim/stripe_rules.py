@@ -239,7 +239,8 @@ class Objects:
     payment_methods: dict[str, dict[str, Any]] = field(default_factory=dict)
     intents: dict[str, dict[str, Any]] = field(default_factory=dict)
     refunds: dict[str, dict[str, Any]] = field(default_factory=dict)
-    searchable_at: dict[str, float] = field(default_factory=dict)  # intent id -> when search finds it
+    #: intent id -> what search sees of it: (from when, the object then), one entry per change
+    indexed: dict[str, list[tuple[float, dict[str, Any]]]] = field(default_factory=dict)
 
 
 class StripeAccount:
@@ -559,8 +560,8 @@ class StripeAccount:
                 intent["payment_method"] = None  # a failed payment detaches the method from the intent
             intent["_seq"] = self._next_seq()
             self.modes[mode].intents[intent_id] = intent
-            self.modes[mode].searchable_at[intent_id] = self.now() + self.search_lag_seconds
             public = _public(intent)
+            self._index(mode, public)
         if declined is not None and declined.status == 402:
             # A decline is a 402 card_error carrying the PaymentIntent, now requires_payment_method
             # (https://docs.stripe.com/api/errors: payment_intent, "The PaymentIntent object for errors
@@ -587,7 +588,13 @@ class StripeAccount:
                               last_payment_error={"type": "card_error", "code": "payment_method_provider_decline",
                                                   "message": "The payment failed."})
                 self.failed.add(intent_id)
-            return _public(intent)
+            public = _public(intent)
+            self._index(mode, public)
+            return public
+
+    def _index(self, mode: str, intent: dict[str, Any]) -> None:
+        """Search sees this version of the PaymentIntent once `search_lag_seconds` have passed."""
+        self.modes[mode].indexed.setdefault(intent["id"], []).append((self.now() + self.search_lag_seconds, intent))
 
     def _refund(self, mode: str, params: dict[str, Any]) -> dict[str, Any]:
         """Refund a PaymentIntent's charge (https://docs.stripe.com/api/refunds/create): all of what is
@@ -676,14 +683,16 @@ class StripeAccount:
         clauses joined by AND (OR too, not mixed); "Don't use search for read-after-write flows ...
         Under normal operating conditions, data is searchable in under 1 minute. Propagation of new
         or updated data could be delayed during an outage"; the API reference adds "can be up to an
-        hour behind during outages" (search_lag_seconds models the delay; retrieve and list are not
+        hour behind during outages" (search_lag_seconds models the delay, for new PaymentIntents and
+        for changes: search finds, and answers, the version it has indexed; retrieve and list are not
         delayed: "use the various list APIs ... These APIs aren't subject to the availability delay")."""
         query = str(params.get("query") or "")
         clauses, joiner = _parse_query(query)
         now = self.now()
-        found = [i for i in objects.intents.values() if objects.searchable_at.get(i["id"], 0.0) <= now
-                 and (all if joiner == "AND" else any)(_matches(i, c) for c in clauses)]
-        found.sort(key=_newest_first)
+        seen = [[version for since, version in versions if since <= now] for versions in objects.indexed.values()]
+        found = [versions[-1] for versions in seen if versions
+                 and (all if joiner == "AND" else any)(_matches(versions[-1], c) for c in clauses)]
+        found.sort(key=lambda i: _newest_first(objects.intents[i["id"]]))
         limit = _limit(params)
         start = int(params.get("page") or 0) if str(params.get("page") or "0").isdigit() else 0
         page = found[start:start + limit]

@@ -402,6 +402,7 @@ def test_a_bank_debit_is_processing_then_settles(server, world):
     failed = client.v1.payment_intents.retrieve(other.id)
     assert failed.status == "requires_payment_method" and failed.last_payment_error is not None
     assert server.account.failed == {other.id}
+    assert [c.id for c in world.provider().charges()] == [intent.id]  # the failed debit moved no money
     with pytest.raises(ValueError, match="not processing"):
         server.settle(intent.id, succeeded=True)
 

@@ -588,6 +588,7 @@ class StripeAccount:
                               last_payment_error={"type": "card_error", "code": "payment_method_provider_decline",
                                                   "message": "The payment failed."})
                 self.failed.add(intent_id)
+                self.provider.fail("ch_" + intent_id.removeprefix("pi_"))  # the stand-in: no money moved
             public = _public(intent)
             self._index(mode, public)
             return public

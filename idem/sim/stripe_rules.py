@@ -358,19 +358,22 @@ class StripeAccount:
                 seen = self._saved.get(slot)
                 # "You can remove keys from the system automatically after they're at least 24
                 # hours old. We generate a new request if a key is reused after the original is pruned."
-                if seen is not None and seen.created > self._pruned_before():
-                    if route == "POST /v1/payment_intents":
-                        self._stand_in_again(mode, params, key)
-                    if seen.fingerprint != fingerprint:
-                        # "The idempotency layer compares incoming parameters to those of the original
-                        # request and errors if they're not the same" (https://docs.stripe.com/idempotency)
-                        return StripeError(400, "idempotency_error", (
-                            "Keys for idempotent requests can only be used with the same parameters they were "
-                            f"first used with. Try using a key other than '{key}' if you meant to execute a "
-                            "different request.")).as_answer()
+                if seen is None or seen.created <= self._pruned_before():
+                    self._in_flight.add(slot)
+                    seen = None
+                elif seen.fingerprint == fingerprint:
                     self.replayed[key] = True
-                    return _replay(seen.answer)
-                self._in_flight.add(slot)
+            if seen is not None:
+                if route == "POST /v1/payment_intents":
+                    self._stand_in_again(mode, params, key)
+                if seen.fingerprint != fingerprint:
+                    # "The idempotency layer compares incoming parameters to those of the original
+                    # request and errors if they're not the same" (https://docs.stripe.com/idempotency)
+                    return StripeError(400, "idempotency_error", (
+                        "Keys for idempotent requests can only be used with the same parameters they were "
+                        f"first used with. Try using a key other than '{key}' if you meant to execute a "
+                        "different request.")).as_answer()
+                return _replay(seen.answer)
         try:
             try:
                 answer = self._execute(mode, route, ids, params, key, fault)

@@ -68,7 +68,9 @@ views.show_text(json.dumps(shown, indent=2), "json")
 # [the appendix](12_appendix_the_local_aws.ipynb#entry-point); three things it does matter here:
 #
 # * The event holds a *list* of `Records`. S3 puts one upload in each notification today, but the
-#   format allows several. Events that reach the function through SNS or SQS can carry many.
+#   format allows several. Through SNS a function gets one message per invocation. Through an SQS
+#   queue it gets a batch, up to 10 messages by default
+#   ([SQS](https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html)).
 # * The entry point handles every record, even after one fails. Then it fails the invocation, so
 #   Lambda runs the *whole* event again, records that succeeded included.
 # * When notifications go to an SNS topic or an SQS queue, S3 first sends them an `s3:TestEvent`.

@@ -149,9 +149,11 @@ print("charges at the provider:", len(provider.charges()))
 # The provider also fails on its own side. Its rules (Stripe's, API v1) say what a retry then
 # gets:
 #
-# * It saves the first answer for a key once it starts executing, errors included. A 500 comes
-#   back as the same 500 on every retry.
-# * A key still in flight gets 409, and nothing is saved.
+# * It saves the first answer for a key once the endpoint starts executing, errors included. A 500
+#   comes back as the same 500 on every retry.
+# * It saves nothing when the request fails validation (a 400 before executing) or conflicts
+#   with a request in flight: a key still in flight gets 409. A retry of either runs anew
+#   ([idempotency](https://docs.stripe.com/idempotency)).
 # * A declined card (402) is a final answer.
 #
 # Here is keyed against each, the fault on the first attempt only:
@@ -207,9 +209,12 @@ views.show_code(KeyedLedger.commit)
 
 # %% [markdown]
 # A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
-# once. Here that holds by construction. There is one record per idempotency key, and the
-# provider makes one charge per key. A duplicate that comes weeks later still finds the `done`
-# record and stands down.
+# once. There is one record per idempotency key, and the record never expires. A duplicate that
+# comes weeks later still finds the `done` record and stands down. The provider makes one charge
+# per key only inside its key window: Stripe may prune a key once it is 24 hours old
+# ([idempotency](https://docs.stripe.com/idempotency)). Past the window a second charge is
+# possible. That is why the handler looks the charge up before charging an old event (chapter 07),
+# and that look-up has limits of its own.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
 # **sparse index**. A global secondary index is a second view of a table, keyed on other

@@ -183,6 +183,12 @@ for fresh in (True, False):
 # * double charges: more than one charge for one upload;
 # * records that need a person, with the reason the handler stored;
 # * account mismatches: the ledger and the provider disagree about an account.
+#
+# Its scope is everything, on every run: every version in the bucket, a `Scan` of the whole
+# ledger, and all of the provider's charges. A `Scan` bills for every item it reads, whatever a
+# filter drops ([Scan](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html)).
+# So a daily run costs more each day: after a year it reads a year of lines. A production job
+# reads one window of days instead, and the provider's charges of your own stack only.
 
 # %%
 views.show_source(reconcile.reconcile)
@@ -248,7 +254,9 @@ views.footprints_frame(batches.footprints(world, attempts))
 # * more charges than uploads: a double charge;
 # * more charges than ledger entries: money the books do not know about;
 # * fewer `done` records than uploads: unfinished or lost work;
-# * retries: invocations failed (Lambda's `Errors` metric counts them, not the retries);
+# * retries: attempts that failed. Lambda's `Errors` metric counts every failed attempt, each
+#   retry included, so it is not a count of failed events
+#   ([metrics](https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html));
 # * a failure queue that is not empty: some failures were never resolved.
 #
 # An alarm on the queue's depth and a daily count are cheap. A double charge on a customer's bank

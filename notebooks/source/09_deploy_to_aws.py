@@ -158,7 +158,11 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 # * Logs are JSON. The handler prints its metric lines in CloudWatch's **Embedded Metric Format**
 #   (EMF): JSON lines that CloudWatch turns into metrics, with no API call. Lambda passes printed
 #   lines through as they are, so each stays one JSON line that CloudWatch can read.
-# * Production reserves concurrency, to stay under Stripe's rate limit.
+# * Production reserves concurrency, to bound the calls to Stripe. Stripe allows 25 requests per
+#   second to one endpoint, such as `POST /v1/payment_intents`, and 100 in all in live mode
+#   ([rate limits](https://docs.stripe.com/rate-limits)). Ten copies stay under 25 only while each
+#   invocation takes at least 0.4 s. Faster ones can pass it: Stripe then answers 429, and the
+#   handler releases its claim so that Lambda retries with the same key.
 # * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only `idem`'s
 #   core (more on that below).
@@ -359,8 +363,12 @@ print("\n".join(twin.attempts))
 # With the SAM CLI, `samconfig.toml` holds the two profiles: `default` is the demo, `prod` the
 # production stack. The `default` demo stages no failure (`FailurePoint=none`), so it needs no
 # failure wrapper. To stage one, build with the wrapper and say so:
-# `IDEM_DEMO=1 sam build`, then `sam deploy --parameter-overrides Profile=demo
-# FailurePoint=after_charge`. `sam logs` reads a function's logs.
+# `IDEM_DEMO=1 sam build`, then `sam deploy --parameter-overrides Profile=demo HandlerMode=keyed
+# FailurePoint=after_charge`. A `--parameter-overrides` on the command line replaces the whole
+# `parameter_overrides` line of `samconfig.toml`, not one value in it
+# ([precedence](https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/serverless-sam-cli-config.html)).
+# So repeat every value you keep: without `HandlerMode=keyed`, the template's default, `naive`,
+# is deployed. `sam logs` reads a function's logs.
 #
 # ```
 # sam build && sam deploy --guided
@@ -378,7 +386,9 @@ print("\n".join(twin.attempts))
 # Or let `--delete --sam --yes` do both. The `--sam` flag acts only on a stack whose template
 # carries this template's `Metadata` mark and nothing but its resources. It never acts on a
 # production stack. For that one, `sam delete --config-env prod` deletes the stack and keeps its
-# books, queue, buckets and logs.
+# books, queue, buckets and logs. The kept buckets and log groups keep their names, which the
+# template derives from the stack's name. So a new deploy under the same stack name fails until
+# you delete them, or deploy under another name.
 #
 # ### Production with Stripe in test mode
 #

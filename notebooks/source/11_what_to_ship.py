@@ -141,9 +141,17 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy two files, exactly as they are, into your function's folder. `keyed.py` is the
-# handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
-# Stripe. Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
+# You copy two files into your function's folder, then change them for production. `keyed.py` is
+# the handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
+# Stripe. As shipped, they charge a demo: one price for every upload, and one test card for every
+# customer. Before a real customer is charged you change, as *Make it yours* below shows:
+#
+# * who pays: each charge must name a Stripe customer with a saved payment method, not a test card;
+# * what they pay: the amount, read from the order instead of one price;
+# * the provider's secret: a restricted live key in Parameter Store, read at cold start;
+# * the ledger table, the function's settings, and the alarms with an address that gets their email.
+#
+# Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
 # Lambda's Python runtime does not include it. The lines below read both files and list every
 # module they import. Neither imports `idem`, so they run from any folder:
 
@@ -179,7 +187,7 @@ views.show_source(keyed.KeyedCharger.charge_once)
 # %% [markdown]
 # ### Make it yours
 #
-# Four changes adapt it to your system. First, the payment provider. `make_provider()` builds
+# Six changes adapt it to your system. First, the payment provider. `make_provider()` builds
 # Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
 # The key is read once at cold start and never logged. For another provider, replace this
 # function. Its `charge` must take an `idempotency_key`, and its errors should carry `http_status`:
@@ -219,6 +227,14 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 
 # %%
 views.show_source(keyed.settings_from_env)
+
+# %% [markdown]
+# Fifth, who pays. The adapter above confirms every charge with `pm_card_visa`, Stripe's test card,
+# and names the account only in the metadata. A live charge needs the `customer` id of a Stripe
+# customer and one of that customer's saved payment methods, both passed to the PaymentIntent
+# ([create](https://docs.stripe.com/api/payment_intents/create)). Sixth, the alarms. The stack's
+# alarms email the address in `AlarmEmail`, and that address must confirm the subscription before
+# any email comes.
 
 # %% [markdown]
 # ### Check your version

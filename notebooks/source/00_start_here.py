@@ -116,6 +116,7 @@
 # %%
 from idem import views
 from idem.explore import scenarios as sc
+from idem.lessons.retries import check_charges_guess
 
 # %% [markdown]
 # ## How to read the one table
@@ -191,14 +192,7 @@ views.matrix_table(headline)
 my_guess = None  # your answer here: a number
 
 # %%
-truth = sc.run(sc.Scenario("naive", "after_charge", "once", "duplicate"))
-if my_guess == truth.charges:
-    print(f"Right: {truth.charges} charges, from {truth.attempts} invocations. naive keeps no record, "
-          "so every invocation that reaches the provider charges.")
-else:
-    print(("No guess yet." if my_guess is None else f"Not {my_guess}.") + " Count the invocations: "
-          "each copy of the event is one, and so is each retry of a failed one. naive keeps no "
-          "record, so how many of them reach the provider?")
+print(check_charges_guess(my_guess))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

@@ -359,7 +359,7 @@ print("failure queue depth:", world.failure_queue_depth())
 # charge.
 
 # %%
-my_timeout = 30  # your answer here
+my_timeout = None  # your answer here: seconds
 
 # %%
 print(leases.check_lease(my_timeout, work=45))

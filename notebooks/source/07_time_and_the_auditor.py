@@ -310,9 +310,7 @@ views.charged_frame(charged)
 # %%
 def differences(booked, charged):
     """What differs between the ledger (booked) and the provider (charged)."""
-    found = set()
-    # your query here
-    return found
+    return None  # your answer here: a set of (kind, account or upload) pairs
 
 
 # %%

@@ -521,23 +521,11 @@ else:
 # stack's failure queue. The check deploys that stack on moto and compares.
 
 # %%
-my_prediction = {"charges": 3, "ledger entries": 1, "events in the failure queue": 0}  # your answer
+my_prediction = {"charges": None, "ledger entries": None, "events in the failure queue": None}  # your answer
 
 # %%
 result = lab.try_stack("keyed", "after_charge", "always")
-measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
-            "events in the failure queue": result.dlq}
-why = {
-    "charges": "every retry passes the same idempotency key, so the provider replays the first "
-               "charge instead of making a new one",
-    "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
-                      "booked: the reconciliation job finds the charge",
-    "events in the failure queue": "after Lambda's two retries the stack's EventInvokeConfig sends "
-                                   "the event to FailureQueue, where a redrive can find it",
-}
-for name, value in measured.items():
-    guess = my_prediction[name]
-    print(f"{name}: {value}; " + ("right." if guess == value else f"not {guess}: {why[name]}."))
+print(views.ship.check_stack_prediction(my_prediction, result))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

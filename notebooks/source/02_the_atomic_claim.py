@@ -19,7 +19,8 @@
 # %% [markdown]
 # ## Setup
 #
-# The ledger, the race, and a fresh local AWS with its clock at zero.
+# The ledger, the race, and a fresh local AWS with its clock at zero. The ledger table's
+# **partition key** is `pk`: the attribute whose value names an item, one item per value.
 
 # %%
 import json

@@ -78,9 +78,9 @@ fig = views.record_life_chart(late)
 # %% [markdown]
 # Read the table and the chart by handler:
 #
-# * **keyed**: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
+# * *keyed*: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
 #   ten minutes applied only while the work was unfinished. The ledger line does not expire.
-# * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
+# * *robust* never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`). Unswept, the record expired at ten minutes
 #   and was still in the table at two hours (the faded bar), so the copy found it. The same code
 #   and the same settings gave one charge or two, decided by a background process.
@@ -188,7 +188,7 @@ for fresh in (True, False):
 # ledger, and all of the provider's charges. A `Scan` bills for every item it reads, whatever a
 # filter drops ([Scan](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html)).
 # So a daily run costs more each day: after a year it reads a year of lines. A production job
-# reads one window of days instead, and the provider's charges of your own stack only.
+# reads one window of days instead, and only the provider's charges that this handler made.
 
 # %%
 views.show_source(reconcile.reconcile)
@@ -226,10 +226,10 @@ views.report_frame(report)
 # %% [markdown]
 # Every staged incident is on the list, and each finding points at something to do:
 #
-# * Bob's upload was **charged twice**, and his account shows it: refund one charge.
-# * Carol's upload and Erin's are **missing**. Carol's record says `claimed`: chapter 04's silent
+# * Bob's upload was *charged twice*, and his account shows it: refund one charge.
+# * Carol's upload and Erin's are *missing*. Carol's record says `claimed`: chapter 04's silent
 #   loss. Erin's event never arrived at all. Deliver both again.
-# * Dave's record is **stuck** `in_progress`, and his account has a charge the ledger never
+# * Dave's record is *stuck* `in_progress`, and his account has a charge the ledger never
 #   recorded. The money moved; the books did not. His event is in the failure queue. A redrive
 #   within a day finishes it with the provider's replay (chapter 06). A later one meets a pruned key,
 #   and keyed looks the charge up first.

@@ -11,7 +11,8 @@
 # and table names from its environment. Production runs the handler to copy,
 # `idem.core.handlers.keyed.lambda_handler`. This chapter ships both.
 #
-# `template.yaml` describes every resource the function needs. CloudFormation creates them together
+# `template.yaml` describes every resource the function needs. **CloudFormation**, AWS's service
+# that builds resources from such a template, creates them together
 # as a **stack**: one named set of resources, created, updated and deleted as a unit. The template
 # has two profiles. The production profile, its default, is the stack to run payments on. The demo
 # profile is this chapter's stack, made to be deleted. The chapter first deploys the demo on moto,
@@ -70,7 +71,7 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # %% [markdown]
 # ## Two profiles, one template
 #
-# The `Profile` parameter picks one. A template's **conditions** are named true-or-false values
+# The `Profile` parameter picks one. A template's *conditions* are named true-or-false values
 # made from its parameters (`IsProd` is `Profile` equal to `prod`). A setting written
 # `!If [IsProd, A, B]` is `A` in production and `B` in the demo. When `B` is `!Ref AWS::NoValue`,
 # the demo leaves the setting out altogether. The table below resolves both profiles, as CloudFormation would.
@@ -84,7 +85,7 @@ views.ship.profile_table()
 # the failure wrapper around that entry point.
 #
 # Production keeps its books when the stack goes, and it can restore the ledger to any second of
-# the last 35 days (PITR, point-in-time recovery). It refuses to delete the ledger until someone
+# the last 35 days (PITR, **point-in-time recovery**). It refuses to delete the ledger until someone
 # turns the protection off. It has no failure
 # wrapper (the demo's code that makes its function fail on purpose, shown below), no stand-in
 # table, and no setting of the demo's. The demo deletes everything with it.
@@ -189,7 +190,8 @@ views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls
 # %% [markdown]
 # Every row is both needed and granted: no `Scan`, no `DeleteItem`, and `*` only for X-Ray, which
 # takes no other resource. This is the demo's role. In production the handler also reads the
-# Stripe key from Parameter Store, and the role says so. The production role may also read an
+# Stripe key from **Parameter Store**, the AWS Systems Manager store for settings and secrets, and
+# the role says so. The production role may also read an
 # upload by its `versionId`. That is for `amount_from_order_file` (chapter 11), once you make it
 # your `amount_for`. As shipped, the handler charges the configured price and reads no upload. The
 # cost table below assumes you made that change, so it counts one read per upload. Suppose a
@@ -241,7 +243,7 @@ _ = dry.fill_gaps()  # moto only
 # ### The naive function, one upload
 #
 # An upload into the stack's bucket. moto's S3 fires the notification at the stack's function. moto
-# cannot run Lambda code, so the local runtime runs `idem.core.entry` with the **deployed** function's
+# cannot run Lambda code, so the local runtime runs `idem.core.entry` with the *deployed* function's
 # environment and event-invoke config. It works against the stack's tables and queue.
 
 # %%
@@ -376,7 +378,8 @@ print("\n".join(twin.attempts))
 # ```
 #
 # Cleaning up the demo after SAM takes one step more. The bucket is versioned, and `sam delete`
-# fails while any version or delete marker is left in it. Empty it first:
+# fails while any version or **delete marker** is left in it. A delete marker is what deleting
+# an object leaves in a versioned bucket: the older versions stay behind it. Empty it first:
 #
 # ```
 # python -m idem deploy --target aws --stack idem-demo --empty-bucket --sam --yes
@@ -392,14 +395,15 @@ print("\n".join(twin.attempts))
 #
 # ### Production with Stripe in test mode
 #
-# The production profile charges through Stripe. Try it first with a **test** secret key
-# (`sk_test_...`): test mode moves no real money, and its objects never mix with live ones
+# The production profile charges through Stripe. Try it first with a *test* secret key
+# (`sk_test_...`): **test mode** moves no real money, and its objects never mix with live ones
 # ([Stripe](https://docs.stripe.com/test-mode)). The key goes into Parameter Store as a
 # SecureString, never into the template, the environment or a log line. The function reads it at
 # cold start, by the name in `StripeSecretParameter`.
 #
 # Check one account setting first. Production reserves `ReservedConcurrency` (10) for the charge
-# function, and Lambda keeps 100 of the account's concurrency unreserved
+# function. Its **reserved concurrency** is a number of copies no other function can take, and
+# that it cannot exceed. Lambda keeps 100 of the account's concurrency unreserved
 # ([concurrency](https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)).
 # So the account needs a concurrency limit of at least 110. A new account may have far less:
 # `aws lambda get-account-settings` shows it as `ConcurrentExecutions`. If it is lower, ask for
@@ -421,8 +425,9 @@ print("\n".join(twin.attempts))
 # AWS then mails the alarm address a link to confirm the subscription. Until you click it, the
 # subscription stays pending and no alarm mail arrives.
 #
-# Each upload becomes one PaymentIntent, confirmed with Stripe's test card `pm_card_visa`. In
-# Stripe's Dashboard, in test mode, it is listed under **Payments**
+# Each upload becomes one **PaymentIntent**, Stripe's object for one payment, confirmed with
+# Stripe's test card `pm_card_visa`. In
+# Stripe's Dashboard, in test mode, it is listed under *Payments*
 # ([testing](https://docs.stripe.com/testing)). Its metadata names the upload: the account, the
 # object and its idempotency key. Upload the same order again with `aws s3 cp`: that is a new
 # version, so a new order and a new payment. A copy of one event is another matter. You cannot

@@ -76,7 +76,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # other verdicts are fine: a failure that reaches the failure queue is one a person will see.
 # Each break also names what went wrong: two charges for one upload, no charge for an upload, a
 # charge with no ledger line. With two uploads in one schedule, each upload's money is judged on
-# its own, and the worst verdict counts. A handler **holds** when no schedule breaks. (The
+# its own, and the worst verdict counts. The **check holds** for a handler when no schedule breaks. (The
 # rules in code: `idem.explore.verdicts.judge_upload`.)
 
 # %% [markdown]
@@ -279,14 +279,16 @@ _ = views.explore_check(handlers, "given handler", 0)
 # %% [markdown]
 # ## When a queue feeds the handler
 #
-# Many teams put an SQS queue between S3 and the function. An event source mapping polls the
+# Many teams put an SQS queue between S3 and the function. An **event source mapping**, Lambda's
+# own reader of a queue, polls the
 # queue and calls the function with a batch of messages, each holding one S3 event. Three things
 # change:
 #
 # - If the function raises, every message of the batch comes back, the ones it charged too. With
-#   `ReportBatchItemFailures` on, it can instead return
+#   `ReportBatchItemFailures` on, it can instead return a **batchItemFailures** list,
 #   `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, and only those come back.
-# - A message comes back after the queue's visibility timeout (here 180 s, six times the
+# - A message comes back after the queue's **visibility timeout**, the time a received message
+#   stays hidden from other readers (here 180 s, six times the
 #   function's timeout, as AWS advises), not after Lambda's retry delays. A standard queue may also
 #   deliver a message twice, even while the first copy is being worked on.
 # - After `maxReceiveCount` receives, the queue moves the message to its dead-letter queue. That
@@ -496,7 +498,7 @@ views.show_source(KeyedCharger.charge_once)
 # %% [markdown]
 # ## What the check proves, and what it cannot
 #
-# A **holds** means: in every schedule the check built, each upload was charged as often as in
+# A `holds` means: in every schedule the check built, each upload was charged as often as in
 # the clean run, its books agreed, and each named effect happened as often. Where they did not,
 # the failure queue held the event. A holds is strong evidence, not a proof. The check cannot:
 #

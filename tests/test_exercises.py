@@ -225,3 +225,19 @@ def test_chapter_12s_event_age_check():
     wrong = local_aws.check_event_age(3, "RetriesExhausted")  # the answer without the age
     assert "too many" in wrong and "ran out of age" in wrong
     assert "not a number" in local_aws.check_event_age("2", "EventAgeExceeded")
+
+
+#: The call that checks each exercise: every checker lives in idem, none in a chapter.
+CHECKERS = {"00": "check_charges_guess(my_guess)", "01": "check_retries(my_retries)",
+            "02": "claims.check_holder_of(holder_of, world)", "03": "check_recipe(my_recipe)",
+            "04": "alarms.explain_alarm(my_alarm,", "06": "leases.check_lease(my_timeout",
+            "07": "auditor.check_query(differences)", "08": "views.check_units(my_prediction,",
+            "09": "views.ship.check_stack_prediction(my_prediction, result)",
+            "11": "views.check_choices(my_choices, rows)", "12": "views.check_event_age(my_attempts, my_condition"}
+
+
+@pytest.mark.parametrize("chapter", sorted(CHECKERS))
+def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
+    exercise = _exercise(chapter)
+    assert CHECKERS[chapter] in exercise
+    assert not re.search(r"^def (?!my_|holder_of|differences)", exercise, flags=re.M)  # no helper defined here

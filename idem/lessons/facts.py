@@ -14,6 +14,8 @@ from ..sim.runtime import DEFAULT_MAX_EVENT_AGE
 from .key_stories import STRIPE_MAX_KEY_CHARS
 
 WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 10: "ten"}
+#: Stripe: "API endpoints have a default limit of 25 requests per second" (rate-limits page).
+STRIPE_ENDPOINT_REQUESTS_PER_SECOND = 25
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ FACTS = (
     Fact("how soon DynamoDB's TTL typically deletes an expired item, in days", 2,
          "https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html",
          ("within {} days of its expiry", "within {} days of expiry", "typically within {} days")),
+    Fact("Stripe's default rate limit for one endpoint, in requests per second", STRIPE_ENDPOINT_REQUESTS_PER_SECOND,
+         "https://docs.stripe.com/rate-limits",
+         ("Stripe allows {} requests per", "sized to Stripe's {} requests per second")),
     Fact("Lambda's longest timeout, in seconds", MAX_INVOCATION_SECONDS,
          "https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html",
          ("other is {} s, the 15-minute maximum", "invocation with a {} s timeout holds",

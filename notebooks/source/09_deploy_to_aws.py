@@ -161,9 +161,10 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 #   lines through as they are, so each stays one JSON line that CloudWatch can read.
 # * Production reserves concurrency, to bound the calls to Stripe. Stripe allows 25 requests per
 #   second to one endpoint, such as `POST /v1/payment_intents`, and 100 in all in live mode
-#   ([rate limits](https://docs.stripe.com/rate-limits)). Ten copies stay under 25 only while each
-#   invocation takes at least 0.4 s. Faster ones can pass it: Stripe then answers 429, and the
-#   handler releases its claim so that Lambda retries with the same key.
+#   ([rate limits](https://docs.stripe.com/rate-limits)). Each copy makes one charge call at a
+#   time, so ten copies stay under 25 per second only while each charge, with the work around it,
+#   takes at least 0.4 s. Faster ones can pass it: Stripe then answers 429, and the handler
+#   releases its claim so that Lambda retries with the same key.
 # * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only `idem`'s
 #   core (more on that below).

@@ -268,7 +268,7 @@ views.show_source(keyed.settings_from_env)
 # | 3 | Charge the order's amount, not one price | `amount_for` reads the order (`amount_from_order_file`) |
 # | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
 # | 5 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
-# | 6 | Create a restricted Stripe key: PaymentIntents write, search read, nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
+# | 6 | Create a restricted Stripe key that may read and write PaymentIntents (its search included), and nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
 # | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
 # | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
 # | 9 | Deploy production with every override repeated, and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=...` |

@@ -277,3 +277,15 @@ def test_the_call_finder_finds_by_name_and_says_when_nothing_matches():
     assert {path.rsplit("/", 1)[-1] for path, _, _ in found} >= {"keyed.py", "common.py"}
     with _pytest.raises(ValueError, match="no call passes"):
         views.show_call(handlers, "no_such_keyword")
+
+
+def test_a_claim_for_the_longest_name_costs_at_least_two_write_units():
+    """08 says the bill's short names understate a long one: keyed's claim stores the upload's
+    name (`source`), and an item over 1 KB costs two write units."""
+    from idem.core.handlers.keyed import Record, Status, _item
+    from idem.cost import capacity
+
+    source = "s3://bucket/" + "n" * 1024 + "?versionId=v1"
+    record = Record("charge#version#" + "0" * 64, Status.IN_PROGRESS, "owner", 1.0, 2, source=source, created_at=0.0)
+    assert capacity.write_units(capacity.item_size(_item(record.to_plain()))) >= 2
+    assert "makes the claim cost at least two write units" in _chapter_text("08")

@@ -14,7 +14,7 @@ PORT ?= 8888
 LAB_ARGS ?=
 
 .PHONY: install lab test test-unit test-notebooks test-binder test-browser notebooks constraints upgrade \
-	binder-url bench soak clean sam
+	binder-url bench soak clean sam checkov
 
 install: $(STAMP)
 
@@ -79,6 +79,16 @@ $(SAM_VENV)/bin/sam:
 	$(SAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		aws-sam-cli==$(SAM_VERSION) cfn-lint-serverless
 
+# checkov in a venv of its own (.venv-checkov), for the same reason: tests/test_checkov.py runs it
+# on template.yaml and on the SAM-expanded template when it is there, and says it skipped when not.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION ?= 3.3.30
+checkov: $(CHECKOV_VENV)/bin/checkov
+
+$(CHECKOV_VENV)/bin/checkov:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check checkov==$(CHECKOV_VERSION)
+
 bench: install
 	$(PY) -m idem bench --events 500
 
@@ -87,4 +97,4 @@ soak: install
 	IDEM_SOAK=1 $(PY) -m pytest -m "not browser and not binder" tests
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .pytest_cache .hypothesis build *.egg-info

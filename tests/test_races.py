@@ -34,7 +34,7 @@ from idem.sim.world import LocalWorld
 pytestmark = pytest.mark.concurrency
 
 SOAK = bool(os.environ.get("IDEM_SOAK"))
-ROUNDS = 300 if SOAK else 30
+ROUNDS = 200 if SOAK else 20
 
 
 @pytest.fixture

@@ -16,9 +16,11 @@ hole now and then (robust, moto as shipped, left to the scheduler) run in the so
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -249,6 +251,17 @@ def test_unknown_strategies_and_tiny_races_are_refused() -> None:
         race(1, 1, "keyed")
     with pytest.raises(ValueError, match="race a handler"):
         race(2, 1, "conditional_put", hold_first=True)
+
+
+def test_make_test_load_runs_every_file_that_has_a_concurrency_test() -> None:
+    root = Path(__file__).parent.parent
+    listing = re.search(r"^LOAD_TESTS := ((?:.*\\\n)*.*)$", (root / "Makefile").read_text(), re.M)
+    assert listing is not None
+    listed = set(listing.group(1).replace("\\\n", " ").split())
+    marked = {f"tests/{p.name}" for p in (root / "tests").glob("test_*.py") if "mark.concurrency" in p.read_text()}
+    assert listed == marked
+    ci = (root / ".ci" / "run").read_text()
+    assert "\nmake test-load\n" in ci and ci.index("\nmake test-load\n") < ci.index("\nmake test\n")
 
 
 # -- the statistical races: how often the scheduler alone shows the hole (IDEM_SOAK=1) ----------

@@ -13,8 +13,8 @@ PYTEST_NOTEBOOKS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/
 PORT ?= 8888
 LAB_ARGS ?=
 
-.PHONY: install lab test test-unit test-notebooks test-binder test-browser notebooks constraints upgrade \
-	binder-url bench soak clean sam checkov
+.PHONY: install lab test test-unit test-notebooks test-binder test-browser test-load notebooks constraints \
+	upgrade binder-url bench soak clean sam checkov
 
 install: $(STAMP)
 
@@ -47,6 +47,22 @@ test-binder: install
 
 test-browser: install
 	$(PY) -m pytest -m browser tests/browser
+
+# The tests of real threads and real-time bounds (marker `concurrency`, in LOAD_TESTS), LOAD_RUNS
+# whole passes in a row (one process; tests/conftest.py repeats them) while one busy loop per core
+# (`nproc` of them) holds every core: a test that depends on how threads are scheduled, or on the
+# machine's speed, fails here. Any failure fails the target; the busy loops end with it, passed or
+# failed (and by themselves if make is killed outright: their parent gone, they stop).
+LOAD_RUNS ?= 8
+LOAD_TESTS := tests/test_races.py tests/test_claims_and_key_stories.py tests/test_cli.py \
+	tests/test_teaching.py tests/test_ship_and_local_aws_views.py tests/test_recipe_check.py \
+	tests/test_deploy_connect.py tests/test_check_handlers.py
+BUSY_LOOP := import os; parent = os.getppid(); exec("while os.getppid() == parent: pass")
+test-load: install
+	@hogs=(); for _ in $$(seq "$$(nproc)"); do $(PY) -c '$(BUSY_LOOP)' & hogs+=($$!); done; \
+	trap 'kill "$${hogs[@]}" 2>/dev/null' EXIT; \
+	echo "test-load: $(LOAD_RUNS) passes of the concurrency tests, with $${#hogs[@]} busy loops"; \
+	IDEM_LOAD_RUNS=$(LOAD_RUNS) $(PY) -m pytest -q -p no:cacheprovider -m concurrency $(LOAD_TESTS)
 
 # Re-execute the chapters from notebooks/source/ and store their outputs (after changing idem).
 notebooks: install

@@ -125,12 +125,15 @@ def test_a_recipe_that_changes_its_record_does_not_change_the_next_pitfalls_reco
     assert check_recipe(destructive).passed
 
 
+@pytest.mark.concurrency
 def test_the_retry_comes_a_minute_later_and_the_clock_is_restored():
     seen = []
+    real_time, real_time_ns = time.time, time.time_ns
     before = time.time()
     check_recipe(lambda r: seen.append(time.time()) or idem_recipe(r, None))
     assert max(seen) - before >= recipe_check.RETRY_DELAY
-    assert time.time() - before < recipe_check.RETRY_DELAY
+    # restored: the very functions, not "less than a minute later" (a loaded machine may be slow)
+    assert time.time is real_time and time.time_ns is real_time_ns
 
 
 def test_the_events_are_what_s3_sends():

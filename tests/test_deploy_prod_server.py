@@ -51,7 +51,7 @@ def _stripe_page(provider_table: str, dynamodb: Any):
         items = dynamodb.scan(TableName=provider_table)["Items"]
         data = [{"id": i["pk"]["S"].removeprefix("charge#"), "status": "succeeded",
                  "amount": int(i["amount"]["N"]), "created": int(float(i["created_at"]["N"])),
-                 "metadata": {"account": i["customer"]["S"]}}
+                 "metadata": {"account": i["customer"]["S"], "idem_stack": STACK}}
                 for i in items if i.get("kind", {}).get("S") == "charge"]
         return {"data": data, "has_more": False}
     return fetch
@@ -134,7 +134,10 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     reconciler = emulated.function_settings(c["lambda"], outputs["ReconcileFunctionName"])
     assert reconciler["handler"] == "idem.core.reconcile_job.lambda_handler"
     job_env = {**reconciler["env"], "AWS_LAMBDA_FUNCTION_NAME": reconciler["name"]}
-    lag = int(job_env["MAX_EVENT_AGE_SECONDS"]) + reconcile_job.MAX_INVOCATION_SECONDS
+    lag = reconcile_job.lag_of(job_env)
+    # keyed does not write booked_day yet (the handler's part of issue 28): the one-time migration
+    # puts its line in the day index the reconciler Queries
+    assert reconcile_job.backfill_booked_day(c["dynamodb"], ledger) == 1
     printed: list[str] = []
     report = reconcile_job.run(job_env, boto3.Session(region_name="us-east-1"), clock.now() + lag + 3600,
                                say=printed.append, fetch=_stripe_page(stand_in, c["dynamodb"]))

@@ -88,13 +88,18 @@ def _reconcile(cfn, role_name):
             runtime.send(world.event(world.upload(f"alice/order-{n}.json",
                                                   body=b'{"order_id": "R-%d", "amount_cents": 500}' % n)))
         runtime.run()
+        # keyed does not write booked_day yet (the handler's part of issue 28): the one-time
+        # migration puts its lines in the day index the reconciler Queries
+        assert reconcile_job.backfill_booked_day(world.dynamodb, world.ledger_table) == 2
         reports = f"{world.prefix}-reports"
         world.s3.create_bucket(Bucket=reports)
         env = {"LEDGER_TABLE": world.ledger_table, "PROVIDER_TABLE": world.provider_table,
                "REPORT_BUCKET": reports, "WINDOW_MINUTES": "60", "MAX_EVENT_AGE_SECONDS": "21600",
-               "AWS_LAMBDA_FUNCTION_NAME": "idem-reconcile"}
+               "AWS_LAMBDA_FUNCTION_NAME": "idem-reconcile", "UPLOAD_BUCKET": world.bucket,
+               "ORDER_IDENTITY": "upload", "STACK_NAME": "iamrec"}
         docs = enforced.role_documents(cfn, "ReconcileFunctionRole", {
-            "LedgerTable": world.ledger_table, "ProviderTable": world.provider_table, "ReportBucket": reports})
+            "LedgerTable": world.ledger_table, "ProviderTable": world.provider_table, "ReportBucket": reports,
+            "UploadBucket": world.bucket})
         with enforced.enforced_role(fake_client("iam"), fake_client("sts"), role_name, docs) as creds:
             try:
                 report = reconcile_job.run(env, enforced.RoleSession(creds), world.clock.now() + LAG + 3600,

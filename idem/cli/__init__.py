@@ -1,5 +1,5 @@
 """`python -m idem`: the scenario matrix, the charge-then-die case, replays, races, the check,
-the benchmark, redrives and the deploy demo.
+the benchmark, redrives, the runbook (settle, refund), the outage and the deploy demo.
 
 One small module per command (`idem/cli/<command>.py`), each with `HELP`, `configure(parser)`
 and `run(args)`. Building the parser imports only those modules, which import nothing but the
@@ -19,7 +19,7 @@ from ..console import UsageError, fail
 
 #: The commands, in the order `--help` lists them: name -> module.
 COMMANDS = {name: f"idem.cli.{name}" for name in
-            ("sim", "limits", "replay", "race", "check", "bench", "redrive", "deploy")}
+            ("sim", "limits", "replay", "race", "check", "bench", "redrive", "settle", "refund", "outage", "deploy")}
 
 #: The range each numeric option accepts, whichever command has it: small enough that a
 #: 2-core machine stays responsive (a round of 64 threads, 2,000 events of a benchmark).

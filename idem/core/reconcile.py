@@ -148,17 +148,33 @@ def scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
 
 def reconcile(s3: Any, dynamodb: Any, bucket: str, ledger_table: str, provider_table: str, *,
               now: float, recipe: str = "version", operation: str = "charge") -> Report:
-    """Read the bucket, the ledger and the provider, and report what does not add up."""
+    """Read the bucket, the ledger and the provider, and report what does not add up. An upload
+    whose file names an order (ORDERS.md) is matched by its order's key first, as keyed charges it."""
     _check_recipe(recipe)
-    return compare(bucket, list_objects(s3, bucket), scan(dynamodb, ledger_table),
-                   scan(dynamodb, provider_table), now=now, recipe=recipe, operation=operation)
+    objects = list_objects(s3, bucket)
+    return compare(bucket, objects, scan(dynamodb, ledger_table), scan(dynamodb, provider_table),
+                   now=now, recipe=recipe, operation=operation, order_keys=order_keys(s3, objects))
+
+
+def order_keys(s3: Any, objects: Iterable[S3Object]) -> dict[str, str]:
+    """uri -> the order's idempotency key, for every upload whose file names an order_id."""
+    from .reconcile_job import UploadSeen, order_key
+
+    found = {}
+    for obj in objects:
+        key = order_key(s3, UploadSeen(obj.bucket, obj.key, obj.version_id, obj.etag, 0.0), "order-id")
+        if key:
+            found[obj.uri] = key
+    return found
 
 
 def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Mapping[str, Any]],
             provider_items: Iterable[Mapping[str, Any]], *, now: float, recipe: str = "version",
-            operation: str = "charge") -> Report:
-    """The job's logic over what was read: plain items, as `scan` returns them."""
+            operation: str = "charge", order_keys: Mapping[str, str] | None = None) -> Report:
+    """The job's logic over what was read: plain items, as `scan` returns them. `order_keys`
+    (uri -> key) names the order of each upload that names one."""
     _check_recipe(recipe)
+    order_keys = order_keys or {}
     objects, ledger_items = list(objects), list(ledger_items)
     records = {i["pk"]: Record.from_item(to_item(dict(i))) for i in ledger_items
                if i["pk"].startswith(f"{operation}#")}
@@ -176,9 +192,12 @@ def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Map
         # one upload is one idempotency key; charges made without a key count per object
         per_upload[(c["reference"], c.get("idempotency_key") or "")].append(c["pk"].removeprefix("charge#"))
     for obj in objects:
-        record = _record_for(obj, recipe, operation, records, by_source)
+        record = records.get(order_keys[obj.uri]) if obj.uri in order_keys else None
+        record = record or _record_for(obj, recipe, operation, records, by_source)
         settled = record is not None and record.status in (Status.DONE, Status.DECLINED)
-        if not settled and not by_reference.get(obj.uri):
+        # keyed tells the provider the order's object (s3://bucket/key), or the upload itself
+        charged = by_reference.get(obj.uri) or (obj.uri in order_keys and by_reference.get(_name(obj.uri)))
+        if not settled and not charged:
             report.missing.append(MissingWork(obj.uri, str(record.status) if record else "-"))
     for record in sorted(records.values(), key=lambda r: r.key):
         ends = _nobody_after(record)
@@ -195,6 +214,11 @@ def compare(bucket: str, objects: Iterable[S3Object], ledger_items: Iterable[Map
             report.double_charges.append(DoubleCharge(reference, tuple(ids)))
     report.mismatches = _mismatches(charges, ledger_items)
     return report
+
+
+def _name(uri: str) -> str:
+    """s3://bucket/key, without a version."""
+    return uri.split("?versionId=", 1)[0]
 
 
 def _nobody_after(record: Record) -> float:

@@ -239,7 +239,7 @@ def _conditions_hold(names: Names, condition: dict[str, Any], source_arn: str | 
 def queue_policy_allows(names: Names, queue: str, service: str, action: str, source_arn: str) -> bool:
     """Whether an AWS::SQS::QueuePolicy on the queue allows a service principal to act."""
     queue_url = names.ref(queue)
-    for logical, resource in names.resources.items():
+    for _logical, resource in names.resources.items():
         if resource["Type"] != "AWS::SQS::QueuePolicy":
             continue
         props = resource["Properties"]

@@ -19,6 +19,7 @@ from ..core.clock import VirtualClock, iso8601
 from ..core.dynamo import from_item
 from ..core.events import S3Object, s3_event
 from ..core.handlers.keyed import BOOKS_INDEX
+from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
@@ -27,18 +28,24 @@ from .fastload import cache_dataclass_compiles
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
 #: The ledger table as template.yaml declares it (tests/test_template.py holds them together):
-#: records keyed by `pk`, and the sparse index of keyed's ledger lines (see BOOKS_INDEX).
+#: records keyed by `pk`, the sparse index of keyed's ledger lines by account (BOOKS_INDEX), and
+#: the same lines by day, which the reconciliation Queries (DAY_INDEX).
 LEDGER_TABLE_SHAPE: dict[str, Any] = {
     "BillingMode": "PAY_PER_REQUEST",
     "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
                              {"AttributeName": "account", "AttributeType": "S"},
-                             {"AttributeName": "booked_at", "AttributeType": "N"}],
+                             {"AttributeName": "booked_at", "AttributeType": "N"},
+                             {"AttributeName": "booked_day", "AttributeType": "S"}],
     "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
     "GlobalSecondaryIndexes": [{
         "IndexName": BOOKS_INDEX,
         "KeySchema": [{"AttributeName": "account", "KeyType": "HASH"},
                       {"AttributeName": "booked_at", "KeyType": "RANGE"}],
-        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["cents", "charge_id"]}}],
+        "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["cents", "charge_id"]}},
+        {"IndexName": DAY_INDEX,
+         "KeySchema": [{"AttributeName": "booked_day", "KeyType": "HASH"},
+                       {"AttributeName": "booked_at", "KeyType": "RANGE"}],
+         "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(DAY_INDEX_ATTRIBUTES)}}],
 }
 _mock = None
 _live_prefixes: set[str] = set()

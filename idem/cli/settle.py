@@ -1,0 +1,90 @@
+"""`python -m idem settle`: settle one order of a deployed stack: book the charge Stripe made, or
+release the record for a retry. A dry run unless --yes."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable
+
+from ..console import fail
+
+HELP = "settle one order of a stack: book the charge Stripe made, or release it for a retry (dry run first)"
+
+
+def configure(parser: Any) -> None:
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--key", help="the order's idempotency key (charge#...), as the reconciliation report prints it")
+    which.add_argument("--charge", help="or a PaymentIntent id (pi_...): the order its metadata names")
+    add_stack_options(parser)
+
+
+def add_stack_options(parser: Any) -> None:
+    parser.add_argument("--stack", required=True, help="the deployed stack's name (its LedgerTableName output "
+                        "and StripeSecretParameter parameter are read)")
+    parser.add_argument("--region", help="the stack's region (default: your AWS config)")
+    parser.add_argument("--profile", help="a named profile from your AWS config")
+    parser.add_argument("--yes", action="store_true", help="do it; without --yes, only say what would be done")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+
+def run(args: Any) -> int:
+    return with_stack(args, lambda target: _settle(args, *target))
+
+
+def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str) -> int:
+    from ..core.runbook import apply_settle, plan_settle
+
+    plan = plan_settle(dynamodb, table, stripe, key=args.key or "", charge=args.charge or "", stack=stack)
+    done = bool(args.yes) and plan.action != "nothing"
+    if done:
+        apply_settle(dynamodb, table, plan)
+    say(args, plan, done)
+    return 0
+
+
+def say(args: Any, plan: Any, done: bool, **extra: Any) -> None:
+    if args.json:
+        print(json.dumps({"subject": plan.subject, "action": plan.action, "done": done, "because": plan.because,
+                          "charge": plan.intent.id if plan.intent else None,
+                          "others": [o.id for o in plan.others], **extra}))
+    else:
+        print(plan.render(done))
+
+
+def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str]], int]) -> int:
+    """Open the stack (its ledger table and Stripe), run `act`, and turn what the user must fix into
+    one line and exit code 2. Reading needs no --yes; only writing does (the plan says what)."""
+    from botocore.exceptions import BotoCoreError, ClientError  # loaded when the command runs
+
+    from ..core.runbook import RunbookError, StripeApi
+    from ..deploy.connect import CLIENTS, MustFix, open_session
+    from ..deploy.errors import DeployError, explain
+
+    try:
+        session = open_session(args.region, True, args.profile)
+        described = session.client("cloudformation", config=CLIENTS).describe_stacks(StackName=args.stack)
+        stack = described["Stacks"][0]
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        parameters = {p["ParameterKey"]: p["ParameterValue"] for p in stack.get("Parameters", [])}
+        if parameters.get("Profile") == "demo" or "ProviderTableName" in outputs:
+            return fail(f"{args.stack} is a demo stack: its stand-in provider is not Stripe; settle and refund "
+                        "speak to Stripe (a prod stack)")
+        if "LedgerTableName" not in outputs or "StripeSecretParameter" not in parameters:
+            return fail(f"{args.stack} has no LedgerTableName output or StripeSecretParameter parameter: "
+                        "not a stack made from this template")
+        secret = session.client("ssm", config=CLIENTS).get_parameter(
+            Name=parameters["StripeSecretParameter"], WithDecryption=True)["Parameter"]["Value"]
+        stripe = StripeApi(secret, os.environ.get("STRIPE_API_BASE") or "https://api.stripe.com")
+        return act((session.client("dynamodb", config=CLIENTS), outputs["LedgerTableName"], stripe, args.stack))
+    except (MustFix, RunbookError) as problem:
+        return fail(str(problem))
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == "ValidationError" and "does not exist" in str(error):
+            return fail(f"no stack {args.stack} in {session.region_name}: check --stack and --region")
+        if code == "ParameterNotFound":
+            return fail(f"the Stripe key's parameter {parameters.get('StripeSecretParameter')} does not exist "
+                        "in SSM: create it (a SecureString), then retry; nothing was changed")
+        return fail(explain(error))
+    except (BotoCoreError, DeployError) as error:
+        return fail(explain(error) if isinstance(error, BotoCoreError) else str(error))

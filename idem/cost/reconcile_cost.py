@@ -1,0 +1,81 @@
+"""What the three-way reconciliation costs in a year, at a given number of orders a day.
+
+DynamoDB by its own billing rules (idem/cost/capacity.py: item sizes, 1 KB write units, 4 KB read
+units, eventually consistent index reads at half), on-demand prices (capacity.US_EAST_1), and S3
+request prices (idem/deploy/prices.py). Assumptions are named beside each line; the window is an
+hour (8,760 runs a year) and the lag prod's (idem/core/buffer.py: 27,900 s), so each line is read
+by 1 + 27,900 / 3,600 runs (its own window's and the later ones whose widened read reaches it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..core.buffer import PROD
+from ..core.reconcile_job import MAX_LISTED_VERSIONS
+from ..deploy.prices import PRICES
+from .capacity import US_EAST_1, item_size, read_units, write_units
+
+#: S3 Inventory: $0.0025 per million objects listed ([3rd] widely quoted, e.g. infracost's
+#: s3_bucket_inventory.go prices "Objects listed" per 1M; aws.amazon.com/s3/pricing renders with a script).
+INVENTORY_USD_PER_MILLION_OBJECTS = 0.0025
+RUNS_PER_YEAR = 365 * 24
+#: One entry of the day index, as a commit writes it (sizes by capacity.item_size).
+INDEX_ENTRY = {"pk": {"S": "charge#order#" + "0" * 64}, "booked_day": {"S": "2026-11-06"},
+               "booked_at": {"N": "1794441600.123456"}, "account": {"S": "cus_0123456789abcd"},
+               "cents": {"N": "1250"}, "charge_id": {"S": "pi_3MtwBwLkdIwHu7ix28a3tqPa"},
+               "source": {"S": "uploads-123456789012-eu-west-1/orders/A-1001.json#" + "v" * 32}}
+#: The old design's Scan of the by_account index: its entries (pk, account, booked_at, cents, charge_id).
+SCANNED_ENTRY = {k: v for k, v in INDEX_ENTRY.items() if k in ("pk", "account", "booked_at", "cents", "charge_id")}
+
+
+@dataclass(frozen=True)
+class YearCost:
+    orders_per_day: int
+    lines: list[tuple[str, float]]
+    scan_instead: float  # what the old Scan of every line every run would cost in the same year
+
+    @property
+    def total(self) -> float:
+        return sum(usd for _, usd in self.lines)
+
+
+def year(orders_per_day: int, lag_seconds: int = PROD.reconcile_lag_seconds, window_seconds: int = 3600) -> YearCost:
+    """The reconciliation's cost over a year of `orders_per_day`, line by line (US dollars)."""
+    orders = orders_per_day * 365
+    entry = item_size(INDEX_ENTRY)
+    reads_per_line = 1 + lag_seconds / window_seconds
+    per_window = orders_per_day * (window_seconds + lag_seconds) / 86400  # lines one Query reads
+    query_rru = read_units(int(per_window * entry), consistent=False) * RUNS_PER_YEAR
+    lines = [
+        (f"day index: one more write per line ({write_units(entry)} WRU, {entry} B)",
+         orders * write_units(entry) * US_EAST_1.usd_per_million_wru / 1e6),
+        (f"Query of the day index ({reads_per_line:.2f} reads of each line, eventually consistent)",
+         query_rru * US_EAST_1.usd_per_million_rru / 1e6),
+        ("cursor: GetItem + UpdateItem a run",
+         RUNS_PER_YEAR * (0.5 * US_EAST_1.usd_per_million_rru + 1 * US_EAST_1.usd_per_million_wru) / 1e6),
+        ("GetObject of each upload's order_id", orders / 1000 * PRICES["s3_get"].usd),
+    ]
+    # The bucket grows all year (each order keeps its current version): listed every run while it
+    # holds at most MAX_LISTED_VERSIONS, read from a daily S3 Inventory after.
+    listing = inventory = 0.0
+    for day in range(1, 366):
+        versions = orders_per_day * day
+        if versions <= MAX_LISTED_VERSIONS:
+            listing += 24 * math.ceil(versions / 1000) / 1000 * PRICES["s3_put"].usd  # LIST bills as PUT
+        else:
+            inventory += versions / 1e6 * INVENTORY_USD_PER_MILLION_OBJECTS
+    listed_days = min(365, MAX_LISTED_VERSIONS // orders_per_day)
+    lines.append((f"ListObjectVersions every run ({listed_days} days)", listing))
+    lines.append((f"S3 Inventory, daily, all versions ({365 - listed_days} days)", inventory))
+    scanned = item_size(SCANNED_ENTRY)
+    scan_rru = sum(read_units(int(orders_per_day * day * scanned), consistent=False) * 24 for day in range(1, 366))
+    return YearCost(orders_per_day, lines, scan_rru * US_EAST_1.usd_per_million_rru / 1e6)
+
+
+def render(cost: YearCost) -> list[str]:
+    width = max(len(name) for name, _ in cost.lines)
+    rows = [f"{name:<{width}}  ${usd:9.2f}" for name, usd in cost.lines]
+    return ([f"{cost.orders_per_day:,} orders a day for a year"] + rows
+            + [f"{'total':<{width}}  ${cost.total:9.2f}",
+               f"{'(a Scan of the ledger every run instead)':<{width}}  ${cost.scan_instead:9.2f}"])

@@ -100,7 +100,8 @@ def test_ses_mailer_drops_the_email_silently_under_a_throttle():
     code, data, _ = report("ses_mailer", "MailerFunction", "--effect", "ses:SendEmail",
                            "--object", obj("ses_mailer", "signup.json", "signups/signup.json"))
     assert code == 1, explain(data)
-    assert data["baseline"].get("ses:SendEmail") == 1, explain(data)
+    sends = data["baseline"].get("ses:SendEmail", data["baseline"].get("email:SendEmail"))  # botocore's prefix
+    assert sends == 1, explain(data)
     lost = schedules_with(data, "silent_loss")
     assert any("SendEmail" in s for s in lost), explain(data)
 

@@ -44,5 +44,5 @@ def lambda_handler(event, context):
         except ClientError as e:
             if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            print(f"Skipped {key} at {obj['sequencer']}: a newer upload is already indexed")
+            print(f"Skipped {key} at {obj['sequencer']}: this upload or a newer one is already indexed")
     return {"statusCode": 200, "body": json.dumps({"records": len(event["Records"])})}

@@ -142,24 +142,45 @@ def test_the_same_check_twice_gives_the_same_counts():
 
 
 # -- the lock with a wait (amazon-s3-endedupe's design) ----------------------------------------------
-@pytest.mark.xfail(strict=True, reason="time that moves: time.sleep runs in real time and a waiter on a "
-                                       "paused holder stalls the check instead of timing out as on Lambda")
-def test_lock_with_a_wait_holds_and_the_check_finishes():
-    code, data, _ = report("lock_wait", "CopyFunction", "--effect", "s3:PutObject",
-                           "--object", obj("lock_wait", "figures.txt", "reports/figures.txt"),
-                           "--budget", "60")  # a checker with virtual time needs seconds; a stall is cut short
+def locked() -> tuple[int, dict, str]:
+    return report("lock_wait", "CopyFunction", "--effect", "s3:PutObject",
+                  "--object", obj("lock_wait", "figures.txt", "reports/figures.txt"),
+                  "--budget", "60")  # a checker with virtual time needs seconds; a stall is cut short
+
+
+def test_lock_with_a_wait_finishes_with_a_verdict_for_every_schedule():
+    code, data, _ = locked()
+    assert code in (0, 1), explain(data)  # not 3: a waiter on a paused holder times out as on Lambda
+    copies = [r for r in data["results"] if "copy starts" in r["schedule"] or "duplicate" in r["schedule"]]
+    assert copies and all(r["verdict"] for r in copies), explain(data)
+
+
+@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: the same output object written "
+                                       "again is counted as a second PutObject")
+def test_lock_with_a_wait_holds():
+    code, data, _ = locked()
     assert code == 0, explain(data)
     assert data["holds"] and data["baseline"].get("s3:PutObject") == 1, explain(data)
 
 
 # -- the transfer-manager writer: upload_file of a derived object -----------------------------------
-@pytest.mark.xfail(strict=True, reason="every call seen: upload_file's PutObject runs in the transfer "
-                                       "manager's threads, which the check does not watch")
+def reports() -> tuple[int, dict, str]:
+    return report("transfer_writer", "ReportFunction", "--effect", "s3:PutObject",
+                  "--object", obj("transfer_writer", "customers.csv", "exports/customers.csv"))
+
+
+def test_transfer_manager_put_is_seen():
+    code, data, _ = reports()
+    assert code in (0, 1), explain(data)  # not 2 ("never happens on a clean run")
+    assert data["baseline"].get("s3:PutObject") == 1, explain(data)
+
+
+@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: the same report written again "
+                                       "is counted as a second PutObject")
 def test_transfer_manager_writer_overwrites_the_same_report_and_holds():
-    code, data, _ = report("transfer_writer", "ReportFunction", "--effect", "s3:PutObject",
-                           "--object", obj("transfer_writer", "customers.csv", "exports/customers.csv"))
+    code, data, _ = reports()
     assert code == 0, explain(data)
-    assert data["holds"] and data["baseline"].get("s3:PutObject") == 1, explain(data)
+    assert data["holds"], explain(data)
 
 
 # -- the CSV loader fed through SQS -----------------------------------------------------------------

@@ -241,3 +241,35 @@ def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
     exercise = _exercise(chapter)
     assert CHECKERS[chapter] in exercise
     assert not re.search(r"^def (?!my_|holder_of|differences)", exercise, flags=re.M)  # no helper defined here
+
+
+# -- 13: how long an upload outlives a provider outage (Run it in production) -------------------
+def test_the_production_chapters_numbers_come_from_the_template():
+    from idem.deploy import template as tp
+    from idem.lessons import production
+
+    sam = tp.load()
+    reserved = int(sam["Parameters"]["ReservedConcurrency"]["Default"])
+    numbers = production.concurrency_numbers()
+    assert numbers["reserved"] == reserved and numbers["account limit"] == reserved + 100
+    assert numbers["shortest call (s)"] * numbers["stripe per second"] == reserved
+    queue = production.upload_queue_numbers()
+    props = sam["Resources"]["UploadQueue"]["Properties"]
+    assert queue["retried for s"] == props["VisibilityTimeout"] * props["RedrivePolicy"]["maxReceiveCount"]
+    assert queue["retention days"] * 86400 == props["MessageRetentionPeriod"]
+    assert max(map(len, production.outage_lines().splitlines())) <= 96
+
+
+def test_the_outage_exercise_refuses_empty_and_wrong_answers_with_a_reason():
+    from idem.lessons import production
+
+    q = production.upload_queue_numbers()
+    right = q["retried for s"] / 3600
+    empty = production.check_outage_hours(None)
+    assert empty.startswith("No answer yet") and f"{right:g}" not in empty
+    assert production.check_outage_hours(right).startswith("Right")
+    for wrong, why in ((q["retention days"] * 24, "keeps a message"), (q["visibility s"] / 3600, "one wait"),
+                       (6, "maximum event age"), (1, "multiply")):
+        answer = production.check_outage_hours(wrong)
+        assert answer.startswith("Not") and why in answer
+    assert "Not a number" in production.check_outage_hours("7.5")

@@ -14,9 +14,10 @@
 # `template.yaml` describes every resource the function needs. **CloudFormation**, AWS's service
 # that builds resources from such a template, creates them together
 # as a **stack**: one named set of resources, created, updated and deleted as a unit. The template
-# has two profiles. The production profile, its default, is the stack to run payments on. The demo
-# profile is this chapter's stack, made to be deleted. The chapter first deploys the demo on moto,
-# which runs below and needs no account. Then, only if you opt in, it deploys it on AWS.
+# has two profiles. The production profile, its default, is the stack to run payments on; the
+# next chapter runs it. The demo profile is this chapter's stack, made to be deleted. The chapter
+# first deploys the demo on moto, which runs below and needs no account. Then, only if you opt in,
+# it deploys it on AWS.
 
 # %% [markdown]
 # ## Setup
@@ -54,12 +55,16 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # Five moving parts, as in the article, plus the role that ties them together. Solid arrows are
 # what happens on an upload. The dotted ones are what the role allows. Around them, both profiles
 # have an hourly reconciliation and alarms that mail a topic. Each function also writes to its own
-# log group, left out of the picture.
+# log group, left out of the picture. In the demo, S3 invokes the function directly. In production
+# an upload first waits in a queue, `UploadQueue`, and Lambda's **event source mapping**, its
+# reader of a queue, calls the function with a batch of them. The next chapter says why.
 #
 # ```mermaid
 # flowchart LR
 #     U([you: put_object]) --> B[(UploadBucket<br/>versioned)]
-#     B -- "ObjectCreated, async" --> F[ChargeFunction<br/>prod: keyed.lambda_handler<br/>demo: entry.lambda_handler]
+#     B -- "demo: ObjectCreated, async" --> F[ChargeFunction<br/>prod: keyed.lambda_handler<br/>demo: entry.lambda_handler]
+#     B -- "prod: ObjectCreated" --> UQ[[UploadQueue, prod]]
+#     UQ -- "batches of 10" --> F
 #     F -- "claim, commit" --> L[(LedgerTable<br/>TTL expires_at)]
 #     F -- "charge, with key" --> P[(ProviderTable, demo<br/>Stripe, prod)]
 #     F -. "retries used up" .-> Q[[FailureQueue]]
@@ -106,10 +111,7 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
                 "yaml")
 
 # %% [markdown]
-# Production has settings of its own, with defaults chosen for payments:
-
-# %%
-print(views.ship.production_settings())
+# Production has settings of its own, with defaults chosen for payments; the next chapter reads them.
 
 # %% [markdown]
 # ### The bucket
@@ -151,8 +153,9 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 #
 # * `Handler` names the code Lambda calls, one per profile (the three-way `!If` of the table above).
 # * The environment hands it the parameters and the tables' real names.
-# * `EventInvokeConfig` is the async behaviour the local runtime imitates. Lambda retries twice and
-#   keeps an event at most six hours, then sends the invocation record to the queue.
+# * `EventInvokeConfig` is the async behaviour the local runtime imitates, in the demo. Lambda
+#   retries twice and keeps an event at most six hours, then sends the invocation record to the
+#   queue. Production's uploads come from `UploadQueue` instead (next chapter).
 # * One parameter, `MaxEventAgeSeconds`, sets that age and the code's `MAX_EVENT_AGE_SECONDS`. The
 #   code refuses to start if a record or a provider key would die sooner (chapter 07).
 # * `Timeout` is 30 s here; Lambda's own default is 3 s.
@@ -161,10 +164,10 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 #   lines through as they are, so each stays one JSON line that CloudWatch can read.
 # * Production reserves concurrency, to bound the calls to Stripe. Stripe allows 25 requests per
 #   second to one endpoint, such as `POST /v1/payment_intents`, and 100 in all in live mode
-#   ([rate limits](https://docs.stripe.com/rate-limits)). Each copy makes one charge call at a
-#   time, so ten copies stay under 25 per second only while each charge, with the work around it,
-#   takes at least 0.4 s. Faster ones can pass it: Stripe then answers 429, and the handler
-#   releases its claim so that Lambda retries with the same key.
+#   ([rate limits](https://docs.stripe.com/rate-limits)). Its **reserved concurrency** is a number
+#   of copies no other function can take, and that it cannot exceed. The next chapter sizes it.
+# * In production each order becomes one **PaymentIntent**, Stripe's object for one payment, first
+#   in Stripe's **test mode**, which moves no real money.
 # * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only `idem`'s
 #   core (more on that below).
@@ -389,107 +392,17 @@ print("\n".join(twin.attempts))
 #
 # Or let `--delete --sam --yes` do both. The `--sam` flag acts only on a stack whose template
 # carries this template's `Metadata` mark and nothing but its resources. It never acts on a
-# production stack. For that one, `sam delete --config-env prod` deletes the stack and keeps its
-# books, queue, buckets and logs. The kept buckets and log groups keep their names, which the
-# template derives from the stack's name. So a new deploy under the same stack name fails until
-# you delete them, or deploy under another name.
+# production stack; the next chapter deletes and redeploys that one.
 #
-# ### Production with Stripe in test mode
-#
-# The production profile charges through Stripe. Try it first with a *test* secret key
-# (`sk_test_...`): **test mode** moves no real money, and its objects never mix with live ones
-# ([Stripe](https://docs.stripe.com/test-mode)). The key goes into Parameter Store as a
-# SecureString, never into the template, the environment or a log line. The function reads it at
-# cold start, by the name in `StripeSecretParameter`.
-#
-# Check one account setting first. Production reserves `ReservedConcurrency` (10) for the charge
-# function. Its **reserved concurrency** is a number of copies no other function can take, and
-# that it cannot exceed. Lambda keeps 100 of the account's concurrency unreserved
-# ([concurrency](https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)).
-# So the account needs a concurrency limit of at least 110. A new account may have far less:
-# `aws lambda get-account-settings` shows it as `ConcurrentExecutions`. If it is lower, ask for
-# more through Service Quotas before you deploy; otherwise the deploy fails.
-#
-# Then store the key, deploy, and upload an order. `read -s` asks for the key without showing
-# it, and the file keeps it out of your shell history and the process list:
-#
-# ```
-# aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions
-# read -rs KEY && printf '%s' "$KEY" > stripe-key.txt && unset KEY
-# aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
-# rm stripe-key.txt
-# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
-# aws s3 cp order.csv s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.csv
-# sam logs --stack-name idem-prod --name ChargeFunction --tail
-# ```
-#
-# AWS then mails the alarm address a link to confirm the subscription. Until you click it, the
-# subscription stays pending and no alarm mail arrives.
-#
-# Each upload becomes one **PaymentIntent**, Stripe's object for one payment, confirmed with
-# Stripe's test card `pm_card_visa`. In
-# Stripe's Dashboard, in test mode, it is listed under *Payments*
-# ([testing](https://docs.stripe.com/testing)). Its metadata names the upload: the account, the
-# object and its idempotency key. Upload the same order again with `aws s3 cp`: that is a new
-# version, so a new order and a new payment. A copy of one event is another matter. You cannot
-# make S3 send one, but when a copy comes, its log line says `duplicate`, and the Dashboard should
-# still show one payment for that upload. Check that on your account. Locally, the loopback Stripe
-# showed it (`tests/test_handler_standalone.py`).
-#
-# ### The alarms, and what to do when one fires
-#
-# Each alarm fires on a single occurrence in five minutes and mails the stack's topic. Each is
-# listed with what it means and what to do:
-
-# %%
-todo = {
-    "FailureQueueDepthAlarm": "fix the cause, then redrive the queue",
-    "ChargeErrorsAlarm": "read the logs; Lambda retries twice",
-    "ChargeThrottlesAlarm": "raise ReservedConcurrency if Stripe allows",
-    "AsyncEventsDroppedAlarm": "check the failure queue received them",
-    "DestinationDeliveryFailuresAlarm": "events are lost: reconcile now",
-    "NeedsAttentionAlarm": "look the charge up at Stripe, settle it",
-    "ReconcileDifferencesAlarm": "open the window's report",
-    "ReconcileErrorsAlarm": "read the reconciler's logs",
-}
-print(views.ship.alarms_text(todo))
-
-# %% [markdown]
-# ### What production costs
-#
-# US East list prices before free tiers, each cited in `idem/deploy/prices.py`. Several are
-# third-party quotes of AWS's pages, marked so there. The usage behind each line is an assumption
-# named in the line. First, a month with no uploads:
-
-# %%
-print("\n".join(prices.table(prices.at_rest())))
-
-# %% [markdown]
-# Not in that table: the stack's own metrics. The handler prints one per outcome, and the
-# reconciliation prints its numbers every hour, uploads or not. CloudWatch bills each custom
-# metric per month, after a free tier:
-
-# %%
-print(views.ship.stack_metrics(report))
-
-# %% [markdown]
-# Then what a million uploads add. Stripe's own fees are not in it.
-
-# %%
-print("\n".join(prices.table(prices.per_million_uploads())))
-
-# %% [markdown]
 # ### What real AWS printed: no stored example
 #
 # Every stored output of this workbook comes from moto. It was built and tested on a machine with no
 # network and no AWS account, so no run on real AWS could be captured here. The rehearsal shows that
 # the template deploys, that the role grants what the code calls, and that the code charges once. It
 # does not show that AWS behaves as moto does: retry timing, TTL deletes and IAM are AWS's own.
-# The moto library also dropped five of the template's settings (versioning, the notification,
-# TTL and two event-invoke configs). The rehearsal set them by hand, so whether AWS applies them
-# is not rehearsed. Since moto enforces no IAM, the role check above compares text, not access.
-# And the production profile never ran here: Stripe, Parameter Store, the reserved concurrency,
-# the alarms and the hourly reconciliation are yours to see on AWS.
+# The moto library also dropped the settings the gap cell listed above. The rehearsal set them by
+# hand, so whether AWS applies them is not rehearsed. Since moto enforces no IAM, the role check above compares text, not access.
+# And the production profile never ran here (the next chapter is about it).
 # When you run the next cell on your account, it prints when and where it ran. Keep that output: it
 # is the real evidence this copy lacks.
 
@@ -547,22 +460,18 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 #
 # * You ship the handler as one stack from `template.yaml`: five moving parts and a role that grants
 #   exactly the calls the code was seen making.
-# * The production profile, the default, keeps the books, hardens the bucket and function, alarms
-#   on every way an upload can go wrong, and reconciles every hour. The demo profile is disposable.
+# * The production profile, the default, keeps the books and hardens the bucket and function; the
+#   demo profile is disposable, and `idem deploy` or SAM deletes it.
 # * The rehearsal on moto creates the stack from the real template and fills by hand what moto
 #   drops. Because moto cannot run Lambda code, the workbook's runtime runs the function on the
 #   stack's tables and queue: naive charges twice, keyed once.
-# * It shows that the template's text and the code agree, not that AWS reads the template the same
-#   way. No real-AWS run is stored here: the opt-in cells print one, with when and where, on your
-#   account.
+#   The rehearsal shows that the template's text and the code agree, not that AWS reads the
+#   template the same way: the opt-in cells print a real run, with when and where.
 #
-# To ship the pattern in your own function, start from the handler to copy,
-# [`idem/core/handlers/keyed.py`](../idem/core/handlers/keyed.py), standard library and boto3, and
-# `keyed_stripe.py` beside it if you charge through Stripe (chapter 11); otherwise put your
-# provider's client in place of `make_provider()`. Then check your version the
-# way the next chapter shows.
+# The next chapter runs the production profile: the queue that outlives an outage, the alarms and
+# who they reach, the runbook and what it costs.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [10 Check your own handler](10_check_your_own_handler.ipynb)
+# **Next:** [13 Run it in production](13_run_in_production.ipynb)

@@ -42,7 +42,7 @@ STARTS = {
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"charges": None, "ledger entries": None',
     "11": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
-    "12": "my_attempts = None",
+    "12": "my_attempts = None", "13": "my_hours = None",
 }
 
 
@@ -233,7 +233,8 @@ CHECKERS = {"00": "check_charges_guess(my_guess)", "01": "check_retries(my_retri
             "04": "alarms.explain_alarm(my_alarm,", "06": "leases.check_lease(my_timeout",
             "07": "auditor.check_query(differences)", "08": "views.check_units(my_prediction,",
             "09": "views.ship.check_stack_prediction(my_prediction, result)",
-            "11": "views.check_choices(my_choices, rows)", "12": "views.check_event_age(my_attempts, my_condition"}
+            "11": "views.check_choices(my_choices, rows)", "12": "views.check_event_age(my_attempts, my_condition",
+            "13": "production.check_outage_hours(my_hours)"}
 
 
 @pytest.mark.parametrize("chapter", sorted(CHECKERS))

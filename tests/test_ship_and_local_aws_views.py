@@ -1,4 +1,4 @@
-"""The views of chapters 11 (what to ship) and 12 (the local AWS): every cell computed, every
+"""The views of chapters 12 (what to ship) and 13 (the local AWS): every cell computed, every
 recommendation and check explained from measured rows."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def measured() -> list[ship.PatternRow]:
     return ship.pattern_rows()
 
 
-# -- chapter 11 ----------------------------------------------------------------------------------
+# -- chapter 13 ----------------------------------------------------------------------------------
 def test_the_measured_table_separates_the_patterns(measured):
     table = ship.pattern_table(measured)
     assert list(table.index) == list(ship.PATTERNS)
@@ -135,7 +135,7 @@ def test_the_explorers_build(fake_rows):
     assert local_aws.runtime_explorer().children
 
 
-# -- chapter 12 ----------------------------------------------------------------------------------
+# -- chapter 13 ----------------------------------------------------------------------------------
 def test_the_runtime_retries_then_gives_the_event_to_the_failure_queue():
     outcome = local_aws.run_runtime(2, "always", "exception", "warm")
     assert [a.start for a in outcome.trace] == [0.0, 60.0, 180.0]
@@ -184,14 +184,14 @@ def test_powertools_reads_the_virtual_clock_inside_the_shim_only():
 
 
 def test_moto_still_leaves_out_what_the_workbook_fills():
-    """If a moto upgrade adds these, chapter 12's story (and the workbook's gap-filling) must change."""
+    """If a moto upgrade adds these, chapter 13's story (and the workbook's gap-filling) must change."""
     probe = local_aws.probe_moto()
     assert "versionId" not in probe["object fields"] and "sequencer" not in probe["object fields"]
     assert probe["put_object returned a versionId"] is True
     assert probe["TTL"] == "ENABLED" and probe["expired item still read"] is True
 
 
-def test_the_views_package_exports_chapter_11_and_12_views():
+def test_the_views_package_exports_chapter_12_and_13_views():
     for name in ("pattern_rows", "pattern_table", "recommend_explorer", "recommend_explore",
                  "check_choices", "runtime_explorer", "runtime_explore", "check_event_age",
                  "crossings_frame", "lock_races", "lock_chart", "powertools_reads", "probe_moto"):

@@ -1,4 +1,4 @@
-"""Running the stack in production (chapter 13, "Run it in production"): the numbers the
+"""Running the stack in production (chapter 10, "Run it in production"): the numbers the
 production profile's queue and concurrency give, read from template.yaml, and the chapter's
 exercise, how long an upload outlives a provider outage.
 """
@@ -75,3 +75,32 @@ def check_outage_hours(my_hours: Any) -> str:
                 "invocation, the demo's path. In prod the queue decides.")
     return (f"Not {my_hours:g}: multiply the wait between tries (VisibilityTimeout) by the number "
             "of tries (maxReceiveCount).")
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 3600:g} hours" if seconds >= 3600 else f"{seconds / 60:g} minutes"
+
+
+def outage_fate(outage_hours: float, profile: str = "prod") -> str:
+    """What happens to an order uploaded in the first second of a provider outage of
+    `outage_hours`: through prod's UploadQueue, or the demo's direct asynchronous invocation
+    (the local runtime's retry delays, Lambda's: one minute, then two)."""
+    from ..sim.runtime import RETRY_DELAYS
+
+    if profile not in ("prod", "demo"):
+        raise ValueError(f"profile must be prod or demo, not {profile!r}")
+    if outage_hours < 0:
+        raise ValueError("outage_hours must be 0 or more")
+    outage = outage_hours * 3600
+    q = upload_queue_numbers()
+    if profile == "prod":
+        path, tries, gives_up = "UploadQueue", q["max receives"], q["retried for s"]
+    else:
+        path, tries, gives_up = "direct invocation", 1 + len(RETRY_DELAYS), sum(RETRY_DELAYS)
+    if outage < gives_up:
+        return (f"{profile} ({path}): charged once Stripe answers again, after {outage_hours:g} h; "
+                "nothing for a person to do")
+    return textwrap.fill(
+        f"{profile} ({path}): all {tries} tries failed within {_span(gives_up)}; the order waits in the "
+        f"failure queue (kept {q['retention days']} days) for `idem redrive`, and its alarm mails the topic",
+        96, subsequent_indent="    ")

@@ -1,4 +1,4 @@
-"""Views for chapter 11, what to ship: every pattern in one row, the decision diagram, the exercise.
+"""Views for chapter 12, what to ship: every pattern in one row, the decision diagram, the exercise.
 
 Each pattern's row is computed: its verdicts on the eight rows of the scenario matrix's headline
 (`scenarios.headline_scenarios`), whether it hands its key to the provider (read back from the
@@ -37,7 +37,7 @@ WIDTH = 96  # reasons wrap here, to fit the page
 PATTERNS = ("naive", "claim_first", "robust", "keyed", "powertools")
 
 
-# -- chapter 11: every pattern in one row -------------------------------------------------------
+# -- chapter 12: every pattern in one row -------------------------------------------------------
 @dataclass(frozen=True)
 class PatternRow:
     """One pattern, as the runs measured it."""
@@ -170,7 +170,7 @@ def files_to_copy(*modules: Any) -> str:
     return "\n".join(lines)
 
 
-# -- chapter 11: which pattern do you need? -----------------------------------------------------
+# -- chapter 12: which pattern do you need? -----------------------------------------------------
 EFFECTS = ("an overwrite", "a write to your own table", "a charge, provider takes keys",
            "a charge, provider takes no keys")
 LOSS = ("no", "yes, and reconciled")
@@ -236,7 +236,7 @@ def recommend(rows: Iterable[PatternRow], effect: str = EFFECTS[2], lost_ok: str
             reasons.append("S3 and Lambda make no such promise: a duplicate can start while the first "
                            "copy runs. The answer does not change: the claim is one conditional write.")
         path.append(f"copies {copies}")
-    reasons.append("Whatever you build: reconcile on a schedule (07), and run `idem check` on it (10).")
+    reasons.append("Whatever you build: reconcile on a schedule (07), and run `idem check` on it (11).")
     return Recommendation(pattern, row, tuple(path), tuple(reasons))
 
 
@@ -310,7 +310,7 @@ recommend_explore = pinned(recommend, show_recommendation,
                            "Recommend a pattern and say why (the explorer's twin).")
 
 
-# -- chapter 11: the exercise --------------------------------------------------------------------
+# -- chapter 12: the exercise --------------------------------------------------------------------
 SYSTEMS = {
     "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
     "card": "charge the customer's card through a provider that takes idempotency keys",
@@ -392,7 +392,7 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     return "\n".join(lines)
 
 
-# -- chapter 09: the template's two profiles, its settings and alarms, the reconciliation -----------
+# -- chapters 09 and 10: the template's two profiles, its settings and alarms, the reconciliation -
 #: CloudWatch custom metrics: "$0.30" per metric-month for the first 10,000, and 10 metrics free
 #: (https://aws.amazon.com/cloudwatch/pricing/, its table drawn by a script; quoted by
 #: https://github.com/nishinoshake/aws-rough/issues/37 and api-evangelist's cloudwatch plans).
@@ -511,6 +511,26 @@ def alarms_text(todo: Mapping[str, str] | None = None, profile: str = "prod") ->
             lines.append(f"{family} ({len(members)}{', names start with Reconcile' if family == 'reconciliation' else ''}):")
             lines += [f"  {row['short']:{width}}  {row['fires on']:15}  {row['do']}" for row in members]
     return "\n".join(lines)
+
+
+def _show_fates(lines: list[str]) -> None:
+    print("\n".join(lines))
+
+
+def outage_fates(outage_hours: float = 2.0) -> list[str]:
+    """Chapter 10: an order uploaded as a provider outage starts, in each profile."""
+    from ..lessons.production import outage_fate
+    return [outage_fate(outage_hours, profile) for profile in ("prod", "demo")]
+
+
+def outage_explorer(outage_hours: float = 2.0) -> widgets.Widget:
+    """Slide the outage's length; see where an order uploaded at its start ends, in each profile."""
+    control = widgets.FloatSlider(value=outage_hours, min=0, max=24, step=0.25, description="outage (h)",
+                                  style={"description_width": "initial"})
+    return make_explorer({"outage_hours": control}, outage_fates, _show_fates)
+
+
+outage_explore = pinned(outage_fates, _show_fates, "Where an order ends after an outage (the explorer's twin).")
 
 
 def role_table(parameters: Mapping[str, str], granted_to: Callable[[dict[str, Any]], set[tuple[str, str]]],

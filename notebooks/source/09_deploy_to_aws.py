@@ -197,7 +197,7 @@ _ = dry.deploy("naive")
 # %% [markdown]
 # moto's CloudFormation quietly drops a few of the template's settings, such as bucket versioning
 # and table TTL. The next call sets them on moto and prints each one; AWS keeps them.
-# [The appendix](12_appendix_the_local_aws.ipynb#deploy-gaps) explains how.
+# [The appendix](13_appendix_the_local_aws.ipynb#deploy-gaps) explains how.
 
 # %%
 _ = dry.fill_gaps()  # moto only
@@ -401,4 +401,4 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [13 Run it in production](13_run_in_production.ipynb)
+# **Next:** [10 Run it in production](10_run_in_production.ipynb)

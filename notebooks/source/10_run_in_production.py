@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 13 Run it in production
+# # 10 Run it in production
 #
 # What does the production profile add so that no order is lost without someone being told?
 #
@@ -47,15 +47,31 @@ print(views.ship.production_settings())
 # In production, S3 sends each upload's event to an SQS queue, `UploadQueue`, and Lambda reads the
 # queue for the function. Lambda's reader of a queue is an event source mapping: it polls the
 # queue and calls the function with a batch of up to ten records. The function answers with
-# `batchItemFailures`, the records it could not finish. Lambda deletes the others from the queue.
-# A failed record stays hidden for the queue's visibility timeout, then comes back. After
+# a **batchItemFailures** list, the records it could not finish. Lambda deletes the others from the queue.
+# A failed record stays hidden for the queue's **visibility timeout**, then comes back. After
 # `maxReceiveCount` receives, the queue's redrive policy moves it to the failure queue.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("UploadQueue", "ChargeFunctionUploads")), "yaml")
 
 # %% [markdown]
-# What those numbers add up to, and what they ask of Stripe and of your account:
+# The picture, in production: an upload waits in the queue until the function has charged it, or
+# until its tries run out.
+#
+# ```mermaid
+# flowchart LR
+#     B[(UploadBucket)] -- "ObjectCreated" --> UQ[[UploadQueue<br/>kept 14 days]]
+#     UQ -- "batches of 10, at most ReservedConcurrency copies" --> F[ChargeFunction]
+#     F -- "batchItemFailures: back after the visibility timeout" --> UQ
+#     UQ -. "maxReceiveCount receives" .-> Q[[FailureQueue]]
+#     F -- "charge, with key" --> S[(Stripe)]
+#     Q -. "alarms" .-> T[[AlarmTopic: your email]]
+# ```
+#
+# What those numbers add up to, read from the template by this code:
+
+# %%
+views.show_source(production.upload_queue_numbers)
 
 # %%
 print(production.outage_lines())
@@ -73,6 +89,20 @@ print(production.outage_lines())
 # answers 429, the handler releases its claim, and the record comes back from the queue with the
 # same key.
 #
+# Slide the outage's length and see where an order uploaded in its first second ends, in each
+# profile.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+views.ship.outage_explorer()
+
+# %% [markdown]
+# The same call with the widget's starting value:
+
+# %%
+_ = views.ship.outage_explore(2.0)
+
+# %% [markdown]
 # `python -m idem outage` runs this on the virtual clock: a six-hour outage under steady uploads,
 # once through the queue and once through S3's direct invocation, and counts the orders charged,
 # lost and charged twice.
@@ -237,4 +267,4 @@ print(production.check_outage_hours(my_hours))
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [10 Check your own handler](10_check_your_own_handler.ipynb)
+# **Next:** [11 Check your own handler](11_check_your_own_handler.ipynb)

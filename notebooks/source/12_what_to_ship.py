@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 11 What to ship
+# # 12 What to ship
 #
 # What do you take to production?
 #
@@ -79,7 +79,7 @@ views.pattern_table(rows)
 #   error after the charge charges again. Book the ledger line only if it is absent, or an error
 #   after the ledger write books it twice (chapter 08's `book_once`). The table's `powertools` row
 #   is Powertools as most handlers use it, without these two changes. The changed version has no
-#   row here: run `idem check` on it (chapter 10) to measure it.
+#   row here: run `idem check` on it (chapter 11) to measure it.
 #
 # Whatever you choose, reconcile on a schedule (chapter 07).
 
@@ -137,7 +137,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # - [ ] **A job reconciles on a schedule.** It compares uploads, records and the provider's
 #   charges. Prevention cannot prove that nothing slipped through (07).
 # - [ ] **`idem check` holds for your handler.** Name every effect that must happen once. One fix
-#   can move a break instead of removing it (10).
+#   can move a break instead of removing it (11).
 
 # %% [markdown]
 # ## The handler to copy
@@ -240,7 +240,7 @@ views.show_source(keyed.settings_from_env)
 # %% [markdown]
 # ### Check your version
 #
-# Then check what you changed, as chapter 10 does. The check is part of this workbook's `idem`
+# Then check what you changed, as chapter 11 does. The check is part of this workbook's `idem`
 # package, so install it where you develop (not in the function). Name your handler as
 # `FILE.py:FUNCTION` or `MODULE:FUNCTION`, and every other write that must happen once as an effect:
 #
@@ -256,7 +256,7 @@ views.show_source(keyed.settings_from_env)
 # %% [markdown]
 # ## From the demo to a real customer charged
 #
-# [Chapter 09](09_deploy_to_aws.ipynb) deployed the demo, and [Run it in production](13_run_in_production.ipynb)
+# [Chapter 09](09_deploy_to_aws.ipynb) deployed the demo, and [Run it in production](10_run_in_production.ipynb)
 # read the production profile. Between them and the first real customer charged lie the steps
 # below, in order. Each names the file, the command or the AWS setting that does it. Steps 1 to
 # 13 run in Stripe's test mode; only the last two touch real money. Stripe documents saving a
@@ -352,4 +352,4 @@ print(views.check_choices(my_choices, rows))
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [12 Appendix: the local AWS](12_appendix_the_local_aws.ipynb)
+# **Next:** [13 Appendix: the local AWS](13_appendix_the_local_aws.ipynb)

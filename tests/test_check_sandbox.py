@@ -62,14 +62,14 @@ def test_a_non_daemon_thread_left_running_is_exit_3_and_the_check_does_not_hang(
 
 
 def test_a_handler_with_its_own_sigalrm_that_then_waits_is_exit_3_in_bounded_time(monkeypatch):
-    monkeypatch.setenv("IDEM_CHECK_STALL_SECONDS", "6")
+    monkeypatch.setenv("IDEM_CHECK_STALL_SECONDS", "15")
     started = time.monotonic()
     code, out, err = cli(target("own_alarm"), *FAST, "--json")
     assert code == 3
     report = json.loads(out)
     jsonschema.validate(report, sandbox.schema())
     assert "its own SIGALRM timer (signal.signal(SIGALRM, ...) at own_alarm.py:22)" in report["error"]
-    assert time.monotonic() - started < 45
+    assert time.monotonic() - started < 90
 
 
 def test_a_handler_that_waits_on_the_clock_is_bounded_through_the_cli(monkeypatch):

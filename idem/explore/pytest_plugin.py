@@ -12,7 +12,7 @@ The fixture runs `idem.explore.check.check_handler` with the same arguments (`tr
 with the smallest break's timeline when any schedule breaks; it returns the report otherwise.
 Bad input and a check that cannot finish fail the test too, with the check's one line (and
 the handler's own traceback). pytest finds the fixture through the `pytest11` entry point of
-`pip install charged-twice[check]`; JUnit XML, if a CI wants it, comes from `pytest --junitxml`.
+`pip install '<this repository or its wheel>[check]'` (charged-twice is on no index); JUnit XML, if a CI wants it, comes from `pytest --junitxml`.
 """
 from __future__ import annotations
 

@@ -36,6 +36,8 @@ from typing import Any, Callable
 #: Real seconds with no invocation finished before the check gives up (the engine's own bound
 #: on one schedule, `check.SCHEDULE_SECONDS`, is 60 s and speaks first when it can).
 STALL_SECONDS = 90.0
+#: Real seconds the child may take to start (import moto, botocore's models) before its first beat.
+STARTUP_SECONDS = 120.0
 #: Real seconds the whole check may take (`--budget`).
 BUDGET_SECONDS = 900.0
 #: Real seconds a non-daemon thread the handler started may outlive the invocation that started it.
@@ -153,6 +155,7 @@ class _Notes:
 
     def __init__(self, fd: int) -> None:
         self.last_beat = time.monotonic()
+        self.heard = False  # the child has started the check (its first beat)
         self.notes: list[dict[str, Any]] = []
         self._buffer = b""
         self._thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
@@ -161,7 +164,7 @@ class _Notes:
     def _read(self, fd: int) -> None:
         with os.fdopen(fd, "rb", buffering=0) as pipe:
             while chunk := pipe.read(65536):
-                self.last_beat = time.monotonic()
+                self.last_beat, self.heard = time.monotonic(), True
                 self._buffer += chunk.replace(BEAT, b"")
                 while NOTE in self._buffer and b"\n" in self._buffer.split(NOTE, 1)[1]:
                     _, rest = self._buffer.split(NOTE, 1)
@@ -206,7 +209,7 @@ def run_sandboxed(request: dict[str, Any], *, budget: float = BUDGET_SECONDS,
                     verdict = "exit"  # a pool worker ended itself: its batch never comes back
                 elif notes.first("thread"):
                     verdict = "thread"
-                elif now - notes.last_beat > stall:
+                elif now - notes.last_beat > (stall if notes.heard else stall + STARTUP_SECONDS):
                     verdict = "stall"
                 elif now - started > budget:
                     verdict = "budget"
@@ -361,6 +364,7 @@ class _Guard:
 
         signal.signal, signal.alarm, signal.setitimer = signal_, alarm, setitimer  # type: ignore[assignment]
         self._beat_on_invocations()
+        self.beat()  # started: from now on, `stall` seconds without a beat is a hang
 
     def _beat_on_invocations(self) -> None:
         """A beat each time an invocation or a batch of schedules finishes."""
@@ -453,6 +457,8 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
+    from . import objects
+
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
     # directory stays where the check was started, so the target reads as it was given.
@@ -464,12 +470,164 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         aim_sdk_at_loopback()
     if request.get("schedule_seconds"):
         check.SCHEDULE_SECONDS = float(request["schedule_seconds"])
+    options = dict(request["options"])
     try:
-        report = check.check_handler(request["target"], **request["options"])
-    except check.CheckInputError as error:
-        return {"exit_code": error.exit_code, "text": str(error), "handler_traceback": error.handler_traceback,
-                "json": check.error_json(error)}
-    return {"exit_code": 0 if report.holds else 1, "text": report.explain(), "json": report.to_json()}
+        if request.get("template_resources"):
+            _create_from_template(request["template_resources"])
+        if request.get("setup"):
+            options["env"] = {**_run_setup(request["setup"]), **options["env"]}
+        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
+    except (objects.BadObject, SetupFailed) as bad:
+        return {"exit_code": 2, "text": str(bad), "handler_traceback": getattr(bad, "handler_traceback", ""),
+                "json": error_json(2, str(bad), getattr(bad, "handler_traceback", ""))}
+    clean = _CleanRun(check)
+    answers = []
+    for upload in uploads or [None]:
+        if upload is not None:
+            objects.install(upload)
+        try:
+            report = check.check_handler(request["target"], **options)
+        except check.CheckInputError as error:
+            message = clean.explain(error)
+            if upload is not None and len(uploads) > 1:
+                message = f"--object {upload.path}: {message}"
+            error.args = (message,)
+            return {"exit_code": error.exit_code, "text": message, "handler_traceback": error.handler_traceback,
+                    "json": check.error_json(error)}
+        answer = report.to_json()
+        if upload is not None:
+            answer["object"] = {"file": upload.path, "key": upload.key}
+        text = report.explain() if upload is None else f"--object {upload.path} (as {upload.key}):\n{report.explain()}"
+        answers.append((report.holds, text, answer))
+    json_answer = next((a for holds, _, a in answers if not holds), answers[-1][2])
+    if len(answers) > 1:
+        json_answer = {**json_answer, "objects": [{**a["object"], "holds": holds} for holds, _, a in answers]}
+    holds = all(h for h, _, _ in answers)
+    return {"exit_code": 0 if holds else 1, "text": "\n\n".join(t for _, t, _ in answers), "json": json_answer}
+
+
+class SetupFailed(Exception):
+    """The team's --setup function failed or is not there (exit 2)."""
+
+    def __init__(self, message: str, handler_traceback: str = "") -> None:
+        super().__init__(message)
+        self.handler_traceback = handler_traceback
+
+
+def _create_from_template(resources: list[dict[str, Any]]) -> None:
+    """The template's resources, made on the check's AWS before the clean run (moto, once per
+    check: every world the schedules run in sees them)."""
+    import boto3
+
+    from ..sim.world import REGION, ensure_moto
+    from .template_function import create
+
+    ensure_moto()
+    try:
+        create(resources, boto3.Session(region_name=REGION))
+    except Exception as error:
+        raise SetupFailed(f"--template: creating its resources on the check's AWS failed: "
+                          f"{type(error).__name__}: {error}", traceback.format_exc()) from None
+
+
+def _run_setup(spec: str) -> dict[str, str]:
+    """Run `--setup MODULE:FUNCTION` once on the check's AWS (moto, before any world), given a
+    boto3 Session there; a dict it returns is added to the handler's environment (under --env)."""
+    import importlib
+    import importlib.util
+
+    import boto3
+
+    from ..sim.world import REGION, ensure_moto
+
+    module_name, sep, function = spec.rpartition(":")
+    if not sep or not module_name or not function:
+        raise SetupFailed(f"--setup {spec!r} is not MODULE:FUNCTION or FILE.py:FUNCTION")
+    ensure_moto()
+    try:
+        if module_name.endswith(".py"):
+            found = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+            if found is None or found.loader is None or not Path(module_name).is_file():
+                raise SetupFailed(f"--setup {spec}: no file {module_name}")
+            module = importlib.util.module_from_spec(found)
+            found.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+        made = getattr(module, function)(boto3.Session(region_name=REGION))
+    except SetupFailed:
+        raise
+    except Exception as error:
+        raise SetupFailed(f"--setup {spec} failed: {type(error).__name__}: {error}", traceback.format_exc()) from None
+    if made is None:
+        return {}
+    if not isinstance(made, dict) or not all(isinstance(k, str) for k in made):
+        raise SetupFailed(f"--setup {spec} returned {type(made).__name__}: return None, or a dict of "
+                          "settings for the handler's environment")
+    return {k: str(v) for k, v in made.items()}
+
+
+#: What moto (as AWS) answers for a resource that does not exist, by error code.
+NOT_FOUND = ("ResourceNotFoundException", "NonExistentQueue", "AWS.SimpleQueueService.NonExistentQueue",
+             "QueueDoesNotExist", "NotFound", "NotFoundException", "NoSuchBucket", "MessageRejected",
+             "StateMachineDoesNotExist", "ResourceNotFound")
+#: The parameters that name the resource a call is about.
+NAMES = ("TableName", "QueueUrl", "TopicArn", "TargetArn", "Bucket", "Source", "FromEmailAddress",
+         "StateMachineArn", "EventBusName", "FunctionName", "StreamName", "DeliveryStreamName", "SecretId", "Name")
+
+
+class _CleanRun:
+    """Remembers the clean run (its return value and last log lines) and the last call of the
+    handler that AWS answered "no such resource", to say both when the clean run is refused."""
+
+    def __init__(self, check: Any) -> None:
+        self.result: Any = None
+        self.missing: tuple[str, str, str, str] | None = None
+        real_batch = check.run_batch
+
+        def run_batch(*args: Any, **kwargs: Any) -> Any:
+            results = real_batch(*args, **kwargs)
+            first = args[5] if len(args) > 5 else kwargs.get("first")
+            if first == getattr(check, "CLEAN_RUN", None) and results:
+                self.result = results[0]
+            return results
+
+        check.run_batch = run_batch
+        import botocore.client
+        from botocore.exceptions import ClientError
+
+        real_call = botocore.client.BaseClient._make_api_call
+        watcher = self
+
+        def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            try:
+                return real_call(client, operation, params)
+            except ClientError as error:
+                code = str(error.response.get("Error", {}).get("Code", ""))
+                named = next(((n, params[n]) for n in NAMES if isinstance(params.get(n), str)), None)
+                if named and (code in NOT_FOUND or "does not exist" in str(error) or "not found" in str(error)):
+                    service = client.meta.service_model.service_name
+                    watcher.missing = (f"{service}:{operation}", named[0], named[1], code)
+                raise
+
+        botocore.client.BaseClient._make_api_call = call  # type: ignore[method-assign]
+
+    def explain(self, error: Any) -> str:
+        message = str(error)
+        clean_failed = "on a clean run" in message
+        if clean_failed and self.missing:
+            call, param, value, code = self.missing
+            return (f"the handler called {call} with {param}={value}, which exists nowhere in the check's AWS "
+                    f"({code}): create it with --template template.yaml --function LOGICAL_ID (the template's "
+                    "resources are made with their names) or --setup MODULE:FUNCTION (your own set-up, given a "
+                    "boto3 Session on the check's AWS), and give the handler its name with --env NAME=VALUE")
+        if clean_failed and self.result is not None and ("made no charge" in message or "never happens" in message):
+            attempt = self.result.attempts[0] if self.result.attempts else None
+            if attempt is not None:
+                returned = repr(getattr(attempt, "result", None))
+                logs = [line[:200] for line in getattr(attempt, "logs", [])[-3:]]
+                message += (f" On the clean run it returned {returned[:300]}"
+                            + (f" and its last log lines were: {' | '.join(logs)}" if logs else " and printed nothing"))
+        return message
 
 
 if __name__ == "__main__":

@@ -85,3 +85,9 @@ def test_a_stripe_sdk_direct_handler_runs_and_its_charges_land():
 def test_a_stripe_sdk_direct_handler_holds_with_two_uploads_of_one_name_pinned_on_purpose():
     code, out, err = cli(target("stripe_direct"), *FAST)
     assert code == 0, out
+
+
+def test_the_pytest_fixture_gives_lambdas_environment_too(idem_check):
+    report = idem_check(target("aws_region_reader"), retries=(0,), workers=1)
+    assert report.holds and report.target.env  # AWS_REGION and the rest, as the CLI gives them
+    assert dict(report.target.env)["_HANDLER"] == "aws_region_reader.lambda_handler"

@@ -116,6 +116,7 @@ def test_what_an_invocation_prints_is_kept_bounded_to_its_last_lines():
 @pytest.mark.parametrize("args, code", [
     (["keyed_books"], 0), (["swallows_commit_error"], 1), (["async_handler"], 2), (["import_error"], 2),
     (["keyed_books", "--effect", "sqs:SendMesage"], 2), (["keyed_books", "--env", "NOEQUALS"], 2),
+    (["keyed_books", "--trigger", "bogus"], 2), (["keyed_books", "--object", "no/such.json"], 2),
     (["exits"], 3), (["os_exit"], 3), (["leaves_a_thread"], 3),
 ])
 def test_json_is_printed_and_valid_on_every_exit_path(args, code):

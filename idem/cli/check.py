@@ -127,6 +127,15 @@ def run(args: argparse.Namespace) -> int:
     return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))
 
 
+def refuse_usage(message: str) -> int:
+    """A command line argparse refused, under --json: the schema's error object, and exit 2."""
+    from ..explore import sandbox
+
+    print(json.dumps(sandbox.error_json(2, message), indent=2))
+    print(f"idem check: {message}", file=sys.stderr)
+    return 2
+
+
 def _answer(args: argparse.Namespace, outcome: Any) -> int:
     """Print what the check answered: the report, or the handler's traceback and one line."""
     if args.json:

@@ -11,7 +11,7 @@ PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 RESOLUTIONS=("${@:-lowest-direct}")
 [ "$#" -gt 0 ] || RESOLUTIONS=(lowest-direct highest)
 # The check's own tests, without the Powertools handler (Powertools is the workbook's, not the check's).
-TESTS=(tests/test_check_sandbox.py tests/test_check_handlers.py)
+TESTS=(tests/test_check_sandbox.py tests/test_check_handlers.py tests/test_check_lambda_env.py tests/test_check_inputs.py)
 work="$(mktemp -d /tmp/idem-lowest-newest.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 

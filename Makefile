@@ -13,8 +13,8 @@ PYTEST_NOTEBOOKS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/
 PORT ?= 8888
 LAB_ARGS ?=
 
-.PHONY: install lab test test-unit test-notebooks test-binder test-browser notebooks constraints upgrade \
-	binder-url bench soak clean sam test-install test-lowest-newest
+.PHONY: install lab test test-unit test-notebooks test-binder test-browser test-load notebooks constraints \
+	upgrade binder-url bench soak clean sam checkov test-install test-lowest-newest
 
 install: $(STAMP)
 
@@ -56,6 +56,22 @@ test-install:
 test-lowest-newest:
 	PYTHON=$(PYTHON) tools/ci_lowest_newest.sh
 
+# The tests of real threads and real-time bounds (marker `concurrency`, in LOAD_TESTS), LOAD_RUNS
+# whole passes in a row (one process; tests/conftest.py repeats them) while one busy loop per core
+# (`nproc` of them) holds every core: a test that depends on how threads are scheduled, or on the
+# machine's speed, fails here. Any failure fails the target; the busy loops end with it, passed or
+# failed (and by themselves if make is killed outright: their parent gone, they stop).
+LOAD_RUNS ?= 8
+LOAD_TESTS := tests/test_races.py tests/test_claims_and_key_stories.py tests/test_cli.py \
+	tests/test_teaching.py tests/test_ship_and_local_aws_views.py tests/test_recipe_check.py \
+	tests/test_deploy_connect.py tests/test_check_handlers.py
+BUSY_LOOP := import os; parent = os.getppid(); exec("while os.getppid() == parent: pass")
+test-load: install
+	@hogs=(); for _ in $$(seq "$$(nproc)"); do $(PY) -c '$(BUSY_LOOP)' & hogs+=($$!); done; \
+	trap 'kill "$${hogs[@]}" 2>/dev/null' EXIT; \
+	echo "test-load: $(LOAD_RUNS) passes of the concurrency tests, with $${#hogs[@]} busy loops"; \
+	IDEM_LOAD_RUNS=$(LOAD_RUNS) $(PY) -m pytest -q -p no:cacheprovider -m concurrency $(LOAD_TESTS)
+
 # Re-execute the chapters from notebooks/source/ and store their outputs (after changing idem).
 notebooks: install
 	$(PY) tools/notebooks.py build $(CHAPTERS)
@@ -87,6 +103,16 @@ $(SAM_VENV)/bin/sam:
 	$(SAM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		aws-sam-cli==$(SAM_VERSION) cfn-lint-serverless
 
+# checkov in a venv of its own (.venv-checkov), for the same reason: tests/test_checkov.py runs it
+# on template.yaml and on the SAM-expanded template when it is there, and says it skipped when not.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION ?= 3.3.30
+checkov: $(CHECKOV_VENV)/bin/checkov
+
+$(CHECKOV_VENV)/bin/checkov:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check checkov==$(CHECKOV_VERSION)
+
 bench: install
 	$(PY) -m idem bench --events 500
 
@@ -95,4 +121,4 @@ soak: install
 	IDEM_SOAK=1 $(PY) -m pytest -m "not browser and not binder" tests
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .pytest_cache .hypothesis build *.egg-info

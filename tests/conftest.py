@@ -17,3 +17,18 @@ def world():
 
     with LocalWorld(prefix="test") as w:
         yield w
+
+
+# -- `make test-load`: the concurrency tests, IDEM_LOAD_RUNS passes in a row, in one process ---------
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """With IDEM_LOAD_RUNS=N, every test marked `concurrency` runs N times (ids `load-1`...)."""
+    runs = int(os.environ.get("IDEM_LOAD_RUNS") or 0)
+    if runs > 0 and metafunc.definition.get_closest_marker("concurrency"):
+        metafunc.fixturenames.append("load_run")
+        metafunc.parametrize("load_run", [pytest.param(n, id=f"load-{n}") for n in range(1, runs + 1)])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whole passes in a row: every test's first run, then every test's second, and so on."""
+    if int(os.environ.get("IDEM_LOAD_RUNS") or 0) > 0:
+        items.sort(key=lambda item: item.callspec.params.get("load_run", 0) if hasattr(item, "callspec") else 0)

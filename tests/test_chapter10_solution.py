@@ -42,3 +42,18 @@ def test_the_given_handler_breaks_so_the_exercise_has_something_to_fix(tmp_path,
     finally:
         sys.modules.pop("ch10_given", None)
     assert not report.holds
+
+
+def test_chapter_10s_solution_reads_an_unversioned_bucket_without_a_keyerror(tmp_path, monkeypatch):
+    """An unversioned bucket's records carry no versionId: the solution keys such an upload by its
+    eTag and sequencer (chapter 03's recipe), so no schedule there ends in the failure queue."""
+    (tmp_path / "ch10_unversioned.py").write_text(_solution_module())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        report = check_handler("ch10_unversioned:lambda_handler", effects=["dynamodb:UpdateItem"],
+                               retries=(0,), versioning=("unversioned",))
+    finally:
+        sys.modules.pop("ch10_unversioned", None)
+    assert report.holds, report.explain()
+    overwrites = [r for r in report.results if r.schedule.overwrite == "unversioned"]
+    assert overwrites and all(r.dlq == 0 for r in overwrites), [(r.schedule, r.dlq) for r in overwrites]

@@ -89,6 +89,7 @@ def test_a_call_to_the_internet_is_refused_and_named():
         check_handler(target("calls_the_internet"), **FAST)
 
 
+@pytest.mark.concurrency
 def test_a_handler_that_waits_on_the_clock_is_bounded_and_exit_3(monkeypatch):
     monkeypatch.setattr(check, "SCHEDULE_SECONDS", 1.0)
     with pytest.raises(CheckCouldNotFinish, match="without finishing"):

@@ -20,17 +20,20 @@ def world():
 
 # -- chapter 02 ---------------------------------------------------------------------------
 
+@pytest.mark.concurrency
 def test_conditional_put_on_the_key_gives_one_winner_every_round():
     report = claims.race_with_condition("attribute_not_exists(pk)", threads=6, rounds=5)
     assert report.winners_per_round == (1,) * 5
 
 
+@pytest.mark.concurrency
 def test_condition_on_an_attribute_nobody_writes_lets_every_racer_win():
     # pins the trap of chapter 02's exercise: the put is conditional in name only
     report = claims.race_with_condition("attribute_not_exists(id)", threads=6, rounds=5)
     assert report.winners_per_round == (6,) * 5
 
 
+@pytest.mark.concurrency
 def test_condition_that_never_holds_lets_nobody_win():
     assert claims.race_with_condition("attribute_exists(pk)", threads=4, rounds=3).winners_per_round == (0,) * 3
 
@@ -45,6 +48,7 @@ def test_race_needs_two_threads():
         claims.race_with_condition("attribute_not_exists(pk)", threads=1)
 
 
+@pytest.mark.concurrency
 def test_moto_as_shipped_race_puts_the_lock_back():
     claims.moto_as_shipped_race(threads=3, rounds=2, window=0.0005)
     assert atomic.is_atomic()

@@ -234,11 +234,13 @@ def test_a_bad_command_line_shows_no_traceback():
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.concurrency
 def test_race_reports_every_round_clean(capsys):
     code, out, _ = run_cli(capsys, "race", "--threads", "8", "--rounds", "20")
     assert code == 0 and "20 of 20 rounds had exactly one winner" in out
 
 
+@pytest.mark.concurrency
 def test_race_read_then_write_has_many_winners_on_purpose(capsys):
     code, out, _ = run_cli(capsys, "race", "--threads", "4", "--rounds", "5",
                            "--strategy", "read_then_write", "--json")

@@ -25,6 +25,7 @@ from idem.core.provider import Provider
 from idem.deploy import emulated, gaps
 from idem.deploy import template as tp
 from idem.deploy.package import build_zip
+from idem.deploy.errors import DeployError
 from idem.deploy.stack import Stack
 from idem.sim.runtime import LocalLambda
 from test_deploy_server import endpoint, server  # noqa: F401 (fixtures)
@@ -34,7 +35,8 @@ STACK = "srv-prod"
 PARAMETERS = {"Profile": "prod", "AlarmEmail": "ops@example.com"}
 SECRET = "/idem/stripe/secret-key"
 UNMODELLED = {"AWS::CloudWatch::Alarm", "AWS::S3::BucketPolicy", "AWS::Scheduler::Schedule",
-              "AWS::SNS::Subscription", "AWS::Lambda::EventInvokeConfig", "AWS::Lambda::Permission"}
+              "AWS::SNS::Subscription", "AWS::Lambda::EventInvokeConfig", "AWS::SQS::QueuePolicy",
+              "AWS::CloudFormation::WaitConditionHandle"}
 
 
 def _clients() -> dict[str, Any]:
@@ -70,7 +72,7 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     outputs = stack.outputs()
     assert "ProviderTableName" not in outputs and "ProviderTable" not in physical
     for gap in gaps.apply(gaps.check(cfn, physical, c), c):  # what moto's CloudFormation drops
-        assert gap.setting in ("versioning", "notification", "TTL", "retries, max age, on failure")
+        assert gap.setting in ("versioning", "notification", "TTL", "retries, max age, on failure", "queue policy")
 
     ledger = outputs["LedgerTableName"]
     table = c["dynamodb"].describe_table(TableName=ledger)["Table"]
@@ -90,7 +92,19 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     assert {cfn["Resources"][r]["Type"] for r in set(cfn["Resources"]) - made} == UNMODELLED
     fn = emulated.function_settings(c["lambda"], outputs["FunctionName"])
     assert fn["handler"] == "idem.core.handlers.keyed.lambda_handler" and "FAILURE_POINT" not in fn["env"]
-    assert c["lambda"].get_function_concurrency(FunctionName=fn["name"])["ReservedConcurrentExecutions"] == 10
+    reserved = int(tp.load()["Parameters"]["ReservedConcurrency"]["Default"])
+    assert c["lambda"].get_function_concurrency(FunctionName=fn["name"])["ReservedConcurrentExecutions"] == reserved
+    # prod: S3 -> UploadQueue -> the function, through an event source mapping; the queue's
+    # failures end in FailureQueue after maxReceiveCount receives.
+    (mapping,) = c["lambda"].list_event_source_mappings(FunctionName=fn["name"])["EventSourceMappings"]
+    upload_queue = c["sqs"].get_queue_attributes(QueueUrl=outputs["UploadQueueUrl"], AttributeNames=["All"])["Attributes"]
+    assert mapping["EventSourceArn"] == upload_queue["QueueArn"] and mapping["BatchSize"] == 10
+    redrive = json.loads(upload_queue["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"] == outputs["FailureQueueArn"] and int(redrive["maxReceiveCount"]) == 150
+    assert int(upload_queue["VisibilityTimeout"]) >= 6 * fn["timeout"]
+    notified = c["s3"].get_bucket_notification_configuration(Bucket=outputs["BucketName"])
+    assert {q["QueueArn"] for q in notified["QueueConfigurations"]} == {upload_queue["QueueArn"]}
+    assert "s3.amazonaws.com" in upload_queue["Policy"]
 
     # -- an upload charged once, its duplicate turned away ---------------------------------
     stand_in = f"{STACK}-stripe-stand-in"
@@ -167,11 +181,29 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     buckets = {b["Name"] for b in c["s3"].list_buckets()["Buckets"]}
     assert {uploads, outputs["ReportBucketName"]} <= buckets
 
+    # -- a redeploy after the delete: refused in one line, then adopting the books ------------
+    with pytest.raises(DeployError, match="AdoptRetained=yes"):  # never an empty ledger beside
+        Stack(c["cloudformation"], STACK, poll_seconds=0.05).deploy(cfn, PARAMETERS)
+    assert c["dynamodb"].list_tables()["TableNames"].count(ledger) == 1
+    adopting = {**PARAMETERS, "AdoptRetained": "yes"}
+    again = tp.resolve(tp.translate(tp.with_code(tp.load(), code_bucket, "core.zip"), adopting), adopting)
+    assert not {"LedgerTable", "UploadBucket", "FailureQueue", "UploadQueue"} & set(again["Resources"])
+    stack = Stack(c["cloudformation"], STACK, poll_seconds=0.05)
+    assert stack.deploy(again, adopting) == "CREATE_COMPLETE"
+    adopted = stack.outputs()
+    assert (adopted["LedgerTableName"], adopted["BucketName"]) == (ledger, uploads)
+    assert adopted["FailureQueueArn"] == outputs["FailureQueueArn"]
+    assert len(c["dynamodb"].scan(TableName=ledger, IndexName="by_account")["Items"]) == 1  # the books, kept
+    c["cloudformation"].delete_stack(StackName=STACK)
+    c["cloudformation"].get_waiter("stack_delete_complete").wait(
+        StackName=STACK, WaiterConfig={"Delay": 0.1, "MaxAttempts": 300})
+
     # -- the test's own cleanup: what prod keeps on purpose, removed by hand ------------------
     c["dynamodb"].update_table(TableName=ledger, DeletionProtectionEnabled=False)
     for name in (ledger, stand_in):
         c["dynamodb"].delete_table(TableName=name)
-    c["sqs"].delete_queue(QueueUrl=c["sqs"].get_queue_url(QueueName=queue_name)["QueueUrl"])
+    for url in c["sqs"].list_queues(QueueNamePrefix=STACK).get("QueueUrls", []):  # every queue prod keeps
+        c["sqs"].delete_queue(QueueUrl=url)
     c["ssm"].delete_parameter(Name=SECRET)
     for bucket in (uploads, outputs["ReportBucketName"], code_bucket):
         versions = c["s3"].list_object_versions(Bucket=bucket)

@@ -210,7 +210,7 @@ def test_the_aws_target_runs_end_to_end_on_moto_and_says_what_is_simulated(endpo
 def test_keep_leaves_it_running_a_second_region_does_not_collide_and_delete_removes_it(endpoint):
     code, out, err = _deploy("--stack", "srv-keep", "--region", "us-east-1", "--keep")
     assert (code, err) == (0, "") and "costs little" in out and "teardown" not in out
-    assert "Its 8 CloudWatch alarms bill $0.10 each a month" in out and "$0.80 a month at most" in out
+    assert "Its 15 CloudWatch alarms bill $0.10 each a month" in out and "$1.50 a month at most" in out
     c = _clients("us-east-1")
     stack = c["cloudformation"].describe_stacks(StackName="srv-keep")["Stacks"][0]
     assert stack["StackStatus"] == "UPDATE_COMPLETE" and stack["Tags"] == TAGS

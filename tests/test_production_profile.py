@@ -28,6 +28,9 @@ PROD_HANDLER_CALLS = {
     ("s3:GetObject", "UploadBucket/*"), ("s3:GetObjectVersion", "UploadBucket/*"),
     ("ssm:GetParameter", "parameter:StripeSecretParameter")}
 SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),
+                 # the event source mapping polls UploadQueue with the function's role
+                 ("sqs:ReceiveMessage", "UploadQueue"), ("sqs:DeleteMessage", "UploadQueue"),
+                 ("sqs:GetQueueAttributes", "UploadQueue"),
                  ("logs:PutLogEvents", "ChargeFunctionLogs"), ("xray:PutTraceSegments", "*"),
                  ("xray:PutTelemetryRecords", "*")}
 #: The handler's environment in prod (the keyed handler's settings with its Stripe adapter).
@@ -87,7 +90,7 @@ def test_the_bucket_is_private_tls_only_versioned_and_sheds_old_versions(prod):
         (deny,) = props(prod, policy)["PolicyDocument"]["Statement"]
         assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "s3:*")
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-        assert [tp.ref_name(r) or r["Fn::Sub"] for r in deny["Resource"]] == [bucket, f"${{{bucket}.Arn}}/*"]
+        assert [tp.resource_label(r) for r in deny["Resource"]] == [bucket, f"{bucket}/*"]
         assert prod["Resources"][bucket]["DeletionPolicy"] == "Retain"
     uploads = props(prod, "UploadBucket")
     assert uploads["VersioningConfiguration"] == {"Status": "Enabled"}
@@ -96,10 +99,13 @@ def test_the_bucket_is_private_tls_only_versioned_and_sheds_old_versions(prod):
 
 
 def test_only_new_uploads_notify_the_function_and_the_template_says_why(prod):
-    events = sorted(c["Event"] for c in props(prod, "UploadBucket")["NotificationConfiguration"]["LambdaConfigurations"])
+    notify = props(prod, "UploadBucket")["NotificationConfiguration"]
+    assert set(notify) == {"QueueConfigurations"}  # prod: into the queue, never straight to the function
+    events = sorted(c["Event"] for c in notify["QueueConfigurations"])
     assert events == ["s3:ObjectCreated:CompleteMultipartUpload", "s3:ObjectCreated:Post",
                       "s3:ObjectCreated:Put"]
-    reasons = tp.section(tp.FUNCTION)
+    assert {tp.ref_name(c["Queue"]) for c in notify["QueueConfigurations"]} == {"UploadQueue"}
+    reasons = tp.section("UploadBucket")
     assert "Not Copy:" in reasons and "- Post:" in reasons and "CompleteMultipartUpload:" in reasons
 
 
@@ -137,15 +143,25 @@ def test_the_runtime_is_named_with_the_python_the_suite_runs_in_the_readme(prod)
     assert f"`{runtime}`" in readme and tested in readme
 
 
-#: (namespace, metric, the resource its dimension names) for each alarm the stack must have.
+#: (namespace, metric, the resource its dimension names) for each alarm the stack must have:
+#: each function its own failure queue, its depth and its oldest message's age, errors,
+#: throttles and destination delivery failures; the handler's outcomes a person must act on.
 ALARMS = {
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "FailureQueue"),
+    ("AWS/SQS", "ApproximateAgeOfOldestMessage", "FailureQueue"),
+    ("AWS/SQS", "ApproximateAgeOfOldestMessage", "UploadQueue"),
     ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
     ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
     ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
-    (keyed.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metric
+    (keyed.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metrics
+    (keyed.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed.METRICS_NAMESPACE, "pending", tp.FUNCTION),
     ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),
+    ("AWS/Lambda", "Throttles", tp.RECONCILER), ("AWS/Lambda", "DestinationDeliveryFailures", tp.RECONCILER),
+    ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "ReconcileFailureQueue"),
+    ("AWS/SQS", "ApproximateAgeOfOldestMessage", "ReconcileFailureQueue"),
 }
+#: Alarms on an age fire past a wait, not on the first message: seconds.
+AGE_THRESHOLDS = {"FailureQueue": 86400, "ReconcileFailureQueue": 86400, "UploadQueue": 900}
 
 
 def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
@@ -155,13 +171,50 @@ def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
         p = alarm["Properties"]
         (dimension,) = p["Dimensions"]
         found.add((p["Namespace"], p["MetricName"], tp.ref_name(dimension["Value"])))
-        assert (p["Threshold"], p["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+        threshold = AGE_THRESHOLDS[tp.ref_name(dimension["Value"])] if p["MetricName"].startswith("ApproximateAge") else 0
+        assert (p["Threshold"], p["ComparisonOperator"]) == (threshold, "GreaterThanThreshold")
         assert [tp.ref_name(a) for a in p["AlarmActions"]] == ["AlarmTopic"]
     assert found == ALARMS
     assert "AlarmSubscription" not in prod["Resources"]  # no address given, no subscription
     mailed = tp.resolve(expanded, {"AlarmEmail": "ops@example.com"})
     assert props(mailed, "AlarmSubscription") == {"TopicArn": {"Ref": "AlarmTopic"}, "Protocol": "email",
                                                   "Endpoint": "ops@example.com"}
+    # An existing topic (a pager's) instead: the stack makes none, every alarm uses it.
+    topic = "arn:aws:sns:us-east-1:123456789012:pager"
+    paged = tp.resolve(expanded, {"AlarmTopicArn": topic})
+    assert "AlarmTopic" not in paged["Resources"]
+    assert all(a["Properties"]["AlarmActions"] == [topic]
+               for a in tp.resources_of_type(paged, "AWS::CloudWatch::Alarm").values())
+
+
+def test_prod_refuses_to_deploy_with_alarms_that_reach_nobody():
+    """template.yaml's Rules section, as CloudFormation evaluates it before creating anything."""
+    template = tp.load()
+    (refusal,) = tp.rule_failures(template)  # the defaults: prod, no AlarmEmail, no AlarmTopicArn
+    assert "AlarmEmail=" in refusal and "AlarmTopicArn=" in refusal
+    assert tp.rule_failures(template, {"AlarmEmail": "ops@example.com"}) == []
+    assert tp.rule_failures(template, {"AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:pager"}) == []
+    assert tp.rule_failures(template, {"Profile": "demo"}) == []  # the demo is disposable
+    expanded = tp.translate(tp.with_code(template, "b", "k"), {"AlarmEmail": "ops@example.com"})
+    assert expanded["Rules"] == template["Rules"]  # the SAM transform passes it on to CloudFormation
+
+
+def test_the_upload_queue_outlives_a_six_hour_outage_and_is_capped_to_stripes_rate(prod):
+    """S3 -> UploadQueue -> the function: the numbers template.yaml's comments explain."""
+    queue = props(prod, "UploadQueue")
+    timeout = props(prod, tp.FUNCTION)["Timeout"]
+    assert queue["VisibilityTimeout"] >= 6 * timeout  # AWS's guidance for an SQS event source
+    assert queue["MessageRetentionPeriod"] == 1_209_600 == props(prod, "FailureQueue")["MessageRetentionPeriod"]
+    redrive = queue["RedrivePolicy"]
+    assert tp.ref_name(redrive["deadLetterTargetArn"]) == "FailureQueue"
+    assert redrive["maxReceiveCount"] * queue["VisibilityTimeout"] > 6 * 3600  # retries outlast 6 hours
+    mapping = props(prod, "ChargeFunctionUploads")
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert tp.ref_name(mapping["EventSourceArn"]) == "UploadQueue" and mapping["BatchSize"] == 10
+    copies = mapping["ScalingConfig"]["MaximumConcurrency"]
+    assert copies == props(prod, tp.FUNCTION)["ReservedConcurrentExecutions"]
+    assert copies / 0.2 <= 25  # Stripe's 25 requests a second per endpoint, at 200 ms or more a call
+    assert "ChargeFunctionUploadPermission" not in prod["Resources"]  # S3 may not invoke it directly
 
 
 def test_the_handlers_metric_is_what_the_alarm_reads():
@@ -236,13 +289,34 @@ def test_the_deploy_workflow_assumes_a_role_through_oidc_and_prod_waits_for_a_re
     flow = yaml_parse((ROOT / ".github/workflows/deploy.yml").read_text())
     text = (ROOT / ".github/workflows/deploy.yml").read_text()
     assert "aws-access-key-id" not in text and "secrets." not in text  # no stored keys
-    for name in ("demo", "prod"):
+    for name in ("demo", "prod-plan", "prod"):
         job = flow["jobs"][name]
         assert job["permissions"]["id-token"] == "write"
         steps = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
         assert "role-to-assume" in steps["aws-actions/configure-aws-credentials"]["with"]
-    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == "demo"
-    assert any("--config-env prod" in s.get("run", "") for s in flow["jobs"]["prod"]["steps"])
+    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == "prod-plan"
+    assert flow["jobs"]["prod-plan"]["needs"] == "demo" and flow["jobs"]["prod-plan"]["environment"] != "prod"
+
+
+def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():
+    from samtranslator.yaml_helper import yaml_parse
+
+    flow = yaml_parse((ROOT / ".github/workflows/deploy.yml").read_text())
+    triggers = flow.get("on", flow.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert triggers["push"] == {"branches": ["main"]}
+    assert all(job["if"].startswith("github.ref == 'refs/heads/main'") for job in flow["jobs"].values())
+    plan = " ".join(s.get("run", "") for s in flow["jobs"]["prod-plan"]["steps"])
+    assert "--config-env prod" in plan and "--no-execute-changeset" in plan and "GITHUB_STEP_SUMMARY" in plan
+    assert "describe-change-set" in plan
+    run = " ".join(s.get("run", "") for s in flow["jobs"]["prod"]["steps"])
+    assert "execute-change-set" in run and "sam deploy" not in run  # executes what was approved, nothing new
+
+
+def test_every_action_is_pinned_by_a_full_commit_sha_with_its_version():
+    for workflow in sorted((ROOT / ".github/workflows").glob("*.yml")):
+        for line in workflow.read_text().splitlines():
+            if "uses:" in line:
+                assert re.search(r"uses: [\w.-]+/[\w.-]+@[0-9a-f]{40}  # v\d+(\.\d+)*$", line), (workflow.name, line)
 
 
 def test_samconfig_has_the_demo_as_default_and_prod():
@@ -283,5 +357,6 @@ def test_the_readme_states_the_costs_the_code_computes():
     upload = sum(usd for _, usd in prices.per_million_uploads())
     assert f"${rest:.2f} a month at rest" in readme
     assert f"${upload:.2f} per million uploads" in readme
-    assert f"the {prices.Usage().alarms} alarms".replace("8", "eight") in readme
+    words = {8: "eight", 16: "sixteen"}
+    assert f"the {words[prices.Usage().alarms]} alarms" in readme
     assert len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm")) == prices.Usage().alarms

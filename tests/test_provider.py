@@ -191,3 +191,14 @@ def test_a_memory_store_charges_nothing_in_dynamodb_and_outlives_the_function():
         assert calls == [] and again.replayed
         assert w.table_items(w.provider_table) == []  # the table is there, and empty
         assert len(w.provider().charges()) == 1
+
+
+def test_a_charge_whose_payment_failed_later_is_no_charge(world):
+    """A bank debit answered `processing`, then failed: no money moved; its key still replays."""
+    provider = world.provider()
+    first = provider.charge(**ORDER, idempotency_key="k")
+    kept = provider.charge(**{**ORDER, "reference": "s3://b/other"}, idempotency_key="k2")
+    provider.fail(first.id)
+    assert provider.charges() == [kept]
+    assert provider.charge(**ORDER, idempotency_key="k").id == first.id  # replayed, not charged again
+    assert provider.charges() == [kept]

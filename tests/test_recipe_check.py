@@ -105,10 +105,15 @@ def test_the_reasons_name_the_cause():
     assert re.search(r"is [\d,]+ characters, over Stripe's 255-character limit", why(WRONG["json, not hashed"][0], LONG))
 
 
-def test_a_recipe_that_returns_no_string_fails_every_pitfall_and_says_so():
+def test_a_recipe_that_returns_none_is_the_unfilled_exercise_and_gets_a_hint():
     report = check_recipe(lambda record: None)
+    assert not report.passed and str(report).startswith("No answer yet")
+
+
+def test_a_recipe_that_returns_no_string_fails_every_pitfall_and_says_so():
+    report = check_recipe(lambda record: 0)
     assert report.failed == list(recipe_check.PITFALLS)
-    assert all("returned None" in f.why for f in report.findings)
+    assert all("returned 0" in f.why for f in report.findings)
 
 
 def test_a_recipe_that_changes_its_record_does_not_change_the_next_pitfalls_records():
@@ -120,12 +125,15 @@ def test_a_recipe_that_changes_its_record_does_not_change_the_next_pitfalls_reco
     assert check_recipe(destructive).passed
 
 
+@pytest.mark.concurrency
 def test_the_retry_comes_a_minute_later_and_the_clock_is_restored():
     seen = []
+    real_time, real_time_ns = time.time, time.time_ns
     before = time.time()
     check_recipe(lambda r: seen.append(time.time()) or idem_recipe(r, None))
     assert max(seen) - before >= recipe_check.RETRY_DELAY
-    assert time.time() - before < recipe_check.RETRY_DELAY
+    # restored: the very functions, not "less than a minute later" (a loaded machine may be slow)
+    assert time.time is real_time and time.time_ns is real_time_ns
 
 
 def test_the_events_are_what_s3_sends():
@@ -139,12 +147,12 @@ def test_the_events_are_what_s3_sends():
 
 
 # -- the chapter's exercise ------------------------------------------------------------------
-def test_the_chapters_starter_fails_and_its_solution_passes():
+def test_the_chapters_starter_is_empty_and_its_solution_passes():
     text = SOURCE.read_text()
     starter = text.split("# %%\ndef my_recipe", 1)[1].split("\n# %%", 1)[0]
     namespace: dict = {}
     exec("def my_recipe" + starter, namespace)  # noqa: S102 - the chapter's own cell
-    assert set(check_recipe(namespace["my_recipe"]).failed) == {VERSIONED, UNVERSIONED, LONG}
+    assert str(check_recipe(namespace["my_recipe"])).startswith("No answer yet")
     block = text.split("<details>", 1)[1].split("# ```python\n", 1)[1].split("# ```", 1)[0]
     solution: dict = {}
     exec("\n".join(line[2:] for line in block.splitlines()), solution)  # noqa: S102

@@ -74,9 +74,11 @@ def _iam(call: tuple[str, str, dict], names: dict[str, str]) -> tuple[str, str]:
     raise AssertionError(f"unexpected call {service}:{operation}")
 
 
-#: What Lambda itself does with the role (logs), and X-Ray's daemon when tracing is on.
+#: What Lambda itself does with the role (logs, a failed run's record to its failure queue),
+#: and X-Ray's daemon when tracing is on.
 SERVICE_GRANTS = {("logs:CreateLogStream", "ReconcileFunctionLogs"),
                   ("logs:PutLogEvents", "ReconcileFunctionLogs"),
+                  ("sqs:SendMessage", "ReconcileFailureQueue"),
                   ("xray:PutTraceSegments", "*"), ("xray:PutTelemetryRecords", "*")}
 
 

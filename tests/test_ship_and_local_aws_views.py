@@ -167,6 +167,7 @@ def test_the_crossings_show_the_lost_answer():
     assert frame["ended"].tolist()[-1] == "ok"
 
 
+@pytest.mark.concurrency
 def test_the_lock_gives_one_winner_per_round():
     unlocked, locked = local_aws.lock_races(threads=4, rounds=3)
     assert locked.clean_rounds == locked.rounds == 3

@@ -9,7 +9,8 @@ The rules (tests/test_teaching.py holds them):
 - outputs: no stored text output longer than 25 lines (a line over 120 characters counts as
   the lines it wraps to), no HTML table with more than 25 rows or wider than 140 characters;
 - the glossary (docs/glossary.md): no chapter uses a term before the chapter that defines it,
-  and the defining chapter writes the term in bold where it defines it.
+  the defining chapter writes the term in bold where it defines it, and a chapter writes in bold
+  only glossary terms (or a lead-in that ends in punctuation, such as "**Next:**").
 """
 from __future__ import annotations
 
@@ -217,7 +218,8 @@ def early_uses(terms: list[Term] | None = None) -> list[str]:
     terms = glossary() if terms is None else terms
     found = []
     for path in chapters():
-        number, text = int(path.stem[:2]), visible_text(path)
+        # a term may wrap across a line: spaces, newlines and a markdown comment's "# " are one space
+        number, text = int(path.stem[:2]), " ".join(visible_text(path).split())
         for term in terms:
             if number < term.chapter:
                 match = term_pattern(term).search(text)
@@ -236,11 +238,38 @@ def undefined_terms(terms: list[Term] | None = None) -> list[str]:
     for term in terms:
         path = by_number.get(term.chapter)
         markdown = "\n".join(text_of(c) for c in cells(path) if c["cell_type"] == "markdown") if path else ""
-        bold = re.findall(r"\*\*(.+?)\*\*", markdown, flags=re.S)
+        bold = [" ".join(b.split()) for b in re.findall(r"\*\*(.+?)\*\*", markdown, flags=re.S)]
         pattern = term_pattern(term)
-        if not any(pattern.search(b.replace("`", "")) for b in bold):
+        if not any(pattern.search(b) or pattern.search(b.replace("`", "")) for b in bold):
             missing.append(f"{term.name!r}: chapter {term.chapter:02d} does not define it in bold")
     return missing
+
+
+#: Bold text that is not a term: navigation, and a lead-in that is a whole sentence or label
+#: ("**The key names the work, not the attempt.**", "**Next:**").
+NOT_A_TERM = re.compile(r"[.:?!]$")
+
+
+def bold_phrases(path: Path) -> list[str]:
+    """The bold phrases of a chapter's markdown, after its first cell (the title and goal line)."""
+    markdown = "\n".join(text_of(c) for c in cells(path)[1:] if c["cell_type"] == "markdown")
+    return [b.strip() for b in re.findall(r"\*\*(.+?)\*\*", markdown, flags=re.S)]
+
+
+def unknown_bold_terms(terms: list[Term] | None = None) -> list[str]:
+    """Bold phrases that look like terms (not a sentence or a label ending in punctuation) and
+    match no glossary term: a chapter bolds only what the glossary defines."""
+    terms = glossary() if terms is None else terms
+    patterns = [term_pattern(term) for term in terms]
+    found = []
+    for path in chapters():
+        for phrase in bold_phrases(path):
+            plain = " ".join(phrase.split())
+            if NOT_A_TERM.search(plain):
+                continue
+            if not any(p.search(plain) or p.search(plain.replace("`", "")) for p in patterns):
+                found.append(f"{path.stem} bolds {plain!r}, which the glossary lacks")
+    return found
 
 
 def main(names: list[str]) -> int:
@@ -253,7 +282,7 @@ def main(names: list[str]) -> int:
         for oversize in oversized_outputs(path):
             print(f"   output: {oversize}")
     if GLOSSARY.exists():
-        for problem in early_uses() + undefined_terms():
+        for problem in early_uses() + undefined_terms() + unknown_bold_terms():
             if not names or any(problem.startswith(n) for n in names) or problem.startswith("'"):
                 print("glossary:", problem)
     return 0

@@ -135,10 +135,17 @@ class Provider:
         return _answer(outcome, first, replayed=True)
 
     def charges(self, reference: str | None = None) -> list[Charge]:
-        """Every charge the provider made, oldest first; optionally for one reference."""
+        """Every charge the provider made, oldest first; optionally for one reference. A charge whose
+        payment later failed (`fail`) moved no money and is not among them."""
         found = [_charge_from(item) for item in self.store.charge_items()
-                 if reference in (None, item["reference"])]
+                 if reference in (None, item["reference"]) and not item.get("failed")]
         return sorted(found, key=lambda c: c.id)
+
+    def fail(self, charge_id: str) -> None:
+        """A charge's payment failed after it was answered (a bank debit `processing`, then failed:
+        https://docs.stripe.com/payments/paymentintents/lifecycle): no money moved. Its key still
+        replays the first answer, as Stripe's does."""
+        self.store.mark_failed(charge_id)
 
     def find_charges(self, reference: str, idempotency_key: str | None = None) -> list[Charge]:
         """The charges made for `reference` (and, given one, with that idempotency key), however
@@ -166,6 +173,9 @@ class ProviderStore(Protocol):
 
     def charge_items(self) -> list[dict[str, Any]]:
         """Every charge item, in no particular order."""
+
+    def mark_failed(self, charge_id: str) -> None:
+        """Mark a charge item `failed`: its payment did not go through after all."""
 
 
 class TableStore:
@@ -212,6 +222,11 @@ class TableStore:
             found += [item for item in map(from_item, page["Items"]) if item.get("kind") == "charge"]
         return found
 
+    def mark_failed(self, charge_id: str) -> None:
+        self.client.update_item(TableName=self.table, Key=to_item({"pk": f"charge#{charge_id}"}),
+                                UpdateExpression="SET failed = :yes", ExpressionAttributeValues=values(yes=True),
+                                ConditionExpression="attribute_exists(pk)")
+
     def _get(self, pk: str) -> dict[str, Any]:
         item: dict[str, Any] = self.client.get_item(
             TableName=self.table, Key=to_item({"pk": pk}), ConsistentRead=True)["Item"]
@@ -251,6 +266,10 @@ class MemoryStore:
     def charge_items(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(item) for item in self.items.values() if item["kind"] == "charge"]
+
+    def mark_failed(self, charge_id: str) -> None:
+        with self._lock:
+            self.items[f"charge#{charge_id}"]["failed"] = True
 
 
 def _answer(outcome: ProviderOutcome, charge: Charge | None, replayed: bool) -> Charge:

@@ -38,7 +38,10 @@ COST_NOTE = (
 
 def cost_note(stack: str) -> str:
     """What leaving the demo running costs, with the alarm count read from template.yaml."""
-    alarms = len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm"))
+    template = tp.load()
+    truth = tp.conditions(template, tp.parameter_values(template, {"Profile": "demo"}))
+    alarms = sum(truth.get(alarm.get("Condition", ""), True)  # the demo's alarms only
+                 for alarm in tp.resources_of_type(template, "AWS::CloudWatch::Alarm").values())
     usd = prices.PRICES["alarm"].usd
     return COST_NOTE.format(stack=stack, alarms=alarms, alarm_usd=usd, alarms_usd=alarms * usd)
 
@@ -167,7 +170,7 @@ class AwsDeployment:
             gaps.apply(missing, self.clients)
             if any(g.missing for g in self._gaps()):
                 raise DeployError("could not set the settings moto dropped; see idem.deploy.gaps")
-            self.say(f"settings  SIMULATED: moto dropped {', '.join(g.setting for g in missing)}; "
+            self.say(f"settings  SIMULATED: moto dropped {', '.join(dict.fromkeys(g.setting for g in missing))}; "
                      "set by hand as the template says (AWS keeps them)")
             return []
         self.say(f"settings  {len(found) - len(missing)} of {len(found)} present as the template "

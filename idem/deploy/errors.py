@@ -162,6 +162,18 @@ def stack_state_advice(status: str, stack: str) -> str:
             "then deploy again")
 
 
+def retained_advice(reason: str, stack: str) -> str | None:
+    """A create refused because a resource of that name exists: in prod, the books a deleted
+    stack of the same name kept (template.yaml names them from the stack name). One line
+    saying what to run, or None for any other failure."""
+    if "already exists" not in reason and "AlreadyExists" not in reason and "ResourceInUse" not in reason:
+        return None
+    return (f"creating {stack!r} was refused: {reason}. A deleted prod stack of that name kept its "
+            f"books ({stack}-ledger, its buckets, queues and logs); to use them, deploy again with "
+            f"`--parameter-overrides ... AdoptRetained=yes` (the half-made stack was deleted; "
+            f"nothing kept was touched)")
+
+
 @contextlib.contextmanager
 def reported(clients: Mapping[str, Any] | None = None) -> Iterator[None]:
     """Turn a botocore error raised inside into a DeployError with its one-line explanation."""

@@ -8,6 +8,7 @@ the same check should find every setting present.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,30 @@ def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]
                             {"Bucket": name,
                              "NotificationConfiguration": {"LambdaFunctionConfigurations": wanted}}))
 
+        queues = props.get("NotificationConfiguration", {}).get("QueueConfigurations", [])
+        if queues:  # prod: S3 -> SQS (moto's CloudFormation drops it as it drops the Lambda one)
+            wanted_q = [{"QueueArn": _queue_arn(c["Queue"], physical, sqs), "Events": [c["Event"]]} for c in queues]
+            configured = s3.get_bucket_notification_configuration(Bucket=name)
+            found_q = sorted((c["QueueArn"], e) for c in configured.get("QueueConfigurations", [])
+                             for e in c["Events"])
+            gaps.append(Gap(bucket_id, "notification", _queue_pairs_text(wanted_q),
+                            _queue_pairs_text([{"QueueArn": a, "Events": [e]} for a, e in found_q]),
+                            "put_bucket_notification_configuration",
+                            {"Bucket": name, "NotificationConfiguration": {"QueueConfigurations": wanted_q}}))
+
+    for policy_id, policy in tp.resources_of_type(cfn, "AWS::SQS::QueuePolicy").items():
+        # moto's CloudFormation does not make AWS::SQS::QueuePolicy: the policy is set on the queue.
+        document = policy["Properties"]["PolicyDocument"]
+        for queue in policy["Properties"]["Queues"]:
+            queue_url = physical[tp.ref_name(queue)]
+            arn = _queue_arn(queue, physical, sqs)
+            wanted_doc = _evaluated(document, physical, arn)
+            found_doc = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"]).get(
+                "Attributes", {}).get("Policy", "")
+            gaps.append(Gap(policy_id, "queue policy", _policy_text(json.dumps(wanted_doc)),
+                            _policy_text(found_doc), "set_queue_attributes",
+                            {"QueueUrl": queue_url, "Attributes": {"Policy": json.dumps(wanted_doc)}}))
+
     for table_id, table in tp.resources_of_type(cfn, "AWS::DynamoDB::Table").items():
         ttl = table["Properties"].get("TimeToLiveSpecification")
         if not ttl:
@@ -105,8 +130,10 @@ def check(cfn: dict[str, Any], physical: dict[str, str], clients: dict[str, Any]
 def apply(gaps: list[Gap], clients: dict[str, Any]) -> list[Gap]:
     """Make each missing setting with its boto3 call. Returns the gaps that were filled."""
     services = {"put_bucket_versioning": "s3", "put_bucket_notification_configuration": "s3",
-                "update_time_to_live": "dynamodb", "put_function_event_invoke_config": "lambda"}
-    filled = [gap for gap in gaps if gap.missing]
+                "update_time_to_live": "dynamodb", "put_function_event_invoke_config": "lambda",
+                "set_queue_attributes": "sqs"}
+    # A queue's policy first: S3 tests a queue destination when its notification is put.
+    filled = sorted((gap for gap in gaps if gap.missing), key=lambda gap: gap.call != "set_queue_attributes")
     for gap in filled:
         getattr(clients[services[gap.call]], gap.call)(**gap.request)
     return filled
@@ -135,3 +162,43 @@ def _pairs_text(configs: list[dict[str, Any]], physical: dict[str, str]) -> str:
 
 def _invoke_text(retries: Any, age: Any, destination: str, physical: dict[str, str]) -> str:
     return f"{retries} retries, {age} s, SQS {_short(destination)}"
+
+
+def _queue_pairs_text(configs: list[dict[str, Any]]) -> str:
+    pairs = sorted(f"{e} -> {_short(c['QueueArn'])}" for c in configs for e in c["Events"])
+    return ", ".join(pairs) or "none"
+
+
+def _evaluated(document: Any, physical: dict[str, str], queue_arn: str) -> Any:
+    """The policy with its !GetAtt of the queue and its !Sub names filled in, as on AWS."""
+    account, region = queue_arn.split(":")[4], queue_arn.split(":")[3]
+    # template.yaml names the upload bucket "${AWS::StackName}-uploads-...": the stack name is its start.
+    stack = physical.get("UploadBucket", "").split("-uploads-")[0]
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Fn::GetAtt"}:
+                return queue_arn
+            if set(node) == {"Ref"} and node["Ref"] == "AWS::AccountId":
+                return account
+            if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+                text = node["Fn::Sub"]
+                for name, value in (("AWS::Partition", "aws"), ("AWS::AccountId", account),
+                                    ("AWS::Region", region), ("AWS::StackName", stack)):
+                    text = text.replace("${" + name + "}", value)
+                return text
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(document)
+
+
+def _policy_text(policy: str) -> str:
+    """A queue policy, in a few words: who may do what."""
+    if not policy:
+        return "none"
+    statements = json.loads(policy)["Statement"]
+    return ", ".join(f"{s['Principal'].get('Service', s['Principal']) if isinstance(s['Principal'], dict) else s['Principal']} "
+                     f"{s['Action']}" for s in statements)

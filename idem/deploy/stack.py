@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from typing import Any
 
 from botocore.exceptions import ClientError, WaiterError
 
-from .errors import DeployError, stack_state_advice
+from .errors import DeployError, retained_advice, stack_state_advice
 from .names import check_stack_name as check_name
 
 __all__ = ["TAG_KEY", "TAG_VALUE", "TAGS", "CAPABILITIES", "DeployError", "Stack", "check_name",
@@ -85,6 +86,9 @@ class Stack:
     def deploy(self, template: dict[str, Any], parameters: dict[str, str]) -> str:
         """Create the stack, or update it if it is ours. Returns the final status."""
         action = self.preflight()
+        # template.yaml's prod profile (its default) keeps its books when deleted, by name
+        keeps_books = parameters.get("Profile", "prod") == "prod" and "AdoptRetained" in json.dumps(
+            template.get("Parameters", {}))
         body = json.dumps(template)
         common = {"StackName": self.name, "TemplateBody": body,
                   "Parameters": parameter_list(parameters), "Capabilities": CAPABILITIES}
@@ -101,12 +105,16 @@ class Stack:
                     leftover = self.describe()
                     if leftover is not None and self.ours(leftover):
                         self._delete_now()
+                advice = retained_advice(str(sys.exc_info()[1]), self.name) if keeps_books else None
+                if advice:
+                    raise DeployError(advice) from None
                 raise
             status = self._wait("stack_create_complete")
             if status != "CREATE_COMPLETE":
                 reason = self.failure_reason()
                 self._delete_now()
-                raise DeployError(f"creating {self.name!r} failed ({status}): {reason}. "
+                raise DeployError((retained_advice(reason, self.name) if keeps_books else None) or
+                                  f"creating {self.name!r} failed ({status}): {reason}. "
                                   "The half-made stack was deleted again")
             return status
         try:

@@ -75,14 +75,43 @@ def one(cfn: dict[str, Any], kind: str) -> tuple[str, dict[str, Any]]:
     return next(iter(found.items()))
 
 
+#: The resources a prod stack keeps when deleted are named from the stack name, and the
+#: template names them by that name (a !Sub of their name, ARN or URL), not by Ref or GetAtt,
+#: so that a stack adopting them (AdoptRetained=yes) works the same. Name endings -> logical id.
+RETAINED_NAMES = (
+    (r"table/\$\{AWS::StackName\}-ledger(/.*)?$|^\$\{AWS::StackName\}-ledger$", "LedgerTable"),
+    (r"\$\{AWS::StackName\}-charge-failures$", "FailureQueue"),
+    (r"\$\{AWS::StackName\}-reconcile-failures$", "ReconcileFailureQueue"),
+    (r"\$\{AWS::StackName\}-uploads$", "UploadQueue"),
+    (r"\$\{AWS::StackName\}-uploads-\$\{AWS::AccountId\}-\$\{AWS::Region\}(/.*)?$", "UploadBucket"),
+    (r"\$\{AWS::StackName\}-reports-\$\{AWS::AccountId\}-\$\{AWS::Region\}(/.*)?$", "ReportBucket"),
+    (r"/aws/lambda/\$\{AWS::StackName\}-charge(:\*)?$", "ChargeFunctionLogs"),
+    (r"/aws/lambda/\$\{AWS::StackName\}-reconcile(:\*)?$", "ReconcileFunctionLogs"),
+)
+
+
+def named(value: Any) -> tuple[str, str]:
+    """(logical id, what follows its name) for a !Sub naming a retained resource, or ('', '')."""
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+        for pattern, logical in RETAINED_NAMES:
+            found = re.search(pattern, text)
+            if found:
+                rest = next((g for g in found.groups() if g), "") if found.groups() else ""
+                return logical, rest if rest.startswith("/") else ""
+    return "", ""
+
+
 def ref_name(value: Any) -> str:
-    """The logical id behind a Ref or a Fn::GetAtt (or '' for a literal)."""
+    """The logical id behind a Ref, a Fn::GetAtt or a !Sub of a retained resource's name
+    (or '' for a literal)."""
     if isinstance(value, dict):
         if "Ref" in value:
             return value["Ref"]
         if "Fn::GetAtt" in value:
             target = value["Fn::GetAtt"]
             return target[0] if isinstance(target, list) else target.split(".")[0]
+        return named(value)[0]
     return ""
 
 
@@ -101,7 +130,8 @@ def granted(cfn: dict[str, Any]) -> set[tuple[str, str]]:
             resources = statement["Resource"]
             for action in [actions] if isinstance(actions, str) else actions:
                 for resource in [resources] if not isinstance(resources, list) else resources:
-                    pairs.add((action, ref_name(resource) or str(resource)))
+                    logical, rest = named(resource)
+                    pairs.add((action, (logical + rest) if logical else (ref_name(resource) or str(resource))))
     return pairs
 
 
@@ -109,6 +139,9 @@ def resource_label(value: Any) -> str:
     """A readable name for a policy statement's Resource: `LedgerTable` for its !GetAtt Arn,
     `LedgerTable/index/by_account` for `!Sub ${LedgerTable.Arn}/index/by_account`,
     `parameter:StripeSecretParameter` for an SSM parameter ARN, `*` for itself."""
+    logical, rest = named(value)
+    if logical:
+        return logical + rest
     if isinstance(value, dict) and "Fn::Sub" in value:
         text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
         if ":parameter${" in text:
@@ -237,3 +270,19 @@ def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[st
             if isinstance(item, int):
                 variables[name] = str(item)
     return out
+
+
+def rule_failures(cfn: dict[str, Any], given: dict[str, str] | None = None) -> list[str]:
+    """What CloudFormation's Rules section refuses for these parameters: each failed
+    assertion's AssertDescription (CloudFormation checks them before creating anything)."""
+    values = parameter_values(cfn, given)
+    failures = []
+    for rule in (cfn.get("Rules") or {}).values():
+        scratch = {"Conditions": {"when": rule.get("RuleCondition", True),
+                                  **{f"a{n}": a["Assert"] for n, a in enumerate(rule["Assertions"])}}}
+        truth = conditions(scratch, values)
+        if not truth["when"]:
+            continue
+        failures += [" ".join(a["AssertDescription"].split())
+                     for n, a in enumerate(rule["Assertions"]) if not truth[f"a{n}"]]
+    return failures

@@ -3,6 +3,7 @@ conditional put hands back, and what each way of claiming costs in calls (chapte
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ..sim import atomic
 from ..sim.boundary import calls_made, watched_session
 from ..explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
 from ..sim.world import LocalWorld
+from .answers import not_yet, unfilled
 
 
 def race_with_condition(condition: str | None, threads: int = 8, rounds: int = 20) -> RaceReport:
@@ -159,22 +161,36 @@ _EXERCISE_KEYS = itertools.count(1)  # a fresh claim for every check
 
 
 def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorld,
-                    expected: str = "invocation-7f3a", seen: str = "first-invocation") -> str:
-    """Make a claim held by `expected` (a holder the reader has not seen), lose a put to it, and
-    call the reader's `holder_of` on the response. `seen` is the holder the chapter printed."""
-    response = lost_put(world, f"charge#exercise#{next(_EXERCISE_KEYS)}", holder=expected)
-    try:
-        answer = holder_of(response)
-    except Exception as error:
-        return (f"holder_of raised {type(error).__name__}: {error}. The holder is under the response's "
-                "'Item', which is the stored item in DynamoDB's own format.")
-    if answer == expected:
-        return f"Right: {answer!r}. The loser names the holder without a second request."
-    if answer == {"S": expected}:
+                    seen: str = "first-invocation") -> str:
+    """Make two claims held by holders the reader has not seen, lose a put to each, and call the
+    reader's `holder_of` on each response. `seen` is the holder the chapter printed. A function
+    that returns one fixed string cannot pass: the two holders differ. The expected holder is
+    never printed, so the answer is read from the response, not from this check."""
+    answers, holders = [], []
+    for _ in range(2):
+        n = next(_EXERCISE_KEYS)
+        holder = f"invocation-{hashlib.sha256(str(n).encode()).hexdigest()[:4]}"
+        response = lost_put(world, f"charge#exercise#{n}", holder=holder)
+        try:
+            answer = holder_of(response)
+        except Exception as error:  # noqa: BLE001 - the reader's code: report it, whatever it is
+            return (f"holder_of raised {type(error).__name__}: {error}. The holder is under the response's "
+                    "'Item', which is the stored item in DynamoDB's own format.")
+        if unfilled(answer):
+            return not_yet("holder_of returns no holder", "Print the response (print(response)) and find the "
+                           "stored item that stopped the put: its owner is the holder.")
+        answers.append(answer)
+        holders.append(holder)
+    if answers == holders:
+        return f"Right: {answers[0]!r}, then {answers[1]!r}. The loser names the holder without a second request."
+    answer, holder = answers[0], holders[0]
+    if answer == {"S": holder}:
         return (f"Close: {answer!r} is DynamoDB's typed form of a value ('S' means string). The "
                 "low-level client returns every attribute like that: take the string inside.")
     if answer == seen:
         return (f"That is the holder of the claim printed above ({seen!r}). This response is about "
                 "another claim: read the owner from the response you are given.")
-    return (f"Not the holder: got {answer!r}, expected {expected!r}. Look under 'Item', the stored "
-            "item that stopped the put.")
+    if answers[0] == answers[1]:
+        return (f"Not the holder: your function returned {answer!r} for two claims with different "
+                "holders. Read the owner from each response, under 'Item'.")
+    return f"Not the holder: got {answer!r}. Look under 'Item', the stored item that stopped the put."

@@ -45,6 +45,7 @@ from unittest import mock
 from ..core.clock import VirtualClock
 from ..core.events import s3_record
 from ..core.keys import MAX_PARTITION_KEY_BYTES
+from .answers import not_yet, unfilled
 from .key_stories import STRIPE_MAX_KEY_CHARS
 from ..sim.runtime import LambdaContext
 from ..sim.world import LocalWorld
@@ -104,16 +105,19 @@ class Finding:
 @dataclass
 class RecipeReport:
     findings: list[Finding] = field(default_factory=list)
+    hint: str = ""  # the answer to an empty recipe, instead of the findings
 
     @property
     def passed(self) -> bool:
-        return all(f.passed for f in self.findings)
+        return not self.hint and all(f.passed for f in self.findings)
 
     @property
     def failed(self) -> list[str]:
         return [f.pitfall for f in self.findings if not f.passed]
 
     def __str__(self) -> str:
+        if self.hint:
+            return self.hint
         lines = [str(f) for f in self.findings]
         if self.passed:
             lines.append(f"Right: the recipe passes all {len(self.findings)} pitfalls.")
@@ -247,6 +251,15 @@ PITFALLS: dict[str, Callable[[_Caller, Events], str | None]] = {
 def check_recipe(recipe: KeyRecipe) -> RecipeReport:
     """Run `recipe` against every pitfall; each finding says pass, or why it fails."""
     call, ev = _Caller(recipe), events()
+    try:
+        first = recipe(*((copy.deepcopy(ev.upload), _context("first-invocation")) if call.with_context
+                         else (copy.deepcopy(ev.upload),)))
+    except Exception:  # noqa: BLE001 - the reader's code: the pitfalls below report it
+        first = ""
+    if unfilled(first):
+        return RecipeReport(hint=not_yet(
+            "my_recipe returns no key", "Return a string built from the record's fields: print(record) "
+            "shows them. Start with the bucket and the object's name, and the check says what is missing."))
     findings = []
     for name, pitfall in PITFALLS.items():
         try:

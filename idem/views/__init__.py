@@ -7,7 +7,7 @@ below is re-exported here.
 """
 from __future__ import annotations
 
-from .code import BREAK_REASONS, explain_breaks, show_lines, show_source, show_text
+from .code import BREAK_REASONS, explain_breaks, find_calls, show_call, show_lines, show_source, show_text
 from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, Whole, attempts_frame, colour_key, attempts_of,
                      compact_items, footprints_frame, invocations_frame, items_frame, late_frame,
                      matrix_table, outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
@@ -35,7 +35,7 @@ from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, s
 
 __all__ = [
     # code and text
-    "BREAK_REASONS", "explain_breaks", "show_lines", "show_source", "show_text",
+    "BREAK_REASONS", "explain_breaks", "find_calls", "show_call", "show_lines", "show_source", "show_text",
     # tables
     "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "Whole", "attempts_frame", "colour_key", "attempts_of",
     "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",

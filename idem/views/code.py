@@ -1,9 +1,12 @@
 """Code and text as the chapters show them: syntax-highlighted blocks."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
+import pkgutil
 import textwrap
+from types import ModuleType
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,62 @@ def show_lines(module: str, start: str, end: str = "") -> Markdown:
     last = next((n for n, line in enumerate(lines[first + 1:], first + 1)
                  if end and line.startswith(end)), len(lines))
     return Markdown("```python\n" + "\n".join(lines[first:last]).rstrip() + "\n```")
+
+
+def find_calls(package: ModuleType, keyword: str, callee: str = "",
+               prefix: str = "") -> list[tuple[str, str, str]]:
+    """Every call that passes `keyword` in the modules of `package` (or in the one module given)
+    whose name starts with `prefix`: as a keyword argument (`keyword=...`) or as a key of a dict
+    argument (`options={"keyword": ...}`), to a function or method named `callee` (any, if "").
+    Each as (file, enclosing function, the statement's source). Found by name in the parsed
+    source, so the call is found wherever a refactor moves it."""
+    modules = [package]
+    if hasattr(package, "__path__"):
+        modules += [importlib.import_module(f"{package.__name__}.{info.name}")
+                    for info in pkgutil.iter_modules(package.__path__) if info.name.startswith(prefix)]
+    found: list[tuple[str, str, str]] = []
+    for module in modules:
+        path = Path(inspect.getsourcefile(module) or "")
+        text = path.read_text(encoding="utf-8")
+        lines, tree = text.splitlines(), ast.parse(text)
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        simple = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not hasattr(n, "body")]
+        for call in ast.walk(tree):
+            func = getattr(call, "func", None)
+            name = getattr(func, "attr", None) or getattr(func, "id", None)
+            if not (isinstance(call, ast.Call) and (not callee or name == callee) and _passes(call, keyword)):
+                continue
+            inside = [n for n in simple if n.lineno <= call.lineno and call.end_lineno <= (n.end_lineno or 0)]
+            statement = min(inside, key=lambda n: (n.end_lineno or 0) - n.lineno) if inside else call
+            owners = [f for f in functions if f.lineno <= call.lineno <= (f.end_lineno or 0)]
+            owner = min(owners, key=lambda f: (f.end_lineno or 0) - f.lineno).name if owners else "<module>"
+            source = textwrap.dedent("\n".join(lines[statement.lineno - 1:statement.end_lineno]))
+            if (entry := (_relative(path), owner, source)) not in found:
+                found.append(entry)
+    return found
+
+
+def _passes(call: ast.Call, keyword: str) -> bool:
+    if any(k.arg == keyword for k in call.keywords):
+        return True
+    values = list(call.args) + [k.value for k in call.keywords]
+    return any(isinstance(d, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == keyword for k in d.keys)
+               for v in values for d in ast.walk(v))
+
+
+def _relative(path: Path) -> str:
+    parts = path.parts
+    return "/".join(parts[parts.index("idem"):]) if "idem" in parts else path.name
+
+
+def show_call(package: ModuleType, keyword: str, callee: str = "", prefix: str = "") -> Markdown:
+    """The real statements that pass `keyword` to a call in `package`'s modules, each under a
+    comment naming its file and function (see `find_calls`)."""
+    found = find_calls(package, keyword, callee, prefix)
+    if not found:
+        raise ValueError(f"no call passes {keyword} in {package.__name__} ({prefix or 'every'} module)")
+    parts = [f"# {path}, in {function}()\n{source}" for path, function, source in found]
+    return Markdown("```python\n" + "\n\n".join(parts) + "\n```")
 
 
 def show_text(text: str, language: str = "") -> Markdown:

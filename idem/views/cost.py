@@ -18,6 +18,7 @@ import pandas as pd
 from ..core.handlers.keyed import KeyedLedger
 from ..cost import commit_designs
 from ..cost.capacity import US_EAST_1, CapacityRecorder, OnDemandPrice
+from ..lessons.answers import not_yet, unfilled
 from ..sim.world import LocalWorld
 
 #: The cases `idem.cost.bill` measures, as a reader would name them, and their colours.
@@ -223,11 +224,14 @@ def check_units(prediction: dict[str, float | None], client: Any) -> str:
     missing = [request for request in EXAMPLES if request not in prediction]
     if missing:
         return f"Predict every request: {', '.join(missing)} has no prediction."
+    if unfilled(prediction):
+        return not_yet("my_prediction holds no number", "Apply the rules of the list above to each "
+                       "request: the item's size, rounded up, and what a failed write and a transaction bill.")
     lines = []
     for request, units in meter_examples(client).items():
         guess = prediction[request]
-        if guess is None:
-            lines.append(f"{request}: no prediction yet. The rule: {EXAMPLE_RULES[request]}.")
+        if unfilled(guess):
+            lines.append(f"{request}: no prediction yet.")
         elif guess == units:
             lines.append(f"{request}: right, the meter says {units:g}.")
         else:

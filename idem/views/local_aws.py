@@ -22,6 +22,7 @@ from ..core.clock import EPOCH, VirtualClock, iso8601
 from ..core.dynamo import to_item
 from ..sim import atomic
 from ..lessons import claims
+from ..lessons.answers import not_yet, unfilled
 from ..explore import scenarios as sc
 from ..sim.boundary import FaultPlan
 from ..explore.race import RaceReport, race
@@ -100,6 +101,12 @@ def event_age_run(max_event_age: int) -> AgeRun:
 
 def check_event_age(my_attempts: int, my_condition: str, max_event_age: int = 120) -> str:
     """The chapter 12 exercise: attempts and the failure queue's condition, predicted."""
+    if unfilled(my_attempts) or unfilled(my_condition):
+        return not_yet("set my_attempts and my_condition", "Walk the clock: the first attempt at t = 0 s, "
+                       "a retry 60 s after a failure, the next 120 s after that. Before each, compare the "
+                       "event's age with max_event_age.")
+    if isinstance(my_attempts, bool) or not isinstance(my_attempts, int):
+        return f"{my_attempts!r} is not a number of attempts: write a whole number."
     run = event_age_run(max_event_age)
     starts = ", ".join(f"{s:g}" for s in run.starts)
     lines = []

@@ -26,6 +26,7 @@ from ..core import reconcile_job
 from ..core.handlers import keyed
 from ..deploy import emulated, template as tp
 from ..explore import powertools as pt, scenarios as sc
+from ..lessons.answers import not_yet, unfilled
 from ..sim.runtime import LocalLambda
 from ..explore.schedules import run_schedules
 from ..sim.world import LocalWorld, fake_session
@@ -372,6 +373,9 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     unknown = sorted(set(choices) - set(SYSTEMS))
     if unknown:
         return f"unknown systems {unknown}: answer for {', '.join(SYSTEMS)}"
+    if unfilled(dict(choices)):
+        return not_yet("my_choices holds no choice", f"Walk the diagram for each system and write one of "
+                       f"{', '.join(CHOICES)}.")
     r = _by_name(rows)
     lines, right = [], 0
     for system in SYSTEMS:
@@ -480,3 +484,39 @@ def stack_metrics(report: Any) -> str:
     handler = len(keyed.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
     line = json.loads(reconcile_job.emf(report, "ReconcileFunction", 0))
     return custom_metrics_note(handler, len(line["_aws"]["CloudWatchMetrics"][0]["Metrics"]))
+
+
+# -- chapter 09's exercise: a poison event through the deployed keyed stack, predicted -------------
+STACK_PREDICTIONS = ("charges", "ledger entries", "events in the failure queue")
+STACK_WHY = {
+    "charges": "every retry passes the same idempotency key, so the provider replays the first "
+               "charge instead of making a new one",
+    "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
+                      "booked: the reconciliation job finds the charge",
+    "events in the failure queue": "after Lambda's two retries the stack's EventInvokeConfig sends "
+                                   "the event to FailureQueue, where a redrive can find it",
+}
+
+
+def check_stack_prediction(prediction: Mapping[str, Any], result: Any) -> str:
+    """Chapter 09's exercise: the predicted charges, ledger entries and failure-queue events of
+    a poison event through the keyed stack, against `lab.try_stack`'s result. A wrong number
+    gets the reason, not the number."""
+    missing = [name for name in STACK_PREDICTIONS if name not in prediction]
+    if missing:
+        return f"Predict every number: {', '.join(missing)} has no prediction."
+    if unfilled(dict(prediction)):
+        return not_yet("my_prediction holds no number", "Follow one upload through three attempts, "
+                       "each failing after its charge: what does the provider do with the same key?")
+    measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
+                "events in the failure queue": result.dlq}
+    lines = []
+    for name in STACK_PREDICTIONS:
+        guess = prediction[name]
+        if unfilled(guess):
+            lines.append(f"{name}: no prediction yet.")
+        elif guess == measured[name]:
+            lines.append(f"{name}: right, {measured[name]}.")
+        else:
+            lines.append(f"{name}: not {guess}: {STACK_WHY[name]}.")
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)

@@ -11,7 +11,7 @@
 # repeats itself on purpose.
 #
 # This workbook builds that pipeline on your machine. The AWS services are
-# [moto](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
+# [**moto**](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
 # A local Lambda runtime retries the way the service does. A stand-in payment provider counts
 # every time money moves. The last chapters deploy the same code to your own AWS account.
 #
@@ -22,11 +22,11 @@
 # %% [markdown]
 # ## How to use it
 #
-# * Run the cells from the top, in order (**Shift+Enter**, or *Run > Run All Cells*).
+# * Run the cells from the top, in order (*Shift+Enter*, or *Run > Run All Cells*).
 # * Every chapter starts from a fresh, empty local AWS, so you can run the chapters in any order.
 # * Nothing here needs an AWS account, a network or money.
-# * Time is virtual: "a minute later" is a number on a clock the runtime owns. Nothing sleeps,
-#   and every run gives the same result.
+# * Time is virtual: "a minute later" is a number on a **virtual clock**, a clock the runtime
+#   owns and moves forward itself. Nothing sleeps, and every run gives the same result.
 # * All the code lives in the `idem` package next to these notebooks. The chapters *show* it,
 #   straight from the source files, and *run* it.
 # * Widgets let you change the handler, where it fails and how S3 delivers. Under each widget
@@ -60,10 +60,12 @@
 # S3 and Lambda give at-least-once delivery, twice over:
 #
 # * S3 sends an event notification for each upload. Now and then it sends the same one twice.
-# * S3 invokes the function asynchronously. When such an invocation fails, Lambda runs it again:
-#   about a minute later, then about two minutes after that.
+# * S3 invokes the function by an **asynchronous invocation**: it hands the event to Lambda and
+#   does not wait for the answer. When such an invocation fails, Lambda runs it again: about a
+#   minute later, then about two minutes after that.
 # * When those retries are used up, Lambda sends the event to a **failure queue**: an SQS queue
-#   set as the function's on-failure destination. A person can look at it there.
+#   set as the function's **on-failure destination**, where Lambda sends what it gave up on. A
+#   person can look at it there.
 # * Lambda's own queue of asynchronous events can hand the function the same event twice with no
 #   error at all, and when the function cannot keep up it can drop events
 #   ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
@@ -101,7 +103,7 @@
 # | [05](05_the_robust_scribe.ipynb) | How does a record that says "started" and then "done" help, and where does it leak? |
 # | [06](06_charge_then_die.ipynb) | What closes the gap between the charge and the last write? |
 # | [07](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
-# | [08](08_powertools_side_by_side.ipynb) | Where does Powertools for AWS Lambda protect you, and what does each pattern cost? |
+# | [08](08_powertools_side_by_side.ipynb) | Where does **Powertools** for AWS Lambda (AWS's library for handlers) protect you, and what does each pattern cost? |
 # | [09](09_deploy_to_aws.ipynb) | Does the same code behave the same on your own AWS account? |
 # | [10](10_check_your_own_handler.ipynb) | Does your own handler charge once, whatever S3 and Lambda do? |
 # | [11](11_what_to_ship.ipynb) | What do you take away to production? |
@@ -116,6 +118,7 @@
 # %%
 from idem import views
 from idem.explore import scenarios as sc
+from idem.lessons.retries import check_charges_guess
 
 # %% [markdown]
 # ## How to read the one table
@@ -139,22 +142,22 @@ from idem.explore import scenarios as sc
 # * `none`: no failure at all.
 #
 # `once` fails the first time the run reaches the point; `always` fails every time. A
-# `duplicate delivery` is S3 sending the event twice, a few seconds apart. A `concurrent
-# delivery` is a second copy that starts while the first is still running.
+# **duplicate delivery** is S3 sending the event twice, a few seconds apart. A **concurrent
+# delivery** is a second copy that starts while the first is still running.
 
 # %% [markdown]
-# Each cell shows the number of **charges** (how many times the provider moved money), then a
+# Each cell shows the number of *charges* (how many times the provider moved money), then a
 # **verdict**: one word for what the run did to the customer and the books. Read a verdict with
 # the first rule that matches:
 #
 # | verdict | charges | what it means |
 # | --- | --- | --- |
-# | `double_charge` | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
-# | `exactly_once` | 1 | Money moved once and the ledger agrees. A handler whose record has a `done` state also says `done`. The work is finished, even if the event also reached the failure queue. |
-# | `needs_attention` | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
-# | `silent_mismatch` | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
-# | `failed_visibly` | 0 | No money moved, and the event is in the failure queue. |
-# | `silent_loss` | 0 | No money moved, and nothing says so. |
+# | **`double_charge`** | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
+# | **`exactly_once`** | 1 | Money moved once and the ledger agrees. A handler whose record has a **`done`** state (its work finished and recorded) also says `done`. The work is finished, even if the event also reached the failure queue. |
+# | **`needs_attention`** | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
+# | **`silent_mismatch`** | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
+# | **`failed_visibly`** | 0 | No money moved, and the event is in the failure queue. |
+# | **`silent_loss`** | 0 | No money moved, and nothing says so. |
 
 # %% [markdown]
 # ## The whole story in one table
@@ -191,14 +194,7 @@ views.matrix_table(headline)
 my_guess = None  # your answer here: a number
 
 # %%
-truth = sc.run(sc.Scenario("naive", "after_charge", "once", "duplicate"))
-if my_guess == truth.charges:
-    print(f"Right: {truth.charges} charges, from {truth.attempts} invocations. naive keeps no record, "
-          "so every invocation that reaches the provider charges.")
-else:
-    print(("No guess yet." if my_guess is None else f"Not {my_guess}.") + " Count the invocations: "
-          "each copy of the event is one, and so is each retry of a failed one. naive keeps no "
-          "record, so how many of them reach the provider?")
+print(check_charges_guess(my_guess))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

@@ -55,7 +55,7 @@ views.show_text(json.dumps(shown, indent=2), "json")
 #   tells you which of two events about one key came later.
 #
 # Everything a handler could use to recognise this piece of work is in there: the bucket, the key,
-# the version id, the `eTag` and the sequencer. The `eTag` is a hash S3 gives the object; for a
+# the version id, the `eTag` and the sequencer. The **eTag** is a hash S3 gives the object; for a
 # single-part upload that is unencrypted or uses S3's own keys, it is the MD5 of the bytes
 # ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). The naive handler
 # uses none of it.
@@ -63,12 +63,15 @@ views.show_text(json.dumps(shown, indent=2), "json")
 # %% [markdown]
 # ## The entry point
 #
-# Lambda calls one function with the whole event: the entry point. It builds the handler once per
-# container, then hands it each record. Its code is in
+# Lambda calls one function with the whole event: the **entry point**. It builds the handler once
+# per **container**, the process Lambda starts for the function and reuses for later invocations.
+# Then it hands the handler each record. Its code is in
 # [the appendix](12_appendix_the_local_aws.ipynb#entry-point); three things it does matter here:
 #
 # * The event holds a *list* of `Records`. S3 puts one upload in each notification today, but the
-#   format allows several. Events that reach the function through SNS or SQS can carry many.
+#   format allows several. Through SNS a function gets one message per invocation. Through an SQS
+#   queue it gets a batch, up to 10 messages by default
+#   ([SQS](https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html)).
 # * The entry point handles every record, even after one fails. Then it fails the invocation, so
 #   Lambda runs the *whole* event again, records that succeeded included.
 # * When notifications go to an SNS topic or an SQS queue, S3 first sends them an `s3:TestEvent`.
@@ -128,15 +131,15 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # success. The difference turns up weeks later, in a customer's bank statement.
 #
 # The retry is what the Lambda service does after a function error in an asynchronous invocation.
-# It tries again about a minute later, then about two minutes after that. `MaximumRetryAttempts`
-# (0 to 2, default 2) sets how many retries. When they are used up, the event goes to the failure
+# It tries again about a minute later, then about two minutes after that.
+# **`MaximumRetryAttempts`** (0 to 2, default 2) sets how many retries. When they are used up, the event goes to the failure
 # queue. [The appendix](12_appendix_the_local_aws.ipynb#local-runtime) shows how the local runtime
 # does the same.
 
 # %% [markdown]
 # ## The same story on a clock
 #
-# A timeline of the same scenario, this time with the fault on **every** attempt. Each mark is one
+# A timeline of the same scenario, this time with the fault on *every* attempt. Each mark is one
 # invocation, labelled with its attempt and its container. Lambda runs a function in containers
 # and reuses one for the next invocation when it can. A **cold start** is Lambda starting a new
 # container: the module code runs again, and its globals start empty. The timeline marks one
@@ -259,7 +262,7 @@ print("failure queue depth:", world.failure_queue_depth())
 # customer exactly once. Then read what the check says the price was.
 
 # %%
-my_retries = 2  # your answer here
+my_retries = None  # your answer here: 0, 1 or 2
 
 # %%
 print(check_retries(my_retries))

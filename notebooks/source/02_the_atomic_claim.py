@@ -19,7 +19,8 @@
 # %% [markdown]
 # ## Setup
 #
-# The ledger, the race, and a fresh local AWS with its clock at zero.
+# The ledger, the race, and a fresh local AWS with its clock at zero. The ledger table's
+# **partition key** is `pk`: the attribute whose value names an item, one item per value.
 
 # %%
 import json
@@ -208,7 +209,8 @@ print(claims.check_holder_of(holder_of, world))
 #
 # `return response["Item"]["owner"]["S"]`. With `ALL_OLD`, a failed put's response carries the
 # stored item under `Item`, in DynamoDB's typed format: every value sits under its type, `S` for a
-# string. (The `boto3.resource` interface and `idem.core.dynamo.from_item` turn it into plain values.)
+# string. (`idem.core.dynamo.from_item` turns such an item into plain values. The `boto3.resource`
+# interface would not help here: the item in its error response stays in the typed format.)
 # One more trap worth knowing: a condition on an attribute no item has, such as
 # `attribute_not_exists(id)`, is always true. That put overwrites, and every racer wins.
 # </details>

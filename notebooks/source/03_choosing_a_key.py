@@ -272,14 +272,13 @@ _ = views.story_explore("same bytes again", "version")
 # The check runs your recipe against five pitfalls. For each one it prints `pass`, or why the
 # recipe fails. Decoding the name is not one of them: S3 writes each name one way only, so a key
 # from the raw field is still one key per upload. Decode it anyway, so that the key names a real
-# object. The recipe below uses the bucket and the object's name. Run the check, read
-# why it fails, and change the recipe until every pitfall passes.
+# object. Write the recipe, run the check, read why it fails, and change the recipe until every
+# pitfall passes.
 
 # %%
 def my_recipe(record, context):
     """One S3 event record (a dict) -> the idempotency key (a string)."""
-    s3 = record["s3"]
-    return f"{s3['bucket']['name']}/{s3['object']['key']}"
+    return None  # your answer here
 
 
 # %%

@@ -83,13 +83,14 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 #     failure_queue --> in_progress: redrive
 # ```
 #
-# * **put wins / put loses**: no record was found, and the conditional put succeeded. Or it failed,
+# * `put wins` / `put loses`: no record was found, and the conditional put succeeded. Or it failed,
 #   because a copy got there first; then this copy stands down.
-# * **work failed, retry**: the charge or the ledger entry failed. Lambda retries; the retry reads
+# * `work failed, retry`: the charge or the ledger entry failed. Lambda retries; the retry reads
 #   `in_progress` and does the work again.
-# * **mark_done**: the charge and the ledger entry landed, and the record says so.
-# * **copy stands down**: any later retry or copy reads `done` and returns.
-# * **retries exhausted / redrive**: Lambda gives up and sends the event to the failure queue. The
+# * `mark_done`: the charge and the ledger entry landed, and the record says so. This write is
+#   the **commit**: the one write that records the work as finished.
+# * `copy stands down`: any later retry or copy reads `done` and returns.
+# * `retries exhausted` / `redrive`: Lambda gives up and sends the event to the failure queue. The
 #   record stays `in_progress` until an operator sends the event back.
 #
 # Two states end the story. The happy ending is `done`. The other is `in_progress` with the event
@@ -155,7 +156,8 @@ views.show_text(json.dumps(message, indent=2), "json")
 # * `responsePayload` holds the last error.
 # * `requestPayload` is the original S3 event, with the object's key and `versionId`.
 #
-# A dead-letter queue would hold only the bare event, with the error as message attributes. The
+# A **dead-letter queue**, the older setting for the same purpose, would hold only the bare event,
+# with the error as message attributes. The
 # destination wraps the event with its story. A function with neither discards the event after its
 # retries. AWS documents both in the Lambda guide, on retaining records of asynchronous invocations
 # (docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).

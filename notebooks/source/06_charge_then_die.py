@@ -42,8 +42,8 @@ views.show_source(common.charge_step)
 # %% [markdown]
 # A function can leave that window in two ways:
 #
-# * It can **raise**: an exception the handler could in principle catch.
-# * It can **crash**: the process dies, and no `except` or `finally` runs.
+# * It can *raise*: an exception the handler could in principle catch.
+# * It can *crash*: the process dies, and no `except` or `finally` runs.
 #
 # On Lambda both are a function error, and both are retried about a minute later. Here are robust
 # (chapter 05) and keyed, each under both:
@@ -74,6 +74,19 @@ views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
 
 # %%
 views.show_source(KeyedCharger.charge_once)
+
+# %% [markdown]
+# The line the whole workbook leads to is in `_charge_and_commit`: the call that hands the key to
+# the provider. The cell below finds it by name in the handler's files, so what you read is the
+# code that runs. Under it is the adapter's call that passes the same key to Stripe:
+
+# %%
+from idem.core import handlers
+
+views.show_call(handlers, "idempotency_key", callee="charge", prefix="keyed")
+
+# %%
+views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 
 # %% [markdown]
 # Payment APIs such as Stripe accept an idempotency key for exactly this reason. The workbook's
@@ -149,9 +162,11 @@ print("charges at the provider:", len(provider.charges()))
 # The provider also fails on its own side. Its rules (Stripe's, API v1) say what a retry then
 # gets:
 #
-# * It saves the first answer for a key once it starts executing, errors included. A 500 comes
-#   back as the same 500 on every retry.
-# * A key still in flight gets 409, and nothing is saved.
+# * It saves the first answer for a key once the endpoint starts executing, errors included. A 500
+#   comes back as the same 500 on every retry.
+# * It saves nothing when the request fails validation (a 400 before executing) or conflicts
+#   with a request in flight: a key still in flight gets 409. A retry of either runs anew
+#   ([idempotency](https://docs.stripe.com/idempotency)).
 # * A declined card (402) is a final answer.
 #
 # Here is keyed against each, the fault on the first attempt only:
@@ -169,7 +184,8 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 #   moved. Keyed marks the record `needs_attention` and lets the event reach the failure queue with
 #   the reason. It does not try a new key: if the first attempt did charge, a new key would charge
 #   twice.
-# * The decline ends the work with a `declined` record. Nothing is retried or queued.
+# * A **decline** (402) is the card issuer's final no. It ends the work with a `declined` record.
+#   Nothing is retried or queued.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -177,8 +193,8 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 # The key closes the money window. Two more details make keyed safe against copies running at
 # the same time, the hole chapter 05 found in robust.
 #
-# The claim is one conditional put. It records **who** holds the work (`owner`, a fresh token per
-# invocation) and **until when** (`lease_until`). A **lease** is such a claim with an end time: after
+# The claim is one conditional put. It records *who* holds the work (`owner`, a fresh token per
+# invocation) and *until when* (`lease_until`). A **lease** is such a claim with an end time: after
 # it, another copy may take the work over. Keyed's lease ends at the invocation's deadline. The put
 # takes the record only if there is none, if the record has expired, or if it is `in_progress`
 # with its lease over.
@@ -207,12 +223,15 @@ views.show_code(KeyedLedger.commit)
 
 # %% [markdown]
 # A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
-# once. Here that holds by construction. There is one record per idempotency key, and the
-# provider makes one charge per key. A duplicate that comes weeks later still finds the `done`
-# record and stands down.
+# once. There is one record per idempotency key, and the record never expires. A duplicate that
+# comes weeks later still finds the `done` record and stands down. The provider makes one charge
+# per key only while it remembers the key: Stripe may prune a key once it is 24 hours old
+# ([idempotency](https://docs.stripe.com/idempotency)). Past the window a second charge is
+# possible. That is why the handler looks the charge up before charging an old event (chapter 07),
+# and that look-up has limits of its own.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
-# **sparse index**. A global secondary index is a second view of a table, keyed on other
+# **sparse index**. A **global secondary index** is a second view of a table, keyed on other
 # attributes, that DynamoDB keeps up to date
 # ([GSI](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html)). This one is
 # keyed on `account`, and holds only the items that have one: the records whose commit wrote the
@@ -354,7 +373,7 @@ print("failure queue depth:", world.failure_queue_depth())
 # charge.
 
 # %%
-my_timeout = 30  # your answer here
+my_timeout = None  # your answer here: seconds
 
 # %%
 print(leases.check_lease(my_timeout, work=45))

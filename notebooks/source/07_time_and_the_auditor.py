@@ -78,9 +78,9 @@ fig = views.record_life_chart(late)
 # %% [markdown]
 # Read the table and the chart by handler:
 #
-# * **keyed**: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
+# * *keyed*: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
 #   ten minutes applied only while the work was unfinished. The ledger line does not expire.
-# * **robust** never looks at `expires_at`. Whether it charged again depended only on whether
+# * *robust* never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`). Unswept, the record expired at ten minutes
 #   and was still in the table at two hours (the faded bar), so the copy found it. The same code
 #   and the same settings gave one charge or two, decided by a background process.
@@ -183,6 +183,12 @@ for fresh in (True, False):
 # * double charges: more than one charge for one upload;
 # * records that need a person, with the reason the handler stored;
 # * account mismatches: the ledger and the provider disagree about an account.
+#
+# Its scope is everything, on every run: every version in the bucket, a `Scan` of the whole
+# ledger, and all of the provider's charges. A `Scan` bills for every item it reads, whatever a
+# filter drops ([Scan](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html)).
+# So a daily run costs more each day: after a year it reads a year of lines. A production job
+# reads one window of days instead, and only the provider's charges that this handler made.
 
 # %%
 views.show_source(reconcile.reconcile)
@@ -220,10 +226,10 @@ views.report_frame(report)
 # %% [markdown]
 # Every staged incident is on the list, and each finding points at something to do:
 #
-# * Bob's upload was **charged twice**, and his account shows it: refund one charge.
-# * Carol's upload and Erin's are **missing**. Carol's record says `claimed`: chapter 04's silent
+# * Bob's upload was *charged twice*, and his account shows it: refund one charge.
+# * Carol's upload and Erin's are *missing*. Carol's record says `claimed`: chapter 04's silent
 #   loss. Erin's event never arrived at all. Deliver both again.
-# * Dave's record is **stuck** `in_progress`, and his account has a charge the ledger never
+# * Dave's record is *stuck* `in_progress`, and his account has a charge the ledger never
 #   recorded. The money moved; the books did not. His event is in the failure queue. A redrive
 #   within a day finishes it with the provider's replay (chapter 06). A later one meets a pruned key,
 #   and keyed looks the charge up first.
@@ -248,7 +254,9 @@ views.footprints_frame(batches.footprints(world, attempts))
 # * more charges than uploads: a double charge;
 # * more charges than ledger entries: money the books do not know about;
 # * fewer `done` records than uploads: unfinished or lost work;
-# * retries: invocations failed (Lambda's `Errors` metric counts them, not the retries);
+# * retries: attempts that failed. Lambda's `Errors` metric counts every failed attempt, each
+#   retry included, so it is not a count of failed events
+#   ([metrics](https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html));
 # * a failure queue that is not empty: some failures were never resolved.
 #
 # An alarm on the queue's depth and a daily count are cheap. A double charge on a customer's bank
@@ -302,9 +310,7 @@ views.charged_frame(charged)
 # %%
 def differences(booked, charged):
     """What differs between the ledger (booked) and the provider (charged)."""
-    found = set()
-    # your query here
-    return found
+    return None  # your answer here: a set of (kind, account or upload) pairs
 
 
 # %%

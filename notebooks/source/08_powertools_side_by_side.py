@@ -26,7 +26,7 @@ from idem.core.handlers.keyed import KeyedLedger
 from idem.cost import bill
 from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
-from idem.sim.boundary import Boundary, FaultPlan, Side
+from idem.lessons import powertools_runs as runs
 from idem.explore import scenarios as sc
 from idem.sim.world import LocalWorld
 
@@ -36,19 +36,6 @@ table = cleanup.enter_context(pt.idempotency_table(world))
 print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}, "
       f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
-
-def demo_row(run, outcome):
-    seen = pt.summary(outcome)
-    return {"run": run, "deliveries": seen["deliveries"], "charges": outcome.charges,
-            "ledger": outcome.ledger, "failure queue": outcome.dlq}
-
-
-def after_ledger(how):
-    """Fail once right after the handler's ledger put (its first watched PutItem)."""
-    return FaultPlan(Boundary("dynamodb:PutItem", 1, Side.AFTER), "once", how)
-
-
-poison = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
 
 # %% [markdown]
 # ## The handler, as you write it
@@ -78,11 +65,11 @@ views.show_lines(pt.HANDLER_MODULE, "PRICE_CENTS")
 
 # %%
 pd.DataFrame([
-    demo_row("two orders, versioning off, each sent twice",
+    runs.handler_row("two orders, versioning off, each sent twice",
              pt.run_handler([b"v1", b"v2"], versioned=False, redeliver_after=5.0)),
-    demo_row("an error after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("exception"))),
-    demo_row("a crash after the ledger write", pt.run_handler([b"v1"], fault=after_ledger("crash"))),
-    demo_row("an error after every charge call", pt.run_handler([b"v1"], fault=poison)),
+    runs.handler_row("an error after the ledger write", pt.run_handler([b"v1"], fault=runs.after_ledger("exception"))),
+    runs.handler_row("a crash after the ledger write", pt.run_handler([b"v1"], fault=runs.after_ledger("crash"))),
+    runs.handler_row("an error after every charge call", pt.run_handler([b"v1"], fault=runs.POISON)),
 ])
 
 # %% [markdown]
@@ -149,33 +136,26 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 # The table below runs each one in a fresh world and counts what happened.
 
 # %%
-def demo(option, outcome):
-    seen = pt.summary(outcome)
-    return {"run below as": option, "deliveries": seen["deliveries"], "charges": seen["charges"],
-            "failure queue": seen["dlq"], "DynamoDB calls": seen["dynamodb_calls"],
-            "errors raised": seen["errors"].replace("Runtime.", "")}
-
-
 version_only = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
 pd.DataFrame([
-    demo("key with version", pt.run_uploads([b"v1", b"v2"])),
-    demo("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
-    demo("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]",
+    runs.option_row("key with version", pt.run_uploads([b"v1", b"v2"])),
+    runs.option_row("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
+    runs.option_row("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]",
                                              POWERTOOLS_VALIDATE="etag")),
-    demo("no version id", pt.run_uploads([b"v1", b"v2"], versioned=False)),
-    demo("raise on no key", pt.run_uploads([b"v1"], **version_only)),
-    demo("let no key through", pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0",
+    runs.option_row("no version id", pt.run_uploads([b"v1", b"v2"], versioned=False)),
+    runs.option_row("raise on no key", pt.run_uploads([b"v1"], **version_only)),
+    runs.option_row("let no key through", pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0",
                                               **version_only)),
-    demo("add the sequencer", pt.run_uploads([b"v1", b"v2"], versioned=False,
+    runs.option_row("add the sequencer", pt.run_uploads([b"v1", b"v2"], versioned=False,
                                              POWERTOOLS_KEY="[bucket, key, version_id, sequencer]")),
-    demo("expire after 1 hour", pt.run_uploads([b"v1"], redeliver_after=7200,
+    runs.option_row("expire after 1 hour", pt.run_uploads([b"v1"], redeliver_after=7200,
                                                RECORD_TTL_SECONDS="3600")),
-    demo("expire after 1 day", pt.run_uploads([b"v1"], redeliver_after=7200)),
-    demo("local cache", pt.run(sc.Scenario("powertools", delivery="duplicate"),
+    runs.option_row("expire after 1 day", pt.run_uploads([b"v1"], redeliver_after=7200)),
+    runs.option_row("local cache", pt.run(sc.Scenario("powertools", delivery="duplicate"),
                                POWERTOOLS_LOCAL_CACHE="1")),
-    demo("in-progress expiry", pt.run(sc.Scenario("powertools", "after_charge", "once",
+    runs.option_row("in-progress expiry", pt.run(sc.Scenario("powertools", "after_charge", "once",
                                                   how="crash", timeout=900))),
-    demo("replay the result", pt.run(sc.Scenario("powertools", delivery="duplicate"))),
+    runs.option_row("replay the result", pt.run(sc.Scenario("powertools", delivery="duplicate"))),
 ])
 
 # %% [markdown]
@@ -213,7 +193,7 @@ views.matrix_table(side_by_side)
 
 # %% [markdown]
 # They agree on every row but the two where money moved and then the function raised
-# (`after_charge`). Powertools' answer to an exception is to **delete its record**. That lets the
+# (`after_charge`). Powertools' answer to an exception is to *delete its record*. That lets the
 # retry run the function again, and the retry charges again. Keyed charges once and leaves the
 # poison event in the failure queue. Here is where the library does that:
 
@@ -255,7 +235,7 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 #
 # * **Catch after the side effect.** Once the provider's answer is in hand, no exception may reach
 #   Powertools. Finish the bookkeeping and return normally, so the record becomes `COMPLETED`.
-# * **Pass the key to the provider**, as keyed does (chapter 06). A retry that runs the function
+# * *Pass the key to the provider*, as keyed does (chapter 06). A retry that runs the function
 #   again then gets the provider's replay instead of a second charge.
 # * **Book once as well.** Pass the key, and write the ledger line with a conditional put keyed by
 #   it. A function run again then finds the line and books nothing new.
@@ -276,10 +256,10 @@ views.outcome_frame(fixes).assign(fix=[fix for fix, _ in fix_runs], how=[s.how f
     ["fix", "fault", "how", "charges", "ledger_charges", "invocations", "record_status", "verdict"]]
 
 # %% [markdown]
-# * **Catching** only helps when the ledger write fails with an exception. At `after_charge` the
+# * *Catching* only helps when the ledger write fails with an exception. At `after_charge` the
 #   charge call itself raises, and the function cannot tell whether money moved. A crash skips
 #   every `except` anyway.
-# * **The provider's key** stops the second charge. But at `after_ledger`, Powertools deletes its
+# * *The provider's key* stops the second charge. But at `after_ledger`, Powertools deletes its
 #   record and the retry runs the function again. The provider replays the charge, and the ledger
 #   write runs a second time: one charge, booked twice, and nothing alerts.
 # * **Booking once** as well ends every row exactly once.
@@ -309,7 +289,8 @@ _ = views.explore("powertools", "after_charge", "once")
 # %% [markdown]
 # ## What each guard costs on DynamoDB's bill
 #
-# AWS does not bill calls. In on-demand mode, DynamoDB bills **request units**: a write unit for
+# AWS does not bill calls. **On-demand** mode reserves no capacity ahead. In it, DynamoDB bills
+# **request units**: a write unit for
 # each KB a write touches, a read unit for each 4 KB a strongly consistent read returns.
 # `idem.cost.bill` runs one upload per handler three ways. There is a first delivery, a duplicate
 # delivered after it finished, and a retry after the function failed at `after_charge`. A meter
@@ -345,6 +326,8 @@ fig = views.bill_chart(bills)
 #   bills. Robust reads its record first instead, so its duplicate costs a read unit.
 # * Naive's duplicate looks as cheap on this bill. It costs a second charge on the provider's.
 # * A retry pays for the attempt that failed and for the one that finished.
+# * These uploads have short names. keyed's claim also stores the upload's name (`source`), so a
+#   name near S3's limit of 1,024 bytes makes the claim cost at least two write units.
 #
 # The same numbers, with the calls and the dollars per million uploads at the price above:
 
@@ -408,10 +391,10 @@ print(f"write units per first delivery: keyed {first['keyed']:g}, powertools {fi
 #   call with its key, the ledger write booked once. Its record is deleted on every exception, so
 #   the function must be safe to run twice. It gives you the put-first claim, in-progress expiry from the context, expiry checked
 #   in code, payload validation and a local cache, tested by many users.
-# * **Configure it**: set `expires_after_seconds` to outlive your latest duplicate (hours, not the
+# * *Configure it*: set `expires_after_seconds` to outlive your latest duplicate (hours, not the
 #   one-hour default). Turn on `raise_on_no_idempotency_key`, and put the `sequencer` in the key if
 #   versioning may be off. Pass the key (or your own) to the provider, and book the charge once.
-# * **Write the keyed pattern** when the record and the ledger line must be one write. Or when a
+# * *Write the keyed pattern* when the record and the ledger line must be one write. Or when a
 #   zombie must not overwrite its successor: keyed's commit is fenced to the owner, while Powertools'
 #   update and delete carry no owner check. Or when a charge that fails after the money moved must
 #   leave an alarm rather than a deleted record.

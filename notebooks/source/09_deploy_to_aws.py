@@ -11,7 +11,8 @@
 # and table names from its environment. Production runs the handler to copy,
 # `idem.core.handlers.keyed.lambda_handler`. This chapter ships both.
 #
-# `template.yaml` describes every resource the function needs. CloudFormation creates them together
+# `template.yaml` describes every resource the function needs. **CloudFormation**, AWS's service
+# that builds resources from such a template, creates them together
 # as a **stack**: one named set of resources, created, updated and deleted as a unit. The template
 # has two profiles. The production profile, its default, is the stack to run payments on. The demo
 # profile is this chapter's stack, made to be deleted. The chapter first deploys the demo on moto,
@@ -70,7 +71,7 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # %% [markdown]
 # ## Two profiles, one template
 #
-# The `Profile` parameter picks one. A template's **conditions** are named true-or-false values
+# The `Profile` parameter picks one. A template's *conditions* are named true-or-false values
 # made from its parameters (`IsProd` is `Profile` equal to `prod`). A setting written
 # `!If [IsProd, A, B]` is `A` in production and `B` in the demo. When `B` is `!Ref AWS::NoValue`,
 # the demo leaves the setting out altogether. The table below resolves both profiles, as CloudFormation would.
@@ -84,7 +85,7 @@ views.ship.profile_table()
 # the failure wrapper around that entry point.
 #
 # Production keeps its books when the stack goes, and it can restore the ledger to any second of
-# the last 35 days (PITR, point-in-time recovery). It refuses to delete the ledger until someone
+# the last 35 days (PITR, **point-in-time recovery**). It refuses to delete the ledger until someone
 # turns the protection off. It has no failure
 # wrapper (the demo's code that makes its function fail on purpose, shown below), no stand-in
 # table, and no setting of the demo's. The demo deletes everything with it.
@@ -158,7 +159,12 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 # * Logs are JSON. The handler prints its metric lines in CloudWatch's **Embedded Metric Format**
 #   (EMF): JSON lines that CloudWatch turns into metrics, with no API call. Lambda passes printed
 #   lines through as they are, so each stays one JSON line that CloudWatch can read.
-# * Production reserves concurrency, to stay under Stripe's rate limit.
+# * Production reserves concurrency, to bound the calls to Stripe. Stripe allows 25 requests per
+#   second to one endpoint, such as `POST /v1/payment_intents`, and 100 in all in live mode
+#   ([rate limits](https://docs.stripe.com/rate-limits)). Each copy makes one charge call at a
+#   time, so ten copies stay under 25 per second only while each charge, with the work around it,
+#   takes at least 0.4 s. Faster ones can pass it: Stripe then answers 429, and the handler
+#   releases its claim so that Lambda retries with the same key.
 # * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * `CodeUri: function/` with `BuildMethod: makefile` is how `sam build` packages only `idem`'s
 #   core (more on that below).
@@ -185,7 +191,8 @@ views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls
 # %% [markdown]
 # Every row is both needed and granted: no `Scan`, no `DeleteItem`, and `*` only for X-Ray, which
 # takes no other resource. This is the demo's role. In production the handler also reads the
-# Stripe key from Parameter Store, and the role says so. The production role may also read an
+# Stripe key from **Parameter Store**, the AWS Systems Manager store for settings and secrets, and
+# the role says so. The production role may also read an
 # upload by its `versionId`. That is for `amount_from_order_file` (chapter 11), once you make it
 # your `amount_for`. As shipped, the handler charges the configured price and reads no upload. The
 # cost table below assumes you made that change, so it counts one read per upload. Suppose a
@@ -237,7 +244,7 @@ _ = dry.fill_gaps()  # moto only
 # ### The naive function, one upload
 #
 # An upload into the stack's bucket. moto's S3 fires the notification at the stack's function. moto
-# cannot run Lambda code, so the local runtime runs `idem.core.entry` with the **deployed** function's
+# cannot run Lambda code, so the local runtime runs `idem.core.entry` with the *deployed* function's
 # environment and event-invoke config. It works against the stack's tables and queue.
 
 # %%
@@ -359,8 +366,12 @@ print("\n".join(twin.attempts))
 # With the SAM CLI, `samconfig.toml` holds the two profiles: `default` is the demo, `prod` the
 # production stack. The `default` demo stages no failure (`FailurePoint=none`), so it needs no
 # failure wrapper. To stage one, build with the wrapper and say so:
-# `IDEM_DEMO=1 sam build`, then `sam deploy --parameter-overrides Profile=demo
-# FailurePoint=after_charge`. `sam logs` reads a function's logs.
+# `IDEM_DEMO=1 sam build`, then `sam deploy --parameter-overrides Profile=demo HandlerMode=keyed
+# FailurePoint=after_charge`. A `--parameter-overrides` on the command line replaces the whole
+# `parameter_overrides` line of `samconfig.toml`, not one value in it
+# ([precedence](https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/serverless-sam-cli-config.html)).
+# So repeat every value you keep: without `HandlerMode=keyed`, the template's default, `naive`,
+# is deployed. `sam logs` reads a function's logs.
 #
 # ```
 # sam build && sam deploy --guided
@@ -368,7 +379,8 @@ print("\n".join(twin.attempts))
 # ```
 #
 # Cleaning up the demo after SAM takes one step more. The bucket is versioned, and `sam delete`
-# fails while any version or delete marker is left in it. Empty it first:
+# fails while any version or **delete marker** is left in it. A delete marker is what deleting
+# an object leaves in a versioned bucket: the older versions stay behind it. Empty it first:
 #
 # ```
 # python -m idem deploy --target aws --stack idem-demo --empty-bucket --sam --yes
@@ -378,18 +390,21 @@ print("\n".join(twin.attempts))
 # Or let `--delete --sam --yes` do both. The `--sam` flag acts only on a stack whose template
 # carries this template's `Metadata` mark and nothing but its resources. It never acts on a
 # production stack. For that one, `sam delete --config-env prod` deletes the stack and keeps its
-# books, queue, buckets and logs.
+# books, queue, buckets and logs. The kept buckets and log groups keep their names, which the
+# template derives from the stack's name. So a new deploy under the same stack name fails until
+# you delete them, or deploy under another name.
 #
 # ### Production with Stripe in test mode
 #
-# The production profile charges through Stripe. Try it first with a **test** secret key
-# (`sk_test_...`): test mode moves no real money, and its objects never mix with live ones
+# The production profile charges through Stripe. Try it first with a *test* secret key
+# (`sk_test_...`): **test mode** moves no real money, and its objects never mix with live ones
 # ([Stripe](https://docs.stripe.com/test-mode)). The key goes into Parameter Store as a
 # SecureString, never into the template, the environment or a log line. The function reads it at
 # cold start, by the name in `StripeSecretParameter`.
 #
 # Check one account setting first. Production reserves `ReservedConcurrency` (10) for the charge
-# function, and Lambda keeps 100 of the account's concurrency unreserved
+# function. Its **reserved concurrency** is a number of copies no other function can take, and
+# that it cannot exceed. Lambda keeps 100 of the account's concurrency unreserved
 # ([concurrency](https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)).
 # So the account needs a concurrency limit of at least 110. A new account may have far less:
 # `aws lambda get-account-settings` shows it as `ConcurrentExecutions`. If it is lower, ask for
@@ -411,8 +426,9 @@ print("\n".join(twin.attempts))
 # AWS then mails the alarm address a link to confirm the subscription. Until you click it, the
 # subscription stays pending and no alarm mail arrives.
 #
-# Each upload becomes one PaymentIntent, confirmed with Stripe's test card `pm_card_visa`. In
-# Stripe's Dashboard, in test mode, it is listed under **Payments**
+# Each upload becomes one **PaymentIntent**, Stripe's object for one payment, confirmed with
+# Stripe's test card `pm_card_visa`. In
+# Stripe's Dashboard, in test mode, it is listed under *Payments*
 # ([testing](https://docs.stripe.com/testing)). Its metadata names the upload: the account, the
 # object and its idempotency key. Upload the same order again with `aws s3 cp`: that is a new
 # version, so a new order and a new payment. A copy of one event is another matter. You cannot
@@ -511,23 +527,11 @@ else:
 # stack's failure queue. The check deploys that stack on moto and compares.
 
 # %%
-my_prediction = {"charges": 3, "ledger entries": 1, "events in the failure queue": 0}  # your answer
+my_prediction = {"charges": None, "ledger entries": None, "events in the failure queue": None}  # your answer
 
 # %%
 result = lab.try_stack("keyed", "after_charge", "always")
-measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
-            "events in the failure queue": result.dlq}
-why = {
-    "charges": "every retry passes the same idempotency key, so the provider replays the first "
-               "charge instead of making a new one",
-    "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
-                      "booked: the reconciliation job finds the charge",
-    "events in the failure queue": "after Lambda's two retries the stack's EventInvokeConfig sends "
-                                   "the event to FailureQueue, where a redrive can find it",
-}
-for name, value in measured.items():
-    guess = my_prediction[name]
-    print(f"{name}: {value}; " + ("right." if guess == value else f"not {guess}: {why[name]}."))
+print(views.ship.check_stack_prediction(my_prediction, result))
 
 # %% [markdown]
 # <details><summary>Solution</summary>

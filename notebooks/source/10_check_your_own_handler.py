@@ -76,7 +76,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # other verdicts are fine: a failure that reaches the failure queue is one a person will see.
 # Each break also names what went wrong: two charges for one upload, no charge for an upload, a
 # charge with no ledger line. With two uploads in one schedule, each upload's money is judged on
-# its own, and the worst verdict counts. A handler **holds** when no schedule breaks. (The
+# its own, and the worst verdict counts. The **check holds** for a handler when no schedule breaks. (The
 # rules in code: `idem.explore.verdicts.judge_upload`.)
 
 # %% [markdown]
@@ -279,14 +279,16 @@ _ = views.explore_check(handlers, "given handler", 0)
 # %% [markdown]
 # ## When a queue feeds the handler
 #
-# Many teams put an SQS queue between S3 and the function. An event source mapping polls the
+# Many teams put an SQS queue between S3 and the function. An **event source mapping**, Lambda's
+# own reader of a queue, polls the
 # queue and calls the function with a batch of messages, each holding one S3 event. Three things
 # change:
 #
 # - If the function raises, every message of the batch comes back, the ones it charged too. With
-#   `ReportBatchItemFailures` on, it can instead return
+#   `ReportBatchItemFailures` on, it can instead return a **batchItemFailures** list,
 #   `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, and only those come back.
-# - A message comes back after the queue's visibility timeout (here 180 s, six times the
+# - A message comes back after the queue's **visibility timeout**, the time a received message
+#   stays hidden from other readers (here 180 s, six times the
 #   function's timeout, as AWS advises), not after Lambda's retry delays. A standard queue may also
 #   deliver a message twice, even while the first copy is being worked on.
 # - After `maxReceiveCount` receives, the queue moves the message to its dead-letter queue. That
@@ -316,7 +318,7 @@ def make_provider():
 
 
 def lambda_handler(event, context):
-    provider, lines, failed = make_provider(), [], []
+    provider, lines, failed = make_provider(), {}, []
     for message in event["Records"]:
         try:
             for record in json.loads(message["body"])["Records"]:
@@ -326,12 +328,13 @@ def lambda_handler(event, context):
                 key = hashlib.sha256(upload.encode()).hexdigest()
                 charge = provider.charge(customer="acme", amount=500, currency="usd",
                                          reference=upload, idempotency_key=key)
-                lines.append({"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}})
+                lines[key] = {"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}}
         except Exception as error:
             if getattr(error, "http_status", None) != 402:  # a decline is final: nothing to retry
                 failed.append({"itemIdentifier": message["messageId"]})
-    if lines:  # the books: one line per upload, the same line if it is written again
-        written = dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: lines})
+    books = list(lines.values())  # one line per upload (a copy in the same batch adds none)
+    for start in range(0, len(books), 25):  # BatchWriteItem: at most 25 puts a call
+        written = dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: books[start:start + 25]})
         if written["UnprocessedItems"]:
             raise RuntimeError("some lines were not written: the whole batch comes back")
     return {"batchItemFailures": failed}
@@ -375,7 +378,9 @@ print(views.explain_breaks(raises))
 
 # %% [markdown]
 # The first handler holds. A message that failed comes back alone, and its key replays any charge
-# it made. The second has no key, and any error fails the whole batch. The batch comes back a
+# it made. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
+# than 25 puts, or two puts of one key, in one call
+# ([BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)). The second has no key, and any error fails the whole batch. The batch comes back a
 # visibility timeout later, and the uploads it had charged are charged again. The check reads the
 # dead-letter queue as the failure queue: a message there is a failure a person will see.
 
@@ -437,8 +442,10 @@ if mine.holds:
 # <details><summary>Solution</summary>
 #
 # Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass a
-# hash of the upload (bucket, name, version) as the provider's idempotency key, so a retry's
-# charge is a replay of the first. Hash it: Stripe takes keys of at most 255 characters, and an
+# hash of the upload as the provider's idempotency key, so a retry's charge is a replay of the
+# first. The upload is the bucket and name with the version id, or, in a bucket without
+# versioning, with the eTag and sequencer (chapter 03's recipe). The given handler's
+# `s3['object']['versionId']` raises `KeyError` there. Hash the upload: Stripe takes keys of at most 255 characters, and an
 # S3 object's name alone may be 1,024 bytes. And
 # book each charge once: the update is conditional on the charge's id not being booked yet, so
 # a retry that replays the charge books nothing new. The attribute `booked` is a string set on
@@ -455,7 +462,10 @@ if mine.holds:
 #     for record in event["Records"]:
 #         s3 = record["s3"]
 #         key = unquote_plus(s3["object"]["key"])
-#         upload = f"s3://{s3['bucket']['name']}/{key}?versionId={s3['object']['versionId']}"
+#         obj = s3["object"]  # an unversioned bucket's record has no versionId (chapter 03)
+#         upload = f"s3://{s3['bucket']['name']}/{key}?" + (
+#             f"versionId={obj['versionId']}" if "versionId" in obj
+#             else f"eTag={obj['eTag']}&sequencer={obj['sequencer']}")
 #         customer = key.split("/")[0]
 #         # Stripe keys are at most 255 characters; an S3 key alone may be 1,024 bytes: hash it
 #         idempotency_key = hashlib.sha256(upload.encode()).hexdigest()
@@ -488,7 +498,7 @@ views.show_source(KeyedCharger.charge_once)
 # %% [markdown]
 # ## What the check proves, and what it cannot
 #
-# A **holds** means: in every schedule the check built, each upload was charged as often as in
+# A `holds` means: in every schedule the check built, each upload was charged as often as in
 # the clean run, its books agreed, and each named effect happened as often. Where they did not,
 # the failure queue held the event. A holds is strong evidence, not a proof. The check cannot:
 #
@@ -518,7 +528,8 @@ views.show_source(KeyedCharger.charge_once)
 # A handler's own error (a syntax error, a failed import) is shown with its own traceback, then
 # one line. `--json` prints JSON in every case. In a pytest suite, the `idem_check` fixture runs
 # the check and fails the test with the smallest break. The fixture comes with the package (a
-# pytest plugin): `pip install 'charged-twice[check]'` and it is there.
+# pytest plugin). The distribution is named `charged-twice`, and it is not on PyPI: install it
+# from a clone of this repository, `pip install '.[check]'` in its root, and the fixture is there.
 #
 # ```python
 # def test_my_handler_charges_once(idem_check):

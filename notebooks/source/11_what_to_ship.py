@@ -58,15 +58,15 @@ views.pattern_table(rows)
 #     K -. "you prefer a library" .-> P["Powertools, its key passed<br/>to the provider, the ledger<br/>line booked once"]
 # ```
 #
-# * **An overwrite** is already idempotent. A thumbnail written twice is the same file. Name the
+# * *An overwrite* is already idempotent. A thumbnail written twice is the same file. Name the
 #   result after the upload and set it; never add to it.
-# * **claim_first** never charges twice, but a failure after its claim loses the work silently.
+# * *claim_first* never charges twice, but a failure after its claim loses the work silently.
 #   Use it only when a lost upload is acceptable and a reconciliation job finds the losses.
-# * **Your own table**: write the effect and the `done` record in one transaction. Both land, or
+# * *Your own table*: write the effect and the `done` record in one transaction. Both land, or
 #   neither does. Chapter 08 builds one (`commit_designs.transaction_commit`) and prices it.
-# * **A provider with keys**: the keyed handler. Its claim keeps copies apart, the key makes a
+# * *A provider with keys*: the keyed handler. Its claim keeps copies apart, the key makes a
 #   retried charge the same charge, and the fenced commit books it once.
-# * **A provider without keys**: no code of yours can tell whether a lost answer moved money. Look
+# * *A provider without keys*: no code of yours can tell whether a lost answer moved money. Look
 #   the charge up by the upload before charging again, and mark the record `needs_attention` when
 #   the look-up cannot tell. keyed already has that look-up. It runs for copies older than the
 #   provider's key window (chapter 07's redrive). Run it before every charge only if it reads the
@@ -74,7 +74,7 @@ views.pattern_table(rows)
 #   by up to an hour, and Stripe says not to use it right after a write
 #   ([search](https://docs.stripe.com/search)). A retry comes a minute after its lost answer, so a
 #   lagging search would miss the charge and charge again.
-# * **Powertools** gives the claim and the expiry for free. Pass its key to the provider, or an
+# * *Powertools* gives the claim and the expiry for free. Pass its key to the provider, or an
 #   error after the charge charges again. Book the ledger line only if it is absent, or an error
 #   after the ledger write books it twice (chapter 08's `book_once`). The table's `powertools` row
 #   is Powertools as most handlers use it, without these two changes. The changed version has no
@@ -141,9 +141,17 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy two files, exactly as they are, into your function's folder. `keyed.py` is the
-# handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
-# Stripe. Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
+# You copy two files into your function's folder, then change them for production. `keyed.py` is
+# the handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
+# Stripe. As shipped, they charge a demo: one price for every upload, and one test card for every
+# customer. Before a real customer is charged you change, as *Make it yours* below shows:
+#
+# * who pays: each charge must name a Stripe customer with a saved payment method, not a test card;
+# * what they pay: the amount, read from the order instead of one price;
+# * the provider's secret: a restricted live key in Parameter Store, read at cold start;
+# * the ledger table, the function's settings, and the alarms with an address that gets their email.
+#
+# Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
 # Lambda's Python runtime does not include it. The lines below read both files and list every
 # module they import. Neither imports `idem`, so they run from any folder:
 
@@ -179,7 +187,7 @@ views.show_source(keyed.KeyedCharger.charge_once)
 # %% [markdown]
 # ### Make it yours
 #
-# Four changes adapt it to your system. First, the payment provider. `make_provider()` builds
+# Six changes adapt it to your system. First, the payment provider. `make_provider()` builds
 # Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
 # The key is read once at cold start and never logged. For another provider, replace this
 # function. Its `charge` must take an `idempotency_key`, and its errors should carry `http_status`:
@@ -221,6 +229,14 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 views.show_source(keyed.settings_from_env)
 
 # %% [markdown]
+# Fifth, who pays. The adapter above confirms every charge with `pm_card_visa`, Stripe's test card,
+# and names the account only in the metadata. A live charge needs the `customer` id of a Stripe
+# customer and one of that customer's saved payment methods, both passed to the PaymentIntent
+# ([create](https://docs.stripe.com/api/payment_intents/create)). Sixth, the alarms. The stack's
+# alarms email the address in `AlarmEmail`, and that address must confirm the subscription before
+# any email comes.
+
+# %% [markdown]
 # ### Check your version
 #
 # Then check what you changed, as chapter 10 does. The check is part of this workbook's `idem`
@@ -237,6 +253,37 @@ views.show_source(keyed.settings_from_env)
 # Stripe that keeps Stripe's rules.
 
 # %% [markdown]
+# ## From the demo to a real customer charged
+#
+# Chapter 09 deployed the demo. Between it and the first real customer charged lie the steps
+# below, in order. Each names the file, the command or the AWS setting that does it. Steps 1 to
+# 13 run in Stripe's test mode; only the last two touch real money. Stripe documents saving a
+# payment method for later ([save and reuse](https://docs.stripe.com/payments/save-and-reuse))
+# and keys limited to some resources ([restricted keys](https://docs.stripe.com/keys#limit-access)).
+#
+# | # | step | file, command or AWS setting |
+# | --- | --- | --- |
+# | 1 | Copy the handler and its adapter; add `stripe` 16.x to the function's requirements | `keyed.py`, `keyed_stripe.py`, `requirements.txt` |
+# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id` (the default); `object-name` needs a bucket policy that requires `If-None-Match` |
+# | 3 | Charge the order's amount, not one price | `amount_for` reads the order (`amount_from_order_file`) |
+# | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
+# | 5 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
+# | 6 | Create a restricted Stripe key that may read and write PaymentIntents (its search included), and nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
+# | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
+# | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
+# | 9 | Deploy production with every override repeated, and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=...` |
+# | 10 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
+# | 11 | Let uploads wait out an outage: S3 to an SQS queue to the function, with its own dead-letter queue and alarm | the production profile's queue; the handler answers `batchItemFailures` |
+# | 12 | Upload a test order, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp`, `sam logs`, the Dashboard in test mode, the report bucket |
+# | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge | `idem settle`, `idem refund`, a redrive of the failure queue |
+# | 14 | Swap in the live restricted key; the cold start refuses a live key in a test stage | `aws ssm put-parameter --overwrite` |
+# | 15 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
+#
+# Steps 2, 4, 11, 13 and 14 are what the live-payments and operations work adds to the demo: an
+# order's identity, a real customer, a buffer that outlives an outage, and commands for the
+# person an alarm wakes.
+
+# %% [markdown]
 # ## Try it
 #
 # Four systems each react to an upload. Pick what each needs, from `overwrite`, `claim_first`,
@@ -247,7 +294,7 @@ for name, system in views.SYSTEMS.items():
     print(f"{name:9}  {system}")
 
 # %%
-my_choices = {"thumbnail": "keyed", "card": "keyed", "balance": "keyed", "chat": "keyed"}  # your answer here
+my_choices = {"thumbnail": None, "card": None, "balance": None, "chat": None}  # your answer here
 
 # %%
 print(views.check_choices(my_choices, rows))

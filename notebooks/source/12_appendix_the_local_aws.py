@@ -301,8 +301,8 @@ views.show_source(Provider.charge, Provider._replay)
 # attempts run, and the `condition` in the record that reaches the failure queue.
 
 # %%
-my_attempts = 3  # your answer here
-my_condition = "RetriesExhausted"  # your answer here
+my_attempts = None  # your answer here: a number
+my_condition = None  # your answer here: the condition's name, a string
 
 # %%
 print(views.check_event_age(my_attempts, my_condition, max_event_age=120))

@@ -1,0 +1,113 @@
+"""A function's calls under its own role, with IAM enforced by moto.
+
+moto checks IAM only when asked (`INITIAL_NO_AUTH_ACTION_COUNT`, moto's
+`set_initial_no_auth_action_count`), and then for every request in the process: the
+workbook's own setup and observers would be refused too. `enforced_role()` creates the
+template's role in moto's IAM with its inline policies (evaluated as CloudFormation would,
+then aimed at the local world's resource names), assumes it, and enforces IAM for requests
+signed with that session's key only: the function's calls, nobody else's.
+
+moto names no resource for DynamoDB requests (it checks the action against "*", which no
+table-scoped grant matches), so the table's ARN is filled in from the request's TableName,
+as IAM would see it; S3 and SQS name their resources themselves.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from typing import Any, Iterator
+from unittest import mock
+
+import boto3
+
+from ..sim.boundary import WatchedSession, watch_events
+from ..sim.world import ACCOUNT, REGION
+from .create_rules import Names
+
+
+def role_documents(cfn: dict[str, Any], role: str, renames: dict[str, str],
+                   stack: str = "idem-prod") -> list[tuple[str, dict[str, Any]]]:
+    """(policy name, document) of a template role, its ARNs evaluated for `stack` in moto's
+    account and region, each resource of `renames` (logical id -> name) renamed."""
+    names = Names(cfn, stack, REGION)
+    names.pseudo["AWS::AccountId"] = ACCOUNT
+    out = []
+    for policy in cfn["Resources"][role]["Properties"].get("Policies", []):
+        text = json.dumps(names.value(policy["PolicyDocument"]))
+        for logical, physical in sorted(renames.items(), key=lambda item: -len(names.name(item[0]))):
+            text = text.replace(names.name(logical), physical)
+        text = text.replace(":123456789012:", f":{ACCOUNT}:")
+        out.append((policy["PolicyName"], json.loads(text)))
+    return out
+
+
+class RoleSession(WatchedSession):
+    """The runtime's watched session, signed with an assumed role's credentials."""
+
+    def __init__(self, credentials: dict[str, str]) -> None:
+        boto3.Session.__init__(self, aws_access_key_id=credentials["AccessKeyId"],
+                               aws_secret_access_key=credentials["SecretAccessKey"],
+                               aws_session_token=credentials["SessionToken"], region_name=REGION)
+        watch_events(self.events)
+        self._clients = {}
+        self._lock = threading.Lock()
+
+
+def _dynamodb_resource(self: Any) -> str:
+    body = self.body
+    if isinstance(body, (str, bytes, bytearray)):
+        try:
+            body = json.loads(body or "{}")
+        except ValueError:
+            body = {}
+    if not isinstance(body, dict) or not body.get("TableName"):
+        return "*"
+    arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{body['TableName']}"
+    # a Query or Scan of an index is authorised on the index's ARN, as IAM does
+    return f"{arn}/index/{body['IndexName']}" if body.get("IndexName") else arn
+
+
+@contextlib.contextmanager
+def enforced_role(iam: Any, sts: Any, role_name: str,
+                  documents: list[tuple[str, dict[str, Any]]]) -> Iterator[dict[str, str]]:
+    """Create the role, assume it, and enforce IAM on its session's requests only.
+    Yields the session's credentials."""
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.dynamodb.responses import DynamoHandler
+
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                     "Principal": {"Service": "lambda.amazonaws.com"}}]}
+    iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps(trust))
+    for name, document in documents:
+        iam.put_role_policy(RoleName=role_name, PolicyName=name, PolicyDocument=json.dumps(document))
+    credentials = sts.assume_role(RoleArn=f"arn:aws:iam::{ACCOUNT}:role/{role_name}",
+                                  RoleSessionName="function")["Credentials"]
+    key = credentials["AccessKeyId"]
+    original = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+    def only_the_role(self: Any, iam_request_cls: type, resource: str = "*") -> None:
+        if f"Credential={key}/" not in self.headers.get("Authorization", ""):
+            return  # the workbook's own calls: not the function's
+        saved = settings.INITIAL_NO_AUTH_ACTION_COUNT
+        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # enforce from the first request
+        try:
+            original(self, iam_request_cls, resource)
+        finally:
+            settings.INITIAL_NO_AUTH_ACTION_COUNT = saved
+
+    try:
+        with mock.patch.object(ActionAuthenticatorMixin, "_authenticate_and_authorize_action", only_the_role), \
+                mock.patch.object(DynamoHandler, "_determine_resource", _dynamodb_resource, create=True):
+            yield credentials
+    finally:
+        # moto's ids are seeded: the next assumed role may get the same key id, and moto finds a
+        # key by id in a list, first match first. This session ends here, as the role does.
+        from moto.sts.models import sts_backends
+
+        for backend in sts_backends[ACCOUNT].values():
+            backend.assumed_roles = [r for r in backend.assumed_roles if r.access_key_id != key]
+        for name, _ in documents:
+            iam.delete_role_policy(RoleName=role_name, PolicyName=name)
+        iam.delete_role(RoleName=role_name)

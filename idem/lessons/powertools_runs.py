@@ -1,0 +1,34 @@
+"""Chapter 08's runs of Powertools, as table rows: the faults it meets and the options it offers.
+
+The chapter shows the tables; the rows and the faults are built here, so that no helper is
+defined in the chapter itself.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..explore import powertools as pt
+from ..sim.boundary import Boundary, FaultPlan, Side
+
+#: An error right after every charge call: a poison event.
+POISON = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
+
+
+def after_ledger(how: str) -> FaultPlan:
+    """Fail once right after the handler's ledger put (its first watched PutItem)."""
+    return FaultPlan(Boundary("dynamodb:PutItem", 1, Side.AFTER), "once", how)
+
+
+def handler_row(run: str, outcome: Any) -> dict[str, Any]:
+    """One row of the handler table: what a run delivered, charged, booked and queued."""
+    seen = pt.summary(outcome)
+    return {"run": run, "deliveries": seen["deliveries"], "charges": outcome.charges,
+            "ledger": outcome.ledger, "failure queue": outcome.dlq}
+
+
+def option_row(option: str, outcome: Any) -> dict[str, Any]:
+    """One row of the options table: an option's deliveries, charges, queue, calls and errors."""
+    seen = pt.summary(outcome)
+    return {"run below as": option, "deliveries": seen["deliveries"], "charges": seen["charges"],
+            "failure queue": seen["dlq"], "DynamoDB calls": seen["dynamodb_calls"],
+            "errors raised": seen["errors"].replace("Runtime.", "")}

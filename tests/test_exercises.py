@@ -1,0 +1,243 @@
+"""Every exercise starts empty, and its checker answers the empty state with a hint (never the
+answer), accepts the right answers and explains the plausible wrong ones (issue 30).
+
+Chapters 05 and 10 ask the reader to fix a given handler: their cell starts as the handler to
+fix, which is the question, not an answer; their checkers have tests of their own
+(tests/test_fix_check.py, tests/test_chapter10_solution.py)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from idem.lessons import alarms, auditor, claims, leases
+from idem.lessons.answers import all_unfilled, not_yet, unfilled
+from idem.lessons.recipe_check import check_recipe
+from idem.lessons.retries import check_charges_guess, check_retries
+from idem.views import local_aws, ship
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT / "notebooks" / "source"
+
+
+def _source(prefix: str) -> str:
+    (path,) = SOURCES.glob(f"{prefix}_*.py")
+    return path.read_text(encoding="utf-8")
+
+
+def _exercise(prefix: str) -> str:
+    """The chapter's Try it section, up to its solution."""
+    text = _source(prefix)
+    solution = text.rindex("<details><summary>Solution")
+    return text[text.rindex("## Try it", 0, solution):solution]
+
+
+# -- the starting state -------------------------------------------------------------------------
+#: Each exercise's cell as the reader finds it: the line that must start empty.
+STARTS = {
+    "00": "my_guess = None", "01": "my_retries = None", "02": "return None  # your answer here",
+    "03": "return None  # your answer here", "04": "return None  # your answer here",
+    "06": "my_timeout = None", "07": "return None  # your answer here",
+    "08": '"put a 2.5 KB item": None', "09": '{"charges": None, "ledger entries": None',
+    "11": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
+    "12": "my_attempts = None",
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(STARTS))
+def test_each_exercise_starts_empty(chapter):
+    assert STARTS[chapter] in _exercise(chapter)
+
+
+@pytest.mark.parametrize("chapter", sorted(STARTS))
+def test_no_exercise_states_its_answer_before_the_check(chapter):
+    """No dict of reasons beside the question (04's WHY), no expected value in the code cells."""
+    cells = _exercise(chapter)
+    code = "\n".join(line for line in cells.splitlines() if not line.startswith("#"))
+    assert "WHY = {" not in code and "why = {" not in code and "expected" not in code
+
+
+def test_the_unfilled_rule():
+    assert unfilled(None) and unfilled(...) and unfilled({"a": None, "b": ...})
+    assert not unfilled(0) and not unfilled("") and not unfilled({"a": None, "b": 1}) and not unfilled({})
+    assert all_unfilled([None, ...]) and not all_unfilled([]) and not all_unfilled([None, 2])
+    assert not_yet("x", "y.") == "No answer yet: x. y."
+
+
+# -- 00: how many charges ---------------------------------------------------------------------
+def test_chapter_00s_guess():
+    assert check_charges_guess(None).startswith("No answer yet") and "3" not in check_charges_guess(None)
+    assert check_charges_guess(3).startswith("Right: 3 charges")
+    assert "naive keeps no record" in check_charges_guess(1)  # the charge we want, not the one we get
+    assert "close" in check_charges_guess(2)  # forgot the retry or the duplicate
+    assert "too many" in check_charges_guess(4)
+    assert "not a number" in check_charges_guess("3")
+
+
+# -- 01: the retry setting ----------------------------------------------------------------------
+def test_chapter_01s_retries():
+    empty = check_retries(None)
+    assert empty.startswith("No answer yet") and "One charge" not in empty
+    assert check_retries(0).startswith("One charge.")
+    assert check_retries(1).startswith("With 1 retries the customer pays 2 times")
+    assert check_retries(2).startswith("With 2 retries the customer pays 2 times")  # the retry succeeds
+    assert "not a setting Lambda accepts" in check_retries(3)
+
+
+# -- 02: the holder of a lost claim -------------------------------------------------------------
+def test_chapter_02s_holder_check_never_prints_the_holder_before_a_right_answer():
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld() as world:
+        empty = claims.check_holder_of(lambda r: None, world)
+        assert empty.startswith("No answer yet") and "invocation-" not in empty
+        assert claims.check_holder_of(lambda r: ..., world).startswith("No answer yet")
+        assert claims.check_holder_of(lambda r: r["Item"]["owner"]["S"], world).startswith("Right")
+        assert claims.check_holder_of(lambda r: r["Item"]["owner"], world).startswith("Close")
+        fixed = claims.check_holder_of(lambda r: "invocation-7f3a", world)  # a string copied from a check
+        assert "for two claims with different holders" in fixed
+        assert claims.check_holder_of(lambda r: "first-invocation", world).startswith("That is the holder")
+        assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
+        wrong = claims.check_holder_of(lambda r: r["Item"]["pk"]["S"], world)
+        assert wrong.startswith("Not the holder") and "expected" not in wrong
+
+
+# -- 03: a key recipe ---------------------------------------------------------------------------
+def test_chapter_03s_recipe_check():
+    from idem.core import keys
+    from idem.core.events import read_event
+
+    empty = check_recipe(lambda record, context: None)
+    assert not empty.passed and str(empty).startswith("No answer yet") and "versionId" not in str(empty)
+    named = check_recipe(lambda record, context: f"{record['s3']['bucket']['name']}/{record['s3']['object']['key']}")
+    assert not named.passed and "same bytes twice, versioned bucket" in named.failed
+    with_context = check_recipe(lambda record, context: context.aws_request_id + record["s3"]["object"]["key"])
+    assert "S3 delivers the event twice" in with_context.failed
+
+    def right(record, context):
+        obj = read_event({"Records": [record]}).objects[0]
+        return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
+    assert check_recipe(right).passed
+
+
+# -- 04: an alarm for claim_first ---------------------------------------------------------------
+def _claim_first_rows():
+    from tests.test_claims_and_key_stories import CLAIM_FIRST_ROWS
+    return CLAIM_FIRST_ROWS
+
+
+def test_chapter_04s_alarm_check():
+    rows = _claim_first_rows()
+    empty = alarms.explain_alarm(lambda o: None, rows)
+    assert empty.startswith("No answer yet") and "why it matters" not in empty
+    queue = alarms.explain_alarm(lambda o: o.dlq > 0, rows)  # the common wrong answer
+    assert "stays quiet on claim_first at_charge/once" in queue and "why it matters (silent_loss)" in queue
+    always = alarms.explain_alarm(lambda o: True, rows)
+    assert "fires on" in always and "why it matters (exactly_once)" in always
+
+    def right(o):
+        claimed = sum(item.get("status") == "claimed" for item in o.items)
+        return o.charges != o.ledger or o.ledger < claimed
+    assert alarms.explain_alarm(right, rows).startswith("Right: it fires on all 2 quiet failures")
+
+
+# -- 06: a lease's length -----------------------------------------------------------------------
+def test_chapter_06s_lease_check():
+    empty = leases.check_lease(None)
+    assert empty.startswith("No answer yet") and "50" not in empty
+    assert leases.check_lease(50).startswith("Right")
+    assert leases.check_lease(30).startswith("Not yet (1)")  # shorter than the work
+    assert leases.check_lease(90).startswith("Not yet (2)")  # past the first retry
+    assert "not a Lambda timeout" in leases.check_lease(0)
+
+
+# -- 07: the reconciliation query ---------------------------------------------------------------
+def test_chapter_07s_query_check():
+    from tests.test_auditor import only_known_accounts, right
+
+    empty = auditor.check_query(lambda booked, charged: None)
+    assert not empty.right and empty.explain().startswith("No answer yet") and "dave" not in empty.explain()
+    assert auditor.check_query(lambda booked, charged: set()).explain().count("missed") >= 1
+    assert not auditor.check_query(only_known_accounts).right
+    assert auditor.check_query(right).right
+
+
+# -- 08: write units ----------------------------------------------------------------------------
+def test_chapter_08s_units_check():
+    from idem import views
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld() as world:
+        empty = views.check_units(dict.fromkeys(views.EXAMPLES), world.dynamodb)
+        assert empty.startswith("No answer yet") and "says" not in empty
+        right = views.check_units({"put a 2.5 KB item": 3, "put it again, condition failing": 3,
+                                   "transaction putting two 600-byte items": 4}, world.dynamodb)
+        assert right.count("right") == 3
+        once = views.check_units({"put a 2.5 KB item": 3, "put it again, condition failing": 0,
+                                  "transaction putting two 600-byte items": 2}, world.dynamodb)
+    assert "not 0" in once and "not 2" in once  # a failed write is free; a transaction bills once
+
+
+# -- 09: a poison event through the keyed stack -------------------------------------------------
+STACK = SimpleNamespace(charges=1, ledger_charges=0, dlq=1)
+
+
+def test_chapter_09s_stack_prediction_check():
+    empty = ship.check_stack_prediction(dict.fromkeys(ship.STACK_PREDICTIONS), STACK)
+    assert empty.startswith("No answer yet") and "right" not in empty
+    right = ship.check_stack_prediction({"charges": 1, "ledger entries": 0, "events in the failure queue": 1}, STACK)
+    assert right.count("right") == 3
+    naive = ship.check_stack_prediction({"charges": 3, "ledger entries": 1, "events in the failure queue": 0}, STACK)
+    assert "charges: not 3" in naive and "replays the first" in naive and "not 0" in naive
+    assert "has no prediction" in ship.check_stack_prediction({}, STACK)
+
+
+def test_chapter_09_measures_what_the_checker_is_told():
+    """The stack the chapter deploys on moto gives the numbers the checker's right answer expects."""
+    from idem.deploy import lab
+
+    result = lab.try_stack("keyed", "after_charge", "always")
+    assert (result.charges, result.ledger_charges, result.dlq) == (1, 0, 1)
+
+
+# -- 11: which pattern -------------------------------------------------------------------------
+def test_chapter_11s_choices_check():
+    from tests.test_ship_and_local_aws_views import fake_row, HEADLINE
+
+    rows = [fake_row("naive", {HEADLINE[3]: "double_charge", HEADLINE[6]: "double_charge"}, first=(1, 1.0, 0.0)),
+            fake_row("claim_first", {HEADLINE[1]: "silent_loss", HEADLINE[3]: "silent_mismatch"}),
+            fake_row("robust", {HEADLINE[3]: "double_charge", HEADLINE[7]: "double_charge"}, first=(4, 3.0, 1.0)),
+            fake_row("keyed", key=True, first=(2, 7.0, 0.0)),
+            fake_row("powertools", {HEADLINE[3]: "double_charge"}, first=(3, 3.0, 0.0))]
+    empty = ship.check_choices(dict.fromkeys(ship.SYSTEMS), rows)
+    assert empty.startswith("No answer yet") and "overwrite" in empty and "->" not in empty
+    assert ship.check_choices(ship.ANSWERS, rows).endswith("All four right.")
+    assert "1 of 4 right" in " ".join(ship.check_choices(dict.fromkeys(ship.SYSTEMS, "keyed"), rows).split())
+
+
+# -- 12: the maximum event age ------------------------------------------------------------------
+def test_chapter_12s_event_age_check():
+    empty = local_aws.check_event_age(None, None)
+    assert empty.startswith("No answer yet") and "EventAgeExceeded" not in empty
+    assert local_aws.check_event_age(2, "EventAgeExceeded").count("right") == 2
+    wrong = local_aws.check_event_age(3, "RetriesExhausted")  # the answer without the age
+    assert "too many" in wrong and "ran out of age" in wrong
+    assert "not a number" in local_aws.check_event_age("2", "EventAgeExceeded")
+
+
+#: The call that checks each exercise: every checker lives in idem, none in a chapter.
+CHECKERS = {"00": "check_charges_guess(my_guess)", "01": "check_retries(my_retries)",
+            "02": "claims.check_holder_of(holder_of, world)", "03": "check_recipe(my_recipe)",
+            "04": "alarms.explain_alarm(my_alarm,", "06": "leases.check_lease(my_timeout",
+            "07": "auditor.check_query(differences)", "08": "views.check_units(my_prediction,",
+            "09": "views.ship.check_stack_prediction(my_prediction, result)",
+            "11": "views.check_choices(my_choices, rows)", "12": "views.check_event_age(my_attempts, my_condition"}
+
+
+@pytest.mark.parametrize("chapter", sorted(CHECKERS))
+def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
+    exercise = _exercise(chapter)
+    assert CHECKERS[chapter] in exercise
+    assert not re.search(r"^def (?!my_|holder_of|differences)", exercise, flags=re.M)  # no helper defined here

@@ -14,7 +14,7 @@ PORT ?= 8888
 LAB_ARGS ?=
 
 .PHONY: install lab test test-unit test-notebooks test-binder test-browser test-load notebooks constraints \
-	upgrade binder-url bench soak clean sam checkov
+	upgrade binder-url bench soak clean sam checkov test-install test-lowest-newest
 
 install: $(STAMP)
 
@@ -47,6 +47,14 @@ test-binder: install
 
 test-browser: install
 	$(PY) -m pytest -m browser tests/browser
+
+# The wheel installed with its check extra into a fresh venv, checking the copied handler (--json
+# against the schema shipped in the wheel); then the check's tests at the floors and the newest.
+test-install:
+	PYTHON=$(PYTHON) tools/ci_clean_install.sh
+
+test-lowest-newest:
+	PYTHON=$(PYTHON) tools/ci_lowest_newest.sh
 
 # The tests of real threads and real-time bounds (marker `concurrency`, in LOAD_TESTS), LOAD_RUNS
 # whole passes in a row (one process; tests/conftest.py repeats them) while one busy loop per core

@@ -27,11 +27,17 @@ def pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
+#: What a team installs beside its own pins: the core and the check extra take floors, not caps.
+FLOORED = ("check",)
+
+
 def pyproject_requirements() -> dict[str, str]:
-    """name -> minor version (X.Y), for every pinned requirement of the package and its extras."""
+    """name -> minor version (X.Y), for every pinned requirement of the workbook's extras (the
+    environments Binder and CI reproduce); the core and the check extra take floors instead."""
     project = pyproject()
     found = {}
-    for requirement in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
+    pinned = [r for extra, rs in project["optional-dependencies"].items() if extra not in FLOORED for r in rs]
+    for requirement in pinned:
         match = re.fullmatch(r"([A-Za-z0-9_.\-\[\],]+)>=(\d+\.\d+),<\d+\.\d+", requirement)
         if match:
             found[match.group(1).lower()] = match.group(2)
@@ -54,6 +60,48 @@ def constraint_pins() -> dict[str, str]:
 
 def test_every_requirement_is_pinned_to_a_minor_version():
     assert pyproject_requirements()
+
+
+def test_the_core_and_the_check_extra_take_floors_and_a_cap_names_its_break():
+    from packaging.requirements import Requirement
+
+    text = (ROOT / "pyproject.toml").read_text()
+    project = pyproject()
+    floored = project["dependencies"] + [r for e in FLOORED for r in project["optional-dependencies"][e]]
+    assert floored
+    for line in floored:
+        requirement = Requirement(line)
+        operators = {spec.operator for spec in requirement.specifier}
+        assert ">=" in operators, f"{line} has no floor"
+        if operators - {">="}:  # a cap, only beside a comment naming the break it avoids
+            comment = text.split(line, 1)[0].rsplit("\n", 3)[-3:]
+            assert any("#" in c and "break" in c for c in comment), f"{line} is capped without naming the break"
+
+
+def test_the_check_extra_holds_what_the_check_and_the_handler_to_copy_import():
+    from packaging.requirements import Requirement
+
+    names = {Requirement(r).name for r in pyproject()["optional-dependencies"]["check"]}
+    assert {"moto", "time-machine", "stripe"} <= names
+    moto = next(Requirement(r) for r in pyproject()["optional-dependencies"]["check"] if r.startswith("moto"))
+    assert {"dynamodb", "s3", "sqs", "sns", "ses", "events"} <= moto.extras
+
+
+def test_the_action_installs_from_its_own_checkout_never_a_registry_name():
+    action = (ROOT / "action.yml").read_text()
+    assert "ACTION_PATH: ${{ github.action_path }}" in action
+    installs = [line for line in action.splitlines() if "pip install" in line]
+    assert installs and all('"${ACTION_PATH}[check]"' in line for line in installs), installs
+    assert "charged-twice[check]\"" not in action and "default: \"charged-twice" not in action
+
+
+def test_ci_runs_the_clean_install_and_the_lowest_and_newest_versions():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^tools/ci_clean_install\.sh$", ci, re.M)
+    assert re.search(r"^tools/ci_lowest_newest\.sh$", ci, re.M)
+    script = (ROOT / "tools" / "ci_clean_install.sh").read_text()
+    assert "[check]" in script and "keyed.py:lambda_handler --retries 0 --json" in script
+    assert "check-report.schema.json" in script and "jsonschema.validate" in script
 
 
 def test_environment_yml_takes_only_python_and_pip_from_conda():

@@ -36,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
     except UsageError as problem:
+        if console.json_errors and argv[:1] == ["check"]:  # the check's --json has a schema of its own
+            from .check import refuse_usage
+
+            return refuse_usage(str(problem))
         return fail(str(problem))
     try:
         return args.run(args)

@@ -25,14 +25,33 @@ SCHEDULES = ("schedules, in three families (the report counts each; under --trig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="MODULE:FUNCTION or FILE.py:FUNCTION of your handler, or one "
-                                       f"of the workbook's patterns: {', '.join(PATTERNS)}")
+    parser.add_argument("target", nargs="?", help="MODULE:FUNCTION or FILE.py:FUNCTION of your handler, or one "
+                                                  f"of the workbook's patterns: {', '.join(PATTERNS)} "
+                                                  "(or --template and --function instead)")
+    parser.add_argument("--template", default=None, metavar="TEMPLATE",
+                        help="a SAM or CloudFormation template: with --function, the check reads the "
+                             "function's handler, folder, environment, memory and trigger from it, and "
+                             "creates the template's tables, queues, topics, buckets, SES identities and "
+                             "event buses on its AWS with the template's names before the clean run")
+    parser.add_argument("--function", default=None, metavar="LOGICAL_ID",
+                        help="the function's logical id in --template")
     parser.add_argument("--effect", action="append", default=[], metavar="SERVICE:Operation",
                         help="an AWS call that must happen once per upload, like the charge "
-                             "(repeatable; e.g. sqs:SendMessage, ses:SendEmail)")
+                             "(repeatable; boto3's client names: sqs:SendMessage, ses:SendEmail, "
+                             "sesv2:SendEmail, sns:Publish, events:PutEvents, stepfunctions:StartExecution)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
-    parser.add_argument("--trigger", choices=TRIGGERS, default="s3",
+    parser.add_argument("--object", action="append", default=[], metavar="FILE[=KEY]", dest="objects",
+                        help="what lands in the bucket: FILE's bytes at KEY (default: the file's name), one "
+                             "more folder checkNNNNN/ per schedule; a JSON order's order_id gets the schedule's "
+                             "number. Repeatable: the check runs once per object. Default: the check's own "
+                             "order file, {\"order_id\": ...} with a new order per schedule (ORDERS.md)")
+    parser.add_argument("--setup", default=None, metavar="MODULE:FUNCTION",
+                        help="your own set-up, run once on the check's AWS before the clean run: FUNCTION "
+                             "gets a boto3 Session there and creates what the handler needs (topics, "
+                             "tables, queues, identities); a dict it returns is added to the handler's "
+                             "environment (under --env)")
+    parser.add_argument("--trigger", choices=TRIGGERS, default=None,
                         help="what feeds the function: s3 (S3 invokes it asynchronously; the default), "
                              "sqs (an SQS event source mapping: batches, batchItemFailures, the "
                              "visibility timeout, maxReceiveCount and the dead-letter queue), or "
@@ -45,7 +64,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "replaces it with the provider stand-in (default make_provider)")
     parser.add_argument("--provider", choices=("stand-in", "stripe"), default="stand-in",
                         help="what the provider factory returns: the provider stand-in (default), or "
-                             "Stripe's own SDK (keyed_stripe.py) aimed at a loopback Stripe with the same rules")
+                             "Stripe's own SDK (keyed_stripe.py) aimed at a loopback Stripe with the same rules; "
+                             "with stripe, a handler's own Stripe calls (stripe.PaymentIntent.create, "
+                             "stripe.StripeClient) go to the loopback Stripe too; a handler whose module "
+                             "imports stripe gets stripe by itself")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="processes to run schedules in (default: 2 where there are 2 cores)")
     parser.add_argument("--books", default=None, metavar="TABLE_ENV:ATTRIBUTE",
@@ -53,43 +75,118 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "TABLE_ENV that carry ATTRIBUTE are ledger lines, weighed against the "
                              "provider's charges; the clean run must book there (default: "
                              "LEDGER_TABLE:charge_id, judged if the clean run books there; none to skip)")
+    parser.add_argument("--budget", type=float, default=900.0, metavar="SECONDS",
+                        help="real seconds the whole check may take before it gives up (exit 3; default "
+                             "900); a handler that finishes no invocation for 90 s is given up on sooner")
     parser.add_argument("--json", action="store_true",
                         help="print the report as JSON (docs/check-report.schema.json), errors too")
     parser.epilog = SCHEDULES
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from ..explore import check  # moto: loaded when the command runs, not for --help
-    except ModuleNotFoundError as missing:  # a plain install: the check's own extra is missing
-        print(f"idem check needs {missing.name}: pip install 'charged-twice[check]'", file=sys.stderr)
-        return 2
+    """Check in a child process the handler cannot end, hang or silence (`idem.explore.sandbox`);
+    this process prints the answer, JSON under --json on every exit path."""
+    from ..explore import lambda_env, sandbox, stripe_sdk  # no moto here: the child imports it
 
     try:
-        env = dict(_pair(item) for item in args.env)
+        given = dict(_pair(item) for item in args.env)
         retries = [_number(part) for part in args.retries.split(",") if part.strip()]
-        sys.path.insert(0, os.getcwd())  # a handler module next to where you stand
-        report = check.check_handler(args.target, effects=args.effect, env=env, retries=retries,
-                                     provider_factory=args.provider_factory, workers=args.workers,
-                                     books=args.books, provider=args.provider, trigger=args.trigger)
+        effects = [_effect(name) for name in args.effect]
+        for spec in args.objects:
+            _object(spec)
+        if args.budget <= 0:
+            raise UsageError(f"--budget takes a number of seconds above 0, got {args.budget}")
     except UsageError as bad:
-        return _refuse(args, check.CheckInputError(str(bad)), check)
-    except check.CheckInputError as bad:
-        return _refuse(args, bad, check)
-    print(json.dumps(report.to_json(), indent=2) if args.json else report.explain())
-    return 0 if report.holds else 1
+        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, str(bad)), str(bad)))
+    try:
+        target, from_template = _target(args)
+    except UsageError as bad:
+        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, str(bad)), str(bad)))
+    shape = sandbox.handler_shape(target) if ":" in target else ""
+    if shape:
+        message = sandbox.refuse_shape(target, shape)
+        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, message), message))
+    provider = args.provider
+    if provider == "stand-in" and target not in PATTERNS and stripe_sdk.uses_stripe(target):
+        provider = "stripe"  # its own Stripe calls go to the loopback Stripe (idem.explore.stripe_sdk)
+    root = lambda_env.task_root(target)
+    env = given if target in PATTERNS else lambda_env.environment(
+        target, root, template=from_template.env if from_template else None, given=given,
+        **({"memory_mb": from_template.memory_mb} if from_template else {}))
+    trigger = args.trigger or (from_template.trigger if from_template else "s3")
+    request = {"target": target, "task_root": root, "objects": [_object(spec) for spec in args.objects],
+               "setup": args.setup,
+               "schedule_seconds": float(os.environ.get("IDEM_CHECK_SCHEDULE_SECONDS") or 0),
+               "options": {"effects": effects, "env": env, "retries": retries,
+                           "provider_factory": args.provider_factory, "workers": args.workers,
+                           "books": args.books, "provider": provider, "trigger": trigger}}
+    if from_template:
+        request["template_resources"] = from_template.resources
+    # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
+    stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
+    return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))
 
 
-def _refuse(args: argparse.Namespace, bad: Any, check: Any) -> int:
-    """Exit 2 (bad input) or 3 (the check could not finish): the handler's own traceback, if its
-    code failed, then one line saying what was wrong; under --json the same as JSON."""
+def refuse_usage(message: str) -> int:
+    """A command line argparse refused, under --json: the schema's error object, and exit 2."""
+    from ..explore import sandbox
+
+    print(json.dumps(sandbox.error_json(2, message), indent=2))
+    print(f"idem check: {message}", file=sys.stderr)
+    return 2
+
+
+def _answer(args: argparse.Namespace, outcome: Any) -> int:
+    """Print what the check answered: the report, or the handler's traceback and one line."""
     if args.json:
-        print(json.dumps(check.error_json(bad), indent=2))
+        print(json.dumps(outcome.json, indent=2))
+    elif outcome.exit_code in (0, 1):
+        print(outcome.text)
     else:
-        if bad.handler_traceback:
-            print("the handler's own traceback:\n" + bad.handler_traceback.rstrip(), file=sys.stderr)
-        print(f"idem check: {bad}", file=sys.stderr)
-    return int(bad.exit_code)
+        if outcome.handler_traceback:
+            print("the handler's own traceback:\n" + outcome.handler_traceback.rstrip(), file=sys.stderr)
+        print(f"idem check: {outcome.text}", file=sys.stderr)
+    return int(outcome.exit_code)
+
+
+def _target(args: argparse.Namespace) -> tuple[str, Any]:
+    """The handler to check: the positional target, or the template's function."""
+    if args.template or args.function:
+        if not (args.template and args.function):
+            raise UsageError("--template and --function go together: the template, and the function's logical id in it")
+        if args.target:
+            raise UsageError("give a target or --template with --function, not both")
+        from ..explore.template_function import TemplateError, read
+
+        try:
+            found = read(args.template, args.function)
+        except TemplateError as bad:
+            raise UsageError(str(bad)) from None
+        return found.target, found
+    if not args.target:
+        raise UsageError("name the handler to check (FILE.py:FUNCTION or MODULE:FUNCTION), or "
+                         "--template TEMPLATE --function LOGICAL_ID")
+    return args.target, None
+
+
+def _object(spec: str) -> str:
+    """--object FILE[=KEY], checked here and with FILE made absolute for the child."""
+    from ..explore.objects import BadObject, UserObject
+
+    try:
+        found = UserObject.parse(spec)
+    except BadObject as bad:
+        raise UsageError(str(bad)) from None
+    return f"{found.path}={found.key}"
+
+
+def _effect(text: str) -> str:
+    from ..explore.service_names import UnknownEffect, effect_name
+
+    try:
+        return effect_name(text)
+    except UnknownEffect as unknown:
+        raise UsageError(str(unknown)) from None
 
 
 def _pair(item: str) -> tuple[str, str]:

@@ -11,8 +11,10 @@ The fixture runs `idem.explore.check.check_handler` with the same arguments (`tr
 `"eventbridge"` for a function fed by an SQS queue or an EventBridge rule) and fails the test
 with the smallest break's timeline when any schedule breaks; it returns the report otherwise.
 Bad input and a check that cannot finish fail the test too, with the check's one line (and
-the handler's own traceback). pytest finds the fixture through the `pytest11` entry point of
-`pip install charged-twice[check]`; JUnit XML, if a CI wants it, comes from `pytest --junitxml`.
+the handler's own traceback). The handler gets Lambda's environment as `idem check` gives it
+(its folder first on sys.path, Lambda's reserved variables, `env=` on top), but runs in the test's
+own process: a handler that ends its process or hangs is bounded only by the CLI (`idem check`). pytest finds the fixture through the `pytest11` entry point of
+`pip install '<this repository or its wheel>[check]'` (charged-twice is on no index); JUnit XML, if a CI wants it, comes from `pytest --junitxml`.
 """
 from __future__ import annotations
 
@@ -28,8 +30,20 @@ def idem_check() -> Callable[..., Any]:
 
     def run(target: str, trigger: str = "s3", **options: Any) -> Any:
         # moto and the runtime load when a test checks a handler, not whenever pytest starts
-        from . import check
+        import sys
 
+        from . import check, lambda_env
+        from .service_names import UnknownEffect, effect_name
+
+        if ":" in target and target not in check.PATTERNS:  # Lambda's environment, as `idem check` gives it
+            root = lambda_env.task_root(target)
+            if root not in sys.path:
+                sys.path.insert(0, root)  # the function's folder first: its packages import
+            options["env"] = lambda_env.environment(target, root, given=options.get("env"))
+        try:
+            options["effects"] = [effect_name(e) for e in options.get("effects", ())]
+        except UnknownEffect as unknown:
+            pytest.fail(f"idem check could not start: {unknown}", pytrace=False)
         try:
             report = check.check_handler(target, trigger=trigger, **options)
         except check.CheckInputError as error:

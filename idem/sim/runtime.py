@@ -22,7 +22,6 @@ import functools
 import hashlib
 import heapq
 import importlib.util
-import io
 import itertools
 import json
 import os
@@ -39,6 +38,7 @@ from typing import Any, Callable, Iterator
 import boto3
 import time_machine
 
+from .logtail import LogTail
 from ..core.clock import iso8601
 from .boundary import (CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Side, Step,
                        Visit, Watch, WatchedProvider, choice, every_session_watched, watched_session)
@@ -548,12 +548,12 @@ class LocalLambda:
         if self.wired:
             yield
             return
-        printed = io.StringIO()
+        printed = LogTail()  # the last lines only, however much it prints (idem.sim.logtail)
         try:
             with contextlib.redirect_stdout(printed):
                 yield
         finally:
-            attempt.logs.extend(printed.getvalue().splitlines())
+            attempt.logs.extend(printed.lines())
 
     def _environment(self) -> Any:
         return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session)

@@ -1,0 +1,97 @@
+"""`--object FILE[=KEY]`: the reader's own file is what lands in the bucket, in every schedule.
+
+By default each schedule uploads the check's own order file (ORDERS.md: `{"order_id": ...}` with a
+new order per schedule) at `checkNNNNN/order.csv`. With `--object orders/big.json=incoming/a.json`
+each schedule uploads the bytes of orders/big.json instead, at `incoming/checkNNNNN/a.json`: the
+KEY's folder and file name are kept (a handler filtering by prefix or suffix sees its own), with
+the schedule's number as one folder more, so schedules never share a name. KEY defaults to the
+file's own name. Two rules keep schedules apart, and are all the check changes in the file:
+
+- a JSON object with an `order_id` gets the schedule's number appended to it (`A-1001` becomes
+  `A-1001-00042`), so each schedule is its own order; any other file lands byte for byte;
+- a second upload of the same name is the file again with the same bytes where the check sends
+  the uploader's retried PUT, and a second order (`order_id` + `-2`) where it sends another order.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..core.errors import IdemError
+
+#: The check's own names for its uploads (`check{number:05d}/...`): the number is the schedule's.
+CHECK_KEY = re.compile(r"^check(\d+)/")
+#: S3's limit on a key: 1,024 bytes of UTF-8 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
+KEY_BYTES = 1024
+
+
+class BadObject(IdemError, ValueError):
+    """An --object that cannot be read or named."""
+
+
+@dataclass(frozen=True)
+class UserObject:
+    """One --object: where its bytes come from, and the key it lands at (before numbering)."""
+
+    path: str
+    key: str
+    body: bytes
+
+    @classmethod
+    def parse(cls, spec: str) -> "UserObject":
+        path, sep, key = spec.partition("=")
+        if not path:
+            raise BadObject(f"--object {spec!r} is not FILE[=KEY]")
+        try:
+            body = Path(path).read_bytes()
+        except OSError as error:
+            raise BadObject(f"--object {path}: cannot read it ({error.strerror or error})") from None
+        key = (key if sep else Path(path).name).lstrip("/")
+        if not key or len(key.encode()) > KEY_BYTES - 20:
+            raise BadObject(f"--object {spec!r}: the key must be 1 to {KEY_BYTES - 20} bytes of UTF-8 "
+                            "(S3 allows 1,024; the check adds a folder per schedule)")
+        return cls(str(Path(path).resolve()), key, body)
+
+    def key_for(self, number: int) -> str:
+        """The key of schedule `number`'s upload: KEY's folder, checkNNNNN/, KEY's file name."""
+        key = PurePosixPath(self.key)
+        folder = "" if str(key.parent) == "." else f"{key.parent}/"
+        return f"{folder}check{number:05d}/{key.name}"
+
+    def body_for(self, number: int, second_order: bool = False) -> bytes:
+        """The file's bytes for schedule `number` (see the module: only an order_id changes)."""
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return self.body
+        if not isinstance(data, dict) or "order_id" not in data:
+            return self.body
+        data["order_id"] = f"{data['order_id']}-{number:05d}" + ("-2" if second_order else "")
+        return json.dumps(data).encode()
+
+
+def install(obj: UserObject) -> None:
+    """From now on in this process, the check's uploads are `obj` (LocalWorld.upload)."""
+    from ..sim.world import LocalWorld
+
+    real_upload = getattr(LocalWorld.upload, "_real", LocalWorld.upload)
+    # (world, key this hook uploaded at) -> (schedule number, the body the check first gave)
+    made: dict[tuple[int, str], tuple[int, bytes | None]] = {}
+
+    def upload(self: Any, key: str, body: bytes | None = None, **kwargs: Any) -> Any:
+        match = CHECK_KEY.match(key)
+        mine = obj.key_for(int(match.group(1))) if match and (id(self), key) not in made else key
+        if (id(self), mine) in made:  # a second upload of that name: the same bytes again
+            number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
+            return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
+        if match is None:  # not one of the check's uploads
+            return real_upload(self, key, **kwargs) if body is None else real_upload(self, key, body, **kwargs)
+        number = int(match.group(1))
+        made[(id(self), mine)] = (number, body)
+        return real_upload(self, mine, obj.body_for(number), **kwargs)
+
+    upload._real = real_upload  # type: ignore[attr-defined]
+    LocalWorld.upload = upload  # type: ignore[method-assign]

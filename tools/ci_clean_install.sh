@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One clean install, as a team's CI does it: build the wheel, install '<wheel>[check]' into a fresh
+# venv under /tmp (no repository on sys.path), copy the handler to copy (keyed.py, keyed_stripe.py)
+# into an empty folder, run `idem check keyed.py:lambda_handler --json` there, and validate the
+# JSON against the schema shipped in the wheel. Exit 0 only if the check ran, held, and its JSON
+# is valid. `make test-install` runs it; .ci/run too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+work="$(mktemp -d /tmp/idem-clean-install.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+"$PYTHON" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$work/dist" .
+wheel="$(ls "$work"/dist/charged_twice-*.whl)"
+unzip -l "$wheel" | grep -q 'idem/explore/check-report.schema.json' \
+  || { echo "the wheel has no idem/explore/check-report.schema.json"; exit 1; }
+
+"$PYTHON" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[check]"
+
+mkdir "$work/copy"
+cp idem/core/handlers/keyed.py idem/core/handlers/keyed_stripe.py "$work/copy/"
+cd "$work/copy"
+set +e
+env -u PYTHONPATH "$work/venv/bin/idem" check keyed.py:lambda_handler --retries 0 --json > "$work/report.json"
+code=$?
+set -e
+# The schema as the wheel installed it, read in that same venv; the validator is installed only
+# now, after the check ran, so it cannot have helped the check run.
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check jsonschema
+env -u PYTHONPATH "$work/venv/bin/python" - "$work/report.json" "$code" <<'PY'
+import json, sys
+from importlib import resources
+
+import jsonschema
+
+report = json.load(open(sys.argv[1]))
+schema = json.loads(resources.files("idem.explore").joinpath("check-report.schema.json").read_text())
+jsonschema.validate(report, schema)
+code = int(sys.argv[2])
+assert report["exit_code"] == code, (report["exit_code"], code)
+if code != 0:
+    sys.exit(f"idem check on the copied handler: exit {code}: {report.get('error') or 'breaks'}")
+print(f"clean install: '<wheel>[check]' checked the copied handler: holds in {report['schedules']} schedules; "
+      "its JSON matches the schema shipped in the wheel")
+PY

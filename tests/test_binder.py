@@ -160,7 +160,7 @@ def test_chapter_runs_in_the_binder_environment(binder_venv, chapter: Path, tmp_
     manager = KernelManager(kernel_name="binder",
                             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
     notebook = nbformat.read(chapter, as_version=4)
-    # Run in a folder of its own: a chapter writes files next to itself (chapter 10's scratch/),
+    # Run in a folder of its own: a chapter writes files next to itself (chapter 11's scratch/),
     # and nbval runs the same chapter in notebooks/ at the same time on another worker.
     workdir = tmp_path / "notebooks"
     workdir.mkdir()

@@ -1,4 +1,4 @@
-"""Chapter 10's handlers, as the chapter writes them: the given one breaks the way the chapter
+"""Chapter 11's handlers, as the chapter writes them: the given one breaks the way the chapter
 says, each tempting fix breaks the way the check cell explains, and the solution holds under
 the full check. Also the views the chapter reads a report with."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from idem import views
 from idem.explore.check import check_handler
 
-SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "10_check_your_own_handler.py"
+SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "11_check_your_own_handler.py"
 BOOKS = ["dynamodb:UpdateItem"]
 FAST = dict(effects=BOOKS, retries=(1,), workers=1)
 CLAIM = '''        try:  # the guard: claim the upload before doing the work

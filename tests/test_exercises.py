@@ -1,9 +1,9 @@
 """Every exercise starts empty, and its checker answers the empty state with a hint (never the
 answer), accepts the right answers and explains the plausible wrong ones (issue 30).
 
-Chapters 05 and 10 ask the reader to fix a given handler: their cell starts as the handler to
+Chapters 05 and 11 ask the reader to fix a given handler: their cell starts as the handler to
 fix, which is the question, not an answer; their checkers have tests of their own
-(tests/test_fix_check.py, tests/test_chapter10_solution.py)."""
+(tests/test_fix_check.py, tests/test_chapter11_solution.py)."""
 from __future__ import annotations
 
 import re
@@ -41,8 +41,8 @@ STARTS = {
     "03": "return None  # your answer here", "04": "return None  # your answer here",
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"charges": None, "ledger entries": None',
-    "11": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
-    "12": "my_attempts = None",
+    "10": "my_hours = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
+    "13": "my_attempts = None",
 }
 
 
@@ -202,8 +202,8 @@ def test_chapter_09_measures_what_the_checker_is_told():
     assert (result.charges, result.ledger_charges, result.dlq) == (1, 0, 1)
 
 
-# -- 11: which pattern -------------------------------------------------------------------------
-def test_chapter_11s_choices_check():
+# -- 12: which pattern -------------------------------------------------------------------------
+def test_chapter_12s_choices_check():
     from tests.test_ship_and_local_aws_views import fake_row, HEADLINE
 
     rows = [fake_row("naive", {HEADLINE[3]: "double_charge", HEADLINE[6]: "double_charge"}, first=(1, 1.0, 0.0)),
@@ -217,8 +217,8 @@ def test_chapter_11s_choices_check():
     assert "1 of 4 right" in " ".join(ship.check_choices(dict.fromkeys(ship.SYSTEMS, "keyed"), rows).split())
 
 
-# -- 12: the maximum event age ------------------------------------------------------------------
-def test_chapter_12s_event_age_check():
+# -- 13: the maximum event age ------------------------------------------------------------------
+def test_chapter_13s_event_age_check():
     empty = local_aws.check_event_age(None, None)
     assert empty.startswith("No answer yet") and "EventAgeExceeded" not in empty
     assert local_aws.check_event_age(2, "EventAgeExceeded").count("right") == 2
@@ -233,7 +233,8 @@ CHECKERS = {"00": "check_charges_guess(my_guess)", "01": "check_retries(my_retri
             "04": "alarms.explain_alarm(my_alarm,", "06": "leases.check_lease(my_timeout",
             "07": "auditor.check_query(differences)", "08": "views.check_units(my_prediction,",
             "09": "views.ship.check_stack_prediction(my_prediction, result)",
-            "11": "views.check_choices(my_choices, rows)", "12": "views.check_event_age(my_attempts, my_condition"}
+            "10": "production.check_outage_hours(my_hours)", "12": "views.check_choices(my_choices, rows)",
+            "13": "views.check_event_age(my_attempts, my_condition"}
 
 
 @pytest.mark.parametrize("chapter", sorted(CHECKERS))
@@ -241,3 +242,47 @@ def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
     exercise = _exercise(chapter)
     assert CHECKERS[chapter] in exercise
     assert not re.search(r"^def (?!my_|holder_of|differences)", exercise, flags=re.M)  # no helper defined here
+
+
+# -- 10: how long an upload outlives a provider outage (Run it in production) -------------------
+def test_the_production_chapters_numbers_come_from_the_template():
+    from idem.deploy import template as tp
+    from idem.lessons import production
+
+    sam = tp.load()
+    reserved = int(sam["Parameters"]["ReservedConcurrency"]["Default"])
+    numbers = production.concurrency_numbers()
+    assert numbers["reserved"] == reserved and numbers["account limit"] == reserved + 100
+    assert numbers["shortest call (s)"] * numbers["stripe per second"] == reserved
+    queue = production.upload_queue_numbers()
+    props = sam["Resources"]["UploadQueue"]["Properties"]
+    assert queue["retried for s"] == props["VisibilityTimeout"] * props["RedrivePolicy"]["maxReceiveCount"]
+    assert queue["retention days"] * 86400 == props["MessageRetentionPeriod"]
+    assert max(map(len, production.outage_lines().splitlines())) <= 96
+
+
+def test_the_outage_exercise_refuses_empty_and_wrong_answers_with_a_reason():
+    from idem.lessons import production
+
+    q = production.upload_queue_numbers()
+    right = q["retried for s"] / 3600
+    empty = production.check_outage_hours(None)
+    assert empty.startswith("No answer yet") and f"{right:g}" not in empty
+    assert production.check_outage_hours(right).startswith("Right")
+    for wrong, why in ((q["retention days"] * 24, "keeps a message"), (q["visibility s"] / 3600, "one wait"),
+                       (6, "maximum event age"), (1, "multiply")):
+        answer = production.check_outage_hours(wrong)
+        assert answer.startswith("Not") and why in answer
+    assert "Not a number" in production.check_outage_hours("7.5")
+
+
+def test_an_order_outlives_an_outage_in_prod_not_in_the_demo():
+    from idem.lessons import production
+
+    hours = production.upload_queue_numbers()["retried for s"] / 3600
+    assert production.outage_fate(hours - 0.5, "prod").startswith("prod (UploadQueue): charged")
+    assert "failure queue" in " ".join(production.outage_fate(hours + 0.5, "prod").split())
+    assert "failure queue" in " ".join(production.outage_fate(0.5, "demo").split())  # two retries, 3 minutes
+    assert production.outage_fate(0.01, "demo").startswith("demo (direct invocation): charged")
+    with pytest.raises(ValueError):
+        production.outage_fate(1, "staging")

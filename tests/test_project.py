@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-LAST_CHAPTER = 12
+LAST_CHAPTER = 13
 sys.path.insert(0, str(ROOT / "tools"))
 
 from binder import Environment  # noqa: E402

@@ -1,4 +1,4 @@
-"""The views of chapters 11 (what to ship) and 12 (the local AWS): every cell computed, every
+"""The views of chapters 12 (what to ship) and 13 (the local AWS): every cell computed, every
 recommendation and check explained from measured rows."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def measured() -> list[ship.PatternRow]:
     return ship.pattern_rows()
 
 
-# -- chapter 11 ----------------------------------------------------------------------------------
+# -- chapter 13 ----------------------------------------------------------------------------------
 def test_the_measured_table_separates_the_patterns(measured):
     table = ship.pattern_table(measured)
     assert list(table.index) == list(ship.PATTERNS)
@@ -135,7 +135,7 @@ def test_the_explorers_build(fake_rows):
     assert local_aws.runtime_explorer().children
 
 
-# -- chapter 12 ----------------------------------------------------------------------------------
+# -- chapter 13 ----------------------------------------------------------------------------------
 def test_the_runtime_retries_then_gives_the_event_to_the_failure_queue():
     outcome = local_aws.run_runtime(2, "always", "exception", "warm")
     assert [a.start for a in outcome.trace] == [0.0, 60.0, 180.0]
@@ -185,14 +185,14 @@ def test_powertools_reads_the_virtual_clock_inside_the_shim_only():
 
 
 def test_moto_still_leaves_out_what_the_workbook_fills():
-    """If a moto upgrade adds these, chapter 12's story (and the workbook's gap-filling) must change."""
+    """If a moto upgrade adds these, chapter 13's story (and the workbook's gap-filling) must change."""
     probe = local_aws.probe_moto()
     assert "versionId" not in probe["object fields"] and "sequencer" not in probe["object fields"]
     assert probe["put_object returned a versionId"] is True
     assert probe["TTL"] == "ENABLED" and probe["expired item still read"] is True
 
 
-def test_the_views_package_exports_chapter_11_and_12_views():
+def test_the_views_package_exports_chapter_12_and_13_views():
     for name in ("pattern_rows", "pattern_table", "recommend_explorer", "recommend_explore",
                  "check_choices", "runtime_explorer", "runtime_explore", "check_event_age",
                  "crossings_frame", "lock_races", "lock_chart", "powertools_reads", "probe_moto"):
@@ -206,10 +206,24 @@ def test_chapter_09s_tables_show_each_profiles_handler_and_every_text_in_full():
     sam = ship.tp.load()
     settings = " ".join(ship.production_settings().split())
     assert "https://docs.stripe.com/rate-limits" in settings and "HandlerMode" not in settings
-    printed = ship.alarms_text({name: "act" for name in ship.tp.resources_of_type(sam, "AWS::CloudWatch::Alarm")})
-    for alarm in ship.tp.resources_of_type(sam, "AWS::CloudWatch::Alarm").values():
-        assert " ".join(str(alarm["Properties"]["AlarmDescription"]).split()) in " ".join(printed.split())
+    printed = ship.alarms_text()
     assert max(map(len, (ship.production_settings() + "\n" + printed).splitlines())) <= ship.WIDTH
+    assert len(printed.splitlines()) <= 25  # a chapter's output fits a screen
+
+
+def test_chapter_09s_alarms_each_have_something_to_do_and_their_real_trigger():
+    prod = ship.tp.resources_of_type(ship.tp.load(), "AWS::CloudWatch::Alarm")
+    assert set(ship.ALARM_TODO) == set(prod)  # a new alarm in the template needs its row here
+    rows = {row["alarm"]: row for row in ship.alarm_rows("prod")}
+    assert set(rows) == set(prod) and all(row["family"] in ship.ALARM_FAMILIES for row in rows.values())
+    assert {row["alarm"] for row in ship.alarm_rows("demo")} == set(prod) - {"UploadQueueAgeAlarm"}
+    assert rows["FailureQueueAgeAlarm"]["fires on"] == "oldest > 1 day"
+    assert rows["UploadQueueAgeAlarm"]["fires on"] == "oldest > 15 min"
+    assert rows["PendingAlarm"]["fires on"] == "any in 1 hour"
+    assert rows["ChargeErrorsAlarm"]["fires on"] == "any in 5 min"
+    printed = ship.alarms_text()
+    assert printed.startswith(f"{len(prod)} alarms") and all(todo in printed for todo in ship.ALARM_TODO.values())
+    assert ship.alarms_text(profile="demo").startswith(f"{len(prod) - 1} alarms")
 
 
 def test_the_files_to_copy_and_the_stacks_metrics_are_counted():

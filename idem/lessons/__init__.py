@@ -1,6 +1,6 @@
 """One chapter's staging or exercise checker each: what a chapter runs that is not production
-code, the matrix or a view. Every exercise of chapters 00 to 07 is checked here (08, 09, 11 and
-12 are checked in `idem.views`), and every checker answers an empty exercise with
+code, the matrix or a view. Every exercise of chapters 00 to 07 and 10 is checked here (08, 09, 12 and
+13 are checked in `idem.views`), and every checker answers an empty exercise with
 `answers.not_yet`. Built on everything below (`sim`, `explore`, `cost`).
 
 | chapter | module |
@@ -15,4 +15,5 @@ code, the matrix or a view. Every exercise of chapters 00 to 07 is checked here 
 | 06 Charge, then die | `leases`: leases, zombies and the owner-fenced commit, the exercise's lease check |
 | 07 Time and the auditor | `expiry`, `batches`, `auditor`: record lifetimes, batches, reconciliation |
 | 08 Powertools side by side | `powertools_runs`: the table rows of its runs and options |
+| 10 Run it in production | `production`: the queue's and concurrency's numbers from the template, the exercise (how long an upload outlives an outage) |
 """

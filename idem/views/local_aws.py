@@ -1,4 +1,4 @@
-"""Views for chapter 12, the appendix on the local AWS: small demonstrations of what the
+"""Views for chapter 13, the appendix on the local AWS: small demonstrations of what the
 simulator does that AWS does for real. The local runtime's retries and event age, moto's race
 without its lock, Powertools on the virtual clock, and what moto leaves out of a notification
 and a table's TTL.
@@ -36,7 +36,7 @@ from ..sim.powertools_entry import powertools_time
 WIDTH = 96  # reasons wrap here, to fit the page
 
 
-# -- chapter 12: the local runtime ---------------------------------------------------------------
+# -- chapter 13: the local runtime ---------------------------------------------------------------
 RUNTIME_HANDLER = "keyed"
 CONTAINERS = ("warm", "cold")
 
@@ -100,7 +100,7 @@ def event_age_run(max_event_age: int) -> AgeRun:
 
 
 def check_event_age(my_attempts: int, my_condition: str, max_event_age: int = 120) -> str:
-    """The chapter 12 exercise: attempts and the failure queue's condition, predicted."""
+    """The chapter 13 exercise: attempts and the failure queue's condition, predicted."""
     if unfilled(my_attempts) or unfilled(my_condition):
         return not_yet("set my_attempts and my_condition", "Walk the clock: the first attempt at t = 0 s, "
                        "a retry 60 s after a failure, the next 120 s after that. Before each, compare the "
@@ -127,7 +127,7 @@ def check_event_age(my_attempts: int, my_condition: str, max_event_age: int = 12
     return "\n".join(textwrap.fill(line, WIDTH) for line in lines)
 
 
-# -- chapter 12: moto's race, with and without the lock -------------------------------------------
+# -- chapter 13: moto's race, with and without the lock -------------------------------------------
 def lock_races(threads: int = 8, rounds: int = 10, window: float = 0.002) -> tuple[RaceReport, RaceReport]:
     """The conditional put raced on real threads with moto's read-check-write gap widened by
     `window` seconds: against moto as shipped, then with idem's lock. The first varies."""
@@ -157,7 +157,7 @@ def lock_chart(unlocked: RaceReport, locked: RaceReport) -> Any:
     return fig
 
 
-# -- chapter 12: Powertools on the virtual clock --------------------------------------------------
+# -- chapter 13: Powertools on the virtual clock --------------------------------------------------
 POWERTOOLS_BASE = "aws_lambda_powertools.utilities.idempotency.persistence.base"
 
 
@@ -171,7 +171,7 @@ def powertools_reads(clock: VirtualClock) -> dict[str, Any]:
             "outside, the wall clock": abs(outside - time.time()) < 60}
 
 
-# -- chapter 12: what moto leaves out --------------------------------------------------------------
+# -- chapter 13: what moto leaves out --------------------------------------------------------------
 def probe_moto() -> dict[str, Any]:
     """Ask moto, now: which fields its own S3 notification gives an object, and whether an
     item whose TTL passed in 1970 can still be read."""

@@ -1,4 +1,4 @@
-"""Views for chapter 11, what to ship: every pattern in one row, the decision diagram, the exercise.
+"""Views for chapter 12, what to ship: every pattern in one row, the decision diagram, the exercise.
 
 Each pattern's row is computed: its verdicts on the eight rows of the scenario matrix's headline
 (`scenarios.headline_scenarios`), whether it hands its key to the provider (read back from the
@@ -37,7 +37,7 @@ WIDTH = 96  # reasons wrap here, to fit the page
 PATTERNS = ("naive", "claim_first", "robust", "keyed", "powertools")
 
 
-# -- chapter 11: every pattern in one row -------------------------------------------------------
+# -- chapter 12: every pattern in one row -------------------------------------------------------
 @dataclass(frozen=True)
 class PatternRow:
     """One pattern, as the runs measured it."""
@@ -170,7 +170,7 @@ def files_to_copy(*modules: Any) -> str:
     return "\n".join(lines)
 
 
-# -- chapter 11: which pattern do you need? -----------------------------------------------------
+# -- chapter 12: which pattern do you need? -----------------------------------------------------
 EFFECTS = ("an overwrite", "a write to your own table", "a charge, provider takes keys",
            "a charge, provider takes no keys")
 LOSS = ("no", "yes, and reconciled")
@@ -236,7 +236,7 @@ def recommend(rows: Iterable[PatternRow], effect: str = EFFECTS[2], lost_ok: str
             reasons.append("S3 and Lambda make no such promise: a duplicate can start while the first "
                            "copy runs. The answer does not change: the claim is one conditional write.")
         path.append(f"copies {copies}")
-    reasons.append("Whatever you build: reconcile on a schedule (07), and run `idem check` on it (10).")
+    reasons.append("Whatever you build: reconcile on a schedule (07), and run `idem check` on it (11).")
     return Recommendation(pattern, row, tuple(path), tuple(reasons))
 
 
@@ -310,7 +310,7 @@ recommend_explore = pinned(recommend, show_recommendation,
                            "Recommend a pattern and say why (the explorer's twin).")
 
 
-# -- chapter 11: the exercise --------------------------------------------------------------------
+# -- chapter 12: the exercise --------------------------------------------------------------------
 SYSTEMS = {
     "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
     "card": "charge the customer's card through a provider that takes idempotency keys",
@@ -392,7 +392,7 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     return "\n".join(lines)
 
 
-# -- chapter 09: the template's two profiles, its settings and alarms, the reconciliation -----------
+# -- chapters 09 and 10: the template's two profiles, its settings and alarms, the reconciliation -
 #: CloudWatch custom metrics: "$0.30" per metric-month for the first 10,000, and 10 metrics free
 #: (https://aws.amazon.com/cloudwatch/pricing/, its table drawn by a script; quoted by
 #: https://github.com/nishinoshake/aws-rough/issues/37 and api-evangelist's cloudwatch plans).
@@ -436,15 +436,101 @@ def production_settings() -> str:
     return "\n".join(lines)
 
 
-def alarms_text(todo: Mapping[str, str]) -> str:
-    """Each production alarm: what it means (its AlarmDescription, in full) and what to do."""
-    prod = tp.resolve(expanded_template(), {"Profile": "prod"})
-    lines = []
-    for name, alarm in tp.resources_of_type(prod, "AWS::CloudWatch::Alarm").items():
-        lines.append(textwrap.fill(f"{name.removesuffix('Alarm')}: {alarm['Properties']['AlarmDescription']}",
-                                   WIDTH, subsequent_indent="    "))
-        lines.append(textwrap.fill(f"do: {todo[name]}", WIDTH, initial_indent="    ", subsequent_indent="    "))
+#: What a person does when each alarm fires, in a few words naming the command (README's alarm
+#: table says it at length). tests/test_ship_and_local_aws_views.py holds it to the template's alarms.
+ALARM_TODO = {
+    "ChargeErrorsAlarm": "sam logs; the records come back",
+    "ChargeThrottlesAlarm": "none lost; raise concurrency if Stripe allows",
+    "AsyncEventsDroppedAlarm": "demo: check the failure queue got them",
+    "DestinationDeliveryFailuresAlarm": "lost: reconcile the window, idem settle",
+    "FailureQueueDepthAlarm": "fix the cause, then idem redrive",
+    "FailureQueueAgeAlarm": "idem redrive today (dropped at 14 days)",
+    "UploadQueueAgeAlarm": "none lost: they charge when Stripe answers",
+    "NeedsAttentionAlarm": "idem settle (dry run first)",
+    "DeclinedAlarm": "tell the customer; a new order charges anew",
+    "PendingAlarm": "idem settle once Stripe has decided",
+    "ReconcileDifferencesAlarm": "read the report; idem settle or idem refund",
+    "ReconcileErrorsAlarm": "read its logs, rerun the window",
+    "ReconcileThrottlesAlarm": "Lambda retries it; watch its queue",
+    "ReconcileDestinationDeliveryFailuresAlarm": "rerun the window (aws lambda invoke)",
+    "ReconcileFailureQueueDepthAlarm": "read its logs, rerun the window",
+    "ReconcileFailureQueueAgeAlarm": "rerun the window, purge the queue",
+}
+#: The alarms' families, in the order the chapter shows them.
+ALARM_FAMILIES = ("charge function", "queues", "payments", "reconciliation")
+def alarms(profile: str = "prod") -> dict[str, dict[str, Any]]:
+    """The profile's alarms, resolved as CloudFormation would: name -> Properties."""
+    resolved = tp.resolve(expanded_template({"Profile": profile}), {"Profile": profile})
+    return {name: alarm["Properties"] for name, alarm in tp.resources_of_type(resolved, "AWS::CloudWatch::Alarm").items()}
+
+
+def _seconds(n: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("min", 60)):
+        if n % size == 0:
+            count = n // size
+            return f"{count} {unit}{'s' if count != 1 and unit != 'min' else ''}"
+    return f"{n} s"
+
+
+def alarm_family(name: str, props: Mapping[str, Any]) -> str:
+    """charge function, queues, payments or reconciliation: what the alarm watches."""
+    if name.startswith("Reconcile"):
+        return "reconciliation"
+    return {"AWS/SQS": "queues", "AWS/Lambda": "charge function"}.get(str(props["Namespace"]), "payments")
+
+
+def alarm_trigger(props: Mapping[str, Any]) -> str:
+    """When the alarm fires, from its metric, threshold and period: `any in 5 min`, `oldest > 1 day`."""
+    if props["MetricName"] == "ApproximateAgeOfOldestMessage":
+        return f"oldest > {_seconds(int(props['Threshold']))}"
+    if props["Threshold"] == 0 and props["EvaluationPeriods"] == 1:
+        return f"any in {_seconds(int(props['Period']))}"
+    return f"> {props['Threshold']} in {props['EvaluationPeriods']} x {_seconds(int(props['Period']))}"
+
+
+def alarm_rows(profile: str = "prod") -> list[dict[str, str]]:
+    """One row per alarm: its family, name, when it fires and what to do."""
+    found = alarms(profile)
+    return [{"family": alarm_family(name, props), "alarm": name,
+             "fires on": alarm_trigger(props), "do": ALARM_TODO[name]}
+            for name, props in found.items()]
+
+
+def alarms_text(todo: Mapping[str, str] | None = None, profile: str = "prod") -> str:
+    """Every alarm of the profile, grouped by what it watches: when it fires and what to do."""
+    rows = alarm_rows(profile)
+    if todo is not None:
+        rows = [{**row, "do": todo[row["alarm"]]} for row in rows]
+    for row in rows:  # short names: the family says the rest
+        row["short"] = row["alarm"].removesuffix("Alarm").removeprefix("Reconcile") or row["alarm"]
+    width = max(len(row["short"]) for row in rows)
+    lines = [f"{len(rows)} alarms, each mailed to the stack's topic (names shown without 'Alarm')"]
+    for family in ALARM_FAMILIES:
+        members = [row for row in rows if row["family"] == family]
+        if members:
+            lines.append(f"{family} ({len(members)}{', names start with Reconcile' if family == 'reconciliation' else ''}):")
+            lines += [f"  {row['short']:{width}}  {row['fires on']:15}  {row['do']}" for row in members]
     return "\n".join(lines)
+
+
+def _show_fates(lines: list[str]) -> None:
+    print("\n".join(lines))
+
+
+def outage_fates(outage_hours: float = 2.0) -> list[str]:
+    """Chapter 10: an order uploaded as a provider outage starts, in each profile."""
+    from ..lessons.production import outage_fate
+    return [outage_fate(outage_hours, profile) for profile in ("prod", "demo")]
+
+
+def outage_explorer(outage_hours: float = 2.0) -> widgets.Widget:
+    """Slide the outage's length; see where an order uploaded at its start ends, in each profile."""
+    control = widgets.FloatSlider(value=outage_hours, min=0, max=24, step=0.25, description="outage (h)",
+                                  style={"description_width": "initial"})
+    return make_explorer({"outage_hours": control}, outage_fates, _show_fates)
+
+
+outage_explore = pinned(outage_fates, _show_fates, "Where an order ends after an outage (the explorer's twin).")
 
 
 def role_table(parameters: Mapping[str, str], granted_to: Callable[[dict[str, Any]], set[tuple[str, str]]],
@@ -478,9 +564,11 @@ def reconcile_on(deployment: Any) -> Any:
     return reconcile_job.run(env, fake_session(), deployment.clock.now() + lag + 3600, say=lambda line: None)
 
 
-def stack_metrics(report: Any) -> str:
+def stack_metrics(report: Any = None) -> str:
     """The stack's custom metrics, counted from what it prints: the handler's metric document
-    (one per outcome) and the reconciliation's (one per number in `report`)."""
+    (one per outcome) and the reconciliation's (one per number in `report`, an empty window's
+    report by default)."""
+    report = reconcile_job.compare([], [], 0, 3600) if report is None else report
     handler = len(keyed.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
     line = json.loads(reconcile_job.emf(report, "ReconcileFunction", 0))
     return custom_metrics_note(handler, len(line["_aws"]["CloudWatchMetrics"][0]["Metrics"]))

@@ -250,7 +250,7 @@ def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
     return pd.DataFrame([r if isinstance(r, dict) else dict(vars(r)) for r in rows])
 
 
-# -- chapter 10: a check's report ------------------------------------------------------------
+# -- chapter 11: a check's report ------------------------------------------------------------
 def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
     """Schedules per verdict, one column per check report (`idem.explore.check.CheckReport`), breaks marked.
 

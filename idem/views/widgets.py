@@ -304,7 +304,7 @@ def late_duplicate_explorer(handler: str = "keyed", ttl_seconds: int = 600, dela
         expiry.late_duplicate, show_late_duplicate)
 
 
-# -- chapter 10: a check's breaks, one schedule at a time ------------------------------------
+# -- chapter 11: a check's breaks, one schedule at a time ------------------------------------
 #: What each of the workbook's patterns writes into its books, named as effects for the check.
 PATTERN_BOOKS = {"naive": ("dynamodb:UpdateItem",), "claim_first": ("dynamodb:UpdateItem",),
                  "robust": ("dynamodb:UpdateItem",), "keyed": ("dynamodb:TransactWriteItems",)}

@@ -66,7 +66,7 @@ views.show_text(json.dumps(shown, indent=2), "json")
 # Lambda calls one function with the whole event: the **entry point**. It builds the handler once
 # per **container**, the process Lambda starts for the function and reuses for later invocations.
 # Then it hands the handler each record. Its code is in
-# [the appendix](12_appendix_the_local_aws.ipynb#entry-point); three things it does matter here:
+# [the appendix](13_appendix_the_local_aws.ipynb#entry-point); three things it does matter here:
 #
 # * The event holds a *list* of `Records`. S3 puts one upload in each notification today, but the
 #   format allows several. Through SNS a function gets one message per invocation. Through an SQS
@@ -133,7 +133,7 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # The retry is what the Lambda service does after a function error in an asynchronous invocation.
 # It tries again about a minute later, then about two minutes after that.
 # **`MaximumRetryAttempts`** (0 to 2, default 2) sets how many retries. When they are used up, the event goes to the failure
-# queue. [The appendix](12_appendix_the_local_aws.ipynb#local-runtime) shows how the local runtime
+# queue. [The appendix](13_appendix_the_local_aws.ipynb#local-runtime) shows how the local runtime
 # does the same.
 
 # %% [markdown]

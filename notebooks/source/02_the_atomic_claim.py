@@ -116,7 +116,7 @@ print("Without the barrier, a round with two or more winners came within 2,000 r
 #
 # DynamoDB checks the condition and applies the write as one step on the item. So two conditional
 # puts of one key cannot both succeed. The local DynamoDB needed a lock to behave the same under
-# threads: [the appendix](12_appendix_the_local_aws.ipynb#atomic-moto) shows it, and what goes
+# threads: [the appendix](13_appendix_the_local_aws.ipynb#atomic-moto) shows it, and what goes
 # wrong without it.
 
 # %% [markdown]

@@ -83,7 +83,7 @@ views.matrix_table(uniform)
 #
 # Money moved, then the function failed before its ledger entry: `after_charge`, `once`. Run it
 # in this chapter's world, then draw what the run recorded. (How the local runtime queues and
-# retries is in [the appendix](12_appendix_the_local_aws.ipynb#local-runtime).)
+# retries is in [the appendix](13_appendix_the_local_aws.ipynb#local-runtime).)
 
 # %%
 mismatch = sc.Scenario("claim_first", "after_charge", "once")

@@ -98,7 +98,7 @@ views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 # * The same key with different parameters is refused: it can only be a bug in the caller.
 #
 # How the stand-in keeps those rules in its own table is in
-# [the appendix](12_appendix_the_local_aws.ipynb#provider-stand-in).
+# [the appendix](13_appendix_the_local_aws.ipynb#provider-stand-in).
 
 # %% [markdown]
 # Run keyed with a crash right after the charge, in this chapter's world, and draw what the run

@@ -86,7 +86,7 @@ fig = views.record_life_chart(late)
 #   and the same settings gave one charge or two, decided by a background process.
 #
 # Moto stores the TTL setting and never deletes anything. So `swept=True` deletes the expired
-# items itself, in place of AWS's background process; [the appendix](12_appendix_the_local_aws.ipynb#deploy-gaps)
+# items itself, in place of AWS's background process; [the appendix](13_appendix_the_local_aws.ipynb#deploy-gaps)
 # lists the other gaps. Read back from the table:
 
 # %%
@@ -355,7 +355,7 @@ print(auditor.check_query(differences).explain())
 # ## What to ship
 #
 # The checklist of everything chapters 02 to 07 taught, and a diagram for picking a pattern, are
-# in [11 What to ship](11_what_to_ship.ipynb).
+# in [12 What to ship](12_what_to_ship.ipynb).
 #
 # ## Summary
 #

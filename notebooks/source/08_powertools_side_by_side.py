@@ -94,7 +94,7 @@ views.show_source(pe.PowertoolsCharge._charge)
 # retries, like a lease (chapter 06). A `COMPLETED` record expires after `expires_after_seconds`.
 # Powertools reads the wall clock to set those times. On AWS nothing changes. Here the
 # local runtime makes it read the virtual clock instead, as
-# [the appendix](12_appendix_the_local_aws.ipynb#powertools-clock) shows.
+# [the appendix](13_appendix_the_local_aws.ipynb#powertools-clock) shows.
 #
 # One upload, delivered twice, five seconds apart:
 

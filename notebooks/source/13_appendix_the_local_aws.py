@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 12 Appendix: the local AWS
+# # 13 Appendix: the local AWS
 #
 # How does the local AWS stand in for the real one?
 #

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 11 What to ship
+# # 12 What to ship
 #
 # What do you take to production?
 #
@@ -17,6 +17,7 @@
 # %%
 from idem import views
 from idem.core.handlers import keyed, keyed_stripe
+from idem.lessons import production
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
 
@@ -78,7 +79,7 @@ views.pattern_table(rows)
 #   error after the charge charges again. Book the ledger line only if it is absent, or an error
 #   after the ledger write books it twice (chapter 08's `book_once`). The table's `powertools` row
 #   is Powertools as most handlers use it, without these two changes. The changed version has no
-#   row here: run `idem check` on it (chapter 10) to measure it.
+#   row here: run `idem check` on it (chapter 11) to measure it.
 #
 # Whatever you choose, reconcile on a schedule (chapter 07).
 
@@ -136,7 +137,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # - [ ] **A job reconciles on a schedule.** It compares uploads, records and the provider's
 #   charges. Prevention cannot prove that nothing slipped through (07).
 # - [ ] **`idem check` holds for your handler.** Name every effect that must happen once. One fix
-#   can move a break instead of removing it (10).
+#   can move a break instead of removing it (11).
 
 # %% [markdown]
 # ## The handler to copy
@@ -239,7 +240,7 @@ views.show_source(keyed.settings_from_env)
 # %% [markdown]
 # ### Check your version
 #
-# Then check what you changed, as chapter 10 does. The check is part of this workbook's `idem`
+# Then check what you changed, as chapter 11 does. The check is part of this workbook's `idem`
 # package, so install it where you develop (not in the function). Name your handler as
 # `FILE.py:FUNCTION` or `MODULE:FUNCTION`, and every other write that must happen once as an effect:
 #
@@ -255,7 +256,8 @@ views.show_source(keyed.settings_from_env)
 # %% [markdown]
 # ## From the demo to a real customer charged
 #
-# Chapter 09 deployed the demo. Between it and the first real customer charged lie the steps
+# [Chapter 09](09_deploy_to_aws.ipynb) deployed the demo, and [Run it in production](10_run_in_production.ipynb)
+# read the production profile. Between them and the first real customer charged lie the steps
 # below, in order. Each names the file, the command or the AWS setting that does it. Steps 1 to
 # 13 run in Stripe's test mode; only the last two touch real money. Stripe documents saving a
 # payment method for later ([save and reuse](https://docs.stripe.com/payments/save-and-reuse))
@@ -268,20 +270,47 @@ views.show_source(keyed.settings_from_env)
 # | 3 | Charge the order's amount, not one price | `amount_for` reads the order (`amount_from_order_file`) |
 # | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
 # | 5 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
-# | 6 | Create a restricted Stripe key that may read and write PaymentIntents (its search included), and nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
+# | 6 | Create a restricted Stripe key: PaymentIntents write (which covers their search), Refunds write for the runbook, nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
 # | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
 # | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
 # | 9 | Deploy production with every override repeated, and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=...` |
 # | 10 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
-# | 11 | Let uploads wait out an outage: S3 to an SQS queue to the function, with its own dead-letter queue and alarm | the production profile's queue; the handler answers `batchItemFailures` |
+# | 11 | From then on, deploy production only after a reviewer approves the planned changes | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
 # | 12 | Upload a test order, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp`, `sam logs`, the Dashboard in test mode, the report bucket |
-# | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge | `idem settle`, `idem refund`, a redrive of the failure queue |
-# | 14 | Swap in the live restricted key; the cold start refuses a live key in a test stage | `aws ssm put-parameter --overwrite` |
+# | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge, redrive | `idem settle`, `idem refund`, `idem redrive`, each a dry run first |
+# | 14 | Swap in the live restricted key; the cold start refuses a live key outside prod | `aws ssm put-parameter --overwrite` |
 # | 15 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
 #
-# Steps 2, 4, 11, 13 and 14 are what the live-payments and operations work adds to the demo: an
-# order's identity, a real customer, a buffer that outlives an outage, and commands for the
-# person an alarm wakes.
+# The handler's work adds steps 2, 4 and 14: an order's identity, a real customer, and a key
+# checked against its stage. The stack's work adds the buffer, the alarms that must reach
+# someone, steps 11 and 13, and the three-way reconciliation.
+#
+# ### What the stack guarantees, and what stays yours
+#
+# Deployed as shipped, the production stack holds these, read from `template.yaml`:
+
+# %%
+print(production.outage_lines())
+
+# %% [markdown]
+# It also refuses to deploy when its alarms would reach nobody, keeps the ledger, queues and
+# buckets when the stack is deleted, and reconciles every hour. No code of the stack can do the
+# rest. These stay yours:
+#
+# * **Someone reads the alarms.** Confirm the subscription email, and make sure a person reads
+#   that address on a weekend. A confirmed address that nobody reads is an alarm that reaches
+#   nobody.
+# * **Stripe's latency.** The concurrency cap holds Stripe's rate limit only while a charge call
+#   takes as long as the line above says. That is an assumption, not a measurement: watch your
+#   calls' duration, and lower `ReservedConcurrency` if they get faster. A 429 is retried, not lost.
+# * **The account's concurrency quota.** Lambda's limit is per account and region. Other functions
+#   share what is left; ask for more through Service Quotas before the deploy, not after.
+# * **The key's permissions.** Stripe cannot check that your restricted key allows only what step
+#   6 lists. Keep the secret key out of the template, the environment and the logs.
+# * **A saved payment method.** The stack charges the customer the order names. Your checkout must
+#   have saved that customer's payment method for off-session use, or Stripe declines the charge.
+# * **The orders themselves.** A file with a wrong amount is charged that amount; a corrected
+#   re-upload of an order is left for a person, never charged again.
 
 # %% [markdown]
 # ## Try it
@@ -323,4 +352,4 @@ print(views.check_choices(my_choices, rows))
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [12 Appendix: the local AWS](12_appendix_the_local_aws.ipynb)
+# **Next:** [13 Appendix: the local AWS](13_appendix_the_local_aws.ipynb)

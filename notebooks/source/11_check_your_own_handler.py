@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 10 Check your own handler
+# # 11 Check your own handler
 #
 # Does your handler charge once, whatever S3 and Lambda do to it?
 #
@@ -548,5 +548,5 @@ views.show_source(KeyedCharger.charge_once)
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.
 #
-# **Next:** [11 What to ship](11_what_to_ship.ipynb): the handler to copy, the checklist, and
+# **Next:** [12 What to ship](12_what_to_ship.ipynb): the handler to copy, the checklist, and
 # the patterns side by side.

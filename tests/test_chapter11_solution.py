@@ -1,4 +1,4 @@
-"""Chapter 10's exercise solution, as the chapter prints it, really holds: the solution's code is
+"""Chapter 11's exercise solution, as the chapter prints it, really holds: the solution's code is
 read out of the chapter's source (so an edit there is checked here), put under the exercise's own
 module header, and run through the check the chapter asks for."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from idem.explore.check import check_handler
 
-CHAPTER = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "10_check_your_own_handler.py"
+CHAPTER = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "11_check_your_own_handler.py"
 
 
 def _solution_module() -> str:
@@ -21,13 +21,13 @@ def _solution_module() -> str:
     return header + "\n" + code + "\n"
 
 
-def test_chapter_10s_solution_holds_with_its_books_named(tmp_path, monkeypatch):
-    (tmp_path / "ch10_solution.py").write_text(_solution_module())
+def test_chapter_11s_solution_holds_with_its_books_named(tmp_path, monkeypatch):
+    (tmp_path / "ch11_solution.py").write_text(_solution_module())
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        report = check_handler("ch10_solution:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
+        report = check_handler("ch11_solution:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
     finally:
-        sys.modules.pop("ch10_solution", None)
+        sys.modules.pop("ch11_solution", None)
     assert report.holds, report.explain()
     assert report.tally().get("exactly_once", 0) > 0
 
@@ -35,25 +35,25 @@ def test_chapter_10s_solution_holds_with_its_books_named(tmp_path, monkeypatch):
 def test_the_given_handler_breaks_so_the_exercise_has_something_to_fix(tmp_path, monkeypatch):
     text = CHAPTER.read_text()
     start = text.index("# %%writefile scratch/my_handler.py\n") + len("# %%writefile scratch/my_handler.py\n")
-    (tmp_path / "ch10_given.py").write_text(text[start:text.index("\n# %%", start)])
+    (tmp_path / "ch11_given.py").write_text(text[start:text.index("\n# %%", start)])
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        report = check_handler("ch10_given:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
+        report = check_handler("ch11_given:lambda_handler", effects=["dynamodb:UpdateItem"], retries=(1,))
     finally:
-        sys.modules.pop("ch10_given", None)
+        sys.modules.pop("ch11_given", None)
     assert not report.holds
 
 
-def test_chapter_10s_solution_reads_an_unversioned_bucket_without_a_keyerror(tmp_path, monkeypatch):
+def test_chapter_11s_solution_reads_an_unversioned_bucket_without_a_keyerror(tmp_path, monkeypatch):
     """An unversioned bucket's records carry no versionId: the solution keys such an upload by its
     eTag and sequencer (chapter 03's recipe), so no schedule there ends in the failure queue."""
-    (tmp_path / "ch10_unversioned.py").write_text(_solution_module())
+    (tmp_path / "ch11_unversioned.py").write_text(_solution_module())
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        report = check_handler("ch10_unversioned:lambda_handler", effects=["dynamodb:UpdateItem"],
+        report = check_handler("ch11_unversioned:lambda_handler", effects=["dynamodb:UpdateItem"],
                                retries=(0,), versioning=("unversioned",))
     finally:
-        sys.modules.pop("ch10_unversioned", None)
+        sys.modules.pop("ch11_unversioned", None)
     assert report.holds, report.explain()
     overwrites = [r for r in report.results if r.schedule.overwrite == "unversioned"]
     assert overwrites and all(r.dlq == 0 for r in overwrites), [(r.schedule, r.dlq) for r in overwrites]

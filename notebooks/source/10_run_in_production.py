@@ -1,0 +1,270 @@
+# %% [markdown]
+# # 10 Run it in production
+#
+# What does the production profile add so that no order is lost without someone being told?
+#
+# **After this chapter you can deploy the production stack, say who its alarms reach, and answer
+# each alarm with a command.**
+#
+# The previous chapter deployed the demo, made to be deleted. The production profile is the
+# template's default. It keeps its books, pays through Stripe, and waits out a provider outage.
+# This chapter reads what it adds, in the order an operator meets it: the settings, the queue in
+# front of the function, the first deploy, the alarms, the runbook, the bill and the deploy
+# workflow.
+
+# %% [markdown]
+# ## Setup
+#
+# The template, the production profile's numbers read from it, and the price list.
+
+# %%
+from idem import views
+from idem.deploy import prices
+from idem.deploy import template as tp
+from idem.lessons import production
+
+sam = tp.load()
+prod = tp.resolve(views.ship.expanded_template(), {"Profile": "prod"})
+print(f"production: {len(prod['Resources'])} resources after the SAM transform, "
+      f"{len(views.ship.alarms('prod'))} alarms")
+
+# %% [markdown]
+# ## The settings
+#
+# Each parameter below is production's own, with its default. The demo's three knobs reach nothing
+# here.
+
+# %%
+print(views.ship.production_settings())
+
+# %% [markdown]
+# ## A queue in front of the function
+#
+# In the demo, S3 invokes the function asynchronously. Lambda retries twice in about three minutes,
+# then sends the event to the failure queue. A Stripe incident of twenty minutes would move every
+# order in it there, to wait for a person.
+#
+# In production, S3 sends each upload's event to an SQS queue, `UploadQueue`, and Lambda reads the
+# queue for the function. Lambda's reader of a queue is an event source mapping: it polls the
+# queue and calls the function with a batch of up to ten records. The function answers with
+# a **batchItemFailures** list, the records it could not finish. Lambda deletes the others from the queue.
+# A failed record stays hidden for the queue's **visibility timeout**, then comes back. After
+# `maxReceiveCount` receives, the queue's redrive policy moves it to the failure queue.
+
+# %%
+views.show_text("\n\n".join(tp.section(name) for name in ("UploadQueue", "ChargeFunctionUploads")), "yaml")
+
+# %% [markdown]
+# The picture, in production: an upload waits in the queue until the function has charged it, or
+# until its tries run out.
+#
+# ```mermaid
+# flowchart LR
+#     B[(UploadBucket)] -- "ObjectCreated" --> UQ[[UploadQueue<br/>kept 14 days]]
+#     UQ -- "batches of 10, at most ReservedConcurrency copies" --> F[ChargeFunction]
+#     F -- "batchItemFailures: back after the visibility timeout" --> UQ
+#     UQ -. "maxReceiveCount receives" .-> Q[[FailureQueue]]
+#     F -- "charge, with key" --> S[(Stripe)]
+#     Q -. "alarms" .-> T[[AlarmTopic: your email]]
+# ```
+#
+# What those numbers add up to, read from the template by this code:
+
+# %%
+views.show_source(production.upload_queue_numbers)
+
+# %%
+print(production.outage_lines())
+
+# %% [markdown]
+# Notice the two clocks. The retries last hours, so an outage of an afternoon costs nothing but
+# time: the uploads charge when Stripe answers again. The queue keeps a message for days, so the
+# failure queue still holds what a longer outage left, until someone redrives it.
+#
+# Concurrency is capped for the same reason. Stripe allows 25 requests per second to one endpoint,
+# such as `POST /v1/payment_intents`, and 100 in all in live mode
+# ([rate limits](https://docs.stripe.com/rate-limits)). Each copy of the function makes one charge
+# call at a time, so the cap holds only while a call takes as long as the line above says. That is
+# an assumption about Stripe's latency, not a promise. A faster Stripe can pass the limit: it then
+# answers 429, the handler releases its claim, and the record comes back from the queue with the
+# same key.
+#
+# Slide the outage's length and see where an order uploaded in its first second ends, in each
+# profile.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+views.ship.outage_explorer()
+
+# %% [markdown]
+# The same call with the widget's starting value:
+
+# %%
+_ = views.ship.outage_explore(2.0)
+
+# %% [markdown]
+# `python -m idem outage` runs this on the virtual clock: a six-hour outage under steady uploads,
+# once through the queue and once through S3's direct invocation, and counts the orders charged,
+# lost and charged twice.
+
+# %% [markdown]
+# ## The first deploy
+#
+# ### Stripe in test mode first
+#
+# Try the production profile with a *test* secret key (`sk_test_...`) first: test mode moves no
+# real money, and its objects never mix with live ones ([Stripe](https://docs.stripe.com/test-mode)).
+# The key goes into Parameter Store as a SecureString, never into the template, the environment or
+# a log line. The function reads it at cold start, by the name in `StripeSecretParameter`.
+#
+# ### The account's concurrency
+#
+# Production reserves `ReservedConcurrency` copies for the charge function. Its reserved
+# concurrency is a number of copies no other function can take, and that it cannot exceed.
+# Lambda keeps 100 of the account's concurrency unreserved
+# ([concurrency](https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)).
+# So the account needs the limit printed above. A new account may have far less:
+# `aws lambda get-account-settings` shows it as `ConcurrentExecutions`. If it is lower, ask for
+# more through Service Quotas before you deploy; otherwise the deploy fails.
+#
+# ### Store the key, deploy, upload an order
+#
+# `read -s` asks for the key without showing it, and the file keeps it out of your shell history:
+#
+# ```
+# aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions
+# read -rs KEY && printf '%s' "$KEY" > stripe-key.txt && unset KEY
+# aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
+# rm stripe-key.txt
+# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
+# aws s3 cp order.json s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.json
+# sam logs --stack-name idem-prod --name ChargeFunction --tail
+# ```
+#
+# Without `AlarmEmail`, or `AlarmTopicArn` naming an SNS topic you already have, CloudFormation
+# refuses the stack before it creates anything: its alarms would reach nobody. AWS then mails the
+# address a link to confirm the subscription. Until you click it, no alarm mail arrives.
+#
+# Each order becomes one PaymentIntent, Stripe's object for one payment. In Stripe's Dashboard,
+# in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
+# metadata names the stack, the order and its idempotency key. Upload the same file again with
+# `aws s3 cp`: that is a new version of the same order, and the Dashboard should still show one
+# payment for it.
+#
+# ### Delete and redeploy
+#
+# `sam delete --config-env prod` deletes the stack and keeps its ledger, queues, buckets and logs,
+# under names made from the stack's name. A plain redeploy under that name is refused
+# (`... already exists`), rather than starting an empty ledger beside the kept one.
+# `AdoptRetained=yes` makes the new stack use them.
+
+# %% [markdown]
+# ## The alarms, and who they reach
+#
+# Every alarm mails the stack's topic, and so the confirmed address. Most fire on a single
+# occurrence in five minutes: each may be money that moved. The age alarms wait for the oldest
+# message instead, and `Pending` sums an hour. Each row says what to do:
+
+# %%
+print(views.ship.alarms_text())
+
+# %% [markdown]
+# The demo has one alarm fewer: it has no `UploadQueue`. `README.md`'s alarm table says each action
+# at length, with the full command.
+
+# %% [markdown]
+# ## The runbook, in commands
+#
+# Three commands answer the alarms, each with `--region` and `--stack`, and each a dry run until
+# you add `--yes`:
+#
+# * `python -m idem redrive --queue-url URL --function NAME --region R --yes` sends each event of a
+#   failure queue back to the function, as it was. Keyed looks the charge up before charging again.
+# * `python -m idem settle --key KEY --stack S` looks an order's charge up at Stripe by its
+#   idempotency key. Then it books the charge in the ledger, or releases the record for a retry.
+#   `--charge pi_...` finds the order from a PaymentIntent's metadata instead.
+# * `python -m idem refund --charge pi_... --stack S` refunds one charge, a second one for an
+#   order, with its own idempotency key, and books the refund in the ledger.
+#
+# ## The reconciliation, three ways
+#
+# The demo's reconciliation compared ledger lines with charges. An upload that never produced
+# either, a lost event or a filter mistake, is invisible to it. Production's compares three
+# lists per window: the uploads in the bucket, the ledger lines, and this stack's charges at
+# Stripe, found by their `idem_stack` metadata. It names four findings, each with the command
+# that settles it: an upload with no line, a line with no charge, a charge with no line, and two
+# charges for one order. It reads the ledger by a Query on an index by day, never a Scan, and
+# resumes each run from a stored cursor.
+
+# %% [markdown]
+# ## What production costs
+#
+# US East list prices before free tiers, each cited in `idem/deploy/prices.py`. Several are
+# third-party quotes of AWS's pages, marked so there. The usage behind each line is named in it.
+# First, a month with no uploads:
+
+# %%
+print("\n".join(prices.table(prices.at_rest())))
+
+# %% [markdown]
+# Not in that table: the stack's own metrics. The handler prints one per outcome, and the
+# reconciliation prints its numbers every hour, uploads or not:
+
+# %%
+print(views.ship.stack_metrics())
+
+# %% [markdown]
+# Then what a million uploads add. Stripe's own fees are not in it, nor yet `UploadQueue`'s SQS
+# requests.
+
+# %%
+print("\n".join(prices.table(prices.per_million_uploads())))
+
+# %% [markdown]
+# ## Deploys that someone approved
+#
+# `.github/workflows/deploy.yml` is an example for your account. It runs only from `main`: the tests,
+# then `sam deploy` of the demo, then a production **change set**, CloudFormation's list of what a
+# deploy would add, change and delete, made with `sam deploy --no-execute-changeset` and printed in
+# the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
+# for a person to approve, then executes exactly that change set. It assumes an AWS role through
+# GitHub's OIDC provider, so no key is stored, and every action is pinned by its commit.
+#
+# Nothing in this chapter ran on AWS: every number above is read from the template or computed.
+# The production profile's first real run is yours, in test mode.
+
+# %% [markdown]
+# ## Try it
+#
+# Stripe is down. An upload arrived in the first second of the outage. How many hours can the
+# outage last before that upload leaves `UploadQueue` for the failure queue? Work it out from the
+# YAML above, not from the printed lines.
+
+# %%
+my_hours = None  # your answer
+
+# %%
+print(production.check_outage_hours(my_hours))
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# `VisibilityTimeout` times `maxReceiveCount`: each failed receive hides the upload for the
+# visibility timeout, and the last receive hands it to the failure queue. Retention is how long
+# a message may wait in all, not how long it is retried. After that, the failure queue keeps it
+# for `idem redrive`, and its alarms mail the topic.
+# </details>
+#
+# ## Summary
+#
+# * Production puts `UploadQueue` between S3 and the function: an upload is retried for hours
+#   through a provider outage, and concurrency is capped to Stripe's rate limit.
+# * Its alarms must reach someone: the stack refuses to deploy without an address, and each alarm
+#   names a command: `idem redrive`, `idem settle`, `idem refund`.
+# * It costs a little at rest and per upload, computed above, and a person approves each
+#   production change set before it runs.
+#
+# Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
+# defines it.
+#
+# **Next:** [11 Check your own handler](11_check_your_own_handler.ipynb)

@@ -210,3 +210,40 @@ def test_the_same_check_twice_gives_the_same_counts():
     first = check_handler(target("threaded_pool"), **ONE)
     again = check_handler(target("threaded_pool"), **ONE)
     assert first.tally() == again.tally() and len(first.results) == len(again.results)
+
+
+# -- faults AWS really raises -----------------------------------------------------------------------
+CATCHES = '''
+import os, boto3
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+def lambda_handler(event, context):
+    dynamodb = boto3.client("dynamodb")
+    try:
+        dynamodb.put_item(TableName=os.environ["LEDGER_TABLE"], Item={"pk": {"S": "x"}})
+    except ClientError as error:
+        return {"caught": error.response["Error"]["Code"]}
+    except ReadTimeoutError as error:
+        return {"caught": "ReadTimeoutError"}
+    return {"caught": None}
+'''
+
+
+@pytest.mark.parametrize("side, caught", [(Side.BEFORE, "ProvisionedThroughputExceededException"),
+                                          (Side.AFTER, "ReadTimeoutError")])
+def test_an_injected_aws_fault_is_what_botocore_raises_there(tmp_path, side, caught):
+    (tmp_path / "catches.py").write_text(CATCHES)
+    with LocalWorld(prefix="botofaults") as world:
+        fault = FaultPlan(Boundary("dynamodb:PutItem", 1, side), "1")
+        runtime = LocalLambda(world, world.env(), fault=fault, retries=0,
+                              handler=f"{tmp_path / 'catches.py'}:lambda_handler")
+        runtime.send({"Records": []})
+        (attempt,) = runtime.run()
+    assert attempt.outcome == "ok" and attempt.result == {"caught": caught}
+
+
+def test_pins_bug_a_swallowed_throttle_leaves_a_charge_with_no_ledger_line():
+    throttled = FaultPlan(Boundary("dynamodb:PutItem", 1, Side.BEFORE), "1")
+    result = one_schedule("swallows_client_error", Schedule(throttled, "single", None, 0))
+    assert result.verdict == "silent_mismatch" and "a charge with no ledger line" in result.findings
+    assert result.attempts[0].result["body"] == '{"error": "ProvisionedThroughputExceededException"}'

@@ -131,6 +131,32 @@ class InjectedFault(Exception):
     """The error the runtime raises at a boundary: an ordinary exception, as a timeout is."""
 
 
+#: The error a service answers when it throttles, as botocore raises it once its own retries are
+#: spent: the codes botocore itself retries as throttling (botocore/data/_retry.json, and
+#: botocore.retries.standard's _THROTTLED_ERROR_CODES); DynamoDB's capacity error
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html) and
+#: S3's SlowDown, 503 (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html);
+#: any other service answers ThrottlingException.
+THROTTLES = {"dynamodb": ("ProvisionedThroughputExceededException", 400), "s3": ("SlowDown", 503)}
+DEFAULT_THROTTLE = ("ThrottlingException", 400)
+
+
+def aws_error(boundary: "Boundary", arrival: int) -> Exception:
+    """What botocore raises to a handler at `boundary` of an AWS call: before it, the service
+    throttles (a ClientError with its real code, after botocore's retries: MaxAttemptsReached);
+    after it (the call did its work), the answer is lost: ReadTimeoutError."""
+    from botocore.exceptions import ClientError, ReadTimeoutError
+
+    service, _, operation = boundary.call.partition(":")
+    if boundary.side is Side.AFTER:
+        return ReadTimeoutError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com/ (the answer to "
+                                             f"{boundary.call} was lost, arrival {arrival}: the call did its work)")
+    code, status = THROTTLES.get(service, DEFAULT_THROTTLE)
+    return ClientError({"Error": {"Code": code, "Message": f"injected: {service} throttled {operation} "
+                                                          f"(arrival {arrival})"},
+                        "ResponseMetadata": {"HTTPStatusCode": status, "MaxAttemptsReached": True}}, operation)
+
+
 class Crash(BaseException):
     """The process dies at a boundary: not an Exception, so no handler code catches it."""
 
@@ -233,8 +259,10 @@ class Watch:
     """One run's boundaries: the fault plan, the triggers, and every arrival counted."""
 
     def __init__(self, plan: FaultPlan | None = None, clock: Any = None,
-                 effects: tuple[str, ...] = ()) -> None:
+                 effects: tuple[str, ...] = (), aws_errors: bool = False) -> None:
         self.plan = plan or FaultPlan()
+        #: an exception at an AWS call is what botocore raises there (`aws_error`), not InjectedFault
+        self.aws_errors = aws_errors
         self.clock = clock
         self.effects = set(effects)  # AWS calls that count as effects, e.g. "sqs:SendMessage"
         self.arrivals: Counter[tuple[Boundary, str]] = Counter()
@@ -306,6 +334,8 @@ class Watch:
             if visit.kill is not None:
                 visit.kill(message)  # never returns: no except, finally or atexit of the handler runs
             raise Crash(message)
+        if self.aws_errors and boundary.call not in (END_CALL, CHARGE_CALL):
+            raise aws_error(boundary, arrival)
         if boundary.side is Side.AFTER and boundary.call != END_CALL:
             raise InjectedFault(f"the answer to {boundary.call} was lost (arrival {arrival}): "
                                 "the call did its work, the function never heard")

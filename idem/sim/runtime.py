@@ -414,8 +414,23 @@ class _Run:
         if not self.died:
             self.died, self.timed_out = why, timed_out
         self.done.set()
-        _parked.append(threading.current_thread())
+        _parked.append(_unjoined(threading.current_thread()))
         threading.Event().wait()  # forever: no frame above this one ever resumes
+
+
+def _unjoined(thread: threading.Thread) -> threading.Thread:
+    """Let the process end with `thread` parked: a handler's own non-daemon thread (a pool's worker
+    is one) is joined at exit by threading and by concurrent.futures, which would wait forever.
+    (CPython's own bookkeeping: its shutdown locks and the pools' thread registry.)"""
+    import concurrent.futures.thread as pools
+
+    pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
+    lock = getattr(thread, "_tstate_lock", None)
+    registry, guard = getattr(threading, "_shutdown_locks", None), getattr(threading, "_shutdown_locks_lock", None)
+    if lock is not None and registry is not None and guard is not None:
+        with guard:
+            registry.discard(lock)
+    return thread
 
 
 #: Invocation threads running now, and those a crash parked for good.
@@ -473,7 +488,8 @@ class LocalLambda:
         world.runtimes_started += 1
         self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
         self._running: list[Attempt] = []
-        self.watch = Watch(fault, self.clock)
+        # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
+        self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()

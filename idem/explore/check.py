@@ -57,7 +57,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
 from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload, judge_uploads
-from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side, release_handler_threads
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
@@ -551,6 +551,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 per, orders = _per_order(_per_upload(runtime, uploads, counted), dlqs, [o for _, _, o in uploads])
                 verdict, findings = judge_uploads(per, counted, baseline, orders, declined=declined, unit="order")
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings))
+    release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results
 
 

@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import functools
 import threading
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -366,6 +367,19 @@ def current() -> tuple[Watch, Visit] | None:
     return stack[-1] if stack else None
 
 
+#: Threads a handler started during an invocation (its pools' workers among them).
+HANDLER_THREADS: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def release_handler_threads() -> None:
+    """Leave the handlers' pool threads out of the joins at exit: a pool whose invocation was
+    killed is never shut down, and concurrent.futures would wait for its workers forever."""
+    import concurrent.futures.thread as pools
+
+    for thread in list(HANDLER_THREADS):
+        pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
+
+
 @contextlib.contextmanager
 def inherit_invocations() -> Iterator[None]:
     """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
@@ -380,6 +394,7 @@ def inherit_invocations() -> Iterator[None]:
 
     def started(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
         if _CURRENT.get():
+            HANDLER_THREADS.add(self)
             context, run = contextvars.copy_context(), self.run
             self.run = lambda: context.run(run)  # type: ignore[method-assign]
         start(self, *args, **kwargs)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed, keyed_log, keyed_orders
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -81,9 +81,9 @@ def test_each_invocation_prints_one_valid_metric_document_counting_its_outcome(w
     objects, _ = parsed(runtime)
     (doc,) = emf_documents(objects)
     validate_emf(doc)
-    counted = {name: doc[name] for name in keyed.OUTCOMES}
-    assert counted == {name: int(name == outcome) for name in keyed.OUTCOMES}
-    assert set(keyed.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
+    counted = {name: doc[name] for name in keyed_log.OUTCOMES}
+    assert counted == {name: int(name == outcome) for name in keyed_log.OUTCOMES}
+    assert set(keyed_log.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
                                    "work_in_progress", "lost_ownership"}
 
 
@@ -121,7 +121,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
     s3 = world.s3
     good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
     charge = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
-                                now=world.clock.now, amount=lambda u: keyed.amount_from_order_file(u, s3))
+                                now=world.clock.now, amount=lambda u: keyed_orders.amount_from_order_file(u, s3))
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
     with pytest.raises(keyed.NeedsAttention, match="malformed"):
         charge.charge_once(keyed.Upload.of(bad), 30_000)
@@ -133,7 +133,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
 def test_the_order_is_read_by_its_version_so_a_retry_reads_the_same_bytes(world):
     first = world.upload("alice/order.csv", b"amount_cents\n100\n")
     world.upload("alice/order.csv", b"amount_cents\n999\n")  # overwritten since: a new version
-    assert keyed.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
+    assert keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
 
 
 def test_an_overwritten_unversioned_order_needs_attention():
@@ -141,7 +141,7 @@ def test_an_overwritten_unversioned_order_needs_attention():
         first = world.upload("alice/order.csv", b"amount_cents\n100\n")
         world.upload("alice/order.csv", b"amount_cents\n999\n")
         with pytest.raises(keyed.NeedsAttention, match="gone or was overwritten"):
-            keyed.amount_from_order_file(keyed.Upload.of(first), world.s3)
+            keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3)
 
 
 def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
@@ -153,4 +153,4 @@ def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
     (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith("{")]
     assert line["message"].startswith("lost ownership") and line["timestamp"] == "2026-01-01T00:00:45Z"
     record = logging.LogRecord("keyed", logging.INFO, "", 0, "m", None, None)
-    assert json.loads(keyed.JsonLines().format(record))["timestamp"] == keyed._utc(record.created)
+    assert json.loads(keyed_log.JsonLines().format(record))["timestamp"] == keyed_log.utc(record.created)

@@ -1,7 +1,8 @@
-"""The handler to copy stands alone: its two files, copied into an empty folder outside the
+"""The handler to copy stands alone: its files, copied into an empty folder outside the
 repository, run in a fresh interpreter that cannot import idem, against moto, and charge
 through Stripe's SDK (aimed at the loopback Stripe this test serves); `idem check` holds on
-the copied file. And idem takes the handler's names from it: one definition."""
+the copied file; `mypy --strict` passes on the folder as copied. And idem takes the
+handler's names from it: one definition."""
 from __future__ import annotations
 
 import ast
@@ -16,13 +17,15 @@ from pathlib import Path
 import pytest
 
 from idem.core import errors, events
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed, keyed_events, keyed_settings
 from idem.sim.stripe_server import loopback_stripe
 from idem.sim.world import LocalWorld
 
 ROOT = Path(__file__).resolve().parent.parent
 HANDLERS = ROOT / "idem" / "core" / "handlers"
-FILES = ("keyed.py", "keyed_stripe.py")  # exactly what a reader copies
+#: Exactly what a reader copies: the protocol (keyed.py) and the siblings it imports by plain name.
+FILES = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_dynamo.py", "keyed_log.py", "keyed_orders.py",
+         "keyed_stripe.py")
 
 DRIVER = textwrap.dedent('''
     import json, os, sys
@@ -67,7 +70,7 @@ DRIVER = textwrap.dedent('''
 
 @pytest.fixture
 def copied(tmp_path_factory):
-    """The two files alone in an empty folder outside the repository."""
+    """The handler's files alone in an empty folder outside the repository."""
     folder = tmp_path_factory.mktemp("function")
     assert ROOT not in folder.parents
     for name in FILES:
@@ -111,19 +114,37 @@ def test_the_handler_imports_nothing_from_idem():
     for name in FILES:
         for node in ast.walk(ast.parse((HANDLERS / name).read_text())):
             if isinstance(node, ast.ImportFrom):
-                # one relative import is allowed: keyed.py's own adapter, beside it in the package
-                # (the stack's artifact); copied alone, it is imported by its plain name first
-                sibling = node.level == 1 and node.module == "keyed_stripe" and name == "keyed.py"
+                # a relative import names a sibling (inside idem: the package's branch of `if COPIED`)
+                sibling = node.level == 1 and f"{node.module}.py" in FILES
                 assert sibling or (node.level == 0 and (node.module or "").split(".")[0] != "idem"), name
+                if node.level == 0 and (node.module or "").startswith("keyed"):
+                    assert f"{node.module}.py" in FILES, (name, node.module)  # a sibling a reader copies
             if isinstance(node, ast.Import):
                 assert all(a.name.split(".")[0] != "idem" for a in node.names), name
 
 
+def test_every_sibling_is_listed_and_imported_by_plain_name_when_copied():
+    on_disk = {p.name for p in HANDLERS.glob("keyed*.py")}
+    assert on_disk == set(FILES)
+    sources = "".join((HANDLERS / name).read_text() for name in FILES)
+    for name in set(FILES[1:]) - {"keyed_orders.py"}:  # each one imported (by keyed.py, or a sibling) by plain name
+        assert f"from {name[:-3]} import" in sources, name
+
+
+def test_mypy_strict_passes_on_the_copied_folder(copied):
+    """As a reader checks the folder: no configuration of ours, `stripe`'s own types."""
+    assert not any((copied / n).exists() for n in ("mypy.ini", "pyproject.toml", "setup.cfg", ".mypy.ini"))
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."], cwd=copied,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert f"no issues found in {len(FILES)} source files" in run.stdout
+
+
 def test_idem_takes_the_handlers_names_from_it():
     """One definition: the parser, the errors and the rules are the handler's own objects."""
-    assert events.read_event is keyed.read_event and events.S3Object is keyed.S3Object
-    assert events.EventError is keyed.EventError
-    assert errors.IdemError is keyed.IdemError and errors.RecordsFailed is keyed.RecordsFailed
+    assert events.read_event is keyed_events.read_event and events.S3Object is keyed.S3Object
+    assert events.EventError is keyed_events.EventError
+    assert errors.IdemError is keyed_settings.IdemError and errors.RecordsFailed is keyed.RecordsFailed
     assert errors.NeedsAttention is keyed.NeedsAttention
 
 
@@ -140,9 +161,7 @@ def code_lines(path: Path, stop_at: str) -> int:
                if line.strip() and not line.strip().startswith("#") and n not in docstrings)
 
 
-def test_what_a_reader_reads_first_fits_in_about_250_lines():
-    """Everything above the look-up past the key window (which, with the provider's client,
-    the settings read from the environment, the lifetimes rule, the order-file example, the
-    logging, the metrics and the parser, sits lower in the file): the settings, the upload,
-    the ledger, the charge, the handler. 255 lines when this was pinned (issue 18: about 250)."""
-    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 256
+def test_the_protocol_a_reader_studies_is_at_most_300_lines_of_code():
+    """keyed.py holds the claim, the charge with the key, the fenced commit and the handler;
+    parsing, the adapter, settings, logging and the order file live in its siblings."""
+    assert code_lines(HANDLERS / "keyed.py", "\0 no marker") <= 300

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed_log
 from idem.deploy import template as tp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,7 +143,7 @@ ALARMS = {
     ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
     ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
     ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
-    (keyed.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metric
+    (keyed_log.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metric
     ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),
 }
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
-from .handlers.keyed import DAY, check_lifetimes
+from .handlers.keyed_settings import DAY, check_lifetimes
 
 HANDLER_MODES = ("naive", "claim_first", "robust", "keyed")
 #: Key recipes that tell every upload apart (chapter 03 shows why the others are unsafe).

@@ -16,7 +16,8 @@ from ..core.keys import idempotency_key
 from ..sim.runtime import Attempt, LocalLambda
 from ..sim.world import LocalWorld
 from .scenarios import Scenario, handler_names as known
-from ..core.handlers.keyed import Upload, event_epoch
+from ..core.handlers.keyed import Upload
+from ..core.handlers.keyed_events import event_epoch
 
 #: How many times one replay may deliver the event (each delivery is a full invocation).
 MAX_DELIVERIES = 10

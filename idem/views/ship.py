@@ -23,7 +23,7 @@ import pandas as pd
 from ..core.patterns import HANDLERS
 from ..cost import bill
 from ..core import reconcile_job
-from ..core.handlers import keyed
+from ..core.handlers import keyed_log
 from ..deploy import emulated, template as tp
 from ..explore import powertools as pt, scenarios as sc
 from ..sim.runtime import LocalLambda
@@ -477,6 +477,6 @@ def reconcile_on(deployment: Any) -> Any:
 def stack_metrics(report: Any) -> str:
     """The stack's custom metrics, counted from what it prints: the handler's metric document
     (one per outcome) and the reconciliation's (one per number in `report`)."""
-    handler = len(keyed.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+    handler = len(keyed_log.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
     line = json.loads(reconcile_job.emf(report, "ReconcileFunction", 0))
     return custom_metrics_note(handler, len(line["_aws"]["CloudWatchMetrics"][0]["Metrics"]))

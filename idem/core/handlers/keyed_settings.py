@@ -1,0 +1,111 @@
+"""The settings of the handler to copy (keyed.py), read once per container from the
+environment, the lifetimes rule they are checked against at cold start, and the handler's
+exceptions. Copy it beside keyed.py; it imports only the standard library.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+DAY = 24 * 60 * 60
+
+
+class IdemError(Exception):
+    """The root of every exception this handler (and the rest of idem) raises on purpose."""
+
+
+class ConfigError(IdemError):
+    """A setting is missing or wrong: the function refuses to start rather than charge wrongly."""
+
+
+class WorkInProgress(IdemError):
+    """Another invocation holds a live lease on this upload: fail, and let Lambda retry later."""
+
+
+class LostOwnership(IdemError):
+    """A commit was refused: the lease ran out and the upload is no longer ours to finish."""
+
+
+class NeedsAttention(IdemError):
+    """No retry can finish this upload safely: a person must look (the message says why)."""
+
+
+class RecordsFailed(IdemError):
+    """Some records of the event failed or were unreadable; the rest were processed and will
+    be recognised as duplicates when Lambda retries (and, at last, the failure queue gets it)."""
+
+
+
+# -- settings, read once per container (from the environment: `settings_from_env`, below) ----------
+@dataclass(frozen=True)
+class Settings:
+    table: str
+    price_cents: int = 500
+    currency: str = "usd"
+    record_ttl_seconds: int = DAY  # how long an unfinished record lives (a finished one: for ever)
+    # How long the provider keeps a used key (Stripe: it may prune keys 24 h old).
+    provider_key_retention_seconds: int = DAY
+    # How long Lambda keeps retrying an event (the function's MaximumEventAgeInSeconds, 60 to
+    # 21,600): set it, and the lifetimes are checked against it at cold start.
+    max_event_age_seconds: int | None = None
+    # The function's Timeout (Lambda does not tell the code): set it, and a claim is known
+    # to outlive the longest invocation.
+    function_timeout_seconds: int | None = None
+
+    def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
+        check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
+                        self.max_event_age_seconds, self.function_timeout_seconds)
+
+
+# -- settings from the environment, and the lifetimes rule checked at cold start -------------------
+#: How long a claim must outlive the function's timeout: DynamoDB's TTL sweep must never
+#: delete a claim while its invocation can still be charging (cold-start rule, below).
+CLAIM_MARGIN_SECONDS = 60
+
+
+def settings_from_env(env: Mapping[str, str]) -> Settings:
+    """The settings the function's environment names (template.yaml sets them)."""
+    table = env.get("LEDGER_TABLE", "")
+    if not table:
+        raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
+    optional = {name: _whole(env, name, 1) if env.get(name) else None
+                for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS")}
+    return Settings(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
+                    _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
+                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"])
+
+
+def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
+                    timeout: int | None = None) -> None:
+    """The rule every lifetime obeys, checked at cold start:
+    - as long as Lambda can still deliver a copy of an event (its retries and its own
+      duplicates, up to the maximum event age), a record must still turn it away and the
+      provider must still know its key (copies re-sent later from the failure queue are
+      older than both: they are looked up at the provider before any charge);
+    - a claim must outlive the invocation that holds it (the function's timeout and a
+      margin): else DynamoDB's TTL may sweep it during a slow provider call."""
+    if max_event_age is not None:
+        if not 60 <= max_event_age <= 21_600:
+            raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
+        for name, value in (("RECORD_TTL_SECONDS", record_ttl),
+                            ("PROVIDER_KEY_RETENTION_SECONDS", key_retention)):
+            if value < max_event_age:
+                raise ConfigError(
+                    f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                    "Lambda may still retry or re-deliver an event after "
+                    + ("its record is gone, and charge it again" if name == "RECORD_TTL_SECONDS"
+                       else "the provider has forgotten its key, and charge it again")
+                    + f"; raise {name} to {max_event_age} or more, or lower the maximum event age")
+    if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
+        raise ConfigError(
+            f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout "
+            f"({timeout} s) and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a "
+            f"claim while its invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
+
+
+def _whole(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name) or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
+    return int(raw)
+

@@ -11,8 +11,7 @@ import pytest
 from idem.core.entry import App, ConfigError, RecordsFailed
 from idem.core.events import s3_event, s3_test_event
 from idem.core.errors import WorkInProgress
-from idem.core.handlers.keyed import KeyedLedger
-from idem.core.keys import idempotency_key
+from idem.core.handlers.keyed import KeyedLedger, Upload, identify
 from idem.sim.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,7 +112,7 @@ def test_one_failing_record_does_not_stop_the_others(world):
     app = make_app(world)
     # Another invocation holds a live lease on alice's order: her record must wait, bob's must not.
     KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now).claim(
-        idempotency_key(alice), "someone-else", world.clock.now() + 30)
+        identify(Upload.of(alice), "order-id", world.s3).idempotency_key, "someone-else", world.clock.now() + 30)
     with pytest.raises(WorkInProgress):
         app.handle(s3_event(alice, bob), context(world))
     assert [c.customer for c in world.provider().charges()] == ["bob"]

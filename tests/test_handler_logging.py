@@ -56,7 +56,7 @@ def world():
 
 
 def test_each_upload_logs_one_json_line_with_request_key_account_and_outcome(world):
-    obj = world.upload("alice/order.csv", BODY)
+    obj = world.upload("alice/order.json")  # an order file: {"order_id": "order-00001"}
     event = world.event(obj)
     runtime = LocalLambda(world, world.env(), handler=HANDLER)
     runtime.send(event)
@@ -65,7 +65,7 @@ def test_each_upload_logs_one_json_line_with_request_key_account_and_outcome(wor
     objects, _ = parsed(runtime)
     uploads = [o for o in objects if o.get("idempotency_key")]
     assert [o["outcome"] for o in uploads] == ["charged", "duplicate"]
-    key = keyed.Upload.of(obj).idempotency_key
+    key = keyed.identify(keyed.Upload.of(obj), "order-id", world.s3).idempotency_key  # the order's key
     for line, attempt in zip(uploads, runtime.attempts):
         assert line["request_id"] == attempt.request_id and line["idempotency_key"] == key
         assert line["account"] == "alice" and line["level"] == "INFO"
@@ -91,7 +91,8 @@ def test_a_live_lease_counts_as_work_in_progress(world):
     obj = world.upload("alice/order.csv")
     upload = keyed.Upload.of(obj)
     ledger = keyed.KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
-    assert ledger.claim(upload.idempotency_key, "someone-else", world.clock.now() + 600).won
+    key = keyed.identify(upload, "order-id", world.s3).idempotency_key
+    assert ledger.claim(key, "someone-else", world.clock.now() + 600).won
     objects, _ = parsed(run(world, world.event(obj)))
     (doc,) = emf_documents(objects)
     assert doc["work_in_progress"] == 1 and doc["charged"] == 0
@@ -120,7 +121,8 @@ def test_an_unreadable_record_fails_the_invocation_after_the_good_one(world):
 def test_a_malformed_order_needs_attention_and_is_never_charged(world):
     s3 = world.s3
     good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
-    charge = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+    charge = keyed.KeyedCharger(world.dynamodb, world.provider(),  # a CSV order: one charge per upload
+                                keyed.Settings(world.ledger_table, order_identity="upload"),
                                 now=world.clock.now, amount=lambda u: keyed_orders.amount_from_order_file(u, s3))
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
     with pytest.raises(keyed.NeedsAttention, match="malformed"):

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HANDLERS = ROOT / "idem" / "core" / "handlers"
 #: Exactly what a reader copies: the protocol (keyed.py) and the siblings it imports by plain name.
 FILES = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_dynamo.py", "keyed_log.py", "keyed_orders.py",
+         "keyed_provider.py",
          "keyed_stripe.py")
 
 DRIVER = textwrap.dedent('''
@@ -54,12 +55,23 @@ DRIVER = textwrap.dedent('''
             def get_remaining_time_in_millis(self):
                 return 30_000
 
-        event = {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
-                              "eventTime": "2026-01-01T00:00:00.000Z", "eventName": "ObjectCreated:Put",
-                              "s3": {"bucket": {"name": "uploads"},
-                                     "object": {"key": "alice/order.csv", "size": 10, "eTag": "e1",
-                                                "versionId": "v1", "sequencer": "0A"}}}]}
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="uploads")
+        s3.put_bucket_versioning(Bucket="uploads", VersioningConfiguration={"Status": "Enabled"})
+        order = json.dumps({"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}).encode()
+
+        def put_event():  # the uploader's PUT, and the event S3 sends for it
+            put = s3.put_object(Bucket="uploads", Key="alice/order.json", Body=order)
+            return {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+                                 "eventTime": "2026-01-01T00:00:00.000Z", "eventName": "ObjectCreated:Put",
+                                 "s3": {"bucket": {"name": "uploads"},
+                                        "object": {"key": "alice/order.json", "size": len(order),
+                                                   "eTag": put["ETag"].strip('"'), "versionId": put["VersionId"],
+                                                   "sequencer": "0A"}}}]}
+
+        event = put_event()
         results = [keyed.lambda_handler(event, Context()) for _ in range(2)]
+        results.append(keyed.lambda_handler(put_event(), Context()))  # the uploader's retried PUT
         try:
             keyed.lambda_handler({"Records": [event["Records"][0], {"eventSource": "aws:s3"}]}, Context())
         except keyed.RecordsFailed as failed:
@@ -91,10 +103,12 @@ def test_the_copied_files_charge_through_stripe_without_idem(copied):
     assert run.returncode == 0, run.stderr[-2000:]
     lines = run.stdout.splitlines()
     results = json.loads(next(line for line in lines if line.startswith("RESULTS "))[8:])
-    assert [r["status"] for r in results] == ["ok", "ok", "failed"]
-    assert [p["status"] for r in results[:2] for p in r["processed"]] == ["charged", "duplicate"]
-    assert results[2]["error"] == "RecordsFailed"  # an unreadable record fails the invocation
-    assert len(charges) == 1 and charges[0].reference == "s3://uploads/alice/order.csv?versionId=v1"
+    assert [r["status"] for r in results] == ["ok", "ok", "ok", "failed"]
+    # the event again, then the uploader's retried PUT (a second version): one order, one charge
+    assert [p["status"] for r in results[:3] for p in r["processed"]] == ["charged", "duplicate", "duplicate"]
+    assert results[3]["error"] == "RecordsFailed"  # an unreadable record fails the invocation
+    assert len(charges) == 1 and charges[0].reference == "s3://uploads/alice/order.json"
+    assert charges[0].amount == 1250  # the order's amount
     logged = [json.loads(line) for line in lines if line.startswith("{")]
     assert {line.get("outcome") for line in logged} >= {"charged", "duplicate", "malformed"}
     assert "sk_test_SECRET_NEVER_LOGGED" not in run.stdout + run.stderr
@@ -127,7 +141,7 @@ def test_every_sibling_is_listed_and_imported_by_plain_name_when_copied():
     on_disk = {p.name for p in HANDLERS.glob("keyed*.py")}
     assert on_disk == set(FILES)
     sources = "".join((HANDLERS / name).read_text() for name in FILES)
-    for name in set(FILES[1:]) - {"keyed_orders.py"}:  # each one imported (by keyed.py, or a sibling) by plain name
+    for name in FILES[1:]:  # each one imported (by keyed.py, or a sibling) by its plain name
         assert f"from {name[:-3]} import" in sources, name
 
 
@@ -142,7 +156,7 @@ def test_mypy_strict_passes_on_the_copied_folder(copied):
 
 def test_idem_takes_the_handlers_names_from_it():
     """One definition: the parser, the errors and the rules are the handler's own objects."""
-    assert events.read_event is keyed_events.read_event and events.S3Object is keyed.S3Object
+    assert events.read_event is keyed_events.read_event and events.S3Object is keyed_events.S3Object
     assert events.EventError is keyed_events.EventError
     assert errors.IdemError is keyed_settings.IdemError and errors.RecordsFailed is keyed.RecordsFailed
     assert errors.NeedsAttention is keyed.NeedsAttention

@@ -51,7 +51,6 @@ each invocation prints one CloudWatch Embedded Metric Format document counting t
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -59,7 +58,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
 from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
@@ -67,24 +66,24 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_dynamo import as_item, as_values, error_code, from_item
-    from keyed_events import S3Object, event_epoch
     from keyed_log import log, log_outcome, metrics_document, read_logged, reason_of, utc
-    from keyed_settings import (DAY as DAY, ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
+    from keyed_orders import Order, OrderRef, Upload, identify
+    from keyed_provider import PaymentProvider, make_provider
+    from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
                                 Settings, WorkInProgress, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, reason_of, utc)
+    from .keyed_orders import Order, OrderRef, Upload, identify  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_provider import PaymentProvider, make_provider  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        DAY as DAY, ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
+        DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
         settings_from_env)
 
 #: The table's sparse global secondary index of ledger lines: partition key `account`, sort
 #: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
 BOOKS_INDEX = "by_account"
-#: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
-UNASSIGNED_ACCOUNT = "unassigned"
 
 
 class Status(str, Enum):
@@ -97,55 +96,6 @@ class Status(str, Enum):
     def __str__(self) -> str:
         return self.value
 
-
-
-# -- one upload -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Upload:
-    """What one S3 ObjectCreated record says about one upload."""
-
-    bucket: str
-    key: str  # decoded: S3 sends keys URL-encoded
-    version_id: str | None
-    etag: str
-    sequencer: str
-    event_time: float = 0.0  # when S3 saw the upload (the record's eventTime); 0: unknown
-
-    @classmethod
-    def of(cls, obj: S3Object) -> Upload:
-        """The upload a record read by `read_event` announces."""
-        return cls(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, event_epoch(obj.event_time))
-
-    @property
-    def versioned(self) -> bool:
-        return bool(self.version_id) and self.version_id != "null"
-
-    @property
-    def source(self) -> str:
-        """What the key is made from, readable. With versioning on, the version id tells every
-        upload apart. Without it, two uploads of one name share the version `null`, so the
-        eTag and the sequencer (which grows with every event for a key) tell them apart."""
-        if self.versioned:
-            return f"{self.bucket}/{self.key}#{self.version_id}"
-        return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"
-
-    @property
-    def idempotency_key(self) -> str:
-        """A name for this upload's charge, the same on every copy and retry of its event,
-        and a fixed 80-odd bytes (DynamoDB allows 2,048 in a partition key)."""
-        recipe = "version" if self.versioned else "content"
-        return f"charge#{recipe}#{hashlib.sha256(self.source.encode('utf-8')).hexdigest()}"
-
-    @property
-    def account(self) -> str:
-        """Who pays: the object's top-level folder (`alice/order.csv` is alice's)."""
-        folder, slash, _ = self.key.partition("/")
-        return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
-
-    @property
-    def reference(self) -> str:
-        """What the money was for, as the provider stores it."""
-        return f"s3://{self.bucket}/{self.key}" + (f"?versionId={self.version_id}" if self.version_id else "")
 
 
 # -- the record: claim, then commit -----------------------------------------------------------------
@@ -281,68 +231,84 @@ class KeyedLedger:
 
 
 # -- what to charge --------------------------------------------------------------------------------
-def amount_for(upload: Upload, settings: Settings) -> int:
-    """How much to charge for an upload, in the currency's smallest unit: replace this.
-    The default is the configured price (PRICE_CENTS). `amount_from_order_file` (below)
-    reads the amount from the uploaded file itself. Raise NeedsAttention when the amount
-    cannot be known: the upload is held for a person, never charged a wrong amount."""
-    return settings.price_cents
+def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -> int:
+    """How much to charge for an upload, in the currency's smallest unit: replace this if you
+    price otherwise. The default is the order's `amount_cents`, else the configured price
+    (PRICE_CENTS). Raise NeedsAttention when the amount cannot be known: the upload is held
+    for a person, never charged a wrong amount."""
+    return order.amount_cents if order and order.amount_cents else settings.price_cents
 
 
 # -- the handler (who charges: `make_provider`, below) ---------------------------------------------
 class KeyedCharger:
-    """One container's wiring: the ledger, the provider and the settings, built once."""
+    """One container's wiring: the ledger, the provider, S3 (to read orders) and the settings."""
 
     def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
-                 amount: Callable[[Upload], int] | None = None) -> None:
+                 amount: Callable[[Upload], int] | None = None, s3: Any = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner = provider, settings, now, new_owner
-        self.amount = amount or (lambda upload: amount_for(upload, settings))
+        self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
+        self.amount = amount
 
-    def charge_once(self, upload: Upload, remaining_ms: int) -> dict[str, Any]:
-        """Claim, charge with the same key, commit: the three steps for one upload."""
-        key, owner = upload.idempotency_key, self.new_owner()
+    def order_of(self, upload: Upload) -> OrderRef:
+        return identify(upload, self.settings.order_identity, self.s3)
+
+    def charge_once(self, upload: Upload, remaining_ms: int, ref: OrderRef | None = None) -> dict[str, Any]:
+        """Name the order, claim it, charge with its key, commit: the steps for one upload."""
+        ref = ref or self.order_of(upload)
+        owner = self.new_owner()
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
-        claim = self.ledger.claim(key, owner, lease_until, upload.source)
+        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source)
         if not claim.won:
-            existing = claim.existing
-            assert existing is not None
-            if existing.status is Status.DONE:
-                return {**(existing.result or {}), "status": "duplicate"}
-            if existing.status is Status.DECLINED:  # the provider's final answer, kept
-                return {**(existing.result or {}), "status": "declined"}
-            if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
-                raise NeedsAttention(f"{upload.source}: {(existing.result or {}).get('reason', '')}")
-            raise WorkInProgress(f"{upload.source} is being worked on until {utc(existing.lease_until)}; failing, "
-                                 "so that a retry of this event, if Lambda has one left, finds it finished")
+            assert claim.existing is not None
+            return self._answered(ref, claim.existing)
         assert claim.mine is not None
         try:
-            return self._charge_and_commit(upload, claim.mine)
+            if ref.problem is not None:  # no order to charge: held for a person, with the reason
+                self.ledger.finish(ref.idempotency_key, owner, Status.NEEDS_ATTENTION, {"reason": str(ref.problem)})
+                raise ref.problem
+            return self._charge_and_commit(upload, ref, claim.mine)
         except (NeedsAttention, LostOwnership):
             raise  # the record says why already, or it is not ours any more
         except Exception:
             # Give the upload back at once: Lambda retries in about a minute, and a lease
             # that runs to our deadline (a 900 s timeout) would turn every retry away.
-            self.ledger.release(key, owner)
+            self.ledger.release(ref.idempotency_key, owner)
             raise
 
-    def _charge_and_commit(self, upload: Upload, claimed: Record) -> dict[str, Any]:
+    def _answered(self, ref: OrderRef, existing: Record) -> dict[str, Any]:
+        """What a claim that met a record answers: the stored result, or why not."""
+        result = existing.result or {}
+        if existing.status is Status.DONE:
+            asked = ref.order.amount_cents if ref.order else None
+            if asked and asked != result.get("amount_cents"):  # a corrected order: never a second charge
+                raise NeedsAttention(f"{ref.source}: charged {result.get('amount_cents')} already, and this "
+                                     f"upload of the same order asks {asked}: refund or charge the difference "
+                                     "by hand (`idem settle`), then close it")
+            return {**result, "status": "duplicate"}
+        if existing.status is Status.DECLINED:  # the provider's final answer, kept
+            return {**result, "status": "declined"}
+        if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
+            raise NeedsAttention(f"{ref.source}: {result.get('reason', '')}")
+        raise WorkInProgress(f"{ref.source} is being worked on until {utc(existing.lease_until)}; failing, "
+                             "so that a retry of this event, if Lambda has one left, finds it finished")
+
+    def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         key, owner = claimed.key, claimed.owner
         # Past the provider's key window (a redrive a day later), or of an age we cannot trust,
         # the key may be pruned and could charge anew: a charge found is booked at its own amount.
-        found = look_up(self, upload, claimed)
+        found = look_up(self, upload, ref, claimed)
         if found is not None:
             return self._commit(upload, claimed, str(found.id), int(found.amount), status="found")
         try:
-            cents = self.amount(upload)
+            cents = self.amount(upload) if self.amount else amount_for(upload, self.settings, ref.order)
         except NeedsAttention as problem:
             self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": str(problem)})
             raise
         try:
             charge = self.provider.charge(customer=upload.account, amount=cents,
-                                          currency=self.settings.currency, reference=upload.reference,
-                                          idempotency_key=key)
+                                          currency=(ref.order and ref.order.currency) or self.settings.currency,
+                                          reference=ref.charge_reference, idempotency_key=key)
         except Exception as error:
             status = getattr(error, "http_status", None)  # as Stripe's SDK errors carry it
             if status == 402:  # declined: a final answer, not a failure to retry
@@ -354,7 +320,7 @@ class KeyedCharger:
                           "answer to every retry with this key, and a new key could charge twice: find the "
                           "charge at the provider (by the reference), then book or refund it")
                 self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
-                raise NeedsAttention(f"{upload.source}: {reason}") from error
+                raise NeedsAttention(f"{ref.source}: {reason}") from error
             raise  # 409 (someone holds the key), 429, 503, no answer: release, and retry later
         return self._commit(upload, claimed, charge.id, cents)
 
@@ -381,20 +347,23 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     recognised as duplicates on the retry), so the event reaches the failure queue."""
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once
-        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), settings_from_env(os.environ))
+        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), settings_from_env(os.environ),
+                                s3=boto3.client("s3"))
     request_id = str(getattr(context, "aws_request_id", ""))
     batch = read_logged(event, request_id)  # raises EventError if it is no S3 notification at all
     counts: Counter[str] = Counter()
     processed, failures = [], []
     for obj in batch.objects:
         upload = Upload.of(obj)
+        named: Upload | OrderRef = upload  # what the log line names: the order, once it is read
         try:
-            result = _charger.charge_once(upload, context.get_remaining_time_in_millis())
+            named = ref = _charger.order_of(upload)  # reads the order file (order-id)
+            result = _charger.charge_once(upload, context.get_remaining_time_in_millis(), ref)
         except Exception as error:  # one bad upload must not cost the others their turn
-            counts[log_outcome(request_id, upload, error)] += 1
+            counts[log_outcome(request_id, named, error)] += 1
             failures.append(error)
             continue
-        counts[log_outcome(request_id, upload, result)] += 1
+        counts[log_outcome(request_id, named, result)] += 1
         processed.append({"object": upload.reference, **result})
     print(json.dumps(metrics_document(counts, getattr(context, "function_name", "keyed"), time.time())))
     if len(failures) == 1 and not batch.malformed:
@@ -406,7 +375,7 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
 
 
 # -- past the key window: look the charge up ------------------------------------------------------
-def look_up(charger: KeyedCharger, upload: Upload, claimed: Record) -> Any | None:
+def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
     """The charge already made for this exact upload (its `id` and the `amount` it took), or
     None: none was made, or the event is young enough for the key itself to replay it.
 
@@ -426,42 +395,9 @@ def look_up(charger: KeyedCharger, upload: Upload, claimed: Record) -> Any | Non
         reason = (f"the event is {known}, past the provider's key window or not to be trusted, and the "
                   "provider offers no lookup: check whether it was charged, then re-send it or close it")
         charger.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
-        raise NeedsAttention(f"{upload.source}: {reason}")
-    mine = [c for c in find(upload.reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
+        raise NeedsAttention(f"{ref.source}: {reason}")
+    mine = [c for c in find(ref.charge_reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
     return mine[0] if mine else None
-
-
-# -- who charges: the payment provider's client, built at cold start ------------------------------
-class PaymentProvider(Protocol):
-    """What the handler needs of a payment provider (Stripe-shaped; keyed_stripe.py adapts
-    Stripe's SDK to it). Errors carry `http_status` as Stripe's do; a lost connection has none."""
-
-    def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None) -> Any:
-        """Move `amount` (in the currency's smallest unit); the same key replays the first charge.
-        Returns an object with the charge's `id`."""
-
-
-def make_provider() -> PaymentProvider:
-    """The payment provider's client, built once per container. With STRIPE_SECRET_PARAMETER
-    set, Stripe's (keyed_stripe.py, copied beside this file), with the secret key read from
-    SSM Parameter Store; without it the function refuses to start. The workbook's local
-    runtime and `idem check` replace this function with their provider (the stand-in that
-    keeps Stripe's rules, or Stripe's SDK aimed at a loopback server)."""
-    parameter = os.environ.get("STRIPE_SECRET_PARAMETER", "")
-    if not parameter:
-        raise ConfigError("STRIPE_SECRET_PARAMETER is not set: name the SSM SecureString that holds "
-                          "your Stripe secret key, or replace make_provider() with your provider's client")
-    secret = boto3.client("ssm").get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
-    # Imported here: only a function that charges through Stripe needs it (and the `stripe` package).
-    if COPIED:
-        from keyed_stripe import StripeProvider
-    else:
-        from .keyed_stripe import StripeProvider  # type: ignore[import-not-found, no-redef, unused-ignore]
-
-    # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
-    provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
-    return provider
 
 
 # -- DynamoDB: one conditional write ------------------------------------------------------------------

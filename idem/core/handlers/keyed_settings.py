@@ -8,6 +8,14 @@ from dataclasses import dataclass
 from typing import Mapping
 
 DAY = 24 * 60 * 60
+#: ORDER_IDENTITY: what makes one order, so that it is charged once however often it is uploaded.
+#: - order-id (default): the order file names its order (`{"order_id": ...}`, keyed_orders.py);
+#:   an uploader's retried PUT (a second version, same bytes) is the same order: one charge.
+#: - object-name: the object's name is the order, for buckets that refuse a second write to a
+#:   name (S3 conditional writes, `If-None-Match: *`, required by a bucket policy); no file read.
+#: - upload: every upload (every version) is its own order: one charge per upload. Wrong for
+#:   orders (a retried PUT is charged twice); kept to show why (the workbook's chapter 03).
+ORDER_IDENTITIES = ("order-id", "object-name", "upload")
 
 
 class IdemError(Exception):
@@ -51,8 +59,11 @@ class Settings:
     # The function's Timeout (Lambda does not tell the code): set it, and a claim is known
     # to outlive the longest invocation.
     function_timeout_seconds: int | None = None
+    order_identity: str = "order-id"  # one of ORDER_IDENTITIES
 
     def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
+        if self.order_identity not in ORDER_IDENTITIES:
+            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of {', '.join(ORDER_IDENTITIES)}")
         check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
                         self.max_event_age_seconds, self.function_timeout_seconds)
 
@@ -72,7 +83,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
                 for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS")}
     return Settings(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
                     _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
-                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"])
+                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
+                    env.get("ORDER_IDENTITY") or "order-id")
 
 
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,

@@ -66,17 +66,18 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_dynamo import as_item, as_values, error_code, from_item
-    from keyed_log import log, log_outcome, metrics_document, read_logged, reason_of, utc
+    from keyed_log import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import Order, OrderRef, Upload, identify
-    from keyed_provider import PaymentProvider, make_provider
+    from keyed_provider import ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of
     from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
                                 Settings, WorkInProgress, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        log, log_outcome, metrics_document, read_logged, reason_of, utc)
+        log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import Order, OrderRef, Upload, identify  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_provider import PaymentProvider, make_provider  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
         settings_from_env)
@@ -92,6 +93,7 @@ class Status(str, Enum):
     DONE = "done"  # the work finished: the result is stored
     DECLINED = "declined"  # the provider declined the charge: a final answer, nothing to retry
     NEEDS_ATTENTION = "needs_attention"  # no retry can finish it: a person must (see `result`)
+    PENDING = "pending"  # the provider took the charge but has not settled it (Stripe: processing)
 
     def __str__(self) -> str:
         return self.value
@@ -171,12 +173,14 @@ class KeyedLedger:
     def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it.
         It loses its expires_at: such a record is an answer (or a person's to-do), kept for ever."""
-        if _refused(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
-                    UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
-                    ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
-                    ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
-                    ExpressionAttributeValues=as_values(status=status.value, result=result, me=owner,
-                                                      in_progress=Status.IN_PROGRESS.value)) is not None:
+        old = _refused(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
+                       UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
+                       ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
+                       ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
+                       ExpressionAttributeValues=as_values(status=status.value, result=result, me=owner,
+                                                           in_progress=Status.IN_PROGRESS.value),
+                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        if old is not None and not _ours(old, owner, status):
             raise LostOwnership(f"{key} belongs to another invocation now")
 
     def release(self, key: str, owner: str) -> None:
@@ -189,7 +193,7 @@ class KeyedLedger:
                  ExpressionAttributeValues=as_values(now=self.now(), me=owner, in_progress=Status.IN_PROGRESS.value))
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
-               charge_id: str) -> None:
+               charge_id: str, status: Status = Status.DONE) -> None:
         """Replace our claim with the ledger line for the charge, in one write, if we still own it.
 
         One conditional put, fenced to the owner: the record becomes `done` with its result
@@ -198,22 +202,26 @@ class KeyedLedger:
         turned away, and each charge is booked once (one record per key, one charge per key
         at the provider). The line enters the sparse index `by_account` (only done lines have
         an `account`), where `totals` reads it. Raises LostOwnership for a zombie.
-        If the claim is gone (swept by TTL), the line is written where no record is.
+        If the claim is gone (swept by TTL), the line is written where no record is. A write
+        whose answer was lost and that is re-sent (botocore retries it) finds our own result,
+        told by the fence token (the owner): a success. A `pending` charge (not settled yet)
+        keeps its charge id but no `account`: it is booked when it settles.
 
         Why not a transaction of the record, a booked-once entry and a totals counter? It
         bills every item twice: 6 write units against this write's 1 and the index's 1.
         """
-        line = as_item({**claimed.to_plain(), "status": Status.DONE.value, "expires_at": None, "result": result,
-                      "account": account, "cents": cents, "charge_id": charge_id, "booked_at": self.now()})
+        booked = {"account": account, "booked_at": self.now()} if status is Status.DONE else {}
+        line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
+                        "cents": cents, "charge_id": charge_id, **booked})
         old = _refused(
             self.client.put_item, TableName=self.table, Item=line,
             ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
             ExpressionAttributeNames={"#s": "status", "#o": "owner"},
             ExpressionAttributeValues=as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
             ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        if old:
+        if old and not _ours(old, claimed.owner, status):
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
-        if old is not None:  # no record at all: our claim expired and was deleted as we charged; book it anyway
+        if old == {}:  # no record at all: our claim expired and was deleted as we charged; book it anyway
             if _refused(self.client.put_item, TableName=self.table, Item=line,
                         ConditionExpression="attribute_not_exists(pk)") is not None:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
@@ -286,8 +294,8 @@ class KeyedCharger:
                                      f"upload of the same order asks {asked}: refund or charge the difference "
                                      "by hand (`idem settle`), then close it")
             return {**result, "status": "duplicate"}
-        if existing.status is Status.DECLINED:  # the provider's final answer, kept
-            return {**result, "status": "declined"}
+        if existing.status in (Status.DECLINED, Status.PENDING):  # the provider's answer, kept
+            return {**result, "status": existing.status.value}
         if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
             raise NeedsAttention(f"{ref.source}: {result.get('reason', '')}")
         raise WorkInProgress(f"{ref.source} is being worked on until {utc(existing.lease_until)}; failing, "
@@ -310,25 +318,33 @@ class KeyedCharger:
                                           currency=(ref.order and ref.order.currency) or self.settings.currency,
                                           reference=ref.charge_reference, idempotency_key=key)
         except Exception as error:
-            status = getattr(error, "http_status", None)  # as Stripe's SDK errors carry it
-            if status == 402:  # declined: a final answer, not a failure to retry
-                result = {"status": "declined", "reason": reason_of(error)}
+            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)
+            if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
+                raise  # release the lease (charge_once), and let Lambda retry with the same key
+            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code,
+                      "reason": meaning.reason}
+            if meaning.what == DECLINED:  # a final answer: not a failure to retry
                 self.ledger.finish(key, owner, Status.DECLINED, result)
                 return result
-            if status in (400, 404, 500):  # saved for this key: every retry with it gets the same
-                reason = (f"the provider answered {status} for key {key[:32]}... ({reason_of(error)}); it replays that "
-                          "answer to every retry with this key, and a new key could charge twice: find the "
-                          "charge at the provider (by the reference), then book or refund it")
-                self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": reason})
-                raise NeedsAttention(f"{ref.source}: {reason}") from error
-            raise  # 409 (someone holds the key), 429, 503, no answer: release, and retry later
-        return self._commit(upload, claimed, charge.id, cents)
+            result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
+                                f"key {key[:32]}... ({meaning.reason}); "
+                                "no retry with this key can succeed, and a new key could charge twice: find the "
+                                "charge at the provider (`idem settle`), then book or refund it")
+            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, result)
+            raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
+        what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
+        if what == DECLINED:  # requires_action off-session, or requires_payment_method
+            result = {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id}
+            self.ledger.finish(key, owner, Status.DECLINED, result)
+            return result
+        return self._commit(upload, claimed, charge.id, cents, status=what)
 
     def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
                 status: str = "charged") -> dict[str, Any]:
         result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
-        try:
-            self.ledger.commit(claimed, result, upload.account, cents, charge_id)
+        try:  # a pending charge (Stripe: processing) is booked when it settles (`idem settle`)
+            self.ledger.commit(claimed, result, upload.account, cents, charge_id,
+                               Status.PENDING if status == PENDING else Status.DONE)
         except LostOwnership:
             # Our lease ran out and another invocation took over. The provider key made our
             # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
@@ -342,18 +358,21 @@ _charger: KeyedCharger | None = None
 
 
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
-    """What Lambda calls. Every upload is charged once. A failed upload, or a record this code
+    """What Lambda calls. Every order is charged once. A failed upload, or a record this code
     cannot read, fails the invocation after the others have had their turn (they are
-    recognised as duplicates on the retry), so the event reaches the failure queue."""
+    recognised as duplicates on the retry), so the event reaches the failure queue. From SQS,
+    the answer names each failed message instead (`batchItemFailures`: the event source
+    mapping needs ReportBatchItemFailures), so that only those come back, then go to the DLQ."""
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once
         _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), settings_from_env(os.environ),
                                 s3=boto3.client("s3"))
     request_id = str(getattr(context, "aws_request_id", ""))
-    batch = read_logged(event, request_id)  # raises EventError if it is no S3 notification at all
-    counts: Counter[str] = Counter()
-    processed, failures = [], []
-    for obj in batch.objects:
+    # raises EventError if it is no S3 notification at all
+    batch = read_logged(event, request_id, _charger.settings.charge_events)
+    counts: Counter[str] = Counter(ignored=len(batch.skipped) - len(batch.malformed), malformed=len(batch.malformed))
+    processed, failures, failed_at = [], [], {s.index for s in batch.malformed}
+    for obj, origin in zip(batch.objects, batch.origins):
         upload = Upload.of(obj)
         named: Upload | OrderRef = upload  # what the log line names: the order, once it is read
         try:
@@ -362,10 +381,15 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
         except Exception as error:  # one bad upload must not cost the others their turn
             counts[log_outcome(request_id, named, error)] += 1
             failures.append(error)
+            failed_at.add(origin)
             continue
         counts[log_outcome(request_id, named, result)] += 1
         processed.append({"object": upload.reference, **result})
     print(json.dumps(metrics_document(counts, getattr(context, "function_name", "keyed"), time.time())))
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if records and all(isinstance(r, Mapping) and r.get("eventSource") == "aws:sqs" for r in records):
+        return {"batchItemFailures": [{"itemIdentifier": str(records[i].get("messageId", ""))}
+                                      for i in sorted(failed_at)]}
     if len(failures) == 1 and not batch.malformed:
         raise failures[0]
     if failures or batch.malformed:
@@ -398,6 +422,12 @@ def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Recor
         raise NeedsAttention(f"{ref.source}: {reason}")
     mine = [c for c in find(ref.charge_reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
     return mine[0] if mine else None
+
+
+def _ours(item: Mapping[str, Any], owner: str, status: Status) -> bool:
+    """The record that refused a fenced write is that very write, made already (re-sent)."""
+    record = Record.from_item(item)
+    return record.owner == owner and record.status is status
 
 
 # -- DynamoDB: one conditional write ------------------------------------------------------------------

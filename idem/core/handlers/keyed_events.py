@@ -16,9 +16,9 @@ from urllib.parse import unquote_plus
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_settings import IdemError
+    from keyed_settings import CHARGE_EVENTS, IdemError
 else:
-    from .keyed_settings import IdemError  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import CHARGE_EVENTS, IdemError  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 SUPPORTED_MAJOR_VERSION = "2"
 
@@ -93,6 +93,7 @@ class EventBatch:
     objects: list[S3Object] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     test_event: bool = False
+    origins: list[int] = field(default_factory=list)  # per object: its record's index in `Records`
 
     @property
     def malformed(self) -> list[Skipped]:
@@ -124,7 +125,7 @@ def is_eventbridge(event: Any) -> bool:
 
 
 # -- reading an event --------------------------------------------------------------------
-def read_event(event: Any) -> EventBatch:
+def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS) -> EventBatch:
     """Split an invocation's event into objects to process and records to skip.
 
     Raises EventError only when the event as a whole is not an S3 notification; a bad
@@ -136,7 +137,7 @@ def read_event(event: Any) -> EventBatch:
     if not isinstance(event, Mapping):
         raise EventError(f"expected a JSON object, got {_kind(event)}")
     if is_eventbridge(event):
-        return _collect((0, leaf) for leaf in [_eventbridge_leaf(event, 0, "EventBridge: ")])
+        return _collect(((0, leaf) for leaf in [_eventbridge_leaf(event, 0, "EventBridge: ")]), charge_events)
     records = event.get("Records")
     if records is None:
         keys = ", ".join(sorted(_show(k) for k in list(event)[:20])) or "none"
@@ -146,12 +147,13 @@ def read_event(event: Any) -> EventBatch:
         )
     if not isinstance(records, list):
         raise EventError(f"'Records' must be a list, got {_kind(records)}")
-    return _collect((index, leaf) for index, record in enumerate(records)
-                    for leaf in _record_leaves(record, index, "", envelopes=True))
+    return _collect(((index, leaf) for index, record in enumerate(records)
+                     for leaf in _record_leaves(record, index, "", envelopes=True)), charge_events)
 
 
-def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]]) -> EventBatch:
-    """Gather the first MAX_RECORDS leaves; one malformed skip stands for all the rest."""
+def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]], charge_events: tuple[str, ...]) -> EventBatch:
+    """Gather the first MAX_RECORDS leaves; one malformed skip stands for all the rest. An
+    object created by an event not in `charge_events` is skipped, with its reason."""
     batch = EventBatch()
     for count, (index, leaf) in enumerate(leaves):
         if count == MAX_RECORDS:
@@ -160,8 +162,12 @@ def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]]) -> EventBatch:
                 "fits in the function's timeout), so this one and all after it were not read; "
                 "send smaller batches (e.g. a smaller SQS BatchSize)"), malformed=True))
             break
-        if isinstance(leaf, S3Object):
+        if isinstance(leaf, S3Object) and leaf.event_name not in charge_events:
+            batch.skipped.append(Skipped(index, f"{leaf.uri}: {leaf.event_name} does not create an order "
+                                                f"(charged: {', '.join(charge_events)}); not charged", False))
+        elif isinstance(leaf, S3Object):
             batch.objects.append(leaf)
+            batch.origins.append(index)
         else:
             batch.skipped.append(leaf)
     return batch
@@ -260,15 +266,16 @@ def _envelope_leaves(record: Mapping[str, Any], source: str, index: int,
     except EventError as problem:
         yield Skipped(index, f"{where}{problem}", True)
         return
-    except _Foreign as problem:
-        yield Skipped(index, f"{where}{problem}", False)
+    except _Foreign as problem:  # from SQS: a failure, so that the redrive policy moves it to the DLQ
+        yield Skipped(index, f"{where}{problem}", source == "aws:sqs")
         return
     if is_test_event(message):
         yield Skipped(index, f"{where}s3:TestEvent ignored", False)
     elif is_eventbridge(message):
         yield _eventbridge_leaf(message, index, f"{where}EventBridge: ")
     elif not isinstance(message, Mapping) or not isinstance(message.get("Records"), list):
-        yield Skipped(index, f"{where}not an S3 event (no 'Records' list), ignored", False)
+        yield Skipped(index, f"{where}not an S3 event (no 'Records' list)"  # SQS: failed, to the DLQ
+                      + ("" if source == "aws:sqs" else ", ignored"), source == "aws:sqs")
     elif not message["Records"]:
         yield Skipped(index, f"{where}an S3 event with no records", False)
     else:
@@ -283,7 +290,7 @@ def _json_message(container: Any, path: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise _Foreign(f"{path} is not JSON, so not an S3 event; ignored") from None
+        raise _Foreign(f"{path} is not JSON, so not an S3 event") from None
 
 
 def _is_sns_notification(message: Any) -> bool:

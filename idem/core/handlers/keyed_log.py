@@ -33,7 +33,7 @@ class Named(Protocol):
 #: The namespace of the handler's metrics (CloudWatch Embedded Metric Format).
 METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
 #: The outcomes an operator counts (one metric each, per invocation; see `metrics_document`).
-OUTCOMES = ("charged", "duplicate", "declined", "needs_attention", "work_in_progress",
+OUTCOMES = ("charged", "duplicate", "declined", "pending", "needs_attention", "work_in_progress", "ignored", "malformed",
             "lost_ownership", "failed")
 _OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
                "LostOwnership": "lost_ownership"}
@@ -94,10 +94,10 @@ def log_line(level: int, message: str, request_id: str, upload: Named | None = N
            if upload else {})})
 
 
-def read_logged(event: Any, request_id: str) -> EventBatch:
+def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | None = None) -> EventBatch:
     """`read_event`, with a log line for an event it rejects and for every record it skips."""
     try:
-        batch = read_event(event)  # EventError: not an S3 notification at all; Lambda retries it
+        batch = read_event(event, *([charge_events] if charge_events else []))  # EventError: not an S3 notification at all; Lambda retries it
     except EventError as bad:
         log_line(logging.ERROR, f"event rejected: {bad}", request_id)
         raise

@@ -153,6 +153,11 @@ def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
             return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
         return OrderRef(_order_key("order", f"{upload.bucket}\n{order.order_id}"),
                         f"{upload.bucket}#order#{order.order_id}", f"s3://{name}", upload, order)
+    if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
+        return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
+            f"{upload.reference}: unversioned and with no sequencer, this upload cannot be told from another "
+            "upload of the same name with the same bytes; nothing was charged: enable versioning, or use "
+            "ORDER_IDENTITY=order-id"))
     return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload)  # one charge per upload
 
 
@@ -163,8 +168,10 @@ def _order_key(recipe: str, source: str) -> str:
 def read_exact(upload: ObjectRef, s3: Any, what: str = "the order") -> bytes:
     """The bytes of this very upload (never a later one at the same name), at most
     ORDER_MAX_BYTES + 1 of them. NeedsAttention when it is gone or was overwritten."""
-    where = ({"VersionId": upload.version_id} if upload.versioned
-             else {"IfMatch": '"' + upload.etag.strip('"') + '"'} if upload.etag else {})
+    if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
+        raise NeedsAttention(f"{what} {upload.reference} has no version id and no eTag: this very upload "
+                             "cannot be read (a later one may have replaced it); nothing was charged")
+    where = {"VersionId": upload.version_id} if upload.versioned else {"IfMatch": '"' + upload.etag.strip('"') + '"'}
     try:
         body: bytes = s3.get_object(Bucket=upload.bucket, Key=upload.key, **where)["Body"].read(ORDER_MAX_BYTES + 1)
     except ClientError as error:

@@ -7,6 +7,7 @@ Stripe's client, keyed_stripe.py and the `stripe` package).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
@@ -49,3 +50,63 @@ def make_provider() -> PaymentProvider:
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
     provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
     return provider
+
+
+# -- what the provider's answer means ---------------------------------------------------------------
+#: What to do after each answer: the charge is made (`charged`), made but not settled yet
+#: (`pending`), refused for good (`declined`), to try again later (`retry`), or for a person.
+CHARGED, PENDING, DECLINED, RETRY, ATTENTION = "charged", "pending", "declined", "retry", "needs_attention"
+#: A PaymentIntent's status after create-and-confirm, and what it means
+#: (https://docs.stripe.com/payments/paymentintents/lifecycle): `processing` can still fail
+#: (bank debits, some wallets) and settles later; `requires_action` off-session is a decline the
+#: customer must fix (no one is there to authenticate); `requires_payment_method`: it failed.
+INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": CHARGED, "processing": PENDING,
+                "requires_action": DECLINED, "requires_payment_method": DECLINED, "requires_confirmation": DECLINED,
+                "canceled": DECLINED}
+#: Error codes Stripe answers when trying again later can succeed: too many requests (429, or 400
+#: with code rate_limit, https://docs.stripe.com/rate-limits), an object locked by another request
+#: (lock_timeout, https://docs.stripe.com/error-codes#lock-timeout), and a request with the same
+#: key in flight (409 idempotency_key_in_use, https://docs.stripe.com/error-low-level#idempotency).
+RETRY_CODES = ("rate_limit", "lock_timeout", "idempotency_key_in_use")
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What one answer means: `what` (above), Stripe's error `code` and `decline_code`, a reason."""
+
+    what: str
+    code: str = ""
+    decline_code: str = ""
+    reason: str = ""
+
+
+def meaning_of(error: BaseException) -> Meaning:
+    """What a provider's error means, read from Stripe's error `type` and `code`
+    (https://docs.stripe.com/api/errors: api_error, card_error, idempotency_error,
+    invalid_request_error), as stripe-python's exceptions carry them (`error.error.type`,
+    `error.code`), with the HTTP status only where Stripe gives no type:
+    - card_error (402; codes card_declined, authentication_required, expired_card, ...): a final
+      decline, with the issuer's decline_code;
+    - rate_limit (429, or 400 with code rate_limit) / lock_timeout / a key in flight (409),
+      api_error before execution (502, 503, 504) and lost connections (no status at all):
+      retry later, with the same key;
+    - idempotency_error (the key was used with other parameters), a 500 (saved for the key and
+      replayed) and invalid requests (400, 401, 403, 404): no retry can succeed, a person must."""
+    detail = getattr(error, "error", None)  # stripe-python: the ErrorObject of the response
+    kind = str(getattr(detail, "type", None) or getattr(error, "type", None) or "")
+    code = str(getattr(error, "code", None) or getattr(detail, "code", None) or "")
+    decline = str(getattr(detail, "decline_code", None) or getattr(error, "decline_code", None) or "")
+    status = getattr(error, "http_status", None)
+    reason = str(getattr(error, "user_message", None) or error)[:300]
+    if code in RETRY_CODES or status in (409, 429):  # a key in flight, too many requests, a lock
+        return Meaning(RETRY, code or str(status), "", reason)
+    if kind == "card_error" or status == 402:
+        return Meaning(DECLINED, code or "card_declined", decline, reason)
+    if kind == "idempotency_error" or status == 500:
+        # A 500 is saved for the key once execution began, and replayed to every retry with it
+        # ("Retries with the same key return the saved response, including 500 errors",
+        # https://docs.stripe.com/api/idempotent_requests): no retry can succeed for 24 h.
+        return Meaning(ATTENTION, code or kind or "500", "", reason)
+    if status is None or kind == "api_error" or (isinstance(status, int) and status > 500):
+        return Meaning(RETRY, code or kind or str(status or "no answer"), "", reason)  # not executed: retry
+    return Meaning(ATTENTION, code or kind or str(status), "", reason)

@@ -16,6 +16,14 @@ DAY = 24 * 60 * 60
 #: - upload: every upload (every version) is its own order: one charge per upload. Wrong for
 #:   orders (a retried PUT is charged twice); kept to show why (the workbook's chapter 03).
 ORDER_IDENTITIES = ("order-id", "object-name", "upload")
+#: The events that create an order, and are charged (keyed's CHARGE_EVENTS): a PUT, a POST
+#: (an HTML form) and a completed multipart upload, as S3 names them in its notifications
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html)
+#: and as EventBridge's Object Created events give their `reason`
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Not a CopyObject (an
+#: archive copy, a replication or a restore makes a new version of an order already charged).
+CHARGE_EVENTS = ("ObjectCreated:Put", "ObjectCreated:Post", "ObjectCreated:CompleteMultipartUpload",
+                 "ObjectCreated:PutObject", "ObjectCreated:PostObject")
 
 
 class IdemError(Exception):
@@ -60,10 +68,14 @@ class Settings:
     # to outlive the longest invocation.
     function_timeout_seconds: int | None = None
     order_identity: str = "order-id"  # one of ORDER_IDENTITIES
+    charge_events: tuple[str, ...] = CHARGE_EVENTS  # CHARGE_EVENTS, comma-separated: what is charged
 
     def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
         if self.order_identity not in ORDER_IDENTITIES:
             raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of {', '.join(ORDER_IDENTITIES)}")
+        if not self.charge_events or not all(n.startswith("ObjectCreated:") for n in self.charge_events):
+            raise ConfigError(f"CHARGE_EVENTS is {','.join(self.charge_events)!r}: name S3's ObjectCreated "
+                              "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
         check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
                         self.max_event_age_seconds, self.function_timeout_seconds)
 
@@ -84,7 +96,9 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
     return Settings(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
                     _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
                     optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
-                    env.get("ORDER_IDENTITY") or "order-id")
+                    env.get("ORDER_IDENTITY") or "order-id",
+                    tuple(n.strip() for n in env["CHARGE_EVENTS"].split(",") if n.strip())
+                    if env.get("CHARGE_EVENTS") else CHARGE_EVENTS)
 
 
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,

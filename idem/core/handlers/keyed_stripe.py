@@ -56,6 +56,7 @@ class StripeCharge:
     id: str
     idempotency_key: str
     amount: int
+    status: str = "succeeded"  # the PaymentIntent's status: keyed_provider.INTENT_MEANS says what it means
 
 
 def stripe_key(key: str) -> str:
@@ -98,13 +99,14 @@ class StripeProvider:
                     "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
                     "metadata": self._metadata(customer, reference, key)},
             options={"idempotency_key": stripe_key(key)} if key else {})
-        return StripeCharge(str(intent.id), key, int(intent.amount))
+        return StripeCharge(str(intent.id), key, int(intent.amount), str(intent.status or "succeeded"))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:
         """The charges made with this upload's key, however old (Stripe's search, above)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
-        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount)) for intent in found.auto_paging_iter()
+        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status))
+                for intent in found.auto_paging_iter()
                 if intent.status in CHARGED
                 and (intent.to_dict().get("metadata") or {}).get("reference") == reference[:MAX_METADATA_CHARS]]
 

@@ -70,7 +70,7 @@ if COPIED:
     from keyed_orders import Order, OrderRef, Upload, identify
     from keyed_provider import ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of
     from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
-                                Settings, WorkInProgress, settings_from_env)
+                                Settings, WorkInProgress, aws_config, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -80,7 +80,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
-        settings_from_env)
+        aws_config, settings_from_env)
 
 #: The table's sparse global secondary index of ledger lines: partition key `account`, sort
 #: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
@@ -365,8 +365,9 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     mapping needs ReportBatchItemFailures), so that only those come back, then go to the DLQ."""
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once
-        _charger = KeyedCharger(boto3.client("dynamodb"), make_provider(), settings_from_env(os.environ),
-                                s3=boto3.client("s3"))
+        settings = settings_from_env(os.environ)  # every client bounded: keyed_settings.aws_config
+        _charger = KeyedCharger(boto3.client("dynamodb", config=aws_config()), make_provider(), settings,
+                                s3=boto3.client("s3", config=aws_config()))
     request_id = str(getattr(context, "aws_request_id", ""))
     # raises EventError if it is no S3 notification at all
     batch = read_logged(event, request_id, _charger.settings.charge_events)

@@ -14,9 +14,11 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_settings import ConfigError
+    from keyed_log import log
+    from keyed_settings import ConfigError, aws_config
 else:
-    from .keyed_settings import ConfigError  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_log import log  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import ConfigError, aws_config  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 
 # -- who charges: the payment provider's client, built at cold start ------------------------------
@@ -40,7 +42,8 @@ def make_provider() -> PaymentProvider:
     if not parameter:
         raise ConfigError("STRIPE_SECRET_PARAMETER is not set: name the SSM SecureString that holds "
                           "your Stripe secret key, or replace make_provider() with your provider's client")
-    secret = boto3.client("ssm").get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
+    secret = boto3.client("ssm", config=aws_config()).get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
+    check_key_mode(secret, os.environ.get("STAGE", ""))
     # Imported here: only a function that charges through Stripe needs it (and the `stripe` package).
     if COPIED:
         from keyed_stripe import StripeProvider
@@ -50,6 +53,26 @@ def make_provider() -> PaymentProvider:
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
     provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
     return provider
+
+
+#: Stripe's secret and restricted keys say their mode: sk_live_/rk_live_ move real money,
+#: sk_test_/rk_test_ never do (https://docs.stripe.com/keys).
+LIVE_KEYS, TEST_KEYS = ("sk_live_", "rk_live_"), ("sk_test_", "rk_test_")
+
+
+def check_key_mode(secret: str, stage: str) -> None:
+    """At cold start: a live key only where STAGE is prod, a test key everywhere else. Otherwise
+    one clear log line and ConfigError: the function starts nowhere, so nothing is charged.
+    (The message names the key's mode, never the key.)"""
+    live, test = secret.startswith(LIVE_KEYS), secret.startswith(TEST_KEYS)
+    problem = ("the Stripe key is neither a live nor a test secret or restricted key" if not (live or test)
+               else f"a live Stripe key where STAGE is {stage or 'unset'}, not prod: it would charge real "
+                    "cards from a test stage" if live and stage != "prod"
+               else "a test Stripe key where STAGE is prod: no real charge would ever be made"
+               if test and stage == "prod" else "")
+    if problem:
+        log.error(f"refused to start: {problem}; nothing was charged")
+        raise ConfigError(f"refused to start: {problem}")
 
 
 # -- what the provider's answer means ---------------------------------------------------------------

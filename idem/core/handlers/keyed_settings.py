@@ -5,9 +5,43 @@ exceptions. Copy it beside keyed.py; it imports only the standard library.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 DAY = 24 * 60 * 60
+
+# -- every call bounded: the slowest path of one upload fits in the function's timeout -------------
+#: Each AWS client: a connect and a read timeout, and botocore's standard retry mode with one
+#: retry (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html: exponential
+#: backoff, base 2, with jitter: the first retry waits at most 1 s). botocore's defaults (60 s
+#: connect, 60 s read, legacy mode) could spend the whole timeout on one hung call
+#: (https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html).
+#: DynamoDB answers in milliseconds and an order file is small: 1 s of read is ample.
+AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 1.0, 2
+#: The provider's client must keep one call within this (keyed_stripe.py: 1 s connect, 3 s
+#: read, no retry inside the call: Lambda's retry, with the same key, is the retry).
+PROVIDER_CALL_SECONDS = 4.0
+#: The slowest path of one upload: at cold start the secret (SSM), then the order file (S3),
+#: the claim, the look-up and the charge at the provider, the commit and, when the claim was
+#: swept meanwhile, the put that books it anyway.
+AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH = 5, 2
+
+
+def aws_config() -> Any:
+    """The botocore Config every AWS client of the handler is built with."""
+    from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+
+    return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
+                  retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
+
+
+def aws_call_seconds() -> float:
+    """The longest one AWS call can take: every attempt timing out, and the backoffs between."""
+    backoffs = sum(2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
+    return AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + backoffs
+
+
+def slowest_path_seconds() -> float:
+    return AWS_CALLS_ON_SLOWEST_PATH * aws_call_seconds() + PROVIDER_CALLS_ON_SLOWEST_PATH * PROVIDER_CALL_SECONDS
 #: ORDER_IDENTITY: what makes one order, so that it is charged once however often it is uploaded.
 #: - order-id (default): the order file names its order (`{"order_id": ...}`, keyed_orders.py);
 #:   an uploader's retried PUT (a second version, same bytes) is the same order: one charge.
@@ -78,6 +112,9 @@ class Settings:
                               "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
         check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
                         self.max_event_age_seconds, self.function_timeout_seconds)
+        if self.function_timeout_seconds is not None and slowest_path_seconds() >= self.function_timeout_seconds:
+            raise ConfigError(f"FUNCTION_TIMEOUT_SECONDS is {self.function_timeout_seconds} s, and one upload's "
+                              f"slowest path can take {slowest_path_seconds():g} s: raise the timeout")
 
 
 # -- settings from the environment, and the lifetimes rule checked at cold start -------------------

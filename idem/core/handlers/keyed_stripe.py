@@ -33,16 +33,15 @@ import stripe
 MAX_KEY_CHARS = 255
 #: Metadata: "values up to 500 characters long" (https://docs.stripe.com/api/metadata).
 MAX_METADATA_CHARS = 500
-#: The SDK's own retries of one request, with the same Idempotency-Key on each
-#: (stripe-python: connection errors, 409 and 5xx are retried after 0.5 s, then 1 s, ...:
-#: https://github.com/stripe/stripe-python#configuring-automatic-retries). StripeClient's
-#: default is no retry at all. One retry, with a 2 s connect and 8 s read timeout per
-#: attempt, costs at most 2 x 10 s + 1 s = 21 s: it fits inside the stack's 30 s Lambda
-#: timeout with the claim and the commit, and absorbs the commonest blip (a dropped
-#: connection) without spending Lambda's retry, which comes a minute later. More retries
-#: would outlive the invocation; Lambda's own retries (same key) do the rest.
-MAX_NETWORK_RETRIES = 1
-TIMEOUT_SECONDS = (2.0, 8.0)  # (connect, read), per attempt
+#: The SDK's own retries of one request: none. stripe-python retries connection errors, 409 and
+#: 5xx after 0.5 s, 1 s, ... with the same Idempotency-Key
+#: (https://github.com/stripe/stripe-python#configuring-automatic-retries); here Lambda's own
+#: retry, a minute later and with the same key, is the retry. A 1 s connect and 3 s read timeout
+#: keep one call within keyed_settings.PROVIDER_CALL_SECONDS (4 s), so that the slowest path of
+#: an upload fits in the function's 30 s (keyed_settings.slowest_path_seconds). The SDK's
+#: default read timeout is 80 s, longer than the function's.
+MAX_NETWORK_RETRIES = 0
+TIMEOUT_SECONDS = (1.0, 3.0)  # (connect, read), per attempt
 #: PaymentIntent statuses that mean money moved or will
 #: (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status).
 CHARGED = ("succeeded", "processing", "requires_capture")

@@ -236,3 +236,37 @@ def test_a_zombie_commit_is_still_refused(world):
     assert charger.ledger.claim(ref.idempotency_key, "next", world.clock.now() + 30).won
     with pytest.raises(keyed.LostOwnership):
         charger.ledger.commit(claim.mine, {"status": "charged"}, "alice", 500, "ch_x")
+
+
+# -- the key window ------------------------------------------------------------------------------------
+class SearchDown:
+    """Stripe's search unavailable (an outage): it raises, as stripe-python raises an APIError."""
+
+    def __init__(self, world):
+        self.inner = world.provider()
+
+    def charge(self, **request):
+        return self.inner.charge(**request)
+
+    def find_charges(self, reference, idempotency_key):
+        raise stripe.APIError("search is unavailable", http_status=503)
+
+
+def test_an_event_past_the_key_window_with_the_search_down_is_parked_not_charged(world):
+    charger = keyed.KeyedCharger(world.dynamodb, SearchDown(world), keyed.Settings(world.ledger_table),
+                                 now=world.clock.now, s3=world.s3)
+    obj = world.upload("alice/order.json")
+    world.clock.advance(DAY + 3600)  # a redrive from the failure queue, 25 h later: the key may be pruned
+    with pytest.raises(keyed.NeedsAttention, match=r"25.0 h old.*look-up failed.*idem settle"):
+        charger.charge_once(keyed.Upload.of(obj), 30_000)
+    assert world.provider().charges() == []
+    (record,) = world.ledger().records()
+    assert record.status is keyed.Status.NEEDS_ATTENTION
+
+
+def test_an_event_inside_the_key_window_never_asks_the_search(world):
+    charger = keyed.KeyedCharger(world.dynamodb, SearchDown(world), keyed.Settings(world.ledger_table),
+                                 now=world.clock.now, s3=world.s3)
+    obj = world.upload("alice/order.json")
+    world.clock.advance(DAY - 60)
+    assert charger.charge_once(keyed.Upload.of(obj), 30_000)["status"] == "charged"

@@ -134,7 +134,7 @@ def test_an_old_event_with_no_lookup_is_held_for_a_person(world):
     obj = world.upload("alice/order.csv")
     upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, world.clock.now())
     world.clock.advance(DAY + 3600)
-    with pytest.raises(keyed.NeedsAttention, match="offers no lookup"):
+    with pytest.raises(keyed.NeedsAttention, match="offers no look-up"):
         charger.charge_once(upload, 30_000)
     assert world.provider().charges() == []
     assert [r.status.value for r in world.ledger().records()] == ["needs_attention"]

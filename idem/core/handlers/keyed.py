@@ -412,17 +412,26 @@ def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Recor
     made from the version id, or from the eTag and the sequencer when the bucket is not
     versioned: an earlier upload of the same name is never booked as this one."""
     age = charger.now() - upload.event_time
+    # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
+    # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.
     if upload.event_time and 0 <= age < charger.settings.provider_key_retention_seconds:
         return None  # inside the key window: the key itself replays an earlier charge
+    known = "of unknown age" if not upload.event_time or age < 0 else f"{age / 3600:.1f} h old"
     find = getattr(charger.provider, "find_charges", None)
-    if find is None:  # this provider offers no lookup: hold the event for a person
-        known = "of unknown age" if not upload.event_time or age < 0 else f"{age / 3600:.1f} h old"
+    try:
+        if find is None:
+            raise LookupError("the provider offers no look-up")
+        found = [c for c in find(ref.charge_reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
+    except Exception as unavailable:  # never charge blind: park it for a person
+        # A charge is searchable within a minute, "up to an hour behind during outages"
+        # (https://docs.stripe.com/api/payment_intents/search); within that hour its key still
+        # replays it. Without an answer from the search nothing proves there was no charge.
         reason = (f"the event is {known}, past the provider's key window or not to be trusted, and the "
-                  "provider offers no lookup: check whether it was charged, then re-send it or close it")
+                  f"look-up failed ({str(unavailable)[:120]}): check whether it was charged (`idem settle`), "
+                  "then re-send it or close it")
         charger.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
-        raise NeedsAttention(f"{ref.source}: {reason}")
-    mine = [c for c in find(ref.charge_reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
-    return mine[0] if mine else None
+        raise NeedsAttention(f"{ref.source}: {reason}") from None
+    return found[0] if found else None
 
 
 def _ours(item: Mapping[str, Any], owner: str, status: Status) -> bool:

@@ -270,3 +270,47 @@ def test_an_event_inside_the_key_window_never_asks_the_search(world):
     obj = world.upload("alice/order.json")
     world.clock.advance(DAY - 60)
     assert charger.charge_once(keyed.Upload.of(obj), 30_000)["status"] == "charged"
+
+
+# -- the live customer -----------------------------------------------------------------------------------
+class FakeStripe:
+    """Records what the adapter asks Stripe's client (the shapes are stripe-python's)."""
+
+    def __init__(self, default_method="pm_saved"):
+        self.created, self.default_method = [], default_method
+        self.v1 = self
+        self.payment_intents, self.customers = self, self
+
+    def create(self, params, options):
+        self.created.append(params)
+        return type("Intent", (), {"id": "pi_1", "amount": params["amount"], "status": "succeeded"})()
+
+    def retrieve(self, customer):
+        settings = {"default_payment_method": self.default_method}
+        return type("Customer", (), {"to_dict": lambda self: {"id": customer, "invoice_settings": settings}})()
+
+
+def test_a_live_customer_is_charged_off_session_with_the_saved_default_method():
+    from idem.core.handlers.keyed_stripe import StripeProvider
+
+    fake = FakeStripe()
+    StripeProvider(fake, live=True).charge(customer="cus_123", amount=1250, currency="usd", reference="r",
+                                           idempotency_key="k")
+    (params,) = fake.created
+    assert params["customer"] == "cus_123" and params["payment_method"] == "pm_saved"
+    assert params["off_session"] is True and params["confirm"] is True
+
+
+def test_the_test_card_is_never_a_default_outside_test_mode():
+    from idem.core.handlers.keyed_stripe import NoPaymentMethod, StripeProvider
+
+    with pytest.raises(NoPaymentMethod):
+        StripeProvider(FakeStripe(), live=True).charge(customer="alice", amount=500, currency="usd", reference="r")
+    with pytest.raises(NoPaymentMethod):  # a customer with nothing saved
+        StripeProvider(FakeStripe(None), live=True).charge(customer="cus_1", amount=500, currency="usd", reference="r")
+    fake = FakeStripe()
+    StripeProvider(fake).charge(customer="alice", amount=500, currency="usd", reference="r")
+    assert fake.created[0]["payment_method"] == "pm_card_visa" and "customer" not in fake.created[0]
+    from idem.core.handlers.keyed_provider import meaning_of
+
+    assert meaning_of(NoPaymentMethod("x")).what == "needs_attention"  # a person adds a method

@@ -1,53 +1,34 @@
-"""The keyed scribe: charge a customer once per upload, however often S3 and Lambda repeat it.
+"""The keyed scribe: charge a customer once per ORDER, however often S3, Lambda and the uploader repeat it.
 
-This is the handler to copy. It is one file that imports only the standard library and boto3
-(and `keyed_stripe.py`, its Stripe adapter, when STRIPE_SECRET_PARAMETER is set), and it is
-the code the workbook's exhaustive schedules and `idem check` prove. Copy it (and
-`keyed_stripe.py`, if you charge through Stripe) into your function's folder, then:
-- create the table from template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`,
-  and the `by_account` index of ledger lines);
-- set LEDGER_TABLE; for Stripe, STRIPE_SECRET_PARAMETER (the name of an SSM SecureString
-  holding your secret key, read once at cold start, never logged); if you like PRICE_CENTS,
-  CURRENCY, RECORD_TTL_SECONDS, MAX_EVENT_AGE_SECONDS and FUNCTION_TIMEOUT_SECONDS;
-- replace `amount_for(upload)` if the price is not one fixed amount (an example below reads
-  the order file itself), or `make_provider()` for another payment provider.
+This is the handler to copy: the protocol a reader studies (the claim, the charge with the key,
+the fenced commit, the handler), with its siblings beside it, imported by their plain names when
+copied (`if COPIED:`): keyed_orders.py (which order an upload is: ORDER_IDENTITY), keyed_events.py
+(the event parser), keyed_settings.py (settings, lifetimes, bounded clients), keyed_provider.py
+(what a provider's answer means; Stripe's client), keyed_log.py, keyed_dynamo.py, and
+keyed_stripe.py (Stripe's SDK; a restricted key needs PaymentIntents write and read, Customers
+read). Copy the folder's keyed*.py files into your function's folder, create the table from
+template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`, the `by_account` index),
+set LEDGER_TABLE, STRIPE_SECRET_PARAMETER and STAGE (README.md lists the rest).
 
-How the two files fit: `make_provider()` imports `keyed_stripe` by its plain module name, only
-when it builds a Stripe client, so the adapter never imports this file (no circle, no package,
-no relative import: both files run from any folder). A function that does not charge through
-Stripe needs neither the adapter nor the `stripe` package.
-
-Each upload goes through three steps:
-1. Claim. One conditional put writes an `in_progress` record with a lease that ends at this
-   invocation's deadline. If the put fails, DynamoDB returns the record in the same call
-   (ReturnValuesOnConditionCheckFailure): `done` means a duplicate, so return the stored
+Each order goes through three steps:
+1. Claim. One conditional put writes an `in_progress` record under the order's key with a lease
+   that ends at this invocation's deadline. If the put fails, DynamoDB returns the record in the
+   same call: `done` means a duplicate (a retried PUT of the same order), so return the stored
    result; a live lease means another invocation is at work, so raise and let Lambda retry.
-   An expired record or an expired lease is taken over by the put itself.
-2. Charge, with the claim's key as the provider's idempotency key. If an earlier attempt
+2. Charge, with the order's key as the provider's idempotency key. If an earlier attempt
    charged and died before its commit, the provider replays that charge instead of making a
-   second one: the only thing that closes the gap between the charge and the commit.
-3. Commit, in one write, only if this invocation still owns the claim: a conditional put
-   replaces the claim with the ledger line for the charge (`done`, account, amount, charge id).
-   A done record never expires, so every charge is booked once. A zombie whose lease ran out
-   cannot commit over the new owner. If the claim is gone altogether (DynamoDB's TTL swept
-   it during a slow provider call), the charge is booked all the same, by a put that only
-   succeeds where no record is: a charge is never left without its ledger line in silence.
+   second one; past the provider's 24 h key window the charge is looked up first, and with no
+   answer from the look-up the order is parked for a person, never charged blind.
+3. Commit, in one write, only if this invocation still owns the claim (the fence token): the
+   claim becomes the ledger line (`done`, account, amount, charge id). A write re-sent after its
+   answer was lost finds its own result: a success. A zombie cannot commit over a new owner.
 
-What the provider answers decides what happens next (its rules are Stripe's, API v1: the
-first answer for a key is saved, errors included, and replayed; keys are pruned after 24 h):
-- 402, declined: a final answer. The record becomes `declined`; no retry, no failure queue.
-- 500, or 400/404 (a reused key with other parameters, an invalid request): saved for the
-  key, so no retry with it can succeed, and a new key could charge twice. The record
-  becomes `needs_attention` and the event goes on failing into the failure queue, for a person.
-- 409 (someone holds the key), 429, 503, a lost connection, or any other error: the lease is
-  released (only by its owner), so Lambda's retry a minute later can take over; the error is raised.
-- A copy of the event older than the provider's key window (a redrive from the failure queue
-  a day later), or one whose age cannot be trusted (no eventTime, or one in the future), is
-  not charged blindly: the charge is looked up by the exact upload first.
-`declined` and `needs_attention` records never expire: a redrive a week later meets them and
-does not try the card again. At cold start the lifetimes are checked against one rule
-(`check_lifetimes`). Each upload logs one JSON line (request id, key, account, outcome) and
-each invocation prints one CloudWatch Embedded Metric Format document counting the outcomes.
+What the provider answers decides what happens next (keyed_provider.meaning_of, by Stripe's
+error `type` and `code`): a decline is final (`declined`); a rate limit, a lock, a key in flight
+or a lost connection is retried (the lease released); an idempotency_error, a saved 500 or an
+invalid request needs a person (`needs_attention`, and the event goes on to the failure queue);
+a PaymentIntent in `processing` is `pending`. Each upload logs one JSON line and each
+invocation prints one CloudWatch Embedded Metric Format document counting the outcomes.
 """
 from __future__ import annotations
 
@@ -314,9 +295,11 @@ class KeyedCharger:
             self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": str(problem)})
             raise
         try:
-            charge = self.provider.charge(customer=upload.account, amount=cents,
-                                          currency=(ref.order and ref.order.currency) or self.settings.currency,
-                                          reference=ref.charge_reference, idempotency_key=key)
+            order = ref.order  # who pays: the order's customer (and method), else the account folder
+            charge = self.provider.charge(customer=(order and order.customer) or upload.account, amount=cents,
+                                          currency=(order and order.currency) or self.settings.currency,
+                                          reference=ref.charge_reference, idempotency_key=key,
+                                          **({"payment_method": order.payment_method} if order and order.payment_method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer

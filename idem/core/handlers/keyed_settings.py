@@ -15,15 +15,15 @@ DAY = 24 * 60 * 60
 #: backoff, base 2, with jitter: the first retry waits at most 1 s). botocore's defaults (60 s
 #: connect, 60 s read, legacy mode) could spend the whole timeout on one hung call
 #: (https://botocore.amazonaws.com/v1/documentation/api/latest/reference/config.html).
-#: DynamoDB answers in milliseconds and an order file is small: 1 s of read is ample.
-AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 1.0, 2
+#: DynamoDB answers in milliseconds and an order file is small: 0.75 s of read is ample.
+AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 #: The provider's client must keep one call within this (keyed_stripe.py: 1 s connect, 3 s
 #: read, no retry inside the call: Lambda's retry, with the same key, is the retry).
 PROVIDER_CALL_SECONDS = 4.0
 #: The slowest path of one upload: at cold start the secret (SSM), then the order file (S3),
-#: the claim, the look-up and the charge at the provider, the commit and, when the claim was
+#: the claim, the look-up, the customer's saved method and the charge at the provider, the commit and, when the claim was
 #: swept meanwhile, the put that books it anyway.
-AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH = 5, 2
+AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH = 5, 3
 
 
 def aws_config() -> Any:

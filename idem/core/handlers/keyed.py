@@ -191,7 +191,9 @@ class KeyedLedger:
         Why not a transaction of the record, a booked-once entry and a totals counter? It
         bills every item twice: 6 write units against this write's 1 and the index's 1.
         """
-        booked = {"account": account, "booked_at": self.now()} if status is Status.DONE else {}
+        now = self.now()  # booked_day: the reconciliation's by_day index (template.yaml) reads it
+        booked = ({"account": account, "booked_at": now, "booked_day": time.strftime("%Y-%m-%d", time.gmtime(now))}
+                  if status is Status.DONE else {})
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, **booked})
         old = _refused(

@@ -35,7 +35,7 @@ SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "
                  ("xray:PutTelemetryRecords", "*")}
 #: The handler's environment in prod (the keyed handler's settings with its Stripe adapter).
 PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "PRICE_CENTS", "CURRENCY",
-            "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS"}
+            "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME"}
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,11 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
     # The handler to copy (production's) also checks its claim's TTL against the timeout.
     keyed_reads = {"FUNCTION_TIMEOUT_SECONDS"}
     assert all(name in (ROOT / "idem/core/handlers/keyed.py").read_text() for name in keyed_reads)
-    assert read | demo | keyed_reads == set(env), "the template sets exactly the variables the function reads"
+    # Its Stripe adapter names the stack in each PaymentIntent's metadata (the reconciliation's filter).
+    stripe_reads = {"STACK_NAME"}
+    assert all(name in (ROOT / "idem/core/handlers/keyed_stripe.py").read_text() for name in stripe_reads)
+    assert read | demo | keyed_reads | stripe_reads == set(env), \
+        "the template sets exactly the variables the function reads"
     assert env["HANDLER_MODE"] == "keyed"
     assert tp.ref_name(env["LEDGER_TABLE"]) == "LedgerTable"  # by its name: an adopted ledger works the same
     assert env["FAILURE_POINT"] == "none"

@@ -24,6 +24,7 @@ What it does, with Stripe's API v1 rules (facts cited where they are used):
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,4 +114,6 @@ class StripeProvider:
         # Names and ids only: "Don't store any sensitive information" as metadata
         # (https://docs.stripe.com/api/metadata).
         return {"account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
-                "idempotency_key": stripe_key(key)}
+                "idempotency_key": stripe_key(key),
+                # the stack's name (template.yaml sets STACK_NAME): the reconciliation's search filter
+                "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}

@@ -3,30 +3,14 @@ what the handler needs, a resource that exists nowhere is named with the option 
 and a clean run with no effect says what the handler returned and printed."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-from pathlib import Path
 
 import pytest
 
-from idem.cli import main
+from check_cli import FAST, HANDLERS, cli, target
 from idem.explore.objects import BadObject, UserObject
 
-HANDLERS = Path(__file__).parent / "handlers"
 ORDER = HANDLERS / "orders" / "A-1001.json"
-FAST = ("--retries", "0", "--workers", "1")
-
-
-def target(name: str) -> str:
-    return f"{HANDLERS / name}.py:lambda_handler"
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["check", *args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_an_object_keeps_its_folder_and_name_and_each_schedule_is_its_own_order():

@@ -2,30 +2,14 @@
 variables set, `--env` on top; Stripe's SDK called directly goes to the loopback Stripe."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-from idem.cli import main
+from check_cli import FAST, HANDLERS, cli, target
 from idem.explore import lambda_env, stripe_sdk
 
-HANDLERS = Path(__file__).parent / "handlers"
-FAST = ("--retries", "0", "--workers", "1")
-
-
-def target(name: str) -> str:
-    return f"{HANDLERS / name}.py:lambda_handler"
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["check", *args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_lambdas_reserved_variables_are_set_from_the_target():

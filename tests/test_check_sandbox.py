@@ -4,8 +4,6 @@ without end gets a bounded answer, and `--json` matches the schema shipped in th
 exit path. Handlers are in tests/handlers/, each with the exit code a correct checker gives."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from pathlib import Path
@@ -13,23 +11,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from idem.cli import main
+from check_cli import FAST, cli, target
 from idem.explore import sandbox
 from idem.sim.logtail import LogTail
 
-HANDLERS = Path(__file__).parent / "handlers"
-FAST = ("--retries", "0", "--workers", "1")
-
-
-def target(name: str) -> str:
-    return f"{HANDLERS / name}.py:lambda_handler"
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["check", *args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_the_schema_ships_in_the_package_and_is_the_documented_one():

@@ -1,0 +1,24 @@
+"""`idem check` as a user runs it, for the tests of how the check runs a handler: the example
+handlers' folder, a target in it, the fastest schedule settings, and the CLI with its output caught."""
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from idem.cli import main
+
+HANDLERS = Path(__file__).parent / "handlers"
+FAST = ("--retries", "0", "--workers", "1")
+
+
+def target(name: str) -> str:
+    return f"{HANDLERS / name}.py:lambda_handler"
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """`idem check ARGS`: the exit code, what it printed, what it wrote to stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["check", *args])
+    return code, out.getvalue(), err.getvalue()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import inspect
 import textwrap
 
 import pytest
@@ -12,8 +13,14 @@ from idem.explore.check import CheckInputError, check_handler, schedules_for
 from idem.cli import main
 from idem.sim.boundary import END, Boundary, Side
 from idem.explore.verdicts import judge_effects
+from idem.core.handlers import keyed as keyed_module
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
+#: The workbook's keyed charges once per ORDER (ORDERS.md) once the handler's ORDER_IDENTITY lands;
+#: keyed per upload, the uploader's retried PUT of one order is charged twice, and the check says so.
+ORDER_AWARE = "ORDER_IDENTITY" in open(inspect.getsourcefile(keyed_module)).read()
+needs_orders = pytest.mark.xfail(not ORDER_AWARE, strict=True,
+                                 reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged")
 
 # A handler nobody has seen before: it charges without a key, then writes down that it did.
 CHARGE_THEN_RECORD = '''
@@ -29,8 +36,8 @@ def lambda_handler(event, context):
     _provider = _provider or make_provider()
     dynamodb = boto3.client("dynamodb")
     for record in event["Records"]:
-        obj = record["s3"]["object"]  # the upload: its name and version (unversioned: its sequencer)
-        key = obj["key"] + "#" + (obj.get("versionId") or obj["sequencer"])
+        obj = record["s3"]["object"]  # the order: its file's name and content (ORDERS.md: an
+        key = obj["key"] + "#" + obj["eTag"]  # uploader's retried PUT of the same bytes is the same order)
         seen = dynamodb.get_item(TableName=os.environ["LEDGER_TABLE"], Key={"pk": {"S": key}})
         if "Item" in seen:
             continue
@@ -75,12 +82,14 @@ def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, brea
     assert report["smallest_break"]["timeline"]
 
 
+@needs_orders
 def test_the_keyed_pattern_holds():
     code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
     assert code == 0, out
     assert "holds: no double effect" in out
 
 
+@needs_orders
 def test_the_handler_to_copy_holds_in_every_schedule():
     code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers
     report = json.loads(out)
@@ -159,19 +168,25 @@ def test_an_edited_handler_file_is_checked_as_it_now_is(tmp_path):
     assert check_handler(target, **FAST).holds
 
 
-def test_a_handler_that_fails_on_a_clean_run_is_bad_input(tmp_path):
+def test_a_handler_that_fails_on_a_clean_run_breaks_with_that_runs_timeline(tmp_path):
     target = write(tmp_path, "always_fails", "def lambda_handler(event, context):\n    raise KeyError('TABLE')\n")
-    with pytest.raises(CheckInputError, match="fails on a clean run"):
-        check_handler(target, **FAST)
-    code, out, _ = cli(target, "--json")
-    assert code == 2 and "fails on a clean run" in json.loads(out)["error"]
+    report = check_handler(target, **FAST)
+    assert not report.holds and len(report.results) == 1 and report.results[0].clean
+    assert "the clean run fails, before any fault: KeyError: 'TABLE'" in report.results[0].findings[0]
+    code, out, _ = cli(target, "--json", "--workers", "1")
+    report = json.loads(out)
+    assert code == 1 == report["exit_code"] and report["breaks"] == 1
+    assert any("KeyError" in line for line in report["smallest_break"]["timeline"])
 
 
 def test_the_report_counts_the_schedules_each_dimension_adds(tmp_path):
     report = check_handler(write(tmp_path, "keyed_charge", KEYED_CHARGE), **FAST)
     dims = report.dimensions()
     places = 1 + 3  # the copy places: before the first call, after each of the 3 calls
-    assert dims["overwrite"] == 2 * (1 + places)  # versioned and unversioned; after, or at each place
+    failing = 7 + places  # an exception at each of the 7 boundaries, a crash at each copy place
+    # versioned and unversioned x a second order or the retried PUT: after the first, at each
+    # place, or between its failed attempt and the retry (one retry setting, 1)
+    assert dims["overwrite"] == 2 * 2 * (1 + places + failing) + 2  # + a second order at a 1,024-byte name
     assert dims["slow"] == 2 * 3  # each call's request side and answer side
     assert sum(dims.values()) == len(report.results)
     assert report.to_json()["dimensions"] == dims

@@ -30,7 +30,7 @@ def test_pins_bug_a_key_from_the_name_only_never_charges_the_second_upload(retri
     for kind in ("versioned", "unversioned"):  # a new version, or a new eTag and sequencer
         found = [r for r in report.broken if r.schedule.overwrite == kind]
         assert found and all(r.verdict == "silent_loss" for r in found)
-        assert any("upload 2: no charge for the upload" in r.findings for r in found)
+        assert any("order 2: no charge for the order" in r.findings for r in found)
     later = [r for r in report.broken if r.schedule.delivery == "duplicate"]  # a second order, later
     assert later and later[0].effects["provider:charge"] == 1
 

@@ -89,6 +89,9 @@ def test_the_check_catches_keyeds_mutant(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(NOT_CAUGHT))
+@pytest.mark.xfail("ORDER_IDENTITY" not in KEYED.read_text(), strict=True,
+                   reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged: the uploader's "
+                          "retried PUT of one order is charged twice, so no mutant of it holds")
 def test_equivalent_mutants_hold_and_the_schedules_reach_the_takeover(tmp_path, name):
     old, new, takes_over = NOT_CAUGHT[name]
     report = check_handler(mutant(tmp_path, name, old, new), retries=(0,), workers=1)

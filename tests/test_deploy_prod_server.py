@@ -115,8 +115,9 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     world = emulated.EndpointWorld(boto3.Session(region_name="us-east-1"), c["sqs"],
                                    outputs["FailureQueueUrl"], clock, provider_table=stand_in)
     env = fn["env"]  # the production settings as deployed; make_provider is the runtime's
-    put = c["s3"].put_object(Bucket=uploads, Key="alice/order-1.txt", Body=b"one order")
-    obj = emulated.s3_object(uploads, "alice/order-1.txt", 9, put, clock, 1, "us-east-1")
+    order = b'{"order_id": "A-1001"}'  # prod keys one charge per order (ORDER_IDENTITY order-id)
+    put = c["s3"].put_object(Bucket=uploads, Key="alice/order-1.txt", Body=order)
+    obj = emulated.s3_object(uploads, "alice/order-1.txt", len(order), put, clock, 1, "us-east-1")
     runtime = LocalLambda(world, env, retries=fn["retries"], timeout=fn["timeout"],
                           max_event_age=fn["max_event_age"], function_name=fn["name"],
                           handler=":".join(fn["handler"].rsplit(".", 1)))  # a plain handler: module:function
@@ -135,9 +136,8 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     assert reconciler["handler"] == "idem.core.reconcile_job.lambda_handler"
     job_env = {**reconciler["env"], "AWS_LAMBDA_FUNCTION_NAME": reconciler["name"]}
     lag = reconcile_job.lag_of(job_env)
-    # keyed does not write booked_day yet (the handler's part of issue 28): the one-time migration
-    # puts its line in the day index the reconciler Queries
-    assert reconcile_job.backfill_booked_day(c["dynamodb"], ledger) == 1
+    # keyed's commit writes booked_day, so the migration for older ledgers has nothing to do
+    assert reconcile_job.backfill_booked_day(c["dynamodb"], ledger) == 0
     printed: list[str] = []
     report = reconcile_job.run(job_env, boto3.Session(region_name="us-east-1"), clock.now() + lag + 3600,
                                say=printed.append, fetch=_stripe_page(stand_in, c["dynamodb"]))

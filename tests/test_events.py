@@ -144,8 +144,9 @@ def test_envelopes_unwrap_to_the_same_object_as_a_direct_delivery():
 
 
 @pytest.mark.parametrize("record, malformed, says", [
-    (sqs_record("hello"), False, "SQS message: body is not JSON"),
-    (sqs_record(json.dumps({"foo": 2})), False, "SQS message: not an S3 event"),
+    # From SQS a body that is no S3 event fails (malformed), so the redrive policy moves it to the DLQ
+    (sqs_record("hello"), True, "SQS message: body is not JSON"),
+    (sqs_record(json.dumps({"foo": 2})), True, "SQS message: not an S3 event"),
     (sqs_record(json.dumps({"Records": []})), False, "an S3 event with no records"),
     (sqs_record(json.dumps(make_test_event("b"))), False, "s3:TestEvent ignored"),
     (sqs_record(None), True, "SQS message: body is missing"),

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed, keyed_log, keyed_orders
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -56,7 +56,7 @@ def world():
 
 
 def test_each_upload_logs_one_json_line_with_request_key_account_and_outcome(world):
-    obj = world.upload("alice/order.csv", BODY)
+    obj = world.upload("alice/order.json")  # an order file: {"order_id": "order-00001"}
     event = world.event(obj)
     runtime = LocalLambda(world, world.env(), handler=HANDLER)
     runtime.send(event)
@@ -65,7 +65,7 @@ def test_each_upload_logs_one_json_line_with_request_key_account_and_outcome(wor
     objects, _ = parsed(runtime)
     uploads = [o for o in objects if o.get("idempotency_key")]
     assert [o["outcome"] for o in uploads] == ["charged", "duplicate"]
-    key = keyed.Upload.of(obj).idempotency_key
+    key = keyed.identify(keyed.Upload.of(obj), "order-id", world.s3).idempotency_key  # the order's key
     for line, attempt in zip(uploads, runtime.attempts):
         assert line["request_id"] == attempt.request_id and line["idempotency_key"] == key
         assert line["account"] == "alice" and line["level"] == "INFO"
@@ -81,9 +81,9 @@ def test_each_invocation_prints_one_valid_metric_document_counting_its_outcome(w
     objects, _ = parsed(runtime)
     (doc,) = emf_documents(objects)
     validate_emf(doc)
-    counted = {name: doc[name] for name in keyed.OUTCOMES}
-    assert counted == {name: int(name == outcome) for name in keyed.OUTCOMES}
-    assert set(keyed.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
+    counted = {name: doc[name] for name in keyed_log.OUTCOMES}
+    assert counted == {name: int(name == outcome) for name in keyed_log.OUTCOMES}
+    assert set(keyed_log.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
                                    "work_in_progress", "lost_ownership"}
 
 
@@ -91,7 +91,8 @@ def test_a_live_lease_counts_as_work_in_progress(world):
     obj = world.upload("alice/order.csv")
     upload = keyed.Upload.of(obj)
     ledger = keyed.KeyedLedger(world.dynamodb, world.ledger_table, now=world.clock.now)
-    assert ledger.claim(upload.idempotency_key, "someone-else", world.clock.now() + 600).won
+    key = keyed.identify(upload, "order-id", world.s3).idempotency_key
+    assert ledger.claim(key, "someone-else", world.clock.now() + 600).won
     objects, _ = parsed(run(world, world.event(obj)))
     (doc,) = emf_documents(objects)
     assert doc["work_in_progress"] == 1 and doc["charged"] == 0
@@ -120,8 +121,9 @@ def test_an_unreadable_record_fails_the_invocation_after_the_good_one(world):
 def test_a_malformed_order_needs_attention_and_is_never_charged(world):
     s3 = world.s3
     good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
-    charge = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
-                                now=world.clock.now, amount=lambda u: keyed.amount_from_order_file(u, s3))
+    charge = keyed.KeyedCharger(world.dynamodb, world.provider(),  # a CSV order: one charge per upload
+                                keyed.Settings(world.ledger_table, order_identity="upload"),
+                                now=world.clock.now, amount=lambda u: keyed_orders.amount_from_order_file(u, s3))
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
     with pytest.raises(keyed.NeedsAttention, match="malformed"):
         charge.charge_once(keyed.Upload.of(bad), 30_000)
@@ -133,7 +135,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
 def test_the_order_is_read_by_its_version_so_a_retry_reads_the_same_bytes(world):
     first = world.upload("alice/order.csv", b"amount_cents\n100\n")
     world.upload("alice/order.csv", b"amount_cents\n999\n")  # overwritten since: a new version
-    assert keyed.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
+    assert keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
 
 
 def test_an_overwritten_unversioned_order_needs_attention():
@@ -141,7 +143,7 @@ def test_an_overwritten_unversioned_order_needs_attention():
         first = world.upload("alice/order.csv", b"amount_cents\n100\n")
         world.upload("alice/order.csv", b"amount_cents\n999\n")
         with pytest.raises(keyed.NeedsAttention, match="gone or was overwritten"):
-            keyed.amount_from_order_file(keyed.Upload.of(first), world.s3)
+            keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3)
 
 
 def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
@@ -153,4 +155,4 @@ def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
     (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith("{")]
     assert line["message"].startswith("lost ownership") and line["timestamp"] == "2026-01-01T00:00:45Z"
     record = logging.LogRecord("keyed", logging.INFO, "", 0, "m", None, None)
-    assert json.loads(keyed.JsonLines().format(record))["timestamp"] == keyed._utc(record.created)
+    assert json.loads(keyed_log.JsonLines().format(record))["timestamp"] == keyed_log.utc(record.created)

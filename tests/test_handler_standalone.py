@@ -1,7 +1,8 @@
-"""The handler to copy stands alone: its two files, copied into an empty folder outside the
+"""The handler to copy stands alone: its files, copied into an empty folder outside the
 repository, run in a fresh interpreter that cannot import idem, against moto, and charge
 through Stripe's SDK (aimed at the loopback Stripe this test serves); `idem check` holds on
-the copied file. And idem takes the handler's names from it: one definition."""
+the copied file; `mypy --strict` passes on the folder as copied. And idem takes the
+handler's names from it: one definition."""
 from __future__ import annotations
 
 import ast
@@ -16,13 +17,16 @@ from pathlib import Path
 import pytest
 
 from idem.core import errors, events
-from idem.core.handlers import keyed
+from idem.core.handlers import keyed, keyed_events, keyed_settings
 from idem.sim.stripe_server import loopback_stripe
 from idem.sim.world import LocalWorld
 
 ROOT = Path(__file__).resolve().parent.parent
 HANDLERS = ROOT / "idem" / "core" / "handlers"
-FILES = ("keyed.py", "keyed_stripe.py")  # exactly what a reader copies
+#: Exactly what a reader copies: the protocol (keyed.py) and the siblings it imports by plain name.
+FILES = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_dynamo.py", "keyed_log.py", "keyed_orders.py",
+         "keyed_provider.py",
+         "keyed_stripe.py")
 
 DRIVER = textwrap.dedent('''
     import json, os, sys
@@ -51,12 +55,23 @@ DRIVER = textwrap.dedent('''
             def get_remaining_time_in_millis(self):
                 return 30_000
 
-        event = {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
-                              "eventTime": "2026-01-01T00:00:00.000Z", "eventName": "ObjectCreated:Put",
-                              "s3": {"bucket": {"name": "uploads"},
-                                     "object": {"key": "alice/order.csv", "size": 10, "eTag": "e1",
-                                                "versionId": "v1", "sequencer": "0A"}}}]}
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="uploads")
+        s3.put_bucket_versioning(Bucket="uploads", VersioningConfiguration={"Status": "Enabled"})
+        order = json.dumps({"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}).encode()
+
+        def put_event():  # the uploader's PUT, and the event S3 sends for it
+            put = s3.put_object(Bucket="uploads", Key="alice/order.json", Body=order)
+            return {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+                                 "eventTime": "2026-01-01T00:00:00.000Z", "eventName": "ObjectCreated:Put",
+                                 "s3": {"bucket": {"name": "uploads"},
+                                        "object": {"key": "alice/order.json", "size": len(order),
+                                                   "eTag": put["ETag"].strip('"'), "versionId": put["VersionId"],
+                                                   "sequencer": "0A"}}}]}
+
+        event = put_event()
         results = [keyed.lambda_handler(event, Context()) for _ in range(2)]
+        results.append(keyed.lambda_handler(put_event(), Context()))  # the uploader's retried PUT
         try:
             keyed.lambda_handler({"Records": [event["Records"][0], {"eventSource": "aws:s3"}]}, Context())
         except keyed.RecordsFailed as failed:
@@ -67,7 +82,7 @@ DRIVER = textwrap.dedent('''
 
 @pytest.fixture
 def copied(tmp_path_factory):
-    """The two files alone in an empty folder outside the repository."""
+    """The handler's files alone in an empty folder outside the repository."""
     folder = tmp_path_factory.mktemp("function")
     assert ROOT not in folder.parents
     for name in FILES:
@@ -88,10 +103,12 @@ def test_the_copied_files_charge_through_stripe_without_idem(copied):
     assert run.returncode == 0, run.stderr[-2000:]
     lines = run.stdout.splitlines()
     results = json.loads(next(line for line in lines if line.startswith("RESULTS "))[8:])
-    assert [r["status"] for r in results] == ["ok", "ok", "failed"]
-    assert [p["status"] for r in results[:2] for p in r["processed"]] == ["charged", "duplicate"]
-    assert results[2]["error"] == "RecordsFailed"  # an unreadable record fails the invocation
-    assert len(charges) == 1 and charges[0].reference == "s3://uploads/alice/order.csv?versionId=v1"
+    assert [r["status"] for r in results] == ["ok", "ok", "ok", "failed"]
+    # the event again, then the uploader's retried PUT (a second version): one order, one charge
+    assert [p["status"] for r in results[:3] for p in r["processed"]] == ["charged", "duplicate", "duplicate"]
+    assert results[3]["error"] == "RecordsFailed"  # an unreadable record fails the invocation
+    assert len(charges) == 1 and charges[0].reference == "s3://uploads/alice/order.json"
+    assert charges[0].amount == 1250  # the order's amount
     logged = [json.loads(line) for line in lines if line.startswith("{")]
     assert {line.get("outcome") for line in logged} >= {"charged", "duplicate", "malformed"}
     assert "sk_test_SECRET_NEVER_LOGGED" not in run.stdout + run.stderr
@@ -111,19 +128,37 @@ def test_the_handler_imports_nothing_from_idem():
     for name in FILES:
         for node in ast.walk(ast.parse((HANDLERS / name).read_text())):
             if isinstance(node, ast.ImportFrom):
-                # one relative import is allowed: keyed.py's own adapter, beside it in the package
-                # (the stack's artifact); copied alone, it is imported by its plain name first
-                sibling = node.level == 1 and node.module == "keyed_stripe" and name == "keyed.py"
+                # a relative import names a sibling (inside idem: the package's branch of `if COPIED`)
+                sibling = node.level == 1 and f"{node.module}.py" in FILES
                 assert sibling or (node.level == 0 and (node.module or "").split(".")[0] != "idem"), name
+                if node.level == 0 and (node.module or "").startswith("keyed"):
+                    assert f"{node.module}.py" in FILES, (name, node.module)  # a sibling a reader copies
             if isinstance(node, ast.Import):
                 assert all(a.name.split(".")[0] != "idem" for a in node.names), name
 
 
+def test_every_sibling_is_listed_and_imported_by_plain_name_when_copied():
+    on_disk = {p.name for p in HANDLERS.glob("keyed*.py")}
+    assert on_disk == set(FILES)
+    sources = "".join((HANDLERS / name).read_text() for name in FILES)
+    for name in FILES[1:]:  # each one imported (by keyed.py, or a sibling) by its plain name
+        assert f"from {name[:-3]} import" in sources, name
+
+
+def test_mypy_strict_passes_on_the_copied_folder(copied):
+    """As a reader checks the folder: no configuration of ours, `stripe`'s own types."""
+    assert not any((copied / n).exists() for n in ("mypy.ini", "pyproject.toml", "setup.cfg", ".mypy.ini"))
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."], cwd=copied,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert f"no issues found in {len(FILES)} source files" in run.stdout
+
+
 def test_idem_takes_the_handlers_names_from_it():
     """One definition: the parser, the errors and the rules are the handler's own objects."""
-    assert events.read_event is keyed.read_event and events.S3Object is keyed.S3Object
-    assert events.EventError is keyed.EventError
-    assert errors.IdemError is keyed.IdemError and errors.RecordsFailed is keyed.RecordsFailed
+    assert events.read_event is keyed_events.read_event and events.S3Object is keyed_events.S3Object
+    assert events.EventError is keyed_events.EventError
+    assert errors.IdemError is keyed_settings.IdemError and errors.RecordsFailed is keyed.RecordsFailed
     assert errors.NeedsAttention is keyed.NeedsAttention
 
 
@@ -140,9 +175,7 @@ def code_lines(path: Path, stop_at: str) -> int:
                if line.strip() and not line.strip().startswith("#") and n not in docstrings)
 
 
-def test_what_a_reader_reads_first_fits_in_about_250_lines():
-    """Everything above the look-up past the key window (which, with the provider's client,
-    the settings read from the environment, the lifetimes rule, the order-file example, the
-    logging, the metrics and the parser, sits lower in the file): the settings, the upload,
-    the ledger, the charge, the handler. 255 lines when this was pinned (issue 18: about 250)."""
-    assert code_lines(HANDLERS / "keyed.py", "# -- past the key window") <= 256
+def test_the_protocol_a_reader_studies_is_at_most_300_lines_of_code():
+    """keyed.py holds the claim, the charge with the key, the fenced commit and the handler;
+    parsing, the adapter, settings, logging and the order file live in its siblings."""
+    assert code_lines(HANDLERS / "keyed.py", "\0 no marker") <= 300

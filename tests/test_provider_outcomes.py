@@ -59,7 +59,10 @@ def test_a_saved_500_stops_keyed_with_a_reason_and_never_a_second_key():
 
 
 def test_a_decline_ends_the_work_and_reconciliation_reports_a_decline(world):
-    runtime = LocalLambda(world, world.env("keyed"), fault=FaultPlan.at_point("declined", "once"))
+    # ORDER_IDENTITY=upload: the reconciliation maps each object to its upload's key (it does not
+    # read order files yet), so the decline is judged under the per-upload key here.
+    runtime = LocalLambda(world, world.env("keyed", ORDER_IDENTITY="upload"),
+                          fault=FaultPlan.at_point("declined", "once"))
     obj = world.upload("alice/order.csv")
     runtime.send(world.event(obj))
     runtime.run()
@@ -127,11 +130,11 @@ def test_an_old_event_with_no_lookup_is_held_for_a_person(world):
             return self.inner.charge(**kwargs)
 
     charger = keyed.KeyedCharger(world.dynamodb, NoLookup(world.provider()),
-                                 keyed.Settings(world.ledger_table), now=world.clock.now)
+                                 keyed.Settings(world.ledger_table), now=world.clock.now, s3=world.s3)
     obj = world.upload("alice/order.csv")
     upload = keyed.Upload(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, world.clock.now())
     world.clock.advance(DAY + 3600)
-    with pytest.raises(keyed.NeedsAttention, match="offers no lookup"):
+    with pytest.raises(keyed.NeedsAttention, match="offers no look-up"):
         charger.charge_once(upload, 30_000)
     assert world.provider().charges() == []
     assert [r.status.value for r in world.ledger().records()] == ["needs_attention"]
@@ -143,7 +146,7 @@ def test_uploads_of_one_name_with_versioning_suspended_are_each_charged(handler)
     # content and sequencer instead, so two orders are never charged as one.
     with LocalWorld(versioned=False) as world:
         runtime = LocalLambda(world, world.env(handler))
-        for body in (b"first order", b"second order"):
+        for body in (b'{"order_id": "A-1"}', b'{"order_id": "A-2"}'):  # two orders
             runtime.send(world.event(world.upload("alice/order.csv", body)))
             runtime.run()
         assert len(world.provider().charges()) == 2
@@ -193,7 +196,8 @@ def test_replay_counts_per_upload_not_per_name():
     from idem.explore.replay import replay
 
     with LocalWorld(versioned=False) as world:
-        event = world.event(world.upload("alice/order.csv", b"first"), world.upload("alice/order.csv", b"second"))
+        event = world.event(world.upload("alice/order.csv", b'{"order_id": "A-1"}'),
+                            world.upload("alice/order.csv", b'{"order_id": "A-2"}'))
     done = replay(event, "keyed")
     assert done.status == "processed"
     assert [(row["charges"], row["record"]) for row in done.rows] == [(1, "done"), (1, "done")]

@@ -110,9 +110,9 @@ def stand_in():
         for n in (1, 2):
             runtime.send(world.event(upload(world, f"alice/order-{n}.txt")))
         runtime.run()
-        # keyed does not write booked_day yet (the handler's part of issue 28): the one-time
-        # migration gives its lines their day, as it would on a ledger older than the index.
-        assert job.backfill_booked_day(world.dynamodb, world.ledger_table) == 2
+        # keyed's commit writes booked_day itself: the one-time migration (for a ledger older
+        # than the index) finds nothing to do
+        assert job.backfill_booked_day(world.dynamodb, world.ledger_table) == 0
         # what keyed keys by (per upload today; per order once it follows ORDERS.md), read off its lines
         (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)}
         reports = f"{world.prefix}-reports"
@@ -225,8 +225,6 @@ def test_the_order_key_is_the_one_orders_md_names(stand_in):
     assert job.order_key(world.s3, seen, "object-name") == f"charge#name#{by_name}"
 
 
-@pytest.mark.xfail(strict=True, reason="keyed's commit does not write booked_day yet (the handler's part of "
-                   "issue 28): until it does, its lines reach the day index only through backfill_booked_day")
 def test_keyed_writes_booked_day_on_its_lines(stand_in):
     world, _ = stand_in
     runtime = LocalLambda(world, world.env("keyed"))

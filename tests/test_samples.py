@@ -148,8 +148,6 @@ def locked() -> tuple[int, dict, str]:
                   "--budget", "60")  # a checker with virtual time needs seconds; a stall is cut short
 
 
-@pytest.mark.xfail(strict=True, reason="time that moves: time.sleep runs in real time, so the waiter "
-                   "holds the check past its bound (the engine branch makes sleep move the virtual clock)")
 def test_lock_with_a_wait_finishes_with_a_verdict_for_every_schedule():
     code, data, _ = locked()
     assert code in (0, 1), explain(data)  # not 3: a waiter on a paused holder times out as on Lambda
@@ -171,8 +169,6 @@ def reports() -> tuple[int, dict, str]:
                   "--object", obj("transfer_writer", "customers.csv", "exports/customers.csv"))
 
 
-@pytest.mark.xfail(strict=True, reason="every call seen: the transfer manager's PutObject runs in its own "
-                   "thread, which the check does not attribute to the invocation yet (the engine branch does)")
 def test_transfer_manager_put_is_seen():
     code, data, _ = reports()
     assert code in (0, 1), explain(data)  # not 2 ("never happens on a clean run")

@@ -60,12 +60,10 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
     demo = {"FAILURE_POINT", "FAIL_TIMES"}
     # The handler to copy (production's) also checks its claim's TTL against the timeout.
     keyed_reads = {"FUNCTION_TIMEOUT_SECONDS"}
-    assert all(name in (ROOT / "idem/core/handlers/keyed.py").read_text() for name in keyed_reads)
-    # Its Stripe adapter names the stack in each PaymentIntent's metadata (the reconciliation's filter).
-    stripe_reads = {"STACK_NAME"}
-    assert all(name in (ROOT / "idem/core/handlers/keyed_stripe.py").read_text() for name in stripe_reads)
-    assert read | demo | keyed_reads | stripe_reads == set(env), \
-        "the template sets exactly the variables the function reads"
+    assert all(name in (ROOT / "idem/core/handlers/keyed_settings.py").read_text() for name in keyed_reads)
+    # ORDER_IDENTITY has a safe default (order-id, ORDERS.md); the stack sets it with its bucket policy.
+    optional = {"ORDER_IDENTITY"} - set(env)
+    assert (read - optional) | demo | keyed_reads == set(env), "the template sets exactly the variables the function reads"
     assert env["HANDLER_MODE"] == "keyed"
     assert tp.ref_name(env["LEDGER_TABLE"]) == "LedgerTable"  # by its name: an adopted ledger works the same
     assert env["FAILURE_POINT"] == "none"
@@ -145,10 +143,11 @@ def test_zip_holds_only_idems_core(tmp_path):
                 roots = {node.module.split(".")[0]}
             else:
                 continue
-            if name.endswith(("handlers/keyed.py", "handlers/keyed_stripe.py")):
-                # The Stripe adapter, imported by keyed.make_provider only when the function
+            if re.search(r"handlers/keyed(_[a-z]+)?\.py$", name):
+                # The handler to copy imports its siblings by plain name when copied (`if COPIED:`);
+                # the Stripe adapter, imported by keyed.make_provider only when the function
                 # charges through Stripe (STRIPE_SECRET_PARAMETER set); the stack's entry never does.
-                roots -= {"keyed_stripe", "stripe"}
+                roots -= {Path(n).stem for n in names if "handlers/keyed" in n} | {"stripe"}
             assert roots <= allowed, f"{name} imports {roots - allowed}: it would not run on Lambda"
 
 

@@ -67,6 +67,8 @@ class App:
             recipe=settings.key_recipe,
             provider_key_retention_seconds=settings.provider_key_retention_seconds,
             new_token=new_token or (lambda: uuid.uuid4().hex),
+            s3=(session or boto3).client("s3"),
+            order_identity=settings.order_identity,
         )
         return cls(settings.handler_mode, services, log)
 

@@ -1,11 +1,11 @@
 """Every exception idem raises on purpose, under one root: `except IdemError` catches them all.
 
-The root and the keyed handler's own exceptions live in `handlers/keyed.py`, so that the
-handler to copy stays one file; the rest are here.
+The root and the keyed handler's own exceptions live in `handlers/keyed_settings.py`, beside
+the handler to copy; the rest are here.
 """
 from __future__ import annotations
 
-from .handlers.keyed import (ConfigError, IdemError, LostOwnership, NeedsAttention, RecordsFailed,
+from .handlers.keyed_settings import (ConfigError, IdemError, LostOwnership, NeedsAttention, RecordsFailed,
                              WorkInProgress)
 
 __all__ = ["CardDeclined", "ConfigError", "IdemError", "IdempotencyKeyReused", "KeyInFlight",

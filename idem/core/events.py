@@ -37,7 +37,7 @@ import json
 from typing import Any, Mapping
 from urllib.parse import quote_plus
 
-from .handlers.keyed import (BUCKET_NAME, ENVELOPES, MAX_FIELD_BYTES, MAX_KEY_BYTES, MAX_LOGGED_SKIPS,
+from .handlers.keyed_events import (BUCKET_NAME, ENVELOPES, MAX_FIELD_BYTES, MAX_KEY_BYTES, MAX_LOGGED_SKIPS,
                              MAX_NESTING, MAX_OBJECT_SIZE, MAX_RECORDS, SUPPORTED_MAJOR_VERSION, EventBatch,
                              EventError, S3Object, Skipped, is_eventbridge, is_test_event, read_event)
 

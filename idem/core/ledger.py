@@ -19,7 +19,8 @@ from botocore.exceptions import ClientError
 
 from .clock import Clock
 from .dynamo import condition_failed, from_item, to_item, values
-from .handlers.keyed import DAY, Claim, KeyedLedger, Record, Status
+from .handlers.keyed import Claim, KeyedLedger, Record, Status
+from .handlers.keyed_settings import DAY
 
 #: Key prefixes of the items in the ledger table that are not idempotency records.
 NOT_RECORDS = ("account", "demo-failure")  # demo-failure: chapter 09's arrival counts

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .events import S3Object
-from .handlers import claim_first, keyed, naive, robust
+from .handlers import claim_first, keyed, keyed_orders, keyed_settings, naive, robust
 from .handlers.common import Services
 
 Handler = Callable[[S3Object, Services, Any], dict[str, Any]]
@@ -17,10 +17,10 @@ def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
     if charger is None:
         charger = svc.built["keyed"] = keyed.KeyedCharger(
             svc.ledger.client, svc.provider,
-            keyed.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
-                           svc.provider_key_retention_seconds),
-            now=svc.clock.now, new_owner=svc.new_token)
-    return charger.charge_once(keyed.Upload.of(obj), context.get_remaining_time_in_millis())
+            keyed_settings.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
+                                    svc.provider_key_retention_seconds, order_identity=svc.order_identity),
+            now=svc.clock.now, new_owner=svc.new_token, s3=svc.s3)
+    return charger.charge_once(keyed_orders.Upload.of(obj), context.get_remaining_time_in_millis())
 
 
 HANDLERS: dict[str, Handler] = {

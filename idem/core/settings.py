@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
-from .handlers.keyed import DAY, check_lifetimes
+from .handlers.keyed_settings import DAY, ORDER_IDENTITIES, check_lifetimes
 
 HANDLER_MODES = ("naive", "claim_first", "robust", "keyed")
 #: Key recipes that tell every upload apart (chapter 03 shows why the others are unsafe).
@@ -67,6 +67,7 @@ class Settings:
     key_recipe: str = "version"
     provider_key_retention_seconds: int = DAY  # how long the provider keeps a used key
     max_event_age_seconds: int | None = None  # MaximumEventAgeInSeconds; set: lifetimes are checked
+    order_identity: str = "order-id"  # keyed's ORDER_IDENTITY: what one order is (keyed_settings.py)
 
     def __post_init__(self) -> None:
         if self.max_event_age_seconds is not None:  # the one rule of lifetimes (chapter 07)
@@ -86,4 +87,5 @@ class Settings:
             provider_key_retention_seconds=whole_number(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY, minimum=1),
             max_event_age_seconds=(whole_number(env, "MAX_EVENT_AGE_SECONDS", 0)
                                    if env.get("MAX_EVENT_AGE_SECONDS") else None),
+            order_identity=one_of(env, "ORDER_IDENTITY", "order-id", ORDER_IDENTITIES),
         )

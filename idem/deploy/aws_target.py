@@ -190,7 +190,7 @@ class AwsDeployment:
         key = f"alice/order-{uuid.uuid4().hex[:8]}-{n}.txt"  # fresh name: see the article's note
         dynamodb, sqs, s3 = self.clients["dynamodb"], self.clients["sqs"], self.clients["s3"]
         before = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
-        body = b"one order"
+        body = json.dumps({"order_id": key}).encode()  # an order file (ORDER_IDENTITY order-id)
         put = s3.put_object(Bucket=self.outputs["BucketName"], Key=key, Body=body)
         reference = f"s3://{self.outputs['BucketName']}/{key}?versionId={put['VersionId']}"
         started = time.monotonic()

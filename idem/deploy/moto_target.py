@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import tempfile
 import warnings
@@ -151,7 +152,7 @@ class MotoDeployment:
         dynamodb, sqs = self.clients["dynamodb"], self.clients["sqs"]
         before = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
         with s3_lambda_notifications() as fired:
-            obj = world.upload(key, body=b"one order")
+            obj = world.upload(key, body=json.dumps({"order_id": key}).encode())
         if fired != [_arn(fn["name"])]:
             raise RuntimeError(f"uploading {key} notified {fired or 'nothing'}, not {fn['name']}")
         # The stack's demo failure (its FailurePoint and FailTimes parameters) happens at the

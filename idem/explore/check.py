@@ -17,21 +17,32 @@ How it works:
      or the provider's own answers) on any set of arrivals, S3 delivering the event once,
      twice, or a second copy while the first invocation sits at any boundary, and Lambda
      retrying 0-2 times. Schedules that can only be another schedule's twin are left out.
-   - overwrite, bounded: a second upload of the same name (a new version; in an unversioned
-     bucket the same key with a new eTag and sequencer), after the first or while the first
-     invocation sits at any boundary, with no fault, for each retry setting;
+   - overwrite, bounded: a second upload of the same name, either a second order (new bytes)
+     or the uploader's retried PUT of the same order (the same bytes: a new version, request id
+     and sequencer, the same eTag), in a versioned and an unversioned bucket, after the first,
+     while the first invocation sits at any boundary (no fault), or between the first's failed
+     attempt and Lambda's retry (an exception or a crash at any boundary), for each retry
+     setting; and a second order at a name of S3's longest (1,024 bytes);
    - slow, bounded: one call of the first invocation stays in flight until 1 s before its
      deadline (request side or answer side) and a copy of the event starts meanwhile, with
      no fault, for each retry setting. Time passes: every clock the handler reads moves.
-3. Each schedule runs in the local runtime, on moto and a virtual clock. Its effects are
+   Every upload is an order file (`order_body`), at a name with a space and non-ASCII letters,
+   and its event carries what S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
+   version (`triggers.event_for`); every copy of one event is that same event.
+3. Each schedule runs in the local runtime, on moto and a virtual clock. Each invocation runs in
+   a thread of its own, so a crash is a kill (no except, finally or atexit of the handler runs:
+   `idem.sim.runtime._Run`); calls from the handler's own threads and asyncio tasks are its
+   boundaries; time.sleep moves the clock, and a wait past the deadline is Lambda's timeout. Its effects are
    counted where they land: the charges in the provider's own record, the ledger lines in the
    handler's table (the books), and any AWS call named as an effect. Money is judged per upload
    against the books (`idem.explore.verdicts`): two charges, no charge, a charge with no line,
-   a line with no charge, each named; with nothing in the failure queue, a silent break.
+   a line with no charge, each named; with nothing in the failure queue, a silent break. Per
+   ORDER (ORDERS.md): the charges and lines of an order's uploads must EQUAL the clean run's.
+   The clean run is judged too: one that fails, or books other than one line per charge, is the
+   report (exit 1, with its timeline).
 
-Exit codes of `python -m idem check`: 0 when nothing breaks, 1 when something does, 2 for
-bad input (a module that is missing, a name that is not callable, a handler that fails
-even on a clean run).
+Exit codes of `python -m idem check`: 0 when nothing breaks, 1 when something does (the clean
+run included), 2 for bad input (a module that is missing, a name that is not callable).
 """
 from __future__ import annotations
 
@@ -46,7 +57,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
 from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload, judge_uploads
-from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side, release_handler_threads
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
@@ -70,6 +81,8 @@ PROVIDERS = ("stand-in", "stripe")
 ARRIVALS = (1, 2, 3)
 #: The buckets a second upload of the same name is tried in (Schedule.overwrite).
 VERSIONING = ("versioned", "unversioned")
+#: What a second upload of the same name is (Schedule.second).
+SECONDS = ("order", "retried_put")
 CLEAN_RUN = 99_999  # the clean run's upload number
 BATCH = 40  # schedules per local world: small tables keep moto fast
 
@@ -83,6 +96,15 @@ class CheckInputError(IdemError, ValueError):
     def __init__(self, message: str, handler_traceback: str = "") -> None:
         super().__init__(message)
         self.handler_traceback = handler_traceback
+
+
+class CleanRunBreaks(Exception):
+    """The clean run (no fault, one delivery) is already wrong: it fails, or its books disagree with
+    its money. That is the report (exit 1, with the clean run's timeline), not bad input."""
+
+    def __init__(self, result: "Result") -> None:
+        super().__init__("; ".join(result.findings))
+        self.result = result
 
 
 class CheckCouldNotFinish(CheckInputError):
@@ -147,28 +169,44 @@ class Schedule:
     """One way the platform can treat one upload (or, with `overwrite`, two uploads of one name)."""
 
     fault: Any = None  # a FaultPlan, or None for no fault
-    delivery: str = "single"  # single, duplicate, or concurrent
+    delivery: str = "single"  # single, duplicate, concurrent, or between (see `second`)
     copy_at: Any = None  # where the first invocation is when a concurrent copy starts
     retries: int = 2
     #: the call at `copy_at` is slow: in flight until 1 s before the invocation's deadline, and
     #: the copy starts while it is (LocalLambda.in_flight)
     slow: bool = False
     #: "", or a second upload of the same name: "versioned" (a new version) or "unversioned" (the
-    #: same key, a new eTag and sequencer). It is what `delivery` delivers instead of a copy.
+    #: same key, a new eTag and sequencer). It is what `delivery` delivers instead of a copy;
+    #: `delivery` "between": it lands after the first invocation failed, before Lambda's retry.
     overwrite: str = ""
+    #: what the second upload is (with `overwrite`): "order", a second order at the same name (a
+    #: new order_id, new bytes: it gets its own charge), or "retried_put", the uploader's retried
+    #: PUT of the same bytes (the same order: no charge beyond the clean run's). See ORDERS.md.
+    second: str = "order"
+    #: under --trigger sqs: S3 delivered the notification twice, two messages with two ids
+    sent_twice: bool = False
+    #: the upload's name is as long as S3 allows (1,024 bytes of UTF-8: `triggers.object_name`)
+    long_name: bool = False
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
         if self.overwrite:
-            second = f"a second upload, same name ({'new version' if self.overwrite == 'versioned' else 'unversioned: new eTag'})"
+            what = ("the uploader's retried PUT (same bytes)" if self.second == "retried_put"
+                    else "a second order at the same name")
+            second = f"{what} ({'new version' if self.overwrite == 'versioned' else 'unversioned: new sequencer'})"
+            if self.long_name:
+                second += " at a name of 1,024 bytes"
             delivery = (f"{second}, while the first is {self.copy_at}" if self.delivery == "concurrent"
-                        else f"{second}, after the first is done")
+                        else f"{second}, between the first's failed attempt and its retry"
+                        if self.delivery == "between" else f"{second}, after the first is done")
         elif self.slow:
             call = f"{self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''}"
             side = "request" if self.copy_at.side is Side.BEFORE else "answer"
             delivery = f"slow {call} (its {side} in flight until 1 s before the timeout), a copy meanwhile"
+        elif self.sent_twice:
+            delivery = "S3 sent the notification twice (two messages, two message ids)"
         else:
             delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
@@ -182,15 +220,16 @@ class Schedule:
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
-        return ({"single": 0, "duplicate": 1, "concurrent": 2}[self.delivery] + 2 * self.slow
-                + bool(self.overwrite), self.retries, arrivals)
+        return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2}[self.delivery] + 2 * self.slow
+                + bool(self.overwrite) + self.sent_twice + self.long_name, self.retries, arrivals)
 
 
 #: The families of schedules, as the report counts them.
 DIMENSIONS = {
     "faults": "faults at every boundary x deliveries (once, twice, a copy at each boundary) x retries",
-    "overwrite": "a second upload of the same name (versioned and unversioned bucket), after the first "
-                 "or while it is at each boundary, no fault, x retries",
+    "overwrite": "a second upload of the same name (a second order, or the uploader's retried PUT of the same "
+                 "bytes; versioned and unversioned bucket), after the first, while it is at each boundary (no "
+                 "fault), or between a failed attempt and its retry (a fault at each boundary), x retries",
     "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
             "started meanwhile, no fault, x retries",
 }
@@ -246,13 +285,25 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) ->
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
                         versioning: Iterable[str] = VERSIONING) -> list[Schedule]:
-    """Two different uploads of one name: the second arrives after the first is done, or while
-    the first invocation sits at any place a copy can start. Bounded: no fault is added. A key
-    that takes the second upload for the first shows without one (the second is never charged),
-    and a key that tells them apart meets each fault in the faults dimension already."""
+    """Two uploads of one name, each a second order or the uploader's retried PUT (ORDERS.md): the
+    second arrives after the first is done, or while the first invocation sits at any place a
+    copy can start (no fault is added: a key that takes the second upload for the first shows
+    without one), or between the first's failed attempt and Lambda's retry, after an exception or
+    a crash at any boundary on the first arrival (a retry that reads the name's latest version, or
+    starts over with a fresh key, shows there)."""
     places = [("duplicate", None)] + [("concurrent", b) for b in copy_places(crossed)]
-    return [Schedule(None, delivery, at, r, overwrite=kind)
-            for kind in versioning for (delivery, at) in places for r in retries]
+    exception_at, crash_at = fault_places(crossed)
+    failing = [FaultPlan(b, "1", How.EXCEPTION) for b in exception_at] + [FaultPlan(b, "1", How.CRASH)
+                                                                          for b in crash_at]
+    found = [Schedule(None, delivery, at, r, overwrite=kind, second=second)
+             for kind in versioning for second in SECONDS for (delivery, at) in places for r in retries]
+    # a second order at the longest name S3 allows, after the first is done: a key cut to fit the
+    # provider's 255 characters (not hashed) loses what tells the two orders apart
+    found += [Schedule(None, "duplicate", None, r, overwrite=kind, second="order", long_name=True)
+              for kind in versioning for r in retries]
+    found += [Schedule(plan, "between", None, r, overwrite=kind, second=second)
+              for kind in versioning for second in SECONDS for plan in failing for r in retries if r]
+    return found
 
 
 def slow_places(crossed: Sequence[Any]) -> list[Any]:
@@ -278,10 +329,11 @@ class Result:
     verdict: str
     attempts: list[Any] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # what is wrong, named: "a charge with no ledger line"
+    clean: bool = False  # the clean run itself, reported because it is already wrong (CleanRunBreaks)
 
     @property
     def breaks(self) -> bool:
-        return self.verdict in BREAKS
+        return self.verdict in BREAKS or self.clean
 
 
 @dataclass(frozen=True)
@@ -330,22 +382,36 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
 
 
-def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule,
-               trigger: str = "s3") -> list[tuple[Any, dict[str, Any]]]:
-    """The first upload's event, and a second upload of the same name (a new version, or in an
-    unversioned bucket the same key with a new eTag and sequencer), put when its event is sent:
-    5 s after the first upload's invocations are over, or while the first invocation sits at
-    `copy_at`. Runs them all; returns each upload and its event."""
-    uploads = [(first, triggers.event_for(trigger, world, first))]
+def order_body(number: int, nth: int = 1) -> bytes:
+    """The order file the check uploads for schedule `number` (ORDERS.md): JSON naming its order,
+    `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
+    bytes every run; an uploader's retried PUT sends these bytes again."""
+    order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")
+    return json.dumps({"order_id": order_id, "amount_cents": 1250, "currency": "usd"}).encode()
+
+
+def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number: int,
+               trigger: str = "s3") -> list[tuple[Any, dict[str, Any], int]]:
+    """The first upload's event, and a second upload of the same name: a second order (new bytes)
+    or the uploader's retried PUT (the same bytes: the same order, a new version, request id and
+    sequencer, the same eTag), a new version or, in an unversioned bucket, the same key with a new
+    sequencer. Its event is sent 5 s after the first upload's invocations are over, while the first
+    invocation sits at `copy_at`, or (`between`) 30 s after the first invocation failed, before
+    Lambda's retry 60 s after it. Runs them all; returns each upload, its event and its order."""
+    order = 1 if schedule.second == "retried_put" else 2
+    uploads = [(first, triggers.event_for(trigger, world, first), 1)]
 
     def second() -> dict[str, Any]:
-        obj = world.upload(first.key, b"order, the second one")
-        uploads.append((obj, triggers.event_for(trigger, world, obj)))
+        obj = world.upload(first.key, order_body(number, order))
+        uploads.append((obj, triggers.event_for(trigger, world, obj), order))
         return uploads[-1][1]
 
     runtime.send(uploads[0][1])
     if schedule.delivery == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.send_now(second()))
+        runtime.run()
+    elif schedule.delivery == "between":
+        runtime.at(30.0, lambda: runtime.send_now(second()))
         runtime.run()
     else:
         runtime.run()
@@ -376,9 +442,9 @@ def _keys(world: Any, table: str, attribute: str) -> list[str]:
 def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
     """Take every message out of the failure queue; count those about each upload: Lambda's
     destination records by their payload, a handler's own message by its body. One upload: a
-    message naming its key. Two of one name: a message naming its sequencer (every destination
-    record carries the whole event); a message naming only the key counts for neither, since it
-    cannot say which upload it is about."""
+    message naming its key (plain, URL-encoded, or either inside JSON). Two of one name: a message
+    naming its sequencer (every destination record carries the whole event); a message naming only
+    the key counts for neither, since it cannot say which upload it is about."""
     texts = []
     for message in _drain(world, world.queue_url):
         try:
@@ -386,9 +452,10 @@ def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
         except ValueError:
             body = message["Body"]
         payload = body.get("requestPayload", body) if isinstance(body, dict) else body
-        texts.append(json.dumps(payload))
-    if len(uploads) == 1:  # the key as S3 sends it (URL-encoded) or plain
-        return [sum(uploads[0].key in text for text in texts)]
+        texts.append(message["Body"] + "\n" + json.dumps(payload))
+    if len(uploads) == 1:
+        forms = triggers.key_forms(uploads[0].key)
+        return [sum(any(form in text for form in forms) for text in texts)]
     return [sum(bool(obj.sequencer) and obj.sequencer in text for text in texts) for obj in uploads]
 
 
@@ -439,18 +506,20 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory))
             runtime.watch.effects = set(effects)
-            obj = world.upload(f"check{number:05d}/order.csv")
-            uploads: list[tuple[Any, dict[str, Any]]] = []
+            # a name with a space and non-ASCII letters; the longest S3 allows where the schedule
+            # says (a handler that cannot take it fails visibly there, and only there)
+            obj = world.upload(triggers.object_name(number, longest=schedule.long_name), order_body(number))
+            uploads: list[tuple[Any, dict[str, Any], int]] = []
             batch: list[Any] = []
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
                 if trigger == "sqs":  # a batch: the checked upload and its neighbour
-                    batch = [obj] + triggers.neighbours(trigger, world, number)
+                    batch = [obj] + triggers.neighbours(trigger, world, number, order_body)
                     triggers.deliver_sqs(runtime, world, batch, schedule)
                     runtime.run()
                 elif schedule.overwrite:
-                    uploads = _overwrite(runtime, world, obj, schedule, trigger)
+                    uploads = _overwrite(runtime, world, obj, schedule, number, trigger)
                 else:
-                    uploads = [(obj, triggers.event_for(trigger, world, obj))]
+                    uploads = [(obj, triggers.event_for(trigger, world, obj), 1)]
                     _deliver(runtime, uploads[0][1], schedule)
                     runtime.run()
             if refused:
@@ -474,30 +543,46 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     lines = _lines_booked(world, table, books.attribute) - lines_seen
                     lines_seen |= lines
                     counted[LINES] = len(lines)
-                dlqs = _failures_for(world, [o for o, _ in uploads])
+                dlqs = _failures_for(world, [o for o, _, _ in uploads])
             declined = schedule.fault is not None and schedule.fault.outcome == "declined"
             if len(uploads) == 1:
                 verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
-            else:
-                verdict, findings = judge_uploads(_per_upload(runtime, uploads, counted), counted, baseline,
-                                                  dlqs, declined=declined)
+            else:  # judged per ORDER: an uploader's retried PUT is the same order again
+                per, orders = _per_order(_per_upload(runtime, uploads, counted), dlqs, [o for _, _, o in uploads])
+                verdict, findings = judge_uploads(per, counted, baseline, orders, declined=declined, unit="order")
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings))
+    release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results
 
 
-def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any]]],
+def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any], int]],
                 counted: dict[str, int]) -> list[dict[str, int]]:
     """Each upload's charges and named effects (not the queue sends: those are counted where the
     queue delivers them, for the schedule as a whole): what the invocations of its event did.
     A charge landed at the provider that no upload's invocation asked for (made outside any
     invocation) is put on the first upload: never fewer charges than landed."""
-    works = [work_of(event) for _, event in uploads]
+    works = [work_of(event) for _, event, _ in uploads]
     per = [{CHARGES: runtime.provider.made_for[work]} for work in works]
     for (name, work), n in runtime.watch.effect_counts.items():
         if name not in QUEUE_SENDS and work in works:
             per[works.index(work)][name] = per[works.index(work)].get(name, 0) + n
     per[0][CHARGES] += max(0, counted.get(CHARGES, 0) - sum(p[CHARGES] for p in per))
     return per
+
+
+def _per_order(per_upload: Sequence[dict[str, int]], dlqs: Sequence[int],
+               orders: Sequence[int]) -> tuple[list[dict[str, int]], list[int]]:
+    """The uploads' counts and failure-queue messages summed per order (ORDERS.md: one charge per
+    order, so an uploader's retried PUT adds nothing to what its order should get)."""
+    names = list(dict.fromkeys(orders))
+    per: list[dict[str, int]] = [{} for _ in names]
+    failed = [0] * len(names)
+    for counts, dlq, order in zip(per_upload, dlqs, orders):
+        i = names.index(order)
+        failed[i] += dlq
+        for name, n in counts.items():
+            per[i][name] = per[i].get(name, 0) + n
+    return per, failed
 
 
 def _judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[Any], counted: dict[str, int],
@@ -525,14 +610,21 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
     (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
                           trigger)
     (attempt,) = result.attempts
-    if attempt.failed:
+    if attempt.failed:  # the handler fails with no fault at all: its own answer, a break (exit 1)
         logs = "; ".join(attempt.logs[-2:])
-        raise CheckInputError(f"{target.name} fails on a clean run, before any fault: {attempt.error}"
-                              + (f" (its last log lines: {logs})" if logs else "")
-                              + ". Fix that first, or pass the settings it needs with --env NAME=VALUE",
-                              getattr(attempt, "traceback", ""))
+        did = any(result.effects.get(name) for name in (CHARGES, LINES, *effects))
+        verdict = ((Verdict.NEEDS_ATTENTION if result.dlq else Verdict.SILENT_MISMATCH) if did
+                   else Verdict.FAILED_VISIBLY if result.dlq else Verdict.SILENT_LOSS).value
+        raise CleanRunBreaks(replace(result, verdict=verdict, findings=[
+            f"the clean run fails, before any fault: {attempt.error}" + (f" (its last log lines: {logs})" if logs else "")
+            + ". If it needs a setting, pass it with --env NAME=VALUE"] + result.findings))
     if result.findings:  # a batch whose charges cannot be told apart by upload
         raise CheckInputError(f"--trigger {trigger}: {'; '.join(result.findings)}")
+    lines, charges = result.effects.get(LINES, 0), result.effects.get(CHARGES, 0)
+    if books is not None and lines and lines != charges:  # one ledger line per charge, on a clean run too
+        raise CleanRunBreaks(replace(result, verdict=Verdict.SILENT_MISMATCH.value, findings=[
+            f"the clean run booked {lines} ledger line{'s' if lines != 1 else ''} for {charges} "
+            f"charge{'s' if charges != 1 else ''}: the books disagree with the money with no fault at all"]))
     made = sorted(attempt.calls) + ([CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL
                                                          for c in attempt.crossings) else [])
     missing = [name for name in effects if not result.effects.get(name)]
@@ -614,13 +706,17 @@ class CheckReport:
                  self.books_judged(), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
-            mark = "  BREAK" if verdict in BREAKS else ""
+            mark = "  BREAK" if verdict in BREAKS or any(r.clean for r in self.results) else ""
             lines.append(f"  {verdict:<{width}}  {n:>5}{mark}")
         # the families of schedules (--help says what each is)
         families = ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
         smallest = self.smallest_break()
         if smallest is None:
             lines += ["", f"holds: no double effect, silent loss or silent mismatch in any schedule ({families})"]
+            return "\n".join(lines)
+        if smallest.clean:
+            lines += ["", "breaks on the clean run (no fault, one delivery, no retry), so no other schedule was run:",
+                      *timeline(smallest, smallest.effects)]
             return "\n".join(lines)
         lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({families}); the smallest:",
                   *timeline(smallest, self.baseline)]
@@ -662,7 +758,7 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
             late = f"  (t={crossing.t:.0f}s: a slow call)" if crossing.t > a.start + 0.5 else ""
             lines.append(f"      {crossing.boundary}{late}{fault}")
         lines.append(f"      => {a.outcome}" + (f": {a.error}" if a.error else ""))
-    counts = ", ".join(f"{name} {result.effects.get(name, 0)} (clean run {n})"
+    counts = ", ".join(f"{name} {result.effects.get(name, 0)}" + ("" if result.clean else f" (clean run {n})")
                        for name, n in baseline.items() if n)
     lines.append(f"  effects: {counts or 'none'}; failure queue: {result.dlq} -> {result.verdict}")
     if result.findings:
@@ -701,10 +797,16 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
 
     ensure_moto()
     with _as_tool_errors():
-        crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
+        try:
+            crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
+        except CleanRunBreaks as wrong:
+            clean = replace(wrong.result, clean=True)
+            crossed = [c.boundary for a in clean.attempts for c in a.crossings]
+            return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         # under sqs each batch already carries two uploads, one message each: the overwrite and
         # slow families are s3's and eventbridge's (SqsFedLambda has no call in flight)
-        found = (fault_schedules(crossed, retries) if trigger == "sqs"
+        found = (fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True)
+                                                      for r in retries] if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning))
         # an unversioned bucket's schedules last: a batch runs in one bucket, one or the other
         schedules = sorted(found, key=lambda s: s.overwrite == "unversioned")

@@ -16,7 +16,8 @@ from ..core.keys import idempotency_key
 from ..sim.runtime import Attempt, LocalLambda
 from ..sim.world import LocalWorld
 from .scenarios import Scenario, handler_names as known
-from ..core.handlers.keyed import Upload, event_epoch
+from ..core.handlers.keyed_orders import Upload
+from ..core.handlers.keyed_events import event_epoch
 
 #: How many times one replay may deliver the event (each delivery is a full invocation).
 MAX_DELIVERIES = 10
@@ -127,7 +128,9 @@ def _function(world: LocalWorld, handler: str) -> Iterator[tuple[LocalLambda, Ca
         with _powertools(world) as found:
             yield found
         return
-    runtime = LocalLambda(world, world.env(handler))
+    # The replayed event names objects this fresh world does not hold: keyed keys each upload by
+    # itself (ORDER_IDENTITY=upload) instead of reading an order file that is not there.
+    runtime = LocalLambda(world, world.env(handler, ORDER_IDENTITY="upload"))
     ledger = world.ledger()
 
     def record_of(obj: S3Object) -> str:

@@ -175,7 +175,9 @@ def _run_one(world: LocalWorld, scenario: Scenario, number: int) -> ScheduleRun:
         raise ValueError(f"schedules run the core handlers only, not {scenario.handler!r}")
     world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
     account = f"acct{number:05d}"
-    runtime = LocalLambda(world, world.env(scenario.handler), fault=fault_of(scenario),
+    # ORDER_IDENTITY=upload: read_back finds each schedule's record by its upload's key (many
+    # schedules share one world); the order's own key is judged by idem check and the scenarios.
+    runtime = LocalLambda(world, world.env(scenario.handler, ORDER_IDENTITY="upload"), fault=fault_of(scenario),
                           retries=scenario.retries,
                           timeout=scenario.timeout, reuse_containers=scenario.reuse_containers)
     obj = world.upload(f"{account}/order.csv")

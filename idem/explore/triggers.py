@@ -13,6 +13,8 @@ SQS, how a batch of uploads is judged (each upload on its own: money where it la
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from typing import Any, Sequence
 
@@ -21,8 +23,12 @@ from ..sim.runtime import LocalLambda
 from ..sim.triggers import TRIGGERS, VISIBILITY_TIMEOUT, SqsFedLambda, SqsMapping, eventbridge_event
 from .verdicts import BOOKS, BREAKS, MONEY, Verdict, judge_upload
 
-#: The SQS schedules' batch: the checked upload and a neighbour, one message each.
-SQS_BATCH = ("order.csv", "second.csv")
+#: The SQS schedules' batch: the checked upload and a neighbour, one message each (file names in
+#: the schedule's folder: see `object_name`).
+SQS_BATCH = ("order 1 \u00fc.json", "order 2 \u00fc.json")
+#: S3's longest object name: 1,024 bytes of UTF-8
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
+MAX_NAME_BYTES = 1024
 #: Verdicts from the worst to the best: a batch's verdict is its worst upload's.
 SEVERITY = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT, Verdict.SILENT_LOSS,
                                    Verdict.SILENT_MISMATCH, Verdict.NEEDS_ATTENTION, Verdict.FAILED_VISIBLY,
@@ -53,20 +59,71 @@ def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, pr
                         provider_factory=provider_factory)
 
 
-def neighbours(trigger: str, world: Any, number: int) -> list[S3Object]:
+def object_name(number: int, name: str = SQS_BATCH[0], longest: bool = False) -> str:
+    """The name of a schedule's upload: its own folder, then a file name with a space and non-ASCII
+    letters, as S3 allows (any UTF-8). `longest`: padded to S3's limit, 1,024 bytes of UTF-8, so a
+    name cut to fit a 255-character idempotency key (instead of hashed) loses what tells two
+    uploads apart."""
+    folder = f"check{number:05d}/"
+    if not longest:
+        return folder + name
+    stem, suffix = name.rsplit(".", 1)
+    room = MAX_NAME_BYTES - len(folder.encode()) - len(suffix.encode()) - 1
+    filler = (stem + " \u00e9t\u00e9 ") * 200
+    padded = filler.encode()[:room].decode("utf-8", "ignore")  # never half a character
+    padded += "x" * (room - len(padded.encode()))
+    return f"{folder}{padded}.{suffix}"
+
+
+def neighbours(trigger: str, world: Any, number: int, body: Any = None) -> list[S3Object]:
     """The uploads a schedule delivers besides the checked one: SQS's batch neighbour."""
-    return [world.upload(f"check{number:05d}/{name}") for name in SQS_BATCH[1:]] if trigger == "sqs" else []
+    if trigger != "sqs":
+        return []
+    return [world.upload(object_name(number, name), body(number, n) if body else b"order")
+            for n, name in enumerate(SQS_BATCH[1:], start=2)]
+
+
+def request_of(world: Any, obj: S3Object) -> tuple[str, str]:
+    """The S3 request that created `obj`: its x-amz-request-id (16 upper-case hex digits) and its
+    x-amz-id-2 (the host id), one pair per PUT and the same in every copy of its event. S3 sends
+    them in each record's responseElements
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html);
+    EventBridge's Object Created carries the request id as detail.request-id
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Derived from the
+    upload's own facts (its world, name, version and sequencer): new for each PUT, the same every run."""
+    seed = hashlib.sha256(f"{getattr(world, 'prefix', '')}\n{obj.key}\n{obj.version_id}\n{obj.sequencer}".encode()).digest()
+    request_id = seed[:8].hex().upper()
+    host_id = base64.b64encode(hashlib.sha512(seed).digest()[:57]).decode()  # 76 characters, as S3's are
+    return request_id, host_id
 
 
 def event_for(trigger: str, world: Any, obj: S3Object) -> dict[str, Any]:
-    """The event an asynchronous trigger delivers for `obj`: S3's notification or EventBridge's."""
-    return eventbridge_event(obj) if trigger == "eventbridge" else world.event(obj)
+    """The event an asynchronous trigger delivers for `obj`: S3's notification or EventBridge's,
+    each with the request that created the object (`request_of`)."""
+    request_id, host_id = request_of(world, obj)
+    if trigger == "eventbridge":
+        return eventbridge_event(obj, request_id=request_id)
+    event = world.event(obj)
+    for record in event["Records"]:
+        record["responseElements"] = {"x-amz-request-id": request_id, "x-amz-id-2": host_id}
+    return event
+
+
+def key_forms(key: str) -> tuple[str, ...]:
+    """How an object's name can appear in a message about it: plain, URL-encoded as S3's event has
+    it, and either one inside JSON text (non-ASCII escaped, as json.dumps writes it)."""
+    forms = (key, encode_key(key))
+    return tuple(dict.fromkeys(forms + tuple(json.dumps(f)[1:-1] for f in forms)))
 
 
 def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any) -> None:
     """Each upload's S3 event as one message of the source queue, with the schedule's copies."""
     for obj in uploads:
-        runtime.send_message(json.dumps(world.event(obj)))
+        runtime.send_message(json.dumps(event_for("s3", world, obj)))
+    if getattr(schedule, "sent_twice", False):
+        # S3 delivers a notification at least once: the same event, sent to the queue again, is a
+        # second message with its own message id (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html: "designed to be delivered at least once")
+        runtime.send_message(json.dumps(event_for("s3", world, uploads[0])))
     if schedule.delivery == "duplicate":
         runtime.copy_messages(at=5.0)
     elif schedule.delivery == "concurrent":
@@ -81,7 +138,7 @@ def _items(world: Any, table: str, attribute: str) -> list[dict[str, Any]]:
 
 def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
     """Which upload a reference names (its key, plain or URL-encoded), if exactly one does."""
-    named = [n for n, obj in enumerate(uploads) if obj.key in text or encode_key(obj.key) in text]
+    named = [n for n, obj in enumerate(uploads) if any(form in text for form in key_forms(obj.key))]
     return named[0] if len(named) == 1 else None
 
 

@@ -89,9 +89,11 @@ def judge_upload(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: i
     findings: list[str] = []
     charges, wanted = effects.get(MONEY, 0), baseline.get(MONEY, 0)
     if wanted and charges > wanted:
-        findings.append(f"{charges} charges for one upload")
+        findings.append(f"{charges} charges for one upload" + (f" (clean run {wanted})" if wanted > 1 else ""))
     elif wanted and not charges and not declined:
         findings.append("no charge for the upload")
+    elif charges < wanted and not declined:  # equal to the clean run's, not merely one or more
+        findings.append(f"{charges} charge{'s' if charges != 1 else ''} for the upload where the clean run made {wanted}")
     if baseline.get(BOOKS) and wanted:
         lines, per_charge = effects.get(BOOKS, 0), baseline[BOOKS] / wanted
         if lines < charges * per_charge:
@@ -128,19 +130,21 @@ SEVERITY = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT,
 
 
 def judge_uploads(uploads: Sequence[Mapping[str, int]], whole: Mapping[str, int], baseline: Mapping[str, int],
-                  dlqs: Sequence[int], declined: bool = False) -> tuple[str, list[str]]:
+                  dlqs: Sequence[int], declined: bool = False, unit: str = "upload") -> tuple[str, list[str]]:
     """The check's verdict for a schedule of several uploads (two of one name). Money, and any
     effect counted per upload, is judged per upload (`uploads`: what the invocations of each
     upload's event did; `dlqs`: the failure queue's messages about each), so two charges for one
     and none for the other is two breaks, not a balance. The books, and the messages a queue
     delivers, cannot be told apart by upload: they are judged over the schedule (`whole`), lines
     against charges as many per charge as the clean run booked, messages against the clean run's
-    count for each upload. The worst verdict wins (SEVERITY); each finding names its upload."""
+    count for each upload. The worst verdict wins (SEVERITY); each finding names its upload
+    (`unit`: "order" when the counts are an order's, its uploads summed: ORDERS.md)."""
     verdicts, findings = [], []
     for n, (effects, dlq) in enumerate(zip(uploads, dlqs), start=1):
         verdict, found = judge_upload(effects, {k: v for k, v in baseline.items() if k in effects}, dlq, declined)
         verdicts.append(verdict)
-        findings += [f"upload {n}: {f}" for f in found]
+        findings += [f"{unit} {n}: {f.replace('the upload', f'the {unit}').replace('one upload', f'one {unit}')}"
+                     for f in found]
     alerted = sum(dlqs) > 0
     wrong = (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value
     charges, wanted = whole.get(MONEY, 0), baseline.get(MONEY, 0)

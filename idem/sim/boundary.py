@@ -22,8 +22,10 @@ person can read the timeline afterwards. Outside an invocation the hooks do noth
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import threading
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -130,6 +132,32 @@ class InjectedFault(Exception):
     """The error the runtime raises at a boundary: an ordinary exception, as a timeout is."""
 
 
+#: The error a service answers when it throttles, as botocore raises it once its own retries are
+#: spent: the codes botocore itself retries as throttling (botocore/data/_retry.json, and
+#: botocore.retries.standard's _THROTTLED_ERROR_CODES); DynamoDB's capacity error
+#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html) and
+#: S3's SlowDown, 503 (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html);
+#: any other service answers ThrottlingException.
+THROTTLES = {"dynamodb": ("ProvisionedThroughputExceededException", 400), "s3": ("SlowDown", 503)}
+DEFAULT_THROTTLE = ("ThrottlingException", 400)
+
+
+def aws_error(boundary: "Boundary", arrival: int) -> Exception:
+    """What botocore raises to a handler at `boundary` of an AWS call: before it, the service
+    throttles (a ClientError with its real code, after botocore's retries: MaxAttemptsReached);
+    after it (the call did its work), the answer is lost: ReadTimeoutError."""
+    from botocore.exceptions import ClientError, ReadTimeoutError
+
+    service, _, operation = boundary.call.partition(":")
+    if boundary.side is Side.AFTER:
+        return ReadTimeoutError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com/ (the answer to "
+                                             f"{boundary.call} was lost, arrival {arrival}: the call did its work)")
+    code, status = THROTTLES.get(service, DEFAULT_THROTTLE)
+    return ClientError({"Error": {"Code": code, "Message": f"injected: {service} throttled {operation} "
+                                                          f"(arrival {arrival})"},
+                        "ResponseMetadata": {"HTTPStatusCode": status, "MaxAttemptsReached": True}}, operation)
+
+
 class Crash(BaseException):
     """The process dies at a boundary: not an Exception, so no handler code catches it."""
 
@@ -212,6 +240,11 @@ class Visit:
     steps: list[tuple[float, str]] = field(default_factory=list)
     pending: list[Boundary] = field(default_factory=list)  # calls sent, answers not yet back
     outcome: str = ""  # the provider's answer to the call about to be made, if the plan chose one
+    #: set by the runtime: the process dies here (never returns; see runtime._Run); without it a
+    #: crash raises Crash, which only an invocation run outside the runtime should see
+    kill: Callable[[str], Any] | None = None
+    dead: str = ""  # why its process died, once it has
+    deadline: float = 0.0  # when Lambda stops it, on the runtime's clock (0: no deadline known)
 
 
 @dataclass
@@ -227,8 +260,10 @@ class Watch:
     """One run's boundaries: the fault plan, the triggers, and every arrival counted."""
 
     def __init__(self, plan: FaultPlan | None = None, clock: Any = None,
-                 effects: tuple[str, ...] = ()) -> None:
+                 effects: tuple[str, ...] = (), aws_errors: bool = False) -> None:
         self.plan = plan or FaultPlan()
+        #: an exception at an AWS call is what botocore raises there (`aws_error`), not InjectedFault
+        self.aws_errors = aws_errors
         self.clock = clock
         self.effects = set(effects)  # AWS calls that count as effects, e.g. "sqs:SendMessage"
         self.arrivals: Counter[tuple[Boundary, str]] = Counter()
@@ -243,13 +278,12 @@ class Watch:
 
     @contextlib.contextmanager
     def visiting(self, visit: Visit) -> Iterator[Visit]:
-        """Make `visit` the invocation that this thread's calls belong to."""
-        stack = _stack()
-        stack.append((self, visit))
+        """Make `visit` the invocation that the running code's calls belong to (`current`)."""
+        token = _CURRENT.set(_CURRENT.get() + ((self, visit),))
         try:
             yield visit
         finally:
-            stack.pop()
+            _CURRENT.reset(token)
 
     # -- crossing a boundary ---------------------------------------------------------
     def before(self, visit: Visit, call: str) -> None:
@@ -271,6 +305,8 @@ class Watch:
 
     def arrive(self, visit: Visit, boundary: Boundary, name: str | None = None) -> None:
         """Record the crossing, start any copy waiting for it, then fail if the plan says so."""
+        if visit.dead and visit.kill is not None:
+            visit.kill(visit.dead)  # the process is gone: its other threads stop here too
         now = round(self._t(), 3)
         step = name or _STEP_NAMES.get(boundary)
         if step:
@@ -294,7 +330,13 @@ class Watch:
             return
         visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(self.plan.how))
         if self.plan.how is How.CRASH:
-            raise Crash(f"the process died {boundary} (arrival {arrival})")
+            message = f"the process died {boundary} (arrival {arrival})"
+            visit.dead = message
+            if visit.kill is not None:
+                visit.kill(message)  # never returns: no except, finally or atexit of the handler runs
+            raise Crash(message)
+        if self.aws_errors and boundary.call not in (END_CALL, CHARGE_CALL):
+            raise aws_error(boundary, arrival)
         if boundary.side is Side.AFTER and boundary.call != END_CALL:
             raise InjectedFault(f"the answer to {boundary.call} was lost (arrival {arrival}): "
                                 "the call did its work, the function never heard")
@@ -306,20 +348,68 @@ class Watch:
         return self.clock.now() - getattr(self.clock, "start", 0.0)
 
 
-# -- where this thread's calls go -----------------------------------------------------
-_local = threading.local()
+# -- where a call goes: the invocation that made it --------------------------------------
+#: The invocations the running code belongs to (innermost last), as a context variable, not a
+#: thread's own: an asyncio task copies its creator's context, and `inherit_invocations` hands
+#: it to every thread the handler starts and every task it submits to a thread pool (its own
+#: ThreadPoolExecutor, boto3's transfer manager), so their calls are the invocation's boundaries.
+_CURRENT: contextvars.ContextVar[tuple[tuple["Watch", Visit], ...]] = contextvars.ContextVar("idem_invocation",
+                                                                                            default=())
 
 
 def _stack() -> list[tuple[Watch, Visit]]:
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    return _local.stack
+    return list(_CURRENT.get())
 
 
 def current() -> tuple[Watch, Visit] | None:
-    """The watch and invocation this thread is running, if any."""
-    stack = _stack()
+    """The watch and invocation the running code belongs to, if any."""
+    stack = _CURRENT.get()
     return stack[-1] if stack else None
+
+
+#: Threads a handler started during an invocation (its pools' workers among them).
+HANDLER_THREADS: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def release_handler_threads() -> None:
+    """Leave the handlers' pool threads out of the joins at exit: a pool whose invocation was
+    killed is never shut down, and concurrent.futures would wait for its workers forever."""
+    import concurrent.futures.thread as pools
+
+    for thread in list(HANDLER_THREADS):
+        pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def inherit_invocations() -> Iterator[None]:
+    """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
+    a copy of the context of the code that started or submitted it: its calls belong to the same
+    invocation (and a pool's thread, reused later by another invocation, takes that one's)."""
+    import concurrent.futures
+
+    start, submit = threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit
+    if getattr(start, "_idem_inherits", False):
+        yield
+        return
+
+    def started(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
+        if _CURRENT.get():
+            HANDLER_THREADS.add(self)
+            context, run = contextvars.copy_context(), self.run
+            self.run = lambda: context.run(run)  # type: ignore[method-assign]
+        start(self, *args, **kwargs)
+
+    def submitted(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        if _CURRENT.get():
+            return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+        return submit(self, fn, *args, **kwargs)
+
+    started._idem_inherits = True  # type: ignore[attr-defined]
+    threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = started, submitted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = start, submit  # type: ignore[method-assign]
 
 
 def _call_name(model: Any) -> str:
@@ -375,10 +465,17 @@ def every_session_watched() -> Iterator[None]:
         yield
         return
 
+    shared = watched_session()._session.get_component("data_loader")
+
     @functools.wraps(original)
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         watch_events(self.events)
+        # botocore's data files (endpoints, service models) read once per process, not once per
+        # session: Powertools builds a session at every cold start, and parsing them again each
+        # time was most of a Powertools handler's check (minutes)
+        if kwargs.get("botocore_session") is None and not args:
+            self._session.register_component("data_loader", shared)
 
     init._idem_watched = True  # type: ignore[attr-defined]
     boto3.session.Session.__init__ = init  # type: ignore[method-assign]

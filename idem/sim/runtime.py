@@ -16,6 +16,7 @@ its AWS calls, its provider calls, and the moment it returns. The handler knows 
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import functools
@@ -27,6 +28,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -40,8 +42,9 @@ import time_machine
 
 from .logtail import LogTail
 from ..core.clock import iso8601
-from .boundary import (CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Side, Step,
-                       Visit, Watch, WatchedProvider, choice, every_session_watched, watched_session)
+from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Side, Step,
+                       Visit, Watch, WatchedProvider, choice, every_session_watched, inherit_invocations,
+                       watched_session)
 from .world import ACCOUNT, REGION, LocalWorld
 
 RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
@@ -88,6 +91,7 @@ class _Pending:
     attempt: int = field(compare=False)
     request_id: str = field(compare=False)
     enqueued: float = field(compare=False)
+    action: Callable[[], Any] | None = field(default=None, compare=False)  # not an invocation: do this
 
 
 def work_of(event: dict[str, Any]) -> str:
@@ -296,8 +300,29 @@ def handler_traceback(error: BaseException) -> str:
             + "".join(traceback.format_exception_only(type(error), error)))
 
 
+def _dropped(function: Callable[..., Any], *_: Any, **__: Any) -> Callable[..., Any]:
+    """atexit.register as the handler sees it: the function back, registered nowhere."""
+    return function
+
+
+_UUIDS = itertools.count()
+
+
+def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
+    """uuid.uuid1 on the virtual clock, unique in this process: the clock stands still inside an
+    invocation, where the real uuid1 would differ only in 14 random bits (repeats within a check,
+    and counts that change between two runs). The time field is the virtual time plus a count."""
+    n = next(_UUIDS)
+    ticks = int(time.time() * 10_000_000) + 0x01B21DD213814000 + n  # 100-ns steps since 1582-10-15
+    seq = (clock_seq if clock_seq is not None else n) & 0x3FFF
+    fields = (ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
+              (seq >> 8) | 0x80, seq & 0xFF, node if node is not None else 0x0242AC110002)
+    return uuid.UUID(fields=fields)
+
+
 @contextlib.contextmanager
-def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
+def as_lambda(env: dict[str, str], clock: Any, session: Any,
+              sleep: Callable[[float], None] | None = None) -> Iterator[None]:
     """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
     settings in os.environ, boto3's default session (the watched one, on moto), every other
     boto3 session watched too (`every_session_watched`), and one clock: `time.time`,
@@ -306,6 +331,13 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
     alone, by hand, all reading the virtual clock. Everything is put back afterwards."""
     saved_env = {name: os.environ.get(name) for name in env}
     saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
+    saved_register, saved_sleep, saved_uuid1 = atexit.register, time.sleep, uuid.uuid1
+    # time.sleep in an invocation moves the virtual clock (LocalLambda.sleep); elsewhere it sleeps
+    time.sleep = lambda seconds: (sleep or (lambda _s: None))(seconds) if current() else saved_sleep(seconds)  # type: ignore[assignment]
+    uuid.uuid1 = _uuid1  # type: ignore[assignment]
+    # Lambda never runs a function's atexit handlers (its process is frozen, then killed): what
+    # the handler registers is dropped, so the check's own exit runs none of it either.
+    atexit.register = _dropped  # type: ignore[assignment]
     os.environ.update(env)
     boto3.DEFAULT_SESSION = session
     # The runtime moves the clock between invocations, and inside one only during a slow call
@@ -316,16 +348,102 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any) -> Iterator[None]:
     time.monotonic = lambda: 1_000.0 + clock.now() - start  # type: ignore[assignment]
     time.monotonic_ns = lambda: int((1_000.0 + clock.now() - start) * 1e9)  # type: ignore[assignment]
     try:
-        with every_session_watched():
+        with every_session_watched(), inherit_invocations():
             yield
     finally:
         travelling.__exit__(None, None, None)
+        atexit.register, time.sleep, uuid.uuid1 = saved_register, saved_sleep, saved_uuid1  # type: ignore[assignment]
         boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns = saved
         for name, value in saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+class _Run:
+    """One invocation's thread, as the code that started it sees it.
+
+    Why a thread: a crash must be a kill. An exception, even a BaseException the handler's
+    `except Exception` lets by, still runs every `finally` and `with` exit on its way out, so a
+    lock released in `finally` never shows as left behind. Python cannot end a thread from outside
+    without running them either; a thread that simply never runs again can. So the invocation runs
+    in its own (daemon) thread, the caller waits for it, and a crash parks the thread at the fatal
+    boundary for good (`die`): nothing after that point of the handler runs, ever. A child process
+    killed with SIGKILL would be as sound but costs a fork and moto's state per invocation; a
+    greenlet cannot be parked once the handler waits on its own worker threads (the one OS thread
+    would block). A parked thread costs its stack until the process ends; the check's worker
+    processes end with each check.
+    """
+
+    def __init__(self, visit: Visit) -> None:
+        self.visit = visit
+        self.done = threading.Event()
+        self.died = ""  # why the process died, if it did
+        self.timed_out = False
+        self.raised: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, body: Callable[[], Any], name: str) -> None:
+        """Run `body` in a new thread and wait until it returns, raises or dies."""
+        def main() -> None:
+            try:
+                body()
+            except BaseException as error:  # noqa: B036 - carried to the caller, which decides
+                if not self.done.is_set():
+                    self.raised = error
+            finally:
+                self.done.set()  # runs only when the thread was not parked (a parked one never ends)
+
+        self.visit.kill = self.die
+        self.thread = threading.Thread(target=main, name=name, daemon=True)
+        _LIVE.add(self.thread)
+        self.thread.start()
+        try:
+            self.done.wait()
+        except BaseException:  # the schedule's real-time bound rang: stop every invocation thread too
+            for thread in list(_LIVE):
+                _stop(thread)
+            raise
+        finally:
+            _LIVE.discard(self.thread)
+
+    def die(self, why: str, timed_out: bool = False) -> None:
+        """The process died here: tell the caller, then never run again (see the class docstring).
+        `timed_out`: Lambda stopped it at its deadline (the environment is reset the same way)."""
+        if not self.died:
+            self.died, self.timed_out = why, timed_out
+        self.done.set()
+        _parked.append(_unjoined(threading.current_thread()))
+        threading.Event().wait()  # forever: no frame above this one ever resumes
+
+
+def _unjoined(thread: threading.Thread) -> threading.Thread:
+    """Let the process end with `thread` parked: a handler's own non-daemon thread (a pool's worker
+    is one) is joined at exit by threading and by concurrent.futures, which would wait forever.
+    (CPython's own bookkeeping: its shutdown locks and the pools' thread registry.)"""
+    import concurrent.futures.thread as pools
+
+    pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
+    lock = getattr(thread, "_tstate_lock", None)
+    registry, guard = getattr(threading, "_shutdown_locks", None), getattr(threading, "_shutdown_locks_lock", None)
+    if lock is not None and registry is not None and guard is not None:
+        with guard:
+            registry.discard(lock)
+    return thread
+
+
+#: Invocation threads running now, and those a crash parked for good.
+_LIVE: set[threading.Thread] = set()
+_parked: list[threading.Thread] = []
+
+
+def _stop(thread: threading.Thread) -> None:
+    """Raise ScheduleTimedOut in a thread that ran past the schedule's bound (it may be spinning)."""
+    import ctypes
+
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ScheduleTimedOut))
 
 
 class LocalLambda:
@@ -370,7 +488,8 @@ class LocalLambda:
         world.runtimes_started += 1
         self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
         self._running: list[Attempt] = []
-        self.watch = Watch(fault, self.clock)
+        # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
+        self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()
@@ -384,6 +503,12 @@ class LocalLambda:
         heapq.heappush(self._queue, _Pending(due, next(self._seq), copy.deepcopy(event),
                                              self._deliveries, 1, self._new_id(), due))
         return self._deliveries
+
+    def at(self, seconds: float, action: Callable[[], Any]) -> None:
+        """Do `action` when the clock reaches `seconds` after its start (something outside the
+        function happens then, such as a second upload landing between two attempts)."""
+        due = self.clock.start + seconds
+        heapq.heappush(self._queue, _Pending(due, next(self._seq), {}, 0, 0, "", due, action))
 
     def send_now(self, event: dict[str, Any]) -> int:
         """Deliver a copy of the event and run it at once, even while another invocation
@@ -457,12 +582,17 @@ class LocalLambda:
         return self.attempts
 
     def _start(self, pending: _Pending) -> None:
-        if self.clock.now() - pending.enqueued > self.max_event_age:
+        if pending.action is not None:
+            pending.action()
+        elif self.clock.now() - pending.enqueued > self.max_event_age:
             self._to_destination(pending, "EventAgeExceeded", None)
         else:
             self._invoke(pending)
 
     def _invoke(self, pending: _Pending) -> Attempt:
+        """One invocation, in a thread of its own (`_Run`): the caller waits until it returns,
+        raises, or dies. A crash is a kill: the thread that reaches the fatal boundary stops there
+        for good (no except, no finally, no atexit of the handler runs), and the container is gone."""
         container, cold = self._acquire()
         deadline = self.clock.now() + self.timeout
         attempt = Attempt(pending.delivery, pending.attempt, pending.request_id,
@@ -471,23 +601,39 @@ class LocalLambda:
         self.attempts.append(attempt)
         self._running.append(attempt)
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
-        visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event))
-        try:
-            with self.watch.visiting(visit), self._environment(), self._output(attempt):
+        visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline)
+        run = _Run(visit)
+        event = copy.deepcopy(pending.event)
+
+        def body() -> None:
+            with self.watch.visiting(visit):
                 function = getattr(container.module, self.function)
-                attempt.result = function(copy.deepcopy(pending.event), context)
+                result = function(event, context)
                 self.watch.arrive(visit, END)  # a fault here: an error after the last write
-            attempt.outcome = "ok"
-        except Crash as crash:
-            attempt.outcome, attempt.error = "crash", f"Runtime.ExitError: {crash}"
-            container.module = None  # the process is gone: this container is never reused
-        except SystemExit as exiting:
-            container.module = None
-            raise HandlerExited(f"the handler called sys.exit({exiting.code!r}) on delivery "
-                                f"{pending.delivery}, attempt {pending.attempt}") from None
-        except Exception as error:  # the function's error, as Lambda reports it
-            attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
-            attempt.traceback = handler_traceback(error)
+            attempt.result = result
+
+        try:
+            with self._environment(), self._output(attempt):
+                run.start(body, f"idem-{self.function_name}-{pending.delivery}.{pending.attempt}")
+            if run.died and run.timed_out:
+                attempt.outcome = "timeout"
+                attempt.error = f"Sandbox.Timedout: Task timed out after {self.timeout:.2f} seconds"
+                container.module = None  # Lambda resets the environment after a timeout
+            elif run.died:
+                attempt.outcome, attempt.error = "crash", f"Runtime.ExitError: {run.died}"
+                container.module = None  # the process is gone: this container is never reused
+            elif isinstance(run.raised, SystemExit):
+                container.module = None
+                raise HandlerExited(f"the handler called sys.exit({run.raised.code!r}) on delivery "
+                                    f"{pending.delivery}, attempt {pending.attempt}") from None
+            elif isinstance(run.raised, Exception):  # the function's error, as Lambda reports it
+                error = run.raised
+                attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
+                attempt.traceback = handler_traceback(error)
+            elif run.raised is not None:
+                raise run.raised
+            else:
+                attempt.outcome = "ok"
         finally:
             self._running.pop()
             attempt.steps, attempt.crossings = visit.steps, visit.crossings
@@ -556,7 +702,24 @@ class LocalLambda:
             attempt.logs.extend(printed.lines())
 
     def _environment(self) -> Any:
-        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session)
+        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session,
+                                                                     sleep=self.sleep)
+
+    def sleep(self, seconds: float) -> None:
+        """`time.sleep` inside an invocation (the handler's, or botocore's between its retries): the
+        virtual clock moves, and every invocation that falls due meanwhile runs (`advance`). A
+        sleep past the invocation's deadline ends it there, as Lambda does: Sandbox.Timedout, the
+        environment reset, no finally run (`_Run.die`)."""
+        running = current()
+        if running is None or seconds <= 0:
+            return
+        visit = running[1]
+        if visit.deadline and self.clock.now() + seconds >= visit.deadline:
+            self.advance(max(0.0, visit.deadline - self.clock.now()))
+            if visit.kill is not None:
+                visit.dead = "timed out"
+                visit.kill("timed out", True)  # type: ignore[call-arg]
+        self.advance(seconds)
 
     def _log(self, line: str) -> None:
         if self._running:

@@ -51,10 +51,12 @@ TRIGGERS = ("s3", "sqs", "eventbridge")
 VISIBILITY_TIMEOUT = 180.0
 
 
-def eventbridge_event(obj: S3Object, event_id: str | None = None) -> dict[str, Any]:
+def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
+                      request_id: str = "N4N7GDK58NMKJ12R") -> dict[str, Any]:
     """The `Object Created` event EventBridge delivers for an upload: the key is not URL-encoded
     (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Its `id` is one per
-    upload (the same in every copy EventBridge delivers of it), made from the object's facts."""
+    upload (the same in every copy EventBridge delivers of it), made from the object's facts;
+    `request_id` is the PUT's x-amz-request-id (detail.request-id), one per upload too."""
     event_id = event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{obj.uri}#{obj.sequencer}"))
     detail_object: dict[str, Any] = {"key": obj.key, "size": obj.size, "etag": obj.etag,
                                      "sequencer": obj.sequencer}
@@ -65,7 +67,7 @@ def eventbridge_event(obj: S3Object, event_id: str | None = None) -> dict[str, A
         "account": ACCOUNT, "time": obj.event_time or "2026-01-01T00:00:00Z", "region": obj.region,
         "resources": [f"arn:aws:s3:::{obj.bucket}"],
         "detail": {"version": "0", "bucket": {"name": obj.bucket}, "object": detail_object,
-                   "request-id": "N4N7GDK58NMKJ12R", "requester": ACCOUNT,
+                   "request-id": request_id, "requester": ACCOUNT,
                    "source-ip-address": "127.0.0.1", "reason": "PutObject"},
     }
 

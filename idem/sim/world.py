@@ -89,6 +89,12 @@ def _claim_prefix(wanted: str) -> str:
     return prefix
 
 
+def order_body(number: int) -> bytes:
+    """The order file of a world's upload number `number` (1, 2, ...): a new order each time,
+    named the same way in every run (`{"order_id": "order-00001"}`, keyed_orders.py)."""
+    return json.dumps({"order_id": f"order-{number:05d}"}).encode()
+
+
 class LocalWorld:
     """The AWS resources one run of the workbook needs, created fresh on moto."""
 
@@ -189,8 +195,11 @@ class LocalWorld:
                 "PROVIDER_TABLE": self.provider_table, **extra}
 
     # -- S3's side: a real put_object, and the notification S3 would send -------------
-    def upload(self, key: str, body: bytes = b"order", *, etag: str | None = None) -> S3Object:
-        """Put an object and describe its ObjectCreated event as S3 would."""
+    def upload(self, key: str, body: bytes | None = None, *, etag: str | None = None) -> S3Object:
+        """Put an object and describe its ObjectCreated event as S3 would. Without a body, an
+        order file naming a new order (`order_body`): the keyed handler charges per order."""
+        if body is None:
+            body = order_body(self._uploads + 1)
         response = self._put_in_backend(key, body) if self.provider_store is not None \
             else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         self._uploads += 1

@@ -18,7 +18,9 @@ def lambda_handler(event, context):
     provider, dynamodb = make_provider(), boto3.client("dynamodb")
     for record in event["Records"]:
         s3 = record["s3"]
-        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
+        # one charge per order (ORDERS.md): the order file's content, its eTag, is the same in the
+        # uploader's retried PUT of the same bytes
+        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['eTag']}"
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
                                  idempotency_key=key)
         try:

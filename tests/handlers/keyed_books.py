@@ -1,6 +1,11 @@
-"""Correct: a key per upload (bucket, name, version) given to the provider, then one ledger line
-per charge, written once (a conditional put on the key); a retry replays the charge."""
+"""Correct: one charge per ORDER (ORDERS.md). It reads the exact version of the uploaded order file
+and keys the charge by its order_id (hashed with the bucket: any length fits the provider's 255
+characters), then books one ledger line per charge, written once (a conditional put on the key);
+a retry, a copy, or the uploader's retried PUT of the same order replays the charge."""
+import hashlib
+import json
 import os
+from urllib.parse import unquote_plus
 
 import boto3
 
@@ -12,11 +17,14 @@ def make_provider():
 
 
 def lambda_handler(event, context):
-    provider, dynamodb = make_provider(), boto3.client("dynamodb")
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
     for record in event["Records"]:
-        s3 = record["s3"]
-        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
-        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
+        bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+        name = unquote_plus(obj["key"])
+        read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+        order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{order['order_id']}".encode()).hexdigest()
+        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=f"{bucket}/{name}",
                                  idempotency_key=key)
         try:
             dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": charge.id}},

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency import (DynamoDBPersistenceLaye
 
 TABLE = os.environ["LEDGER_TABLE"]
 persistence = DynamoDBPersistenceLayer(table_name=TABLE, key_attr="pk")
-config = IdempotencyConfig(event_key_jmespath="Records[0].s3.[bucket.name, object.key, object.versionId]")
+config = IdempotencyConfig(event_key_jmespath="Records[0].s3.[bucket.name, object.key, object.eTag]")  # one per order (ORDERS.md)
 
 
 def make_provider():
@@ -22,7 +22,7 @@ def make_provider():
 @idempotent(persistence_store=persistence, config=config)
 def lambda_handler(event, context):
     s3 = event["Records"][0]["s3"]
-    upload = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
+    upload = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['eTag']}"  # the order's content: same bytes, same order
     key = hashlib.sha256(upload.encode()).hexdigest()  # Stripe keys: at most 255 characters
     charge = make_provider().charge(customer="acct-1", amount=500, currency="usd", reference=upload,
                                     idempotency_key=key)

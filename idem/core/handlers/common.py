@@ -26,6 +26,8 @@ class Services:
     # The function falls back from `version` to `content` for an unversioned upload (see
     # keys.recipe_for); chapter 03's demonstrations turn this off to show the raw recipe fail.
     fallback_unversioned: bool = True
+    s3: Any = None  # the S3 client keyed reads order files with
+    order_identity: str = "order-id"  # keyed's ORDER_IDENTITY (idem/core/handlers/keyed_settings.py)
     # Built by a pattern on first use and kept for the container's life (keyed's charger).
     built: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

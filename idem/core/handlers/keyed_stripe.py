@@ -29,21 +29,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import stripe
+from stripe.params import PaymentIntentCreateParams
 
 #: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
 MAX_KEY_CHARS = 255
 #: Metadata: "values up to 500 characters long" (https://docs.stripe.com/api/metadata).
 MAX_METADATA_CHARS = 500
-#: The SDK's own retries of one request, with the same Idempotency-Key on each
-#: (stripe-python: connection errors, 409 and 5xx are retried after 0.5 s, then 1 s, ...:
-#: https://github.com/stripe/stripe-python#configuring-automatic-retries). StripeClient's
-#: default is no retry at all. One retry, with a 2 s connect and 8 s read timeout per
-#: attempt, costs at most 2 x 10 s + 1 s = 21 s: it fits inside the stack's 30 s Lambda
-#: timeout with the claim and the commit, and absorbs the commonest blip (a dropped
-#: connection) without spending Lambda's retry, which comes a minute later. More retries
-#: would outlive the invocation; Lambda's own retries (same key) do the rest.
-MAX_NETWORK_RETRIES = 1
-TIMEOUT_SECONDS = (2.0, 8.0)  # (connect, read), per attempt
+#: The SDK's own retries of one request: none. stripe-python retries connection errors, 409 and
+#: 5xx after 0.5 s, 1 s, ... with the same Idempotency-Key
+#: (https://github.com/stripe/stripe-python#configuring-automatic-retries); here Lambda's own
+#: retry, a minute later and with the same key, is the retry. A 1 s connect and 3 s read timeout
+#: keep one call within keyed_settings.PROVIDER_CALL_SECONDS (4 s), so that the slowest path of
+#: an upload fits in the function's 30 s (keyed_settings.slowest_path_seconds). The SDK's
+#: default read timeout is 80 s, longer than the function's.
+MAX_NETWORK_RETRIES = 0
+TIMEOUT_SECONDS = (1.0, 3.0)  # (connect, read), per attempt
 #: PaymentIntent statuses that mean money moved or will
 #: (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status).
 CHARGED = ("succeeded", "processing", "requires_capture")
@@ -57,6 +57,7 @@ class StripeCharge:
     id: str
     idempotency_key: str
     amount: int
+    status: str = "succeeded"  # the PaymentIntent's status: keyed_provider.INTENT_MEANS says what it means
 
 
 def stripe_key(key: str) -> str:
@@ -64,14 +65,29 @@ def stripe_key(key: str) -> str:
     return key if len(key) <= MAX_KEY_CHARS else "sha256-" + hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-class StripeProvider:
-    """keyed.py's PaymentProvider over a `stripe.StripeClient`."""
+class NoPaymentMethod(Exception):
+    """No customer or no saved payment method to charge off-session: a person must add one.
+    Read as Stripe's invalid_request_error (keyed_provider.meaning_of): needs attention."""
 
-    def __init__(self, client: stripe.StripeClient, payment_method: str = "pm_card_visa") -> None:
-        # In test mode a test PaymentMethod charges without a card number
-        # (https://docs.stripe.com/testing). In production, look up the account's Stripe
-        # customer and saved payment method here instead.
-        self.client, self.payment_method = client, payment_method
+    http_status, type, code = 400, "invalid_request_error", "no_payment_method"
+
+
+class StripeProvider:
+    """keyed.py's PaymentProvider over a `stripe.StripeClient`.
+
+    Who pays: the order's `customer` (a Stripe customer id, cus_...), charged off-session
+    (off_session=True, confirm=True) with the order's `payment_method` or the customer's saved
+    default (`invoice_settings.default_payment_method`, https://docs.stripe.com/api/customers/object).
+    Your own account ids map to Stripe customers in the order file itself: the uploader writes
+    `customer` there. Only in test mode, an order with no customer is charged with the test
+    PaymentMethod pm_card_visa (https://docs.stripe.com/testing), which live mode does not have.
+    The restricted key needs PaymentIntents: write (create), and read (the search past the key
+    window), and Customers: read (the default payment method); nothing more
+    (https://docs.stripe.com/keys#create-restricted-api-secret-key)."""
+
+    def __init__(self, client: stripe.StripeClient, payment_method: str | None = "pm_card_visa",
+                 live: bool = False) -> None:
+        self.client, self.test_method, self.live = client, None if live else payment_method, live
 
     @classmethod
     def from_secret(cls, secret: str, api_base: str | None = None, payment_method: str = "pm_card_visa",
@@ -86,34 +102,47 @@ class StripeProvider:
             # _http_client.py). Its default read timeout is 80 s, longer than the function's.
             http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
-        return cls(client, payment_method)
+        return cls(client, payment_method, live=secret.startswith(("sk_live_", "rk_live_")))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None) -> StripeCharge:
+               idempotency_key: str | None = None, payment_method: str | None = None) -> StripeCharge:
         """Create and confirm a PaymentIntent; the same key replays the first answer for 24 h."""
         key = idempotency_key or ""
+        cus = customer.startswith("cus_")
+        method = payment_method or (self._saved_method(customer) if cus else self.test_method)
+        if not method:
+            raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
+                                  "`customer` (cus_...) in the order, with a default payment method saved")
+        params: PaymentIntentCreateParams = {
+            "amount": amount, "currency": currency, "confirm": True, "off_session": True, "payment_method": method,
+            # No redirect can happen in a Lambda: refuse such methods at once.
+            "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
+            "metadata": self._metadata(customer, reference, key)}
+        if cus:
+            params["customer"] = customer
         intent = self.client.v1.payment_intents.create(
-            params={"amount": amount, "currency": currency, "confirm": True, "off_session": True,
-                    "payment_method": self.payment_method,
-                    # No redirect can happen in a Lambda: refuse such methods at once.
-                    "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
-                    "metadata": self._metadata(customer, reference, key)},
+            params=params,
             options={"idempotency_key": stripe_key(key)} if key else {})
-        return StripeCharge(str(intent.id), key, int(intent.amount))
+        return StripeCharge(str(intent.id), key, int(intent.amount), str(intent.status or "succeeded"))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:
         """The charges made with this upload's key, however old (Stripe's search, above)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
-        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount)) for intent in found.auto_paging_iter()
+        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status))
+                for intent in found.auto_paging_iter()
                 if intent.status in CHARGED
                 and (intent.to_dict().get("metadata") or {}).get("reference") == reference[:MAX_METADATA_CHARS]]
+
+    def _saved_method(self, customer: str) -> str | None:
+        """The customer's default payment method, saved for off-session use, or None."""
+        found = self.client.v1.customers.retrieve(customer)
+        method = (found.to_dict().get("invoice_settings") or {}).get("default_payment_method")
+        return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None
 
     @staticmethod
     def _metadata(customer: str, reference: str, key: str) -> dict[str, Any]:
         # Names and ids only: "Don't store any sensitive information" as metadata
-        # (https://docs.stripe.com/api/metadata).
+        # (https://docs.stripe.com/api/metadata). idem_stack: the reconciliation's filter.
         return {"account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
-                "idempotency_key": stripe_key(key),
-                # the stack's name (template.yaml sets STACK_NAME): the reconciliation's search filter
-                "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}
+                "idempotency_key": stripe_key(key), "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}

@@ -1,0 +1,237 @@
+"""The order file, as the handler to copy (keyed.py) reads it: one upload names one order.
+
+With ORDER_IDENTITY=order-id (the default) the uploaded file is a JSON object that names its
+order, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd", "customer": "cus_..."}`:
+only `order_id` is required; the amount, currency, customer and payment method are used when
+present. The file is read at its exact version (VersionId, or IfMatch on the eTag when the
+bucket is not versioned), so every retry of one event reads the same bytes. A file that names
+no readable order raises NeedsAttention: held for a person, never charged, never skipped.
+The function's role needs s3:GetObject and s3:GetObjectVersion on the bucket.
+Copy it beside keyed.py; it imports only the standard library and boto3.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
+
+COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
+if COPIED:
+    from keyed_dynamo import error_code
+    from keyed_events import S3Object, event_epoch
+    from keyed_settings import NeedsAttention
+else:
+    from .keyed_dynamo import error_code  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import NeedsAttention  # type: ignore[import-not-found, no-redef, unused-ignore]
+
+#: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
+UNASSIGNED_ACCOUNT = "unassigned"
+
+
+class ObjectRef(Protocol):
+    """The exact upload to read (keyed.Upload has it)."""
+
+    @property
+    def bucket(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def version_id(self) -> str | None: ...
+    @property
+    def etag(self) -> str: ...
+    @property
+    def versioned(self) -> bool: ...
+    @property
+    def reference(self) -> str: ...
+
+
+# -- the order file ----------------------------------------------------------------------------------
+#: The largest order file read (bytes): a bigger one is held for a person, not parsed.
+ORDER_MAX_BYTES = 1_000_000
+#: An order id is at most this long: it goes into the provider's metadata (Stripe: values up
+#: to 500 characters, https://docs.stripe.com/api/metadata) and into its search queries.
+MAX_ORDER_ID_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Order:
+    """What an order file says. Only `order_id` is certain; the rest is None when absent."""
+
+    order_id: str
+    amount_cents: int | None = None
+    currency: str | None = None
+    customer: str | None = None  # the provider's customer id (Stripe: cus_...)
+    payment_method: str | None = None  # a saved payment method of that customer (Stripe: pm_...)
+
+
+# -- one upload, and the order it names -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Upload:
+    """What one S3 ObjectCreated record says about one upload."""
+
+    bucket: str
+    key: str  # decoded: S3 sends keys URL-encoded
+    version_id: str | None
+    etag: str
+    sequencer: str
+    event_time: float = 0.0  # when S3 saw the upload (the record's eventTime); 0: unknown
+
+    @classmethod
+    def of(cls, obj: S3Object) -> Upload:
+        """The upload a record read by `read_event` announces."""
+        return cls(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, event_epoch(obj.event_time))
+
+    @property
+    def versioned(self) -> bool:
+        return bool(self.version_id) and self.version_id != "null"
+
+    @property
+    def source(self) -> str:
+        """What the key is made from, readable. With versioning on, the version id tells every
+        upload apart. Without it, two uploads of one name share the version `null`, so the
+        eTag and the sequencer (which grows with every event for a key) tell them apart."""
+        if self.versioned:
+            return f"{self.bucket}/{self.key}#{self.version_id}"
+        return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"
+
+    @property
+    def idempotency_key(self) -> str:
+        """A name for this upload's charge, the same on every copy and retry of its event,
+        and a fixed 80-odd bytes (DynamoDB allows 2,048 in a partition key)."""
+        recipe = "version" if self.versioned else "content"
+        return f"charge#{recipe}#{hashlib.sha256(self.source.encode('utf-8')).hexdigest()}"
+
+    @property
+    def account(self) -> str:
+        """Who pays: the object's top-level folder (`alice/order.csv` is alice's)."""
+        folder, slash, _ = self.key.partition("/")
+        return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
+
+    @property
+    def reference(self) -> str:
+        """What the money was for, as the provider stores it."""
+        return f"s3://{self.bucket}/{self.key}" + (f"?versionId={self.version_id}" if self.version_id else "")
+
+
+@dataclass(frozen=True)
+class OrderRef:
+    """Which order an upload is (by ORDER_IDENTITY, keyed_settings.py): the key its charge is
+    made with, what that key is made from, and what the provider is told the money is for."""
+
+    idempotency_key: str
+    source: str
+    charge_reference: str  # the same on every upload of the order: the provider compares it per key
+    upload: Upload
+    order: Order | None = None
+    problem: NeedsAttention | None = None  # the file names no order: it is keyed by its upload, held
+
+    @property
+    def account(self) -> str:
+        return self.upload.account
+
+    @property
+    def reference(self) -> str:  # the exact upload, for log lines
+        return self.upload.reference
+
+
+def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
+    """The order an upload names; when it names none (keyed_orders.read_order), the upload
+    itself, with the problem, so that its record holds the reason for a person."""
+    name = f"{upload.bucket}/{upload.key}"
+    if identity == "object-name":  # the name is written once (If-None-Match: *), so it is the order
+        return OrderRef(_order_key("name", f"{upload.bucket}\n{upload.key}"), name, f"s3://{name}", upload)
+    if identity == "order-id":
+        try:
+            order = read_order(upload, s3)
+        except NeedsAttention as problem:
+            return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
+        return OrderRef(_order_key("order", f"{upload.bucket}\n{order.order_id}"),
+                        f"{upload.bucket}#order#{order.order_id}", f"s3://{name}", upload, order)
+    if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
+        return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
+            f"{upload.reference}: unversioned and with no sequencer, this upload cannot be told from another "
+            "upload of the same name with the same bytes; nothing was charged: enable versioning, or use "
+            "ORDER_IDENTITY=order-id"))
+    return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload)  # one charge per upload
+
+
+def _order_key(recipe: str, source: str) -> str:
+    return f"charge#{recipe}#{hashlib.sha256(source.encode('utf-8')).hexdigest()}"
+
+
+def read_exact(upload: ObjectRef, s3: Any, what: str = "the order") -> bytes:
+    """The bytes of this very upload (never a later one at the same name), at most
+    ORDER_MAX_BYTES + 1 of them. NeedsAttention when it is gone or was overwritten."""
+    if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
+        raise NeedsAttention(f"{what} {upload.reference} has no version id and no eTag: this very upload "
+                             "cannot be read (a later one may have replaced it); nothing was charged")
+    where = {"VersionId": upload.version_id} if upload.versioned else {"IfMatch": '"' + upload.etag.strip('"') + '"'}
+    try:
+        body: bytes = s3.get_object(Bucket=upload.bucket, Key=upload.key, **where)["Body"].read(ORDER_MAX_BYTES + 1)
+    except ClientError as error:
+        if error_code(error) in ("NoSuchKey", "NoSuchVersion", "PreconditionFailed", "412"):
+            raise NeedsAttention(f"{what} {upload.reference} is gone or was overwritten "
+                                 f"({error_code(error)}): it cannot be read; nothing was charged") from None
+        raise
+    return body
+
+
+def read_order(upload: ObjectRef, s3: Any) -> Order:
+    """The order this upload names. NeedsAttention, with the reason, when the file is not a
+    JSON object with a usable `order_id` (or holds a wrong amount, currency or customer)."""
+    body = read_exact(upload, s3)
+    try:
+        if len(body) > ORDER_MAX_BYTES:
+            raise ValueError(f"the file is over {ORDER_MAX_BYTES:,} bytes")
+        data = json.loads(body.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        order_id = data.get("order_id")
+        if not isinstance(order_id, str) or not order_id.strip():
+            raise ValueError("it names no order_id (a non-empty string)")
+        if len(order_id) > MAX_ORDER_ID_CHARS or not order_id.isprintable() or any(c in order_id for c in "'\\\""):
+            raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, "
+                             "a backslash or a control character")
+        amount = data.get("amount_cents")
+        if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0):
+            raise ValueError("its amount_cents is not a whole number above zero")
+        currency = data.get("currency")
+        if currency is not None and (not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha()):
+            raise ValueError("its currency is not a three-letter ISO code")
+        texts = {name: data.get(name) for name in ("customer", "payment_method")}
+        if any(v is not None and (not isinstance(v, str) or not v.isprintable() or len(v) > 255) for v in texts.values()):
+            raise ValueError("its customer or payment_method is not an id")
+    except (ValueError, UnicodeDecodeError, RecursionError) as problem:
+        raise NeedsAttention(f"the order file {upload.reference} names no order this function can charge "
+                             f"({str(problem)[:160]}): fix it and upload it again; nothing was charged") from None
+    return Order(order_id, amount, currency.lower() if currency else None, texts["customer"], texts["payment_method"])
+
+
+# -- an example amount seam: a CSV order with an amount per row -----------------------------------
+def amount_from_order_file(upload: ObjectRef, s3: Any) -> int:
+    """An `amount` that reads the uploaded order: a CSV with an `amount_cents` column, charged
+    as the sum of its rows. It reads the exact upload, by its VersionId (or, unversioned,
+    only if the eTag still matches, IfMatch), so every retry reads the same bytes. The role
+    needs s3:GetObject and s3:GetObjectVersion on the bucket. A malformed order raises
+    NeedsAttention (the upload is held for a person), never a charge of a wrong amount.
+    (With ORDER_IDENTITY=order-id the order file is JSON: `read_order` reads its amount.)"""
+    body = read_exact(upload, s3)
+    try:
+        if len(body) > ORDER_MAX_BYTES:
+            raise ValueError(f"the file is over {ORDER_MAX_BYTES:,} bytes")
+        rows = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
+        if not rows or "amount_cents" not in rows[0]:
+            raise ValueError("no rows with an amount_cents column")
+        cents = [int(row["amount_cents"] or "x") for row in rows]
+        if any(c <= 0 for c in cents):
+            raise ValueError("an amount_cents is zero or negative")
+    except (ValueError, UnicodeDecodeError, csv.Error) as problem:
+        raise NeedsAttention(f"the order {upload.reference} is malformed ({str(problem)[:120]}): "
+                             "fix it and upload it again; nothing was charged") from None
+    return sum(cents)

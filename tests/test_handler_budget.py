@@ -1,0 +1,121 @@
+"""Every call the handler to copy makes is bounded, and the slowest path of one upload fits in
+the function's timeout: a hung DynamoDB call ends in seconds, not in botocore's 60 s + 60 s."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+from idem.core.handlers import keyed, keyed_settings, keyed_stripe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_slowest_path_fits_in_the_stacks_timeout():
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    template = yaml.load((ROOT / "template.yaml").read_text(), Loader=Loader)
+    timeout = template["Globals"]["Function"].get("Timeout") if "Globals" in template else None
+    charge = template["Resources"]["ChargeFunction"]["Properties"]
+    timeout = charge.get("Timeout", timeout)
+    assert keyed_settings.slowest_path_seconds() < timeout == 30
+    assert int(charge["Environment"]["Variables"]["FUNCTION_TIMEOUT_SECONDS"]) == timeout
+
+
+def test_one_stripe_call_keeps_within_its_share():
+    connect, read = keyed_stripe.TIMEOUT_SECONDS
+    retries = keyed_stripe.MAX_NETWORK_RETRIES
+    worst = (retries + 1) * (connect + read) + sum(min(0.5 * 2 ** n, 2.0) for n in range(retries))
+    assert worst <= keyed_settings.PROVIDER_CALL_SECONDS
+
+
+def test_a_timeout_too_short_for_the_slowest_path_is_refused_at_cold_start():
+    with pytest.raises(keyed.ConfigError, match="slowest path"):
+        keyed.settings_from_env({"LEDGER_TABLE": "t", "FUNCTION_TIMEOUT_SECONDS": "20",
+                                 "RECORD_TTL_SECONDS": "3600"})
+
+
+@pytest.fixture
+def silent_server():
+    """A server that accepts connections and never answers: a hung call."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held, done = [], threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not done.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    done.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_a_hung_dynamodb_call_is_bounded(silent_server):
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=silent_server,
+                          aws_access_key_id="x", aws_secret_access_key="x", config=keyed_settings.aws_config())
+    started = time.monotonic()
+    with pytest.raises(Exception, match="timed out|Read timeout"):
+        client.put_item(TableName="ledger", Item={"pk": {"S": "k"}})
+    took = time.monotonic() - started
+    assert took <= keyed_settings.aws_call_seconds() + 1.0, took  # botocore's defaults: 2 x 60 s or more
+
+
+def test_every_client_the_handler_builds_is_bounded(monkeypatch):
+    built = []
+
+    def client(name, **kwargs):
+        built.append((name, kwargs.get("config")))
+        return object()
+
+    monkeypatch.setattr(keyed.boto3, "client", client)
+    monkeypatch.setattr(keyed, "_charger", None)
+    monkeypatch.setattr(keyed, "make_provider", lambda: object())
+    monkeypatch.setenv("LEDGER_TABLE", "ledger")
+
+    class Context:
+        aws_request_id, function_name = "r", "f"
+
+    assert keyed.lambda_handler({"Event": "s3:TestEvent"}, Context())["status"] == "test_event"
+    assert {name for name, _ in built} == {"dynamodb", "s3"}
+    for _, config in built:
+        assert config.connect_timeout == keyed_settings.AWS_CONNECT_SECONDS
+        assert config.read_timeout == keyed_settings.AWS_READ_SECONDS
+        assert config.retries == {"mode": "standard", "max_attempts": keyed_settings.AWS_MAX_ATTEMPTS}
+
+
+# -- the key's mode against the stage: refused at cold start, one log line, nothing charged ----------
+@pytest.mark.parametrize("key, stage, refused", [
+    ("sk_live_x", "demo", "a live Stripe key where STAGE is demo"),
+    ("rk_live_x", "", "a live Stripe key where STAGE is unset"),
+    ("sk_test_x", "prod", "a test Stripe key where STAGE is prod"),
+    ("pk_live_x", "prod", "neither a live nor a test"),
+    ("sk_live_x", "prod", None), ("rk_test_x", "dev", None),
+])
+def test_a_key_of_the_wrong_mode_for_the_stage_is_refused(capsys, key, stage, refused):
+    from idem.core.handlers import keyed_provider
+
+    if refused is None:
+        keyed_provider.check_key_mode(key, stage)
+        return
+    with pytest.raises(keyed.ConfigError, match=refused):
+        keyed_provider.check_key_mode(key, stage)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "refused to start" in line]
+    assert len(lines) == 1 and key not in lines[0]

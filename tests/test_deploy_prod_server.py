@@ -1,5 +1,6 @@
 """The production profile, deployed end to end on a moto server (ThreadedMotoServer on 127.0.0.1):
-the stack created with its prod settings, an upload charged once and its duplicate turned away,
+the stack created with its prod settings, an order file charged once and its duplicate and the
+uploader's retried PUT (a new version of the same order) turned away, STAGE=prod's key check,
 the scheduled reconciliation run on a planted difference, its metric and alarm checked where
 moto models them, and the stack deleted with the books retained.
 
@@ -21,6 +22,8 @@ import pytest
 
 from idem.core import reconcile_job
 from idem.core.clock import VirtualClock
+from idem.core.handlers.keyed_provider import check_key_mode
+from idem.core.handlers.keyed_settings import ConfigError
 from idem.core.provider import Provider
 from idem.deploy import emulated, gaps
 from idem.deploy import template as tp
@@ -123,11 +126,25 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
                           handler=":".join(fn["handler"].rsplit(".", 1)))  # a plain handler: module:function
     runtime.send(emulated.s3_event(obj))
     runtime.send(emulated.s3_event(obj))  # S3 delivers it twice
+    # the uploader's PUT timed out after S3 stored it, and was retried: the same bytes, a new version
+    again = c["s3"].put_object(Bucket=uploads, Key="alice/order-1.txt", Body=order)
+    retried = emulated.s3_object(uploads, "alice/order-1.txt", len(order), again, clock, 2, "us-east-1")
+    assert retried.version_id != obj.version_id
+    runtime.send(emulated.s3_event(retried))
     attempts = runtime.run()
     provider = Provider(c["dynamodb"], stand_in, clock)
-    assert len(provider.charges(obj.uri)) == 1 and len(attempts) == 2
+    # one charge for the order, whose reference is the object's name (no version: the provider
+    # compares every parameter of a request resent with the same key)
+    assert [charge.amount for charge in provider.charges()] == [500]
+    assert len(provider.charges(f"s3://{uploads}/alice/order-1.txt")) == 1
+    assert [a.result["processed"][0]["status"] for a in attempts] == ["charged", "duplicate", "duplicate"]
     lines = c["dynamodb"].scan(TableName=ledger, IndexName="by_account")["Items"]
     assert [line["account"]["S"] for line in lines] == ["alice"]
+    # STAGE is prod: the function refuses, at cold start, a test key (and would take a live one)
+    assert env["STAGE"] == "prod"
+    with pytest.raises(ConfigError, match="test Stripe key where STAGE is prod"):
+        check_key_mode("sk_test_x", env["STAGE"])
+    check_key_mode("sk_live_x", env["STAGE"])
 
     # -- the reconciliation, on a planted difference ------------------------------------------
     provider.charge(customer="bob", amount=700, currency="usd", reference="s3://elsewhere/x")

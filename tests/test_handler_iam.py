@@ -1,6 +1,13 @@
 """Every AWS call the handler to copy makes, across its scenarios, against the function's
 role in template.yaml. moto does not enforce IAM, so this test records the calls (the local
-runtime's boundary hooks count every AWS operation an invocation makes) and compares."""
+runtime's boundary hooks count every AWS operation an invocation makes) and compares.
+
+An S3 GetObject is authorised by one of two IAM actions, by its parameters: "If you include a
+versionId in your request header, you must have the s3:GetObjectVersion permission ... The
+s3:GetObject permission is not required in this scenario. If you request the current version of
+an object without a specific versionId ... only the s3:GetObject permission is required"
+(https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html). So the S3 calls are
+recorded as the IAM action each one needs, not by the operation's name."""
 from __future__ import annotations
 
 import boto3
@@ -8,7 +15,7 @@ import pytest
 
 from idem.core.handlers import keyed
 from idem.deploy import template as tp
-from idem.sim.boundary import FaultPlan
+from idem.sim.boundary import FaultPlan, watched_session
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 
@@ -20,10 +27,41 @@ def ops_of(runtime):
     return {name for attempt in runtime.attempts for name in attempt.calls}
 
 
+def s3_actions_of(params: dict) -> str:
+    """The IAM action a GetObject with these parameters needs (the docstring's rule)."""
+    return "s3:GetObjectVersion" if params.get("VersionId") else "s3:GetObject"
+
+
 def scenario_calls():
     """The calls of: a first delivery, a duplicate, a retry after a crash, a redrive after
-    25 h of an upload charged before a crash, an event without eventTime, and a decline."""
+    25 h of an upload charged before a crash, an event without eventTime, and a decline, in
+    the production bucket (versioned); and one upload whose version is `null` (a bucket whose
+    versioning was suspended: S3 gives new objects the version id null,
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/VersionSuspendedBehavior.html), which
+    keyed reads by its eTag (IfMatch) instead. S3's calls are recorded as IAM actions."""
+    read_as: list[str] = []
+
+    def record(params=None, **_):
+        read_as.append(s3_actions_of(params or {}))
+
+    events = watched_session().events
+    events.register("before-parameter-build.s3.GetObject", record, unique_id="test-iam-get-object")
+    try:
+        seen, outcomes, charges = _scenarios()
+    finally:
+        events.unregister("before-parameter-build.s3.GetObject", unique_id="test-iam-get-object")
+    assert "s3:GetObject" in seen and read_as, "the scenarios read no order file"
+    return {op for op in seen if not op.startswith("s3:")} | set(read_as), outcomes, charges
+
+
+def _scenarios():
     seen, outcomes = set(), {}
+    with LocalWorld(versioned=False, prefix="idem-null") as world:
+        plain = LocalLambda(world, world.env(), handler=HANDLER)
+        plain.send(world.event(world.upload("frank/unversioned.csv")))
+        plain.run()
+        outcomes["null version"] = [a.result["processed"][0]["status"] for a in plain.attempts]
+        seen |= ops_of(plain)
     with LocalWorld() as world:
         runtime = LocalLambda(world, world.env(), handler=HANDLER)
         event = world.event(world.upload("alice/first.csv"))
@@ -84,27 +122,47 @@ def ledger_grants():
     return {action for action, resource in tp.granted(_production()) if resource == "LedgerTable"}
 
 
+@pytest.fixture(scope="module")
+def upload_grants():
+    return {action for action, resource in tp.granted(_production()) if resource.startswith("UploadBucket")}
+
+
+def ledger_calls(calls):
+    return {op for op in calls if op.startswith("dynamodb:")}
+
+
+def upload_calls(calls):
+    return {op for op in calls if op.startswith("s3:")}
+
+
 def test_the_scenarios_do_what_they_say(observed):
     _, outcomes, charges = observed
-    assert outcomes == {"first, duplicate": ["charged", "duplicate"], "retry": ["crash", "ok"],
+    assert outcomes == {"null version": ["charged"],
+                        "first, duplicate": ["charged", "duplicate"], "retry": ["crash", "ok"],
                         "redrive": ["found"], "no eventTime": ["charged"], "declined": ["declined"]}
-    assert charges == 4  # alice, bob, carol (once, found after 25 h), dave
+    assert charges == 4  # alice, bob, carol (once, found after 25 h), dave (frank's world is another)
 
 
-def test_the_handler_reads_and_writes_the_ledger_by_key_only(observed):
+def test_the_handler_reads_the_order_file_and_the_ledger_by_key_only(observed):
+    """The ledger by key (no Scan, no Query: booked_day feeds the by_day index through the
+    table's own write, which needs no grant on the index), and the order file by its version
+    (or, for a `null` version, by its eTag): nothing else."""
     calls, _, _ = observed
-    assert calls == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert calls == {"dynamodb:PutItem", "dynamodb:UpdateItem", "s3:GetObjectVersion", "s3:GetObject"}
     assert not any(op.endswith((":Scan", ":Query")) for op in calls)
 
 
-def test_every_ledger_call_is_granted(observed, ledger_grants):
+def test_every_ledger_and_upload_call_is_granted(observed, ledger_grants, upload_grants):
     calls, _, _ = observed
-    assert calls <= ledger_grants
+    assert ledger_calls(calls) <= ledger_grants
+    assert upload_calls(calls) <= upload_grants
 
 
-def test_nothing_is_granted_on_the_ledger_that_the_handler_never_calls(observed, ledger_grants):
+def test_nothing_is_granted_on_the_ledger_or_the_uploads_that_the_handler_never_calls(
+        observed, ledger_grants, upload_grants):
     calls, _, _ = observed
-    assert ledger_grants == calls, f"granted but never called: {sorted(ledger_grants - calls)}"
+    assert ledger_grants == ledger_calls(calls), f"granted but never called: {sorted(ledger_grants - calls)}"
+    assert upload_grants == upload_calls(calls), f"granted but never called: {sorted(upload_grants - calls)}"
 
 
 def test_stripe_secret_is_read_with_ssm_get_parameter_only(monkeypatch):

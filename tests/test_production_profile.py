@@ -33,9 +33,14 @@ SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "
                  ("sqs:GetQueueAttributes", "UploadQueue"),
                  ("logs:PutLogEvents", "ChargeFunctionLogs"), ("xray:PutTraceSegments", "*"),
                  ("xray:PutTelemetryRecords", "*")}
-#: The handler's environment in prod (the keyed handler's settings with its Stripe adapter).
+#: The handler's environment in prod (the keyed handler's settings with its Stripe adapter:
+#: STAGE for the key's mode, STACK_NAME for the PaymentIntents' idem_stack metadata).
 PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "PRICE_CENTS", "CURRENCY",
-            "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME"}
+            "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME", "STAGE"}
+#: What keyed reads and prod leaves to its default: ORDER_IDENTITY (order-id, one charge per
+#: order), CHARGE_EVENTS (ObjectCreated), PROVIDER_KEY_RETENTION_SECONDS (Stripe's 24 h),
+#: STRIPE_API_BASE (Stripe's own API; the workbook aims it at its loopback Stripe).
+PROD_DEFAULTS = {"ORDER_IDENTITY", "CHARGE_EVENTS", "PROVIDER_KEY_RETENTION_SECONDS", "STRIPE_API_BASE"}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +84,14 @@ def test_no_demo_parameter_fault_wrapper_or_stand_in_provider_in_prod(prod):
     for name in DEMO_PARAMETERS + ("ProviderTable", "demo_failure", "FAILURE_POINT", "HANDLER_MODE"):
         assert name not in text, f"{name} reaches the production stack"
     assert props(prod, tp.FUNCTION)["Handler"] == "idem.core.handlers.keyed.lambda_handler"  # the one to copy
-    assert set(props(prod, tp.FUNCTION)["Environment"]["Variables"]) == PROD_ENV
+    env = props(prod, tp.FUNCTION)["Environment"]["Variables"]
+    assert set(env) == PROD_ENV
+    # ... which is what the handler to copy and its siblings read, but for the safe defaults
+    keyed_reads = {"MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS"}  # read in a loop of names
+    for sibling in (ROOT / "idem/core/handlers").glob("keyed*.py"):
+        keyed_reads |= set(re.findall(r'(?:env|os\.environ)(?:\.get\(|\[|, )"([A-Z_]+)"', sibling.read_text()))
+    assert keyed_reads - PROD_DEFAULTS == PROD_ENV
+    assert env["STAGE"] == "prod"  # the default Stage: a live key is required, a test key refused
 
 
 def test_the_bucket_is_private_tls_only_versioned_and_sheds_old_versions(prod):

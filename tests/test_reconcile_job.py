@@ -231,7 +231,7 @@ def test_keyed_writes_booked_day_on_its_lines(stand_in):
     runtime.send(world.event(upload(world, "bob/order-1.txt")))
     runtime.run()
     lines = [from_item(i) for i in world.table_items(world.ledger_table)]
-    fresh = [line for line in lines if line.get("status") == "done" and "bob/" in str(line.get("source"))]
+    fresh = [line for line in lines if line.get("status") == "done" and line.get("account") == "bob"]
     assert fresh and all(line.get("booked_day") == job.day_of(line["booked_at"]) for line in fresh)
 
 
@@ -424,10 +424,11 @@ def test_the_reconciler_keys_orders_as_the_charge_function_does(profile):
     cfn = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {"Profile": profile})
     charge = cfn["Resources"]["ChargeFunction"]["Properties"]["Environment"]["Variables"]
     mine = cfn["Resources"]["ReconcileFunction"]["Properties"]["Environment"]["Variables"]
+    assert mine.get("ORDER_IDENTITY") == charge.get("ORDER_IDENTITY")
     if profile == "demo":  # the demo's handlers key by upload
         assert (charge.get("KEY_RECIPE"), mine.get("ORDER_IDENTITY")) == ("version", "upload")
-    else:  # the handler to copy keys one charge per upload (its version key): so does the reconciler
-        assert "ORDER_IDENTITY" not in charge and mine.get("ORDER_IDENTITY") == "upload"
+    else:  # the handler to copy keys one charge per order (its default, order-id): so does the reconciler
+        assert "ORDER_IDENTITY" not in charge and "ORDER_IDENTITY" not in mine
 
 
 def test_a_person_reruns_one_past_window_and_the_cursor_stays(stand_in):
@@ -453,13 +454,17 @@ def test_a_run_out_of_time_stops_between_windows_and_the_next_carries_on(stand_i
     assert len(printed) == 4 and job.read_cursor(world.dynamodb, world.ledger_table) == first.end + 4 * 3600
 
 
-def test_a_charge_whose_line_is_not_in_the_day_index_is_still_booked_by_its_record():
-    """keyed's commit does not write booked_day yet: its lines are not in the day index, and the
-    reconciliation must not call its charges unbooked (it reads each one's record instead)."""
+def test_a_line_from_before_the_day_index_is_unbooked_until_the_backfill():
+    """Every commit writes booked_day, so the day index holds every line. A line from before the
+    index (no booked_day) is not in it: its charge is reported unbooked, never assumed booked,
+    until backfill_booked_day gives it its day; then the window is clean."""
     with LocalWorld(prefix="reconcile-noday") as world:
         runtime = LocalLambda(world, world.env("keyed"))
         runtime.send(world.event(upload(world, "alice/order-1.txt")))
         runtime.run()
+        (line,) = [from_item(i) for i in world.table_items(world.ledger_table) if from_item(i).get("account")]
+        world.dynamodb.update_item(TableName=world.ledger_table, Key={"pk": {"S": line["pk"]}},
+                                   UpdateExpression="REMOVE booked_day")  # as an older ledger's line
         (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)}
         reports = f"{world.prefix}-reports"
         world.s3.create_bucket(Bucket=reports)
@@ -469,4 +474,8 @@ def test_a_charge_whose_line_is_not_in_the_day_index_is_still_booked_by_its_reco
                "ORDER_IDENTITY": IDENTITIES[recipe], "STACK_NAME": "idem-test"}
         report = job.run(env, fake_session(), _now_covering(world), say=lambda line: None)
         assert (report.ledger_lines, report.provider_charges) == (0, 1)  # no line in the day index
+        assert [c.charge_id for c in report.unbooked] == [line["charge_id"]]
+        assert job.backfill_booked_day(world.dynamodb, world.ledger_table) == 1
+        report = job.rerun(env, fake_session(), job.iso(report.start), say=lambda line: None)
+        assert (report.ledger_lines, report.provider_charges) == (1, 1)
         assert report.unbooked == [] and report.differences == 0, report.render()

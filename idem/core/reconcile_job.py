@@ -232,16 +232,6 @@ def record_status(dynamodb: Any, table: str, key: str) -> tuple[str, Mapping[str
     return str(item.get("status", "")), result if isinstance(result, dict) else {}
 
 
-def _booked_by_record(charge: Entry, status_of: Callable[[str], tuple[str, Mapping[str, Any]]] | None) -> bool:
-    """A charge whose record is done with that very charge id is on the books, even when its line
-    is not in the day index: the handler to copy does not write `booked_day` yet, so its lines
-    reach the index only through `backfill_booked_day`. One GetItem per such charge."""
-    if status_of is None or not charge.key:
-        return False
-    status, result = status_of(charge.key)
-    return status == "done" and result.get("charge_id") == charge.charge_id
-
-
 def backfill_booked_day(dynamodb: Any, table: str) -> int:
     """Once, after adding the day index to a ledger that has lines already: give every done line
     its `booked_day`, so the index holds it. (A Scan, run by a person once; the job never scans.)
@@ -504,8 +494,9 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         else:
             found.append(Finding("missing_line", upload.uri, key,
                                  f"no ledger line (record: {status or 'none'})", f"{settle} --key {key}"))
-    report.unbooked = sorted((c for c in made if c.charge_id not in booked and not _booked_by_record(c, status_of)),
-                             key=lambda e: e.charge_id)
+    # Every commit writes booked_day (keyed, `idem settle`), so a booked charge's line is in the
+    # day index; a ledger's lines from before the index reach it through backfill_booked_day.
+    report.unbooked = sorted((c for c in made if c.charge_id not in booked), key=lambda e: e.charge_id)
     report.uncharged = sorted((line for line in inside if line.charge_id not in charged),
                               key=lambda e: e.charge_id)
     for line in report.uncharged:

@@ -21,7 +21,7 @@ from ..sim.boundary import FaultPlan
 from ..sim.runtime import LocalLambda
 from ..sim.world import LocalWorld
 from ..core.provider import DAY
-from ..deploy.template import FUNCTION, load, one, resolve
+from ..deploy.template import FUNCTION, load, resolve
 
 
 def redrive(sqs: Any, queue_url: str, send: Callable[[dict[str, Any]], Any], *,
@@ -83,7 +83,7 @@ def lifetimes(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     demo = resolve(sam, {"Profile": "demo"})  # conditions and parameters, as CloudFormation would
     function = demo["Resources"][FUNCTION]["Properties"]
     settings = {**function["Environment"]["Variables"], **(env or {})}
-    _, queue = one(demo, "AWS::SQS::Queue")
+    queue = demo["Resources"]["FailureQueue"]  # the charge function's (the reconciler has its own)
     age = int(function["EventInvokeConfig"]["MaximumEventAgeInSeconds"])
     rows = [  # (lifetime, seconds, the rule it obeys)
         ("max event age (Lambda)", age, "Lambda's retries of one event end here"),

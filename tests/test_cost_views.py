@@ -75,9 +75,10 @@ def test_a_first_delivery_is_itemised_request_by_request():
     assert by[("transaction + counter", "claim")] == 1
     assert by[("transaction + counter", "commit")] == 6
     assert by[("transaction + counter", "index entry")] == 0
-    # now: the claim, one owner-fenced put of the ledger line, and its entry in the sparse index
-    assert [by[("put + sparse index (keyed)", p)] for p in cost.PART_COLOURS] == [1, 1, 1]
-    assert cost.receipt_lines(parts)[1].endswith("= 3 write units")
+    # now: the claim, one owner-fenced put of the ledger line, and its entries in the two sparse
+    # indexes (by_account and the reconciliation's by_day: the line carries account and booked_day)
+    assert [by[("put + sparse index (keyed)", p)] for p in cost.PART_COLOURS] == [1, 1, 2]
+    assert cost.receipt_lines(parts)[1].endswith("= 4 write units")
     assert "TransactWriteItems of 3 items" in cost.receipt_lines(parts)[0]
 
 

@@ -11,6 +11,13 @@ units by DynamoDB's on-demand rules, dollars at `capacity.US_EAST_1`):
 
 The provider stand-in's own requests are the provider's bill, not the function's, and are not
 metered (they go through another client). Powertools' records live in their own table.
+
+Each bill also says how much of its write units went into global secondary indexes
+(`index_wru`: "every write to the table that adds, updates or deletes an indexed item also
+writes the index", capacity.GSI_WRITES) and how many S3 GETs the function made (`s3_gets`:
+keyed reads the order file, with GetObject, to learn its order_id). S3 bills a GET per request,
+not per unit: `s3_usd_per_million` prices them at idem/deploy/prices.py's S3 GET price, apart
+from DynamoDB's dollars.
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ from typing import Any, Iterator
 
 from ..sim.boundary import FaultPlan, watched_session
 from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
+from ..deploy.prices import PRICES
 from ..sim.runtime import LocalLambda
 from ..sim.stripe_server import loopback_stripe
 from ..sim.world import LocalWorld
@@ -40,16 +48,25 @@ class Bill:
 
     handler: str
     case: str
-    calls: int
+    calls: int  # DynamoDB calls
     wru: float
     rru: float
+    index_wru: float = 0.0  # the part of `wru` written into global secondary indexes
+    s3_gets: int = 0  # S3 GetObject requests (keyed: the order file), billed by S3, not DynamoDB
 
     @property
     def dollars_per_million(self) -> float:
+        """DynamoDB's dollars per million uploads (on-demand, capacity.US_EAST_1)."""
         return round(dollars_per_million_uploads(self.wru, self.rru), 4)
 
+    @property
+    def s3_dollars_per_million(self) -> float:
+        """S3's dollars per million uploads for the function's GETs (prices.PRICES["s3_get"])."""
+        return round(self.s3_gets * 1000 * PRICES["s3_get"].usd, 4)
+
     def row(self) -> dict[str, Any]:
-        return {**asdict(self), "usd_per_million": self.dollars_per_million}
+        return {**asdict(self), "usd_per_million": self.dollars_per_million,
+                "s3_usd_per_million": self.s3_dollars_per_million}
 
 
 @contextlib.contextmanager
@@ -67,22 +84,26 @@ def _function_world(handler: str) -> Iterator[tuple[LocalWorld, dict[str, str], 
             yield world, world.env(handler), "idem.core.entry"
 
 
-def measure(handler: str, case: str, key: str = ORDER_KEY) -> Bill:
-    """Meter `handler`'s requests for one upload of `key` in `case` (one of CASES)."""
+def measure(handler: str, case: str, key: str = ORDER_KEY, **env: str) -> Bill:
+    """Meter `handler`'s requests for one upload of `key` in `case` (one of CASES); `env`
+    adds to the function's environment (ORDER_IDENTITY="object-name", say)."""
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; choose one of {', '.join(CASES)}")
     fault = FaultPlan.at_point("after_charge", "once") if case == "retry" else None
-    with _function_world(handler) as (world, env, entry):
-        runtime = LocalLambda(world, env, fault=fault, entry=entry)
+    with _function_world(handler) as (world, function_env, entry):
+        runtime = LocalLambda(world, {**function_env, **env}, fault=fault, entry=entry)
         event = world.event(world.upload(key))
         if case == "duplicate":  # the first delivery, unmetered
             runtime.send(event)
             runtime.run()
+        before = len(runtime.attempts)
         with CapacityRecorder(watched_session().client("dynamodb")) as meter:
             runtime.send(event)
             runtime.run()
         total: Units = meter.summary().total
-    return Bill(handler, case, int(total.calls), total.wru, total.rru)
+        index = sum(request.index_wru for request in meter.requests)
+        gets = sum(a.calls.get("s3:GetObject", 0) for a in runtime.attempts[before:])
+    return Bill(handler, case, int(total.calls), total.wru, total.rru, index, gets)
 
 
 def bills(handlers: tuple[str, ...] = HANDLERS) -> list[Bill]:

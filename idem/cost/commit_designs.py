@@ -9,7 +9,8 @@ They differ in what the commit writes and in how an account's totals are read:
   counter. All or nothing, and every item billed twice.
 - `put + sparse index`: keyed's commit now (`KeyedLedger.commit`). One owner-fenced
   conditional put replaces the claim with the ledger line; the line enters the `by_account`
-  index (one more write); totals are a query on that index.
+  index (one more write), where totals are a query, and the `by_day` index the reconciliation
+  reads (it carries `booked_day`: one more write), on the ledger table as template.yaml has it.
 - `put, totals by scan`: the same put without the index; totals need a scan of the whole
   table, whose price grows with every record kept.
 

@@ -20,11 +20,14 @@ from .capacity import US_EAST_1, item_size, read_units, write_units
 #: s3_bucket_inventory.go prices "Objects listed" per 1M; aws.amazon.com/s3/pricing renders with a script).
 INVENTORY_USD_PER_MILLION_OBJECTS = 0.0025
 RUNS_PER_YEAR = 365 * 24
-#: One entry of the day index, as a commit writes it (sizes by capacity.item_size).
+#: One entry of the day index, as keyed's commit writes it with ORDER_IDENTITY order-id (the
+#: index's keys, then its projection in template.yaml: account, cents, charge_id, source; the
+#: source names the order, `bucket#order#ORDER_ID`, keyed_orders.identify). Sizes by
+#: capacity.item_size; under 1 KB, so one write unit.
 INDEX_ENTRY = {"pk": {"S": "charge#order#" + "0" * 64}, "booked_day": {"S": "2026-11-06"},
                "booked_at": {"N": "1794441600.123456"}, "account": {"S": "cus_0123456789abcd"},
                "cents": {"N": "1250"}, "charge_id": {"S": "pi_3MtwBwLkdIwHu7ix28a3tqPa"},
-               "source": {"S": "uploads-123456789012-eu-west-1/orders/A-1001.json#" + "v" * 32}}
+               "source": {"S": "idem-prod-uploads-123456789012-eu-west-1#order#A-1001"}}
 #: The old design's Scan of the by_account index: its entries (pk, account, booked_at, cents, charge_id).
 SCANNED_ENTRY = {k: v for k, v in INDEX_ENTRY.items() if k in ("pk", "account", "booked_at", "cents", "charge_id")}
 

@@ -54,9 +54,9 @@ class Usage:
     """What one upload and one reconciliation use (assumptions: change them to yours)."""
 
     memory_gb: float = 0.25  # template.yaml: MemorySize 256
-    charge_seconds: float = 0.3  # one invocation: two DynamoDB writes and a Stripe call
+    charge_seconds: float = 0.3  # one invocation: a GetObject, two DynamoDB writes and a Stripe call
     log_kb_per_upload: float = 2.0  # JSON lines: start, report, the handler's own, EMF
-    wru_per_upload: float = 3.0  # keyed: the claim, the commit, the commit's index line
+    wru_per_upload: float = 4.0  # keyed: the claim, the line, its by_account and by_day index entries (tests/test_bill.py)
     traced_share: float = 1.0  # an upper bound: every upload traced (sampling lowers it)
     reconcile_runs_per_month: float = HOURS_PER_MONTH  # every 60 minutes
     reconcile_seconds: float = 2.0

@@ -371,7 +371,7 @@ def order_key(s3: Any, upload: UploadSeen, identity: str = "order-id") -> str:
     if identity == "object-name":
         return "charge#name#" + hashlib.sha256(f"{upload.bucket}\n{upload.key}".encode("utf-8")).hexdigest()
     if identity == "upload":
-        from .handlers.keyed import Upload  # the handler's own recipe, not a copy of it
+        from .handlers.keyed_orders import Upload  # the handler's own recipe, not a copy of it
 
         return Upload(upload.bucket, upload.key, upload.version_id, upload.etag, "").idempotency_key
     if identity != "order-id":

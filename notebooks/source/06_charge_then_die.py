@@ -67,8 +67,9 @@ views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
 # ## Handing the key to the provider
 #
 # The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
-# It lives in one file, `idem/core/handlers/keyed.py`, the handler to copy. Here are its three
-# steps: claim the work, charge with the key, and commit (the last two in `_charge_and_commit`).
+# Its protocol lives in `idem/core/handlers/keyed.py`, the handler to copy, beside small siblings
+# it imports (`keyed_orders.py` names the order, chapter 03). Here are its three steps: claim the
+# order, charge with its key, and commit (the last two in `_charge_and_commit`).
 # A few names in it are taught further down this chapter: the lease, `WorkInProgress`,
 # `LostOwnership`, and the `DECLINED` and `NEEDS_ATTENTION` statuses. Read past them for now.
 

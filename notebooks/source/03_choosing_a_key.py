@@ -17,8 +17,8 @@
 # %% [markdown]
 # ## Setup
 #
-# The key recipes from `idem`, the upload stories that test them, the check for your own recipe,
-# and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
+# The key recipes from `idem`, the upload stories that test them, the order stories of the last
+# section, the check for your own recipe, and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
 # has a bucket without versioning.
 
 # %%
@@ -303,9 +303,11 @@ views.rows_frame(orders.order_grid())
 #
 # * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
 # * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
-#   time it handles an upload's event, retries included, to read the order file.
+#   time it handles an upload's event, retries included, to read the order file. Its role needs
+#   `s3:GetObject` on the bucket, and every uploader must write the order's id into the file.
 # * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
-#   uploader learned it at once from the 412. A new order then needs a new name.
+#   uploader learned it at once from the 412. A new order then needs a new name. The policy also
+#   refuses every copy into the bucket, as AWS's page on enforcing it notes.
 # * Neither `object-name` nor `upload` reads the file. They charge the configured price
 #   (`PRICE_CENTS`, 500 cents here), unless you give them code that reads the amount.
 #

@@ -290,12 +290,12 @@ views.show_source(keyed_settings.settings_from_env)
 # | 6 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
 # | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
 # | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
-# | 9 | Deploy production with every override repeated, and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=...` |
+# | 9 | Deploy production, with its SQS buffer (`UploadQueue`) in front of the function, every override repeated, a test stage and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=...` |
 # | 10 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
 # | 11 | From then on, deploy production only after a reviewer approves the planned changes | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
-# | 12 | Upload a test order, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp`, `sam logs`, the Dashboard in test mode, the report bucket |
+# | 12 | Upload a test order, then the same file again, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp order.json`, `sam logs`, the Dashboard in test mode, the report bucket |
 # | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge, redrive | `idem settle`, `idem refund`, `idem redrive`, each a dry run first |
-# | 14 | Swap in the live restricted key; the cold start refuses a live key unless `STAGE` is `prod`, and a test key in prod | `aws ssm put-parameter --overwrite`; `STAGE=prod` |
+# | 14 | Swap in the live restricted key and deploy again as `prod`: the cold start refuses a live key unless `STAGE` is `prod`, and a test key in prod | `aws ssm put-parameter --overwrite`, then `sam deploy ... Stage=prod` |
 # | 15 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
 #
 # The handler's work adds steps 2, 4 and 14: an order's identity, a real customer, and a key

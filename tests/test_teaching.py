@@ -348,3 +348,16 @@ def test_the_chapters_no_longer_teach_a_test_card_default_or_a_key_per_version()
     for step in ("ORDER_IDENTITY", "STAGE", "AlarmEmail", "off-session", "idem settle", "idem refund",
                  "idem redrive", "`pending`", "DeclinedAlarm", "PaymentIntents write and read", "Customers read"):
         assert step in twelve, step
+
+
+def test_chapter_03s_corrected_upload_before_the_books_is_refused_by_the_provider_not_charged():
+    """The corrected re-upload that meets the provider before the first charge was booked: the
+    same key with another amount is refused (Stripe: idempotency_error), one charge in all, and
+    the order waits for a person."""
+    from idem.lessons import orders
+
+    run = orders.corrected_before_booked()
+    assert run.charged_cents == [1250]
+    assert run.record == "needs_attention" and run.attention == 2
+    assert run.rows[0]["outcome"] == "crash after the charge"
+    assert {r["outcome"] for r in run.rows[1:]} == {"needs_attention"}

@@ -116,3 +116,36 @@ def attention_reason(title: str = "corrected re-upload") -> str:
         runtime.run()
         failed = [a for a in runtime.attempts if a.outcome == "error"]
         return failed[-1].error if failed else ""
+
+
+@dataclass
+class CorrectedRun:
+    """The corrected re-upload that reaches the provider before the first charge was booked."""
+
+    rows: list[dict[str, Any]]  # one per attempt: which upload, which attempt, when, how it ended
+    charged_cents: list[int]  # every charge the provider made
+    attention: int  # events in the failure queue
+    record: str  # the order's record status in the ledger afterwards
+
+
+def corrected_before_booked(second_at: float = 40.0) -> CorrectedRun:
+    """Order A-1001 is charged 1250, and the function dies before it books the charge (a crash
+    right after the provider's answer). The corrected upload (1500) arrives `second_at` seconds
+    later, once the first claim's lease has ended: it claims the order, and sends the provider the
+    same key with another amount. The provider refuses it (Stripe: idempotency_error)."""
+    from ..explore import scenarios as sc  # the crash of chapter 06's runs, at the same place
+
+    story = STORIES["corrected re-upload"]
+    crash = sc.fault_of(sc.Scenario("keyed", "after_charge", "once", how="crash"))
+    with LocalWorld(prefix="orders") as world:
+        runtime = LocalLambda(world, world.env("keyed", ORDER_IDENTITY="order-id"), fault=crash)
+        which = {runtime.send(world.event(world.upload(name, body)), at=second_at * n): label
+                 for n, ((name, body), label) in enumerate(zip(story.puts, ("first (1250)", "corrected (1500)")))}
+        attempts = runtime.run()
+        rows = [{"upload": which.get(a.delivery, str(a.delivery)), "attempt": a.attempt, "at (s)": round(a.start),
+                 "outcome": "crash after the charge" if a.outcome == "crash"
+                 else "needs_attention" if a.error.startswith("NeedsAttention") else a.outcome}
+                for a in sorted(attempts, key=lambda a: a.start)]
+        records = world.table_items(world.ledger_table)
+        return CorrectedRun(rows, [c.amount for c in world.provider().charges()], world.failure_queue_depth(),
+                            ", ".join(str(r.get("status", {}).get("S", "")) for r in records))

@@ -324,12 +324,24 @@ views.rows_frame(orders.order_grid())
 print(textwrap.fill(orders.attention_reason(), 96))
 
 # %% [markdown]
-# The first charge may also be made and not yet in the books. Then the corrected upload reaches the
-# provider with the same key and another amount. Stripe compares every parameter of a request sent
-# again with one key, and refuses other ones with an `idempotency_error`
-# ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)). The handler then leaves
-# the order for a person, as `needs_attention` (chapter 06). Either way there is no second charge,
-# and a person decides.
+# The first charge may also be made and not yet in the books. Below, the function dies right after
+# the provider charged 1250 (chapter 06 studies this crash). Forty seconds later the corrected
+# upload takes the order over, and sends the provider the same key with another amount. Stripe
+# compares every parameter of a request sent again with one key, and refuses other ones with an
+# `idempotency_error` ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)).
+# The workbook's provider keeps that rule:
+
+# %%
+run = orders.corrected_before_booked()
+print(f"charged (cents): {run.charged_cents}   in the failure queue: {run.attention}   "
+      f"the order's record: {run.record}")
+views.rows_frame(run.rows)
+
+# %% [markdown]
+# One charge, at the first amount. The refusal leaves the order `needs_attention`, so the first
+# upload's own retries stop there too: its charge is not in the books yet. A person looks it up at
+# Stripe with `idem settle` (chapter 10), and decides what to do about the correction. Either way
+# there is no second charge.
 
 # %% [markdown]
 # ## Try it

@@ -230,7 +230,8 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
 # the uploader writes that customer's `cus_...` id into the order. If your orders carry your own
-# account ids instead, map them to Stripe customers before the upload: the handler reads none.
+# account ids, map each to its Stripe customer when you write the file. In live mode, an order
+# with no `cus_...` customer is left for a person, never charged.
 #
 # Third, what an order is. `ORDER_IDENTITY` is `order-id` by default (chapter 03): the file is
 # JSON and names its `order_id`, and may name `amount_cents`, `currency`, `customer` and

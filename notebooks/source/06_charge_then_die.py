@@ -96,7 +96,8 @@ views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 # * A new key creates a charge.
 # * The same key with the same parameters returns the first charge and moves no money. That
 #   answer is a **replay**.
-# * The same key with different parameters is refused: it can only be a bug in the caller.
+# * The same key with different parameters is refused: a bug in the caller, or an order
+#   changed after it was charged (chapter 03). A person must look.
 #
 # How the stand-in keeps those rules in its own table is in
 # [the appendix](13_appendix_the_local_aws.ipynb#provider-stand-in).

@@ -291,12 +291,73 @@ def test_the_call_finder_finds_by_name_and_says_when_nothing_matches():
 
 
 def test_a_claim_for_the_longest_name_costs_at_least_two_write_units():
-    """08 says the bill's short names understate a long one: keyed's claim stores the upload's
-    name (`source`), and an item over 1 KB costs two write units."""
-    from idem.core.handlers.keyed import Record, Status, _item
+    """08 says the bill's short names understate a long one: keyed's claim stores what its key is
+    made from (`source`), which is the object's name under ORDER_IDENTITY=object-name (and upload),
+    and an item over 1 KB costs two write units. Under order-id it is the order id: one unit."""
+    from idem.core.handlers.keyed import Record, Status, as_item
+    from idem.core.handlers.keyed_orders import Upload, identify
     from idem.cost import capacity
 
-    source = "s3://bucket/" + "n" * 1024 + "?versionId=v1"
-    record = Record("charge#version#" + "0" * 64, Status.IN_PROGRESS, "owner", 1.0, 2, source=source, created_at=0.0)
-    assert capacity.write_units(capacity.item_size(_item(record.to_plain()))) >= 2
+    def claim_units(identity: str, order_id: str = "") -> int:
+        upload = Upload("bucket", "alice/" + "n" * 1018, "v1", "etag", "0055AED6DCD90281E5")
+        ref = identify(upload, identity, None)
+        record = Record(ref.idempotency_key, Status.IN_PROGRESS, "owner", 1.0, 2, source=ref.source, created_at=0.0)
+        return capacity.write_units(capacity.item_size(as_item(record.to_plain())))
+
+    assert len(("alice/" + "n" * 1018).encode()) == 1024  # S3's longest name
+    assert claim_units("object-name") >= 2 and claim_units("upload") >= 2
     assert "makes the claim cost at least two write units" in _chapter_text("08")
+
+
+# -- chapter 03 teaches the order's identity (issue 27) -------------------------------------------
+def test_chapter_03s_order_stories_charge_once_per_order_only_when_keyed_by_the_order():
+    """The table chapter 03 prints, from the keyed handler on moto: a retried PUT is two charges
+    keyed by the upload and one keyed by the order; a new order at the same name is charged
+    under order-id and refused by S3 (412) under object-name; a corrected re-upload is never a
+    second charge under order-id, and reaches a person."""
+    from idem.lessons import orders
+
+    runs = {(t, i): orders.run_order_story(t, i) for t in orders.STORIES for i in orders.IDENTITIES}
+    retried, second, corrected = "retried PUT", "second order, same name", "corrected re-upload"
+    assert len(runs[retried, "upload"].charged_cents) == 2
+    assert runs[retried, "order-id"].charged_cents == [1250]
+    assert runs[retried, "object-name"].stored == [True, False] and len(runs[retried, "object-name"].charged_cents) == 1
+    assert sorted(runs[second, "order-id"].charged_cents) == [900, 1250]
+    assert runs[second, "object-name"].stored == [True, False]
+    assert runs[corrected, "order-id"].charged_cents == [1250] and runs[corrected, "order-id"].attention == 1
+    assert runs[corrected, "upload"].attention == 0 and len(runs[corrected, "upload"].charged_cents) == 2
+    assert runs[retried, "order-id"].reads >= 2 and runs[retried, "object-name"].reads == 0
+    assert "charged 1250 already" in orders.attention_reason()
+
+
+def test_chapter_03_cites_s3s_conditional_writes_and_stripes_idempotency_error():
+    text = _chapter_text("03")
+    assert "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html" in text
+    assert "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html" in text
+    assert "`s3:if-none-match`" in text and "idempotency_error" in text
+
+
+def test_the_chapters_no_longer_teach_a_test_card_default_or_a_key_per_version():
+    """Issue 27: the handler to copy charges the order's customer; pm_card_visa is never the
+    default outside test mode, and the key is the order's, not the object's version."""
+    for prefix in ("09", "10", "12"):
+        text = _chapter_text(prefix)
+        assert "confirms every charge with `pm_card_visa`" not in text
+        assert "You copy two files" not in text
+    twelve = _chapter_text("12")
+    for step in ("ORDER_IDENTITY", "STAGE", "AlarmEmail", "off-session", "idem settle", "idem refund",
+                 "idem redrive", "`pending`", "DeclinedAlarm", "PaymentIntents write and read", "Customers read"):
+        assert step in twelve, step
+
+
+def test_chapter_03s_corrected_upload_before_the_books_is_refused_by_the_provider_not_charged():
+    """The corrected re-upload that meets the provider before the first charge was booked: the
+    same key with another amount is refused (Stripe: idempotency_error), one charge in all, and
+    the order waits for a person."""
+    from idem.lessons import orders
+
+    run = orders.corrected_before_booked()
+    assert run.charged_cents == [1250]
+    assert run.record == "needs_attention" and run.attention == 2
+    assert run.rows[0]["outcome"] == "crash after the charge"
+    assert {r["outcome"] for r in run.rows[1:]} == {"needs_attention"}

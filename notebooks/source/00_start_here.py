@@ -133,7 +133,7 @@ from idem.lessons.retries import check_charges_guess
 # * `robust` writes a record that says "started", charges, then marks it "done". A copy that
 #   finds "done" does nothing; one that finds "started" tries the work again.
 # * `keyed` is the complete pattern of this workbook. It also gives the payment provider a name
-#   for the upload, so that the provider itself refuses to charge for it twice.
+#   for the order, so that the provider itself refuses to charge for it twice.
 #
 # Each row is one kind of trouble. A **fault point** is where the run makes the function fail:
 #

@@ -3,7 +3,7 @@
 #
 # What should the idempotency key be made of?
 #
-# **After this chapter you can build an idempotency key that is the same for every copy of one upload's event, and only for it.**
+# **After this chapter you can build an idempotency key that is the same for every copy of one order, and only for it.**
 #
 # Chapter 02 made the claim atomic: of two copies of an event, exactly one wins. But a claim is
 # only as good as its key, and a key can be wrong in two ways. If a repeat of an event computes a
@@ -11,22 +11,24 @@
 # same key, the second finds the claim taken, and its order is never charged.
 #
 # What a key is made from, and how, is its **key recipe**. This chapter tries recipes on real
-# uploads until one is right every time.
+# uploads until one names each upload. Then it asks whether an upload is the right thing to name,
+# or the order inside it.
 
 # %% [markdown]
 # ## Setup
 #
-# The key recipes from `idem`, the upload stories that test them, the check for your own recipe,
-# and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
+# The key recipes from `idem`, the upload stories that test them, the order stories of the last
+# section, the check for your own recipe, and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
 # has a bucket without versioning.
 
 # %%
 import json
+import textwrap
 
 from idem import views
 from idem.core import keys
 from idem.core.events import encode_key
-from idem.lessons import key_stories
+from idem.lessons import key_stories, orders
 from idem.lessons.recipe_check import check_recipe
 from idem.sim.world import LocalWorld
 
@@ -114,9 +116,9 @@ views.rows_frame(story.rows)
 #
 # The `eTag` is a hash of the object's bytes. For a single-part upload, unencrypted or under S3's
 # own keys, it is their MD5; under KMS or a customer's key it is not
-# ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). In this bucket, a
-# customer who uploads the same file twice has placed two orders, with one `eTag`. Each upload still gets
-# its own `sequencer` and, in a versioned bucket, its own `versionId`:
+# ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). Upload the same file
+# twice, and the two uploads share one `eTag`. Each upload still gets its own `sequencer` and, in a
+# versioned bucket, its own `versionId`:
 
 # %%
 again = world.upload("alice/order.csv", key_stories.ORDER)
@@ -129,8 +131,9 @@ print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# The second order was never charged, and nothing failed. The claim did its job, on a key that
-# named the bytes instead of the upload.
+# The second upload was never charged, and nothing failed. The claim did its job, on a key that
+# named the bytes instead of the upload. Whether two uploads of the same bytes are two orders is a
+# question of its own, answered at the end of this chapter.
 
 # %% [markdown]
 # ## Without versioning, every upload is version `null`
@@ -151,7 +154,7 @@ print(story.summary())
 views.rows_frame(story.rows)
 
 # %% [markdown]
-# A real second order is skipped as a repeat. The `content` recipe still tells the two uploads
+# A real second upload is skipped as a repeat. The `content` recipe still tells the two uploads
 # apart, by their sequencers. So the function in this workbook falls back to it when an upload
 # has no `versionId`:
 
@@ -160,7 +163,7 @@ views.show_source(keys.recipe_for)
 
 # %% [markdown]
 # The story above turned that fallback off, to show the bare recipe fail. Through `content`, both
-# orders are charged:
+# uploads are charged:
 
 # %%
 print(key_stories.run_story("same bytes, versioning off", "content").summary())
@@ -230,7 +233,7 @@ for operation in ("charge", "receipt"):
 #
 # For one object's name, a later event has a larger `sequencer`. So it can tell which of two
 # versions is newer (`newer_sequencer` in `idem.core.events` compares them as S3 says). It cannot
-# tell a repeat from a late upload, though. An older event may be a real order that arrived late,
+# tell a repeat from a late upload, though. An older event may be a real upload that arrived late,
 # and it must still be charged. The story `out of order` below is one.
 
 # %% [markdown]
@@ -263,9 +266,87 @@ views.story_explorer("same bytes again", "version")
 _ = views.story_explore("same bytes again", "version")
 
 # %% [markdown]
+# ## An upload is not an order
+#
+# Every recipe above names one upload. That is right only while every upload is a new order, and
+# it is not. An uploader's PUT can time out after S3 stored the object. The AWS SDKs then send the
+# request again ([retry behavior](https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html)).
+# S3 stores a second version with the same bytes, and sends a second event. That is a
+# **retried PUT**: one order, two uploads. Keyed by the upload, it is charged twice.
+#
+# So the handler to copy names the order instead. Its setting `ORDER_IDENTITY`, the
+# **order identity**, says what one order is, in one of three ways:
+#
+# * `order-id`, the default. The uploaded file is JSON and names its order:
+#   `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. The key is made from the
+#   bucket and the order id. The function reads the file at its exact version before it claims.
+# * `object-name`. The object's name is the order, which holds only if no name is written twice.
+#   S3's conditional writes give that. A PUT with the header **If-None-Match** `*` is refused with
+#   412 Precondition Failed when the name exists
+#   ([conditional writes](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html)).
+#   A bucket policy on the `s3:if-none-match` condition key refuses every PUT without the header
+#   ([enforce them](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html)).
+# * `upload`, this chapter's recipes: one charge per upload. It is kept to show why it is wrong
+#   for orders.
+#
+# Here are three things an uploader can do to one order. Each runs through the keyed handler on
+# moto, under each order identity. Under `object-name` the uploader sends `If-None-Match: *`, as
+# the bucket policy would make it, and moto refuses a second write to the name as S3 does:
+
+# %%
+for title, story in orders.STORIES.items():
+    print(f"{title:24} {story.note}")
+views.rows_frame(orders.order_grid())
+
+# %% [markdown]
+# What to notice:
+#
+# * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
+# * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
+#   time it handles an upload's event, retries included, to read the order file. Its role needs
+#   `s3:GetObject` on the bucket, and every uploader must write the order's id into the file.
+# * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
+#   uploader learned it at once from the 412. A new order then needs a new name. The policy also
+#   refuses every copy into the bucket, as AWS's page on enforcing it notes.
+# * Neither `object-name` nor `upload` reads the file. They charge the configured price
+#   (`PRICE_CENTS`, 500 cents here), unless you give them code that reads the amount.
+#
+# Without the bucket policy, `object-name` is weaker. A second write to the name meets the first
+# order's key: it is never charged, but nobody is told either.
+#
+# ### A corrected re-upload
+#
+# Under `order-id`, the corrected file names an order already charged, at another amount. Its
+# record is `done`, with the amount it charged, so the function charges nothing. It fails the
+# event instead, which reaches the failure queue with the reason a person reads:
+
+# %%
+print(textwrap.fill(orders.attention_reason(), 96))
+
+# %% [markdown]
+# The first charge may also be made and not yet in the books. Below, the function dies right after
+# the provider charged 1250 (chapter 06 studies this crash). Forty seconds later the corrected
+# upload takes the order over, and sends the provider the same key with another amount. Stripe
+# compares every parameter of a request sent again with one key, and refuses other ones with an
+# `idempotency_error` ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)).
+# The workbook's provider keeps that rule:
+
+# %%
+run = orders.corrected_before_booked()
+print(f"charged (cents): {run.charged_cents}   in the failure queue: {run.attention}   "
+      f"the order's record: {run.record}")
+views.rows_frame(run.rows)
+
+# %% [markdown]
+# One charge, at the first amount. The refusal leaves the order `needs_attention`, so the first
+# upload's own retries stop there too: its charge is not in the books yet. A person looks it up at
+# Stripe with `idem settle` (chapter 10), and decides what to do about the correction. Either way
+# there is no second charge.
+
+# %% [markdown]
 # ## Try it
 #
-# Write a key recipe of your own, as a handler would. It takes one record of the event as S3
+# Write a key recipe of your own for an upload, as a handler would. It takes one record of the event as S3
 # sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency
 # key itself: the string the ledger stores as its partition key.
 #
@@ -296,7 +377,8 @@ print(check_recipe(my_recipe))
 #     return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
 # ```
 #
-# This is the key the function in this workbook uses. Its first line decodes the name and reads
+# This is the upload's key. The handler to copy uses it under `ORDER_IDENTITY=upload`, and for a
+# file that names no order. Its first line decodes the name and reads
 # the `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
 # `versionId`, and `content` (`eTag` and `sequencer`) when there is not. Last, `idempotency_key`
 # hashes the recipe's text, so even the longest name gives a key under 100 bytes. The context goes
@@ -305,11 +387,11 @@ print(check_recipe(my_recipe))
 #
 # ## Summary
 #
-# * Make the key from the upload, as its event describes it: the decoded name with its
-#   `versionId`, or with its `eTag` and `sequencer` when there is none.
-# * Never make it from the attempt (the clock, a random id, the request id) or from the bytes
-#   alone: a repeat would charge again, or a second order never.
+# * An upload's key comes from its event: the decoded name with its `versionId`, or with its
+#   `eTag` and `sequencer`. Never from the attempt or the bytes alone.
 # * Hash the recipe's text, so every key is small, and start it with the operation's name.
+# * Charge per order, not per upload: a retried PUT is a second upload of one order. Name the
+#   order by the id in its file (the default), or by a name written once (`If-None-Match`).
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

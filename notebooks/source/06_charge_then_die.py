@@ -67,8 +67,9 @@ views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
 # ## Handing the key to the provider
 #
 # The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
-# It lives in one file, `idem/core/handlers/keyed.py`, the handler to copy. Here are its three
-# steps: claim the work, charge with the key, and commit (the last two in `_charge_and_commit`).
+# Its protocol lives in `idem/core/handlers/keyed.py`, the handler to copy, beside small siblings
+# it imports (`keyed_orders.py` names the order, chapter 03). Here are its three steps: claim the
+# order, charge with its key, and commit (the last two in `_charge_and_commit`).
 # A few names in it are taught further down this chapter: the lease, `WorkInProgress`,
 # `LostOwnership`, and the `DECLINED` and `NEEDS_ATTENTION` statuses. Read past them for now.
 
@@ -95,7 +96,8 @@ views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 # * A new key creates a charge.
 # * The same key with the same parameters returns the first charge and moves no money. That
 #   answer is a **replay**.
-# * The same key with different parameters is refused: it can only be a bug in the caller.
+# * The same key with different parameters is refused: a bug in the caller, or an order
+#   changed after it was charged (chapter 03). A person must look.
 #
 # How the stand-in keeps those rules in its own table is in
 # [the appendix](13_appendix_the_local_aws.ipynb#provider-stand-in).

@@ -348,8 +348,8 @@ print(auditor.check_query(differences).explain())
 # * Looping over the ledger's accounts only. Dave has a charge and no ledger line at all, so his
 #   account is on the provider's side only.
 # * Looping over the provider's accounts only. A line booked by hand has no charge behind it.
-# * Counting double charges per account. Two uploads by one customer are two orders; one upload
-#   charged twice is the double charge.
+# * Counting double charges per account. Two uploads by one customer may be two orders; one
+#   upload charged twice is always a double charge.
 # </details>
 #
 # ## What to ship

@@ -326,7 +326,8 @@ fig = views.bill_chart(bills)
 #   bills. Robust reads its record first instead, so its duplicate costs a read unit.
 # * Naive's duplicate looks as cheap on this bill. It costs a second charge on the provider's.
 # * A retry pays for the attempt that failed and for the one that finished.
-# * These uploads have short names. keyed's claim also stores the upload's name (`source`), so a
+# * These uploads have short names. keyed's claim also stores what its key is made from
+#   (`source`). Under `ORDER_IDENTITY=object-name` or `upload` that is the object's name, so a
 #   name near S3's limit of 1,024 bytes makes the claim cost at least two write units.
 #
 # The same numbers, with the calls and the dollars per million uploads at the price above:

@@ -169,6 +169,25 @@ views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls
 # `test_role_grants_exactly_the_calls_the_function_makes` would fail until the template caught up.
 
 # %% [markdown]
+# ### What production asks of you and of Stripe
+#
+# The demo keys one charge per upload (`ORDER_IDENTITY=upload`), so it reads no order file.
+# Production charges a real customer once per order, and needs four things first:
+#
+# * Order files. By default (`ORDER_IDENTITY=order-id`, chapter 03) each upload is JSON naming its
+#   `order_id`, and its `amount_cents`, `currency` and `customer`.
+# * A customer who can pay. The order names a Stripe customer (`cus_...`) whose payment method
+#   was saved for **off-session** use: charged while the customer is not there to confirm
+#   ([save and reuse](https://docs.stripe.com/payments/save-and-reuse)).
+# * A **restricted key**: a Stripe secret key limited to the resources it names
+#   ([restricted keys](https://docs.stripe.com/keys#limit-access)). The function needs
+#   PaymentIntents write and read, and Customers read.
+# * The `Stage` parameter, the function's `STAGE`. At cold start the function refuses a live key
+#   unless `STAGE` is `prod`, and a test key where it is. `Stage=staging` rehearses on test mode.
+#
+# [Chapter 12](12_what_to_ship.ipynb) lists every step from this demo to the first real charge.
+
+# %% [markdown]
 # ## What ships: the core, nothing else
 #
 # The Lambda package must not carry moto, pandas or the notebooks. One function,

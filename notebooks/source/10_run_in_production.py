@@ -112,8 +112,12 @@ _ = views.ship.outage_explore(2.0)
 #
 # ### Stripe in test mode first
 #
-# Try the production profile with a *test* secret key (`sk_test_...`) first: test mode moves no
+# Try the production profile with a *test* key (`rk_test_...`) first: test mode moves no
 # real money, and its objects never mix with live ones ([Stripe](https://docs.stripe.com/test-mode)).
+# Deploy it with `Stage=staging`: at cold start the function refuses a test key where `STAGE` is
+# `prod`, and a live key anywhere else. Make it a restricted key with PaymentIntents write and read,
+# and Customers read: what the function calls, and nothing more. Add Refunds write if you will run
+# `idem refund`, which reads the same key.
 # The key goes into Parameter Store as a SecureString, never into the template, the environment or
 # a log line. The function reads it at cold start, by the name in `StripeSecretParameter`.
 #
@@ -136,7 +140,7 @@ _ = views.ship.outage_explore(2.0)
 # read -rs KEY && printf '%s' "$KEY" > stripe-key.txt && unset KEY
 # aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
 # rm stripe-key.txt
-# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=you@example.com
+# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=you@example.com
 # aws s3 cp order.json s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.json
 # sam logs --stack-name idem-prod --name ChargeFunction --tail
 # ```
@@ -145,11 +149,13 @@ _ = views.ship.outage_explore(2.0)
 # refuses the stack before it creates anything: its alarms would reach nobody. AWS then mails the
 # address a link to confirm the subscription. Until you click it, no alarm mail arrives.
 #
+# The order is a JSON file that names its order and who pays, a test customer with a saved
+# payment method: `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd", "customer": "cus_..."}`.
 # Each order becomes one PaymentIntent, Stripe's object for one payment. In Stripe's Dashboard,
 # in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
 # metadata names the stack, the order and its idempotency key. Upload the same file again with
 # `aws s3 cp`: that is a new version of the same order, and the Dashboard should still show one
-# payment for it.
+# payment for it. When the rehearsal holds, store the live key and deploy again with `Stage=prod`.
 #
 # ### Delete and redeploy
 #
@@ -185,6 +191,11 @@ print(views.ship.alarms_text())
 #   `--charge pi_...` finds the order from a PaymentIntent's metadata instead.
 # * `python -m idem refund --charge pi_... --stack S` refunds one charge, a second one for an
 #   order, with its own idempotency key, and books the refund in the ledger.
+#
+# Two outcomes are Stripe's answer, not a fault. A decline is final: the handler records it with
+# its decline code, counts it in the `declined` metric, and never retries the card. A charge left
+# `processing` (a bank debit, say) can still fail. It is booked `pending`, counted, and
+# `idem settle` books it once Stripe has decided.
 #
 # ## The reconciliation, three ways
 #

@@ -44,10 +44,13 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # check builds every schedule the clean run allows.
 #
 # Two more kinds of schedule reach bugs that faults alone cannot. In an overwrite schedule, a
-# second upload arrives with the same name. It is a new version, or, in a bucket without
-# versioning, the same key with a new eTag and sequencer. It comes after the first is done, or
-# while the first sits at any boundary. A key built from the name alone takes the second order
-# for a copy of the first, and never charges it. In a slow schedule, one call takes until 1 s
+# second upload arrives with the same name, after the first is done or while the first sits at
+# any boundary. It is one of two things (chapter 03). A retried PUT sends the same bytes: the same
+# order, which must be charged no more often than in the clean run. A second order sends new
+# bytes, with a new `order_id`, and must get its own charge. A key built from the name alone
+# never charges the second order. A key built from the upload charges the retried PUT twice. A
+# handler whose names are written once runs against a bucket that refuses the second PUT with 412,
+# so no second event comes. In a slow schedule, one call takes until 1 s
 # before the function's timeout, and a copy of the event starts while the call is in flight.
 # Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
 # and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
@@ -150,7 +153,8 @@ print(money.explain())
 # The second line lists the boundaries the clean run crossed: a put, the charge, an update.
 # Then come the verdicts, and the smallest schedule that breaks. There, the claim's answer was
 # lost. Lambda retried, and the retry found the claim already taken and skipped the work. No money
-# moved, and nothing says so.
+# moved, and nothing says so. The `double_charge` row comes from overwrite schedules: this handler
+# names the upload by its `versionId`, so a retried PUT of the same order is charged again.
 
 # %% [markdown]
 # ## Name the books
@@ -490,7 +494,7 @@ if mine.holds:
 # commit only its owner can make.
 # </details>
 #
-# Keyed's three steps for one upload, as the handler to copy ships them (chapter 06 built them):
+# Keyed's three steps for one order, as the handler to copy ships them (chapter 06 built them):
 
 # %%
 views.show_source(KeyedCharger.charge_once)

@@ -16,7 +16,8 @@
 
 # %%
 from idem import views
-from idem.core.handlers import keyed, keyed_stripe
+from idem.core.handlers import (keyed, keyed_dynamo, keyed_events, keyed_log, keyed_orders, keyed_provider,
+                                keyed_settings, keyed_stripe)
 from idem.lessons import production
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
@@ -107,10 +108,11 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #
 # Each item says what to check and why. The number in parentheses is the chapter that shows it.
 #
-# - [ ] **The key names the work, not the attempt.** Build it from the bucket, the decoded object
-#   key and the `versionId`. Every copy and retry of one upload then shares one key (03).
-# - [ ] **Bucket versioning is on.** Without it, an upload has no `versionId`. The key then falls
-#   back to the eTag and the sequencer (03).
+# - [ ] **The key names the order, not the upload or the attempt.** By default it is made from
+#   the bucket and the `order_id` in the file. Every copy, retry and retried PUT of one order then
+#   shares one key (03).
+# - [ ] **The order file is read at its exact version.** By its `versionId`, or, without
+#   versioning, only while its eTag still matches. Every retry then reads the same order (03).
 # - [ ] **The claim is one conditional write.** No read comes before the write that decides. Two
 #   copies can both read "absent" and both charge (02).
 # - [ ] **A failed claim returns the record.** Ask for `ReturnValuesOnConditionCheckFailure`. The
@@ -142,32 +144,33 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy two files into your function's folder, then change them for production. `keyed.py` is
-# the handler. `keyed_stripe.py` is its Stripe adapter, which you copy only if you charge through
-# Stripe. As shipped, they charge a demo: one price for every upload, and one test card for every
-# customer. Before a real customer is charged you change, as *Make it yours* below shows:
+# You copy the folder's `keyed*.py` files into your function's folder, then change them for
+# production. `keyed.py` is the handler: the claim, the charge with the key, the commit and the
+# entry point. Its siblings hold the rest: which order an upload is (`keyed_orders.py`), the event
+# parser, the settings, what a provider's answer means (`keyed_provider.py`), the log lines, and
+# `keyed_stripe.py`, the Stripe adapter. As shipped they charge each order once, the customer
+# that the order names, at the amount it names. Before a real customer is charged you set, as
+# *Make it yours* below shows:
 #
-# * who pays: each charge must name a Stripe customer with a saved payment method, not a test card;
-# * what they pay: the amount, read from the order instead of one price;
-# * the provider's secret: a restricted live key in Parameter Store, read at cold start;
+# * who pays: each order names a Stripe customer whose payment method is saved for off-session use;
+# * what an order is: `ORDER_IDENTITY`, and order files that name their `order_id`;
+# * the provider's secret: a restricted live key in Parameter Store, and `STAGE`, checked at cold start;
 # * the ledger table, the function's settings, and the alarms with an address that gets their email.
 #
 # Then add `stripe` (16.x, the version the tests ran) to your function's requirements.
-# Lambda's Python runtime does not include it. The lines below read both files and list every
-# module they import. Neither imports `idem`, so they run from any folder:
+# Lambda's Python runtime does not include it. The lines below read every file and list the
+# modules it imports. None imports `idem`, so they run from any folder:
 
 # %%
-print(views.ship.files_to_copy(keyed, keyed_stripe))
+print(views.ship.files_to_copy(keyed, keyed_orders, keyed_events, keyed_settings, keyed_provider, keyed_log,
+                               keyed_dynamo, keyed_stripe))
 
 # %% [markdown]
-# `keyed.py` is a long file, but you need not read it all first. Its first part, about 250 lines
-# of code, is the handler: the settings, the upload, the ledger, the three steps and the entry
-# point. Below it sit the parts you can read later: the look-up past the key window, the
-# provider's client, the settings read from the environment, the lifetimes rule, an example
-# amount, the log lines and metrics, and the event parser. A test holds the first part to its size.
+# `keyed.py` is the file to read before you copy: the protocol of chapters 02 to 07, and nothing
+# else. Read the siblings when you change what they do. A test holds `keyed.py` to its size.
 
 # %% [markdown]
-# Its entry point reads the settings once per container, then charges each upload of the event
+# Its entry point reads the settings once per container, then charges each order of the event
 # once. One parser reads the event, the same one the workbook and the command line use. A record
 # it cannot read fails the invocation after the good ones, so the event reaches the failure queue.
 # Each upload writes one JSON log line. Each invocation prints one metric document, in CloudWatch's
@@ -179,7 +182,7 @@ print(views.ship.files_to_copy(keyed, keyed_stripe))
 views.show_source(keyed.lambda_handler)
 
 # %% [markdown]
-# Each upload goes through the three steps of chapter 06: claim with a lease, charge with the key,
+# Each order goes through the three steps of chapter 06: claim with a lease, charge with the key,
 # commit as the owner. A lost claim reads the record it lost to and acts on its status:
 
 # %%
@@ -188,20 +191,27 @@ views.show_source(keyed.KeyedCharger.charge_once)
 # %% [markdown]
 # ### Make it yours
 #
-# Six changes adapt it to your system. First, the payment provider. `make_provider()` builds
+# Six settings adapt it to your system. First, the payment provider. `make_provider()` builds
 # Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
 # The key is read once at cold start and never logged. For another provider, replace this
-# function. Its `charge` must take an `idempotency_key`, and its errors should carry `http_status`:
+# function. Its `charge` must take an `idempotency_key`:
 
 # %%
-views.show_source(keyed.make_provider)
+views.show_source(keyed_provider.make_provider)
 
 # %% [markdown]
-# The adapter charges through Stripe's own SDK. It sends the upload's key as Stripe's
-# `Idempotency-Key`, and metadata that name the upload. Stripe's errors pass through unchanged:
-# the handler reads their HTTP status. A 402 is a decline, and a 400 or a 500 is left to a person.
-# A 409 (the same key still in flight) or a 429 releases the claim, and Lambda retries with the
-# same key:
+# Before it builds the client, it checks the key against `STAGE`. A live key (`sk_live_`,
+# `rk_live_`) starts only where `STAGE` is `prod`, and a test key only elsewhere. Otherwise the
+# function logs one line and refuses to start, so nothing is charged:
+
+# %%
+views.show_source(keyed_provider.check_key_mode)
+
+# %% [markdown]
+# The adapter charges through Stripe's own SDK. It sends the order's key as Stripe's
+# `Idempotency-Key`, and metadata that name the stack and the order. Who pays is the order's
+# `customer` (`cus_...`), charged off-session with the order's `payment_method` or the customer's
+# saved default. Only in test mode does an order without a customer get Stripe's test card:
 
 # %%
 views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvider.find_charges)
@@ -212,30 +222,38 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 # ago ([search](https://docs.stripe.com/api/payment_intents/search); it is not offered to merchants
 # in India). The key guards the first 24 hours.
 #
-# Second, the amount. `amount_for(upload)` returns `PRICE_CENTS` for every upload. Replace it
-# when the price depends on the order. `amount_from_order_file` is a tested example that reads
-# the uploaded file by its version id. A malformed order becomes `needs_attention`, never a charge.
+# Stripe's answers are read by their error `type` and `code`, not by HTTP status alone
+# (`keyed_provider.meaning_of`). A card error is a final decline, recorded with its decline code. A
+# rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
+# Lambda retries with the same key. An `idempotency_error` or an invalid request needs a person. A
+# PaymentIntent left `processing` is booked `pending`, and settled later with `idem settle`.
+#
+# Second, who pays. Your checkout saves each customer's payment method for off-session use, and
+# the uploader writes that customer's `cus_...` id into the order. If your orders carry your own
+# account ids, map each to its Stripe customer when you write the file. In live mode, an order
+# with no `cus_...` customer is left for a person, never charged.
+#
+# Third, what an order is. `ORDER_IDENTITY` is `order-id` by default (chapter 03): the file is
+# JSON and names its `order_id`, and may name `amount_cents`, `currency`, `customer` and
+# `payment_method`. `amount_for` charges the order's `amount_cents`, or `PRICE_CENTS` when it names
+# none. A file that names no order becomes `needs_attention`, never a charge.
 
 # %% [markdown]
-# Third, create the ledger table as `template.yaml` does, shown in
+# Fourth, create the ledger table as `template.yaml` does, shown in
 # [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
 # and TTL is on `expires_at`. The index `by_account` holds the done records, which are the
 # ledger lines.
 #
-# Fourth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
+# Fifth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
 # and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold start then checks every
 # lifetime against them:
 
 # %%
-views.show_source(keyed.settings_from_env)
+views.show_source(keyed_settings.settings_from_env)
 
 # %% [markdown]
-# Fifth, who pays. The adapter above confirms every charge with `pm_card_visa`, Stripe's test card,
-# and names the account only in the metadata. A live charge needs the `customer` id of a Stripe
-# customer and one of that customer's saved payment methods, both passed to the PaymentIntent
-# ([create](https://docs.stripe.com/api/payment_intents/create)). Sixth, the alarms. The stack's
-# alarms email the address in `AlarmEmail`, and that address must confirm the subscription before
-# any email comes.
+# Sixth, the alarms. The stack's alarms email the address in `AlarmEmail`, and that address must
+# confirm the subscription before any email comes.
 
 # %% [markdown]
 # ### Check your version
@@ -265,20 +283,20 @@ views.show_source(keyed.settings_from_env)
 #
 # | # | step | file, command or AWS setting |
 # | --- | --- | --- |
-# | 1 | Copy the handler and its adapter; add `stripe` 16.x to the function's requirements | `keyed.py`, `keyed_stripe.py`, `requirements.txt` |
+# | 1 | Copy the handler, its siblings and the Stripe adapter; add `stripe` 16.x to the function's requirements | `keyed*.py`, `requirements.txt` |
 # | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id` (the default); `object-name` needs a bucket policy that requires `If-None-Match` |
-# | 3 | Charge the order's amount, not one price | `amount_for` reads the order (`amount_from_order_file`) |
+# | 3 | Charge the order's amount, not one price | `amount_cents` in the order file; `amount_for` falls back to `PRICE_CENTS` |
 # | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
 # | 5 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
-# | 6 | Create a restricted Stripe key: PaymentIntents write (which covers their search), Refunds write for the runbook, nothing else | Stripe Dashboard, *Developers > API keys*; a test key first |
+# | 6 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
 # | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
 # | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
-# | 9 | Deploy production with every override repeated, and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod AlarmEmail=...` |
+# | 9 | Deploy production, with its SQS buffer (`UploadQueue`) in front of the function, every override repeated, a test stage and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=...` |
 # | 10 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
 # | 11 | From then on, deploy production only after a reviewer approves the planned changes | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
-# | 12 | Upload a test order, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp`, `sam logs`, the Dashboard in test mode, the report bucket |
+# | 12 | Upload a test order, then the same file again, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp order.json`, `sam logs`, the Dashboard in test mode, the report bucket |
 # | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge, redrive | `idem settle`, `idem refund`, `idem redrive`, each a dry run first |
-# | 14 | Swap in the live restricted key; the cold start refuses a live key outside prod | `aws ssm put-parameter --overwrite` |
+# | 14 | Swap in the live restricted key and deploy again as `prod`: the cold start refuses a live key unless `STAGE` is `prod`, and a test key in prod | `aws ssm put-parameter --overwrite`, then `sam deploy ... Stage=prod` |
 # | 15 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
 #
 # The handler's work adds steps 2, 4 and 14: an order's identity, a real customer, and a key
@@ -311,6 +329,10 @@ print(production.outage_lines())
 #   have saved that customer's payment method for off-session use, or Stripe declines the charge.
 # * **The orders themselves.** A file with a wrong amount is charged that amount; a corrected
 #   re-upload of an order is left for a person, never charged again.
+# * **Declines and pending charges.** A decline is final: `DeclinedAlarm` mails you, and the
+#   customer must fix the card; a new order (a new `order_id`) charges anew. A charge left
+#   `processing` is booked `pending`. `PendingAlarm` mails you, and `idem settle` books it once
+#   Stripe has decided.
 
 # %% [markdown]
 # ## Try it

@@ -12,6 +12,7 @@ import pytest
 import stripe
 import stripe._http_client
 
+from idem.core.dynamo import from_item
 from idem.core.handlers import keyed
 from idem.sim.stripe_server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
@@ -165,7 +166,7 @@ def test_a_corrected_order_is_stripes_idempotency_error_and_needs_a_person(world
     ref = keyed.identify(first, "order-id", world.s3)
     # the first attempt charged 500 and died before its commit; the uploader then corrects the amount
     world.provider().charge(customer=first.account, amount=500, currency="usd", reference=ref.charge_reference,
-                            idempotency_key=ref.idempotency_key)
+                            idempotency_key=ref.idempotency_key, metadata=ref.metadata)
     world.clock.advance(3600)  # inside the key window: the corrected file comes in
     corrected = keyed.Upload.of(world.upload("alice/order.json", b'{"order_id": "A-7", "amount_cents": 900}'))
     with pytest.raises(keyed.NeedsAttention, match="idempotency_error"):
@@ -223,3 +224,28 @@ def test_past_the_key_window_with_stripes_search_down_the_order_is_parked(world,
     assert ("POST", "/v1/payment_intents") not in server.requests and world.provider().charges() == []
     (record,) = world.ledger().records()
     assert record.status is keyed.Status.NEEDS_ATTENTION
+
+
+# -- what the provider is told: the order, for the reconciliation ------------------------------------------
+def test_every_payment_intent_names_its_order_bucket_key_and_stack_never_the_version(world, server, monkeypatch):
+    """docs/one_charge_per_order.md: the reconciliation groups Stripe's charges by order_id and
+    bucket, so two orders at one name are two orders, not a double charge."""
+    cold_start(monkeypatch, world, server, TEST_KEY, "staging")
+    versions = []
+    for order_id in ("A-1", "A-1", "A-2"):  # an order, the uploader's retried PUT, a second order at the name
+        obj = world.upload("alice/order.json", json.dumps({"order_id": order_id}).encode())
+        versions.append(obj.version_id)
+        keyed.lambda_handler(world.event(obj), Context())
+    made = sorted(intents(server, TEST_KEY), key=lambda i: i["metadata"]["order_id"])
+    assert [(i["metadata"]["order_id"], i["metadata"]["bucket"], i["metadata"]["key"]) for i in made] == [
+        ("A-1", world.bucket, "alice/order.json"), ("A-2", world.bucket, "alice/order.json")]
+    assert all(i["metadata"]["idem_stack"] == "idem-scenario" for i in made)
+    assert all(v and v not in json.dumps(i["metadata"]) for i in made for v in versions)
+
+
+def test_the_stand_in_keeps_the_orders_metadata_too(world):
+    charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+                                 now=world.clock.now, s3=world.s3)
+    charger.charge_once(keyed.Upload.of(world.upload("alice/order.json", b'{"order_id": "A-9"}')), 30_000)
+    (item,) = [i for i in map(from_item, world.table_items(world.provider_table)) if i.get("kind") == "charge"]
+    assert item["metadata"] == {"order_id": "A-9", "bucket": world.bucket, "key": "alice/order.json"}

@@ -300,7 +300,7 @@ class KeyedCharger:
             order = ref.order  # who pays: the order's customer (and method), else the account folder
             charge = self.provider.charge(customer=(order and order.customer) or upload.account, amount=cents,
                                           currency=(order and order.currency) or self.settings.currency,
-                                          reference=ref.charge_reference, idempotency_key=key,
+                                          reference=ref.charge_reference, idempotency_key=key, metadata=ref.metadata,
                                           **({"payment_method": order.payment_method} if order and order.payment_method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)

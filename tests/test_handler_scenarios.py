@@ -249,3 +249,12 @@ def test_the_stand_in_keeps_the_orders_metadata_too(world):
     charger.charge_once(keyed.Upload.of(world.upload("alice/order.json", b'{"order_id": "A-9"}')), 30_000)
     (item,) = [i for i in map(from_item, world.table_items(world.provider_table)) if i.get("kind") == "charge"]
     assert item["metadata"] == {"order_id": "A-9", "bucket": world.bucket, "key": "alice/order.json"}
+
+
+def test_the_local_runtimes_stripe_passes_the_intents_status_on(world, server):
+    """world.provider() over the loopback (the workbook's and `idem check`'s provider) hands keyed
+    the PaymentIntent's status, so a `processing` intent is pending there too, never charged."""
+    server.inject("processing")
+    charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+                                 now=world.clock.now, s3=world.s3)
+    assert charger.charge_once(keyed.Upload.of(world.upload("alice/order.json")), 30_000)["status"] == "pending"

@@ -258,3 +258,14 @@ def test_the_local_runtimes_stripe_passes_the_intents_status_on(world, server):
     charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
                                  now=world.clock.now, s3=world.s3)
     assert charger.charge_once(keyed.Upload.of(world.upload("alice/order.json")), 30_000)["status"] == "pending"
+
+
+def test_an_order_naming_its_customer_and_method_is_charged_by_the_stand_in_too(world):
+    """The workbook's and `idem check`'s default provider takes the order's payment method (it
+    moves no real money), so an order file written for Stripe runs there unchanged."""
+    charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+                                 now=world.clock.now, s3=world.s3)
+    body = json.dumps({"order_id": "C-1", "customer": "cus_carol", "payment_method": "pm_saved"}).encode()
+    assert charger.charge_once(keyed.Upload.of(world.upload("carol/order.json", body)), 30_000)["status"] == "charged"
+    (made,) = world.provider().charges()
+    assert made.customer == "cus_carol"

@@ -87,7 +87,7 @@ class Provider:
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, outcome: str = "ok",
-               metadata: Mapping[str, str] | None = None) -> Charge:
+               metadata: Mapping[str, str] | None = None, payment_method: str | None = None) -> Charge:
         """Move `amount` (smallest currency unit) from `customer`, once per idempotency key."""
         outcome = ProviderOutcome(outcome)
         if outcome is ProviderOutcome.DOWN:  # before execution begins: nothing is saved

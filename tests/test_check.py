@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from idem.explore.check import CheckInputError, check_handler, schedules_for
+from idem.explore.check import check_handler, schedules_for
 from idem.cli import main
 from idem.sim.boundary import END, Boundary, Side
 from idem.explore.verdicts import judge_effects

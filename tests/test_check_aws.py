@@ -5,7 +5,6 @@ from the handler's threads are its boundaries, and the clean run is judged too. 
 tests/handlers/ gets the verdict a correct checker must give."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from urllib.parse import quote_plus
 

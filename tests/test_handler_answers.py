@@ -89,6 +89,23 @@ def test_an_eventbridge_copy_is_not_charged(world, monkeypatch):
     assert [p["status"] for p in keyed.lambda_handler(event, Context())["processed"]] == ["charged"]
 
 
+@pytest.mark.parametrize("reason, charged", [("PutObject", True), ("POST Object", True),
+                                             ("CompleteMultipartUpload", True), ("CopyObject", False)])
+def test_eventbridge_reasons_are_charged_as_s3_names_them(world, monkeypatch, reason, charged):
+    """The reasons S3 gives EventBridge's Object Created events: PutObject, POST Object (a form
+    upload, with a space), CopyObject, CompleteMultipartUpload
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html)."""
+    use(world, monkeypatch)
+    obj = world.upload("alice/order.json")
+    event = {"source": "aws.s3", "detail-type": "Object Created", "time": "2026-01-01T00:00:00Z",
+             "detail": {"bucket": {"name": obj.bucket}, "reason": reason,
+                        "object": {"key": obj.key, "size": obj.size, "etag": obj.etag,
+                                   "version-id": obj.version_id, "sequencer": obj.sequencer}}}
+    processed = keyed.lambda_handler(event, Context())["processed"]
+    assert [p["status"] for p in processed] == (["charged"] if charged else [])
+    assert len(world.provider().charges()) == (1 if charged else 0)
+
+
 def test_the_allow_list_is_a_setting():
     settings = keyed.settings_from_env({"LEDGER_TABLE": "t", "CHARGE_EVENTS": "ObjectCreated:Put"})
     assert settings.charge_events == ("ObjectCreated:Put",)

@@ -49,7 +49,7 @@ def test_a_retried_put_after_a_charge_that_died_before_its_commit_replays_it(wor
     retried = world.upload("alice/A-1001.json", order("A-1001"))
     ref = keyed.identify(keyed.Upload.of(first), "order-id", world.s3)
     world.provider().charge(customer="alice", amount=500, currency="usd", reference=ref.charge_reference,
-                            idempotency_key=ref.idempotency_key)  # charged, then the function died
+                            idempotency_key=ref.idempotency_key, metadata=ref.metadata)  # charged, then the function died
     result = charge(world, retried)
     (made,) = world.provider().charges()
     assert result["status"] == "charged" and result["charge_id"] == made.id  # Stripe replayed it
@@ -81,7 +81,7 @@ def test_a_corrected_reupload_while_the_first_is_unbooked_is_stripes_idempotency
     first = world.upload("alice/A-7.json", order("A-7", amount_cents=1000))
     ref = keyed.identify(keyed.Upload.of(first), "order-id", world.s3)
     world.provider().charge(customer="alice", amount=1000, currency="usd", reference=ref.charge_reference,
-                            idempotency_key=ref.idempotency_key)  # charged, then the function died
+                            idempotency_key=ref.idempotency_key, metadata=ref.metadata)  # charged, then died
     corrected = world.upload("alice/A-7.json", order("A-7", amount_cents=1200))
     with pytest.raises(keyed.NeedsAttention):
         charge(world, corrected)

@@ -17,7 +17,7 @@ from idem.core import reconcile_job as job
 from idem.core.dynamo import from_item, to_item
 from idem.deploy import template as tp
 from idem.sim.runtime import LocalLambda, on_clock
-from idem.sim.world import LocalWorld, fake_session
+from idem.sim.world import LocalWorld, fake_session, order_body
 
 LAG = 21600 + job.MAX_INVOCATION_SECONDS
 
@@ -175,7 +175,8 @@ def test_one_planted_case_of_each_kind_is_found_with_its_command(stand_in):
                             idempotency_key="charge#version#unbooked")
     # 4. a second charge for an order already charged (another key for the same upload)
     world.provider().charge(customer="alice", amount=500, currency="usd", reference=charged[0].reference,
-                            idempotency_key="charge#version#second")
+                            idempotency_key="charge#version#second",  # the first's order, as keyed tells it
+                            metadata={"order_id": json.loads(order_body(1))["order_id"], "bucket": world.bucket})
     # 5. an order a handler left for a person
     held = upload(world, "frank/order-5.txt")
     held_key = job.order_key(world.s3, job.UploadSeen(world.bucket, held.key, held.version_id, held.etag, 0),

@@ -203,7 +203,6 @@ def test_the_views_package_exports_chapter_12_and_13_views():
 def test_chapter_09s_tables_show_each_profiles_handler_and_every_text_in_full():
     table = ship.profile_table()
     assert set(table["handler (in idem.core)"]) == {"handlers.keyed.lambda_handler", "entry.lambda_handler"}
-    sam = ship.tp.load()
     settings = " ".join(ship.production_settings().split())
     assert "https://docs.stripe.com/rate-limits" in settings and "HandlerMode" not in settings
     printed = ship.alarms_text()

@@ -32,7 +32,7 @@ import json
 import threading
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -70,6 +70,7 @@ class Charge:
     reference: str  # what was bought: the object the charge is for
     idempotency_key: str = ""
     replayed: bool = False  # True when the provider answered from an earlier request
+    status: str = "succeeded"  # Stripe's PaymentIntent status (keyed_provider.INTENT_MEANS reads it)
 
 
 class Provider:
@@ -85,7 +86,8 @@ class Provider:
         self.store: ProviderStore = store if store is not None else TableStore(client, table)
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None, outcome: str = "ok") -> Charge:
+               idempotency_key: str | None = None, outcome: str = "ok",
+               metadata: Mapping[str, str] | None = None, payment_method: str | None = None) -> Charge:
         """Move `amount` (smallest currency unit) from `customer`, once per idempotency key."""
         outcome = ProviderOutcome(outcome)
         if outcome is ProviderOutcome.DOWN:  # before execution begins: nothing is saved
@@ -102,7 +104,8 @@ class Provider:
         moves = outcome in (ProviderOutcome.OK, ProviderOutcome.SAVED_500)
         charge = Charge(id=self.store.next_id(), idempotency_key=idempotency_key or "", **params) if moves else None
         made = {"pk": f"charge#{charge.id}", "kind": "charge", "created_at": self.clock.now(),
-                "idempotency_key": idempotency_key, **params} if charge else None
+                "idempotency_key": idempotency_key, **params,
+                **({"metadata": dict(metadata)} if metadata else {})} if charge else None
         answer = None
         if idempotency_key:
             status = {ProviderOutcome.OK: 200, ProviderOutcome.SAVED_500: 500,

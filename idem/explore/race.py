@@ -228,8 +228,8 @@ def _race_handler(world: LocalWorld, threads: int, rounds: int, handler: str,
     run_rounds(threads, rounds, work)
     charged: dict[str, int] = {}
     for charge in world.provider().charges():
-        charged[charge.reference] = charged.get(charge.reference, 0) + 1
-    return RaceReport(handler, threads, rounds, tuple(charged.get(o.uri, 0) for o in objects),
+        charged[charge.reference.split("?")[0]] = charged.get(charge.reference.split("?")[0], 0) + 1
+    return RaceReport(handler, threads, rounds, tuple(charged.get(o.uri.split("?")[0], 0) for o in objects),
                       errors=sum(o != OK for row in outcomes for o in row),
                       outcomes=tuple(map(tuple, outcomes)))
 

@@ -3,6 +3,7 @@ for chapter 07's reconciliation. Redriving the failure queue is `idem.explore.re
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..core.ledger import booked
@@ -36,12 +37,18 @@ MESSY_BATCH = (
 )
 
 
+def order_file(upload: BatchUpload) -> bytes:
+    """The order file uploaded: the keyed handler charges per order, named by its `order_id`
+    (docs/one_charge_per_order.md); `alice/order-0101.csv` is order `alice-order-0101`."""
+    return json.dumps({"order_id": upload.key.rsplit(".", 1)[0].replace("/", "-"), "note": upload.story}).encode()
+
+
 def run_batch(world: LocalWorld, uploads: tuple[BatchUpload, ...] = MESSY_BATCH) -> list[Attempt]:
     """Upload each object into `world` and let its function run until nothing is left to retry.
     Returns every invocation, in order."""
     attempts: list[Attempt] = []
     for upload in uploads:
-        obj = world.upload(upload.key, upload.story.encode() or b"order")
+        obj = world.upload(upload.key, order_file(upload))
         if not upload.handler:
             continue
         known_handler(upload.handler)

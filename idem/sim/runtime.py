@@ -42,7 +42,7 @@ import time_machine
 
 from .logtail import LogTail
 from ..core.clock import iso8601
-from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crash, Crossing, FaultPlan, Side, Step,
+from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
                        Visit, Watch, WatchedProvider, choice, every_session_watched, inherit_invocations,
                        watched_session)
 from .world import ACCOUNT, REGION, LocalWorld

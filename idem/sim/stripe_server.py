@@ -225,7 +225,7 @@ class LoopbackStripe:
         key = request.get("idempotency_key") or ""
         return Charge(str(made.id), str(request.get("customer", "")), int(request.get("amount", 0)),
                       str(request.get("currency", "")), str(request.get("reference", "")), key,
-                      replayed=self.server.account.replayed.get(stripe_key(key), False))
+                      replayed=self.server.account.replayed.get(stripe_key(key), False), status=str(made.status))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[Any]:
         return list(self.adapter.find_charges(reference, idempotency_key))

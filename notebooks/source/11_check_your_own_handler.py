@@ -446,11 +446,13 @@ if mine.holds:
 # <details><summary>Solution</summary>
 #
 # Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass a
-# hash of the upload as the provider's idempotency key, so a retry's charge is a replay of the
-# first. The upload is the bucket and name with the version id, or, in a bucket without
-# versioning, with the eTag and sequencer (chapter 03's recipe). The given handler's
-# `s3['object']['versionId']` raises `KeyError` there. Hash the upload: Stripe takes keys of at most 255 characters, and an
-# S3 object's name alone may be 1,024 bytes. And
+# hash of the ORDER as the provider's idempotency key, so a retry's charge is a replay of the
+# first. The order is the bucket and the `order_id` the file names: an uploader whose PUT timed
+# out sends the same file again, a second version of the same order, and its key must be the
+# same (docs/one_charge_per_order.md). Read the file at this very upload, by its version id, or,
+# in a bucket without versioning, only while its eTag still matches (`IfMatch`): the given
+# handler's `s3['object']['versionId']` raises `KeyError` there. Hash it: Stripe takes keys of at
+# most 255 characters. And
 # book each charge once: the update is conditional on the charge's id not being booked yet, so
 # a retry that replays the charge books nothing new. The attribute `booked` is a string set on
 # the account's item. The condition `contains(booked, :id)` is true when the set holds the id.
@@ -458,6 +460,9 @@ if mine.holds:
 #
 # ```python
 # import hashlib
+# import json
+#
+# s3_client = boto3.client("s3")
 #
 #
 # def lambda_handler(event, context):
@@ -465,16 +470,16 @@ if mine.holds:
 #     provider = make_provider()
 #     for record in event["Records"]:
 #         s3 = record["s3"]
-#         key = unquote_plus(s3["object"]["key"])
-#         obj = s3["object"]  # an unversioned bucket's record has no versionId (chapter 03)
-#         upload = f"s3://{s3['bucket']['name']}/{key}?" + (
-#             f"versionId={obj['versionId']}" if "versionId" in obj
-#             else f"eTag={obj['eTag']}&sequencer={obj['sequencer']}")
+#         bucket, key, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
+#         # this very upload: by its version, or (no versioning) only while its eTag matches
+#         exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+#         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
+#         order_id = json.loads(body)["order_id"]
 #         customer = key.split("/")[0]
-#         # Stripe keys are at most 255 characters; an S3 key alone may be 1,024 bytes: hash it
-#         idempotency_key = hashlib.sha256(upload.encode()).hexdigest()
+#         # one key per order: a retried PUT of the same order replays the first charge
+#         idempotency_key = hashlib.sha256(f"{bucket}\n{order_id}".encode()).hexdigest()
 #         charge = provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd",
-#                                  reference=upload, idempotency_key=idempotency_key)
+#                                  reference=f"s3://{bucket}/{key}", idempotency_key=idempotency_key)
 #         try:  # the books: this charge once, however often this line runs
 #             dynamodb.update_item(
 #                 TableName=table, Key={"pk": {"S": f"account#{customer}"}},

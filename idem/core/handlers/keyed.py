@@ -48,7 +48,7 @@ COPIED = not __package__  # beside its siblings in a reader's folder (plain name
 if COPIED:
     from keyed_dynamo import as_item, as_values, error_code, from_item
     from keyed_log import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import Order, OrderRef, Upload, identify
+    from keyed_orders import Order, OrderRef, Upload as Upload, identify
     from keyed_provider import ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of
     from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
                                 Settings, WorkInProgress, aws_config, settings_from_env)
@@ -56,7 +56,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
-    from .keyed_orders import Order, OrderRef, Upload, identify  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_orders import Order, OrderRef, Upload as Upload, identify  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -300,7 +300,7 @@ class KeyedCharger:
             order = ref.order  # who pays: the order's customer (and method), else the account folder
             charge = self.provider.charge(customer=(order and order.customer) or upload.account, amount=cents,
                                           currency=(order and order.currency) or self.settings.currency,
-                                          reference=ref.charge_reference, idempotency_key=key,
+                                          reference=ref.charge_reference, idempotency_key=key, metadata=ref.metadata,
                                           **({"payment_method": order.payment_method} if order and order.payment_method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)

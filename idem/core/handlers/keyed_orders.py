@@ -139,6 +139,14 @@ class OrderRef:
     def reference(self) -> str:  # the exact upload, for log lines
         return self.upload.reference
 
+    @property
+    def metadata(self) -> dict[str, str]:
+        """What the provider is told the charge is for, the same on every upload of the order
+        (never the version id: Stripe compares every parameter sent again with a key, metadata
+        included): the order (its order_id; else what the key is made from), bucket and key."""
+        return {"order_id": self.order.order_id if self.order else self.source,
+                "bucket": self.upload.bucket, "key": self.upload.key}
+
 
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
     """The order an upload names; when it names none (keyed_orders.read_order), the upload

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
 
@@ -27,8 +27,9 @@ class PaymentProvider(Protocol):
     Stripe's SDK to it). Errors carry `http_status` as Stripe's do; a lost connection has none."""
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None) -> Any:
+               idempotency_key: str | None = None, metadata: Mapping[str, str] | None = None) -> Any:
         """Move `amount` (in the currency's smallest unit); the same key replays the first charge.
+        `metadata`: what the charge is for (order_id, bucket, key), stored with it.
         Returns an object with the charge's `id`."""
 
 

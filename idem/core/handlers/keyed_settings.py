@@ -56,8 +56,11 @@ ORDER_IDENTITIES = ("order-id", "object-name", "upload")
 #: and as EventBridge's Object Created events give their `reason`
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Not a CopyObject (an
 #: archive copy, a replication or a restore makes a new version of an order already charged).
+#: EventBridge names a form upload's reason "POST Object", with a space, as it names a deletion's
+#: "Lifecycle Expiration" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html);
+#: "PostObject" is kept too, so that neither spelling of a form upload is ever skipped.
 CHARGE_EVENTS = ("ObjectCreated:Put", "ObjectCreated:Post", "ObjectCreated:CompleteMultipartUpload",
-                 "ObjectCreated:PutObject", "ObjectCreated:PostObject")
+                 "ObjectCreated:PutObject", "ObjectCreated:POST Object", "ObjectCreated:PostObject")
 
 
 class IdemError(Exception):

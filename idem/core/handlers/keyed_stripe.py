@@ -7,9 +7,9 @@ set; this file imports nothing from keyed.py, so the two run from any folder.
 What it does, with Stripe's API v1 rules (facts cited where they are used):
 - `charge` creates and confirms a PaymentIntent in one call, with keyed's idempotency key as
   Stripe's `Idempotency-Key` (hashed when longer than Stripe's 255 characters), and metadata
-  that name the upload: the account, the object's reference and the idempotency key itself;
-  the key is a hash of the bucket, the object key and the version id (or, unversioned, the
-  eTag and the sequencer), so it names the exact upload.
+  that name the order (docs/one_charge_per_order.md): its order_id, bucket and key, the account,
+  the object's reference, the idempotency key itself and the stack (idem_stack), never the
+  version id: every upload of one order sends the same parameters with its key.
 - Stripe's errors are not translated: they carry `http_status`, which keyed.py reads
   (402 declined; 400/404 and 500 saved for the key: needs attention; 409, 429, 5xx others
   and lost connections: released, retried by Lambda).
@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import stripe
 from stripe.params import PaymentIntentCreateParams
@@ -105,7 +105,8 @@ class StripeProvider:
         return cls(client, payment_method, live=secret.startswith(("sk_live_", "rk_live_")))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None, payment_method: str | None = None) -> StripeCharge:
+               idempotency_key: str | None = None, payment_method: str | None = None,
+               metadata: Mapping[str, str] | None = None) -> StripeCharge:
         """Create and confirm a PaymentIntent; the same key replays the first answer for 24 h."""
         key = idempotency_key or ""
         cus = customer.startswith("cus_")
@@ -117,7 +118,7 @@ class StripeProvider:
             "amount": amount, "currency": currency, "confirm": True, "off_session": True, "payment_method": method,
             # No redirect can happen in a Lambda: refuse such methods at once.
             "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
-            "metadata": self._metadata(customer, reference, key)}
+            "metadata": self._metadata(customer, reference, key, metadata or {})}
         if cus:
             params["customer"] = customer
         intent = self.client.v1.payment_intents.create(
@@ -141,8 +142,10 @@ class StripeProvider:
         return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None
 
     @staticmethod
-    def _metadata(customer: str, reference: str, key: str) -> dict[str, Any]:
+    def _metadata(customer: str, reference: str, key: str, order: Mapping[str, str]) -> dict[str, Any]:
         # Names and ids only: "Don't store any sensitive information" as metadata
-        # (https://docs.stripe.com/api/metadata). idem_stack: the reconciliation's filter.
-        return {"account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
+        # (https://docs.stripe.com/api/metadata). idem_stack: the reconciliation's filter; the
+        # order's order_id, bucket and key: what the reconciliation groups charges by.
+        return {**{name: str(value)[:MAX_METADATA_CHARS] for name, value in order.items()},
+                "account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
                 "idempotency_key": stripe_key(key), "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}

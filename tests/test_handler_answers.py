@@ -138,6 +138,39 @@ def test_a_mixed_sqs_batch_is_answered_per_message(world, monkeypatch):
     assert len(world.provider().charges()) == 1  # the good message charged once; the test event acknowledged
 
 
+class Draining(Context):
+    """A context whose time runs out: 29 s left for the first upload, 10 s after it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.asked += 1
+        return 29_000 if self.asked == 1 else 10_000
+
+
+def test_a_batch_stops_before_an_upload_whose_slowest_path_would_outlast_the_function(world, monkeypatch):
+    """SQS hands up to 10 messages; one upload's slowest path (every call timing out) is about
+    26 s. An upload started with less time left could be cut off mid-charge, and the whole batch
+    retried; instead it is not started, and only it and those after it come back."""
+    use(world, monkeypatch)
+    events = [{"Records": [s3_record(world.upload(f"carol/{n}.json"))]} for n in range(3)]
+    batch = {"Records": [sqs(f"m-{n}", e) for n, e in enumerate(events)]}
+    answer = keyed.lambda_handler(batch, Draining())
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}, {"itemIdentifier": "m-2"}]}
+    assert len(world.provider().charges()) == 1  # the first; the other two were not started
+    retried = {"Records": [sqs(f"m-{n}", e) for n, e in enumerate(events) if n > 0]}
+    assert keyed.lambda_handler(retried, Context()) == {"batchItemFailures": []}
+    assert len(world.provider().charges()) == 3  # each order charged once, none twice
+
+
+def test_with_time_enough_every_upload_of_a_batch_is_charged(world, monkeypatch):
+    use(world, monkeypatch)
+    batch = {"Records": [sqs(f"m-{n}", {"Records": [s3_record(world.upload(f"dan/{n}.json"))]}) for n in range(3)]}
+    assert keyed.lambda_handler(batch, Context()) == {"batchItemFailures": []}
+    assert len(world.provider().charges()) == 3
+
+
 # -- Stripe's errors, by type and code ---------------------------------------------------------------
 def error(cls, http_status, kind, code, decline_code=None, message="x"):
     body = {"error": {"type": kind, "code": code, "message": message,

@@ -51,7 +51,7 @@ if COPIED:
     from keyed_orders import Order, OrderRef, Upload as Upload, identify
     from keyed_provider import ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of
     from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
-                                Settings, WorkInProgress, aws_config, settings_from_env)
+                                Settings, WorkInProgress, aws_config, settings_from_env, upload_path_seconds)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -61,7 +61,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
-        aws_config, settings_from_env)
+        aws_config, settings_from_env, upload_path_seconds)
 
 #: The table's sparse global secondary index of ledger lines: partition key `account`, sort
 #: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
@@ -342,12 +342,22 @@ class KeyedCharger:
 _charger: KeyedCharger | None = None
 
 
+def enough_time(remaining_ms: int) -> None:
+    """Raise WorkInProgress when one more upload's slowest path may not end before the function
+    does: a batch (SQS hands up to 10 messages) is then cut short, and the uploads left are
+    retried (batchItemFailures) instead of timing out together in the middle of a charge."""
+    if remaining_ms / 1000 < upload_path_seconds():
+        raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
+                             f"upload can take {upload_path_seconds():g} s; it is retried")
+
+
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     """What Lambda calls. Every order is charged once. A failed upload, or a record this code
     cannot read, fails the invocation after the others have had their turn (they are
     recognised as duplicates on the retry), so the event reaches the failure queue. From SQS,
     the answer names each failed message instead (`batchItemFailures`: the event source
-    mapping needs ReportBatchItemFailures), so that only those come back, then go to the DLQ."""
+    mapping needs ReportBatchItemFailures), so that only those come back, then go to the DLQ.
+    An upload after the first starts only while its slowest path still fits (`enough_time`)."""
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once
         settings = settings_from_env(os.environ)  # every client bounded: keyed_settings.aws_config
@@ -357,11 +367,15 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     # raises EventError if it is no S3 notification at all
     batch = read_logged(event, request_id, _charger.settings.charge_events)
     counts: Counter[str] = Counter(ignored=len(batch.skipped) - len(batch.malformed), malformed=len(batch.malformed))
-    processed, failures, failed_at = [], [], {s.index for s in batch.malformed}
+    processed: list[dict[str, Any]] = []
+    failures: list[Exception] = []
+    failed_at = {s.index for s in batch.malformed}
     for obj, origin in zip(batch.objects, batch.origins):
         upload = Upload.of(obj)
         named: Upload | OrderRef = upload  # what the log line names: the order, once it is read
         try:
+            if processed or failures:  # not the first: start it only if its slowest path fits
+                enough_time(context.get_remaining_time_in_millis())
             named = ref = _charger.order_of(upload)  # reads the order file (order-id)
             result = _charger.charge_once(upload, context.get_remaining_time_in_millis(), ref)
         except Exception as error:  # one bad upload must not cost the others their turn

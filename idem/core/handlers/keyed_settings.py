@@ -41,7 +41,13 @@ def aws_call_seconds() -> float:
 
 
 def slowest_path_seconds() -> float:
+    """The slowest path of an invocation's first upload, the cold start's secret included."""
     return AWS_CALLS_ON_SLOWEST_PATH * aws_call_seconds() + PROVIDER_CALLS_ON_SLOWEST_PATH * PROVIDER_CALL_SECONDS
+
+
+def upload_path_seconds() -> float:
+    """The slowest path of any later upload of a batch: the same, without the cold start's secret."""
+    return slowest_path_seconds() - aws_call_seconds()
 #: ORDER_IDENTITY: what makes one order, so that it is charged once however often it is uploaded.
 #: - order-id (default): the order file names its order (`{"order_id": ...}`, keyed_orders.py);
 #:   an uploader's retried PUT (a second version, same bytes) is the same order: one charge.

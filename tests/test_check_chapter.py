@@ -22,12 +22,14 @@ CLAIM = '''        try:  # the guard: claim the upload before doing the work
 '''
 UNKEYED = "currency=\"usd\", reference=upload)"
 KEYED = "currency=\"usd\", reference=upload,\n                        idempotency_key=upload)"
-#: Chapter 10's handlers key per upload (the object's version). The check now judges per ORDER
-#: (ORDERS.md): the uploader's retried PUT of one order is charged twice by them, and its AWS faults
-#: are botocore's own errors, so what the chapter says of their verdicts changes until the chapters
-#: helper rewrites them. Until then these tests may fail (not strict); the solution's is strict below.
-pytestmark = pytest.mark.xfail("?versionId=" in SOURCE.read_text(), strict=False,
-                               reason="chapter 10 keys per upload; the check judges per order (ORDERS.md)")
+#: Chapter 11's handlers key per upload (the object's version). The check now judges per ORDER
+#: (docs/one_charge_per_order.md): the uploader's retried PUT of one order is charged twice by them,
+#: so the verdicts these tests pin change until the chapter is rewritten to key per order. The
+#: tests that read those verdicts carry this mark (not strict: a rewrite may fix them one by one);
+#: the others pass as they are and pin what they say. The solution's mark is strict, below.
+PER_UPLOAD = pytest.mark.xfail("?versionId=" in SOURCE.read_text(), strict=False,
+                               reason="chapter 11 keys per upload; the check judges per order "
+                                      "(docs/one_charge_per_order.md)")
 
 
 def written(name: str) -> str:
@@ -76,6 +78,7 @@ def test_the_handlers_the_chapter_writes_are_the_given_one_and_the_one_without_i
     assert written("no_claim.py") == replaced(written("broken_handler.py"), CLAIM, "")
 
 
+@PER_UPLOAD
 def test_the_given_handler_loses_work_and_books_silently_and_never_charges_twice(given):
     assert set(given.tally()) & {"double_charge", "double_effect"} == set()
     assert given.tally()["silent_loss"] and given.tally()["silent_mismatch"]
@@ -90,6 +93,7 @@ def test_counting_only_the_charge_hides_the_silent_mismatches(folder, given):
     assert ("exactly_once", "silent_mismatch") in pairs
 
 
+@PER_UPLOAD
 def test_the_key_alone_changes_nothing_while_the_claim_stands(folder, given):
     keyed = check(folder, "claim_and_key", replaced(written("broken_handler.py"), UNKEYED, KEYED))
     assert keyed.tally() == given.tally()
@@ -100,12 +104,14 @@ def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim)
     assert "idempotency key" in views.explain_breaks(no_claim)
 
 
+@PER_UPLOAD
 def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
     report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
     assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"double_effect"}
     assert "conditional" in views.explain_breaks(report)
 
 
+@PER_UPLOAD
 def test_booking_only_unreplayed_charges_loses_the_books(folder):
     text = solution()
     start = text.index("        try:  # the books")
@@ -118,7 +124,7 @@ def test_booking_only_unreplayed_charges_loses_the_books(folder):
     assert "lost after the charge" in views.explain_breaks(report)
 
 
-@pytest.mark.xfail("?versionId=" in solution(), strict=True,
+@pytest.mark.xfail("versionId=" in solution(), strict=True,
                    reason="the chapter's solution keys per upload (version): the uploader's retried PUT of one "
                           "order is charged twice, which the check now judges per order (ORDERS.md); the "
                           "chapters helper rewrites it")
@@ -130,6 +136,7 @@ def test_the_solution_holds_under_the_full_check(folder):
 
 
 # -- the views the chapter reads a report with ---------------------------------------------------
+@PER_UPLOAD
 def test_the_verdict_table_counts_every_schedule_and_marks_the_breaks(given):
     frame = views.verdicts_frame({"given": given})
     assert frame["given"].sum() == len(given.results)
@@ -144,6 +151,7 @@ def test_a_schedule_table_has_a_row_per_boundary_crossed(given):
     assert [e for e in frame["ended"] if e] == [a.outcome for a in smallest.attempts]
 
 
+@PER_UPLOAD
 def test_the_explanation_names_each_break_once_with_its_smallest_schedule(given):
     text = views.explain_breaks(given)
     assert text.startswith(f"breaks in {len(given.broken)} of {len(given.results)} schedules")

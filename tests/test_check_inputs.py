@@ -39,7 +39,7 @@ def test_a_clean_run_with_no_effect_says_what_the_handler_returned_and_printed()
     code, _, err = cli(target("json_orders"), *FAST)
     assert code == 2
     (line,) = err.strip().splitlines()
-    assert "returned {'charged': []}" in line and "skipped check99999/order.csv: not an order file" in line
+    assert "returned {'charged': []}" in line and "skipped check99999/order 1 \u00fc.json: not an order file in incoming/" in line
 
 
 def test_the_readers_own_object_is_what_lands_and_the_handler_holds():

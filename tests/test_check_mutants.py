@@ -1,44 +1,58 @@
-"""A mutation score for `idem check`: mutants of keyed (idem/core/handlers/keyed.py), each made
-from a copy of the file by a textual replacement that fails loudly when its pattern is gone (so a
-rewrite of keyed cannot silently turn a mutant into keyed itself). Each mutant is caught (the
-check breaks) or the test says why the check cannot or need not catch it."""
+"""A mutation score for `idem check`: mutants of keyed (idem/core/handlers/keyed.py and the siblings
+it imports, keyed_*.py), each made from a copy of the files by a textual replacement in the one
+file that holds its pattern, failing loudly when the pattern is gone (so a rewrite of keyed cannot
+silently turn a mutant into keyed itself). The copy runs as a reader's copy does: the files side
+by side in one folder, that folder on sys.path, the siblings imported by their plain names. Each
+mutant is caught (the check breaks) or the test says why the check cannot or need not catch it."""
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from idem.explore.check import CheckInputError, check_handler
 
-KEYED = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers" / "keyed.py"
+HANDLERS = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers"
+KEYED = HANDLERS / "keyed.py"
+#: keyed.py and the siblings it imports (docs/one_charge_per_order.md: the handler to copy).
+FILES = sorted(HANDLERS.glob("keyed*.py"))
 
-#: name -> (pattern in keyed.py, its replacement, retries to try, a verdict the check must give)
+#: name -> (pattern in keyed.py or a sibling, its replacement, retries to try, a verdict the check must give)
 CAUGHT = {
     "fresh key per attempt": (
-        "reference=upload.reference,\n                                          idempotency_key=key)",
-        "reference=upload.reference,\n                                          idempotency_key=uuid.uuid4().hex)",
+        "reference=ref.charge_reference, idempotency_key=key,",
+        "reference=ref.charge_reference, idempotency_key=uuid.uuid4().hex,",
         (0,), "double_charge"),
     "no key at all": (
-        "reference=upload.reference,\n                                          idempotency_key=key)",
-        "reference=upload.reference)",
+        "reference=ref.charge_reference, idempotency_key=key,",
+        "reference=ref.charge_reference,",
         (0,), "double_charge"),
     "errors swallowed": (
-        "            self.ledger.release(key, owner)\n            raise\n",
-        "            self.ledger.release(key, owner)\n            return {\"status\": \"failed\"}\n",
+        "            self.ledger.release(ref.idempotency_key, owner)\n            raise\n",
+        "            self.ledger.release(ref.idempotency_key, owner)\n            return {\"status\": \"failed\"}\n",
         (0,), "silent_loss"),
     "failures not raised": (
         "    if len(failures) == 1 and not batch.malformed:\n        raise failures[0]\n"
         "    if failures or batch.malformed:\n",
         "    if failures and False:\n        raise failures[0]\n    if batch.malformed:\n",
         (0,), "silent_loss"),
-    # Two uploads of one name in one schedule (the overwrite dimension): the second upload's key
-    # is the first's, so it is turned away as a duplicate and never charged.
-    "key without the version": (
-        'return f"{self.bucket}/{self.key}#{self.version_id}"',
-        'return f"{self.bucket}/{self.key}"', (0,), "silent_loss"),
-    "key without the eTag and sequencer (unversioned bucket)": (
-        'return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"',
-        'return f"{self.bucket}/{self.key}"', (0,), "silent_loss"),
+    # Two orders at one name in one schedule (the overwrite dimension): keyed by the name instead
+    # of the order the file names, the second order's key is the first's, so it is turned away as
+    # a duplicate and never charged.
+    "key without the order id (the name instead)": (
+        '_order_key("order", f"{upload.bucket}\\n{order.order_id}")',
+        '_order_key("order", f"{upload.bucket}\\n{upload.key}")', (0,), "silent_loss"),
+    # The order file read at the name's latest bytes, not this upload's: a second order landing
+    # before the first invocation reads its file is read (and charged) in its place, twice over
+    # its own key, and the first order is never charged.
+    "order read at the latest version, not the event's": (
+        'where = {"VersionId": upload.version_id} if upload.versioned else',
+        "where = {} if upload.versioned else", (0,), "silent_loss"),
+    "order read without IfMatch (unversioned bucket)": (
+        """else {"IfMatch": '"' + upload.etag.strip('"') + '"'}""",
+        "else {}", (0,), "silent_loss"),
 }
 
 #: Mutants that are equivalent to keyed for money and books, each with why (each still applied, so
@@ -73,28 +87,43 @@ NOT_CAUGHT = {
 }
 
 
-def mutant(tmp_path: Path, name: str, old: str, new: str) -> str:
-    text = KEYED.read_text()
-    assert text.count(old) == 1, f"mutant {name!r}: keyed.py no longer contains {old!r}; rewrite the mutant"
-    path = tmp_path / f"mutant_{abs(hash(name)) % 10_000}.py"
-    path.write_text(text.replace(old, new))
-    return f"{path}:lambda_handler"
+@pytest.fixture(autouse=True)
+def _plain_siblings(monkeypatch):
+    """Each mutant's copy imports its own siblings: none of another copy's left in sys.modules."""
+    def forget() -> None:
+        for name in [m for m in sys.modules if m == "keyed" or m.startswith("keyed_")]:
+            del sys.modules[name]
+    forget()
+    yield
+    forget()
+
+
+def mutant(tmp_path: Path, name: str, old: str, new: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """keyed and its siblings copied into a folder of their own, `old` replaced by `new` in the one
+    file that holds it; the folder first on sys.path (as Lambda's task root is)."""
+    holding = [f for f in FILES if old in f.read_text()]
+    assert len(holding) == 1 and holding[0].read_text().count(old) == 1, \
+        f"mutant {name!r}: keyed.py and its siblings no longer hold {old!r} exactly once; rewrite the mutant"
+    folder = tmp_path / f"mutant_{abs(hash(name)) % 10_000}"
+    folder.mkdir()
+    for f in FILES:
+        shutil.copy(f, folder / f.name)
+    (folder / holding[0].name).write_text(holding[0].read_text().replace(old, new))
+    monkeypatch.syspath_prepend(str(folder))
+    return f"{folder / KEYED.name}:lambda_handler"
 
 
 @pytest.mark.parametrize("name", sorted(CAUGHT))
-def test_the_check_catches_keyeds_mutant(tmp_path, name):
+def test_the_check_catches_keyeds_mutant(tmp_path, monkeypatch, name):
     old, new, retries, verdict = CAUGHT[name]
-    report = check_handler(mutant(tmp_path, name, old, new), retries=retries, workers=1)
+    report = check_handler(mutant(tmp_path, name, old, new, monkeypatch), retries=retries, workers=1)
     assert not report.holds and report.tally().get(verdict, 0) > 0, report.tally()
 
 
 @pytest.mark.parametrize("name", sorted(NOT_CAUGHT))
-@pytest.mark.xfail("ORDER_IDENTITY" not in KEYED.read_text(), strict=True,
-                   reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged: the uploader's "
-                          "retried PUT of one order is charged twice, so no mutant of it holds")
-def test_equivalent_mutants_hold_and_the_schedules_reach_the_takeover(tmp_path, name):
+def test_equivalent_mutants_hold_and_the_schedules_reach_the_takeover(tmp_path, monkeypatch, name):
     old, new, takes_over = NOT_CAUGHT[name]
-    report = check_handler(mutant(tmp_path, name, old, new), retries=(0,), workers=1)
+    report = check_handler(mutant(tmp_path, name, old, new, monkeypatch), retries=(0,), workers=1)
     assert report.holds, report.explain()  # equivalent for money and books: see the argument above
     slow = [r for r in report.results if r.schedule.slow]
     superseded = [r for r in slow if any(p.get("status") == "superseded" for a in r.attempts
@@ -104,12 +133,13 @@ def test_equivalent_mutants_hold_and_the_schedules_reach_the_takeover(tmp_path, 
     assert bool(superseded) is takes_over, [r.schedule.label() for r in superseded]
 
 
-def test_a_mutant_that_never_books_is_refused_when_the_books_are_named(tmp_path):
+def test_a_mutant_that_never_books_is_refused_when_the_books_are_named(tmp_path, monkeypatch):
     """Books left out altogether: the clean run books nothing, so by default the report says the
     books were NOT judged (and the money alone holds); named explicitly, they must be there."""
     target = mutant(tmp_path, "books never written",
-                    "            self.ledger.commit(claimed, result, upload.account, cents, charge_id)\n",
-                    "            pass\n")
+                    "            self.ledger.commit(claimed, result, upload.account, cents, charge_id,\n"
+                    "                               Status.PENDING if status == PENDING else Status.DONE)\n",
+                    "            pass\n", monkeypatch)
     assert "NOT judged" in check_handler(target, retries=(0,), workers=1).books_judged()
     with pytest.raises(CheckInputError, match="booked no ledger line"):
         check_handler(target, retries=(0,), workers=1, books="LEDGER_TABLE:charge_id")

@@ -6,6 +6,13 @@ file, what the function must do: charge each upload exactly once (to the right a
 ignore the event with a log line, reject it (retried, then the failure queue; its good
 records still charged once), or never see it (JSON Lambda's runtime cannot decode).
 One more event, about a megabyte of records, is generated rather than committed.
+
+The corpus is about reading events: its records name objects (bucket acme-uploads, fixed version
+ids and eTags) that exist nowhere, so the runtime and the handler to copy read it with
+ORDER_IDENTITY=upload (one charge per upload: no order file to read). With the default,
+ORDER_IDENTITY=order-id (docs/one_charge_per_order.md), the events that charge are replayed once
+more against real order files in a moto bucket of that name, the events' version ids and eTags
+made the real ones (`test_the_default_identity_charges_each_order_the_corpus_names_once`).
 """
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_plus
 
 import pytest
 
@@ -78,7 +87,8 @@ EXPECTED: dict[str, Expect] = {
     "object_restore.json": Expect("ignored", "ObjectRestore:Completed is not an object creation"),
     "folder_marker.json": Expect("ignored", "'alice/reports/' is a folder marker"),
     "eventbridge_object_deleted.json": Expect("ignored", "'Object Deleted' ignored"),
-    "sqs_not_s3.json": Expect("ignored", "record 1 skipped: SQS message: body is not JSON"),
+    # a message on the uploads queue that is no S3 event is no one's to drop: failed, to the DLQ
+    "sqs_not_s3.json": Expect("rejected", "record 1 skipped: SQS message: body is not JSON, so not an S3 event"),
     "sns_not_s3.json": Expect("ignored", "Sns.Message is not JSON, so not an S3 event"),
     # malformed records: skipped with a reason, the good ones charged once, the event fails
     "record_missing_s3.json": Expect("rejected", "record 0 skipped: s3.bucket.name is missing"),
@@ -137,9 +147,13 @@ def test_every_file_in_the_corpus_has_an_expectation(megabyte_file: Path) -> Non
     assert 900_000 < size <= 1_000_000 and len(megabyte_event()["Records"]) > MAX_RECORDS
 
 
+#: The corpus names objects that exist nowhere: read as uploads, no order file is read (see above).
+PARSING_ONLY = {"ORDER_IDENTITY": "upload"}
+
+
 def deliver_twice(event: object, handler: str = "keyed") -> tuple[LocalWorld, LocalLambda]:
     world = LocalWorld(prefix="corpus")
-    runtime = LocalLambda(world, world.env(handler))
+    runtime = LocalLambda(world, world.env(handler, **PARSING_ONLY))
     runtime.send(event)
     runtime.send(event, at=5.0)
     runtime.run()
@@ -181,6 +195,12 @@ def test_the_runtime_gives_each_event_the_right_behaviour(name: str, megabyte_fi
         world.close()
 
 
+def from_sqs(event: object) -> bool:
+    """An SQS event source mapping's batch: every record an SQS message."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    return bool(records) and all(isinstance(r, dict) and r.get("eventSource") == "aws:sqs" for r in records)
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_handler_to_copy_gives_each_event_the_same_behaviour(name: str, megabyte_file: Path) -> None:
     """keyed.py's own lambda_handler (the file a reader copies), wired as on Lambda: the
@@ -190,15 +210,23 @@ def test_the_handler_to_copy_gives_each_event_the_same_behaviour(name: str, mega
         return  # never reaches a handler (above)
     world = LocalWorld(prefix="corpus")
     try:
-        runtime = LocalLambda(world, world.env(), handler="idem.core.handlers.keyed:lambda_handler")
+        runtime = LocalLambda(world, world.env(**PARSING_ONLY), handler="idem.core.handlers.keyed:lambda_handler")
         event = load_event(path_of(name, megabyte_file).read_text(encoding="utf-8"))
         runtime.send(event)
         runtime.send(event, at=5.0)
         runtime.run()
         assert charges_by_reference(world) == {ref: (1, account) for ref, account in expected.charged}
         failed = expected.outcome == "rejected"
-        assert [a.outcome for a in runtime.attempts] == (["error"] * 6 if failed else ["ok", "ok"])
-        assert world.failure_queue_depth() == (2 if failed else 0)
+        if failed and from_sqs(event):
+            # from SQS it names the messages it could not read (ReportBatchItemFailures): only those
+            # come back, then go to the queue's DLQ; the invocation itself succeeds
+            assert [a.outcome for a in runtime.attempts] == ["ok", "ok"]
+            named = {f["itemIdentifier"] for a in runtime.attempts for f in a.result["batchItemFailures"]}
+            assert named and named <= {r["messageId"] for r in event["Records"]}
+            assert world.failure_queue_depth() == 0
+        else:
+            assert [a.outcome for a in runtime.attempts] == (["error"] * 6 if failed else ["ok", "ok"])
+            assert world.failure_queue_depth() == (2 if failed else 0)
         logged = [json.loads(line) for a in runtime.attempts for line in a.logs]
         assert expected.says in "\n".join(line.get("message", "") for line in logged)
         assert max(len(a.logs) for a in runtime.attempts) <= MAX_LOGGED_SKIPS + 4  # bounded, with the metrics
@@ -223,6 +251,122 @@ def test_python_m_idem_replay_handles_the_corpus(name: str, megabyte_file: Path,
     assert {r["charges"] for r in report["rows"]} <= {1}
     assert ("error" in report) == (expected.outcome == "rejected")
     assert err.count("\n") == (1 if expected.outcome == "rejected" else 0)
+
+
+# -- the default identity (ORDER_IDENTITY=order-id): real order files where the corpus charges ---------
+#: The events that charge (the megabyte's one upload is the 1,024-byte key's case again).
+CHARGING = sorted(name for name, e in EXPECTED.items() if e.charged and name != MEGABYTE)
+
+
+def with_real_orders(world: LocalWorld, event: Any, charged: tuple[tuple[str, str], ...]) -> tuple[Any, dict[str, str]]:
+    """Put an order file (its own order_id) at each object the event charges, in a versioned moto
+    bucket named as the corpus names it; return the event with each of those records' version id
+    (or, with none, its eTag) made the real upload's, and the order each object names. Envelopes
+    (SQS bodies, SNS messages: JSON in a string) are rewritten inside; all else is left as it was."""
+    world.s3.create_bucket(Bucket=BUCKET)
+    world.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    real: dict[str, dict[str, str]] = {}
+    orders: dict[str, str] = {}
+    for n, (uri_, _) in enumerate(charged, start=1):
+        key = uri_.removeprefix(f"s3://{BUCKET}/").split("?versionId=")[0]
+        orders[key] = f"corpus-{n:03d}"
+        put = world.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps({"order_id": orders[key]}).encode())
+        real[key] = {"version": put["VersionId"], "etag": put["ETag"].strip('"')}
+
+    def fix_object(obj: dict[str, Any], version: str, etag: str) -> None:
+        key = obj.get("key")
+        found = real.get(key) or real.get(unquote_plus(key)) if isinstance(key, str) else None
+        if found is None:
+            return  # a malformed record, or one that charges nothing: as the corpus wrote it
+        if obj.get(version) not in (None, "null"):
+            obj[version] = found["version"]
+        if etag in obj:
+            obj[etag] = found["etag"]
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, str) and node.lstrip()[:1] in ("{", "["):
+            try:
+                inner = json.loads(node)
+            except ValueError:
+                return node
+            fixed = fix(inner)
+            return node if fixed == inner else json.dumps(fixed)
+        if isinstance(node, list):
+            return [fix(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        node = {k: fix(v) for k, v in node.items()}
+        s3 = node.get("s3")
+        if isinstance(s3, dict) and isinstance(s3.get("object"), dict):
+            fix_object(s3["object"], "versionId", "eTag")
+        detail = node.get("detail")
+        if node.get("source") == "aws.s3" and isinstance(detail, dict) and isinstance(detail.get("object"), dict):
+            fix_object(detail["object"], "version-id", "etag")
+        return node
+
+    return fix(json.loads(json.dumps(event))), orders
+
+
+def empty_the_bucket(world: LocalWorld) -> None:
+    for page in world.s3.get_paginator("list_object_versions").paginate(Bucket=BUCKET):
+        for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            world.s3.delete_object(Bucket=BUCKET, Key=v["Key"], VersionId=v["VersionId"])
+    world.s3.delete_bucket(Bucket=BUCKET)
+
+
+@pytest.mark.parametrize("handler", ["entry", "copy"])
+@pytest.mark.parametrize("name", CHARGING)
+def test_the_default_identity_charges_each_order_the_corpus_names_once(name: str, handler: str,
+                                                                      megabyte_file: Path) -> None:
+    """ORDER_IDENTITY=order-id, the default: each good record's order file is read at the version
+    (or eTag) its record names, and its order charged once, the second delivery a duplicate; the
+    malformed records still fail closed with their reason, never a charge."""
+    expected = EXPECTED[name]
+    world = LocalWorld(prefix="corpus")
+    try:
+        event, orders = with_real_orders(world, load_event(path_of(name, megabyte_file).read_text(encoding="utf-8")),
+                                         expected.charged)
+        runtime = (LocalLambda(world, world.env("keyed")) if handler == "entry" else
+                   LocalLambda(world, world.env(), handler="idem.core.handlers.keyed:lambda_handler"))
+        runtime.send(event)
+        runtime.send(event, at=5.0)
+        runtime.run()
+        # one charge per order, to the right account; the provider is told the object, not its version
+        assert charges_by_reference(world) == {f"s3://{BUCKET}/{uri_.removeprefix(f's3://{BUCKET}/').split('?')[0]}":
+                                               (1, account) for uri_, account in expected.charged}
+        assert len(orders) == len(expected.charged)
+        logs = "\n".join(line for a in runtime.attempts for line in a.logs)
+        assert expected.says in logs
+        if expected.outcome == "rejected" and handler == "copy" and from_sqs(event):
+            assert [a.outcome for a in runtime.attempts] == ["ok", "ok"]
+            assert all(a.result["batchItemFailures"] for a in runtime.attempts)
+        elif expected.outcome == "rejected":
+            assert [a.outcome for a in runtime.attempts] == ["error"] * 6
+            assert world.failure_queue_depth() == 2
+        else:
+            assert [a.outcome for a in runtime.attempts] == ["ok", "ok"]
+            assert world.failure_queue_depth() == 0
+    finally:
+        empty_the_bucket(world)
+        world.close()
+
+
+def test_the_default_identity_holds_a_record_whose_order_file_is_not_there() -> None:
+    """ORDER_IDENTITY=order-id on the corpus as committed: its objects exist nowhere. No charge, and
+    the record fails closed (retried, then the failure queue), never a silent skip."""
+    world = LocalWorld(prefix="corpus")
+    try:
+        world.s3.create_bucket(Bucket=BUCKET)  # the bucket, but not the version the event names
+        runtime = LocalLambda(world, world.env(), handler="idem.core.handlers.keyed:lambda_handler")
+        event = load_event((EVENTS / "put_v2_1.json").read_text(encoding="utf-8"))
+        runtime.send(event)
+        runtime.run()
+        assert world.provider().charges() == []
+        assert [a.outcome for a in runtime.attempts] == ["error"] * 3 and world.failure_queue_depth() == 1
+        assert "order-v21.csv" in "\n".join(line for a in runtime.attempts for line in a.logs)
+    finally:
+        empty_the_bucket(world)
+        world.close()
 
 
 def test_naive_repeats_the_good_records_of_a_mixed_event_on_purpose() -> None:

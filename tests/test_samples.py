@@ -94,8 +94,6 @@ def test_sns_notifier_report_speaks_of_effects_not_charges():
 
 
 # -- the mailer: SES send, ClientError swallowed -----------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="faults AWS raises: an injected fault is not a botocore ClientError "
-                                       "(SES throttling), so the except-ClientError path never runs")
 def test_ses_mailer_drops_the_email_silently_under_a_throttle():
     code, data, _ = report("ses_mailer", "MailerFunction", "--effect", "ses:SendEmail",
                            "--object", obj("ses_mailer", "signup.json", "signups/signup.json"))

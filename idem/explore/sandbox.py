@@ -9,6 +9,8 @@ parent prints it. Whatever the handler does, the parent answers within a bounded
   is frozen with the execution environment and runs on inside later invocations);
 - no invocation finishes for `stall` seconds of real time (a loop, a lock, a wait on a clock
   only the check moves, a SIGALRM timer of its own that replaced the check's): exit 3, killed;
+- it sets a SIGALRM handler of its own inside an invocation (which runs in a thread of the
+  check's, where Python refuses one; Lambda's runs in the main thread): exit 3, naming the call;
 - the whole check runs past `budget` seconds: exit 3, killed.
 
 What the child prints goes to pipes the parent drains, keeping only the last lines
@@ -222,6 +224,9 @@ def run_sandboxed(request: dict[str, Any], *, budget: float = BUDGET_SECONDS,
         child.wait()
         notes.join()
         output = err.lines() + out.lines()
+        alarm = notes.first("alarm")
+        if not verdict and alarm and alarm.get("refused"):
+            verdict = "alarm"  # its invocations failed where Lambda's would not: no answer to judge
         if not verdict and answer.exists():
             got = json.loads(answer.read_text())
             return Outcome(got["exit_code"], got["json"], got["text"], got.get("handler_traceback", ""), output)
@@ -261,6 +266,13 @@ def _what_happened(verdict: str, code: int | None, notes: _Notes, stall: float, 
         return (f"the handler ended its own process with {exited['how']}({exited['code']!r}) at {exited['where']}: "
                 f"{LAMBDA_ON_EXIT}; the check cannot judge a function that ends its process: raise an exception "
                 "instead")
+    if verdict == "alarm" and alarm:
+        return (f"the handler set its own SIGALRM timer ({alarm['how']} at {alarm['where']}): on Lambda the "
+                "handler runs in the runtime's main thread, where a signal handler can be set; the check runs "
+                "each invocation in a thread of its own (so a crash can stop it at any call), where Python "
+                "refuses one (ValueError: signal only works in main thread), and its timer would replace the "
+                "check's bound on a schedule; the check cannot judge it: bound the wait with "
+                "context.get_remaining_time_in_millis() instead of a signal")
     if verdict in ("stall", "budget"):
         how_long = (f"no invocation finished for {stall:.0f} s of real time" if verdict == "stall"
                     else f"the check ran past its budget of {budget:.0f} s of real time (--budget)")
@@ -342,15 +354,18 @@ class _Guard:
 
         real_signal, real_alarm, real_setitimer = signal.signal, signal.alarm, signal.setitimer
 
-        def noted(how: str) -> None:
+        def noted(how: str, refused: bool = False) -> None:
             where = guard.where()
             if where and not guard._alarm_noted:
                 guard._alarm_noted = True
-                guard.note(kind="alarm", how=how, where=where)
+                guard.note(kind="alarm", how=how, where=where, refused=refused)
 
         def signal_(signum: int, handler: Any) -> Any:
             if signum == signal.SIGALRM:
-                noted("signal.signal(SIGALRM, ...)")
+                # the runtime runs each invocation in a thread of its own (idem.sim.runtime._Run),
+                # where Python refuses a signal handler: on Lambda it is the main thread's
+                noted("signal.signal(SIGALRM, ...)",
+                      refused=threading.current_thread() is not threading.main_thread())
             return real_signal(signum, handler)
 
         def alarm(seconds: int) -> int:
@@ -485,8 +500,11 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
     for upload in uploads or [None]:
         if upload is not None:
             objects.install(upload)
+        clean.missing = None
         try:
             report = check.check_handler(request["target"], **options)
+            if clean.resource_missing(report):  # the clean run failed on a resource that is nowhere:
+                raise check.CheckInputError("the handler fails on a clean run")  # input, not a break
         except check.CheckInputError as error:
             message = clean.explain(error)
             if upload is not None and len(uploads) > 1:
@@ -610,6 +628,16 @@ class _CleanRun:
                 raise
 
         botocore.client.BaseClient._make_api_call = call  # type: ignore[method-assign]
+
+    def resource_missing(self, report: Any) -> bool:
+        """The report is the clean run's break (it failed with no fault) and what failed it is AWS
+        answering "no such resource" to the handler's call: the check's AWS lacks what the team's
+        own has (a topic, a queue), which is input to give (exit 2), not the handler's break (1)."""
+        results = getattr(report, "results", [])
+        if self.missing is None or len(results) != 1 or not getattr(results[0], "clean", False):
+            return False
+        code = self.missing[3]
+        return any(a.failed and code in str(getattr(a, "error", "")) for a in results[0].attempts)
 
     def explain(self, error: Any) -> str:
         message = str(error)

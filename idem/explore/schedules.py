@@ -331,7 +331,9 @@ def run_program(program: Program, handler: str) -> list[ObjectOutcome]:
     """Run a random schedule through the local runtime; one outcome per object."""
     world, number = _POOL.take()
     fault = FaultPlan.at_point(program.fault, program.times, program.how)
-    runtime = LocalLambda(world, world.env(handler, RECORD_TTL_SECONDS=str(program.ttl)),
+    # ORDER_IDENTITY=upload, as _run_one: each object's charge and record are read back by its
+    # upload's reference and key (each object is its own upload, never uploaded twice here)
+    runtime = LocalLambda(world, world.env(handler, RECORD_TTL_SECONDS=str(program.ttl), ORDER_IDENTITY="upload"),
                           fault=fault, retries=program.retries)
     accounts = [f"p{number}a{i}" for i in range(program.objects)]
     objects = [world.upload(f"{account}/order.csv") for account in accounts]

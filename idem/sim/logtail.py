@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import io
 
-#: Lines kept per invocation, and characters kept of each (a longer line is cut, and says so).
-LINES = 20
-WIDTH = 1_000
+#: Lines kept per invocation, and characters kept of each (a longer line is cut, and says so):
+#: enough for every log line a handler of this workbook writes (a 1,024-byte key, a batch of 500
+#: records), at most about 8 MB whatever a handler prints.
+LINES = 1_000
+WIDTH = 8_192
 
 
 class LogTail(io.TextIOBase):

@@ -28,6 +28,7 @@ import contextlib
 import datetime
 import importlib
 import os
+import threading
 import types
 import warnings
 from typing import Any, Iterator, Mapping
@@ -57,33 +58,69 @@ TIME_MODULES = tuple(f"aws_lambda_powertools.utilities.idempotency.{name}" for n
     "base", "persistence.base", "persistence.datarecord", "persistence.dynamodb"))
 
 
+class _ClockDatetime(datetime.datetime):
+    """datetime.datetime, but `now()` on the clock of the innermost live `powertools_time`."""
+
+    @classmethod
+    def now(cls, tz: Any = None) -> datetime.datetime:  # type: ignore[override]
+        clock = _live_clock()
+        if clock is None:  # nothing live: the wall clock (or what the runtime's clocks read)
+            return datetime.datetime.now(tz)
+        return datetime.datetime.fromtimestamp(clock.now(), tz or datetime.timezone.utc)
+
+
+#: What Powertools' modules read as `dt` while a virtual clock is in use: one shim, for good.
+_SHIM = types.ModuleType("datetime")
+_SHIM.__dict__.update(vars(datetime))
+_SHIM.datetime = _ClockDatetime  # type: ignore[attr-defined]
+#: Each `powertools_time` entered and not left yet: (token, clock, the thread that entered it).
+_ENTERED: list[tuple[object, Clock, threading.Thread]] = []
+_GUARD = threading.Lock()
+
+
+def _parked(thread: threading.Thread) -> bool:
+    """An invocation thread the runtime parked at a crash (idem.sim.runtime._Run.die): it never
+    runs again, so the `with` it is inside never exits."""
+    from . import runtime  # here: runtime imports the handlers' entry points
+
+    return thread in runtime._parked or not thread.is_alive()
+
+
+def _live_clock() -> Clock | None:
+    for _, clock, thread in reversed(list(_ENTERED)):
+        if not _parked(thread):
+            return clock
+    return None
+
+
 @contextlib.contextmanager
 def powertools_time(clock: Clock) -> Iterator[None]:
     """Make Powertools read `clock` instead of the wall clock, and restore it afterwards.
 
     A no-op for the system clock: on AWS, Powertools reads real time as it always does.
+    Robust to an invocation that never leaves it: a crash parks the invocation's thread inside
+    the `with` for good (idem.sim.runtime._Run), so what is entered is kept in `_ENTERED` and
+    an entry of a parked thread is ignored and dropped; the last live one to leave puts
+    Powertools' own `datetime` back.
     """
     if isinstance(clock, SystemClock):
         yield
         return
-
-    class ClockDatetime(datetime.datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> datetime.datetime:  # type: ignore[override]
-            return datetime.datetime.fromtimestamp(clock.now(), tz or datetime.timezone.utc)
-
-    shim = types.ModuleType("datetime")
-    shim.__dict__.update(vars(datetime))
-    shim.datetime = ClockDatetime  # type: ignore[attr-defined]
     modules = [importlib.import_module(name) for name in TIME_MODULES]
-    saved = [module.dt for module in modules]  # type: ignore[attr-defined]
-    for module in modules:
-        module.dt = shim  # type: ignore[attr-defined]
+    token = object()
+    with _GUARD:
+        _ENTERED[:] = [e for e in _ENTERED if not _parked(e[2])]
+        _ENTERED.append((token, clock, threading.current_thread()))
+        for module in modules:
+            module.dt = _SHIM  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        for module, original in zip(modules, saved):
-            module.dt = original  # type: ignore[attr-defined]
+        with _GUARD:
+            _ENTERED[:] = [e for e in _ENTERED if e[0] is not token and not _parked(e[2])]
+            if not _ENTERED:
+                for module in modules:
+                    module.dt = datetime  # type: ignore[attr-defined]  # as Powertools imports it
 
 
 def mark_replayed(response: Any, record: DataRecord) -> Any:

@@ -1,7 +1,9 @@
-"""Correct for the files it is written for: it charges the order a `.json` file names (amount and
-customer from the file), keyed by the order, and skips any other file with a log line. Fed the
-check's default object (order.csv) it makes no charge, and the check says what it returned and
-printed (exit 2); fed `--object tests/handlers/orders/A-1001.json` it holds."""
+"""Correct for the files it is written for: it charges the order a `.json` file under `incoming/`
+names (amount and customer from the file), keyed by the order, and skips any other file with a log
+line, as a team whose orders land in one folder writes it. Fed the check's default object
+(`checkNNNNN/order 1 \u00fc.json`, no folder `incoming/`) it makes no charge, and the check says what it
+returned and printed (exit 2); fed `--object tests/handlers/orders/A-1001.json=incoming/A-1001.json`
+it holds."""
 import json
 import os
 from urllib.parse import unquote_plus
@@ -20,8 +22,8 @@ def lambda_handler(event, context):
     done = []
     for record in event["Records"]:
         bucket, key = record["s3"]["bucket"]["name"], unquote_plus(record["s3"]["object"]["key"])
-        if not key.endswith(".json"):
-            print(f"skipped {key}: not an order file")
+        if not (key.startswith("incoming/") and key.endswith(".json")):
+            print(f"skipped {key}: not an order file in incoming/")
             continue
         # the upload this event is about, not the latest: its version, or (unversioned) its eTag
         version, etag = record["s3"]["object"].get("versionId"), record["s3"]["object"]["eTag"]

@@ -1,6 +1,9 @@
 """Correct (keyed_books' charge and booking), and prints a 50 MB debug dump on every invocation,
 as Lambda ships to CloudWatch and goes on: the check keeps the last lines and holds, in time."""
+import hashlib
+import json
 import os
+from urllib.parse import unquote_plus
 
 import boto3
 
@@ -14,11 +17,14 @@ def make_provider():
 
 def lambda_handler(event, context):
     print(DUMP)
-    provider, dynamodb = make_provider(), boto3.client("dynamodb")
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
     for record in event["Records"]:
-        s3 = record["s3"]
-        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
-        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
+        bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+        name = unquote_plus(obj["key"])
+        read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+        order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{order['order_id']}".encode()).hexdigest()
+        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=f"{bucket}/{name}",
                                  idempotency_key=key)
         try:
             dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": charge.id}},

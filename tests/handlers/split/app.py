@@ -1,6 +1,6 @@
 """Correct, split as teams split a function: the entry point here, its helpers in the package
 `orderlib/` beside it. Lambda puts the function's folder first on sys.path; so must the check."""
-from orderlib.charging import book_once, upload_key
+from orderlib.charging import book_once, order_key
 
 
 def make_provider():
@@ -10,8 +10,8 @@ def make_provider():
 def lambda_handler(event, context):
     provider = make_provider()
     for record in event["Records"]:
-        key = upload_key(record)
-        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
+        key = order_key(record)
+        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=record["s3"]["object"]["key"],
                                  idempotency_key=key)
         book_once(key, charge.id)
     return {"ok": True}

@@ -1,12 +1,18 @@
-"""The key of an upload, and one ledger line per charge, written once."""
+"""The key of an order, and one ledger line per charge, written once."""
+import hashlib
+import json
 import os
+from urllib.parse import unquote_plus
 
 import boto3
 
 
-def upload_key(record):
-    s3 = record["s3"]
-    return f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['versionId']}"
+def order_key(record):
+    """One charge per ORDER (docs/one_charge_per_order.md): the order_id the exact version names."""
+    bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+    read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+    body = boto3.client("s3").get_object(Bucket=bucket, Key=unquote_plus(obj["key"]), **read)["Body"].read()
+    return "charge#order#" + hashlib.sha256(f"{bucket}\n{json.loads(body)['order_id']}".encode()).hexdigest()
 
 
 def book_once(key, charge_id):

@@ -238,7 +238,7 @@ class CleanState:
         return cls(tuple(first), {g: frozenset(v) for g, v in volatile.items()}, frozenset(keyless),
                    counted=frozenset(counted))
 
-    def entry(self, f: Found) -> tuple[tuple[str, ...], str]:
+    def entry(self, f: Found) -> tuple[tuple[Any, ...], str]:
         """An item or object as compared: (where and its key, or None for a keyless one), its content."""
         group = (f.kind, f.resource)
         gone = self.volatile.get(group, frozenset())
@@ -274,7 +274,7 @@ class CleanState:
 class StateJudgement:
     """How a schedule's state compares with the expected one, per judged effect."""
 
-    counts: dict[str, int]  # each judged effect's count for the verdict rules (see `judge`)
+    counts: dict[str, int]  # each state-judged effect's count for the verdict rules (see `judge`)
     findings: list[str]
     mismatch: bool  # content differs from what was expected (not only more, or nothing)
 
@@ -290,7 +290,6 @@ def judge(clean: CleanState, found: Sequence[Found], effects: Sequence[str], bas
     mismatch = False
     for name in effects:
         if name in clean.counted:  # a shared running total: judged by its calls, as a message is
-            counts[name] = calls.get(name, 0)
             continue
         want = Counter({k: n for k, n in want_all.items() if k[0] == name})
         got = Counter({k: n for k, n in got_all.items() if k[0] == name})
@@ -333,7 +332,7 @@ def worse(verdict: str, judgement: StateJudgement, dlq: int, calls: dict[str, in
         return verdict
     if any(calls.get(n, 0) > baseline.get(n, 0) for n in judgement.counts):
         return Verdict.DOUBLE_EFFECT.value
-    return (Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value
+    return str((Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value)
 
 
 def skipped_by_rule(ordering: str, order_index: int, orders: Sequence[int]) -> bool:

@@ -35,7 +35,8 @@ def _noted(params: Any = None, model: Any = None, context: Any = None, **_: Any)
     """before-parameter-build: keep the write's parameters in the request's context."""
     if model is None or context is None or not isinstance(params, dict) or _name(model) not in STATE_CALLS:
         return
-    if current() is not None:
+    running = current()
+    if running is not None and _name(model) in running[0].effects:
         context[_PARAMS] = params
 
 

@@ -22,7 +22,7 @@ SAMPLES = ROOT / "tests" / "samples"
 #: One retry setting keeps each check well under a minute; every verdict below shows at 0 retries.
 FAST = ("--retries", "0")
 #: How a handler declares its ordering rule ("an older upload of the same name is skipped, by S3's
-#: sequencer"): the option is not in the CLI yet; rename here when it lands.
+#: sequencer"): `idem check --ordering sequencer` (idem.explore.state).
 ORDERING = ("--ordering", "sequencer")
 #: Verdicts that mean work was lost or half-done with nothing to alert anyone.
 SILENT = ("silent_loss", "silent_mismatch")
@@ -81,8 +81,6 @@ def test_sns_notifier_publishes_twice_when_the_event_comes_twice():
     assert not data["baseline"].get("provider:charge"), explain(data)  # it charges nothing
 
 
-@pytest.mark.xfail(strict=True, reason="payment words: a report on a handler that charges nothing "
-                                       "still speaks of charges or books")
 def test_sns_notifier_report_speaks_of_effects_not_charges():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "idem", "check", "--template",
@@ -105,8 +103,6 @@ def test_ses_mailer_drops_the_email_silently_under_a_throttle():
 
 
 # -- the loader: PutItem keyed by the file's name ---------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: the same item written again "
-                                       "is counted as a second effect")
 def test_json_loader_overwriting_with_the_same_content_holds():
     code, data, _ = report("json_loader", "LoaderFunction", "--effect", "dynamodb:PutItem",
                            "--object", obj("json_loader", "customer.json", "incoming/customer.json"))
@@ -153,8 +149,6 @@ def test_lock_with_a_wait_finishes_with_a_verdict_for_every_schedule():
     assert copies and all(r["verdict"] for r in copies), explain(data)
 
 
-@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: the same output object written "
-                                       "again is counted as a second PutObject")
 def test_lock_with_a_wait_holds():
     code, data, _ = locked()
     assert code == 0, explain(data)
@@ -173,8 +167,6 @@ def test_transfer_manager_put_is_seen():
     assert data["baseline"].get("s3:PutObject") == 1, explain(data)
 
 
-@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: the same report written again "
-                                       "is counted as a second PutObject")
 def test_transfer_manager_writer_overwrites_the_same_report_and_holds():
     code, data, _ = reports()
     assert code == 0, explain(data)
@@ -182,22 +174,32 @@ def test_transfer_manager_writer_overwrites_the_same_report_and_holds():
 
 
 # -- the CSV loader fed through SQS -----------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="effects judged by what they leave: rows written again with the "
-                                       "same content are counted as a second effect; and a message "
-                                       "reported in batchItemFailures at maxReceiveCount 1 never reaches "
-                                       "the dead-letter queue (judged silent_mismatch, failure queue 0)")
 def test_csv_loader_through_sqs_with_batch_item_failures_holds():
     code, data, _ = report("csv_sqs_loader", "CsvLoaderFunction", "--effect", "dynamodb:BatchWriteItem",
                            "--object", obj("csv_sqs_loader", "contacts.csv", "uploads/contacts.csv"))
     assert code == 0, explain(data)
     assert data["trigger"] == "sqs", explain(data)
     assert data["holds"], explain(data)
+    # a message reported in batchItemFailures at maxReceiveCount 1 moves to the dead-letter queue
+    # when its receive count is spent (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html):
+    # a visible failure, labelled so
+    failed = [r for r in data["results"] if r["schedule"].startswith("exception before s3:GetObject on arrival 1;")
+              and "single" in r["schedule"]]
+    assert failed and all(r["failure_queue"] == 1 and r["verdict"] == "failed_visibly" for r in failed), explain(data)
 
 
 # -- the sequencer check: an older upload of the same name skipped on purpose ------------------------
-@pytest.mark.xfail(strict=True, reason="a declared ordering rule: no option says that an older upload "
-                                       "of the same name is skipped by design")
 def test_sequencer_writer_with_its_ordering_rule_declared_holds():
     code, data, _ = report("sequencer_writer", "IndexFunction", "--effect", "dynamodb:PutItem", *ORDERING)
     assert code == 0, explain(data)
     assert data["holds"], explain(data)
+
+
+def test_sequencer_writer_without_its_ordering_rule_loses_the_older_upload():
+    """Undeclared, an older upload of the same name with no write of its own is a loss: the rule
+    is judged as declared, not guessed."""
+    code, data, _ = report("sequencer_writer", "IndexFunction", "--effect", "dynamodb:PutItem")
+    assert code == 1, explain(data)
+    assert data["verdicts"].get("silent_loss", 0) > 0, explain(data)
+    lost = schedules_with(data, "silent_loss")
+    assert lost and all("second order at the same name" in s for s in lost), explain(data)

@@ -38,7 +38,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--effect", action="append", default=[], metavar="SERVICE:Operation",
                         help="an AWS call that must happen once per upload, like the charge "
                              "(repeatable; boto3's client names: sqs:SendMessage, ses:SendEmail, "
-                             "sesv2:SendEmail, sns:Publish, events:PutEvents, stepfunctions:StartExecution)")
+                             "sesv2:SendEmail, sns:Publish, events:PutEvents, stepfunctions:StartExecution). "
+                             "Messages, emails and jobs are counted; a write (dynamodb:PutItem, UpdateItem, "
+                             "DeleteItem, BatchWriteItem, TransactWriteItems; s3:PutObject, the transfer "
+                             "manager's included, CopyObject, DeleteObject) is judged by what it leaves: after "
+                             "each schedule the items and objects it wrote are read back (by key, by content, "
+                             "leaving out fields that differ between two clean runs) and compared with the "
+                             "clean run's, once per order uploaded; the same state is not a second effect, "
+                             "an item too many is, other content is a break")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
     parser.add_argument("--object", action="append", default=[], metavar="FILE[=KEY]", dest="objects",
@@ -56,6 +63,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "sqs (an SQS event source mapping: batches, batchItemFailures, the "
                              "visibility timeout, maxReceiveCount and the dead-letter queue), or "
                              "eventbridge (S3's Object Created events through EventBridge, asynchronously)")
+    parser.add_argument("--ordering", choices=("none", "sequencer"), default="none",
+                        help="the handler's declared ordering rule: sequencer, it keeps per object name the "
+                             "upload with the greatest S3 sequencer and skips an older one on purpose, so an "
+                             "order with a newer upload of the same name may have no write of its own (the "
+                             "final state must still be the newest upload's); none (default): every order "
+                             "writes")
     parser.add_argument("--retries", default="0,1,2",
                         help="the MaximumRetryAttempts values to try, from 0,1,2 (default all); under "
                              "--trigger sqs, maxReceiveCount is each value + 1")
@@ -119,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
                "schedule_seconds": float(os.environ.get("IDEM_CHECK_SCHEDULE_SECONDS") or 0),
                "options": {"effects": effects, "env": env, "retries": retries,
                            "provider_factory": args.provider_factory, "workers": args.workers,
-                           "books": args.books, "provider": provider, "trigger": trigger}}
+                           "books": args.books, "provider": provider, "trigger": trigger,
+                           **({"ordering": args.ordering} if args.ordering != "none" else {})}}
     if from_template:
         request["template_resources"] = from_template.resources
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)

@@ -34,7 +34,9 @@ How it works:
    `idem.sim.runtime._Run`); calls from the handler's own threads and asyncio tasks are its
    boundaries; time.sleep moves the clock, and a wait past the deadline is Lambda's timeout. Its effects are
    counted where they land: the charges in the provider's own record, the ledger lines in the
-   handler's table (the books), and any AWS call named as an effect. Money is judged per upload
+   handler's table (the books), and any AWS call named as an effect; a write named as an effect
+   (DynamoDB PutItem ..., S3 PutObject ...) is judged by the state it leaves, against the clean
+   run's (`idem.explore.state`: the same item again is not a second effect). Money is judged per upload
    against the books (`idem.explore.verdicts`): two charges, no charge, a charge with no line,
    a line with no charge, each named; with nothing in the failure queue, a silent break. Per
    ORDER (ORDERS.md): the charges and lines of an order's uploads must EQUAL the clean run's.
@@ -63,7 +65,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
 from ..sim.stripe_server import loopback_stripe
-from . import triggers
+from . import state as states, triggers
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -330,6 +332,7 @@ class Result:
     attempts: list[Any] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # what is wrong, named: "a charge with no ledger line"
     clean: bool = False  # the clean run itself, reported because it is already wrong (CleanRunBreaks)
+    left: list[Any] = field(default_factory=list)  # what its judged writes left (idem.explore.state)
 
     @property
     def breaks(self) -> bool:
@@ -484,9 +487,11 @@ QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
               effects: Sequence[str], provider_factory: str, first: int = 0,
-              books: Books | None = Books(), trigger: str = "s3") -> list[Result]:
+              books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None) -> list[Result]:
     """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
-    effects where they landed, right after it ran, on its own clock."""
+    effects where they landed, right after it ran, on its own clock. Writes named as effects are
+    judged by the state they leave against `clean_state` (`idem.explore.state`)."""
+    judged = states.state_effects(effects)
     results = []
     versioned = not schedules or schedules[0].overwrite != "unversioned"
     if any((s.overwrite != "unversioned") != versioned for s in schedules):
@@ -532,9 +537,23 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 for name in set(effects) & set(QUEUE_SENDS):
                     counted[name] = sum(_delivered(world, url) for url in runtime.watch.queues
                                         if url != world.queue_url)
+                calls = dict(counted)
+                objs = batch if trigger == "sqs" else [o for o, _, _ in uploads]
+                left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket)) \
+                    if judged else []
+                orders = [1] if trigger == "sqs" else [o for _, _, o in uploads]
+                by_state = states.judge(clean_state, left, judged, baseline, calls, orders) \
+                    if judged and clean_state is not None else None
+                if by_state:
+                    counted.update(by_state.counts)
                 if trigger == "sqs":  # a batch of uploads: each judged on its own money
                     results.append(_judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
                                               books, charges_seen, lines_seen))
+                    if by_state:
+                        results[-1].verdict = states.worse(results[-1].verdict, by_state, results[-1].dlq,
+                                                           calls, baseline)
+                        results[-1].findings += by_state.findings
+                    results[-1].left = left
                     continue
                 recorded = _charges_recorded(world) - charges_seen
                 charges_seen |= recorded
@@ -548,9 +567,16 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             if len(uploads) == 1:
                 verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
             else:  # judged per ORDER: an uploader's retried PUT is the same order again
-                per, orders = _per_order(_per_upload(runtime, uploads, counted), dlqs, [o for _, _, o in uploads])
-                verdict, findings = judge_uploads(per, counted, baseline, orders, declined=declined, unit="order")
-            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings))
+                per, failed = _per_order(_per_upload(runtime, uploads, counted), dlqs, orders)
+                for i, counts in enumerate(per if by_state else []):  # a write per order, by its state
+                    for name in clean_state.by_state(judged):
+                        wrote = counts.get(name, 0) or states.skipped_by_rule(clean_state.ordering, i, orders)
+                        counts[name] = baseline.get(name, 0) if wrote else 0
+                verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
+            if by_state:
+                verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)
+                findings = findings + by_state.findings
+            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left))
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results
 
@@ -698,12 +724,15 @@ class CheckReport:
 
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
+        # a handler that charges nothing is told of its effects only, never of charges or books
+        money = bool(self.baseline.get(CHARGES)) or not self.baseline
+        counted = [n for n in self.baseline if money or n not in (CHARGES, LINES)]
         lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
-                 f"boundaries; effects counted: {', '.join(self.baseline) or 'none'}"
+                 f"boundaries; effects counted: {', '.join(counted) or 'none'}"
                  + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
                  *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
-                 self.books_judged(), ""]
+                 *([self.books_judged()] if money else []), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS or any(r.clean for r in self.results) else ""
@@ -769,12 +798,14 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
                   workers: int = 1, books: str | None = None, provider: str = "stand-in",
-                  versioning: Iterable[str] = VERSIONING, trigger: str = "s3") -> CheckReport:
+                  versioning: Iterable[str] = VERSIONING, trigger: str = "s3",
+                  ordering: str = "none") -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. `provider`: what the handler's provider factory returns,
     the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
     keeps the stand-in's rules. `versioning`: the buckets a second upload of the same name is
     tried in (versioned, unversioned). `trigger`: s3, sqs or eventbridge (`idem.explore.triggers`).
+    `ordering`: the handler's declared ordering rule, none or sequencer (`idem.explore.state`).
     Raises CheckInputError (bad input, exit 2) or CheckCouldNotFinish (exit 3)."""
     if provider not in PROVIDERS:
         raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
@@ -791,6 +822,8 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
     if not retries or any(r not in RETRIES for r in retries):
         raise CheckInputError(f"retries are MaximumRetryAttempts values: 0, 1 or 2 (got {retries})")
     where = Books.parse(books)
+    if ordering not in states.ORDERINGS:
+        raise CheckInputError(f"--ordering {ordering!r} is not one of {', '.join(states.ORDERINGS)}")
     versioning = tuple(dict.fromkeys(versioning))
     if any(v not in VERSIONING for v in versioning):
         raise CheckInputError(f"versioning is any of {', '.join(VERSIONING)} (got {', '.join(versioning)})")
@@ -813,7 +846,8 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         cut = next((i for i, s in enumerate(schedules) if s.overwrite == "unversioned"), len(schedules))
         batches = [(schedules[i:min(i + BATCH, end)], i)
                    for start, end in ((0, cut), (cut, len(schedules))) for i in range(start, end, BATCH)]
-        args = [(resolved, batch, baseline, effects, provider_factory, first, where, trigger)
+        clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
+        args = [(resolved, batch, baseline, effects, provider_factory, first, where, trigger, clean_state)
                 for batch, first in batches]
         if workers > 1:
             import multiprocessing
@@ -830,6 +864,26 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         else:
             parts = [run_batch(*a) for a in args]
     return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where, trigger)
+
+
+def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, books: Books | None,
+                 trigger: str, ordering: str) -> Any:
+    """The clean run twice more, under two other numbers: what its judged writes
+    leave, with what differs between the two left out (`idem.explore.state.CleanState`); None
+    when no named effect is a write."""
+    if not states.state_effects(effects):
+        return None
+    # both in one world, one after the other: the second's invocation ids, uploads and sequencers are
+    # others, and its clock starts a day and 1.5 s later, so an id or a time the handler writes differs
+    offsets = iter((0.0, 86_401.5))
+    saved = VirtualClock
+    globals()["VirtualClock"] = lambda: saved(saved().start + next(offsets, 0.0))
+    try:
+        runs = [r.left for r in run_batch(target, [Schedule(retries=0), Schedule(retries=0)], {}, effects,
+                                          provider_factory, CLEAN_RUN - 2, books, trigger)]
+    finally:
+        globals()["VirtualClock"] = saved
+    return replace(states.CleanState.of(*runs), ordering=ordering)
 
 
 @contextlib.contextmanager

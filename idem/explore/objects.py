@@ -55,11 +55,13 @@ class UserObject:
                             "(S3 allows 1,024; the check adds a folder per schedule)")
         return cls(str(Path(path).resolve()), key, body)
 
-    def key_for(self, number: int) -> str:
-        """The key of schedule `number`'s upload: KEY's folder, checkNNNNN/, KEY's file name."""
+    def key_for(self, number: int, nth: int = 1) -> str:
+        """The key of schedule `number`'s upload: KEY's folder, checkNNNNN/, KEY's file name. A
+        batch's `nth` upload (under --trigger sqs, the checked upload's neighbour) lands in
+        checkNNNNN-n/: its own name, so each message's failure can be told apart."""
         key = PurePosixPath(self.key)
         folder = "" if str(key.parent) == "." else f"{key.parent}/"
-        return f"{folder}check{number:05d}/{key.name}"
+        return f"{folder}check{number:05d}{f'-{nth}' if nth > 1 else ''}/{key.name}"
 
     def body_for(self, number: int, second_order: bool = False) -> bytes:
         """The file's bytes for schedule `number` (see the module: only an order_id changes)."""
@@ -83,7 +85,7 @@ def install(obj: UserObject) -> None:
 
     def upload(self: Any, key: str, body: bytes | None = None, **kwargs: Any) -> Any:
         match = CHECK_KEY.match(key)
-        mine = obj.key_for(int(match.group(1))) if match and (id(self), key) not in made else key
+        mine = obj.key_for(int(match.group(1)), _nth(key)) if match and (id(self), key) not in made else key
         if (id(self), mine) in made:  # a second upload of that name: the same bytes again
             number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
             return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
@@ -95,3 +97,11 @@ def install(obj: UserObject) -> None:
 
     upload._real = real_upload  # type: ignore[attr-defined]
     LocalWorld.upload = upload  # type: ignore[method-assign]
+
+
+def _nth(key: str) -> int:
+    """Which upload of an SQS batch a check key is (`triggers.SQS_BATCH`): 1 for any other."""
+    from .triggers import SQS_BATCH
+
+    name = key.split("/", 1)[-1]
+    return SQS_BATCH.index(name) + 1 if name in SQS_BATCH[1:] else 1

@@ -113,6 +113,8 @@ def judge_upload(effects: Mapping[str, int], baseline: Mapping[str, int], dlq: i
     if not findings:
         if declined and not charges and wanted:
             return (Verdict.NEEDS_ATTENTION if dlq else Verdict.DECLINED).value, findings
+        if dlq and not wanted and not any(effects.get(name, 0) for name in (*others, BOOKS)):
+            return Verdict.FAILED_VISIBLY.value, findings  # nothing done, and the failure queue says so
         return (Verdict.NEEDS_ATTENTION if dlq else Verdict.EXACTLY_ONCE).value, findings
     nothing_done = not charges and not any(effects.get(name, 0) for name in others) \
         and not effects.get(BOOKS, 0)

@@ -190,6 +190,8 @@ class SqsFedLambda(LocalLambda):
                 later = True  # the next poll takes it (one copy of a message per batch)
                 continue
             if message.receives >= self.mapping.max_receive_count:
+                # its receive count would pass maxReceiveCount: SQS moves it to the dead-letter queue
+                # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
                 self._to_dead_letter_queue(message)
                 continue
             message.receives += 1

@@ -14,22 +14,16 @@ from idem.explore.check import check_handler
 SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "11_check_your_own_handler.py"
 BOOKS = ["dynamodb:UpdateItem"]
 FAST = dict(effects=BOOKS, retries=(1,), workers=1)
-CLAIM = '''        try:  # the guard: claim the upload before doing the work
-            dynamodb.put_item(TableName=table, Item={"pk": {"S": f"claim#{upload}"}},
+CLAIM = '''        try:  # the guard: claim the order before doing the work
+            dynamodb.put_item(TableName=table, Item={"pk": {"S": f"claim#{order}"}},
                               ConditionExpression="attribute_not_exists(pk)")
         except dynamodb.exceptions.ConditionalCheckFailedException:
             continue  # claimed already: the work was done before
 '''
-UNKEYED = "currency=\"usd\", reference=upload)"
-KEYED = "currency=\"usd\", reference=upload,\n                        idempotency_key=upload)"
-#: Chapter 11's handlers key per upload (the object's version). The check now judges per ORDER
-#: (docs/one_charge_per_order.md): the uploader's retried PUT of one order is charged twice by them,
-#: so the verdicts these tests pin change until the chapter is rewritten to key per order. The
-#: tests that read those verdicts carry this mark (not strict: a rewrite may fix them one by one);
-#: the others pass as they are and pin what they say. The solution's mark is strict, below.
-PER_UPLOAD = pytest.mark.xfail("?versionId=" in SOURCE.read_text(), strict=False,
-                               reason="chapter 11 keys per upload; the check judges per order "
-                                      "(docs/one_charge_per_order.md)")
+#: The chapter's handlers name the ORDER (the bucket and the order file's order_id), as the check
+#: judges (docs/one_charge_per_order.md): a tempting fix keys the charge by it.
+UNKEYED = "currency=\"usd\", reference=order)"
+KEYED = "currency=\"usd\", reference=order,\n                        idempotency_key=order)"
 
 
 def written(name: str) -> str:
@@ -78,7 +72,6 @@ def test_the_handlers_the_chapter_writes_are_the_given_one_and_the_one_without_i
     assert written("no_claim.py") == replaced(written("broken_handler.py"), CLAIM, "")
 
 
-@PER_UPLOAD
 def test_the_given_handler_loses_work_and_books_silently_and_never_charges_twice(given):
     assert set(given.tally()) & {"double_charge", "double_effect"} == set()
     assert given.tally()["silent_loss"] and given.tally()["silent_mismatch"]
@@ -93,7 +86,6 @@ def test_counting_only_the_charge_hides_the_silent_mismatches(folder, given):
     assert ("exactly_once", "silent_mismatch") in pairs
 
 
-@PER_UPLOAD
 def test_the_key_alone_changes_nothing_while_the_claim_stands(folder, given):
     keyed = check(folder, "claim_and_key", replaced(written("broken_handler.py"), UNKEYED, KEYED))
     assert keyed.tally() == given.tally()
@@ -104,14 +96,12 @@ def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim)
     assert "idempotency key" in views.explain_breaks(no_claim)
 
 
-@PER_UPLOAD
 def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
     report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
     assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"double_effect"}
     assert "conditional" in views.explain_breaks(report)
 
 
-@PER_UPLOAD
 def test_booking_only_unreplayed_charges_loses_the_books(folder):
     text = solution()
     start = text.index("        try:  # the books")
@@ -124,10 +114,6 @@ def test_booking_only_unreplayed_charges_loses_the_books(folder):
     assert "lost after the charge" in views.explain_breaks(report)
 
 
-@pytest.mark.xfail("versionId=" in solution(), strict=True,
-                   reason="the chapter's solution keys per upload (version): the uploader's retried PUT of one "
-                          "order is charged twice, which the check now judges per order (ORDERS.md); the "
-                          "chapters helper rewrites it")
 def test_the_solution_holds_under_the_full_check(folder):
     report = check(folder, "solution", solution(), effects=BOOKS, workers=2)
     assert {r.schedule.retries for r in report.results} == {0, 1, 2}
@@ -136,7 +122,6 @@ def test_the_solution_holds_under_the_full_check(folder):
 
 
 # -- the views the chapter reads a report with ---------------------------------------------------
-@PER_UPLOAD
 def test_the_verdict_table_counts_every_schedule_and_marks_the_breaks(given):
     frame = views.verdicts_frame({"given": given})
     assert frame["given"].sum() == len(given.results)
@@ -151,7 +136,6 @@ def test_a_schedule_table_has_a_row_per_boundary_crossed(given):
     assert [e for e in frame["ended"] if e] == [a.outcome for a in smallest.attempts]
 
 
-@PER_UPLOAD
 def test_the_explanation_names_each_break_once_with_its_smallest_schedule(given):
     text = views.explain_breaks(given)
     assert text.startswith(f"breaks in {len(given.broken)} of {len(given.results)} schedules")

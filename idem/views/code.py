@@ -100,7 +100,7 @@ WIDTH = 96  # explanations wrap here, to fit the page
 #: Why a handler breaks, by verdict: what a schedule with that verdict says about the code.
 BREAK_REASONS = {
     "double_charge": "a retry or a copy charged again. The provider cannot tell it is the same "
-                     "request: pass it an idempotency key made from the upload, the same on every attempt.",
+                     "request: pass it an idempotency key made from the order, the same on every attempt.",
     "double_effect": "an effect you named happened twice: a retry repeated it after the answer was lost. "
                      "Make that write conditional, so it lands once per charge.",
     "silent_mismatch": "money moved, the books never heard, and nothing alerts. The books can be lost after "

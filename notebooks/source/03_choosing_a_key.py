@@ -304,7 +304,8 @@ views.rows_frame(orders.order_grid())
 # * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
 # * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
 #   time it handles an upload's event, retries included, to read the order file. Its role needs
-#   `s3:GetObject` on the bucket, and every uploader must write the order's id into the file.
+#   `s3:GetObjectVersion` on the bucket (`s3:GetObject` too, for a bucket without versioning),
+#   and every uploader must write the order's id into the file.
 # * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
 #   uploader learned it at once from the 412. A new order then needs a new name. The policy also
 #   refuses every copy into the bucket, as AWS's page on enforcing it notes.

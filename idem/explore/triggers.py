@@ -9,7 +9,9 @@ SQS, how a batch of uploads is judged (each upload on its own: money where it la
   retries r are the redrive policy's maxReceiveCount r + 1 (each message handled at most r + 1
   times, then moved to the dead-letter queue, which is the failure queue); `duplicate` is SQS
   delivering every message again after the first batch, `concurrent` a copy of the batch
-  received while the first invocation sits at a boundary.
+  received while the first invocation sits at a boundary. Two schedules add the uploader's
+  retried PUT of the first order (a new version, the same bytes): one more message, after the
+  first batch's or in it; its charges count for the first order (the same name).
 """
 from __future__ import annotations
 

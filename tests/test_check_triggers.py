@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 
 from idem.cli import main
-from idem.explore.check import Books, CheckInputError, Schedule, check_handler, discover, resolve, run_batch
+from idem.explore.check import (Books, CheckInputError, Schedule, check_handler, discover, order_body, resolve,
+                                run_batch)
 from idem.sim.runtime import on_clock
 from idem.sim.boundary import Boundary, FaultPlan, How, Side
 from idem.sim.triggers import SqsFedLambda, SqsMapping, eventbridge_event
@@ -47,8 +48,8 @@ def sqs_runtime(world, fault=None, **mapping):
 
 
 def send_two(world, runtime):
-    for name in ("a.csv", "b.csv"):
-        runtime.send_message(json.dumps(world.event(world.upload(f"acct/{name}"))))
+    for n, name in enumerate(("a.csv", "b.csv"), start=1):  # two orders (sqs_keyed reads each order_id)
+        runtime.send_message(json.dumps(world.event(world.upload(f"acct/{name}", order_body(n)))))
 
 
 def test_a_batch_holds_every_visible_message_and_a_success_deletes_them(world):
@@ -73,7 +74,7 @@ def test_only_the_messages_reported_in_batchItemFailures_come_back_after_the_vis
 def test_a_message_received_more_than_maxReceiveCount_times_moves_to_the_dead_letter_queue(world):
     runtime = sqs_runtime(world, FaultPlan(Boundary("provider:charge", 1, Side.BEFORE), "always"),
                           max_receive_count=2)
-    runtime.send_message(json.dumps(world.event(world.upload("acct/a.csv"))))
+    runtime.send_message(json.dumps(world.event(world.upload("acct/a.csv", order_body(1)))))
     attempts = runtime.run()
     assert [a.start for a in attempts] == [0.0, 180.0]  # two receives, then the redrive
     with on_clock(world.clock):  # moto's message retention reads the clock the message was sent on
@@ -125,12 +126,47 @@ def test_the_eventbridge_event_is_what_keyeds_parser_reads(world):
 
 
 # -- verdicts: SQS-fed handlers --------------------------------------------------------------
+RETRIED_PUT = ("no fault; the uploader's retried PUT (same bytes) (new version), after the first is done; 0 retries",
+               "no fault; the uploader's retried PUT (same bytes) (new version), its message in the same batch "
+               "as the first's; 0 retries")
+
+
 def test_a_correct_sqs_handler_holds():
     report = check_handler(target("sqs_keyed"), retries=(0,), trigger="sqs")
     assert report.holds, report.explain()
     assert report.trigger == "sqs" and report.baseline == {"provider:charge": 2, "books:line": 2}
-    # the exploration's size for this handler, retries 0: the faults, and S3 sending the notification twice
-    assert len(report.results) == 325 + 1
+    # the exploration's size for this handler, retries 0: the faults, S3 sending the notification
+    # twice, and the uploader's retried PUT (after the first order's message is done; in its batch).
+    # Its faults: 539 (325 before it read the order file: s3:GetObject is one more call to fail)
+    assert len(report.results) == 539 + 1 + 2
+    retried = {r.schedule.label(): r for r in report.results if r.schedule.second == "retried_put"
+               and r.schedule.overwrite}
+    assert sorted(retried) == sorted(RETRIED_PUT)
+    assert all(r.verdict == "exactly_once" and r.effects["provider:charge"] == 2 for r in retried.values())
+
+
+def test_pins_bug_an_sqs_handler_keyed_per_upload_double_charges_the_uploaders_retried_put():
+    """Keyed by the object's versionId, a redelivered message replays its charge, but the uploader's
+    retried PUT of the same order is a new version: a second charge for one order."""
+    report = check_handler(target("sqs_upload_keyed"), retries=(0,), trigger="sqs")
+    assert not report.holds
+    broken = {r.schedule.label(): r for r in report.broken}
+    assert sorted(broken) == sorted(RETRIED_PUT)  # only the retried PUT: every other schedule holds
+    for result in broken.values():
+        assert result.verdict == "double_charge" and result.effects["provider:charge"] == 3
+        assert "order 1 \u00fc.json: 2 charges for one order" in result.findings
+    assert report.smallest_break().schedule.label() == RETRIED_PUT[0]
+
+
+def test_keyed_the_handler_to_copy_holds_under_the_sqs_trigger_with_the_uploaders_retried_put():
+    schedules = [Schedule(None, delivery, None, 0, overwrite="versioned", second="retried_put")
+                 for delivery in ("single", "same_batch")]
+    handler = resolve("idem.core.handlers.keyed:lambda_handler")
+    _, baseline, _ = discover(handler, (), "make_provider", Books(), "sqs")
+    results = run_batch(handler, schedules, baseline, (), "make_provider", 0, Books(), "sqs")
+    assert [r.schedule.label() for r in results] == list(RETRIED_PUT)
+    assert all(r.verdict == "exactly_once" and r.effects["provider:charge"] == 2 for r in results), \
+        [(r.verdict, r.findings) for r in results]
 
 
 def test_pins_bug_raising_on_one_message_retries_the_batch_and_charges_its_neighbour_again():

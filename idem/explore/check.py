@@ -171,7 +171,7 @@ class Schedule:
     """One way the platform can treat one upload (or, with `overwrite`, two uploads of one name)."""
 
     fault: Any = None  # a FaultPlan, or None for no fault
-    delivery: str = "single"  # single, duplicate, concurrent, or between (see `second`)
+    delivery: str = "single"  # single, duplicate, concurrent, between or same_batch (see `second`)
     copy_at: Any = None  # where the first invocation is when a concurrent copy starts
     retries: int = 2
     #: the call at `copy_at` is slow: in flight until 1 s before the invocation's deadline, and
@@ -179,7 +179,8 @@ class Schedule:
     slow: bool = False
     #: "", or a second upload of the same name: "versioned" (a new version) or "unversioned" (the
     #: same key, a new eTag and sequencer). It is what `delivery` delivers instead of a copy;
-    #: `delivery` "between": it lands after the first invocation failed, before Lambda's retry.
+    #: `delivery` "between": it lands after the first invocation failed, before Lambda's retry;
+    #: "same_batch" (--trigger sqs): its message is in the first upload's batch.
     overwrite: str = ""
     #: what the second upload is (with `overwrite`): "order", a second order at the same name (a
     #: new order_id, new bytes: it gets its own charge), or "retried_put", the uploader's retried
@@ -202,7 +203,9 @@ class Schedule:
                 second += " at a name of 1,024 bytes"
             delivery = (f"{second}, while the first is {self.copy_at}" if self.delivery == "concurrent"
                         else f"{second}, between the first's failed attempt and its retry"
-                        if self.delivery == "between" else f"{second}, after the first is done")
+                        if self.delivery == "between"
+                        else f"{second}, its message in the same batch as the first's"
+                        if self.delivery == "same_batch" else f"{second}, after the first is done")
         elif self.slow:
             call = f"{self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''}"
             side = "request" if self.copy_at.side is Side.BEFORE else "answer"
@@ -222,7 +225,7 @@ class Schedule:
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
-        return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2}[self.delivery] + 2 * self.slow
+        return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
                 + bool(self.overwrite) + self.sent_twice + self.long_name, self.retries, arrivals)
 
 
@@ -283,6 +286,24 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) ->
                         else FaultPlan(at, times, how))
                 found.append(Schedule(plan, delivery, copy_at, r))
     return found
+
+
+def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+    """The schedules under --trigger sqs. Each batch already carries two uploads, one message
+    each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
+    call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
+    retried PUT of the first order (same name, same bytes: the same order, a new version,
+    request id and sequencer), whose own notification is a second message (S3 notifies each
+    PUT: https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html) that
+    arrives after the first's message is done, or in the same batch. Judged per order: the
+    retried PUT's charges count for the first order (the same name), which must be charged
+    as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then
+    told apart from one keyed by the order (in an unversioned bucket every versionId is "null")."""
+    retries = tuple(retries)
+    least = min(retries)
+    return (fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
+            + [Schedule(None, delivery, None, least, overwrite="versioned", second="retried_put")
+               for delivery in ("single", "same_batch")])
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
@@ -519,8 +540,9 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
                 if trigger == "sqs":  # a batch: the checked upload and its neighbour
                     batch = [obj] + triggers.neighbours(trigger, world, number, order_body)
-                    triggers.deliver_sqs(runtime, world, batch, schedule)
-                    runtime.run()
+                    # the uploader's retried PUT of the first order: a new version of the same name
+                    again = (lambda: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
+                    triggers.deliver_sqs(runtime, world, batch, schedule, again)
                 elif schedule.overwrite:
                     uploads = _overwrite(runtime, world, obj, schedule, number, trigger)
                 else:
@@ -623,8 +645,10 @@ def _judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[A
                                                         lines_seen)
         counted[LINES] = sum(lines) + unowned_lines
     dlq = triggers.failures_by_upload(_drain(world, world.queue_url), uploads)
+    # with the uploader's retried PUT, a name's charges are its order's (ORDERS.md)
     verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
-                                             baseline, runtime.provider.declined)
+                                             baseline, runtime.provider.declined,
+                                             unit="order" if schedule.overwrite else "upload")
     return Result(schedule, counted, sum(dlq), verdict, runtime.attempts, findings)
 
 
@@ -836,10 +860,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
-        # under sqs each batch already carries two uploads, one message each: the overwrite and
-        # slow families are s3's and eventbridge's (SqsFedLambda has no call in flight)
-        found = (fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True)
-                                                      for r in retries] if trigger == "sqs"
+        found = (sqs_schedules(crossed, retries) if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning))
         # an unversioned bucket's schedules last: a batch runs in one bucket, one or the other
         schedules = sorted(found, key=lambda s: s.overwrite == "unversioned")

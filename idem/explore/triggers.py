@@ -9,14 +9,16 @@ SQS, how a batch of uploads is judged (each upload on its own: money where it la
   retries r are the redrive policy's maxReceiveCount r + 1 (each message handled at most r + 1
   times, then moved to the dead-letter queue, which is the failure queue); `duplicate` is SQS
   delivering every message again after the first batch, `concurrent` a copy of the batch
-  received while the first invocation sits at a boundary.
+  received while the first invocation sits at a boundary. Two schedules add the uploader's
+  retried PUT of the first order (a new version, the same bytes): one more message, after the
+  first batch's or in it; its charges count for the first order (the same name).
 """
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..core.events import S3Object, encode_key
 from ..sim.runtime import LocalLambda
@@ -116,10 +118,16 @@ def key_forms(key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(forms + tuple(json.dumps(f)[1:-1] for f in forms)))
 
 
-def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any) -> None:
-    """Each upload's S3 event as one message of the source queue, with the schedule's copies."""
+def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any,
+                again: Callable[[], S3Object] | None = None) -> None:
+    """Each upload's S3 event as one message of the source queue, with the schedule's copies, and
+    runs them all. `again` (a schedule with `overwrite`): makes the second upload of the first
+    name, whose event S3 sends as one more message: in the same batch (`same_batch`), or 5 s
+    after the first batch's messages are done."""
     for obj in uploads:
         runtime.send_message(json.dumps(event_for("s3", world, obj)))
+    if again is not None and schedule.delivery == "same_batch":
+        runtime.send_message(json.dumps(event_for("s3", world, again())))
     if getattr(schedule, "sent_twice", False):
         # S3 delivers a notification at least once: the same event, sent to the queue again, is a
         # second message with its own message id (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html: "designed to be delivered at least once")
@@ -128,6 +136,11 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
         runtime.copy_messages(at=5.0)
     elif schedule.delivery == "concurrent":
         runtime.during(schedule.copy_at, runtime.receive_copy_now)
+    runtime.run()
+    if again is not None and schedule.delivery != "same_batch":
+        world.clock.advance(5.0)
+        runtime.send_message(json.dumps(event_for("s3", world, again())))
+        runtime.run()
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------
@@ -190,9 +203,10 @@ def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3O
 
 def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges: int, lines: list[int],
                 unowned_lines: int, dlq: list[int], effects: dict[str, int], baseline: dict[str, int],
-                declined: list[str]) -> tuple[str, list[str]]:
+                declined: list[str], unit: str = "upload") -> tuple[str, list[str]]:
     """The batch's verdict: each upload judged on its own money (and books, where each line names
-    its charge), named effects and unattributed books for the batch; the worst verdict wins."""
+    its charge), named effects and unattributed books for the batch; the worst verdict wins.
+    `unit` "order": a name's counts are its order's (the uploader's retried PUT of it included)."""
     n = len(uploads)
     if not baseline:  # the clean run: only say what cannot be attributed
         wrong = []
@@ -210,7 +224,8 @@ def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges
         was_declined = any(_owner(ref, uploads) == i for ref in declined)
         verdict, wrong = judge_upload(counted, wanted, dlq[i], declined=was_declined)
         verdicts.append(verdict)
-        findings += [f"{obj.key.rsplit('/', 1)[-1]}: {w}" for w in wrong]
+        findings += [f"{obj.key.rsplit('/', 1)[-1]}: {w.replace('the upload', f'the {unit}').replace('one upload', f'one {unit}')}"
+                     for w in wrong]
     if unowned_charges:
         verdicts.append(Verdict.DOUBLE_CHARGE.value)
         findings.append(f"{unowned_charges} charge(s) whose reference names no upload of the batch")

@@ -324,13 +324,17 @@ _ = views.explore_check(handlers, "given handler", 0)
 #   queue, not Lambda's failure queue, is where a failure shows.
 #
 # `trigger="sqs"` checks a handler that way (`--trigger sqs` on the command line). Each schedule
-# puts two uploads in one batch, and judges each upload's money on its own. `retries=(1,)` now
-# means two receives per message. Here are two handlers: one reports its failed messages, one
-# lets an error fail the whole batch.
+# puts two orders in one batch, and judges each order's money on its own. Two schedules add the
+# uploader's retried PUT of the first order: S3 notifies each PUT, so its new version is one more
+# message, after the first order's message is done or in the same batch. It is the same order, so
+# it must add no charge. `retries=(1,)` now means two receives per message. Here are two
+# handlers. Both read the order as the given handler does, and name the order and its file in the
+# charge's reference (the check finds each charge's order by the file's name). One reports its
+# failed messages, one lets an error fail the whole batch.
 
 # %%
 # %%writefile scratch/sqs_reports.py
-"""Charge each message's upload with a key, book the batch, report the messages that failed."""
+"""Charge each message's order with a key, book the batch, report the messages that failed."""
 import hashlib
 import json
 import os
@@ -339,6 +343,7 @@ from urllib.parse import unquote_plus
 import boto3
 
 dynamodb = boto3.client("dynamodb")
+s3_client = boto3.client("s3")
 
 
 def make_provider():
@@ -346,22 +351,28 @@ def make_provider():
     raise RuntimeError("no provider configured")
 
 
+def order_of(s3):
+    """The order, read as the given handler reads it: the order file at this very upload."""
+    bucket, name, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
+    exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+    body = s3_client.get_object(Bucket=bucket, Key=name, **exact)["Body"].read()
+    return f"{bucket}/{json.loads(body)['order_id']}", f"s3://{bucket}/{name}"
+
+
 def lambda_handler(event, context):
     provider, lines, failed = make_provider(), {}, []
     for message in event["Records"]:
         try:
             for record in json.loads(message["body"])["Records"]:
-                s3 = record["s3"]
-                upload = f"s3://{s3['bucket']['name']}/{unquote_plus(s3['object']['key'])}"
-                upload += f"?versionId={s3['object']['versionId']}"
-                key = hashlib.sha256(upload.encode()).hexdigest()
+                order, file = order_of(record["s3"])
+                key = hashlib.sha256(order.encode()).hexdigest()  # the order: a retried PUT names it again
                 charge = provider.charge(customer="acme", amount=500, currency="usd",
-                                         reference=upload, idempotency_key=key)
+                                         reference=f"{order} ({file})", idempotency_key=key)
                 lines[key] = {"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}}
         except Exception as error:
             if getattr(error, "http_status", None) != 402:  # a decline is final: nothing to retry
                 failed.append({"itemIdentifier": message["messageId"]})
-    books = list(lines.values())  # one line per upload (a copy in the same batch adds none)
+    books = list(lines.values())  # one line per order (a copy in the same batch adds none)
     for start in range(0, len(books), 25):  # BatchWriteItem: at most 25 puts a call
         written = dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: books[start:start + 25]})
         if written["UnprocessedItems"]:
@@ -370,7 +381,7 @@ def lambda_handler(event, context):
 
 # %%
 # %%writefile scratch/sqs_raises.py
-"""Charge each message's upload, book the batch, and let any error fail the whole batch."""
+"""Charge each message's order, book the batch, and let any error fail the whole batch."""
 import json
 import os
 from urllib.parse import unquote_plus
@@ -378,6 +389,7 @@ from urllib.parse import unquote_plus
 import boto3
 
 dynamodb = boto3.client("dynamodb")
+s3_client = boto3.client("s3")
 
 
 def make_provider():
@@ -390,10 +402,13 @@ def lambda_handler(event, context):
     for message in event["Records"]:
         for record in json.loads(message["body"])["Records"]:
             s3 = record["s3"]
-            upload = f"s3://{s3['bucket']['name']}/{unquote_plus(s3['object']['key'])}"
-            upload += f"?versionId={s3['object']['versionId']}"
-            charge = provider.charge(customer="acme", amount=500, currency="usd", reference=upload)
-            lines.append({"PutRequest": {"Item": {"pk": {"S": upload}, "charge_id": {"S": charge.id}}}})
+            bucket, name, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
+            exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+            body = s3_client.get_object(Bucket=bucket, Key=name, **exact)["Body"].read()
+            order = f"{bucket}/{json.loads(body)['order_id']}"
+            charge = provider.charge(customer="acme", amount=500, currency="usd",
+                                     reference=f"{order} (s3://{bucket}/{name})")
+            lines.append({"PutRequest": {"Item": {"pk": {"S": order}, "charge_id": {"S": charge.id}}}})
     dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: lines})
     return {"batchItemFailures": []}
 
@@ -407,7 +422,8 @@ print(views.explain_breaks(raises))
 
 # %% [markdown]
 # The first handler holds. A message that failed comes back alone, and its key replays any charge
-# it made. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
+# it made. The key is made from the order, so the retried PUT's message replays it too; a key
+# made from the upload (`?versionId=`) would charge that order twice. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
 # than 25 puts, or two puts of one key, in one call
 # ([BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)). The second has no key, and any error fails the whole batch. The batch comes back a
 # visibility timeout later, and the uploads it had charged are charged again. The check reads the

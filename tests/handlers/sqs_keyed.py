@@ -1,7 +1,9 @@
-"""Right: an SQS-fed handler (S3 -> SQS -> Lambda, ReportBatchItemFailures on). Each message is
-charged with an idempotency key made from the object's version, so a redelivered message or a
-retried batch replays the first charge; its ledger line is a conditional put, so a second line
-is never written. A message that fails is reported in batchItemFailures, and only it comes back.
+"""Right: an SQS-fed handler (S3 -> SQS -> Lambda, ReportBatchItemFailures on). Each message's
+order is read from the order file at the message's version (its order_id) and charged with an
+idempotency key made from the order, so a redelivered message, a retried batch or the uploader's
+retried PUT of the same order (a new version, the same bytes) replays the first charge
+(docs/one_charge_per_order.md); its ledger line is a conditional put, so a second line is never
+written. A message that fails is reported in batchItemFailures, and only it comes back.
 Must HOLD under --trigger sqs."""
 import hashlib
 import json
@@ -19,22 +21,25 @@ def make_provider():
 
 
 def lambda_handler(event, context):
-    provider, dynamodb = make_provider(), boto3.client("dynamodb")
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
     failures = []
     for message in event["Records"]:
         try:
             for record in json.loads(message["body"])["Records"]:
-                charge_once(provider, dynamodb, record["s3"])
+                charge_once(provider, dynamodb, s3, record["s3"])
         except Exception as error:  # this message only: the others are done
             print(f"{message['messageId']} failed: {type(error).__name__}: {error}")
             failures.append({"itemIdentifier": message["messageId"]})
     return {"batchItemFailures": failures}
 
 
-def charge_once(provider, dynamodb, s3):
-    name = unquote_plus(s3["object"]["key"])
-    source = f"s3://{s3['bucket']['name']}/{name}?versionId={s3['object']['versionId']}"
-    key = hashlib.sha256(source.encode()).hexdigest()
+def charge_once(provider, dynamodb, s3_client, s3):
+    name, bucket = unquote_plus(s3["object"]["key"]), s3["bucket"]["name"]
+    # the order file at this exact version: a later PUT of the name cannot change what this message is
+    body = s3_client.get_object(Bucket=bucket, Key=name, VersionId=s3["object"]["versionId"])["Body"].read()
+    order_id = json.loads(body)["order_id"]
+    source = f"s3://{bucket}/{name} order {order_id}"  # the same for every upload of this order
+    key = hashlib.sha256(f"order:{order_id}".encode()).hexdigest()
     try:
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=source,
                                  idempotency_key=key)

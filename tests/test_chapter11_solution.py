@@ -48,7 +48,8 @@ def test_chapter_11s_solution_reads_an_unversioned_bucket_without_a_keyerror(tmp
     """An unversioned bucket's records carry no versionId: the solution reads the order file only
     while its eTag matches (IfMatch), so no schedule there ends in the failure queue but one: a
     second order written over the first before the first was read, whose bytes are gone (failing
-    closed: needs attention, never a charge of the wrong order)."""
+    closed: nothing charged, the event in the failure queue with its reason: failed visibly, never
+    a charge of the wrong order)."""
     (tmp_path / "ch11_unversioned.py").write_text(_solution_module())
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
@@ -62,4 +63,4 @@ def test_chapter_11s_solution_reads_an_unversioned_bucket_without_a_keyerror(tmp
     lost = [r for r in overwrites if r.dlq]
     assert len(lost) < len(overwrites) and all(
         r.schedule.second == "order" and str(r.schedule.copy_at) == "before s3:GetObject"
-        and r.verdict == "needs_attention" for r in lost), [(r.schedule, r.dlq, r.verdict) for r in lost]
+        and r.verdict == "failed_visibly" for r in lost), [(r.schedule, r.dlq, r.verdict) for r in lost]

@@ -455,7 +455,7 @@ def watch_events(events: Any) -> None:
     events.register("after-call-error", _call_failed, unique_id="idem-after-call-error")
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
 
-    watch_writes(events)
+    watch_writes(events, current)
 
 
 @contextlib.contextmanager

@@ -14,9 +14,11 @@ Each write is kept on the invocation's `Watch` as (call, work, targets); a targe
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from .boundary import current
+#: The watch and invocation the running code belongs to (boundary.current, handed over by
+#: `watch_writes`: this module does not import boundary, which registers it).
+_current: Callable[[], Any] = lambda: None  # noqa: E731
 
 #: The calls whose effect is state: what they leave is read back and compared, not their count.
 STATE_CALLS = frozenset({
@@ -35,7 +37,7 @@ def _noted(params: Any = None, model: Any = None, context: Any = None, **_: Any)
     """before-parameter-build: keep the write's parameters in the request's context."""
     if model is None or context is None or not isinstance(params, dict) or _name(model) not in STATE_CALLS:
         return
-    running = current()
+    running = _current()
     if running is not None and _name(model) in running[0].effects:
         context[_PARAMS] = params
 
@@ -44,7 +46,7 @@ def _written(model: Any = None, http_response: Any = None, context: Any = None, 
     """after-call: a write AWS answered with success is noted on the invocation's watch."""
     if model is None or not context or _PARAMS not in context:
         return
-    running = current()
+    running = _current()
     params = context.pop(_PARAMS)
     if running is None or getattr(http_response, "status_code", 200) >= 300:
         return
@@ -85,8 +87,11 @@ def writes_of(watch: Any) -> list[tuple[str, str, list[tuple[str, str, Any]]]]:
     return list(watch.__dict__.get("writes", []))
 
 
-def watch_writes(events: Any) -> None:
-    """Put the two hooks on a botocore event system (with the boundary hooks: `watch_events`)."""
+def watch_writes(events: Any, current: Callable[[], Any]) -> None:
+    """Put the two hooks on a botocore event system (with the boundary hooks: `watch_events`);
+    `current` names the running invocation (boundary.current)."""
+    global _current
+    _current = current
     events.register("before-parameter-build", _noted, unique_id="idem-write-params")
     # first among after-call's handlers: a fault injected after the call (the answer lost, the
     # process dying) raises from the boundary's handler, and the write has landed all the same

@@ -541,7 +541,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 if trigger == "sqs":  # a batch: the checked upload and its neighbour
                     batch = [obj] + triggers.neighbours(trigger, world, number, order_body)
                     # the uploader's retried PUT of the first order: a new version of the same name
-                    again = (lambda: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
+                    again = (lambda obj=obj, number=number: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
                     triggers.deliver_sqs(runtime, world, batch, schedule, again)
                 elif schedule.overwrite:
                     uploads = _overwrite(runtime, world, obj, schedule, number, trigger)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One clean install, as a team's CI does it: build the wheel, install '<wheel>[check]' into a fresh
-# venv under /tmp (no repository on sys.path), copy the handler to copy (keyed.py, keyed_stripe.py)
+# venv under /tmp (no repository on sys.path), copy the handler to copy (keyed.py and its keyed_*.py siblings)
 # into an empty folder, run `idem check keyed.py:lambda_handler --json` there, and validate the
 # JSON against the schema shipped in the wheel. Exit 0 only if the check ran, held, and its JSON
 # is valid. `make test-install` runs it; .ci/run too.
@@ -19,7 +19,7 @@ unzip -l "$wheel" | grep -q 'idem/explore/check-report.schema.json' \
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[check]"
 
 mkdir "$work/copy"
-cp idem/core/handlers/keyed.py idem/core/handlers/keyed_stripe.py "$work/copy/"
+cp idem/core/handlers/keyed.py idem/core/handlers/keyed_*.py "$work/copy/"
 cd "$work/copy"
 set +e
 env -u PYTHONPATH "$work/venv/bin/idem" check keyed.py:lambda_handler --retries 0 --json > "$work/report.json"

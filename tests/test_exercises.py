@@ -81,7 +81,7 @@ def test_chapter_01s_retries():
     empty = check_retries(None)
     assert empty.startswith("No answer yet") and "One charge" not in empty
     assert check_retries(0).startswith("One charge.")
-    assert check_retries(1).startswith("With 1 retries the customer pays 2 times")
+    assert check_retries(1).startswith("With 1 retry the customer pays 2 times")
     assert check_retries(2).startswith("With 2 retries the customer pays 2 times")  # the retry succeeds
     assert "not a setting Lambda accepts" in check_retries(3)
 

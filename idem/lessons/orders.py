@@ -63,7 +63,7 @@ class OrderRun:
         return {"ORDER_IDENTITY": self.identity, "story": self.story.title,
                 "PUTs stored": f"{self.stored.count(True)}" + (f" ({refused} refused)" if refused else ""),
                 "charges (cents)": ", ".join(map(str, self.charged_cents)) or "none",
-                "for a person": self.attention, "GetObject calls": self.reads}
+                "in failure queue": self.attention, "GetObject calls": self.reads}
 
 
 def _put(world: LocalWorld, name: str, body: bytes, write_once: bool) -> S3Object | None:

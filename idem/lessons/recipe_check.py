@@ -20,7 +20,8 @@ records S3 would send for them (see LocalWorld.upload). The pitfalls:
   too, by the time the check takes, which is all it needs to fail).
 - S3 delivers the event twice: the same record, a new invocation with a new request id, a
   few seconds later (the clock moved on as for the retry).
-- The same bytes uploaded twice under one name, in a versioned bucket: two orders.
+- The same bytes uploaded twice under one name, in a versioned bucket: two uploads, each its
+  own key (whether they are one order is chapter 03's last section, not this recipe's).
 - The same, in a bucket without versioning: the records carry no versionId at all.
 - A name of 1,024 bytes, S3's longest: the key goes to the provider too (chapter 06), and
   Stripe's idempotency keys are at most 255 characters, so it must fit them (and DynamoDB's
@@ -211,8 +212,8 @@ def s3_duplicate(call: _Caller, ev: Events) -> str | None:
 def same_bytes_versioned(call: _Caller, ev: Events) -> str | None:
     first, second = (call.key(r) for r in ev.versioned_pair)
     if first == second:
-        return (f"two uploads of {NAME} with the same bytes are two orders but got one key, so the "
-                "second would never be charged: add the versionId, which is new for every upload")
+        return (f"two uploads of {NAME} with the same bytes got one key, so the second upload "
+                "would never be charged: add the versionId, which is new for every upload")
     return None
 
 
@@ -221,7 +222,7 @@ def same_bytes_unversioned(call: _Caller, ev: Events) -> str | None:
     first, second = (call.key(r, where=where) for r in ev.unversioned_pair)
     if first == second:
         return (f"two uploads of {NAME} to a bucket without versioning (no versionId) got one key, "
-                "so the second order would never be charged: add the sequencer, which differs per "
+                "so the second upload would never be charged: add the sequencer, which differs per "
                 "upload")
     return None
 

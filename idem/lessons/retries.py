@@ -23,7 +23,8 @@ def check_retries(my_retries: int) -> str:
                 "number from 0 to 2.")
     run = sc.run(sc.Scenario("naive", "after_charge", "once", retries=my_retries))
     if run.charges != 1:
-        return (f"With {my_retries} retries the customer pays {run.charges} times: each retry runs the "
+        retries = "1 retry" if my_retries == 1 else f"{my_retries} retries"
+        return (f"With {retries} the customer pays {run.charges} times: each retry runs the "
                 "charge again. Fewer retries means fewer second chances to charge.")
     return (f"One charge. The price: the event is in the failure queue ({run.dlq} message) and the "
             f"ledger holds {run.ledger} charges, so the books disagree with the provider "

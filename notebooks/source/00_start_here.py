@@ -1,14 +1,15 @@
 # %% [markdown]
 # # 00 Start here: the ledger that charged twice
 #
-# Why is "charge once for each upload" hard to get right on S3 and Lambda?
+# Why is "charge once for each order" hard to get right on S3 and Lambda?
 #
 # **After this chapter you can say what idempotent means, read the workbook's one table, and run any chapter.**
 #
-# A file lands in an S3 bucket. S3 tells a Lambda function. The function charges the customer
-# who uploaded it, and writes the charge into a ledger table in DynamoDB. One upload, one charge:
-# that is the whole job. It is hard to get right because the platform around the function
-# repeats itself on purpose.
+# A file lands in an S3 bucket: an order. S3 tells a Lambda function. The function charges the
+# customer for the order, and writes the charge into a ledger table in DynamoDB. One order, one
+# charge: that is the whole job. It is hard to get right because the platform around the function
+# repeats itself on purpose. (Until chapter 03, each upload is a new order; chapter 03 shows when
+# it is not.)
 #
 # This workbook builds that pipeline on your machine. The AWS services are
 # [**moto**](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
@@ -16,7 +17,7 @@
 # every time money moves. The last chapters deploy the same code to your own AWS account.
 #
 # The story comes from an article, *The Ledger That Charged Twice: S3 Lambda Idempotency*, in which
-# one order was charged twice and nothing rang. The chapters call it "the article"; they keep its
+# one order was charged twice and no alarm went off. The chapters call it "the article"; they keep its
 # facts and figures, and check them.
 
 # %% [markdown]
@@ -69,7 +70,7 @@
 # * Lambda's own queue of asynchronous events can hand the function the same event twice with no
 #   error at all, and when the function cannot keep up it can drop events
 #   ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
-#   Chapter 09's deployed function alarms on those drops.
+#   What chapters 09 and 10 deploy raises an alarm on those drops.
 #
 # So a function that charges and *then* fails is run again, and charges again. Effectively-once
 # is up to the handler.
@@ -98,7 +99,7 @@
 # | --- | --- |
 # | [01](01_the_naive_scribe.ipynb) | Why does one upload become two charges? |
 # | [02](02_the_atomic_claim.ipynb) | How do two copies of one event agree which of them does the work? |
-# | [03](03_choosing_a_key.ipynb) | What should name one upload, so that every copy of its event gets the same name? |
+# | [03](03_choosing_a_key.ipynb) | What should name one order, so that every copy of its event gets that name, and no other order does? |
 # | [04](04_claim_first_and_the_poison.ipynb) | Why does "mark it taken, then do the work" lose money without a sound? |
 # | [05](05_the_robust_scribe.ipynb) | How does a record that says "started" and then "done" help, and where does it leak? |
 # | [06](06_charge_then_die.ipynb) | What closes the gap between the charge and the last write? |
@@ -154,7 +155,7 @@ from idem.lessons.retries import check_charges_guess
 # | verdict | charges | what it means |
 # | --- | --- | --- |
 # | **`double_charge`** | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
-# | **`exactly_once`** | 1 | Money moved once and the ledger agrees. A handler whose record has a **`done`** state (its work finished and recorded) also says `done`. The work is finished, even if the event also reached the failure queue. |
+# | **`exactly_once`** | 1 | Money moved once and the ledger agrees. For a handler whose record has a **`done`** state (work finished and recorded), the record also says `done`. The work is finished, even if the event also reached the failure queue. |
 # | **`needs_attention`** | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
 # | **`silent_mismatch`** | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
 # | **`failed_visibly`** | 0 | No money moved, and the event is in the failure queue. |

@@ -116,9 +116,10 @@ attempts = runtime.run()
 views.attempts_frame(attempts)[["t (s)", "attempt", "steps", "outcome", "dynamodb_calls"]]
 
 # %% [markdown]
-# Two invocations. The first charged, then failed before its DynamoDB call. Lambda retried it 60
-# virtual seconds later, and the retry charged again and succeeded. Ask the provider, the ground
-# truth for money, and the ledger, the system's own record:
+# Two invocations. The `steps` column lists the points each one reached. The first charged, then
+# failed before its DynamoDB call. Lambda retried it 60 virtual seconds later, and the retry
+# charged again and succeeded. Ask the provider, the ground truth for money, and the ledger, the
+# system's own record:
 
 # %%
 for charge in world.provider().charges():
@@ -131,10 +132,11 @@ print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 # success. The difference turns up weeks later, in a customer's bank statement.
 #
 # The retry is what the Lambda service does after a function error in an asynchronous invocation.
-# It tries again about a minute later, then about two minutes after that.
-# **`MaximumRetryAttempts`** (0 to 2, default 2) sets how many retries. When they are used up, the event goes to the failure
-# queue. [The appendix](13_appendix_the_local_aws.ipynb#local-runtime) shows how the local runtime
-# does the same.
+# It tries again about a minute later, then about two minutes after that
+# ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
+# **`MaximumRetryAttempts`** (0 to 2, default 2) sets how many retries. When they are used up,
+# the event goes to the failure queue. [The appendix](13_appendix_the_local_aws.ipynb#local-runtime)
+# shows how the local runtime does the same.
 
 # %% [markdown]
 # ## The same story on a clock
@@ -151,8 +153,8 @@ fig = views.timeline(every_time)
 
 # %% [markdown]
 # Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure
-# queue. The message is Lambda's account of the failed invocation. It carries the original event (left out here),
-# so nothing is lost, but the customer has already paid three times.
+# queue. The message is Lambda's account of the failed invocation. It carries the original event
+# (left out here), so nothing is lost, but the customer has already paid three times.
 
 # %%
 record = dict(every_time.failures[0], requestPayload="... the original event ...")
@@ -172,7 +174,7 @@ batch.send(pair)
 print(views.attempts_frame(batch.run())[["t (s)", "attempt", "outcome", "dynamodb_calls"]])
 for account in ("bob", "carol"):
     charged = sum(charge.customer == account for charge in world.provider().charges())
-    print(f"{account}: charged {charged} times, ledger records {world.ledger().entry(account)[0]}")
+    print(f"{account}: charged {charged} times, the ledger counts {world.ledger().entry(account)[0]}")
 
 # %% [markdown]
 # Bob's record failed, and carol's succeeded in the same invocation. But the invocation failed, so
@@ -182,12 +184,15 @@ for account in ("bob", "carol"):
 # %% [markdown]
 # ## The second source of repeats: S3 itself
 #
-# Even with no failure at all, S3 may deliver an event twice. It is rare, but documented, and the
-# handler cannot tell the copies apart unless it looks.
+# Even with no failure at all, S3 may deliver an event twice. It is rare, but documented: S3's
+# notifications "are designed to be delivered at least once"
+# ([S3 event notifications](https://docs.aws.amazon.com/AmazonS3/latest/userguide/NotificationHowTo.html)).
+# The handler cannot tell the copies apart unless it looks.
 
 # %%
 views.result_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES]
-                   ).assign(delivery=sc.DELIVERIES).set_index("delivery").drop(columns="handler")
+                   ).assign(delivery=sc.DELIVERIES).set_index("delivery")[
+    ["charges", "ledger_charges", "invocations", "verdict"]]
 
 # %% [markdown]
 # A duplicate delivery, one after the other, charges twice. So does a copy that runs at the same
@@ -278,7 +283,7 @@ print(check_retries(my_retries))
 # ## Summary
 #
 # * One upload becomes two charges when the function fails after the charge: Lambda runs the
-#   charge again, a minute later, and again.
+#   charge again a minute later, and, if that fails too, two minutes after that.
 # * S3 can also deliver the same event twice, with no error anywhere; and one failed record makes
 #   Lambda repeat every record of its event.
 # * Memory cannot stop it: containers come and go, so "I already did this" belongs in a shared store.

@@ -111,8 +111,9 @@ print("Without the barrier, a round with two or more winners came within 2,000 r
 
 # %% [markdown]
 # So the unlucky order is not a trick of the barrier. Left alone, threads on one machine hit it
-# often. Copies in two containers on AWS run on separate machines with network delays. Their rate
-# is yours to measure, not this notebook's. No rate above zero is safe for money.
+# often. Copies in two containers on AWS may run on separate machines, with network delays
+# between them. Their rate is yours to measure, not this notebook's. No rate above zero is safe
+# for money.
 #
 # DynamoDB checks the condition and applies the write as one step on the item. So two conditional
 # puts of one key cannot both succeed. The local DynamoDB needed a lock to behave the same under
@@ -154,8 +155,9 @@ views.rows_frame(views.claim_costs(world))
 # conditional put to be safe.
 #
 # One AWS fact a local run cannot show: a conditional write that fails still consumes write
-# capacity, billed like a successful write of the same item. moto does not report capacity for a
-# failed write. A duplicate is cheap, not free.
+# capacity, billed like a successful write of the same item
+# ([AWS](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
+# moto does not report capacity for a failed write. A duplicate is cheap, not free.
 
 # %% [markdown]
 # ## Explore

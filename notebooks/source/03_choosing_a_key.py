@@ -7,8 +7,8 @@
 #
 # Chapter 02 made the claim atomic: of two copies of an event, exactly one wins. But a claim is
 # only as good as its key, and a key can be wrong in two ways. If a repeat of an event computes a
-# new key, nobody holds that claim, and the repeat charges again. If two real uploads compute the
-# same key, the second finds the claim taken, and its order is never charged.
+# new key, nobody holds that claim, and the repeat charges again. If two different orders compute
+# the same key, the second finds the claim taken, and is never charged.
 #
 # What a key is made from, and how, is its **key recipe**. This chapter tries recipes on real
 # uploads until one names each upload. Then it asks whether an upload is the right thing to name,
@@ -18,8 +18,8 @@
 # ## Setup
 #
 # The key recipes from `idem`, the upload stories that test them, the order stories of the last
-# section, the check for your own recipe, and a fresh local world. Its bucket is versioned, as `template.yaml` creates it; a second world
-# has a bucket without versioning.
+# section, the check for your own recipe, and a fresh local world. Its bucket is versioned, as the
+# bucket chapter 09 deploys is; a second world has a bucket without versioning.
 
 # %%
 import json
@@ -56,8 +56,8 @@ views.show_text(json.dumps(world.event(order)["Records"][0]["s3"]["object"], ind
 # ## Two recipes that hold, three that do not
 #
 # `idem` writes every key as `<operation>#<recipe>#<sha256 of the recipe's text>`. Two recipes are
-# sound. One takes the bucket, the name and the `versionId`. The other takes the bucket, the name,
-# the `eTag` and the `sequencer`.
+# sound. `version` takes the bucket, the name and the `versionId`. `content` takes the bucket, the
+# name, the `eTag` and the `sequencer`.
 
 # %%
 views.show_source(keys.by_version, keys.by_content_and_sequencer, keys.idempotency_key)
@@ -82,7 +82,7 @@ views.stories_frame()
 # %% [markdown]
 # A story fails nothing: every event runs to the end, and it arrives ten seconds after the one
 # before. A `Lambda retry` row stands for the retry after a failed attempt, which on AWS comes a
-# minute later. For a key, only one thing about it matters: it carries the same event.
+# minute later. For a key, only one thing about a retry matters: it carries the same event.
 
 # %% [markdown]
 # ## From the work, never from the attempt
@@ -274,7 +274,7 @@ _ = views.story_explore("same bytes again", "version")
 # S3 stores a second version with the same bytes, and sends a second event. That is a
 # **retried PUT**: one order, two uploads. Keyed by the upload, it is charged twice.
 #
-# So the handler to copy names the order instead. Its setting `ORDER_IDENTITY`, the
+# So the handler to copy, `keyed`, names the order instead. Its setting `ORDER_IDENTITY`, the
 # **order identity**, says what one order is, in one of three ways:
 #
 # * `order-id`, the default. The uploaded file is JSON and names its order:
@@ -326,9 +326,10 @@ print(textwrap.fill(orders.attention_reason(), 96))
 
 # %% [markdown]
 # The first charge may also be made and not yet in the books. Below, the function dies right after
-# the provider charged 1250 (chapter 06 studies this crash). Forty seconds later the corrected
-# upload takes the order over, and sends the provider the same key with another amount. Stripe
-# compares every parameter of a request sent again with one key, and refuses other ones with an
+# the provider charged 1250 (chapter 06 studies this crash). Forty seconds later, the first
+# attempt's claim has run out (chapter 06 shows how long a claim holds). The corrected upload
+# claims the order, and sends the provider the same key with another amount. Stripe compares the
+# parameters of a request sent again with one key, and refuses one that differs with an
 # `idempotency_error` ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)).
 # The workbook's provider keeps that rule:
 
@@ -378,9 +379,10 @@ print(check_recipe(my_recipe))
 #     return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
 # ```
 #
-# This is the upload's key. The handler to copy uses it under `ORDER_IDENTITY=upload`, and for a
-# file that names no order. Its first line decodes the name and reads
-# the `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
+# This is the upload's key. The handler to copy uses it under `ORDER_IDENTITY=upload`. Under
+# `order-id`, an upload whose file names no order gets this key too: its record holds the reason
+# for a person, and nothing is charged. The recipe's first line decodes the name and reads the
+# `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
 # `versionId`, and `content` (`eTag` and `sequencer`) when there is not. Last, `idempotency_key`
 # hashes the recipe's text, so even the longest name gives a key under 100 bytes. The context goes
 # unused: nothing about the attempt belongs in the key.

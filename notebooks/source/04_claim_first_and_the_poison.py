@@ -140,9 +140,9 @@ print("claim_first failure queue:", poison[0].failures)
 views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "json")
 
 # %% [markdown]
-# A double charge is found in the end: the customer sees it, often weeks later, and you refund. A silent loss is an order never
-# billed. A silent mismatch is a ledger that disagrees with the provider, with logs that say all
-# went well. Only a **reconciliation** finds them: a job that compares your books with the
+# A double charge is found in the end: the customer sees it, often weeks later, and you refund.
+# A silent loss is an order never billed. A silent mismatch is a ledger that disagrees with the
+# provider, with logs that say all went well. Only a **reconciliation** finds them: a job that compares your books with the
 # provider's and reports every difference. Chapter 07 writes one.
 
 # %% [markdown]
@@ -172,7 +172,8 @@ pd.concat([views.compact_items(o.items).assign(handler=o.scenario.handler) for o
 # %% [markdown]
 # ## Explore
 #
-# Pick a fault point and how often it fires; every handler meets the same fault.
+# Pick a fault point and how often it fires. `naive`, `claim_first` and `robust` all meet the same
+# fault (`keyed` waits for chapter 06).
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -269,3 +269,32 @@ def test_chapter_08s_unit_check_gives_the_rule_not_the_number():
     assert blank.startswith("No answer yet") and "says" not in blank and "rounds up to" not in blank
     assert wrong.count("not 2.5") == 3 and "the larger of the stored item and the new one" in wrong
     assert "has no prediction" in views.check_units({}, None)
+
+
+def test_show_json_hides_the_named_fields_at_any_depth_and_leaves_the_value_alone():
+    event = {"Records": [{"eventName": "ObjectCreated:Put", "userIdentity": {"principalId": "X"}}],
+             "userIdentity": "top"}
+    text = views.show_json(event, hide=("userIdentity",)).data
+    assert '"userIdentity": "..."' in text and "principalId" not in text and '"top"' not in text
+    assert '"eventName": "ObjectCreated:Put"' in text and text.startswith("```json\n")
+    assert event["Records"][0]["userIdentity"] == {"principalId": "X"}  # the caller's value is untouched
+
+
+def test_fields_frame_and_items_by_handler_label_every_row():
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    @dataclass
+    class Name:
+        raw: str
+        decoded: str
+
+    frame = views.fields_frame(Name("a+b", "a b"))
+    assert list(frame.columns) == ["field", "value"] and frame.values.tolist() == [["raw", "a+b"], ["decoded", "a b"]]
+    runs = [SimpleNamespace(scenario=SimpleNamespace(handler=h), items=items) for h, items in
+            (("naive", [{"pk": "account#alice", "cents": 500, "charges": 1}]),
+             ("claim_first", [{"pk": "charge#k", "status": "claimed"}, {"pk": "charge#j", "status": "claimed"}]))]
+    table = views.items_by_handler(runs)
+    assert list(table.columns) == ["handler", "item", "status", "holds"]
+    assert table["handler"].tolist() == ["naive", "claim_first", "claim_first"]
+    assert table["item"].tolist() == ["account#alice", "charge#k", "charge#j"]

@@ -7,9 +7,11 @@ below is re-exported here.
 """
 from __future__ import annotations
 
-from .code import BREAK_REASONS, explain_breaks, find_calls, show_call, show_lines, show_source, show_text
+from .code import (BREAK_REASONS, explain_breaks, find_calls, show_call, show_json, show_lines, show_source,
+                   show_text)
 from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, Whole, attempts_frame, colour_key, attempts_of,
-                     compact_items, footprints_frame, invocations_frame, items_frame, late_frame,
+                     compact_items, fields_frame, footprints_frame, invocations_frame, items_by_handler,
+                     items_frame, late_frame,
                      matrix_table, outcome_frame, report_frame, rows_frame, schedule_frame, verdicts_frame)
 from .charts import (DELAY_CHOICES, LEASE_COLOUR, OUTCOME_LABELS, OUTCOME_MARKERS, RACE_COLOURS,
                      STORY_COLOURS, TTL_CHOICES, bench_chart, duration, lease_timeline, lease_timelines,
@@ -35,10 +37,10 @@ from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, s
 
 __all__ = [
     # code and text
-    "BREAK_REASONS", "explain_breaks", "find_calls", "show_call", "show_lines", "show_source", "show_text",
+    "BREAK_REASONS", "explain_breaks", "find_calls", "show_call", "show_json", "show_lines", "show_source", "show_text",
     # tables
     "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "Whole", "attempts_frame", "colour_key", "attempts_of",
-    "compact_items", "footprints_frame", "invocations_frame", "items_frame", "late_frame", "matrix_table",
+    "compact_items", "fields_frame", "footprints_frame", "invocations_frame", "items_by_handler", "items_frame", "late_frame", "matrix_table",
     "outcome_frame", "report_frame", "rows_frame", "schedule_frame", "verdicts_frame",
     # charts
     "DELAY_CHOICES", "LEASE_COLOUR", "OUTCOME_LABELS", "OUTCOME_MARKERS", "RACE_COLOURS", "STORY_COLOURS",

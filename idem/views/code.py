@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import json
 import pkgutil
 import textwrap
 from types import ModuleType
@@ -94,6 +95,20 @@ def show_call(package: ModuleType, keyword: str, callee: str = "", prefix: str =
 def show_text(text: str, language: str = "") -> Markdown:
     """Any text (a template excerpt, a JSON message) as a highlighted block."""
     return Markdown(f"```{language}\n{text.rstrip()}\n```")
+
+
+def _hidden(value: Any, hide: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: "..." if k in hide else _hidden(v, hide) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hidden(v, hide) for v in value]
+    return value
+
+
+def show_json(value: Any, hide: tuple[str, ...] = ()) -> Markdown:
+    """A JSON value (an event, a message Lambda sent) as a highlighted block; every field named
+    in `hide`, at any depth, is shown as "..." (the value itself is left untouched)."""
+    return show_text(json.dumps(_hidden(value, tuple(hide)), indent=2), "json")
 
 
 WIDTH = 96  # explanations wrap here, to fit the page

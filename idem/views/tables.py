@@ -253,6 +253,20 @@ def rows_frame(rows: Iterable[Any]) -> pd.DataFrame:
     return pd.DataFrame([r if isinstance(r, dict) else dict(vars(r)) for r in rows])
 
 
+def fields_frame(obj: Any) -> pd.DataFrame:
+    """One dataclass (or dict) as a two-column table, one row per field: `field`, `value`."""
+    fields = obj if isinstance(obj, dict) else vars(obj)
+    return Whole([{"field": k, "value": v} for k, v in fields.items()], columns=["field", "value"])
+
+
+def items_by_handler(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
+    """What each run left in its ledger table (`compact_items`), the runs one after another, each
+    row labelled with the run's handler."""
+    rows = [dict(row, handler=o.scenario.handler)
+            for o in outcomes for row in compact_items(o.items).to_dict("records")]
+    return Whole(rows, columns=["handler", "item", "status", "holds"])
+
+
 # -- chapter 11: a check's report ------------------------------------------------------------
 def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
     """Schedules per verdict, one column per check report (`idem.explore.check.CheckReport`), breaks marked.

@@ -16,8 +16,6 @@
 # and the failure queue, all on moto. Then the pieces this chapter looks at.
 
 # %%
-import json
-
 from idem import views
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
@@ -42,9 +40,7 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.prov
 # %%
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 event = world.event(order)
-shown = json.loads(json.dumps(event))  # a copy, with the request's details left out on screen
-shown["Records"][0].update(userIdentity="...", requestParameters="...", responseElements="...")
-views.show_text(json.dumps(shown, indent=2), "json")
+views.show_json(event, hide=("userIdentity", "requestParameters", "responseElements"))
 
 # %% [markdown]
 # Two fields of the `object` matter in later chapters:
@@ -157,8 +153,7 @@ fig = views.timeline(every_time)
 # (left out here), so nothing is lost, but the customer has already paid three times.
 
 # %%
-record = dict(every_time.failures[0], requestPayload="... the original event ...")
-views.show_text(json.dumps(record, indent=2), "json")
+views.show_json(every_time.failures[0], hide=("requestPayload",))
 
 # %% [markdown]
 # ## One event, two uploads

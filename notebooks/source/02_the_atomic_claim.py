@@ -23,8 +23,6 @@
 # **partition key** is `pk`: the attribute whose value names an item, one item per value.
 
 # %%
-import json
-
 from idem import views
 from idem.core.ledger import Ledger
 from idem.explore.race import race, read_then_write
@@ -133,8 +131,7 @@ print("Without the barrier, a round with two or more winners came within 2,000 r
 # `source` and no `expires_at`. Chapter 06's handler writes an `owner` too.
 
 # %%
-views.show_text(json.dumps(views.lost_put(world, "charge#demo", holder="first-invocation"), indent=2),
-                "json")
+views.show_json(views.lost_put(world, "charge#demo", holder="first-invocation"))
 
 # %% [markdown]
 # The copy that loses should **stand down**: stop, without doing the work. It also learns who holds

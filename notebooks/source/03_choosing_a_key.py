@@ -22,7 +22,6 @@
 # bucket chapter 09 deploys is; a second world has a bucket without versioning.
 
 # %%
-import json
 import textwrap
 
 from idem import views
@@ -45,7 +44,7 @@ print(f"bucket {world.bucket} (versioned), bucket {unversioned.bucket} (not vers
 
 # %%
 order = world.upload("alice/order.csv", key_stories.ORDER)
-views.show_text(json.dumps(world.event(order)["Records"][0]["s3"]["object"], indent=2), "json")
+views.show_json(world.event(order)["Records"][0]["s3"]["object"])
 
 # %% [markdown]
 # Four of its fields name the upload. The `key` is the object's name. The `eTag` is a hash of
@@ -142,7 +141,7 @@ views.rows_frame(story.rows)
 
 # %%
 plain = unversioned.upload("alice/order.csv", key_stories.ORDER)
-views.show_text(json.dumps(unversioned.event(plain)["Records"][0]["s3"]["object"], indent=2), "json")
+views.show_json(unversioned.event(plain)["Records"][0]["s3"]["object"])
 
 # %% [markdown]
 # The `version` recipe then writes `null`, the same for every upload of the name:
@@ -192,7 +191,7 @@ views.decoding_frame([encode_key("alice/my file.csv"), encode_key("alice/a+b.csv
 
 # %%
 name = key_stories.encoded_name(world, "alice/my file.csv")
-views.rows_frame([{"": field, "value": value} for field, value in vars(name).items()])
+views.fields_frame(name)
 
 # %% [markdown]
 # The raw field names an object that is not in the bucket. Its key also differs from the key

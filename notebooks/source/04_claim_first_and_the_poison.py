@@ -16,10 +16,6 @@
 # The claim-first handler, the scenario runner, and a fresh local AWS with its clock at zero.
 
 # %%
-import json
-
-import pandas as pd
-
 from idem import views
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
@@ -137,7 +133,7 @@ fig = views.timelines(poison)
 
 # %%
 print("claim_first failure queue:", poison[0].failures)
-views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "json")
+views.show_json(poison[1].failures[0]["requestContext"])
 
 # %% [markdown]
 # A double charge is found in the end: the customer sees it, often weeks later, and you refund.
@@ -155,8 +151,7 @@ views.show_text(json.dumps(poison[1].failures[0]["requestContext"], indent=2), "
 # %%
 after_charge = [o for o in uniform if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")
                 and o.scenario.handler != "keyed"]
-pd.concat([views.compact_items(o.items).assign(handler=o.scenario.handler) for o in after_charge],
-          ignore_index=True)[["handler", "item", "status", "holds"]]
+views.items_by_handler(after_charge)
 
 # %% [markdown]
 # * `naive` leaves only the account's entry. It counts fewer charges than the provider made, and

@@ -17,8 +17,8 @@
 # every time money moves. The last chapters deploy the same code to your own AWS account.
 #
 # The story comes from an article, *The Ledger That Charged Twice: S3 Lambda Idempotency*, in which
-# one order was charged twice and no alarm went off. The chapters call it "the article"; they keep its
-# facts and figures, and check them.
+# one order was charged twice and no alarm went off. The chapters call it "the article"; they
+# keep its facts and figures, and check them.
 
 # %% [markdown]
 # ## How to use it

@@ -48,8 +48,8 @@ views.show_json(world.event(order)["Records"][0]["s3"]["object"])
 
 # %% [markdown]
 # Four of its fields name the upload. The `key` is the object's name. The `eTag` is a hash of
-# its bytes (more on it below). The `sequencer` and the `versionId` were met in chapter 01. Every copy of this event
-# carries the same four, and a key recipe picks from them.
+# its bytes (more on it below). The `sequencer` and the `versionId` were met in chapter 01.
+# Every copy of this event carries the same four, and a key recipe picks from them.
 
 # %% [markdown]
 # ## Two recipes that hold, three that do not
@@ -186,8 +186,8 @@ views.decoding_frame([encode_key("alice/my file.csv"), encode_key("alice/a+b.csv
 
 # %% [markdown]
 # Only the last column names the objects as the bucket does. The function's `read_event` decodes
-# the name with `unquote_plus` before any recipe sees it. Here is what goes wrong with a key built from the raw
-# field instead:
+# the name with `unquote_plus` before any recipe sees it. Here is what goes wrong with a key
+# built from the raw field instead:
 
 # %%
 name = key_stories.encoded_name(world, "alice/my file.csv")
@@ -302,9 +302,9 @@ views.rows_frame(orders.order_grid())
 #
 # * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
 # * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
-#   time it handles an upload's event, retries included, to read the order file. Its role needs
-#   `s3:GetObjectVersion` on the bucket (`s3:GetObject` too, for a bucket without versioning),
-#   and every uploader must write the order's id into the file.
+#   time it handles an upload's event, retries included, to read the order file. The function's
+#   execution role needs `s3:GetObjectVersion` on the bucket (`s3:GetObject` too, for a bucket
+#   without versioning), and every uploader must write the order's id into the file.
 # * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
 #   uploader learned it at once from the 412. A new order then needs a new name. The policy also
 #   refuses every copy into the bucket, as AWS's page on enforcing it notes.
@@ -339,17 +339,17 @@ print(f"charged (cents): {run.charged_cents}   in the failure queue: {run.attent
 views.rows_frame(run.rows)
 
 # %% [markdown]
-# One charge, at the first amount. The refusal leaves the order `needs_attention`, so the first
-# upload's own retries stop there too: its charge is not in the books yet. A person looks it up at
-# Stripe with `idem settle` (chapter 10), and decides what to do about the correction. Either way
-# there is no second charge.
+# One charge, at the first amount. The refusal marks the order's record `needs_attention`. The
+# first upload's own retries find that mark and stop too, so its charge is not in the books yet.
+# A person looks it up at Stripe with `idem settle` (chapter 10), and decides what to do about
+# the correction. Either way there is no second charge.
 
 # %% [markdown]
 # ## Try it
 #
-# Write a key recipe of your own for an upload, as a handler would. It takes one record of the event as S3
-# sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency
-# key itself: the string the ledger stores as its partition key.
+# Write a key recipe of your own for an upload, as a handler would. It takes one record of the
+# event as S3 sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the
+# idempotency key itself: the string the ledger stores as its partition key.
 #
 # The check runs your recipe against five pitfalls. For each one it prints `pass`, or why the
 # recipe fails. Decoding the name is not one of them: S3 writes each name one way only, so a key

@@ -138,8 +138,8 @@ views.show_json(poison[1].failures[0]["requestContext"])
 # %% [markdown]
 # A double charge is found in the end: the customer sees it, often weeks later, and you refund.
 # A silent loss is an order never billed. A silent mismatch is a ledger that disagrees with the
-# provider, with logs that say all went well. Only a **reconciliation** finds them: a job that compares your books with the
-# provider's and reports every difference. Chapter 07 writes one.
+# provider, with logs that say all went well. Only a **reconciliation** finds them: a job that
+# compares your books with the provider's and reports every difference. Chapter 07 writes one.
 
 # %% [markdown]
 # ## What the table holds, for each handler

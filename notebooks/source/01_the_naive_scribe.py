@@ -12,8 +12,9 @@
 # %% [markdown]
 # ## Setup
 #
-# A fresh local AWS with its clock at zero: the bucket, the ledger table, the provider's table
-# and the failure queue, all on moto. Then the pieces this chapter looks at.
+# `LocalWorld()` builds a fresh local AWS with its clock at zero: the bucket, the ledger table,
+# the provider's table and the failure queue, all on moto. The chapters call one such local AWS
+# a *world*. Then the pieces this chapter looks at.
 
 # %%
 from idem import views
@@ -150,7 +151,9 @@ fig = views.timeline(every_time)
 # %% [markdown]
 # Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure
 # queue. The message is Lambda's account of the failed invocation. It carries the original event
-# (left out here), so nothing is lost, but the customer has already paid three times.
+# (left out here), so nothing is lost, but the customer has already paid three times. Its
+# `responsePayload` is the last error: `InjectedFault` is the local runtime's fault, and
+# `arrival 3` counts how often this upload's work reached the fault point.
 
 # %%
 views.show_json(every_time.failures[0], hide=("requestPayload",))

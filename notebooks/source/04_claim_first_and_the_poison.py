@@ -129,11 +129,12 @@ fig = views.timelines(poison)
 # `claim_first` stops after two attempts, the second a green "success". `robust` fails all three
 # of Lambda's attempts. Then Lambda hands the event to the failure queue, where a person can see
 # it. Once the cause is fixed, the person sends the event through the function again: a
-# **redrive**. This is the message in `robust`'s failure queue; `claim_first` has none.
+# **redrive**. Here is the part of the message in `robust`'s failure queue that says why it is
+# there (its request id left out); `claim_first` has none.
 
 # %%
 print("claim_first failure queue:", poison[0].failures)
-views.show_json(poison[1].failures[0]["requestContext"])
+views.show_json(poison[1].failures[0]["requestContext"], hide=("requestId",))
 
 # %% [markdown]
 # A double charge is found in the end: the customer sees it, often weeks later, and you refund.

@@ -105,8 +105,9 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # ([SetQueueAttributes](https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html)).
 # Someone has to act before then.
 #
-# Here is where each row of the matrix leaves the record, next to claim-first. The `record_status`
-# column is the record's status at the end:
+# Chapter 00's one table runs every handler through the same trouble, a row per fault. The
+# chapters call it the matrix. Here is where each of its rows leaves the record, next to
+# claim-first. The `record_status` column is the record's status at the end:
 
 # %%
 rows = [sc.run(s) for s in sc.headline_scenarios(["claim_first", "robust"])]

@@ -171,7 +171,7 @@ for fresh in (True, False):
 #
 # The event as it was still carries its `eventTime`. Keyed saw that it was older than the key
 # window. So it looked the charge up first, by the key it had written into the charge's metadata,
-# found it and booked it. Stripe offers that look-up: its search finds PaymentIntents by metadata
+# found it and booked it. Stripe offers that look-up: its search finds payments by metadata
 # ([search](https://docs.stripe.com/api/payment_intents/search)), usually within a minute of the
 # charge. A provider with no look-up would leave the event to a person, with that reason, rather
 # than charge blindly.

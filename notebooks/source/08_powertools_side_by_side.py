@@ -81,7 +81,7 @@ pd.DataFrame([
 #
 # ## The same charge, in the matrix
 #
-# To flip one option at a time and fail at every boundary, the matrix runs a variant of that
+# To flip one option at a time and fail at every fault point, the matrix runs a variant of that
 # handler, `idem.sim.powertools_entry`. Its settings come from the environment, and it wraps the
 # same charge step as every other handler with `idempotent_function`, the decorator for a function
 # inside a handler. Its key is the recipe of chapter 03 over the decoded record: `bucket`, `key`
@@ -112,8 +112,8 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 # %% [markdown]
 # The first delivery makes a conditional `PutItem` of an `INPROGRESS` record, then the ledger
 # entry, then an `UpdateItem` to `COMPLETED` with the result. The duplicate makes only the put.
-# It fails, and DynamoDB hands back the stored record in the same call, as keyed's claim does
-# (chapter 02).
+# It fails, and DynamoDB hands back the stored record in the same call: the `ALL_OLD` answer of
+# chapter 02, which keyed's claim uses too.
 
 # %% [markdown]
 # ## Every option, and the chapter that explains it
@@ -358,7 +358,7 @@ views.show_source(KeyedLedger.commit)
 #
 # The totals come from a query on the sparse index of chapter 06: only a committed line has an
 # `account`, so the index is written once per charge, at commit. So is a second sparse index,
-# `by_day`, which the stack's hourly reconciliation job reads (chapter 09): each committed line
+# `by_day`, which the hourly reconciliation job of chapter 09 reads: each committed line
 # costs two index writes.
 #
 # The meter runs both designs on the same claim, and a third that reads the totals by scanning the

@@ -361,3 +361,24 @@ def test_chapter_03s_corrected_upload_before_the_books_is_refused_by_the_provide
     assert run.record == "needs_attention" and run.attention == 2
     assert run.rows[0]["outcome"] == "crash after the charge"
     assert {r["outcome"] for r in run.rows[1:]} == {"needs_attention"}
+
+
+# -- chapter 08's prose agrees with the numbers its cells print (fresh read, readB) ------------------
+def test_chapter_08_states_the_first_delivery_write_units_its_cell_prints():
+    """08 once said keyed's first delivery "costs what Powertools costs" under a cell that printed
+    keyed 4, powertools 3. The sentence must name the difference the stored output shows, and the
+    indexes that make it (by_account and by_day)."""
+    import json
+    import re
+
+    (path,) = (ROOT / "notebooks").glob("08_*.ipynb")
+    printed = "".join("".join(o.get("text", "")) for c in json.loads(path.read_text())["cells"]
+                      if c["cell_type"] == "code" for o in c.get("outputs", []))
+    keyed, powertools = map(int, re.search(r"write units per first delivery: keyed (\d+), powertools (\d+)",
+                                           printed).groups())
+    text = _chapter_text("08")
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    assert keyed - powertools == 1, "the chapter's sentence counts one unit more: change it with the numbers"
+    assert "keyed's first delivery costs one write unit more" in text
+    assert f"writes the entry: {words[powertools]}." in text and f"two indexes: {words[keyed]}." in text
+    assert "costs what Powertools costs" not in text and "`by_day`" in text

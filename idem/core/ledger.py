@@ -56,7 +56,7 @@ class Ledger:
         """Put the key if absent: won if this call put it."""
         return self.put_if_absent(key, Status.CLAIMED, source)
 
-    # -- robust, as the article writes it: get, then conditional put, then mark done --
+    # -- robust, as it is usually written: get, then conditional put, then mark done --
     def get_record(self, key: str) -> Record | None:
         item = self.client.get_item(TableName=self.table, Key=to_item({"pk": key}),
                                     ConsistentRead=True).get("Item")
@@ -67,7 +67,7 @@ class Ledger:
         return self.put_if_absent(key, Status.IN_PROGRESS, source)
 
     def mark_done(self, key: str, result: Any = None) -> None:
-        """Write `done`, unconditionally (as the article does)."""
+        """Write `done`, unconditionally: over whatever the record holds, even another copy's `done`."""
         self.client.update_item(
             TableName=self.table,
             Key=to_item({"pk": key}),

@@ -5,13 +5,25 @@ defined in the chapter itself.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
 from ..explore import powertools as pt
 from ..sim.boundary import Boundary, FaultPlan, Side
+from ..sim.world import LocalWorld
+
+#: The chapter's world and Powertools table, held open for the kernel's life (as every chapter's
+#: world is): a context manager left unreferenced would delete its table when collected.
+_OPEN = ExitStack()
 
 #: An error right after every charge call: a poison event.
 POISON = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
+
+
+def chapter_world() -> tuple[LocalWorld, str]:
+    """A fresh local world and a Powertools idempotency table in it (`pt.idempotency_table`)."""
+    world = _OPEN.enter_context(LocalWorld())
+    return world, _OPEN.enter_context(pt.idempotency_table(world))
 
 
 def after_ledger(how: str) -> FaultPlan:

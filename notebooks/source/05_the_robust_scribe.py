@@ -59,6 +59,10 @@ print(f"bucket {world.bucket}, ledger {world.ledger_table}, failure queue {world
 views.show_source(robust.handle)
 
 # %% [markdown]
+# Like claim-first, robust names the upload, not the order: its key is chapter 03's `version`
+# recipe (`charge#version#...` in the tables below). This chapter is about the record's states.
+# The handler to copy, from chapter 06 on, keys by the order.
+#
 # Here are the ledger calls it makes. `put_in_progress` is the conditional put claim-first uses:
 # it writes only if the key has no record. Only the status differs. By contrast, `mark_done` has no
 # condition at all. It writes `done` over whatever is there.
@@ -101,8 +105,9 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # ([SetQueueAttributes](https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html)).
 # Someone has to act before then.
 #
-# Here is where each row of the matrix leaves the record, next to claim-first. The `record_status`
-# column is the record's status at the end:
+# Chapter 00's one table runs every handler through the same trouble, a row per fault. The
+# chapters call it the matrix. Here is where each of its rows leaves the record, next to
+# claim-first. The `record_status` column is the record's status at the end:
 
 # %%
 rows = [sc.run(s) for s in sc.headline_scenarios(["claim_first", "robust"])]
@@ -120,8 +125,9 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"])[
 #   reaches the failure queue with the record still `in_progress`: `failed_visibly`. Claim-first lost
 #   the same work silently.
 # * When the function fails after the commit, the retry finds `done` and stands down.
-# * Three rows are `double_charge`, in red. In two, a failure between the charge and `done` makes the retry charge
-#   again; that is chapter 06. The third is the concurrent copy, the rest of this chapter.
+# * Three rows are `double_charge`, in red. In two, a failure between the charge and `done` makes
+#   the retry charge again; that is chapter 06. The third is the concurrent copy, the rest of this
+#   chapter.
 
 # %% [markdown]
 # ## The poison, step by step
@@ -157,10 +163,9 @@ views.show_text(json.dumps(message, indent=2), "json")
 # * `requestPayload` is the original S3 event, with the object's key and `versionId`.
 #
 # A **dead-letter queue**, the older setting for the same purpose, would hold only the bare event,
-# with the error as message attributes. The
-# destination wraps the event with its story. A function with neither discards the event after its
-# retries. AWS documents both in the Lambda guide, on retaining records of asynchronous invocations
-# (docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+# with the error as message attributes. The destination wraps the event with its story. A function
+# with neither discards the event after its retries. The Lambda guide describes both
+# ([retaining records](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)).
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
@@ -175,7 +180,8 @@ views.compact_items(world.ledger().items())
 #
 # An hour later the provider is back. The operator **redrives** the queue: each message's
 # `requestPayload` goes back to the function, and the message is deleted. The function finds
-# `in_progress`, does the work, and marks the record `done`.
+# `in_progress`, does the work, and marks the record `done`. Here is the redrive. Its `fresh`
+# option is chapter 07's: it shows why a redrive must not make an old event look new.
 
 # %%
 views.show_source(redrive.redrive)

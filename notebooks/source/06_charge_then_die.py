@@ -79,7 +79,9 @@ views.show_source(KeyedCharger.charge_once)
 # %% [markdown]
 # The line the whole workbook leads to is in `_charge_and_commit`: the call that hands the key to
 # the provider. The cell below finds it by name in the handler's files, so what you read is the
-# code that runs. Under it is the adapter's call that passes the same key to Stripe:
+# code that runs. Under it is the call in keyed's Stripe client (`keyed_stripe.py`) that passes
+# the same key to Stripe. `stripe_key` keeps a key as it is up to Stripe's limit of 255 characters
+# ([idempotency](https://docs.stripe.com/idempotency)), and hashes a longer one:
 
 # %%
 from idem.core import handlers
@@ -183,9 +185,9 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 # * A saved 500 means the outcome is unknown: the money may or may not have moved, and no retry
 #   with that key can learn which ([Stripe](https://docs.stripe.com/api/idempotent_requests):
 #   retries with the same key "return the saved response, including `500` errors"). Here it had
-#   moved. Keyed marks the record `needs_attention` and lets the event reach the failure queue with
-#   the reason. It does not try a new key: if the first attempt did charge, a new key would charge
-#   twice.
+#   moved. Keyed marks the record `needs_attention` and fails. Its two retries find that record
+#   and fail too, so the event reaches the failure queue with the reason. Keyed does not try a new
+#   key: if the first attempt did charge, a new key would charge twice.
 # * A **decline** (402) is the card issuer's final no. It ends the work with a `declined` record.
 #   Nothing is retried or queued.
 
@@ -256,6 +258,9 @@ print(f"charges {zombie.charges}, ledger {zombie.ledger}, record {zombie.record}
 fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 s after its charge; a copy arrives")
 
 # %% [markdown]
+# The first line printed is keyed's own log, one JSON object per line as CloudWatch Logs keeps
+# it: the stalled invocation's warning that it lost the record.
+#
 # The zombie's commit was refused (`LostOwnership`), so its handler returned `superseded`. A
 # commit is **superseded** when another invocation took the work over and finished it first. The
 # copy's commit stands, and one charge moved.

@@ -6,11 +6,15 @@
 # **After this chapter you can size a record's lifetime and write the reconciliation query that finds
 # what slipped through.**
 #
-# The keyed scribe of chapter 06 closes every hole the matrix tests. Two things are left to settle.
-# Keyed's `done` line is the ledger itself and stays for good. Every other record (a claim whose
-# work never finished, another pattern's record) is only a memory of an event. It must last as long
-# as a copy of that event can arrive, and may go after: the chapter finds when. And no pattern is better than the code and settings around it. Something has to check,
-# after the fact, that every upload was charged once: the chapter writes that check.
+# The keyed handler of chapter 06 closes every hole the matrix tests. Two questions are left.
+#
+# * How long must a record last? Keyed's `done` line is the ledger itself and stays for good.
+#   Every other record (a claim whose work never finished, another pattern's record) is only a
+#   memory of an event. It must last as long as a copy of that event can arrive, and may go
+#   after. This chapter finds when.
+# * How do you know it worked? No pattern is better than the code and settings around it.
+#   Something has to check, after the fact, that every order was charged once. This chapter
+#   writes that check.
 
 # %% [markdown]
 # ## Setup
@@ -166,9 +170,11 @@ for fresh in (True, False):
 # had pruned that key an hour before, so it charged again.
 #
 # The event as it was still carries its `eventTime`. Keyed saw that it was older than the key
-# window. So it looked the charge up by the upload first, found it and booked it. Real providers
-# offer that lookup by metadata. A provider with no lookup would leave the event to a person, with
-# that reason, rather than charge blindly.
+# window. So it looked the charge up first, by the key it had written into the charge's metadata,
+# found it and booked it. Stripe offers that look-up: its search finds payments by metadata
+# ([search](https://docs.stripe.com/api/payment_intents/search)), usually within a minute of the
+# charge. A provider with no look-up would leave the event to a person, with that reason, rather
+# than charge blindly.
 
 # %% [markdown]
 # ## The auditor

@@ -15,8 +15,6 @@
 # ## Setup
 
 # %%
-from contextlib import ExitStack
-
 import pandas as pd
 from aws_lambda_powertools.utilities.idempotency.base import IdempotencyHandler
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
@@ -28,11 +26,8 @@ from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
 from idem.lessons import powertools_runs as runs
 from idem.explore import scenarios as sc
-from idem.sim.world import LocalWorld
 
-cleanup = ExitStack()
-world = cleanup.enter_context(LocalWorld())
-table = cleanup.enter_context(pt.idempotency_table(world))
+world, table = runs.chapter_world()  # a fresh local world, with a table for Powertools' records
 print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}, "
       f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
@@ -60,6 +55,13 @@ views.show_lines(pt.HANDLER_MODULE, "PRICE_CENTS")
 # * It books the charge once, with a conditional put: Powertools deletes its record when the
 #   handler raises, and the retry runs the whole handler again.
 #
+# Its key names the upload, like chapter 03's `upload` identity, so a retried PUT is charged
+# twice. JMESPath reads only the event, and the order's id is inside the file. To charge once per
+# order, read the file first, and guard a function of the order with `idempotent_function`, its
+# key the `order_id`
+# ([idempotent_function](https://docs.aws.amazon.com/powertools/python/latest/api/utilities/idempotency/idempotency.html)).
+# This chapter keeps the upload's key, to compare the guards on the same work as chapters 04-05.
+#
 # The local runtime runs this module as Lambda would: its settings from the environment, boto3's
 # default session on the local AWS, and `make_provider` swapped for the provider stand-in.
 
@@ -79,7 +81,7 @@ pd.DataFrame([
 #
 # ## The same charge, in the matrix
 #
-# To flip one option at a time and fail at every boundary, the matrix runs a variant of that
+# To flip one option at a time and fail at every fault point, the matrix runs a variant of that
 # handler, `idem.sim.powertools_entry`. Its settings come from the environment, and it wraps the
 # same charge step as every other handler with `idempotent_function`, the decorator for a function
 # inside a handler. Its key is the recipe of chapter 03 over the decoded record: `bucket`, `key`
@@ -110,8 +112,8 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 # %% [markdown]
 # The first delivery makes a conditional `PutItem` of an `INPROGRESS` record, then the ledger
 # entry, then an `UpdateItem` to `COMPLETED` with the result. The duplicate makes only the put.
-# It fails, and DynamoDB hands back the stored record in the same call, as keyed's claim does
-# (chapter 02).
+# It fails, and DynamoDB hands back the stored record in the same call: the `ALL_OLD` answer of
+# chapter 02, which keyed's claim uses too.
 
 # %% [markdown]
 # ## Every option, and the chapter that explains it
@@ -123,7 +125,7 @@ views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", 
 # | key with version | `event_key_jmespath="[bucket, key, version_id]"` (on the decoded record, as every key here) | 03 | the key comes from the work, not the attempt |
 # | key without version | `event_key_jmespath="[bucket, key]"` (a bad key) | 03 | a re-upload under the same name is new work |
 # | validate the etag | `payload_validation_jmespath="etag"` | 03, 06 | same key, other payload: refuse loudly, like the provider |
-# | no version id | `[bucket, key, version_id]`, versioning off | 03 | the recommended key, with `version_id` None |
+# | no version id | `[bucket, key, version_id]`, versioning off | 03 | chapter 03's `version` recipe, with `version_id` None |
 # | raise on no key | `event_key_jmespath="version_id"`, `raise_on_no_idempotency_key=True` | 03 | a key with nothing in it is refused |
 # | let no key through | the same, `raise_on_no_idempotency_key=False` | 03 | or else the charge runs unguarded |
 # | add the sequencer | `[bucket, key, version_id, sequencer]`, versioning off | 03 | the sequencer tells two uploads apart |
@@ -355,7 +357,9 @@ views.show_source(KeyedLedger.commit)
 # written, so one write is all-or-nothing by itself.
 #
 # The totals come from a query on the sparse index of chapter 06: only a committed line has an
-# `account`, so the index is written once per charge, at commit.
+# `account`, so the index is written once per charge, at commit. So is a second sparse index,
+# `by_day`, which the hourly reconciliation job of chapter 09 reads: each committed line
+# costs two index writes.
 #
 # The meter runs both designs on the same claim, and a third that reads the totals by scanning the
 # whole table. Here is a first delivery under each, request by request:
@@ -367,7 +371,7 @@ fig = views.designs_chart(parts)
 
 # %% [markdown]
 # The transaction is one call with the most write units: three items, each billed twice. The put is
-# one item billed once, plus its entry in the index. The designs side by side, with what reading
+# one item billed once, plus its entries in the two indexes. The designs side by side, with what reading
 # an account's totals costs once the table holds some lines:
 
 # %%
@@ -378,8 +382,10 @@ views.designs_frame(bill.commit_designs())
 # is cheap while the lines fit in 4 KB, and grows as they add up; the transaction's counter stayed
 # one small item. A scan reads every item of the table, so it costs more with every line kept.
 #
-# Keyed's first delivery costs what Powertools costs with the application's own ledger entry.
-# Powertools writes its record twice (the put, then the update), and the function writes the entry:
+# Next to Powertools with the application's own ledger entry, keyed's first delivery costs one
+# write unit more. Powertools writes its record twice (the put, then the update), and the function
+# writes the entry: three. Keyed writes the claim and the line, and the line enters two indexes:
+# four.
 
 # %%
 first = {b.handler: b.wru for b in bills if b.case == "first"}
@@ -447,8 +453,9 @@ print(views.check_units(my_prediction, world.dynamodb))
 # * It does not protect a charge followed by an error: it deletes its record, and the retry charges
 #   again. A crash ends the same way once the in-progress expiry passes. Passing the key to the
 #   provider stops the second charge. Booking the charge once stops the second ledger entry.
-# * With versioning off, the recommended key `[bucket, key, version_id]` is still a key, and a
-#   second upload of one name is never charged. Add the `sequencer`.
+# * With versioning off, chapter 03's `version` recipe `[bucket, key, version_id]` is still a key,
+#   and a second upload of one name is never charged. Add the `sequencer`. To charge per order,
+#   key a function of the order by its `order_id`.
 # * On DynamoDB's bill, a duplicate costs about one unit for every guard: a write unit for a
 #   failed conditional put, a read unit for robust's read. A transaction buys
 #   all-or-nothing across items at twice the units per item, which is why keyed commits one item.

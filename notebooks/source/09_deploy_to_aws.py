@@ -44,8 +44,9 @@ print(f"template.yaml: {len(sam['Parameters'])} parameters, "
 # %% [markdown]
 # ## The picture
 #
-# Five moving parts, as in the article, plus the role that ties them together. Solid arrows are
-# what happens on an upload; dotted ones are what the role allows. Each function also has a log
+# The article's five moving parts are here: the bucket, the function, the ledger, the provider and
+# the failure queue. A role ties them together. Solid arrows are what happens on an upload; dotted
+# ones are what the role allows. Each function also has a log
 # group, left out. In the demo, S3 invokes the function directly. In production an upload first
 # waits in `UploadQueue`, and Lambda's **event source mapping**, its reader of a queue, calls the
 # function with a batch of them. The next chapter says why.
@@ -100,8 +101,10 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 #
 # Versioned, so that each upload has its own `versionId` (chapter 03). Its name is built with
 # `!Sub` from the stack's name: had CloudFormation named it, the bucket and the function's policy
-# would each wait on the other. The SAM `Events` entry on the function adds the notification. Old
-# versions expire after 90 days, and the bucket's policy refuses plain HTTP.
+# would each wait on the other. The bucket's own `NotificationConfiguration` sends each new upload
+# on: to the function in the demo, to `UploadQueue` in production. It names the events that are
+# orders, and says why a `Copy` is not one. Old versions expire after 90 days, and the bucket's
+# policy refuses plain HTTP.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "UploadBucketPolicy")), "yaml")
@@ -111,8 +114,8 @@ views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "Uploa
 #
 # Both tables bill per request, so an idle table pays only for the data it stores. Only the ledger
 # has a TTL: an unfinished record carries `expires_at` (chapter 07); a done record drops it and is
-# kept as a ledger line. The `by_account` index lists lines by account. Each `!If [IsProd, ...]`
-# is a setting the two profiles differ in.
+# kept as a ledger line. Two indexes list the lines: `by_account` by account, `by_day` by day
+# for the reconciliation. Each `!If [IsProd, ...]` is a setting the two profiles differ in.
 
 # %%
 views.show_text(tp.section("LedgerTable"), "yaml")
@@ -141,7 +144,6 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 #   ([rate limits](https://docs.stripe.com/rate-limits)); the next chapter sizes the cap.
 # * In production each order becomes one **PaymentIntent**, Stripe's object for one payment,
 #   first in Stripe's **test mode**, which moves no real money.
-# * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * The runtime is Python 3.12 on arm64 (the tests here run 3.11): test yours on 3.12.
 
 # %%

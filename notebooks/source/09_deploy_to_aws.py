@@ -28,18 +28,13 @@ import os
 
 from idem import views
 from idem.core import reconcile_job
-from idem.core.handlers import keyed
 from idem.core.ledger import Ledger
-from idem.deploy import calls, flow, lab, package, prices
+from idem.deploy import calls, flow, lab, package
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
-sam = tp.load()
-profiles = {name: tp.resolve(views.ship.expanded_template(), {"Profile": name}) for name in tp.PROFILES}
-print(f"template.yaml: {len(sam['Parameters'])} parameters, "
-      + ", ".join(f"{len(cfn['Resources'])} resources in {name}" for name, cfn in profiles.items())
-      + f" after the SAM transform; real AWS cells {'ON' if REAL_AWS else 'off'}")
+print(views.ship.template_summary(REAL_AWS))
 
 # %% [markdown]
 # ## The picture
@@ -284,12 +279,8 @@ views.show_source(reconcile_job.compare)
 
 # %%
 report = views.ship.reconcile_on(dry)
-print(f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
-      f"{report.provider_charges} charge(s), {report.differences} difference(s)")
-views.items_frame([{"charge": e.charge_id, "account": e.account, "cents": e.cents,
-                    "finding": "charged, not on the books"} for e in report.unbooked]
-                  + [{"charge": e.charge_id, "account": e.account, "cents": e.cents,
-                      "finding": "on the books, not charged"} for e in report.uncharged])
+print(views.ship.reconcile_line(report))
+views.ship.reconcile_frame(report)
 
 # %% [markdown]
 # Naive's two charges have no ledger line with their charge id; keyed's one charge matches its

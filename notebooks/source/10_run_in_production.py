@@ -23,10 +23,7 @@ from idem.deploy import prices
 from idem.deploy import template as tp
 from idem.lessons import production
 
-sam = tp.load()
-prod = tp.resolve(views.ship.expanded_template(), {"Profile": "prod"})
-print(f"production: {len(prod['Resources'])} resources after the SAM transform, "
-      f"{len(views.ship.alarms('prod'))} alarms")
+print(views.ship.production_summary())
 
 # %% [markdown]
 # ## The settings

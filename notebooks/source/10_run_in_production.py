@@ -183,7 +183,7 @@ print(views.ship.alarms_text())
 # %% [markdown]
 # ## The runbook, in commands
 #
-# Three commands answer the alarms. Each takes `--region`, and does nothing on AWS without `--yes`:
+# Three commands answer the alarms. Each takes `--region`, and changes nothing without `--yes`:
 #
 # * `python -m idem redrive --queue-url URL --function NAME --region R --yes` sends each event of a
 #   failure queue back to the function, as it was. The order's key, or keyed's look-up for an event
@@ -207,10 +207,11 @@ print(views.ship.alarms_text())
 # either, a lost event or a filter mistake, is invisible to it. Production's compares three
 # lists per window: the uploads in the bucket, the ledger lines, and this stack's charges at
 # Stripe, found by their `idem_stack` metadata. Each finding comes with the command that settles
-# it: an upload with no line, a line with no charge, a charge with no line, a line and a charge
-# that disagree on the amount, and two charges for one order. An upload whose record waits for a
-# person is named too. It reads the ledger by a Query on an index by day, never a Scan, and
-# resumes each run from a stored cursor.
+# it. It finds an upload with no line, a line with no charge and a charge with no line. It also
+# finds a line and a charge that disagree on the amount, two charges for one order, and an upload
+# whose record waits for a person. It judges a window only once its uploads' tries are over,
+# about 7.75 hours after it closes. It reads the ledger by a Query on an index by day, never a
+# Scan, and resumes each run from a stored cursor.
 
 # %% [markdown]
 # ## What production costs
@@ -241,9 +242,9 @@ print("\n".join(prices.table(prices.per_million_uploads())))
 # ## Deploys that someone approved
 #
 # `.github/workflows/deploy.yml` is an example for your account. It runs only from `main`: the tests,
-# then `sam deploy` of the demo, then a production **change set**, CloudFormation's list of what a
-# deploy would add, change and delete, made with `sam deploy --no-execute-changeset` and printed in
-# the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
+# then `sam deploy` of the demo, then a production **change set**. That is CloudFormation's list of
+# what a deploy would add, change and delete. It is made with `sam deploy --no-execute-changeset`
+# and printed in the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
 # for a person to approve, then executes exactly that change set. It assumes an AWS role through
 # GitHub's OIDC provider, so no key is stored, and every action is pinned by its commit.
 #

@@ -302,8 +302,8 @@ views.show_source(keyed_settings.settings_from_env)
 # | 16 | From then on, deploy production only after a reviewer approves the change set (its overrides leave `Stage` at `prod`) | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
 # | 17 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
 #
-# The demo skipped steps 2 to 5 and 15: what an order is, who pays, who may upload, and a key
-# checked against its stage. The rest is the stack's: the buffer, alarms that reach someone,
+# The demo skipped steps 2 to 5 and 15: what an order is and costs, who pays, who may upload,
+# and a key checked against its stage. The rest is the stack's: the buffer, alarms that reach someone,
 # approved deploys, the runbook and the three-way reconciliation.
 #
 # ### What the stack guarantees, and what stays yours
@@ -314,9 +314,10 @@ views.show_source(keyed_settings.settings_from_env)
 print(production.outage_lines())
 
 # %% [markdown]
-# It also refuses to deploy when its alarms would reach nobody, keeps the ledger, queues and
-# buckets when the stack is deleted, and reconciles every hour. No code of the stack can do the
-# rest. These stay yours:
+# It also refuses to deploy when its alarms would reach nobody, and keeps the ledger, queues and
+# buckets when the stack is deleted. It reconciles every hour. Each window is judged once its
+# uploads' tries are over: 27,900 s, about 7.75 hours, after it closes (`RECONCILE_LAG_SECONDS`).
+# No code of the stack can do the rest. These stay yours:
 #
 # * **Someone reads the alarms.** Confirm the subscription email, and make sure a person reads
 #   that address on a weekend. A confirmed address that nobody reads is an alarm that reaches

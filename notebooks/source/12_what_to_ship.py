@@ -285,9 +285,9 @@ views.show_source(keyed_settings.settings_from_env)
 # | # | step | file, command or AWS setting |
 # | --- | --- | --- |
 # | 1 | Copy the handler, its siblings and the Stripe adapter; ship `stripe` 16.x with them | `keyed*.py`; this repo's `function/Makefile` puts `stripe>=16.1,<16.2` for arm64 in the build |
-# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id`, the default and the only one `template.yaml` sets in prod |
+# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id`, the handler's default, which `template.yaml` leaves in place in prod |
 # | 3 | Charge the order's amount, not one price | `amount_cents` in the order file; `amount_for` falls back to `PRICE_CENTS` |
-# | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
+# | 4 | Save each customer's payment method for off-session charges, in your checkout | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; the order names the customer `cus_...` |
 # | 5 | Let your app write order files, and nothing else | an IAM policy with `s3:PutObject` on the stack's `BucketName` output |
 # | 6 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
 # | 7 | Scan the template for insecure settings; each skip carries its reason | `make checkov`, then `tests/test_checkov.py` (CI runs both) |

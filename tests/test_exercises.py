@@ -41,7 +41,7 @@ STARTS = {
     "03": "return None  # your answer here", "04": "return None  # your answer here",
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"charges": None, "ledger entries": None',
-    "10": "my_hours = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
+    "10": "my_receives = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
     "13": "my_attempts = None",
 }
 
@@ -233,7 +233,7 @@ CHECKERS = {"00": "check_charges_guess(my_guess)", "01": "check_retries(my_retri
             "04": "alarms.explain_alarm(my_alarm,", "06": "leases.check_lease(my_timeout",
             "07": "auditor.check_query(differences)", "08": "views.check_units(my_prediction,",
             "09": "views.ship.check_stack_prediction(my_prediction, result)",
-            "10": "production.check_outage_hours(my_hours)", "12": "views.check_choices(my_choices, rows)",
+            "10": "production.check_receive_count(my_receives)", "12": "views.check_choices(my_choices, rows)",
             "13": "views.check_event_age(my_attempts, my_condition"}
 
 
@@ -244,7 +244,7 @@ def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
     assert not re.search(r"^def (?!my_|holder_of|differences)", exercise, flags=re.M)  # no helper defined here
 
 
-# -- 10: how long an upload outlives a provider outage (Run it in production) -------------------
+# -- 10: sizing the upload queue's maxReceiveCount for a longer outage (Run it in production) -----
 def test_the_production_chapters_numbers_come_from_the_template():
     from idem.deploy import template as tp
     from idem.lessons import production
@@ -256,32 +256,41 @@ def test_the_production_chapters_numbers_come_from_the_template():
     assert numbers["shortest call (s)"] * numbers["stripe per second"] == reserved
     queue = production.upload_queue_numbers()
     props = sam["Resources"]["UploadQueue"]["Properties"]
-    assert queue["retried for s"] == props["VisibilityTimeout"] * props["RedrivePolicy"]["maxReceiveCount"]
+    visibility, receives = props["VisibilityTimeout"], props["RedrivePolicy"]["maxReceiveCount"]
+    # the first receive is the first try: N receives span N - 1 waits; one more wait, and SQS moves it
+    assert queue["last try s"] == visibility * (receives - 1)
+    assert queue["moved after s"] == visibility * receives
     assert queue["retention days"] * 86400 == props["MessageRetentionPeriod"]
     assert max(map(len, production.outage_lines().splitlines())) <= 96
+    assert f"the last {visibility * (receives - 1) / 3600:g} hours" in production.outage_lines()
 
 
-def test_the_outage_exercise_refuses_empty_and_wrong_answers_with_a_reason():
+def test_the_receive_count_exercise_refuses_empty_and_wrong_answers_with_a_reason():
     from idem.lessons import production
 
     q = production.upload_queue_numbers()
-    right = q["retried for s"] / 3600
-    empty = production.check_outage_hours(None)
-    assert empty.startswith("No answer yet") and f"{right:g}" not in empty
-    assert production.check_outage_hours(right).startswith("Right")
-    for wrong, why in ((q["retention days"] * 24, "keeps a message"), (q["visibility s"] / 3600, "one wait"),
-                       (6, "maximum event age"), (1, "multiply")):
-        answer = production.check_outage_hours(wrong)
+    right = production.receives_needed()
+    assert (right - 1) * q["visibility s"] >= production.EXERCISE_OUTAGE_HOURS * 3600
+    assert (right - 2) * q["visibility s"] < production.EXERCISE_OUTAGE_HOURS * 3600
+    empty = production.check_receive_count(None)
+    assert empty.startswith("No answer yet") and str(right) not in empty
+    assert production.check_receive_count(right).startswith("Right")
+    assert production.check_receive_count(float(right)).startswith("Right")
+    assert "is the least" in production.check_receive_count(right + 50)
+    for wrong, why in ((right - 1, "one short"), (q["max receives"], "today's setting"),
+                       (production.EXERCISE_OUTAGE_HOURS * 3600, "in seconds"), (10, "before Stripe is back")):
+        answer = production.check_receive_count(wrong)
         assert answer.startswith("Not") and why in answer
-    assert "Not a number" in production.check_outage_hours("7.5")
+    assert "Not a whole number" in production.check_receive_count("241")
+    assert "Not a whole number" in production.check_receive_count(240.5)
 
 
 def test_an_order_outlives_an_outage_in_prod_not_in_the_demo():
     from idem.lessons import production
 
-    hours = production.upload_queue_numbers()["retried for s"] / 3600
-    assert production.outage_fate(hours - 0.5, "prod").startswith("prod (UploadQueue): charged")
-    assert "failure queue" in " ".join(production.outage_fate(hours + 0.5, "prod").split())
+    hours = production.upload_queue_numbers()["last try s"] / 3600
+    assert production.outage_fate(hours, "prod").startswith("prod (UploadQueue): charged")  # its last try
+    assert "failure queue" in " ".join(production.outage_fate(hours + 0.02, "prod").split())
     assert "failure queue" in " ".join(production.outage_fate(0.5, "demo").split())  # two retries, 3 minutes
     assert production.outage_fate(0.01, "demo").startswith("demo (direct invocation): charged")
     with pytest.raises(ValueError):

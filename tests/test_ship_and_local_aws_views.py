@@ -181,7 +181,7 @@ def test_powertools_reads_the_virtual_clock_inside_the_shim_only():
     clock.advance(3600)
     read = local_aws.powertools_reads(clock)
     assert read["inside the shim"] == read["virtual clock"] == "2026-01-01T01:00:00.000Z"
-    assert read["outside, the wall clock"] is True
+    assert read["outside, it reads the wall clock"] is True
 
 
 def test_moto_still_leaves_out_what_the_workbook_fills():
@@ -231,3 +231,33 @@ def test_the_files_to_copy_and_the_stacks_metrics_are_counted():
     listed = ship.files_to_copy(keyed, keyed_stripe)
     assert "stripe" in ship.imports_of(ship.Path(keyed_stripe.__file__)) and "idem" not in listed
     assert "7 from the handler" in ship.custom_metrics_note(7, 6) and "$0.90 a month" in ship.custom_metrics_note(7, 6)
+
+
+def test_chapter_09_and_10s_first_lines_count_the_resolved_template():
+    from idem.deploy import template as tp
+
+    prod = tp.resolve(ship.expanded_template(), {"Profile": "prod"})
+    demo = tp.resolve(ship.expanded_template(), {"Profile": "demo"})
+    line = ship.template_summary(False)
+    assert f"{len(tp.load()['Parameters'])} parameters" in line and line.endswith("real AWS cells off")
+    assert f"{len(prod['Resources'])} resources in prod, {len(demo['Resources'])} resources in demo" in line
+    assert ship.template_summary(True).endswith("real AWS cells ON")
+    assert ship.production_summary() == (f"production: {len(prod['Resources'])} resources after the SAM "
+                                         f"transform, {len(ship.alarms('prod'))} alarms")
+
+
+def test_the_reconciliation_view_lists_each_difference_with_its_finding():
+    from idem.core import reconcile_job
+    from idem.core.reconcile_job import Entry
+
+    def entry(charge_id: str, at: float) -> Entry:
+        return Entry(charge_id=charge_id, key=f"charge#{charge_id}", account="alice", cents=500, at=at)
+
+    report = reconcile_job.compare([entry("ch_booked", 10), entry("ch_lost", 20)],
+                                   [entry("ch_booked", 10), entry("ch_extra", 30)], 0, 3600)
+    frame = ship.reconcile_frame(report)
+    assert dict(zip(frame["charge"], frame["finding"])) == {"ch_extra": "charged, not on the books",
+                                                          "ch_lost": "on the books, not charged"}
+    assert "2 ledger line(s), 2 charge(s)" in ship.reconcile_line(report)
+    assert list(ship.reconcile_frame(reconcile_job.compare([], [], 0, 3600)).columns) == \
+        ["charge", "account", "cents", "finding"]

@@ -46,7 +46,7 @@ class RunReport:
 
     def row(self) -> dict[str, Any]:
         return {"mode": self.mode, "object": self.key, "charges": self.charges,
-                "ledger": self.ledger_charges, "record": self.record, "dlq": self.dlq,
+                "ledger entries": self.ledger_charges, "record": self.record, "failure queue": self.dlq,
                 "attempts": len(self.attempts)}
 
 

@@ -1,6 +1,12 @@
 """Running the stack in production (chapter 10, "Run it in production"): the numbers the
 production profile's queue and concurrency give, read from template.yaml, and the chapter's
-exercise, how long an upload outlives a provider outage.
+exercise, sizing the queue's maxReceiveCount for a longer provider outage.
+
+How SQS counts: a message's first receive is its first try, and each failed try hides it for the
+visibility timeout. With maxReceiveCount N, the N-th receive is the last try, (N - 1) timeouts
+after the first; once that try fails and the message is visible again, the redrive policy moves
+it to the dead-letter queue ("after the value of maxReceiveCount is exceeded"):
+https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
 """
 from __future__ import annotations
 
@@ -29,19 +35,22 @@ def concurrency_numbers() -> dict[str, float]:
 
 def upload_queue_numbers() -> dict[str, int]:
     """The production upload queue, read from the template: how long a message is kept, how often
-    it comes back, how many receives before the failure queue, and so how long it is retried."""
+    it comes back, how many receives before the failure queue, when its last try comes (after
+    receives - 1 waits) and when the queue moves it on (one more wait)."""
     queue = tp.load()["Resources"]["UploadQueue"]["Properties"]
     visibility, receives = int(queue["VisibilityTimeout"]), int(queue["RedrivePolicy"]["maxReceiveCount"])
     return {"retention days": int(queue["MessageRetentionPeriod"]) // 86400, "visibility s": visibility,
-            "max receives": receives, "retried for s": visibility * receives}
+            "max receives": receives, "last try s": visibility * (receives - 1),
+            "moved after s": visibility * receives}
 
 
 def outage_lines() -> str:
     """The outage arithmetic, in three lines, from the template's numbers."""
     q, c = upload_queue_numbers(), concurrency_numbers()
     return "\n".join(textwrap.fill(line, 96, subsequent_indent="    ") for line in [
-        f"UploadQueue: a failed upload comes back every {q['visibility s']} s, at most {q['max receives']} "
-        f"times: retried for {q['retried for s'] / 3600:g} hours, then moved to the failure queue",
+        f"UploadQueue: a failed upload is tried again every {q['visibility s']} s, {q['max receives']} tries "
+        f"in all: the last {q['last try s'] / 3600:g} hours after the first; "
+        f"{q['moved after s'] / 3600:g} hours in, the queue moves it to the failure queue",
         f"both queues keep a message {q['retention days']} days; the demo's direct invocation "
         "retries twice in about 3 minutes",
         f"{c['reserved']:g} copies at once stay under Stripe's {c['stripe per second']:g} requests a second "
@@ -49,32 +58,48 @@ def outage_lines() -> str:
         f"concurrency limit of {c['account limit']:g} or more"])
 
 
-def check_outage_hours(my_hours: Any) -> str:
-    """The chapter's exercise: how many hours can Stripe be down before an upload that arrived at
-    the start of the outage leaves UploadQueue for the failure queue? Wrong answers get the reason."""
-    if unfilled(my_hours):
-        return not_yet("my_hours is None", "Find the queue's VisibilityTimeout and its "
-                       "maxReceiveCount in the template: how often does a failed upload come back, "
-                       "and how many times?")
-    if isinstance(my_hours, bool) or not isinstance(my_hours, (int, float)):
-        return f"Not a number of hours: {my_hours!r}."
-    q = upload_queue_numbers()
-    right = q["retried for s"] / 3600
-    if abs(my_hours - right) < 0.01:
-        return (f"Right: {q['max receives']} receives, one every {q['visibility s']} s, is {right:g} hours. "
-                "A longer outage moves uploads to the failure queue, which keeps them "
-                f"{q['retention days']} days for `idem redrive`.")
-    if abs(my_hours - q["retention days"] * 24) < 0.01:
-        return (f"Not {my_hours:g}: {q['retention days']} days is how long the queue keeps a message, but "
-                f"after {q['max receives']} receives the redrive policy moves it on first.")
-    if abs(my_hours - q["visibility s"] / 3600) < 0.01:
-        return (f"Not {my_hours:g}: {q['visibility s']} s is one wait between tries; a failed upload "
-                f"comes back {q['max receives']} times.")
-    if abs(my_hours - 6) < 0.01:
-        return (f"Not {my_hours:g}: six hours is Lambda's maximum event age for an asynchronous "
-                "invocation, the demo's path. In prod the queue decides.")
-    return (f"Not {my_hours:g}: multiply the wait between tries (VisibilityTimeout) by the number "
-            "of tries (maxReceiveCount).")
+#: The exercise's outage: Stripe down for this many hours.
+EXERCISE_OUTAGE_HOURS = 12
+
+
+def receives_needed(outage_hours: float = EXERCISE_OUTAGE_HOURS) -> int:
+    """The smallest maxReceiveCount whose last try comes once the outage is over, at the
+    template's visibility timeout: (N - 1) waits must cover the outage."""
+    visibility = upload_queue_numbers()["visibility s"]
+    return int(-(-outage_hours * 3600 // visibility)) + 1
+
+
+def check_receive_count(my_receives: Any) -> str:
+    """The chapter's exercise: the maxReceiveCount that keeps an upload, which arrived in the first
+    second of a 12-hour Stripe outage, in UploadQueue until Stripe answers again, with the
+    visibility timeout unchanged. Wrong answers get the reason."""
+    if unfilled(my_receives):
+        return not_yet("my_receives is None", "Find the queue's VisibilityTimeout in the template: "
+                       "how long is one wait between tries, and when does the first try come?")
+    if isinstance(my_receives, float) and my_receives.is_integer():
+        my_receives = int(my_receives)
+    if isinstance(my_receives, bool) or not isinstance(my_receives, int):
+        return f"Not a whole number of receives: {my_receives!r}."
+    q, right = upload_queue_numbers(), receives_needed()
+    visibility, hours = q["visibility s"], EXERCISE_OUTAGE_HOURS
+    if my_receives == q["max receives"]:
+        return (f"Not {my_receives}: that is today's setting, whose last try comes "
+                f"{q['last try s'] / 3600:g} hours in, before Stripe is back.")
+    if my_receives == hours * 3600:
+        return f"Not {my_receives}: that is the outage in seconds; count tries, {visibility} s apart."
+    if my_receives == right - 1:
+        return (f"Not {my_receives}, one short: the first try comes at once, so {my_receives} tries span "
+                f"only {my_receives - 1} waits ({(my_receives - 1) * visibility / 3600:g} hours). The last "
+                f"fails, and {hours} hours in the queue moves the upload to the failure queue.")
+    if my_receives < right:
+        return (f"Not {my_receives}: its last try comes {(my_receives - 1) * visibility / 3600:g} hours in, "
+                f"before Stripe is back. A try comes every {visibility} s (VisibilityTimeout).")
+    extra = "" if my_receives == right else (
+        f" {right} is the least; each receive past it lets a poison record wait "
+        f"{visibility} s longer before anyone hears of it.")
+    return (f"Right: {my_receives} tries, {visibility} s apart, reach {(my_receives - 1) * visibility / 3600:g} "
+            f"hours after the first, so the last comes once the {hours}-hour outage is over.{extra} Check the "
+            f"retention too: the queue keeps a message {q['retention days']} days, far longer.")
 
 
 def _span(seconds: float) -> str:
@@ -94,10 +119,10 @@ def outage_fate(outage_hours: float, profile: str = "prod") -> str:
     outage = outage_hours * 3600
     q = upload_queue_numbers()
     if profile == "prod":
-        path, tries, gives_up = "UploadQueue", q["max receives"], q["retried for s"]
+        path, tries, gives_up = "UploadQueue", q["max receives"], q["last try s"]
     else:
         path, tries, gives_up = "direct invocation", 1 + len(RETRY_DELAYS), sum(RETRY_DELAYS)
-    if outage < gives_up:
+    if outage <= gives_up:  # a try comes when (or after) the provider answers again
         return (f"{profile} ({path}): charged once Stripe answers again, after {outage_hours:g} h; "
                 "nothing for a person to do")
     return textwrap.fill(

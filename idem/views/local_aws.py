@@ -168,7 +168,7 @@ def powertools_reads(clock: VirtualClock) -> dict[str, Any]:
     with powertools_time(clock):
         inside = base.dt.datetime.now().timestamp()
     return {"inside the shim": iso8601(inside), "virtual clock": iso8601(clock.now()),
-            "outside, the wall clock": abs(outside - time.time()) < 60}
+            "outside, it reads the wall clock": abs(outside - time.time()) < 60}
 
 
 # -- chapter 13: what moto leaves out --------------------------------------------------------------

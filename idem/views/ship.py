@@ -406,6 +406,21 @@ def expanded_template(parameters: Mapping[str, str] | None = None) -> dict[str, 
     return tp.translate(tp.with_code(tp.load(), "code-bucket", "idem-core.zip"), dict(parameters or {}))
 
 
+def template_summary(real_aws: bool = False) -> str:
+    """Chapter 09's first line: the template's parameters, each profile's resources after the SAM
+    transform, and whether the chapter's real-AWS cells run."""
+    counts = ", ".join(f"{len(tp.resolve(expanded_template(), {'Profile': name})['Resources'])} resources in {name}"
+                       for name in tp.PROFILES)
+    return (f"template.yaml: {len(tp.load()['Parameters'])} parameters, {counts} after the SAM transform; "
+            f"real AWS cells {'ON' if real_aws else 'off'}")
+
+
+def production_summary() -> str:
+    """Chapter 10's first line: the production profile's resources and alarms."""
+    prod = tp.resolve(expanded_template(), {"Profile": "prod"})
+    return f"production: {len(prod['Resources'])} resources after the SAM transform, {len(alarms('prod'))} alarms"
+
+
 def profile_table() -> pd.DataFrame:
     """Both profiles resolved as CloudFormation would: what differs between them."""
     rows = []
@@ -562,6 +577,21 @@ def reconcile_on(deployment: Any) -> Any:
     env = {**job["env"], "AWS_LAMBDA_FUNCTION_NAME": job["name"]}
     lag = int(env["MAX_EVENT_AGE_SECONDS"]) + reconcile_job.MAX_INVOCATION_SECONDS
     return reconcile_job.run(env, fake_session(), deployment.clock.now() + lag + 3600, say=lambda line: None)
+
+
+def reconcile_line(report: Any) -> str:
+    """One reconciliation report in a line: its window, and what it counted and found."""
+    return (f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
+            f"{report.provider_charges} charge(s), {report.differences} difference(s)")
+
+
+def reconcile_frame(report: Any) -> pd.DataFrame:
+    """A report's charges with no ledger line and lines with no charge, one row each."""
+    rows = [{"charge": e.charge_id, "account": e.account, "cents": e.cents, "finding": finding}
+            for entries, finding in ((report.unbooked, "charged, not on the books"),
+                                     (report.uncharged, "on the books, not charged"))
+            for e in entries]
+    return pd.DataFrame(rows, columns=["charge", "account", "cents", "finding"])
 
 
 def stack_metrics(report: Any = None) -> str:

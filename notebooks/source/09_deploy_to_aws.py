@@ -28,24 +28,20 @@ import os
 
 from idem import views
 from idem.core import reconcile_job
-from idem.core.handlers import keyed
 from idem.core.ledger import Ledger
-from idem.deploy import calls, flow, lab, package, prices
+from idem.deploy import calls, flow, lab, package
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
-sam = tp.load()
-profiles = {name: tp.resolve(views.ship.expanded_template(), {"Profile": name}) for name in tp.PROFILES}
-print(f"template.yaml: {len(sam['Parameters'])} parameters, "
-      + ", ".join(f"{len(cfn['Resources'])} resources in {name}" for name, cfn in profiles.items())
-      + f" after the SAM transform; real AWS cells {'ON' if REAL_AWS else 'off'}")
+print(views.ship.template_summary(REAL_AWS))
 
 # %% [markdown]
 # ## The picture
 #
-# Five moving parts, as in the article, plus the role that ties them together. Solid arrows are
-# what happens on an upload; dotted ones are what the role allows. Each function also has a log
+# The article's five moving parts are here: the bucket, the function, the ledger, the provider and
+# the failure queue. A role ties them together. Solid arrows are what happens on an upload; dotted
+# ones are what the role allows. Each function also has a log
 # group, left out. In the demo, S3 invokes the function directly. In production an upload first
 # waits in `UploadQueue`, and Lambda's **event source mapping**, its reader of a queue, calls the
 # function with a batch of them. The next chapter says why.
@@ -100,8 +96,10 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 #
 # Versioned, so that each upload has its own `versionId` (chapter 03). Its name is built with
 # `!Sub` from the stack's name: had CloudFormation named it, the bucket and the function's policy
-# would each wait on the other. The SAM `Events` entry on the function adds the notification. Old
-# versions expire after 90 days, and the bucket's policy refuses plain HTTP.
+# would each wait on the other. The bucket's own `NotificationConfiguration` sends each new upload
+# on: to the function in the demo, to `UploadQueue` in production. It names the events that are
+# orders, and says why a `Copy` is not one. Old versions expire after 90 days, and the bucket's
+# policy refuses plain HTTP.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "UploadBucketPolicy")), "yaml")
@@ -111,8 +109,8 @@ views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "Uploa
 #
 # Both tables bill per request, so an idle table pays only for the data it stores. Only the ledger
 # has a TTL: an unfinished record carries `expires_at` (chapter 07); a done record drops it and is
-# kept as a ledger line. The `by_account` index lists lines by account. Each `!If [IsProd, ...]`
-# is a setting the two profiles differ in.
+# kept as a ledger line. Two indexes list the lines: `by_account` by account, `by_day` by day
+# for the reconciliation. Each `!If [IsProd, ...]` is a setting the two profiles differ in.
 
 # %%
 views.show_text(tp.section("LedgerTable"), "yaml")
@@ -141,7 +139,6 @@ views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "Fail
 #   ([rate limits](https://docs.stripe.com/rate-limits)); the next chapter sizes the cap.
 # * In production each order becomes one **PaymentIntent**, Stripe's object for one payment,
 #   first in Stripe's **test mode**, which moves no real money.
-# * The `Events` list names the uploads that are orders, and says why `Copy` is not one.
 # * The runtime is Python 3.12 on arm64 (the tests here run 3.11): test yours on 3.12.
 
 # %%
@@ -282,12 +279,8 @@ views.show_source(reconcile_job.compare)
 
 # %%
 report = views.ship.reconcile_on(dry)
-print(f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
-      f"{report.provider_charges} charge(s), {report.differences} difference(s)")
-views.items_frame([{"charge": e.charge_id, "account": e.account, "cents": e.cents,
-                    "finding": "charged, not on the books"} for e in report.unbooked]
-                  + [{"charge": e.charge_id, "account": e.account, "cents": e.cents,
-                      "finding": "on the books, not charged"} for e in report.uncharged])
+print(views.ship.reconcile_line(report))
+views.ship.reconcile_frame(report)
 
 # %% [markdown]
 # Naive's two charges have no ledger line with their charge id; keyed's one charge matches its

@@ -23,10 +23,7 @@ from idem.deploy import prices
 from idem.deploy import template as tp
 from idem.lessons import production
 
-sam = tp.load()
-prod = tp.resolve(views.ship.expanded_template(), {"Profile": "prod"})
-print(f"production: {len(prod['Resources'])} resources after the SAM transform, "
-      f"{len(views.ship.alarms('prod'))} alarms")
+print(views.ship.production_summary())
 
 # %% [markdown]
 # ## The settings
@@ -48,8 +45,9 @@ print(views.ship.production_settings())
 # queue for the function. Lambda's reader of a queue is an event source mapping: it polls the
 # queue and calls the function with a batch of up to ten records. The function answers with
 # a **batchItemFailures** list, the records it could not finish. Lambda deletes the others from the queue.
-# A failed record stays hidden for the queue's **visibility timeout**, then comes back. After
-# `maxReceiveCount` receives, the queue's redrive policy moves it to the failure queue.
+# A failed record stays hidden for the queue's **visibility timeout**, then comes back. The
+# queue's redrive policy sets how many receives a record gets, `maxReceiveCount`. After the last
+# one fails, SQS moves the record to the failure queue.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("UploadQueue", "ChargeFunctionUploads")), "yaml")
@@ -77,8 +75,9 @@ views.show_source(production.upload_queue_numbers)
 print(production.outage_lines())
 
 # %% [markdown]
-# Notice the two clocks. The retries last hours, so an outage of an afternoon costs nothing but
-# time: the uploads charge when Stripe answers again. The queue keeps a message for days, so the
+# Notice the two clocks. The first receive is the first try, so 150 tries span 149 waits. The
+# retries last hours, so an outage of an afternoon costs nothing but time: the uploads charge when
+# Stripe answers again. The queue keeps a message for days, so the
 # failure queue still holds what a longer outage left, until someone redrives it.
 #
 # Concurrency is capped for the same reason. Stripe allows 25 requests per second to one endpoint,
@@ -167,30 +166,35 @@ _ = views.ship.outage_explore(2.0)
 # %% [markdown]
 # ## The alarms, and who they reach
 #
-# Every alarm mails the stack's topic, and so the confirmed address. Most fire on a single
-# occurrence in five minutes: each may be money that moved. The age alarms wait for the oldest
-# message instead, and `Pending` sums an hour. Each row says what to do:
+# Each alarm is a CloudWatch alarm that publishes to an SNS topic: a channel that passes each
+# message on to its subscribers. The topic is the stack's `AlarmTopic`, mailing your confirmed
+# address, or the one `AlarmTopicArn` names. Most fire on a single occurrence in five minutes:
+# each may be money that moved. The age alarms wait for the oldest message instead, and `Pending`
+# sums an hour. Each row says what to do:
 
 # %%
 print(views.ship.alarms_text())
 
 # %% [markdown]
-# The demo has one alarm fewer: it has no `UploadQueue`. `README.md`'s alarm table says each action
-# at length, with the full command.
+# The demo has one alarm fewer: it has no `UploadQueue`. In production, `AsyncEventsDropped` watches
+# only the events `idem redrive` sends, which reach the function as asynchronous invocations.
+# `README.md`'s alarm table says each action at length, with the full command.
 
 # %% [markdown]
 # ## The runbook, in commands
 #
-# Three commands answer the alarms, each with `--region` and `--stack`, and each a dry run until
-# you add `--yes`:
+# Three commands answer the alarms. Each takes `--region`, and changes nothing without `--yes`:
 #
 # * `python -m idem redrive --queue-url URL --function NAME --region R --yes` sends each event of a
-#   failure queue back to the function, as it was. Keyed looks the charge up before charging again.
+#   failure queue back to the function, as it was. The order's key, or keyed's look-up for an event
+#   older than Stripe's key window, keeps it from charging twice. Without `--yes` it refuses to start.
 # * `python -m idem settle --key KEY --stack S` looks an order's charge up at Stripe by its
 #   idempotency key. Then it books the charge in the ledger, or releases the record for a retry.
 #   `--charge pi_...` finds the order from a PaymentIntent's metadata instead.
-# * `python -m idem refund --charge pi_... --stack S` refunds one charge, a second one for an
-#   order, with its own idempotency key, and books the refund in the ledger.
+# * `python -m idem refund --charge pi_... --stack S` refunds one charge, usually an order's second.
+#   It sends its own idempotency key, and books the refund in the ledger.
+#
+# Without `--yes`, `settle` and `refund` print what they would do: a dry run.
 #
 # Two outcomes are Stripe's answer, not a fault. A decline is final: the handler records it with
 # its decline code, counts it in the `declined` metric, and never retries the card. A charge left
@@ -202,10 +206,12 @@ print(views.ship.alarms_text())
 # The demo's reconciliation compared ledger lines with charges. An upload that never produced
 # either, a lost event or a filter mistake, is invisible to it. Production's compares three
 # lists per window: the uploads in the bucket, the ledger lines, and this stack's charges at
-# Stripe, found by their `idem_stack` metadata. It names four findings, each with the command
-# that settles it: an upload with no line, a line with no charge, a charge with no line, and two
-# charges for one order. It reads the ledger by a Query on an index by day, never a Scan, and
-# resumes each run from a stored cursor.
+# Stripe, found by their `idem_stack` metadata. Each finding comes with the command that settles
+# it. It finds an upload with no line, a line with no charge and a charge with no line. It also
+# finds a line and a charge that disagree on the amount, two charges for one order, and an upload
+# whose record waits for a person. It judges a window only once its uploads' tries are over,
+# about 7.75 hours after it closes. It reads the ledger by a Query on an index by day, never a
+# Scan, and resumes each run from a stored cursor.
 
 # %% [markdown]
 # ## What production costs
@@ -225,8 +231,9 @@ print("\n".join(prices.table(prices.at_rest())))
 print(views.ship.stack_metrics())
 
 # %% [markdown]
-# Then what a million uploads add. Stripe's own fees are not in it, nor yet `UploadQueue`'s SQS
-# requests.
+# Then what a million uploads add. Two costs are left out: Stripe's own fees, and `UploadQueue`'s
+# SQS requests. Those are a send per upload, receives and deletes in batches of ten, and Lambda's
+# polling of the queue, which goes on while it is empty, at rest too.
 
 # %%
 print("\n".join(prices.table(prices.per_million_uploads())))
@@ -235,11 +242,15 @@ print("\n".join(prices.table(prices.per_million_uploads())))
 # ## Deploys that someone approved
 #
 # `.github/workflows/deploy.yml` is an example for your account. It runs only from `main`: the tests,
-# then `sam deploy` of the demo, then a production **change set**, CloudFormation's list of what a
-# deploy would add, change and delete, made with `sam deploy --no-execute-changeset` and printed in
-# the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
+# then `sam deploy` of the demo, then a production **change set**. That is CloudFormation's list of
+# what a deploy would add, change and delete. It is made with `sam deploy --no-execute-changeset`
+# and printed in the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
 # for a person to approve, then executes exactly that change set. It assumes an AWS role through
 # GitHub's OIDC provider, so no key is stored, and every action is pinned by its commit.
+#
+# Its production overrides leave `Stage` at the template's default, `prod`, which refuses a test
+# key. So set the workflow up once the live key is stored, or add `Stage=staging` to its overrides
+# while you rehearse.
 #
 # Nothing in this chapter ran on AWS: every number above is read from the template or computed.
 # The production profile's first real run is yours, in test mode.
@@ -247,23 +258,23 @@ print("\n".join(prices.table(prices.per_million_uploads())))
 # %% [markdown]
 # ## Try it
 #
-# Stripe is down. An upload arrived in the first second of the outage. How many hours can the
-# outage last before that upload leaves `UploadQueue` for the failure queue? Work it out from the
-# YAML above, not from the printed lines.
+# Your Stripe account once went down for 12 hours. Size `UploadQueue` for that: an upload that
+# arrived in the outage's first second must still be in the queue, and tried, when Stripe answers
+# again. Keep `VisibilityTimeout` as it is. What is the smallest `maxReceiveCount` that does it?
 
 # %%
-my_hours = None  # your answer
+my_receives = None  # your answer: a whole number
 
 # %%
-print(production.check_outage_hours(my_hours))
+print(production.check_receive_count(my_receives))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `VisibilityTimeout` times `maxReceiveCount`: each failed receive hides the upload for the
-# visibility timeout, and the last receive hands it to the failure queue. Retention is how long
-# a message may wait in all, not how long it is retried. After that, the failure queue keeps it
-# for `idem redrive`, and its alarms mail the topic.
+# `my_receives = 241`. A try comes every 180 s, and the first comes at once, so N tries reach
+# (N - 1) × 180 s. Twelve hours are 43,200 s, or 240 waits, so 241 tries. With 240, the last try
+# comes at 11.95 hours and fails; at 12 hours the queue moves the upload to the failure queue.
+# Retention is how long a message may wait in all, not how often it is tried: 14 days covers it.
 # </details>
 #
 # ## Summary

@@ -1,11 +1,11 @@
 # %% [markdown]
 # # 12 What to ship
 #
-# What do you take to production?
+# What do you take away to production?
 #
 # **After this chapter you can pick the pattern a handler needs, adapt the keyed handler, and check it before you ship.**
 #
-# Ten chapters ran one upload through five handlers. This chapter gathers what they showed into
+# The chapters so far ran one upload through five handlers. This chapter gathers what they showed into
 # four things to take with you. First comes one table of every pattern, measured. Then a decision
 # diagram, and a checklist. Last comes the handler to copy, with the steps to make it yours.
 
@@ -241,8 +241,8 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 # %% [markdown]
 # Fourth, create the ledger table as `template.yaml` does, shown in
 # [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
-# and TTL is on `expires_at`. The index `by_account` holds the done records, which are the
-# ledger lines.
+# and TTL is on `expires_at`. Two sparse indexes hold the done records, which are the ledger
+# lines: `by_account` for an account's totals, `by_day` for the reconciliation.
 #
 # Fifth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
 # and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold start then checks every
@@ -253,7 +253,8 @@ views.show_source(keyed_settings.settings_from_env)
 
 # %% [markdown]
 # Sixth, the alarms. The stack's alarms email the address in `AlarmEmail`, and that address must
-# confirm the subscription before any email comes.
+# confirm the subscription before any email comes. `AlarmTopicArn` names an SNS topic you already
+# have instead, such as your pager's.
 
 # %% [markdown]
 # ### Check your version
@@ -277,31 +278,33 @@ views.show_source(keyed_settings.settings_from_env)
 # [Chapter 09](09_deploy_to_aws.ipynb) deployed the demo, and [Run it in production](10_run_in_production.ipynb)
 # read the production profile. Between them and the first real customer charged lie the steps
 # below, in order. Each names the file, the command or the AWS setting that does it. Steps 1 to
-# 13 run in Stripe's test mode; only the last two touch real money. Stripe documents saving a
+# 14 run in Stripe's test mode; from step 15 on, real money moves. Stripe documents saving a
 # payment method for later ([save and reuse](https://docs.stripe.com/payments/save-and-reuse))
 # and keys limited to some resources ([restricted keys](https://docs.stripe.com/keys#limit-access)).
 #
 # | # | step | file, command or AWS setting |
 # | --- | --- | --- |
-# | 1 | Copy the handler, its siblings and the Stripe adapter; add `stripe` 16.x to the function's requirements | `keyed*.py`, `requirements.txt` |
-# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id` (the default); `object-name` needs a bucket policy that requires `If-None-Match` |
+# | 1 | Copy the handler, its siblings and the Stripe adapter; ship `stripe` 16.x with them | `keyed*.py`; this repo's `function/Makefile` puts `stripe>=16.1,<16.2` for arm64 in the build |
+# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id`, the handler's default, which `template.yaml` leaves in place in prod |
 # | 3 | Charge the order's amount, not one price | `amount_cents` in the order file; `amount_for` falls back to `PRICE_CENTS` |
-# | 4 | Save each customer's payment method for off-session charges, in your checkout | Stripe SetupIntent with `usage=off_session`; the order names the customer `cus_...` |
-# | 5 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
-# | 6 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
-# | 7 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
-# | 8 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
-# | 9 | Deploy production, with its SQS buffer (`UploadQueue`) in front of the function, every override repeated, a test stage and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=...` |
-# | 10 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
-# | 11 | From then on, deploy production only after a reviewer approves the planned changes | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
-# | 12 | Upload a test order, then the same file again, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp order.json`, `sam logs`, the Dashboard in test mode, the report bucket |
-# | 13 | Rehearse the runbook: settle an order that needs attention, refund a second charge, redrive | `idem settle`, `idem refund`, `idem redrive`, each a dry run first |
-# | 14 | Swap in the live restricted key and deploy again as `prod`: the cold start refuses a live key unless `STAGE` is `prod`, and a test key in prod | `aws ssm put-parameter --overwrite`, then `sam deploy ... Stage=prod` |
-# | 15 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
+# | 4 | Save each customer's payment method for off-session charges, in your checkout | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; the order names the customer `cus_...` |
+# | 5 | Let your app write order files, and nothing else | an IAM policy with `s3:PutObject` on the stack's `BucketName` output |
+# | 6 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
+# | 7 | Scan the template for insecure settings; each skip carries its reason | `make checkov`, then `tests/test_checkov.py` (CI runs both) |
+# | 8 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
+# | 9 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
+# | 10 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
+# | 11 | Deploy production, with its SQS buffer (`UploadQueue`) in front of the function, every override repeated, a test stage and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=...` (or `AlarmTopicArn=...`) |
+# | 12 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
+# | 13 | Upload a test order, then the same file again, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp order.json`, `sam logs`, the Dashboard in test mode, the report bucket |
+# | 14 | Rehearse the runbook: settle an order that needs attention, refund a second charge, redrive | `idem settle`, `idem refund` (without `--yes` first: a dry run), `idem redrive` |
+# | 15 | Swap in the live restricted key and deploy again as `prod`: the cold start refuses a live key unless `STAGE` is `prod`, and a test key in prod | `aws ssm put-parameter --overwrite`, then `sam deploy ... Stage=prod` |
+# | 16 | From then on, deploy production only after a reviewer approves the change set (its overrides leave `Stage` at `prod`) | `.github/workflows/deploy.yml`, a GitHub environment with required reviewers |
+# | 17 | Upload the first real order, and watch its charge, its ledger line and the next reconciliation | `sam logs --tail`, the Dashboard, the reconciliation report |
 #
-# The handler's work adds steps 2, 4 and 14: an order's identity, a real customer, and a key
-# checked against its stage. The stack's work adds the buffer, the alarms that must reach
-# someone, steps 11 and 13, and the three-way reconciliation.
+# The demo skipped steps 2 to 5 and 15: what an order is and costs, who pays, who may upload,
+# and a key checked against its stage. The rest is the stack's: the buffer, alarms that reach someone,
+# approved deploys, the runbook and the three-way reconciliation.
 #
 # ### What the stack guarantees, and what stays yours
 #
@@ -311,9 +314,10 @@ views.show_source(keyed_settings.settings_from_env)
 print(production.outage_lines())
 
 # %% [markdown]
-# It also refuses to deploy when its alarms would reach nobody, keeps the ledger, queues and
-# buckets when the stack is deleted, and reconciles every hour. No code of the stack can do the
-# rest. These stay yours:
+# It also refuses to deploy when its alarms would reach nobody, and keeps the ledger, queues and
+# buckets when the stack is deleted. It reconciles every hour. Each window is judged once its
+# uploads' tries are over: 27,900 s, about 7.75 hours, after it closes (`RECONCILE_LAG_SECONDS`).
+# No code of the stack can do the rest. These stay yours:
 #
 # * **Someone reads the alarms.** Confirm the subscription email, and make sure a person reads
 #   that address on a weekend. A confirmed address that nobody reads is an alarm that reaches
@@ -324,9 +328,11 @@ print(production.outage_lines())
 # * **The account's concurrency quota.** Lambda's limit is per account and region. Other functions
 #   share what is left; ask for more through Service Quotas before the deploy, not after.
 # * **The key's permissions.** Stripe cannot check that your restricted key allows only what step
-#   6 lists. Keep the secret key out of the template, the environment and the logs.
+#   8 lists. Keep the secret key out of the template, the environment and the logs.
 # * **A saved payment method.** The stack charges the customer the order names. Your checkout must
 #   have saved that customer's payment method for off-session use, or Stripe declines the charge.
+# * **Who may upload.** Whoever can write an order file into the bucket can make a charge. Grant
+#   `s3:PutObject` to your app alone, and watch who holds it.
 # * **The orders themselves.** A file with a wrong amount is charged that amount; a corrected
 #   re-upload of an order is left for a person, never charged again.
 # * **Declines and pending charges.** A decline is final: `DeclinedAlarm` mails you, and the

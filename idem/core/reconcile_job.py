@@ -6,7 +6,9 @@ the closed windows after it, oldest first, one report each, moving the cursor pa
 once its report is written. A window is compared three ways:
 
 - uploads: the versions S3 holds that were written in the window (ListObjectVersions for a small
-  bucket; past `MAX_LISTED_VERSIONS`, the newest S3 Inventory report: see `inventory_uploads`);
+  bucket; past `MAX_LISTED_VERSIONS`, the newest S3 Inventory report that UPLOAD_INVENTORY names:
+  the run that finds the bucket too big marks the cursor item, and every run after reads the
+  inventory: see `inventory_uploads`);
 - ledger lines: done records booked in the window, read by Query on the time-bucketed index
   `by_day` (partition `booked_day` = YYYY-MM-DD, sort `booked_at`), never a Scan;
 - the provider's charges for THIS stack: Stripe's search, `metadata['idem_stack']:'NAME'`
@@ -257,16 +259,38 @@ def backfill_booked_day(dynamodb: Any, table: str) -> int:
 
 
 # -- the cursor ---------------------------------------------------------------------------------
+def _cursor_item(dynamodb: Any, table: str) -> Mapping[str, Any]:
+    return from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
+                                       ConsistentRead=True).get("Item")) or {}
+
+
 def read_cursor(dynamodb: Any, table: str) -> float | None:
     """Where the last run stopped: the start of the next window to reconcile (None: never ran)."""
-    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
-                                       ConsistentRead=True).get("Item"))
-    return float(item["next_start"]) if item else None
+    item = _cursor_item(dynamodb, table)
+    return float(item["next_start"]) if "next_start" in item else None
+
+
+#: The cursor item's mark, once a run found the upload bucket past MAX_LISTED_VERSIONS: the
+#: bucket only grows (each order keeps its current version), so every later run reads S3 Inventory.
+INVENTORY_MARK = "uploads_from"
+
+
+def reads_inventory(dynamodb: Any, table: str) -> bool:
+    """Has a run found the upload bucket too big to list (`mark_inventory`)?"""
+    return _cursor_item(dynamodb, table).get(INVENTORY_MARK) == "inventory"
+
+
+def mark_inventory(dynamodb: Any, table: str) -> None:
+    """Every run from now on reads the uploads from S3 Inventory (the cursor item, which is the
+    only ledger item the role may write)."""
+    dynamodb.update_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}), UpdateExpression="SET #m = :inventory",
+                         ExpressionAttributeNames={"#m": INVENTORY_MARK},
+                         ExpressionAttributeValues=values(inventory="inventory"))
 
 
 def advance_cursor(dynamodb: Any, table: str, before: float | None, after: float) -> bool:
     """Move the cursor from `before` to `after`, only if no other run moved it meanwhile."""
-    condition = "attribute_not_exists(pk)" if before is None else "next_start = :before"
+    condition = "attribute_not_exists(next_start)" if before is None else "next_start = :before"
     named = {"after": after, **({} if before is None else {"before": before})}
     try:
         dynamodb.update_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
@@ -285,9 +309,11 @@ class TooManyVersions(RuntimeError):
 
 
 def listed_uploads(s3: Any, bucket: str, start: float, end: float,
-                   limit: int = MAX_LISTED_VERSIONS) -> list[UploadSeen]:
+                   limit: int | None = None) -> list[UploadSeen]:
     """Versions written in [start, end), by ListObjectVersions over the whole bucket (delete
-    markers left out). Past `limit` versions, TooManyVersions: switch to S3 Inventory."""
+    markers left out). Past `limit` versions (MAX_LISTED_VERSIONS), TooManyVersions: switch to
+    S3 Inventory."""
+    limit = MAX_LISTED_VERSIONS if limit is None else limit
     found, seen = [], 0
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
         for v in page.get("Versions", []):
@@ -322,9 +348,10 @@ def inventory_uploads(s3: Any, manifest_bucket: str, manifest_key: str, start: f
     where = str(manifest.get("destinationBucket", manifest_bucket)).rsplit(":", 1)[-1]
     found = []
     for data in manifest["files"]:
-        raw = s3.get_object(Bucket=where, Key=data["key"])["Body"].read()
-        text = gzip.decompress(raw).decode("utf-8") if data["key"].endswith(".gz") else raw.decode("utf-8")
-        for row in csv.reader(io.StringIO(text)):
+        # streamed, never read whole: a year of 100,000 orders a day is 36.5 million rows
+        body = s3.get_object(Bucket=where, Key=data["key"])["Body"]
+        raw = gzip.GzipFile(fileobj=body) if data["key"].endswith(".gz") else io.BytesIO(body.read())
+        for row in csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline="")):
             fields = dict(zip(columns, row))
             if fields.get("IsDeleteMarker", "false").lower() == "true":
                 continue
@@ -622,19 +649,22 @@ def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], N
     dynamodb, s3 = session.client("dynamodb"), session.client("s3")
     cursor = read_cursor(dynamodb, env["LEDGER_TABLE"])
     start = last_start if cursor is None else cursor
+    from_inventory = bool(env.get("UPLOAD_INVENTORY")) and reads_inventory(dynamodb, env["LEDGER_TABLE"])
+    listed: list[UploadSeen] | None = None
+    if env.get("UPLOAD_BUCKET") and not from_inventory and start + minutes * 60 <= last_end:
+        # one listing for every window of this run (the bucket is listed whole either way)
+        try:
+            listed = listed_uploads(s3, env["UPLOAD_BUCKET"], start, start + max_windows * minutes * 60)
+        except TooManyVersions:
+            if not env.get("UPLOAD_INVENTORY"):
+                raise
+            mark_inventory(dynamodb, env["LEDGER_TABLE"])  # the bucket only grows: never list it again
+            from_inventory = True
     inventory = None
-    if env.get("UPLOAD_INVENTORY"):  # bucket/prefix: the newest manifest must postdate the window
-        where, _, prefix = env["UPLOAD_INVENTORY"].partition("/")
-        newest = newest_manifest(s3, where, prefix)
-        if newest is None:
-            raise RuntimeError(f"no S3 Inventory manifest under s3://{env['UPLOAD_INVENTORY']} yet")
-        inventory, covered = f"{where}/{newest[0]}", newest[1]
+    if from_inventory:
+        inventory, covered = _newest_inventory(s3, env)
         last_end = min(last_end, (int(covered) // (minutes * 60)) * minutes * 60)
     report: WindowReport | None = None
-    listed: list[UploadSeen] | None = None
-    if env.get("UPLOAD_BUCKET") and not inventory and start + minutes * 60 <= last_end:
-        # one listing for every window of this run (the bucket is listed whole either way)
-        listed = listed_uploads(s3, env["UPLOAD_BUCKET"], start, start + max_windows * minutes * 60)
     for n in range(max_windows):
         end = start + minutes * 60
         if end > last_end or (n and out_of_time()):
@@ -651,6 +681,18 @@ def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], N
     return report
 
 
+def _newest_inventory(s3: Any, env: Mapping[str, str]) -> tuple[str, float]:
+    """UPLOAD_INVENTORY (bucket/prefix): the newest manifest under it, as `bucket/key`, and the
+    time its scan began (a window is judged only once a report made after it exists)."""
+    where, _, prefix = env["UPLOAD_INVENTORY"].partition("/")
+    newest = newest_manifest(s3, where, prefix)
+    if newest is None:
+        raise RuntimeError(f"the upload bucket is past {MAX_LISTED_VERSIONS:,} versions and there is no S3 "
+                           f"Inventory manifest under s3://{env['UPLOAD_INVENTORY']} yet (template.yaml configures a daily "
+                           "one on the prod upload bucket); the cursor waits")
+    return f"{where}/{newest[0]}", newest[1]
+
+
 def rerun(env: Mapping[str, str], session: Any, window_start: str, say: Callable[[str], None] = print,
           fetch: Fetch = _fetch_json) -> WindowReport:
     """One past window again, by a person (`{"window_start": "2026-11-06T10:00:00Z"}` as the
@@ -662,7 +704,10 @@ def rerun(env: Mapping[str, str], session: Any, window_start: str, say: Callable
     length = int(env.get("WINDOW_MINUTES") or 60) * 60
     if start % length:
         raise ValueError(f"window_start {window_start}: windows start on whole multiples of {length // 60} minutes")
-    report = reconcile_window(env, session, start, start + length, lag_of(env), fetch)
+    inventory = None
+    if env.get("UPLOAD_INVENTORY") and reads_inventory(session.client("dynamodb"), env["LEDGER_TABLE"]):
+        inventory = _newest_inventory(session.client("s3"), env)[0]
+    report = reconcile_window(env, session, start, start + length, lag_of(env), fetch, inventory)
     session.client("s3").put_object(Bucket=env["REPORT_BUCKET"], Key=report.key(),
                                     Body=json.dumps(report.to_dict(), indent=1).encode(),
                                     ContentType="application/json")

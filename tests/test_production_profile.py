@@ -202,6 +202,22 @@ def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
                for a in tp.resources_of_type(paged, "AWS::CloudWatch::Alarm").values())
 
 
+#: What a row's "Do" must contain: a command a person types, in backticks.
+COMMAND = re.compile(r"`((python -m )?idem (settle|refund|redrive)|aws (lambda|sqs|logs) |sam logs )[^`]*`")
+
+
+def test_each_alarm_has_a_readme_row_naming_the_command_that_resolves_it():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### The alarms, and what to do when one fires", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        name, _means, do = [cell.strip() for cell in line.strip("|").split(" | ")]
+        rows[name.strip("`")] = do
+    assert set(rows) == set(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm"))
+    without = sorted(name for name, do in rows.items() if not COMMAND.search(do))
+    assert without == [], f"rows that name no command: {without}"
+
+
 def test_prod_refuses_to_deploy_with_alarms_that_reach_nobody():
     """template.yaml's Rules section, as CloudFormation evaluates it before creating anything."""
     template = tp.load()
@@ -323,6 +339,9 @@ def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():
     plan = " ".join(s.get("run", "") for s in flow["jobs"]["prod-plan"]["steps"])
     assert "--config-env prod" in plan and "--no-execute-changeset" in plan and "GITHUB_STEP_SUMMARY" in plan
     assert "describe-change-set" in plan
+    # the change set shown is this run's: an earlier unapproved one is deleted before it is made,
+    # and only one that can still be executed is picked
+    assert plan.index("delete-change-set") < plan.index("sam deploy") and "ExecutionStatus=='AVAILABLE'" in plan
     run = " ".join(s.get("run", "") for s in flow["jobs"]["prod"]["steps"])
     assert "execute-change-set" in run and "sam deploy" not in run  # executes what was approved, nothing new
 

@@ -356,6 +356,21 @@ def test_past_the_listing_limit_the_job_reads_the_inventory_and_never_lists_agai
     assert (again.uploads, again.differences) == (3, 1)
 
 
+def test_a_run_that_catches_up_reads_the_inventory_once(stand_in, monkeypatch):
+    world, env = stand_in
+    monkeypatch.setattr(job, "MAX_LISTED_VERSIONS", 1)
+    env = {**env, "UPLOAD_INVENTORY": plant_inventory(world, env["REPORT_BUCKET"], _now_covering(world) + 5 * 3600)}
+    job.mark_inventory(world.dynamodb, world.ledger_table)
+    assert job.run(env, fake_session(), _now_covering(world), say=lambda _: None).uploads == 2
+    session = fake_session()
+    calls = _record_calls(session)
+    printed: list[str] = []
+    job.run(env, session, _now_covering(world) + 5 * 3600, say=printed.append)
+    assert len(printed) == 5  # five windows, one report each ...
+    manifests = [p for _, op, p in calls if op == "GetObject" and p["Key"].endswith("manifest.json")]
+    assert len(manifests) == 1  # ... from one reading of the inventory
+
+
 def test_the_prod_template_delivers_the_inventory_where_the_reconciler_reads_it():
     cfn = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {"Profile": "prod"})
     resources = cfn["Resources"]

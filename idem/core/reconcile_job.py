@@ -347,11 +347,16 @@ def inventory_uploads(s3: Any, manifest_bucket: str, manifest_key: str, start: f
     columns = [c.strip() for c in manifest["fileSchema"].split(",")]
     where = str(manifest.get("destinationBucket", manifest_bucket)).rsplit(":", 1)[-1]
     found = []
+    # A year of 100,000 orders a day is 36.5 million rows: each file is streamed, not read whole,
+    # and a row is parsed only if its line names a day the range touches (LastModifiedDate is
+    # YYYY-MM-DDTHH:MM:SS.sssZ; keys are URL-encoded, so a row is one line).
+    tags = tuple(f"{day}T" for day in days(start, end))
     for data in manifest["files"]:
-        # streamed, never read whole: a year of 100,000 orders a day is 36.5 million rows
         body = s3.get_object(Bucket=where, Key=data["key"])["Body"]
         raw = gzip.GzipFile(fileobj=body) if data["key"].endswith(".gz") else io.BytesIO(body.read())
-        for row in csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline="")):
+        lines = (line for line in io.TextIOWrapper(raw, encoding="utf-8", newline="")
+                 if any(tag in line for tag in tags))
+        for row in csv.reader(lines):
             fields = dict(zip(columns, row))
             if fields.get("IsDeleteMarker", "false").lower() == "true":
                 continue
@@ -660,16 +665,18 @@ def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], N
                 raise
             mark_inventory(dynamodb, env["LEDGER_TABLE"])  # the bucket only grows: never list it again
             from_inventory = True
-    inventory = None
     if from_inventory:
         inventory, covered = _newest_inventory(s3, env)
         last_end = min(last_end, (int(covered) // (minutes * 60)) * minutes * 60)
+        if start + minutes * 60 <= last_end:  # read once for every window of this run, as the listing is
+            where, _, manifest = inventory.partition("/")
+            listed = inventory_uploads(s3, where, manifest, start, start + max_windows * minutes * 60)
     report: WindowReport | None = None
     for n in range(max_windows):
         end = start + minutes * 60
         if end > last_end or (n and out_of_time()):
             break
-        report = reconcile_window(env, session, start, end, lag, fetch, inventory, listed)
+        report = reconcile_window(env, session, start, end, lag, fetch, listed=listed)
         s3.put_object(Bucket=env["REPORT_BUCKET"], Key=report.key(),
                       Body=json.dumps(report.to_dict(), indent=1).encode(), ContentType="application/json")
         say(emf(report, env.get("AWS_LAMBDA_FUNCTION_NAME", "reconcile"), now))

@@ -346,6 +346,18 @@ def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():
     assert "execute-change-set" in run and "sam deploy" not in run  # executes what was approved, nothing new
 
 
+def test_nothing_deploys_unless_checkov_ran_and_found_nothing():
+    from samtranslator.yaml_helper import yaml_parse
+
+    flow = yaml_parse((ROOT / ".github/workflows/deploy.yml").read_text())
+    steps = flow["jobs"]["test"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    (suite,) = [s for s in steps if "pytest" in s.get("run", "")]
+    assert "make checkov" in runs and runs.index("make checkov") < runs.index(suite["run"])
+    assert suite["env"]["IDEM_REQUIRE_CHECKOV"] == "1"  # a missing checkov fails the suite
+    assert "tests" in suite["run"].split() and flow["jobs"]["demo"]["needs"] == "test"
+
+
 def test_every_action_is_pinned_by_a_full_commit_sha_with_its_version():
     for workflow in sorted((ROOT / ".github/workflows").glob("*.yml")):
         for line in workflow.read_text().splitlines():

@@ -199,6 +199,24 @@ def test_one_planted_case_of_each_kind_is_found_with_its_command(stand_in):
     assert "settle: python -m idem refund --stack idem-test --charge ch_000004" in report.render()
 
 
+def test_a_charge_still_pending_when_its_window_is_judged_is_reported_with_settle(stand_in):
+    world, env = stand_in
+    waiting = upload(world, "gina/order-6.txt")
+    key = job.order_key(world.s3, job.UploadSeen(world.bucket, waiting.key, waiting.version_id, waiting.etag, 0),
+                        env["ORDER_IDENTITY"])
+    world.dynamodb.put_item(TableName=world.ledger_table, Item=to_item({  # as keyed books a processing charge
+        "pk": key, "status": "pending", "charge_id": "ch_777", "cents": 500,
+        "result": {"status": "pending", "charge_id": "ch_777", "amount_cents": 500}}))
+    printed: list[str] = []
+    report = job.run(env, fake_session(), _now_covering(world), say=printed.append)
+    (finding,) = report.findings
+    assert (finding.kind, finding.what, finding.command) == (
+        "pending", waiting.uri, f"python -m idem settle --stack idem-test --key {key}")
+    assert "ch_777 not settled" in finding.detail
+    metrics = json.loads(printed[0])
+    assert metrics["PendingUnsettled"] == 1 and metrics["Differences"] == 1  # the Differences alarm fires
+
+
 def test_a_retried_put_of_a_booked_order_is_not_an_upload_without_a_line():
     # the record of an upload booked before the window holds: its GetItem says done
     upload = job.UploadSeen("b", "alice/1.json", "v2", "e", 100.0)

@@ -19,7 +19,8 @@ It reports, each with the command that settles it:
 - a line with no charge (`Uncharged`): the books say paid, no money moved;
 - a charge with no line (`Unbooked`): money moved, the books are silent;
 - two charges for one order (`Double`): refund all but the first;
-plus amount mismatches and orders left in needs_attention.
+plus amount mismatches, orders left in needs_attention, and charges still pending (not settled)
+when their window is judged.
 
 The window closes LAG seconds before now: the longest an upload can wait before its charge
 (the buffer queue's retries, or Lambda's event age) plus the longest invocation. Lines are read
@@ -123,7 +124,7 @@ class UploadSeen:
 class Finding:
     """One thing that does not add up, and the command that settles it."""
 
-    kind: str  # missing_line, uncharged, unbooked, double, needs_attention, amount
+    kind: str  # missing_line, uncharged, unbooked, double, needs_attention, pending, amount
     what: str  # the upload, the charge or the key it is about
     key: str  # the order's idempotency key ("" when unknown)
     detail: str
@@ -137,6 +138,7 @@ KINDS = {
     "unbooked": "a charge with no ledger line",
     "double": "two charges for one order",
     "needs_attention": "an order a handler left for a person",
+    "pending": "a charge still not settled when its window is judged",
     "amount": "a line and its charge disagree on the amount",
 }
 
@@ -520,6 +522,10 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         if status == "needs_attention":
             found.append(Finding("needs_attention", upload.uri, key, str(result.get("reason", ""))[:300],
                                  f"{settle} --key {key}"))
+        elif status == "pending":  # charged, still not settled when its window is judged
+            found.append(Finding("pending", upload.uri, key,
+                                 f"charge {result.get('charge_id', '?')} not settled yet (Stripe: processing)",
+                                 f"{settle} --key {key}"))
         elif not key:
             found.append(Finding("missing_line", upload.uri, "", "no readable order_id: no order, no charge",
                                  f"fix the file and upload it again (s3://{upload.bucket}/{upload.key})"))
@@ -577,6 +583,7 @@ def emf(report: WindowReport, function_name: str, now: float) -> str:
     numbers = {"Differences": report.differences, "UnbookedCharges": len(report.unbooked),
                "UnchargedLines": len(report.uncharged), "AmountMismatches": len(report.amount_mismatches),
                "UploadsWithoutLine": report.count("missing_line"), "DoubleCharges": report.count("double"),
+               "PendingUnsettled": report.count("pending"),
                "LedgerLines": report.ledger_lines, "ProviderCharges": report.provider_charges,
                "Uploads": report.uploads}
     return json.dumps({

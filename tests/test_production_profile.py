@@ -99,7 +99,10 @@ def test_the_bucket_is_private_tls_only_versioned_and_sheds_old_versions(prod):
         p = props(prod, bucket)
         assert set(p["PublicAccessBlockConfiguration"].values()) == {True}
         assert len(p["PublicAccessBlockConfiguration"]) == 4
-        (deny,) = props(prod, policy)["PolicyDocument"]["Statement"]
+        statements = props(prod, policy)["PolicyDocument"]["Statement"]
+        # the reports bucket also lets S3 deliver the upload bucket's inventory (test_reconcile_job.py)
+        (deny,) = [s for s in statements if s.get("Sid") != "UploadInventory"]
+        assert len(statements) == (2 if bucket == "ReportBucket" else 1)
         assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "s3:*")
         assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         assert [tp.resource_label(r) for r in deny["Resource"]] == [bucket, f"{bucket}/*"]
@@ -197,6 +200,22 @@ def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
     assert "AlarmTopic" not in paged["Resources"]
     assert all(a["Properties"]["AlarmActions"] == [topic]
                for a in tp.resources_of_type(paged, "AWS::CloudWatch::Alarm").values())
+
+
+#: What a row's "Do" must contain: a command a person types, in backticks.
+COMMAND = re.compile(r"`((python -m )?idem (settle|refund|redrive)|aws (lambda|sqs|logs) |sam logs )[^`]*`")
+
+
+def test_each_alarm_has_a_readme_row_naming_the_command_that_resolves_it():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### The alarms, and what to do when one fires", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        name, _means, do = [cell.strip() for cell in line.strip("|").split(" | ")]
+        rows[name.strip("`")] = do
+    assert set(rows) == set(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm"))
+    without = sorted(name for name, do in rows.items() if not COMMAND.search(do))
+    assert without == [], f"rows that name no command: {without}"
 
 
 def test_prod_refuses_to_deploy_with_alarms_that_reach_nobody():
@@ -320,8 +339,23 @@ def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():
     plan = " ".join(s.get("run", "") for s in flow["jobs"]["prod-plan"]["steps"])
     assert "--config-env prod" in plan and "--no-execute-changeset" in plan and "GITHUB_STEP_SUMMARY" in plan
     assert "describe-change-set" in plan
+    # the change set shown is this run's: an earlier unapproved one is deleted before it is made,
+    # and only one that can still be executed is picked
+    assert plan.index("delete-change-set") < plan.index("sam deploy") and "ExecutionStatus=='AVAILABLE'" in plan
     run = " ".join(s.get("run", "") for s in flow["jobs"]["prod"]["steps"])
     assert "execute-change-set" in run and "sam deploy" not in run  # executes what was approved, nothing new
+
+
+def test_nothing_deploys_unless_checkov_ran_and_found_nothing():
+    from samtranslator.yaml_helper import yaml_parse
+
+    flow = yaml_parse((ROOT / ".github/workflows/deploy.yml").read_text())
+    steps = flow["jobs"]["test"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    (suite,) = [s for s in steps if "pytest" in s.get("run", "")]
+    assert "make checkov" in runs and runs.index("make checkov") < runs.index(suite["run"])
+    assert suite["env"]["IDEM_REQUIRE_CHECKOV"] == "1"  # a missing checkov fails the suite
+    assert "tests" in suite["run"].split() and flow["jobs"]["demo"]["needs"] == "test"
 
 
 def test_every_action_is_pinned_by_a_full_commit_sha_with_its_version():

@@ -78,6 +78,8 @@ def _iam(call: tuple[str, str, dict], names: dict[str, str]) -> tuple[str, str]:
         bucket = names[params["Bucket"]]
         if operation == "ListObjectVersions":  # authorised as s3:ListBucketVersions on the bucket
             return ("s3:ListBucketVersions", bucket)
+        if operation == "ListObjectsV2":  # authorised as s3:ListBucket on the bucket
+            return ("s3:ListBucket", bucket)
         if operation == "GetObject" and params.get("VersionId"):  # a version: s3:GetObjectVersion
             return ("s3:GetObjectVersion", f"{bucket}/*")
         if bucket == "ReportBucket":
@@ -197,6 +199,24 @@ def test_one_planted_case_of_each_kind_is_found_with_its_command(stand_in):
     assert "settle: python -m idem refund --stack idem-test --charge ch_000004" in report.render()
 
 
+def test_a_charge_still_pending_when_its_window_is_judged_is_reported_with_settle(stand_in):
+    world, env = stand_in
+    waiting = upload(world, "gina/order-6.txt")
+    key = job.order_key(world.s3, job.UploadSeen(world.bucket, waiting.key, waiting.version_id, waiting.etag, 0),
+                        env["ORDER_IDENTITY"])
+    world.dynamodb.put_item(TableName=world.ledger_table, Item=to_item({  # as keyed books a processing charge
+        "pk": key, "status": "pending", "charge_id": "ch_777", "cents": 500,
+        "result": {"status": "pending", "charge_id": "ch_777", "amount_cents": 500}}))
+    printed: list[str] = []
+    report = job.run(env, fake_session(), _now_covering(world), say=printed.append)
+    (finding,) = report.findings
+    assert (finding.kind, finding.what, finding.command) == (
+        "pending", waiting.uri, f"python -m idem settle --stack idem-test --key {key}")
+    assert "ch_777 not settled" in finding.detail
+    metrics = json.loads(printed[0])
+    assert metrics["PendingUnsettled"] == 1 and metrics["Differences"] == 1  # the Differences alarm fires
+
+
 def test_a_retried_put_of_a_booked_order_is_not_an_upload_without_a_line():
     # the record of an upload booked before the window holds: its GetItem says done
     upload = job.UploadSeen("b", "alice/1.json", "v2", "e", 100.0)
@@ -289,6 +309,12 @@ def test_every_call_the_reconciler_makes_is_granted_and_nothing_more(stand_in, p
     calls = _record_calls(session)
     job.run(env, session, _now_covering(world), say=lambda line: None,
             fetch=lambda request: {"data": [], "has_more": False})
+    if profile == "prod":  # and once the bucket is past the listing limit: from the inventory
+        monkeypatch.setattr(job, "MAX_LISTED_VERSIONS", 1)
+        env = {**env, "UPLOAD_INVENTORY": plant_inventory(world, env["REPORT_BUCKET"], _now_covering(world) + 7200)}
+        job.run(env, session, _now_covering(world) + 7200, say=lambda line: None,
+                fetch=lambda request: {"data": [], "has_more": False})
+        assert ("s3", "ListObjectsV2") in {(service, op) for service, op, _ in calls}
     used = {_iam(call, names) for call in calls}
     cfn = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {"Profile": profile})
     granted = tp.role_grants(cfn, "ReconcileFunctionRole")
@@ -296,6 +322,98 @@ def test_every_call_the_reconciler_makes_is_granted_and_nothing_more(stand_in, p
     assert granted - used <= SERVICE_GRANTS, f"grants nothing uses: {granted - used - SERVICE_GRANTS}"
     if profile == "prod":
         session.client("ssm").delete_parameter(Name="/idem/stripe/secret-key")
+
+
+INVENTORY_SCHEMA = "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, ETag"
+
+
+def plant_inventory(world: LocalWorld, reports: str, made_at: float) -> str:
+    """A daily S3 Inventory of the world's upload bucket as S3 delivers it (every version, CSV,
+    gzipped) under template.yaml's layout, its scan begun at `made_at`; returns UPLOAD_INVENTORY."""
+    versions = world.s3.list_object_versions(Bucket=world.bucket).get("Versions", [])
+    rows = [",".join(f'"{v}"' for v in (world.bucket, urllib.parse.quote_plus(o["Key"]), o["VersionId"],
+                                         str(o["IsLatest"]).lower(), "false", o["Size"],
+                                         o["LastModified"].strftime("%Y-%m-%dT%H:%M:%S.000Z"), o["ETag"].strip('"')))
+            for o in versions]
+    prefix = f"inventory/{world.bucket}/uploads/"
+    data = f"{prefix}data/{len(rows)}.csv.gz"
+    world.s3.put_object(Bucket=reports, Key=data, Body=gzip.compress("\n".join(rows).encode()))
+    stamp = job.iso(made_at)[:16].replace(":", "-") + "Z"
+    world.s3.put_object(Bucket=reports, Key=f"{prefix}{stamp}/manifest.json", Body=json.dumps({
+        "sourceBucket": world.bucket, "destinationBucket": f"arn:aws:s3:::{reports}", "fileFormat": "CSV",
+        "fileSchema": INVENTORY_SCHEMA, "files": [{"key": data, "size": 1}]}).encode())
+    return f"{reports}/{prefix}"
+
+
+def test_a_small_bucket_is_listed_even_where_an_inventory_is_configured(stand_in):
+    world, env = stand_in
+    env = {**env, "UPLOAD_INVENTORY": f"{env['REPORT_BUCKET']}/inventory/{world.bucket}/uploads/"}  # none yet
+    report = job.run(env, fake_session(), _now_covering(world), say=lambda _: None)
+    assert (report.uploads, report.differences) == (2, 0)
+    assert not job.reads_inventory(world.dynamodb, world.ledger_table)
+
+
+def test_past_the_listing_limit_the_job_reads_the_inventory_and_never_lists_again(stand_in, monkeypatch):
+    world, env = stand_in
+    monkeypatch.setattr(job, "MAX_LISTED_VERSIONS", 1)
+    env = {**env, "UPLOAD_INVENTORY": f"{env['REPORT_BUCKET']}/inventory/{world.bucket}/uploads/"}
+    with pytest.raises(RuntimeError, match="no S3 Inventory manifest"):  # none delivered yet: the cursor waits
+        job.run(env, fake_session(), _now_covering(world), say=lambda _: None)
+    assert job.read_cursor(world.dynamodb, world.ledger_table) is None
+    assert job.reads_inventory(world.dynamodb, world.ledger_table)  # remembered: the bucket only grows
+    lost = upload(world, "carol/order-3.txt")  # an upload with no line, seen through the inventory
+    plant_inventory(world, env["REPORT_BUCKET"], _now_covering(world))
+    session = fake_session()
+    calls = _record_calls(session)
+    report = job.run(env, session, _now_covering(world), say=lambda _: None)
+    assert report.uploads == 3 and [(f.kind, f.what) for f in report.findings] == [("missing_line", lost.uri)]
+    assert not any(op == "ListObjectVersions" for _, op, _ in calls)
+    assert job.read_cursor(world.dynamodb, world.ledger_table) == report.end
+    # a person's rerun of that window reads the inventory too
+    again = job.rerun(env, fake_session(), job.iso(report.start), say=lambda _: None)
+    assert (again.uploads, again.differences) == (3, 1)
+
+
+def test_a_run_that_catches_up_reads_the_inventory_once(stand_in, monkeypatch):
+    world, env = stand_in
+    monkeypatch.setattr(job, "MAX_LISTED_VERSIONS", 1)
+    env = {**env, "UPLOAD_INVENTORY": plant_inventory(world, env["REPORT_BUCKET"], _now_covering(world) + 5 * 3600)}
+    job.mark_inventory(world.dynamodb, world.ledger_table)
+    assert job.run(env, fake_session(), _now_covering(world), say=lambda _: None).uploads == 2
+    session = fake_session()
+    calls = _record_calls(session)
+    printed: list[str] = []
+    job.run(env, session, _now_covering(world) + 5 * 3600, say=printed.append)
+    assert len(printed) == 5  # five windows, one report each ...
+    manifests = [p for _, op, p in calls if op == "GetObject" and p["Key"].endswith("manifest.json")]
+    assert len(manifests) == 1  # ... from one reading of the inventory
+
+
+def test_the_prod_template_delivers_the_inventory_where_the_reconciler_reads_it():
+    cfn = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {"Profile": "prod"})
+    resources = cfn["Resources"]
+    (inventory,) = resources["UploadBucket"]["Properties"]["InventoryConfigurations"]
+    assert (inventory["IncludedObjectVersions"], inventory["ScheduleFrequency"], inventory["Destination"]["Format"]) == (
+        "All", "Daily", "CSV")
+    fields = [c.strip() for c in INVENTORY_SCHEMA.split(",")]
+    assert set(inventory["OptionalFields"]) == set(fields) - {"Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker"}
+    reports = resources["ReportBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+    uploads = resources["UploadBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+    assert inventory["Destination"]["BucketArn"]["Fn::Sub"] == f"arn:${{AWS::Partition}}:s3:::{reports}"
+    env = resources["ReconcileFunction"]["Properties"]["Environment"]["Variables"]
+    # destination-prefix/source-bucket/config-ID/: where S3 puts the manifests
+    assert env["UPLOAD_INVENTORY"]["Fn::Sub"] == f"{reports}/{inventory['Destination']['Prefix']}/{uploads}/{inventory['Id']}/"
+    policy = resources["ReportBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (delivery,) = [s for s in policy if s.get("Sid") == "UploadInventory"]
+    assert (delivery["Effect"], delivery["Principal"], delivery["Action"]) == (
+        "Allow", {"Service": "s3.amazonaws.com"}, "s3:PutObject")
+    assert delivery["Resource"]["Fn::Sub"] == f"arn:${{AWS::Partition}}:s3:::{reports}/{inventory['Destination']['Prefix']}/*"
+    assert delivery["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Sub"] == f"arn:${{AWS::Partition}}:s3:::{uploads}"
+    grants = tp.role_grants(cfn, "ReconcileFunctionRole")
+    assert {("s3:ListBucket", "ReportBucket"), ("s3:GetObject", "ReportBucket/inventory/*")} <= grants
+    demo = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k")), {"Profile": "demo"})["Resources"]
+    assert "InventoryConfigurations" not in demo["UploadBucket"]["Properties"]
+    assert "UPLOAD_INVENTORY" not in demo["ReconcileFunction"]["Properties"]["Environment"]["Variables"]
 
 
 def test_the_cursor_is_the_only_ledger_item_the_reconciler_may_write():

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from idem.core import reconcile_job
 from idem.deploy import enforced
 from idem.deploy import template as tp
-from idem.sim.runtime import LocalLambda
+from idem.sim.runtime import LocalLambda, on_clock
 from idem.sim.world import LocalWorld, fake_client
 
 HANDLER = "idem.core.handlers.keyed:lambda_handler"
@@ -114,3 +114,56 @@ def test_the_reconciler_runs_under_its_own_role(demo):
 
 def test_the_reconciler_without_its_reports_grant_is_refused(demo):
     assert _reconcile(_without(demo, "ReconcileFunctionRole", "Reports"), "reconcile-role-no-reports") == "AccessDenied"
+
+
+def _reconcile_prod(cfn, role_name, inventory: bool):
+    """One prod reconciliation window under the prod role: the Stripe key from SSM, Stripe's
+    search stubbed (no network), the uploads listed, or (`inventory`) past the listing limit
+    read from the upload bucket's S3 Inventory as template.yaml delivers it. Its differences,
+    or the error code."""
+    from unittest import mock
+
+    from test_reconcile_job import plant_inventory
+
+    with LocalWorld(prefix="iamprod") as world:
+        runtime = LocalLambda(world, world.env("keyed"))
+        for n in (1, 2):
+            with on_clock(world.clock):  # LastModified on the virtual clock, inside the window
+                uploaded = world.upload(f"alice/order-{n}.json", body=b'{"order_id": "P-%d", "amount_cents": 500}' % n)
+            runtime.send(world.event(uploaded))
+        runtime.run()
+        reports = f"{world.prefix}-reports"
+        world.s3.create_bucket(Bucket=reports)
+        ssm = world.session.client("ssm")
+        ssm.put_parameter(Name="/idem/stripe/secret-key", Value="sk_test_x", Type="SecureString")
+        now = world.clock.now() + LAG + 3600
+        env = {"LEDGER_TABLE": world.ledger_table, "STRIPE_SECRET_PARAMETER": "/idem/stripe/secret-key",
+               "REPORT_BUCKET": reports, "WINDOW_MINUTES": "60", "MAX_EVENT_AGE_SECONDS": "21600",
+               "AWS_LAMBDA_FUNCTION_NAME": "idem-reconcile", "UPLOAD_BUCKET": world.bucket,
+               "ORDER_IDENTITY": "order-id", "STACK_NAME": "iamprod",
+               "UPLOAD_INVENTORY": f"{reports}/inventory/{world.bucket}/uploads/"}
+        if inventory:
+            plant_inventory(world, reports, now)
+        docs = enforced.role_documents(cfn, "ReconcileFunctionRole", {
+            "LedgerTable": world.ledger_table, "ReportBucket": reports, "UploadBucket": world.bucket})
+        try:
+            with enforced.enforced_role(fake_client("iam"), fake_client("sts"), role_name, docs) as creds, \
+                    mock.patch.object(reconcile_job, "MAX_LISTED_VERSIONS", 1 if inventory else 200_000):
+                report = reconcile_job.run(env, enforced.RoleSession(creds), now, say=lambda line: None,
+                                           fetch=lambda request: {"data": [], "has_more": False})
+                return report.uploads, report.differences
+        except ClientError as error:
+            return error.response["Error"]["Code"]
+        finally:
+            ssm.delete_parameter(Name="/idem/stripe/secret-key")
+
+
+@pytest.mark.parametrize("inventory", [False, True], ids=["listed", "inventory"])
+def test_the_prod_reconciler_runs_under_its_own_role(prod, inventory):
+    # two uploads, their lines, and no charge at the (stubbed) Stripe: two lines with no charge
+    assert _reconcile_prod(prod, f"reconcile-prod-{inventory}", inventory) == (2, 2)
+
+
+def test_the_prod_reconciler_without_its_inventory_grant_is_refused(prod):
+    broken = _without(prod, "ReconcileFunctionRole", "InventoryFiles")
+    assert _reconcile_prod(broken, "reconcile-prod-no-inventory", True) == "AccessDenied"

@@ -6,7 +6,9 @@ the closed windows after it, oldest first, one report each, moving the cursor pa
 once its report is written. A window is compared three ways:
 
 - uploads: the versions S3 holds that were written in the window (ListObjectVersions for a small
-  bucket; past `MAX_LISTED_VERSIONS`, the newest S3 Inventory report: see `inventory_uploads`);
+  bucket; past `MAX_LISTED_VERSIONS`, the newest S3 Inventory report that UPLOAD_INVENTORY names:
+  the run that finds the bucket too big marks the cursor item, and every run after reads the
+  inventory: see `inventory_uploads`);
 - ledger lines: done records booked in the window, read by Query on the time-bucketed index
   `by_day` (partition `booked_day` = YYYY-MM-DD, sort `booked_at`), never a Scan;
 - the provider's charges for THIS stack: Stripe's search, `metadata['idem_stack']:'NAME'`
@@ -17,7 +19,8 @@ It reports, each with the command that settles it:
 - a line with no charge (`Uncharged`): the books say paid, no money moved;
 - a charge with no line (`Unbooked`): money moved, the books are silent;
 - two charges for one order (`Double`): refund all but the first;
-plus amount mismatches and orders left in needs_attention.
+plus amount mismatches, orders left in needs_attention, and charges still pending (not settled)
+when their window is judged.
 
 The window closes LAG seconds before now: the longest an upload can wait before its charge
 (the buffer queue's retries, or Lambda's event age) plus the longest invocation. Lines are read
@@ -121,7 +124,7 @@ class UploadSeen:
 class Finding:
     """One thing that does not add up, and the command that settles it."""
 
-    kind: str  # missing_line, uncharged, unbooked, double, needs_attention, amount
+    kind: str  # missing_line, uncharged, unbooked, double, needs_attention, pending, amount
     what: str  # the upload, the charge or the key it is about
     key: str  # the order's idempotency key ("" when unknown)
     detail: str
@@ -135,6 +138,7 @@ KINDS = {
     "unbooked": "a charge with no ledger line",
     "double": "two charges for one order",
     "needs_attention": "an order a handler left for a person",
+    "pending": "a charge still not settled when its window is judged",
     "amount": "a line and its charge disagree on the amount",
 }
 
@@ -257,16 +261,38 @@ def backfill_booked_day(dynamodb: Any, table: str) -> int:
 
 
 # -- the cursor ---------------------------------------------------------------------------------
+def _cursor_item(dynamodb: Any, table: str) -> Mapping[str, Any]:
+    return from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
+                                       ConsistentRead=True).get("Item")) or {}
+
+
 def read_cursor(dynamodb: Any, table: str) -> float | None:
     """Where the last run stopped: the start of the next window to reconcile (None: never ran)."""
-    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
-                                       ConsistentRead=True).get("Item"))
-    return float(item["next_start"]) if item else None
+    item = _cursor_item(dynamodb, table)
+    return float(item["next_start"]) if "next_start" in item else None
+
+
+#: The cursor item's mark, once a run found the upload bucket past MAX_LISTED_VERSIONS: the
+#: bucket only grows (each order keeps its current version), so every later run reads S3 Inventory.
+INVENTORY_MARK = "uploads_from"
+
+
+def reads_inventory(dynamodb: Any, table: str) -> bool:
+    """Has a run found the upload bucket too big to list (`mark_inventory`)?"""
+    return _cursor_item(dynamodb, table).get(INVENTORY_MARK) == "inventory"
+
+
+def mark_inventory(dynamodb: Any, table: str) -> None:
+    """Every run from now on reads the uploads from S3 Inventory (the cursor item, which is the
+    only ledger item the role may write)."""
+    dynamodb.update_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}), UpdateExpression="SET #m = :inventory",
+                         ExpressionAttributeNames={"#m": INVENTORY_MARK},
+                         ExpressionAttributeValues=values(inventory="inventory"))
 
 
 def advance_cursor(dynamodb: Any, table: str, before: float | None, after: float) -> bool:
     """Move the cursor from `before` to `after`, only if no other run moved it meanwhile."""
-    condition = "attribute_not_exists(pk)" if before is None else "next_start = :before"
+    condition = "attribute_not_exists(next_start)" if before is None else "next_start = :before"
     named = {"after": after, **({} if before is None else {"before": before})}
     try:
         dynamodb.update_item(TableName=table, Key=to_item({"pk": CURSOR_KEY}),
@@ -285,9 +311,11 @@ class TooManyVersions(RuntimeError):
 
 
 def listed_uploads(s3: Any, bucket: str, start: float, end: float,
-                   limit: int = MAX_LISTED_VERSIONS) -> list[UploadSeen]:
+                   limit: int | None = None) -> list[UploadSeen]:
     """Versions written in [start, end), by ListObjectVersions over the whole bucket (delete
-    markers left out). Past `limit` versions, TooManyVersions: switch to S3 Inventory."""
+    markers left out). Past `limit` versions (MAX_LISTED_VERSIONS), TooManyVersions: switch to
+    S3 Inventory."""
+    limit = MAX_LISTED_VERSIONS if limit is None else limit
     found, seen = [], 0
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
         for v in page.get("Versions", []):
@@ -321,10 +349,16 @@ def inventory_uploads(s3: Any, manifest_bucket: str, manifest_key: str, start: f
     columns = [c.strip() for c in manifest["fileSchema"].split(",")]
     where = str(manifest.get("destinationBucket", manifest_bucket)).rsplit(":", 1)[-1]
     found = []
+    # A year of 100,000 orders a day is 36.5 million rows: each file is streamed, not read whole,
+    # and a row is parsed only if its line names a day the range touches (LastModifiedDate is
+    # YYYY-MM-DDTHH:MM:SS.sssZ; keys are URL-encoded, so a row is one line).
+    tags = tuple(f"{day}T" for day in days(start, end))
     for data in manifest["files"]:
-        raw = s3.get_object(Bucket=where, Key=data["key"])["Body"].read()
-        text = gzip.decompress(raw).decode("utf-8") if data["key"].endswith(".gz") else raw.decode("utf-8")
-        for row in csv.reader(io.StringIO(text)):
+        body = s3.get_object(Bucket=where, Key=data["key"])["Body"]
+        raw = gzip.GzipFile(fileobj=body) if data["key"].endswith(".gz") else io.BytesIO(body.read())
+        lines = (line for line in io.TextIOWrapper(raw, encoding="utf-8", newline="")
+                 if any(tag in line for tag in tags))
+        for row in csv.reader(lines):
             fields = dict(zip(columns, row))
             if fields.get("IsDeleteMarker", "false").lower() == "true":
                 continue
@@ -488,6 +522,10 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         if status == "needs_attention":
             found.append(Finding("needs_attention", upload.uri, key, str(result.get("reason", ""))[:300],
                                  f"{settle} --key {key}"))
+        elif status == "pending":  # charged, still not settled when its window is judged
+            found.append(Finding("pending", upload.uri, key,
+                                 f"charge {result.get('charge_id', '?')} not settled yet (Stripe: processing)",
+                                 f"{settle} --key {key}"))
         elif not key:
             found.append(Finding("missing_line", upload.uri, "", "no readable order_id: no order, no charge",
                                  f"fix the file and upload it again (s3://{upload.bucket}/{upload.key})"))
@@ -545,6 +583,7 @@ def emf(report: WindowReport, function_name: str, now: float) -> str:
     numbers = {"Differences": report.differences, "UnbookedCharges": len(report.unbooked),
                "UnchargedLines": len(report.uncharged), "AmountMismatches": len(report.amount_mismatches),
                "UploadsWithoutLine": report.count("missing_line"), "DoubleCharges": report.count("double"),
+               "PendingUnsettled": report.count("pending"),
                "LedgerLines": report.ledger_lines, "ProviderCharges": report.provider_charges,
                "Uploads": report.uploads}
     return json.dumps({
@@ -622,24 +661,29 @@ def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], N
     dynamodb, s3 = session.client("dynamodb"), session.client("s3")
     cursor = read_cursor(dynamodb, env["LEDGER_TABLE"])
     start = last_start if cursor is None else cursor
-    inventory = None
-    if env.get("UPLOAD_INVENTORY"):  # bucket/prefix: the newest manifest must postdate the window
-        where, _, prefix = env["UPLOAD_INVENTORY"].partition("/")
-        newest = newest_manifest(s3, where, prefix)
-        if newest is None:
-            raise RuntimeError(f"no S3 Inventory manifest under s3://{env['UPLOAD_INVENTORY']} yet")
-        inventory, covered = f"{where}/{newest[0]}", newest[1]
-        last_end = min(last_end, (int(covered) // (minutes * 60)) * minutes * 60)
-    report: WindowReport | None = None
+    from_inventory = bool(env.get("UPLOAD_INVENTORY")) and reads_inventory(dynamodb, env["LEDGER_TABLE"])
     listed: list[UploadSeen] | None = None
-    if env.get("UPLOAD_BUCKET") and not inventory and start + minutes * 60 <= last_end:
+    if env.get("UPLOAD_BUCKET") and not from_inventory and start + minutes * 60 <= last_end:
         # one listing for every window of this run (the bucket is listed whole either way)
-        listed = listed_uploads(s3, env["UPLOAD_BUCKET"], start, start + max_windows * minutes * 60)
+        try:
+            listed = listed_uploads(s3, env["UPLOAD_BUCKET"], start, start + max_windows * minutes * 60)
+        except TooManyVersions:
+            if not env.get("UPLOAD_INVENTORY"):
+                raise
+            mark_inventory(dynamodb, env["LEDGER_TABLE"])  # the bucket only grows: never list it again
+            from_inventory = True
+    if from_inventory:
+        inventory, covered = _newest_inventory(s3, env)
+        last_end = min(last_end, (int(covered) // (minutes * 60)) * minutes * 60)
+        if start + minutes * 60 <= last_end:  # read once for every window of this run, as the listing is
+            where, _, manifest = inventory.partition("/")
+            listed = inventory_uploads(s3, where, manifest, start, start + max_windows * minutes * 60)
+    report: WindowReport | None = None
     for n in range(max_windows):
         end = start + minutes * 60
         if end > last_end or (n and out_of_time()):
             break
-        report = reconcile_window(env, session, start, end, lag, fetch, inventory, listed)
+        report = reconcile_window(env, session, start, end, lag, fetch, listed=listed)
         s3.put_object(Bucket=env["REPORT_BUCKET"], Key=report.key(),
                       Body=json.dumps(report.to_dict(), indent=1).encode(), ContentType="application/json")
         say(emf(report, env.get("AWS_LAMBDA_FUNCTION_NAME", "reconcile"), now))
@@ -649,6 +693,18 @@ def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], N
     if report is None:  # nothing new closed since the last run: its window, read again
         report = WindowReport(start - minutes * 60, start)
     return report
+
+
+def _newest_inventory(s3: Any, env: Mapping[str, str]) -> tuple[str, float]:
+    """UPLOAD_INVENTORY (bucket/prefix): the newest manifest under it, as `bucket/key`, and the
+    time its scan began (a window is judged only once a report made after it exists)."""
+    where, _, prefix = env["UPLOAD_INVENTORY"].partition("/")
+    newest = newest_manifest(s3, where, prefix)
+    if newest is None:
+        raise RuntimeError(f"the upload bucket is past {MAX_LISTED_VERSIONS:,} versions and there is no S3 "
+                           f"Inventory manifest under s3://{env['UPLOAD_INVENTORY']} yet (template.yaml configures a daily "
+                           "one on the prod upload bucket); the cursor waits")
+    return f"{where}/{newest[0]}", newest[1]
 
 
 def rerun(env: Mapping[str, str], session: Any, window_start: str, say: Callable[[str], None] = print,
@@ -662,7 +718,10 @@ def rerun(env: Mapping[str, str], session: Any, window_start: str, say: Callable
     length = int(env.get("WINDOW_MINUTES") or 60) * 60
     if start % length:
         raise ValueError(f"window_start {window_start}: windows start on whole multiples of {length // 60} minutes")
-    report = reconcile_window(env, session, start, start + length, lag_of(env), fetch)
+    inventory = None
+    if env.get("UPLOAD_INVENTORY") and reads_inventory(session.client("dynamodb"), env["LEDGER_TABLE"]):
+        inventory = _newest_inventory(session.client("s3"), env)[0]
+    report = reconcile_window(env, session, start, start + length, lag_of(env), fetch, inventory)
     session.client("s3").put_object(Bucket=env["REPORT_BUCKET"], Key=report.key(),
                                     Body=json.dumps(report.to_dict(), indent=1).encode(),
                                     ContentType="application/json")

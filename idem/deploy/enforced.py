@@ -7,9 +7,10 @@ template's role in moto's IAM with its inline policies (evaluated as CloudFormat
 then aimed at the local world's resource names), assumes it, and enforces IAM for requests
 signed with that session's key only: the function's calls, nobody else's.
 
-moto names no resource for DynamoDB requests (it checks the action against "*", which no
-table-scoped grant matches), so the table's ARN is filled in from the request's TableName,
-as IAM would see it; S3 and SQS name their resources themselves.
+moto names no resource for DynamoDB or SSM requests (it checks the action against "*", which no
+table- or parameter-scoped grant matches), so the table's ARN is filled in from the request's
+TableName and the parameter's from its Name, as IAM would see them; S3 and SQS name their
+resources themselves.
 """
 from __future__ import annotations
 
@@ -68,6 +69,18 @@ def _dynamodb_resource(self: Any) -> str:
     return f"{arn}/index/{body['IndexName']}" if body.get("IndexName") else arn
 
 
+def _ssm_resource(self: Any) -> str:
+    """A parameter request's resource as IAM sees it (moto checks SSM against "*" too)."""
+    try:
+        body = json.loads(self.body or "{}")
+    except ValueError:
+        return "*"
+    name = body.get("Name") if isinstance(body, dict) else None
+    if not name:
+        return "*"
+    return f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{name if name.startswith('/') else '/' + name}"
+
+
 @contextlib.contextmanager
 def enforced_role(iam: Any, sts: Any, role_name: str,
                   documents: list[tuple[str, dict[str, Any]]]) -> Iterator[dict[str, str]]:
@@ -76,6 +89,7 @@ def enforced_role(iam: Any, sts: Any, role_name: str,
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
     from moto.dynamodb.responses import DynamoHandler
+    from moto.ssm.responses import SimpleSystemManagerResponse
 
     trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                      "Principal": {"Service": "lambda.amazonaws.com"}}]}
@@ -99,7 +113,8 @@ def enforced_role(iam: Any, sts: Any, role_name: str,
 
     try:
         with mock.patch.object(ActionAuthenticatorMixin, "_authenticate_and_authorize_action", only_the_role), \
-                mock.patch.object(DynamoHandler, "_determine_resource", _dynamodb_resource, create=True):
+                mock.patch.object(DynamoHandler, "_determine_resource", _dynamodb_resource, create=True), \
+                mock.patch.object(SimpleSystemManagerResponse, "_determine_resource", _ssm_resource, create=True):
             yield credentials
     finally:
         # moto's ids are seeded: the next assumed role may get the same key id, and moto finds a

@@ -49,10 +49,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # order, which must be charged no more often than in the clean run. A second order sends new
 # bytes, with a new `order_id`, and must get its own charge. A key built from the name alone
 # never charges the second order. A key built from the upload charges the retried PUT twice. The
-# check's buckets take every PUT. A bucket that requires **If-None-Match** (chapter 03) refuses a
-# second PUT of a name with 412, so no second event comes; the check does not model that. In a
-# slow schedule, one call takes until 1 s
-# before the function's timeout, and a copy of the event starts while the call is in flight.
+# check's buckets take every PUT. A bucket whose policy requires **If-None-Match** (chapter 03)
+# refuses a second PUT of a name with 412, so no second event comes; the check does not model
+# that. In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the event starts while the call is in flight.
 # Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
 # and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
 # takes the work over. These two kinds add no faults, which keeps them few. The report counts
@@ -746,7 +745,8 @@ views.show_source(KeyedCharger.charge_once)
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 #
 # On the command line, `python -m idem check my_function.py:lambda_handler --effect
-# dynamodb:UpdateItem` runs the same check (installed, `idem check`), as `--template` did above. In CI it answers with an
+# dynamodb:UpdateItem` runs the same check (installed, `idem check`). The job starter above was
+# checked this way, from its template. In CI it answers with an
 # exit code:
 #
 # | code | means |
@@ -775,9 +775,9 @@ views.show_source(KeyedCharger.charge_once)
 #   like success.
 # * Each break has a cause: a double charge needs the provider's key, a silent mismatch books
 #   that can be lost after the charge, a silent loss a claim that stands down forever.
-# * A handler that charges nobody is checked from its SAM template, its effects named. A write is
-#   judged by the state it leaves, so a key made from the upload makes a repeat harmless. A
-#   message is counted: each one sent is another.
+# * A handler that charges nobody can be checked from its SAM template, its effects named. A write is
+#   judged by the state it leaves, so a key made from the upload makes a repeated put
+#   harmless. A message is counted: each one sent is another.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -5,10 +5,10 @@
 #
 # **After this chapter you can check any handler the way this workbook checks its own, and fix it where it breaks.**
 #
-# Every pattern in this workbook was run through every fault and delivery that the platform can
-# produce for one upload. The same machinery takes your handler, unchanged. It needs one hook
-# only, a function that builds the payment client, and faults happen at the calls your handler
-# makes, as they do on AWS.
+# Every pattern in this workbook was run through every fault and delivery that this check builds
+# for one upload. The same machinery takes your handler, unchanged. Faults happen at the calls
+# your handler makes, as they do on AWS. A handler that charges needs one hook only, a function
+# that builds the payment client; one that charges nobody needs none.
 
 # %% [markdown]
 # ## Setup
@@ -48,10 +48,10 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # any boundary. It is one of two things (chapter 03). A retried PUT sends the same bytes: the same
 # order, which must be charged no more often than in the clean run. A second order sends new
 # bytes, with a new `order_id`, and must get its own charge. A key built from the name alone
-# never charges the second order. A key built from the upload charges the retried PUT twice. A
-# handler whose names are written once runs against a bucket that refuses the second PUT with 412,
-# so no second event comes. In a slow schedule, one call takes until 1 s
-# before the function's timeout, and a copy of the event starts while the call is in flight.
+# never charges the second order. A key built from the upload charges the retried PUT twice. The
+# check's buckets take every PUT. A bucket whose policy requires **If-None-Match** (chapter 03)
+# refuses a second PUT of a name with 412, so no second event comes; the check does not model
+# that. In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the event starts while the call is in flight.
 # Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
 # and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
 # takes the work over. These two kinds add no faults, which keeps them few. The report counts
@@ -61,7 +61,8 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # answer comes back. Charges are read from the provider's own records, so a charge made under a
 # saved 500 counts (Stripe saves a 500 with its key and replays it). Ledger lines are read from
 # your table (see *Name the books*). Any call you name is counted too, when it succeeds: a
-# conditional write whose condition failed wrote nothing and is not counted. Then the check
+# conditional write whose condition failed wrote nothing and is not counted. (A write you name is
+# judged by the state it leaves: see *Handlers that charge nobody*.) Then the check
 # judges the upload against the clean run, with the verdicts of chapter 00 and two more:
 #
 # | verdict | the upload, against the clean run | a break? |
@@ -430,6 +431,184 @@ print(views.explain_breaks(raises))
 # dead-letter queue as the failure queue: a message there is a failure a person will see.
 
 # %% [markdown]
+# ## Handlers that charge nobody
+#
+# Most S3-triggered functions charge nobody. They load a file into a table, send a message, or
+# start a job. The check runs them too. You name each effect that must happen once, and the
+# report then speaks of effects only: no charges, no books.
+#
+# Such a function usually ships with a SAM template: the function, its trigger, and the
+# resources it uses. Each resource has a **logical id** there, its name under `Resources:`. Give
+# the check the template and the function's logical id. It reads the function's handler,
+# environment, memory and trigger from the template. It creates the template's tables, queues,
+# topics and buckets on its local AWS before the clean run. Each gets the name the template
+# gives it, or, without one, the stack's name and its logical id.
+#
+# Here is a job starter, written the way many samples write it. Each uploaded document gets an
+# item in a jobs table, for workers to pick up. Its folder, `notebooks/examples/job_starter/`,
+# holds `template.yaml` and `src/app.py`. The next cell copies it into the scratch folder twice:
+# once to check as it is, once to fix. Here is its handler, read from the copy:
+
+# %%
+import json
+import os
+import subprocess
+
+import idem
+from idem.explore.template_function import read
+
+EXAMPLES = Path(idem.__file__).resolve().parent.parent / "notebooks" / "examples"
+for name in ("job_starter", "job_keyed"):  # as it is, and a copy to fix below
+    shutil.copytree(EXAMPLES / "job_starter", SCRATCH / name)
+views.show_text((SCRATCH / "job_starter" / "src" / "app.py").read_text(), "python")
+
+# %% [markdown]
+# Each run of the handler makes a new job id, `uuid1()`. The item holds the document's address,
+# a status, a time and a client token. Its template:
+
+# %%
+views.show_text((SCRATCH / "job_starter" / "template.yaml").read_text(), "yaml")
+
+# %% [markdown]
+# This is what the check reads from it. The handler is `Handler` in the folder `CodeUri`. The
+# environment is the function's `Variables`, each `!Ref` replaced by the name of the resource it
+# points at. The check calls its stack `idem-check`, and its account is moto's, 123456789012:
+
+# %%
+function = read("scratch/job_starter/template.yaml", "StartJobFunction")
+print("handler:    ", function.target.replace(f"{Path.cwd()}{os.sep}", ""))
+print("trigger:    ", function.trigger, f"(memory {function.memory_mb} MB)")
+print("environment:", function.env)
+for resource in function.resources:
+    print(f"creates      {resource['type']} {resource['id']}, named {resource['name']}")
+
+# %% [markdown]
+# The Python function `check_handler` takes no template, so this section runs the command line,
+# `python -m idem check`, as you would in a terminal. The job item is the effect, written with
+# `PutItem`: `--effect dynamodb:PutItem`. As everywhere in this chapter, one retry setting and
+# one worker keep each check to a few seconds.
+
+# %%
+def idem_check(*options):
+    """Run `python -m idem check OPTIONS`, as in a terminal; return its exit code and its report."""
+    repository = str(EXAMPLES.parent.parent)  # the child imports the same idem as this notebook
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "idem", "check", *options, "--retries", "1", "--workers", "1"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    report = done.stdout.replace(f"{Path.cwd()}{os.sep}", "")  # paths as seen from this folder
+    if done.returncode not in (0, 1):  # 2: bad input, 3: the check could not finish
+        report += done.stderr
+    return done.returncode, report
+
+
+code, report = idem_check("--template", "scratch/job_starter/template.yaml", "--function", "StartJobFunction",
+                          "--effect", "dynamodb:PutItem")
+smallest_at = report.index("  schedule:")  # printed in two parts, to keep each short
+print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
+
+# %% [markdown]
+# Exit code 1 means it breaks (the codes are listed in *What the check proves*, below). In
+# brackets after the number of breaks: how many schedules of each kind the check ran. Without money, the verdicts
+# read in effects:
+#
+# * `exactly_once`: one job item, as in the clean run.
+# * `double_effect`: more job items than in the clean run, so the workers do the job twice.
+# * `needs_attention`: the job item is there, and the event is in the failure queue too.
+# * `failed_visibly`: no job item, and the event is in the failure queue.
+#
+# The smallest break:
+
+# %%
+print(report[smallest_at:])
+
+# %% [markdown]
+# The put's answer was lost. Lambda retried a minute later, and the retry made a new job id. Two
+# items for one upload: two jobs. In the item, `<bucket>` and `<key1>` stand for the schedule's
+# own bucket and file name, so items from different schedules compare. The bug is the id: it
+# names the attempt, not the upload.
+
+# %% [markdown]
+# ## Name the job after the upload
+#
+# A retry and a copy of the event carry the same bucket, file name and eTag. So make the job id
+# from those three. The uploader's retried PUT sends the same bytes: the same eTag, the same job
+# ([one charge per order](../docs/one_charge_per_order.md) says the same of an order). A new file
+# at the same name has new bytes, and gets a job of its own. Hash the three into an id of fixed
+# length. The handler below changes only how the job id is made. It goes into the second copy:
+
+# %%
+# %%writefile scratch/job_keyed/src/app.py
+"""Start a processing job for every uploaded document: one job item, keyed by the upload."""
+import datetime
+import hashlib
+import os
+import urllib.parse
+import uuid
+
+import boto3
+
+dynamodb = boto3.client("dynamodb")
+JOBS_TABLE = os.environ["JOBS_TABLE"]
+
+
+def lambda_handler(event, context):
+    started = []
+    for record in event["Records"]:
+        bucket = record["s3"]["bucket"]["name"]
+        key = urllib.parse.unquote_plus(record["s3"]["object"]["key"])
+        etag = record["s3"]["object"]["eTag"]
+        # the upload, not the attempt: a retry, a copy and a retried PUT name the same job
+        job_id = hashlib.sha256(f"{bucket}/{key}/{etag}".encode()).hexdigest()
+        dynamodb.put_item(
+            TableName=JOBS_TABLE,
+            Item={
+                "job_id": {"S": job_id},
+                "client_token": {"S": str(uuid.uuid4())},
+                "status": {"S": "SUBMITTED"},
+                "document": {"S": f"s3://{bucket}/{key}"},
+                "submitted_at": {"S": datetime.datetime.now(datetime.timezone.utc).isoformat()},
+            },
+        )
+        print(f"Started job {job_id} for s3://{bucket}/{key}")
+        started.append(job_id)
+    return {"statusCode": 200, "jobs": started}
+
+# %%
+broke = report[smallest_at:].splitlines()[0].split("schedule: ")[1]  # the smallest break above
+code, report = idem_check("--template", "scratch/job_keyed/template.yaml", "--function", "StartJobFunction",
+                          "--effect", "dynamodb:PutItem", "--json")
+keyed = json.loads(report)
+print(f"exit code {code}; holds: {keyed['holds']}; {keyed['schedules']} schedules")
+for verdict, n in keyed["verdicts"].items():
+    print(f"  {verdict:<16}{n:>5}")
+same = next(r for r in keyed["results"] if r["schedule"] == broke)
+print(f"{broke}:\n  dynamodb:PutItem {same['effects']['dynamodb:PutItem']} (clean run "
+      f"{keyed['baseline']['dynamodb:PutItem']}) -> {same['verdict']}")
+
+# %% [markdown]
+# With `--json` the check prints its report as data, for a script or CI to read. Exit code 0: it
+# holds. Yet the schedule that broke still runs the same way: the put's answer is lost, and the
+# retry puts again. The second put writes the same key. `PutItem` replaces an item with the same
+# key ([PutItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html)),
+# so one job item is left, as in the clean run.
+#
+# That is why the check judges a write by the state it leaves, not by its calls. After each
+# schedule it reads back the items the named writes touched. It compares them with the clean
+# run's items, leaving out fields that differ between two clean runs, such as `submitted_at`
+# and `client_token` (the docstring of `idem/explore/state.py` says it in full). A state equal to
+# the clean run's is reported with the clean run's count: the `1` above. The same state
+# is not a second effect; an item too many is. A message is different. Every `sns:Publish` to
+# a standard topic is another message: only a FIFO topic drops a repeat, by its deduplication
+# id ([Publish](https://docs.aws.amazon.com/sns/latest/api/API_Publish.html)). So a named message
+# is counted, call by call.
+#
+# One thing the check cannot see here: your workers. A worker may have set the job to `RUNNING`
+# before the second put sets it back to `SUBMITTED`, and then a second worker runs it. Add
+# `ConditionExpression="attribute_not_exists(job_id)"` to the put, and catch
+# `ConditionalCheckFailedException`: a job already started is left alone. A test in this
+# repository checks that version too: it holds.
+
+# %% [markdown]
 # ## Try it
 #
 # Fix the given handler until the check holds. The cell below starts as a copy of it. Change it,
@@ -547,7 +726,8 @@ views.show_source(KeyedCharger.charge_once)
 # ## What the check proves, and what it cannot
 #
 # A `holds` means: in every schedule the check built, each upload was charged as often as in
-# the clean run, its books agreed, and each named effect happened as often. Where they did not,
+# the clean run, its books agreed, and each named effect happened as often (a named write: it left
+# the clean run's state). Where they did not,
 # the failure queue held the event. A holds is strong evidence, not a proof. The check cannot:
 #
 # * see a path the clean run never took, such as an error branch no fault reaches;
@@ -559,11 +739,14 @@ views.show_source(KeyedCharger.charge_once)
 #   starts only at a boundary;
 # * know your bucket: it tries a versioned one and an unversioned one, and the schedule names
 #   which, so a break in the other kind may not apply to you;
+# * see an uploader that writes each name once (`If-None-Match`): its buckets take every PUT;
+# * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 #
 # On the command line, `python -m idem check my_function.py:lambda_handler --effect
-# dynamodb:UpdateItem` runs the same check (installed, `idem check`). In CI it answers with an
+# dynamodb:UpdateItem` runs the same check (installed, `idem check`). The job starter above was
+# checked this way, from its template. In CI it answers with an
 # exit code:
 #
 # | code | means |
@@ -592,6 +775,9 @@ views.show_source(KeyedCharger.charge_once)
 #   like success.
 # * Each break has a cause: a double charge needs the provider's key, a silent mismatch books
 #   that can be lost after the charge, a silent loss a claim that stands down forever.
+# * A handler that charges nobody can be checked from its SAM template, its effects named. A write is
+#   judged by the state it leaves, so a key made from the upload makes a repeated put
+#   harmless. A message is counted: each one sent is another.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -105,7 +105,7 @@
 # | [06](06_charge_then_die.ipynb) | What closes the gap between the charge and the last write? |
 # | [07](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
 # | [08](08_powertools_side_by_side.ipynb) | Where does **Powertools** for AWS Lambda (AWS's library for handlers) protect you, and what does each pattern cost? |
-# | [09](09_deploy_to_aws.ipynb) | Does the same code behave the same on your own AWS account? |
+# | [09](09_deploy_to_aws.ipynb) | How do you ship the handler with `template.yaml`, and what does a rehearsal on moto prove? |
 # | [10](10_run_in_production.ipynb) | What does the production profile add so that no order is lost without someone being told? |
 # | [11](11_check_your_own_handler.ipynb) | Does your own handler charge once, whatever S3 and Lambda do? |
 # | [12](12_what_to_ship.ipynb) | What do you take away to production? |

@@ -225,6 +225,35 @@ def test_chapter_09s_alarms_each_have_something_to_do_and_their_real_trigger():
     assert ship.alarms_text(profile="demo").startswith(f"{len(prod) - 1} alarms")
 
 
+def _readme_alarm_commands() -> dict[str, list[str]]:
+    """README.md's alarm table: alarm -> the commands its "Do" cell gives, in backticks."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("### The alarms, and what to do when one fires", 1)[1].split("\n\n", 2)[1]
+    command = re.compile(r"`((?:python -m )?idem (?:settle|refund|redrive)|aws (?:lambda|sqs|logs) [^` ]+|sam logs)[^`]*`")
+    found = {}
+    for line in table.splitlines()[2:]:
+        name, _means, do = [cell.strip() for cell in line.strip("|").split(" | ")]
+        found[name.strip("`")] = [m.group(1).removeprefix("python -m ") for m in command.finditer(do)]
+    return found
+
+
+def test_each_alarms_line_names_the_commands_the_readme_gives_for_it():
+    readme = _readme_alarm_commands()
+    assert set(readme) == set(ship.ALARM_TODO)
+    assert all(readme.values()), "every README row names a command"
+    missing = {name: [c for c in commands if c not in ship.ALARM_TODO[name]]
+               for name, commands in readme.items()}
+    assert {name: c for name, c in missing.items() if c} == {}
+    # and the chapter prints them: each row's "do" is on the alarm's line
+    printed = ship.alarms_text()
+    for name, commands in readme.items():
+        (line,) = [line for line in printed.splitlines() if line.endswith(ship.ALARM_TODO[name])]
+        assert all(c in line for c in commands)
+
+
 def test_the_files_to_copy_and_the_stacks_metrics_are_counted():
     from idem.core.handlers import keyed, keyed_stripe
 
@@ -253,11 +282,18 @@ def test_the_reconciliation_view_lists_each_difference_with_its_finding():
     def entry(charge_id: str, at: float) -> Entry:
         return Entry(charge_id=charge_id, key=f"charge#{charge_id}", account="alice", cents=500, at=at)
 
+    lost = reconcile_job.UploadSeen("uploads", "bob/order-3.txt", "v1", "e", 40)
+    lost_key = "charge#order#" + "ab" * 32
     report = reconcile_job.compare([entry("ch_booked", 10), entry("ch_lost", 20)],
-                                   [entry("ch_booked", 10), entry("ch_extra", 30)], 0, 3600)
+                                   [entry("ch_booked", 10), entry("ch_extra", 30)], 0, 3600,
+                                   uploads=[(lost, lost_key)], status_of=lambda key: ("", {}))
     frame = ship.reconcile_frame(report)
-    assert dict(zip(frame["charge"], frame["finding"])) == {"ch_extra": "charged, not on the books",
-                                                          "ch_lost": "on the books, not charged"}
-    assert "2 ledger line(s), 2 charge(s)" in ship.reconcile_line(report)
-    assert list(ship.reconcile_frame(reconcile_job.compare([], [], 0, 3600)).columns) == \
-        ["charge", "account", "cents", "finding"]
+    assert list(frame.columns) == ["finding", "about", "settle with"]
+    assert dict(zip(frame["about"], frame["finding"])) == {"ch_extra": "a charge with no ledger line",
+                                                          "ch_lost": "a ledger line with no charge",
+                                                          "bob/order-3.txt": "an upload with no ledger line"}
+    settle = dict(zip(frame["about"], frame["settle with"]))
+    assert settle["bob/order-3.txt"] == "idem settle --key charge#order#abababab\u2026"
+    assert settle["ch_extra"] == "idem settle --key charge#ch_extra"
+    assert "1 upload(s), 2 ledger line(s), 2 charge(s), 3 difference(s)" in ship.reconcile_line(report)
+    assert ship.reconcile_frame(reconcile_job.compare([], [], 0, 3600)).empty

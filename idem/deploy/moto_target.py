@@ -23,7 +23,7 @@ from unittest import mock
 
 from ..core.clock import VirtualClock
 from ..sim.boundary import FaultPlan, local_entry
-from ..sim.runtime import LocalLambda
+from ..sim.runtime import LocalLambda, on_clock
 from ..sim.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
 from . import emulated, flow, gaps
 from . import template as tp
@@ -151,7 +151,9 @@ class MotoDeployment:
         world = self.world()
         dynamodb, sqs = self.clients["dynamodb"], self.clients["sqs"]
         before = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
-        with s3_lambda_notifications() as fired:
+        # on the stack's clock, so the version's LastModified is the upload's virtual time (the
+        # reconciliation lists the bucket by it)
+        with s3_lambda_notifications() as fired, on_clock(self.clock):
             obj = world.upload(key, body=json.dumps({"order_id": key}).encode())
         if fired != [_arn(fn["name"])]:
             raise RuntimeError(f"uploading {key} notified {fired or 'nothing'}, not {fn['name']}")

@@ -31,6 +31,7 @@ from ..sim.runtime import LocalLambda
 from ..explore.schedules import run_schedules
 from ..sim.world import LocalWorld, fake_session
 from ..console import one_of
+from .tables import Whole
 from .widgets import make_explorer, pinned
 
 WIDTH = 96  # reasons wrap here, to fit the page
@@ -451,25 +452,26 @@ def production_settings() -> str:
     return "\n".join(lines)
 
 
-#: What a person does when each alarm fires, in a few words naming the command (README's alarm
-#: table says it at length). tests/test_ship_and_local_aws_views.py holds it to the template's alarms.
+#: What a person does when each alarm fires, in a few words that name the commands README.md's
+#: alarm table gives in full for that alarm (`idem redrive`, `sam logs`, `aws lambda invoke`, ...).
+#: tests/test_ship_and_local_aws_views.py holds it to the template's alarms and to that table.
 ALARM_TODO = {
-    "ChargeErrorsAlarm": "sam logs; the records come back",
-    "ChargeThrottlesAlarm": "none lost; raise concurrency if Stripe allows",
-    "AsyncEventsDroppedAlarm": "demo: check the failure queue got them",
-    "DestinationDeliveryFailuresAlarm": "lost: reconcile the window, idem settle",
+    "ChargeErrorsAlarm": "read why (sam logs); then idem redrive",
+    "ChargeThrottlesAlarm": "none lost: aws sqs get-queue-attributes",
+    "AsyncEventsDroppedAlarm": "demo: in the failure queue: idem redrive",
+    "DestinationDeliveryFailuresAlarm": "lost: aws lambda invoke, then idem settle",
     "FailureQueueDepthAlarm": "fix the cause, then idem redrive",
     "FailureQueueAgeAlarm": "idem redrive today (dropped at 14 days)",
-    "UploadQueueAgeAlarm": "none lost: they charge when Stripe answers",
+    "UploadQueueAgeAlarm": "none lost; past 7.5 h, idem redrive",
     "NeedsAttentionAlarm": "idem settle (dry run first)",
-    "DeclinedAlarm": "tell the customer; a new order charges anew",
-    "PendingAlarm": "idem settle once Stripe has decided",
+    "DeclinedAlarm": "aws logs filter-log-events; tell the customer",
+    "PendingAlarm": "idem settle --key once Stripe has decided",
     "ReconcileDifferencesAlarm": "read the report; idem settle or idem refund",
-    "ReconcileErrorsAlarm": "read its logs, rerun the window",
-    "ReconcileThrottlesAlarm": "Lambda retries it; watch its queue",
-    "ReconcileDestinationDeliveryFailuresAlarm": "rerun the window (aws lambda invoke)",
-    "ReconcileFailureQueueDepthAlarm": "read its logs, rerun the window",
-    "ReconcileFailureQueueAgeAlarm": "rerun the window, purge the queue",
+    "ReconcileErrorsAlarm": "read its logs; rerun: aws lambda invoke",
+    "ReconcileThrottlesAlarm": "retried; if its queue fills, aws lambda invoke",
+    "ReconcileDestinationDeliveryFailuresAlarm": "rerun it: aws lambda invoke",
+    "ReconcileFailureQueueDepthAlarm": "sam logs, then rerun: aws lambda invoke",
+    "ReconcileFailureQueueAgeAlarm": "aws lambda invoke, then aws sqs purge-queue",
 }
 #: The alarms' families, in the order the chapter shows them.
 ALARM_FAMILIES = ("charge function", "queues", "payments", "reconciliation")
@@ -512,7 +514,8 @@ def alarm_rows(profile: str = "prod") -> list[dict[str, str]]:
 
 
 def alarms_text(todo: Mapping[str, str] | None = None, profile: str = "prod") -> str:
-    """Every alarm of the profile, grouped by what it watches: when it fires and what to do."""
+    """Every alarm of the profile, grouped by what it watches: when it fires and what to do,
+    naming the commands (README.md's alarm table writes each in full)."""
     rows = alarm_rows(profile)
     if todo is not None:
         rows = [{**row, "do": todo[row["alarm"]]} for row in rows]
@@ -579,19 +582,41 @@ def reconcile_on(deployment: Any) -> Any:
     return reconcile_job.run(env, fake_session(), deployment.clock.now() + lag + 3600, say=lambda line: None)
 
 
+def lose_upload(deployment: Any, key: str) -> str:
+    """Put an order file into the stack's bucket, on the stack's clock, as if S3's event for it
+    were lost: the function never runs, so only the reconciliation's list of uploads sees it.
+    Returns the upload's s3:// address."""
+    from ..deploy.moto_target import s3_lambda_notifications
+    from ..sim.runtime import on_clock
+
+    with s3_lambda_notifications(), on_clock(deployment.clock):  # the notification goes nowhere
+        upload = deployment.world().upload(key, body=json.dumps({"order_id": key}).encode())
+    return f"s3://{upload.bucket}/{upload.key}"
+
+
 def reconcile_line(report: Any) -> str:
-    """One reconciliation report in a line: its window, and what it counted and found."""
-    return (f"window {report.to_dict()['window']}: {report.ledger_lines} ledger line(s), "
-            f"{report.provider_charges} charge(s), {report.differences} difference(s)")
+    """One reconciliation report in a line: its window, the three sides it counted, and what it found."""
+    return (f"window {report.to_dict()['window']}: {report.uploads} upload(s), {report.ledger_lines} "
+            f"ledger line(s), {report.provider_charges} charge(s), {report.differences} difference(s)")
+
+
+def _short(text: str) -> str:
+    """An upload by its key (`s3://bucket/alice/order-1.txt?versionId=...` -> `alice/order-1.txt`),
+    an order key by its first 8 hex digits: the frame fits the page, the report keeps them whole."""
+    if text.startswith("s3://"):
+        text = text.split("?", 1)[0].split("/", 3)[-1]
+    head, sep, digest = text.rpartition("#")
+    return f"{head}#{digest[:8]}\u2026" if sep and len(digest) == 64 else text
 
 
 def reconcile_frame(report: Any) -> pd.DataFrame:
-    """A report's charges with no ledger line and lines with no charge, one row each."""
-    rows = [{"charge": e.charge_id, "account": e.account, "cents": e.cents, "finding": finding}
-            for entries, finding in ((report.unbooked, "charged, not on the books"),
-                                     (report.uncharged, "on the books, not charged"))
-            for e in entries]
-    return pd.DataFrame(rows, columns=["charge", "account", "cents", "finding"])
+    """A report's findings, one row each: what kind (an upload with no line, a charge with no
+    line, ...), the upload or charge it is about, and the command that settles it (`idem`, the
+    installed script of `python -m idem`; order keys shortened: the report holds them whole)."""
+    rows = [{"finding": reconcile_job.KINDS[f.kind], "about": _short(f.what),
+             "settle with": " ".join(_short(word) for word in f.command.removeprefix("python -m ").split())}
+            for f in report.findings]
+    return Whole(rows, columns=["finding", "about", "settle with"])
 
 
 def stack_metrics(report: Any = None) -> str:

@@ -41,8 +41,8 @@ print(views.ship.template_summary(REAL_AWS))
 #
 # The article's five moving parts are here: the bucket, the function, the ledger, the provider and
 # the failure queue. A role ties them together. Solid arrows are what happens on an upload; dotted
-# ones are what the role allows. Each function also has a log
-# group, left out. In the demo, S3 invokes the function directly. In production an upload first
+# ones are what the role allows; thick ones are what the hourly reconciliation reads and writes.
+# Each function also has a log group, left out. In the demo, S3 invokes the function directly. In production an upload first
 # waits in `UploadQueue`, and Lambda's **event source mapping**, its reader of a queue, calls the
 # function with a batch of them. The next chapter says why.
 #
@@ -56,7 +56,10 @@ print(views.ship.template_summary(REAL_AWS))
 #     F -- "charge, with key" --> P[(ProviderTable, demo<br/>Stripe, prod)]
 #     F -. "retries used up" .-> Q[[FailureQueue]]
 #     R{{ChargeFunctionRole}} -.- F
-#     C[ReconcileFunction<br/>every hour] -- "ledger lines vs charges" --> S[(ReportBucket)]
+#     B ==>|"uploads"| C[ReconcileFunction<br/>every hour]
+#     L ==>|"ledger lines"| C
+#     P ==>|"this stack's charges"| C
+#     C ==>|"uploads vs lines vs charges"| S[(ReportBucket)]
 #     A[alarms] --> T[[AlarmTopic: email]]
 # ```
 
@@ -98,8 +101,17 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 # `!Sub` from the stack's name: had CloudFormation named it, the bucket and the function's policy
 # would each wait on the other. The bucket's own `NotificationConfiguration` sends each new upload
 # on: to the function in the demo, to `UploadQueue` in production. It names the events that are
-# orders, and says why a `Copy` is not one. Old versions expire after 90 days, and the bucket's
-# policy refuses plain HTTP.
+# orders, and says why a `Copy` is not one. Old versions expire after 90 days; current versions,
+# one per order, never do. The bucket's policy refuses plain HTTP.
+#
+# Production adds an S3 Inventory block. The hourly reconciliation needs the list of uploads
+# (below). While the bucket is small, it lists the bucket's versions, 1,000 a request
+# ([ListObjectVersions](https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)).
+# The bucket only grows, so past 200,000 versions a listing every hour is too slow and too dear.
+# From then on the job reads the daily inventory of every version that S3 writes into the report
+# bucket instead
+# ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
+# A window is then judged only once an inventory made after it exists, a day or more late.
 
 # %%
 views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "UploadBucketPolicy")), "yaml")
@@ -270,9 +282,17 @@ views.items_frame([run.row() for run in dry.runs])
 # %% [markdown]
 # ### The hourly reconciliation, on this stack
 #
-# `ReconcileFunction` runs `idem/core/reconcile_job.py` every hour. It compares the ledger lines
-# booked in one closed hour with the provider's charges, both read a little wider, since a retry
-# may book a charge later. It writes a report to the report bucket. Here it runs on our stack:
+# `ReconcileFunction` runs `idem/core/reconcile_job.py` every hour. It compares three lists for one
+# closed hour: the uploads the bucket holds, the ledger lines booked, and this stack's charges at
+# the provider. Lines and charges are read a little wider, since a retry may book a charge later.
+# Each finding comes with the command that settles it, in a report in the report bucket.
+#
+# An upload whose event never reached the function leaves no line and no charge. Only the list of
+# uploads shows it. So before the job runs, we put one more order file in the bucket and let its
+# event get lost:
+
+# %%
+print("event lost for", views.ship.lose_upload(dry, "bob/order-3.txt"))
 
 # %%
 views.show_source(reconcile_job.compare)
@@ -283,8 +303,12 @@ print(views.ship.reconcile_line(report))
 views.ship.reconcile_frame(report)
 
 # %% [markdown]
-# Naive's two charges have no ledger line with their charge id; keyed's one charge matches its
-# line. On AWS this finding fires `ReconcileDifferencesAlarm`.
+# Three uploads, one ledger line, three charges. Keyed's upload, line and charge agree, so keyed
+# has no row. Naive keeps no line per upload, so its upload has none, and its two charges are one
+# for the order and a second one. The settle command books the first; the refund undoes the
+# second. Bob's upload has no line and no charge. There `idem settle` finds no record and no
+# charge, and says to send the upload's event again: its key makes that charge once. On AWS any
+# finding fires `ReconcileDifferencesAlarm`.
 
 # %% [markdown]
 # ### Teardown

@@ -178,7 +178,8 @@ print(views.ship.alarms_text())
 # %% [markdown]
 # The demo has one alarm fewer: it has no `UploadQueue`. In production, `AsyncEventsDropped` watches
 # only the events `idem redrive` sends, which reach the function as asynchronous invocations.
-# `README.md`'s alarm table says each action at length, with the full command.
+# Each row names the commands that answer the alarm. `README.md`'s alarm table writes each one in
+# full, with its options.
 
 # %% [markdown]
 # ## The runbook, in commands
@@ -203,15 +204,23 @@ print(views.ship.alarms_text())
 #
 # ## The reconciliation, three ways
 #
-# The demo's reconciliation compared ledger lines with charges. An upload that never produced
-# either, a lost event or a filter mistake, is invisible to it. Production's compares three
-# lists per window: the uploads in the bucket, the ledger lines, and this stack's charges at
-# Stripe, found by their `idem_stack` metadata. Each finding comes with the command that settles
+# Chapter 09 ran the reconciliation on the demo. Production's compares the same three lists per
+# window: the uploads in the bucket, the ledger lines, and this stack's charges at Stripe, found
+# by their `idem_stack` metadata. An upload that never produced a line or a charge, a lost event or
+# a filter mistake, shows only in the first list. Each finding comes with the command that settles
 # it. It finds an upload with no line, a line with no charge and a charge with no line. It also
 # finds a line and a charge that disagree on the amount, two charges for one order, and an upload
-# whose record waits for a person. It judges a window only once its uploads' tries are over,
-# about 7.75 hours after it closes. It reads the ledger by a Query on an index by day, never a
-# Scan, and resumes each run from a stored cursor.
+# whose record waits for a person. A charge still `pending` when its window is judged is a finding
+# of its own: Stripe has not decided yet, and `idem settle --key KEY` books it once Stripe has.
+#
+# It judges a window only once its uploads' tries are over, about 7.75 hours after it closes. It
+# reads the ledger by a Query on an index by day, never a Scan, and resumes each run from a stored
+# cursor. The uploads it lists from the bucket, 1,000 versions a request, while the bucket holds up
+# to 200,000. The bucket only grows, since each order keeps its current version. So the first run
+# that finds more marks its cursor, and every run after reads S3's daily inventory of the bucket
+# instead ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
+# A window is then judged only once an inventory made after it exists: the reports come a day or
+# more late, and the template delivers that inventory into the report bucket.
 
 # %% [markdown]
 # ## What production costs
@@ -225,7 +234,8 @@ print("\n".join(prices.table(prices.at_rest())))
 
 # %% [markdown]
 # Not in that table: the stack's own metrics. The handler prints one per outcome, and the
-# reconciliation prints its numbers every hour, uploads or not:
+# reconciliation prints one per number of its report every hour, uploads or not: the differences,
+# the findings by kind, and the uploads, lines and charges it counted.
 
 # %%
 print(views.ship.stack_metrics())

@@ -317,6 +317,9 @@ print(production.outage_lines())
 # It also refuses to deploy when its alarms would reach nobody, and keeps the ledger, queues and
 # buckets when the stack is deleted. It reconciles every hour. Each window is judged once its
 # uploads' tries are over: 27,900 s, about 7.75 hours, after it closes (`RECONCILE_LAG_SECONDS`).
+# While the upload bucket holds up to 200,000 versions, the job lists them. Past that it reads
+# S3's daily inventory of the bucket instead, and judges a window only once an inventory made
+# after it exists: from then on its reports come a day or more late.
 # No code of the stack can do the rest. These stay yours:
 #
 # * **Someone reads the alarms.** Confirm the subscription email, and make sure a person reads
@@ -335,10 +338,15 @@ print(production.outage_lines())
 #   `s3:PutObject` to your app alone, and watch who holds it.
 # * **The orders themselves.** A file with a wrong amount is charged that amount; a corrected
 #   re-upload of an order is left for a person, never charged again.
+# * **How long orders are kept.** The upload bucket grows forever. Old versions expire after 90
+#   days, but the current version of every order never expires. Whether to delete orders, and
+#   when, is your decision: a lifecycle rule of your own, once the reconciliation has judged
+#   their window and your records no longer need the file.
 # * **Declines and pending charges.** A decline is final: `DeclinedAlarm` mails you, and the
 #   customer must fix the card; a new order (a new `order_id`) charges anew. A charge left
 #   `processing` is booked `pending`. `PendingAlarm` mails you, and `idem settle` books it once
-#   Stripe has decided.
+#   Stripe has decided. One still pending when its window is judged is its own finding in the
+#   reconciliation's report, `pending`, settled by `idem settle --key KEY`.
 
 # %% [markdown]
 # ## Try it

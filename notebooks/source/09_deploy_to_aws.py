@@ -101,8 +101,8 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 # `!Sub` from the stack's name: had CloudFormation named it, the bucket and the function's policy
 # would each wait on the other. The bucket's own `NotificationConfiguration` sends each new upload
 # on: to the function in the demo, to `UploadQueue` in production. It names the events that are
-# orders, and says why a `Copy` is not one. Old versions expire after 90 days; current versions,
-# one per order, never do. The bucket's policy refuses plain HTTP.
+# orders, and says why a `Copy` is not one. Old versions expire after 90 days; current versions
+# never do. The bucket's policy refuses plain HTTP.
 #
 # Production adds an S3 Inventory block. The hourly reconciliation needs the list of uploads
 # (below). While the bucket is small, it lists the bucket's versions, 1,000 a request

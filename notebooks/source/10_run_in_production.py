@@ -215,8 +215,8 @@ print(views.ship.alarms_text())
 #
 # It judges a window only once its uploads' tries are over, about 7.75 hours after it closes. It
 # reads the ledger by a Query on an index by day, never a Scan, and resumes each run from a stored
-# cursor. The uploads it lists from the bucket, 1,000 versions a request, while the bucket holds up
-# to 200,000. The bucket only grows, since each order keeps its current version. So the first run
+# cursor. It lists the uploads from the bucket, 1,000 versions a request, while the bucket holds
+# up to 200,000. The bucket only grows, since current versions never expire. So the first run
 # that finds more marks its cursor, and every run after reads S3's daily inventory of the bucket
 # instead ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
 # A window is then judged only once an inventory made after it exists: the reports come a day or

@@ -297,3 +297,14 @@ def test_the_reconciliation_view_lists_each_difference_with_its_finding():
     assert settle["ch_extra"] == "idem settle --key charge#ch_extra"
     assert "1 upload(s), 2 ledger line(s), 2 charge(s), 3 difference(s)" in ship.reconcile_line(report)
     assert ship.reconcile_frame(reconcile_job.compare([], [], 0, 3600)).empty
+
+
+@pytest.mark.parametrize("chapter", ["09_deploy_to_aws", "10_run_in_production", "12_what_to_ship"])
+def test_the_chapters_state_the_listing_limit_past_which_the_job_reads_the_inventory(chapter):
+    from pathlib import Path
+
+    from idem.core import reconcile_job
+
+    text = (Path(__file__).resolve().parents[1] / "notebooks" / "source" / f"{chapter}.py").read_text()
+    prose = " ".join(line.lstrip("# ").strip() for line in text.splitlines())  # the cells' lines joined
+    assert f"{reconcile_job.MAX_LISTED_VERSIONS:,}" in prose and "a day or more late" in prose

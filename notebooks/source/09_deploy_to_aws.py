@@ -422,7 +422,8 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 # One charge, no ledger entry, one event in the failure queue. The key makes every retry a replay,
 # so money moves once. No attempt reaches its commit, so the ledger books nothing. The exhausted
 # event goes to the failure queue, where an alarm and a redrive can act on it. The hourly
-# reconciliation reports the charge as one not on the books.
+# reconciliation reports the charge as one not on the books, and the upload as one with no line.
+# One `idem settle` with the order's key answers both: it books the charge.
 # </details>
 #
 # ## Summary

@@ -25,6 +25,7 @@ import gc
 import itertools
 import os
 import time
+from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -54,7 +55,9 @@ _worlds = itertools.count(1)
 #: real-world check issue (#29): the handler to copy under 10 s on S3 and under 30 s on SQS, a
 #: Powertools handler under 60 s, each of wall time on 2 cores.
 CHECK_TARGET = "idem.core.handlers.keyed:lambda_handler"
-POWERTOOLS_TARGET = "idem.sim.powertools_handler:lambda_handler"
+#: a Powertools handler as teams write it (@idempotent over the whole handler, its records in the
+#: ledger table the check provisions): the test suite's, so measured from a checkout only
+POWERTOOLS_TARGET = f"{Path(__file__).resolve().parents[2] / 'tests' / 'handlers' / 'powertools_keyed.py'}:lambda_handler"
 CHECK_WORKERS = 2
 CHECK_GOAL_SECONDS = 10.0
 #: (what is checked, the target, its trigger, the goal in seconds)
@@ -123,7 +126,9 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS,
     report["commit_designs"] = [d.row() for d in _bill.commit_designs()]
     report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
     report["checks"] = [check_speed(target=target, trigger=trigger, goal=goal, name=name)
-                        for name, target, trigger, goal in CHECKS] if check else []
+                        for name, target, trigger, goal in CHECKS
+                        if ":" not in target.split(".py")[0] or Path(target.split(".py")[0] + ".py").exists()
+                        ] if check else []
     report["check"] = report["checks"][0] if check else None  # keyed on S3, as before
     if "powertools" in by:
         report["keyed_vs_powertools"] = {phase: round(by["keyed"].best[phase] / by["powertools"].best[phase], 3)

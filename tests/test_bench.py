@@ -76,7 +76,7 @@ def test_text_report_prints_the_table_and_the_targets(capsys, monkeypatch):
     timed = {"target": bench.CHECK_TARGET, "schedules": 1228, "workers": 2, "wall_seconds": 9.5,
              "cpu_seconds": 18.2, "per_cpu_second": 67.5, "holds": True, "goal_seconds": 10.0,
              "cpus": 2, "load_average": 0.5}
-    monkeypatch.setattr(bench, "check_speed", lambda: timed)  # its own test times it for real
+    monkeypatch.setattr(bench, "check_speed", lambda **_: timed)  # its own test times it for real
     assert main(["bench", "--events", "2", "--rounds", "1", "--handler", "robust"]) == 0
     text = capsys.readouterr().out
     assert "calls/first" in text and "runtime overhead" in text
@@ -84,9 +84,9 @@ def test_text_report_prints_the_table_and_the_targets(capsys, monkeypatch):
     assert [line.split()[0] for line in rates.splitlines() if line.startswith(("robust ", "keyed "))] \
         == ["robust", "keyed"]  # keyed is always measured: every ratio is to keyed
     assert "DynamoDB's bill per upload" in text and "write units" in text
-    assert ("idem check on keyed, timed whole: 1228 schedules in 9.5 s of wall time on 2 processes, "
+    assert ("idem check on keyed on S3, timed whole: 1228 schedules in 9.5 s of wall time on 2 processes, "
             "18.2 CPU-seconds (67.5 schedules per CPU-second") in text
-    assert "[met] idem check on keyed: every schedule in under 10 s of wall time on 2 processes: 9.5" in text
+    assert "[met] idem check on keyed on S3: every schedule in under 10 s of wall time on 2 processes: 9.5" in text
 
 
 def test_without_the_check_the_report_says_so(report):

@@ -25,6 +25,7 @@ import gc
 import itertools
 import os
 import time
+from pathlib import Path
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -50,11 +51,19 @@ NOOP_ENTRY = "idem.sim.noop_entry"
 #: other processes sharing the machine do not show up as slowness of the handler at hand.
 CLOCK = time.process_time
 _worlds = itertools.count(1)
-#: `idem check` on the handler to copy, timed whole: every schedule, on this many processes,
-#: against the goal of issue #20 (under 10 s of wall time on 2 cores).
+#: `idem check` timed whole: every schedule, on this many processes, against the goals of the
+#: real-world check issue (#29): the handler to copy under 10 s on S3 and under 30 s on SQS, a
+#: Powertools handler under 60 s, each of wall time on 2 cores.
 CHECK_TARGET = "idem.core.handlers.keyed:lambda_handler"
+#: a Powertools handler as teams write it (@idempotent over the whole handler, its records in the
+#: ledger table the check provisions): the test suite's, so measured from a checkout only
+POWERTOOLS_TARGET = f"{Path(__file__).resolve().parents[2] / 'tests' / 'handlers' / 'powertools_keyed.py'}:lambda_handler"
 CHECK_WORKERS = 2
 CHECK_GOAL_SECONDS = 10.0
+#: (what is checked, the target, its trigger, the goal in seconds)
+CHECKS = (("keyed on S3", CHECK_TARGET, "s3", CHECK_GOAL_SECONDS),
+          ("keyed on SQS", CHECK_TARGET, "sqs", 30.0),
+          ("a Powertools handler on S3", POWERTOOLS_TARGET, "s3", 60.0))
 
 
 @dataclass
@@ -116,7 +125,11 @@ def measure(events: int, rounds: int = 5, handlers: tuple[str, ...] = HANDLERS,
     report["bill"] = [b.row() for b in _bill.bills(tuple(h for h in handlers if h in _bill.HANDLERS + (_bill.OVER_STRIPE,)))]
     report["commit_designs"] = [d.row() for d in _bill.commit_designs()]
     report["schedules"] = schedule_rates(per_handler=max(20, min(events, 200)))
-    report["check"] = check_speed() if check else None
+    report["checks"] = [check_speed(target=target, trigger=trigger, goal=goal, name=name)
+                        for name, target, trigger, goal in CHECKS
+                        if ":" not in target.split(".py")[0] or Path(target.split(".py")[0] + ".py").exists()
+                        ] if check else []
+    report["check"] = report["checks"][0] if check else None  # keyed on S3, as before
     if "powertools" in by:
         report["keyed_vs_powertools"] = {phase: round(by["keyed"].best[phase] / by["powertools"].best[phase], 3)
                                          for phase in PHASES}
@@ -147,19 +160,22 @@ def schedule_rates(per_handler: int = 100) -> dict[str, Any]:
             "check_seconds_on_2_cores": round(len(checked) / check_rate / 2, 1)}
 
 
-def check_speed(workers: int = CHECK_WORKERS, retries: tuple[int, ...] = RETRIES) -> dict[str, Any]:
-    """`idem check` on the handler to copy, as a team's CI runs it: every schedule (with
-    MaximumRetryAttempts `retries`), on `workers` processes. Wall time, and the CPU-seconds of
-    this process and its workers together; wall time depends on what else the machine runs,
-    so the load average at the start is reported beside it."""
+def check_speed(workers: int = CHECK_WORKERS, retries: tuple[int, ...] = RETRIES, *,
+                target: str = CHECK_TARGET, trigger: str = "s3", goal: float = CHECK_GOAL_SECONDS,
+                name: str = "keyed on S3") -> dict[str, Any]:
+    """`idem check` on `target`, as a team's CI runs it: every schedule (with MaximumRetryAttempts
+    `retries`), on `workers` processes. Wall time, and the CPU-seconds of this process and its
+    workers together; wall time depends on what else the machine runs, so the load average at
+    the start is reported beside it. `runs`: the schedules the check ran (idem.explore.reuse)."""
     load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     cpu_before, start = _cpu_with_children(), time.perf_counter()
-    report = check_handler(CHECK_TARGET, workers=workers, retries=retries)
+    report = check_handler(target, workers=workers, retries=retries, trigger=trigger)
     wall, cpu = time.perf_counter() - start, _cpu_with_children() - cpu_before
-    return {"target": CHECK_TARGET, "schedules": len(report.results), "workers": workers,
+    return {"name": name, "target": target, "trigger": trigger, "schedules": len(report.results),
+            "runs": report.runs, "workers": workers,
             "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
             "per_cpu_second": round(len(report.results) / max(cpu, 1e-9), 1),
-            "holds": report.holds, "goal_seconds": CHECK_GOAL_SECONDS,
+            "holds": report.holds, "goal_seconds": goal,
             "cpus": os.cpu_count(), "load_average": load}
 
 
@@ -295,10 +311,9 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
                f"its ledger entry ({limit:g})", keyed_first, keyed_first <= limit)
         target("keyed: 1 write unit per duplicate", bill[("keyed", "duplicate")]["wru"],
                bill[("keyed", "duplicate")]["wru"] == 1)
-    if report.get("check"):
-        check = report["check"]
-        target(f"idem check on keyed: every schedule in under {check['goal_seconds']:g} s of wall time "
-               f"on {check['workers']} processes", check["wall_seconds"],
+    for check in report.get("checks") or ([report["check"]] if report.get("check") else []):
+        target(f"idem check on {check.get('name', 'keyed on S3')}: every schedule in under "
+               f"{check['goal_seconds']:g} s of wall time on {check['workers']} processes", check["wall_seconds"],
                check["wall_seconds"] < check["goal_seconds"])
     share = report["runtime"]["largest_share"]
     target(f"local runtime's own share of an event's cost < {RUNTIME_SHARE_LIMIT:.0%}", share,
@@ -341,10 +356,10 @@ def format_report(report: dict[str, Any]) -> str:
               f"runner, {sched['check_per_second']:g} through idem check (whose "
               f"{sched['check_schedules_for_keyed']} schedules for the handler to copy take about "
               f"{sched['check_seconds_on_2_cores']:g} s on 2 cores)", ""]
-    if report.get("check"):
-        c = report["check"]
-        lines += [f"idem check on keyed, timed whole: {c['schedules']} schedules in {c['wall_seconds']:g} s of "
-                  f"wall time on {c['workers']} processes, {c['cpu_seconds']:g} CPU-seconds "
+    for c in report.get("checks") or ([report["check"]] if report.get("check") else []):
+        ran = f" ({c['runs']} of them run)" if c.get("runs") else ""
+        lines += [f"idem check on {c.get('name', 'keyed on S3')}, timed whole: {c['schedules']} schedules{ran} in "
+                  f"{c['wall_seconds']:g} s of wall time on {c['workers']} processes, {c['cpu_seconds']:g} CPU-seconds "
                   f"({c['per_cpu_second']:g} schedules per CPU-second; load average {c['load_average']} "
                   f"on {c['cpus']} CPUs at the start)", ""]
     if report.get("keyed_vs_powertools"):

@@ -65,7 +65,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
 from ..core.clock import VirtualClock
 from ..sim.world import LocalWorld, empty_queue, ensure_moto
 from ..sim.stripe_server import loopback_stripe
-from . import state as states, triggers
+from . import reuse, state as states, triggers
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -354,6 +354,12 @@ class Result:
     findings: list[str] = field(default_factory=list)  # what is wrong, named: "a charge with no ledger line"
     clean: bool = False  # the clean run itself, reported because it is already wrong (CleanRunBreaks)
     left: list[Any] = field(default_factory=list)  # what its judged writes left (idem.explore.state)
+    #: the answers its run asked for (`same_run`): the most arrivals at each boundary, and the
+    #: attempt numbers whose retry was decided
+    reached: dict[Any, int] = field(default_factory=dict)
+    retries_asked: frozenset[int] = frozenset()
+    #: the schedule whose run this result is (itself, or an earlier schedule that ran the same)
+    ran_as: "Schedule | None" = None
 
     @property
     def breaks(self) -> bool:
@@ -576,6 +582,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                                            calls, baseline)
                         results[-1].findings += by_state.findings
                     results[-1].left = left
+                    _asked(results[-1], runtime)
                     continue
                 recorded = _charges_recorded(world) - charges_seen
                 charges_seen |= recorded
@@ -599,8 +606,15 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)
                 findings = findings + by_state.findings
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left))
+            _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results
+
+
+def _asked(result: Result, runtime: Any) -> None:
+    """Keep with a result the answers its run asked for (`idem.explore.reuse`)."""
+    result.reached = dict(runtime.watch.reached)
+    result.retries_asked = frozenset(runtime.retries_asked)
 
 
 def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any], int]],
@@ -705,6 +719,7 @@ class CheckReport:
     results: list[Result]
     books: Books | None = None
     trigger: str = "s3"
+    runs: int = 0  # how many schedules ran; the others' runs were the same as one of these (reuse)
 
     @property
     def broken(self) -> list[Result]:
@@ -751,27 +766,33 @@ class CheckReport:
         # a handler that charges nothing is told of its effects only, never of charges or books
         money = bool(self.baseline.get(CHARGES)) or not self.baseline
         counted = [n for n in self.baseline if money or n not in (CHARGES, LINES)]
-        lines = [f"{self.target.name}: {len(self.results)} schedules over {len(self.boundaries)} "
+        # the families of schedules (--help says what each is)
+        families = ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
+        lines = [f"{self.target.name}: {len(self.results)} schedules ({families}) over {len(self.boundaries)} "
                  f"boundaries; effects counted: {', '.join(counted) or 'none'}"
                  + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
                  *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
-                 *([self.books_judged()] if money else []), ""]
+                 *([self.books_judged()] if money else []),
+                 *([f"{self.runs} runs: a schedule that asks nothing an earlier run did not answer alike "
+                    "(which arrivals fail, whether a failed attempt is retried) gets that run's result"]
+                   if 0 < self.runs < len(self.results) else []), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS or any(r.clean for r in self.results) else ""
             lines.append(f"  {verdict:<{width}}  {n:>5}{mark}")
-        # the families of schedules (--help says what each is)
-        families = ", ".join(f"{n} {name}" for name, n in self.dimensions().items())
         smallest = self.smallest_break()
         if smallest is None:
-            lines += ["", f"holds: no double effect, silent loss or silent mismatch in any schedule ({families})"]
+            lines += ["", f"holds: no double effect, silent loss or silent mismatch in any of the "
+                          f"{len(self.results)} schedules"]
             return "\n".join(lines)
         if smallest.clean:
             lines += ["", "breaks on the clean run (no fault, one delivery, no retry), so no other schedule was run:",
                       *timeline(smallest, smallest.effects)]
             return "\n".join(lines)
-        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({families}); the smallest:",
+        broken = Counter(r.schedule.dimension for r in self.broken)
+        where = ", ".join(f"{broken[name]} of the {n} {name}" for name, n in self.dimensions().items() if broken[name])
+        lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({where}); the smallest:",
                   *timeline(smallest, self.baseline)]
         return "\n".join(lines)
 
@@ -783,7 +804,8 @@ class CheckReport:
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "books": None if self.books is None else str(self.books),
                 "books_judged": LINES in self.baseline,
-                "schedules": len(self.results), "dimensions": self.dimensions(),
+                "schedules": len(self.results), "runs": self.runs or len(self.results),
+                "dimensions": self.dimensions(),
                 "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,
                 "smallest_break": None if smallest is None else {
@@ -791,7 +813,8 @@ class CheckReport:
                     "effects": smallest.effects, "failure_queue": smallest.dlq,
                     "findings": smallest.findings, "timeline": timeline(smallest, self.baseline)},
                 "results": [{"schedule": r.schedule.label(), "verdict": r.verdict, "effects": r.effects,
-                             "failure_queue": r.dlq, "findings": r.findings} for r in self.results]}
+                             "failure_queue": r.dlq, "findings": r.findings,
+                             **({"same_run_as": r.ran_as.label()} if r.ran_as else {})} for r in self.results]}
 
 
 def error_json(error: CheckInputError) -> dict[str, Any]:
@@ -823,13 +846,15 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
                   workers: int = 1, books: str | None = None, provider: str = "stand-in",
                   versioning: Iterable[str] = VERSIONING, trigger: str = "s3",
-                  ordering: str = "none") -> CheckReport:
+                  ordering: str = "none", reuse_runs: bool = True) -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. `provider`: what the handler's provider factory returns,
     the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
     keeps the stand-in's rules. `versioning`: the buckets a second upload of the same name is
     tried in (versioned, unversioned). `trigger`: s3, sqs or eventbridge (`idem.explore.triggers`).
     `ordering`: the handler's declared ordering rule, none or sequencer (`idem.explore.state`).
+    `reuse_runs`: a schedule whose answers an earlier run already gave gets that run's result
+    (`idem.explore.reuse`); False runs every schedule (the tests compare the two).
     Raises CheckInputError (bad input, exit 2) or CheckCouldNotFinish (exit 3)."""
     if provider not in PROVIDERS:
         raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
@@ -862,29 +887,58 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         found = (sqs_schedules(crossed, retries) if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning))
-        # an unversioned bucket's schedules last: a batch runs in one bucket, one or the other
-        schedules = sorted(found, key=lambda s: s.overwrite == "unversioned")
-        cut = next((i for i, s in enumerate(schedules) if s.overwrite == "unversioned"), len(schedules))
-        batches = [(schedules[i:min(i + BATCH, end)], i)
-                   for start, end in ((0, cut), (cut, len(schedules))) for i in range(start, end, BATCH)]
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
-        args = [(resolved, batch, baseline, effects, provider_factory, first, where, trigger, clean_state)
-                for batch, first in batches]
-        if workers > 1:
-            import multiprocessing
+        numbers = itertools.count()  # each run its own upload and account, whichever phase it is in
 
-            # fork where the platform has it: the workers start with moto and botocore's models
-            # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            with multiprocessing.get_context(method).Pool(workers) as pool:
-                parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
-            for part in parts:
-                for failed in part:
-                    if isinstance(failed, _Failed):
-                        failed.raise_it()
+        def run(indexes: list[int]) -> list[Result]:
+            batches = _batches(found, indexes, numbers)
+            args = [(resolved, [found[i] for i in batch], baseline, effects, provider_factory, first, where,
+                     trigger, clean_state) for batch, first in batches]
+            by_index = {i: r for (batch, _), part in zip(batches, _run_batches(args, workers))
+                        for i, r in zip(batch, part)}
+            return [by_index[i] for i in indexes]  # in the order asked, whatever bucket each ran in
+
+        if reuse_runs:
+            results, runs = reuse.run_once(found, run)
         else:
-            parts = [run_batch(*a) for a in args]
-    return CheckReport(resolved, effects, crossed, baseline, [r for part in parts for r in part], where, trigger)
+            results, runs = run(list(range(len(found)))), len(found)
+    return CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=runs)
+
+
+def _batches(schedules: Sequence[Schedule], indexes: Sequence[int],
+             numbers: Iterator[int]) -> list[tuple[list[int], int]]:
+    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other)
+    of at most BATCH, at least two when there are two (both cores busy, whatever `workers` is, so
+    that the numbers, and so the report, do not depend on it); each with its first upload number."""
+    found = []
+    for versioned in (True, False):
+        part = [i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
+        size = min(BATCH, -(-len(part) // 2)) or 1
+        for start in range(0, len(part), size):
+            batch = part[start:start + size]
+            first = next(numbers)
+            for _ in batch[1:]:
+                next(numbers)
+            found.append((batch, first))
+    return found
+
+
+def _run_batches(args: Sequence[tuple[Any, ...]], workers: int) -> list[list[Result]]:
+    """run_batch on each argument tuple, in `workers` processes when more than one."""
+    if workers <= 1 or len(args) <= 1:
+        return [run_batch(*a) for a in args]
+    import multiprocessing
+
+    # fork where the platform has it: the workers start with moto and botocore's models
+    # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(min(workers, len(args))) as pool:
+        parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
+    for part in parts:
+        for failed in part:
+            if isinstance(failed, _Failed):
+                failed.raise_it()
+    return parts
 
 
 def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, books: Books | None,

@@ -267,6 +267,9 @@ class Watch:
         self.clock = clock
         self.effects = set(effects)  # AWS calls that count as effects, e.g. "sqs:SendMessage"
         self.arrivals: Counter[tuple[Boundary, str]] = Counter()
+        #: the most arrivals any piece of work made at each boundary: which of a fault plan's
+        #: arrivals this run ever asked about (idem.explore.check runs a schedule once per answer)
+        self.reached: Counter[Boundary] = Counter()
         self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
         self.triggers: list[Trigger] = []
         self.queues: set[str] = set()  # the SQS queues the handler sent messages to
@@ -318,11 +321,10 @@ class Watch:
                     boundary, visit.delivery, visit.attempt):
                 trigger.fired = True
                 trigger.action()
-        if self.plan.at != boundary:
-            return
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
-        if not self.plan.fails_on(arrival):
+        self.reached[boundary] = max(self.reached[boundary], arrival)
+        if self.plan.at != boundary or not self.plan.fails_on(arrival):
             return
         if self.plan.outcome:  # the provider's side: it answers the call that is about to go out
             visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, self.plan.outcome)
@@ -492,8 +494,9 @@ class WatchedSession(boto3.Session):
     """A boto3 session whose clients cross the runtime's boundaries.
 
     Made-up credentials: requests can only ever reach moto. Clients are made once per
-    service and shared (botocore clients are thread-safe), because building one costs
-    more than many calls to moto; the hooks find the running invocation per thread.
+    service and options and shared (botocore clients are thread-safe), because building one
+    costs more than many calls to moto; the hooks find the running invocation per thread.
+    Each time a client is asked for, its retry quota is whole again, as a new client's is.
     """
 
     def __init__(self, region: str = REGION) -> None:
@@ -504,13 +507,57 @@ class WatchedSession(boto3.Session):
         self._lock = threading.Lock()
 
     def client(self, service_name: str, region_name: str | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
-        if kwargs:
+        options = _options_key(kwargs)
+        if options is None:  # options that cannot be compared: a client of its own
             return super().client(service_name, region_name=region_name, **kwargs)
         with self._lock:
-            key = (service_name, region_name)
+            key = (service_name, region_name, options)
             if key not in self._clients:
-                self._clients[key] = super().client(service_name, region_name=region_name)
-            return self._clients[key]
+                with _quotas_kept() as quotas:
+                    made = super().client(service_name, region_name=region_name, **kwargs)
+                self._clients[key] = (made, quotas)
+            made, quotas = self._clients[key]
+            # as a client built now would have it: the whole retry quota of botocore's standard
+            # mode (a cold start builds its clients anew; retries spent by earlier ones are not gone)
+            for kept in quotas:
+                kept._available_capacity = kept._max_capacity
+            return made
+
+
+def _options_key(kwargs: Mapping[str, Any]) -> str | None:
+    """The client options as a comparable text (a botocore Config by the options it was given),
+    or None when one of them is something else."""
+    from botocore.config import Config
+
+    plain = (str, int, float, bool, type(None), dict, list, tuple)
+    parts = []
+    for name, value in sorted(kwargs.items()):
+        if isinstance(value, Config):
+            value = ("Config", sorted(getattr(value, "_user_provided_options", {}).items()))
+        elif not isinstance(value, plain):
+            return None
+        parts.append(f"{name}={value!r}")
+    return "&".join(parts)
+
+
+@contextlib.contextmanager
+def _quotas_kept() -> Iterator[list[Any]]:
+    """Collect the retry quotas botocore makes meanwhile (standard retry mode makes one per client)."""
+    from botocore.retries import quota
+
+    made: list[Any] = []
+    original = quota.RetryQuota
+
+    class Kept(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    quota.RetryQuota = Kept  # type: ignore[misc]
+    try:
+        yield made
+    finally:
+        quota.RetryQuota = original  # type: ignore[misc]
 
 
 @functools.cache

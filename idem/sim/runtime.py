@@ -471,6 +471,9 @@ class LocalLambda:
         self.clock = world.clock
         self.env = dict(env)
         self.retries = retries
+        #: the attempt numbers n this run asked "may attempt n be retried?" (n <= retries): the
+        #: only answers `retries` gave it (idem.explore.check runs a schedule once per answer)
+        self.retries_asked: set[int] = set()
         self.timeout = timeout
         self.max_event_age = max_event_age
         self.reuse_containers = reuse_containers
@@ -652,6 +655,7 @@ class LocalLambda:
         return work_of(event)
 
     def after_failure(self, pending: _Pending, attempt: Attempt) -> None:
+        self.retries_asked.add(pending.attempt)
         if pending.attempt <= self.retries:
             delay = RETRY_DELAYS[pending.attempt - 1]
             heapq.heappush(self._queue, _Pending(

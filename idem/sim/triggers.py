@@ -189,6 +189,7 @@ class SqsFedLambda(LocalLambda):
             if len(batch.messages) == self.mapping.batch_size or message.message_id in batch.receipts:
                 later = True  # the next poll takes it (one copy of a message per batch)
                 continue
+            self.retries_asked.add(message.receives)  # received again only while receives <= retries
             if message.receives >= self.mapping.max_receive_count:
                 # its receive count would pass maxReceiveCount: SQS moves it to the dead-letter queue
                 # (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)

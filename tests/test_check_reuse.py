@@ -1,0 +1,100 @@
+"""The check runs a schedule only when no earlier run gave the same answers to every question the
+schedule asks (idem.explore.reuse). These tests hold that to the full run: every schedule's
+verdict, effects and failure-queue count are the same with and without reuse, on handlers whose
+bugs show in each family of schedules (faults, a second upload, a slow call, SQS), and on a
+handler that holds."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idem.explore import reuse
+from idem.explore.check import Schedule, check_handler
+from idem.sim.boundary import CHARGE_CALL, END, Boundary, FaultPlan, How, Side
+
+HANDLERS = Path(__file__).parent / "handlers"
+CHARGE = Boundary(CHARGE_CALL, 1, Side.BEFORE)
+LATER = Boundary("dynamodb:PutItem", 2, Side.BEFORE)
+
+
+@dataclass
+class Ran:
+    """What a run left for reuse: its schedule and the answers it asked for."""
+
+    schedule: Schedule
+    reached: dict[Any, int] = field(default_factory=dict)
+    retries_asked: frozenset[int] = frozenset()
+    ran_as: Schedule | None = None
+
+
+def fault(times: str, at: Boundary = CHARGE, how: How = How.EXCEPTION) -> FaultPlan:
+    return FaultPlan(at, times, how)
+
+
+def test_an_arrival_the_run_never_reached_asks_nothing():
+    # one delivery: arrival 1 fails, the retry (arrival 2) succeeds; arrival 3 never comes
+    ran = Ran(Schedule(fault("1"), "single", None, 2), {CHARGE: 2}, frozenset({1}))
+    assert reuse.same_run(Schedule(fault("1,3"), "single", None, 2), ran)
+    assert not reuse.same_run(Schedule(fault("1,2"), "single", None, 2), ran)  # arrival 2 was reached
+    assert not reuse.same_run(Schedule(fault("2"), "single", None, 2), ran)
+
+
+def test_a_run_that_failed_nowhere_answers_faults_at_arrivals_it_never_made():
+    clean = Ran(Schedule(None, "single", None, 2), {CHARGE: 1, LATER: 1})
+    assert reuse.same_run(Schedule(fault("2,3"), "single", None, 2), clean)
+    assert reuse.same_run(Schedule(fault("2", LATER, How.CRASH), "single", None, 0), clean)  # no retry asked
+    assert not reuse.same_run(Schedule(fault("1"), "single", None, 2), clean)
+    assert not reuse.same_run(Schedule(fault("1", END), "single", None, 2), Ran(clean.schedule, {END: 1}))
+
+
+def test_retries_count_only_where_a_failed_attempt_asked_for_one():
+    ran = Ran(Schedule(fault("1"), "single", None, 2), {CHARGE: 2}, frozenset({1}))
+    assert reuse.same_run(Schedule(fault("1"), "single", None, 1), ran)  # 1 <= 1 and 1 <= 2: retried both
+    assert not reuse.same_run(Schedule(fault("1"), "single", None, 0), ran)  # not retried with 0
+    twice = Ran(Schedule(fault("1,2"), "single", None, 2), {CHARGE: 3}, frozenset({1, 2}))
+    assert not reuse.same_run(Schedule(fault("1,2"), "single", None, 1), twice)
+
+
+def test_a_fault_of_another_kind_or_place_is_another_run_once_it_fired():
+    ran = Ran(Schedule(fault("1"), "single", None, 2), {CHARGE: 2, LATER: 1}, frozenset({1}))
+    assert not reuse.same_run(Schedule(fault("1", how=How.CRASH), "single", None, 2), ran)
+    assert not reuse.same_run(Schedule(fault("1", LATER), "single", None, 2), ran)
+    assert not reuse.same_run(Schedule(None, "single", None, 2), ran)
+    assert not reuse.same_run(Schedule(fault("1"), "duplicate", None, 2), ran)  # another family
+
+
+def test_phases_put_fewer_failing_arrivals_and_more_retries_first():
+    schedules = [Schedule(fault("1,2"), "single", None, 2), Schedule(fault("1"), "single", None, 0),
+                 Schedule(None, "single", None, 1), Schedule(fault("1"), "single", None, 2)]
+    assert reuse.phases(schedules) == [[2], [3], [1], [0]]
+
+
+def _same_results(target: str, **options: Any) -> tuple[Any, Any]:
+    reused = check_handler(target, workers=1, **options)
+    full = check_handler(target, workers=1, reuse_runs=False, **options)
+    assert len(reused.results) == len(full.results) and full.runs == len(full.results)
+    for mine, theirs in zip(reused.results, full.results):
+        assert mine.schedule == theirs.schedule
+        assert (mine.verdict, mine.effects, mine.dlq, mine.findings) == (
+            theirs.verdict, theirs.effects, theirs.dlq, theirs.findings), mine.schedule.label()
+    return reused, full
+
+
+@pytest.mark.parametrize("name, options, family", [
+    ("lock_in_finally", {"retries": (0, 1), "versioning": ("versioned",)}, "faults"),  # a killed process keeps the lock
+    ("name_only_key", {"retries": (1,)}, "overwrite"),  # the second order is never charged
+    ("short_lease", {"retries": (0,)}, "slow"),  # the copy takes the work over mid-call
+    ("sqs_message_id_key", {"retries": (0, 1), "trigger": "sqs"}, "faults"),  # S3 sent it twice
+])
+def test_reuse_gives_every_schedule_the_verdict_its_own_run_gives(name, options, family):
+    reused, full = _same_results(f"{HANDLERS / name}.py:lambda_handler", **options)
+    assert not reused.holds and any(r.schedule.dimension == family for r in reused.broken)
+    assert reused.runs < len(reused.results)  # and it ran fewer
+
+
+def test_reuse_on_the_handler_to_copy_holds_as_the_full_run_does():
+    reused, _ = _same_results("keyed", retries=(1,), versioning=("versioned",))
+    assert reused.holds and reused.runs < len(reused.results)

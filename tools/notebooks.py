@@ -14,6 +14,7 @@ runs the Python version that built it: JupyterLab writes that version into the n
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -51,6 +52,10 @@ def from_source(path: Path) -> nbformat.NotebookNode:
 
 
 def build(path: Path) -> None:
+    # The kernel imports this checkout's idem, never another one the venv was installed from
+    # (a git worktree shares the venv of the checkout that made it).
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     notebook = from_source(path)
     NotebookClient(notebook, timeout=300, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()

@@ -513,9 +513,10 @@ QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
 
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
-              effects: Sequence[str], provider_factory: str, first: int = 0,
+              effects: Sequence[str], provider_factory: str, first: int | Sequence[int] = 0,
               books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None) -> list[Result]:
-    """Run `schedules` in one fresh world, one upload (and account) each; count each schedule's
+    """Run `schedules` in one fresh world, one upload (and account) each, numbered from `first` (or
+    numbered `first`, a number for each); count each schedule's
     effects where they landed, right after it ran, on its own clock. Writes named as effects are
     judged by the state they leave against `clean_state` (`idem.explore.state`)."""
     judged = states.state_effects(effects)
@@ -533,7 +534,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                   "name a table the check provisions (LEDGER_TABLE) or pass --books none")
         charges_seen: set[str] = set()
         lines_seen: set[str] = set()
-        for number, schedule in enumerate(schedules, start=first):
+        numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
+        for number, schedule in zip(numbers, schedules):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
             runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory))
@@ -774,9 +776,8 @@ class CheckReport:
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
                  *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
                  *([self.books_judged()] if money else []),
-                 *([f"{self.runs} runs: a schedule that asks nothing an earlier run did not answer alike "
-                    "(which arrivals fail, whether a failed attempt is retried) gets that run's result"]
-                   if 0 < self.runs < len(self.results) else []), ""]
+                 *([f"{self.runs} of them run: each other schedule asked only what one of these answered, "
+                    "and has its result"] if 0 < self.runs < len(self.results) else []), ""]
         width = max(map(len, VERDICTS))
         for verdict, n in self.tally().items():
             mark = "  BREAK" if verdict in BREAKS or any(r.clean for r in self.results) else ""
@@ -888,52 +889,56 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         found = (sqs_schedules(crossed, retries) if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning))
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
-        numbers = itertools.count()  # each run its own upload and account, whichever phase it is in
+        with _pool(workers) as pool:
+            def run(indexes: list[int]) -> list[Result]:
+                # a schedule's number (its upload and account) is its place in `found`, whichever
+                # phase and batch it runs in, so the report does not depend on `workers`
+                batches = _batches(found, indexes, workers)
+                args = [(resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where,
+                         trigger, clean_state) for batch in batches]
+                by_index = {i: r for batch, part in zip(batches, _run_batches(args, pool))
+                            for i, r in zip(batch, part)}
+                return [by_index[i] for i in indexes]  # in the order asked, whatever bucket each ran in
 
-        def run(indexes: list[int]) -> list[Result]:
-            batches = _batches(found, indexes, numbers)
-            args = [(resolved, [found[i] for i in batch], baseline, effects, provider_factory, first, where,
-                     trigger, clean_state) for batch, first in batches]
-            by_index = {i: r for (batch, _), part in zip(batches, _run_batches(args, workers))
-                        for i, r in zip(batch, part)}
-            return [by_index[i] for i in indexes]  # in the order asked, whatever bucket each ran in
-
-        if reuse_runs:
-            results, runs = reuse.run_once(found, run)
-        else:
-            results, runs = run(list(range(len(found)))), len(found)
+            if reuse_runs:
+                results, runs = reuse.run_once(found, run)
+            else:
+                results, runs = run(list(range(len(found)))), len(found)
     return CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=runs)
 
 
-def _batches(schedules: Sequence[Schedule], indexes: Sequence[int],
-             numbers: Iterator[int]) -> list[tuple[list[int], int]]:
-    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other)
-    of at most BATCH, at least two when there are two (both cores busy, whatever `workers` is, so
-    that the numbers, and so the report, do not depend on it); each with its first upload number."""
+def _batches(schedules: Sequence[Schedule], indexes: Sequence[int], workers: int) -> list[list[int]]:
+    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other):
+    at most BATCH each (small tables keep moto fast), and at least one per process (a world is
+    made for each batch: more of them cost more than the uneven finish they would even out)."""
     found = []
     for versioned in (True, False):
         part = [i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
-        size = min(BATCH, -(-len(part) // 2)) or 1
-        for start in range(0, len(part), size):
-            batch = part[start:start + size]
-            first = next(numbers)
-            for _ in batch[1:]:
-                next(numbers)
-            found.append((batch, first))
+        size = max(1, min(BATCH, -(-len(part) // max(1, workers))))
+        found += [part[start:start + size] for start in range(0, len(part), size)]
     return found
 
 
-def _run_batches(args: Sequence[tuple[Any, ...]], workers: int) -> list[list[Result]]:
-    """run_batch on each argument tuple, in `workers` processes when more than one."""
-    if workers <= 1 or len(args) <= 1:
-        return [run_batch(*a) for a in args]
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[Any]:
+    """`workers` processes for every phase of the check, or None for one (this process)."""
+    if workers <= 1:
+        yield None
+        return
     import multiprocessing
 
     # fork where the platform has it: the workers start with moto and botocore's models
     # already loaded (a spawned worker spends seconds importing them); spawn elsewhere.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(min(workers, len(args))) as pool:
-        parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        yield pool
+
+
+def _run_batches(args: Sequence[tuple[Any, ...]], pool: Any) -> list[list[Result]]:
+    """run_batch on each argument tuple, in `pool`'s processes when there is a pool."""
+    if pool is None or len(args) <= 1:
+        return [run_batch(*a) for a in args]
+    parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
     for part in parts:
         for failed in part:
             if isinstance(failed, _Failed):

@@ -503,15 +503,27 @@ class WatchedSession(boto3.Session):
         super().__init__(aws_access_key_id="testing", aws_secret_access_key="testing",
                          aws_session_token="testing", region_name=region)
         watch_events(self.events)
-        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._clients: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
+        # a client copies the session's event hooks when it is built: one built before a hook was
+        # registered (or after it was taken away) must not be handed out afterwards
+        self._hooks_changed = 0
+        for name in ("register", "register_first", "register_last", "unregister"):
+            setattr(self.events, name, self._counting(getattr(self.events, name)))
+
+    def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def changed(*args: Any, **kwargs: Any) -> Any:
+            self._hooks_changed += 1
+            return method(*args, **kwargs)
+        return changed
 
     def client(self, service_name: str, region_name: str | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
         options = _options_key(kwargs)
         if options is None:  # options that cannot be compared: a client of its own
             return super().client(service_name, region_name=region_name, **kwargs)
         with self._lock:
-            key = (service_name, region_name, options)
+            key = (service_name, region_name, options, self._hooks_changed)
             if key not in self._clients:
                 with _quotas_kept() as quotas:
                     made = super().client(service_name, region_name=region_name, **kwargs)

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from typing import Any, Iterator
 from unittest import mock
 
-import boto3
 
-from ..sim.boundary import WatchedSession, watch_events
+from ..sim.boundary import WatchedSession
 from ..sim.world import ACCOUNT, REGION
 from .create_rules import Names
 
@@ -47,12 +45,7 @@ class RoleSession(WatchedSession):
     """The runtime's watched session, signed with an assumed role's credentials."""
 
     def __init__(self, credentials: dict[str, str]) -> None:
-        boto3.Session.__init__(self, aws_access_key_id=credentials["AccessKeyId"],
-                               aws_secret_access_key=credentials["SecretAccessKey"],
-                               aws_session_token=credentials["SessionToken"], region_name=REGION)
-        watch_events(self.events)
-        self._clients = {}
-        self._lock = threading.Lock()
+        super().__init__(REGION, credentials)
 
 
 def _dynamodb_resource(self: Any) -> str:

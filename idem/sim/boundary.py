@@ -499,9 +499,10 @@ class WatchedSession(boto3.Session):
     Each time a client is asked for, its retry quota is whole again, as a new client's is.
     """
 
-    def __init__(self, region: str = REGION) -> None:
-        super().__init__(aws_access_key_id="testing", aws_secret_access_key="testing",
-                         aws_session_token="testing", region_name=region)
+    def __init__(self, region: str = REGION, credentials: Mapping[str, str] | None = None) -> None:
+        keys = credentials or {"AccessKeyId": "testing", "SecretAccessKey": "testing", "SessionToken": "testing"}
+        super().__init__(aws_access_key_id=keys["AccessKeyId"], aws_secret_access_key=keys["SecretAccessKey"],
+                         aws_session_token=keys["SessionToken"], region_name=region)
         watch_events(self.events)
         self._clients: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()

@@ -509,10 +509,10 @@ print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 # %% [markdown]
 # Exit code 1 means it breaks (the codes are listed in *What the check proves*, below). The first
 # line counts the schedules of each kind; the bracket after the number of breaks says how many of
-# each kind broke. The check ran fewer schedules than it judged: a schedule that asks nothing a
-# run has not already answered the same way (which arrivals fail, whether a failed attempt is
-# retried) runs exactly as that run did, so it gets that run's result. Without money, the
-# verdicts read in effects:
+# each kind broke. The check ran fewer schedules than it judged. A run asks a few questions:
+# which arrivals fail, and whether a failed attempt is retried. A schedule that answers them as
+# an earlier run did runs exactly as that run did, so it gets that run's result. Without money,
+# the verdicts read in effects:
 #
 # * `exactly_once`: one job item, as in the clean run.
 # * `double_effect`: more job items than in the clean run, so the workers do the job twice.

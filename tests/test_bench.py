@@ -89,6 +89,17 @@ def test_text_report_prints_the_table_and_the_targets(capsys, monkeypatch):
     assert "[met] idem check on keyed on S3: every schedule in under 10 s of wall time on 2 processes: 9.5" in text
 
 
+def test_every_check_goal_is_timed_keyed_on_s3_first(monkeypatch):
+    timed = []
+    monkeypatch.setattr(bench, "check_speed", lambda **given: timed.append(given) or
+                        {**given, "schedules": 1, "workers": 2, "wall_seconds": 1.0, "goal_seconds": given["goal"]})
+    report = bench.measure(2, rounds=1, handlers=("keyed",))
+    assert [(t["name"], t["trigger"]) for t in timed] == [
+        ("keyed on S3", "s3"), ("keyed on SQS", "sqs"), ("a Powertools handler on S3", "s3")]
+    assert report["check"]["name"] == "keyed on S3" and len(report["checks"]) == 3
+    assert not bench._present("/nowhere/handler.py:lambda_handler")
+
+
 def test_without_the_check_the_report_says_so(report):
     assert report["check"] is None
     assert not any(t["target"].startswith("idem check") for t in report["targets"])

@@ -82,7 +82,7 @@ def run_once(schedules: Sequence[Any], run: Callable[[list[int]], Iterable[Any]]
             if twin is None:
                 todo.append(i)
             else:
-                results[i] = replace(twin, schedule=schedules[i], ran_as=twin.ran_as or twin.schedule)
+                results[i] = replace(twin, schedule=schedules[i], ran_as=twin.schedule)  # twins are runs
         for i, result in zip(todo, run(todo)):
             results[i] = result
             done.setdefault(family(schedules[i]), []).append(result)

@@ -508,14 +508,13 @@ class WatchedSession(boto3.Session):
         self._lock = threading.Lock()
         # a client copies the session's event hooks when it is built: one built before a hook was
         # registered (or after it was taken away) must not be handed out afterwards
-        self._hooks_changed = 0
         for name in ("register", "register_first", "register_last", "unregister"):
-            setattr(self.events, name, self._counting(getattr(self.events, name)))
+            setattr(self.events, name, self._forgetting_clients(getattr(self.events, name)))
 
-    def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
+    def _forgetting_clients(self, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         def changed(*args: Any, **kwargs: Any) -> Any:
-            self._hooks_changed += 1
+            self._clients.clear()
             return method(*args, **kwargs)
         return changed
 
@@ -524,7 +523,7 @@ class WatchedSession(boto3.Session):
         if options is None:  # options that cannot be compared: a client of its own
             return super().client(service_name, region_name=region_name, **kwargs)
         with self._lock:
-            key = (service_name, region_name, options, self._hooks_changed)
+            key = (service_name, region_name, options)
             if key not in self._clients:
                 with _quotas_kept() as quotas:
                     made = super().client(service_name, region_name=region_name, **kwargs)

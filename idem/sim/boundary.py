@@ -529,8 +529,9 @@ class WatchedSession(boto3.Session):
                     made = super().client(service_name, region_name=region_name, **kwargs)
                 self._clients[key] = (made, quotas)
             made, quotas = self._clients[key]
-            # as a client built now would have it: the whole retry quota of botocore's standard
-            # mode (a cold start builds its clients anew; retries spent by earlier ones are not gone)
+            # as a client built now would have it: the whole retry quota of the standard retry mode
+            # (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html; botocore
+            # keeps one per client), since a cold start builds its clients anew
             for kept in quotas:
                 kept._available_capacity = kept._max_capacity
             return made

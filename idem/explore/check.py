@@ -63,9 +63,10 @@ from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Si
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
-from ..sim.world import LocalWorld, empty_queue, ensure_moto
+from ..sim.fastload import fewer_collections
+from ..sim.world import empty_queue, ensure_moto
 from ..sim.stripe_server import loopback_stripe
-from . import reuse, state as states, triggers
+from . import reuse, state as states, triggers, worlds
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -86,7 +87,9 @@ VERSIONING = ("versioned", "unversioned")
 #: What a second upload of the same name is (Schedule.second).
 SECONDS = ("order", "retried_put")
 CLEAN_RUN = 99_999  # the clean run's upload number
-BATCH = 40  # schedules per local world: small tables keep moto fast
+BATCH = 40  # schedules per batch at most (`_batches`)
+BATCH_SMALLEST = 4
+BATCHES_PER_WORKER = 8
 
 
 class CheckInputError(IdemError, ValueError):
@@ -399,9 +402,9 @@ def _env_for(world: Any, target: Target) -> dict[str, str]:
             "AWS_DEFAULT_REGION": "us-east-1", **dict(target.env)}
 
 
-def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str) -> Any:
+def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str, seed: int) -> Any:
     return LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
-                       handler=target.spec, provider_factory=provider_factory)
+                       handler=target.spec, provider_factory=provider_factory, seed=seed)
 
 
 def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
@@ -525,20 +528,24 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     if any((s.overwrite != "unversioned") != versioned for s in schedules):
         raise ValueError("one batch runs in one bucket: versioned or unversioned schedules, not both")
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
-    with LocalWorld(prefix="check", versioned=versioned, provider_in_memory=True) as world, \
-            loopback_only() as refused, over_stripe(world):
+    numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
+    with fewer_collections(), worlds.world_for(versioned, numbers) as kept, \
+            loopback_only() as refused, over_stripe(kept.world):
+        world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
         if books and not table:
             raise CheckInputError(f"--books {books}: the handler's environment has no {books.table_env}; "
                                   "name a table the check provisions (LEDGER_TABLE) or pass --books none")
-        charges_seen: set[str] = set()
-        lines_seen: set[str] = set()
-        numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
         for number, schedule in zip(numbers, schedules):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
-            runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory)
-                       if trigger == "sqs" else _runtime(world, target, schedule, provider_factory))
+            # moto's version and message ids from the schedule's number: the same whichever
+            # world, batch or process it runs in, and after whichever schedules
+            world.seed_ids(number)
+            # its request ids from its number too
+            runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory,
+                                            number)
+                       if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
             runtime.watch.effects = set(effects)
             # a name with a space and non-ASCII letters; the longest S3 allows where the schedule
             # says (a handler that cannot take it fails visibly there, and only there)
@@ -879,6 +886,17 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         raise CheckInputError(f"versioning is any of {', '.join(VERSIONING)} (got {', '.join(versioning)})")
 
     ensure_moto()
+    try:
+        return _check(resolved, effects, retries, provider_factory, workers, where, versioning, trigger, ordering,
+                      reuse_runs)
+    finally:
+        worlds.close()  # this process's worlds (a worker's go with it)
+
+
+def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...], provider_factory: str,
+           workers: int, where: Books | None, versioning: tuple[str, ...], trigger: str, ordering: str,
+           reuse_runs: bool) -> CheckReport:
+    """check_handler once its arguments are checked."""
     with _as_tool_errors():
         try:
             crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
@@ -909,12 +927,13 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
 
 def _batches(schedules: Sequence[Schedule], indexes: Sequence[int], workers: int) -> list[list[int]]:
     """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other):
-    at most BATCH each (small tables keep moto fast), and at least one per process (a world is
-    made for each batch: more of them cost more than the uneven finish they would even out)."""
+    about BATCHES_PER_WORKER for each process, of BATCH_SMALLEST to BATCH schedules. Small
+    batches let the processes finish a phase together (the next phase waits for the last);
+    they cost no world each (`idem.explore.worlds`)."""
     found = []
     for versioned in (True, False):
         part = [i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
-        size = max(1, min(BATCH, -(-len(part) // max(1, workers))))
+        size = max(BATCH_SMALLEST, min(BATCH, -(-len(part) // (BATCHES_PER_WORKER * max(1, workers)))))
         found += [part[start:start + size] for start in range(0, len(part), size)]
     return found
 

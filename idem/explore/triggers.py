@@ -54,11 +54,13 @@ def describe(trigger: str) -> str:
     return "trigger: s3 (S3 event notifications, invoked asynchronously)"
 
 
-def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, provider_factory: str) -> LocalLambda:
-    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1."""
+def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, provider_factory: str,
+                seed: int | None = None) -> LocalLambda:
+    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1.
+    `seed`: its request ids (LocalLambda)."""
     return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1),
                         fault=schedule.fault, retries=schedule.retries, handler=handler,
-                        provider_factory=provider_factory)
+                        provider_factory=provider_factory, seed=seed)
 
 
 def object_name(number: int, name: str = SQS_BATCH[0], longest: bool = False) -> str:

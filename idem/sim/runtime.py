@@ -296,7 +296,10 @@ def handler_traceback(error: BaseException) -> str:
     """The traceback of `error` as the handler's own: the runtime's frames left out."""
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(_OURS)
               or "/core/" in f.filename]  # the workbook's own handlers are handlers too
-    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    # as (file, line, function, text): without the column carets, whose placing parses each
+    # line's source again (a traceback per failed attempt, hundreds in a check)
+    plain = [(f.filename, f.lineno, f.name, f.line) for f in frames]
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(plain))
             + "".join(traceback.format_exception_only(type(error), error)))
 
 

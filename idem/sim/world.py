@@ -23,7 +23,7 @@ from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
-from .fastload import cache_dataclass_compiles
+from .fastload import cache_dataclass_compiles, cache_moto_url_tables
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -61,6 +61,7 @@ def ensure_moto() -> None:
         make_dynamodb_atomic()
         make_transactions_item_scoped()
         cache_dataclass_compiles()  # every cold start loads the function's module afresh
+        cache_moto_url_tables()  # every request finds its handler in moto's URL table
 
 
 @functools.cache
@@ -125,6 +126,11 @@ class LocalWorld:
         self.runtimes_started = 0
         self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
         self._create()
+
+    @staticmethod
+    def seed_ids(seed: int) -> None:
+        """moto's version ids, message ids and request ids from here on: drawn from `seed`."""
+        mock_random.seed(seed)
 
     @classmethod
     def attach(cls, *, bucket: str, ledger_table: str, provider_table: str, queue_url: str,

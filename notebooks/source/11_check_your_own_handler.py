@@ -14,8 +14,8 @@
 # ## Setup
 #
 # Your handlers go into a scratch folder next to this notebook (git ignores it). The check finds
-# them by module name, the way Lambda does. It builds its own local AWS for each batch of runs,
-# on a virtual clock that starts at zero.
+# them by module name, the way Lambda does. It builds its own local AWS, a fresh one every 40
+# runs. Each run starts on a virtual clock at zero.
 
 # %%
 import shutil

@@ -1,0 +1,86 @@
+"""idem.explore.worlds: a process keeps its world between batches, and no result depends on it."""
+from __future__ import annotations
+
+import pytest
+
+from idem.explore import check, worlds
+from idem.sim.world import LocalWorld, _live_prefixes, ensure_moto
+
+KEYED = "idem.core.handlers.keyed:lambda_handler"
+LOCK_IN_FINALLY = "tests/handlers/lock_in_finally.py:lambda_handler"
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_world():
+    worlds.close()
+    yield
+    worlds.close()
+
+
+def test_a_world_serves_batch_after_batch_until_it_is_full(monkeypatch: pytest.MonkeyPatch):
+    closed = []
+    close = LocalWorld.close
+    monkeypatch.setattr(LocalWorld, "close", lambda world: (closed.append(world), close(world))[1])
+    with worlds.world_for(True, range(10)) as first:
+        pass
+    with worlds.world_for(True, range(10, worlds.WORLD_RUNS)) as second:
+        pass
+    assert second is first and first.runs == worlds.WORLD_RUNS
+    with worlds.world_for(True, [worlds.WORLD_RUNS]) as third:
+        pass
+    assert third is not first and third.runs == 1
+    assert closed == [first.world]  # the full one was deleted, the fresh one is live
+    assert third.world.prefix in _live_prefixes
+
+
+def test_a_batch_in_the_other_kind_of_bucket_gets_a_fresh_world_under_the_same_names():
+    with worlds.world_for(True, [1]) as versioned:
+        pass
+    with worlds.world_for(False, [2]) as unversioned:
+        pass
+    assert versioned.world.versioned and not unversioned.world.versioned
+    # the clean run's state is compared by table name: every world names its tables alike
+    assert unversioned.world.ledger_table == versioned.world.ledger_table
+    worlds.close()
+    assert unversioned.world.prefix not in _live_prefixes
+
+
+def test_a_batch_that_raises_leaves_no_world_behind_to_reuse():
+    with pytest.raises(RuntimeError):
+        with worlds.world_for(True, [5]) as broken:
+            raise RuntimeError("a handler that ended the batch")
+    assert broken.world.prefix not in _live_prefixes
+    with worlds.world_for(True, [6]) as fresh:
+        assert fresh is not broken
+
+
+def test_a_number_run_again_gets_a_fresh_world():
+    with worlds.world_for(True, [1, 2]) as first:
+        pass
+    with worlds.world_for(True, [3]) as second:
+        pass
+    with worlds.world_for(True, [2]) as again:
+        pass
+    assert second is first and again is not first and again.numbers == {2}
+
+
+def _seen(result: check.Result) -> tuple:
+    """Everything a report shows of one schedule's result."""
+    return (result.verdict, result.effects, result.dlq, result.findings,
+            [(a.outcome, a.error, a.logs, a.calls) for a in result.attempts])
+
+
+@pytest.mark.parametrize("target", [KEYED, LOCK_IN_FINALLY])
+def test_a_schedule_s_result_is_the_same_whatever_ran_before_it_in_its_world(target: str):
+    ensure_moto()
+    resolved = check.resolve(target)
+    crossed, baseline, _ = check.discover(resolved, (), "make_provider")
+    found = check.schedules_for(crossed, (1,), ("versioned",))
+    picked = [i for i, s in enumerate(found) if s.fault is not None][:6]
+    alone = {i: _seen(r) for i in picked
+             for r in (worlds.close(), check.run_batch(resolved, [found[i]], baseline, (), "make_provider", [i]))[1]}
+    worlds.close()
+    together = check.run_batch(resolved, [found[i] for i in reversed(picked)], baseline, (), "make_provider",
+                               list(reversed(picked)))
+    assert {i: _seen(r) for i, r in zip(reversed(picked), together)} == alone
+    assert any(outcome != "ok" for i in picked for outcome, *_ in alone[i][4])  # faults struck: not all alike

@@ -513,6 +513,10 @@ def _delivered(world: Any, queue_url: str) -> int:
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html)
 #: is the queue's, as moto models it.
 QUEUE_SENDS = ("sqs:SendMessage", "sqs:SendMessageBatch")
+#: Publishes to a FIFO SNS topic are counted the same way, as the messages the check's own FIFO
+#: queue subscribed to that topic delivers (`idem.sim.boundary._fifo_topic`): the topic's
+#: deduplication is the topic's. Publishes to a standard topic (no deduplication) stay counted by calls.
+TOPIC_PUBLISHES = ("sns:Publish", "sns:PublishBatch")
 
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
@@ -574,6 +578,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 for name in set(effects) & set(QUEUE_SENDS):
                     counted[name] = sum(_delivered(world, url) for url in runtime.watch.queues
                                         if url != world.queue_url)
+                for name in sorted(set(effects) & set(TOPIC_PUBLISHES)) if runtime.watch.topics else ():
+                    # each topic's queue is drained once: both calls' messages go to the first name
+                    counted[name] = counted.get(name, 0) + sum(_delivered(world, url)
+                                                               for url in runtime.watch.topics.values())
                 calls = dict(counted)
                 objs = batch if trigger == "sqs" else [o for o, _, _ in uploads]
                 left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket)) \

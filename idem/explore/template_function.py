@@ -6,8 +6,8 @@ Read from a SAM or CloudFormation template (YAML or JSON, short-form intrinsics 
 - its trigger, from its `Events` (S3 -> s3, SQS -> sqs, EventBridgeRule/CloudWatchEvent -> eventbridge);
 - the template's resources the check can make on moto, with the names CloudFormation would give
   them (their own name property, else STACK-LogicalId): DynamoDB tables (keys, billing, global and
-  local secondary indexes), SAM simple tables, SQS queues (FIFO too), SNS topics, S3 buckets, SES
-  email identities, EventBridge buses. They are created before the clean run (`create`).
+  local secondary indexes), SAM simple tables, SQS queues and SNS topics (FIFO too), S3 buckets,
+  SES email identities, EventBridge buses. They are created before the clean run (`create`).
 
 Parameters take their defaults, conditions are evaluated (`idem.deploy.template.resolve`), and
 Ref, Fn::GetAtt, Fn::Sub and Fn::Join are resolved here, against those names and the pseudo
@@ -93,6 +93,10 @@ def _name(kind: str, logical_id: str, props: dict[str, Any]) -> str:
     if kind == "AWS::S3::Bucket":
         return name.lower()
     if kind == "AWS::SQS::Queue" and str(props.get("FifoQueue", "")).lower() == "true":
+        return name + ".fifo"
+    # "FIFO topic names must end with .fifo" (TopicName, FifoTopic:
+    # https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-sns-topic.html)
+    if kind == "AWS::SNS::Topic" and str(props.get("FifoTopic", "")).lower() == "true":
         return name + ".fifo"
     return name
 
@@ -245,7 +249,9 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
                                    "MessageRetentionPeriod", "DelaySeconds")}
             session.client("sqs").create_queue(QueueName=name, Attributes=attributes)
         elif kind == "AWS::SNS::Topic":
-            session.client("sns").create_topic(Name=name)
+            attributes = {k: str(v).lower() for k, v in props.items()
+                          if k in ("FifoTopic", "ContentBasedDeduplication")}
+            session.client("sns").create_topic(Name=name, Attributes=attributes)
         elif kind == "AWS::S3::Bucket":
             session.client("s3").create_bucket(Bucket=name)
         elif kind == "AWS::SES::EmailIdentity":

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
 import threading
 import weakref
 from collections import Counter
@@ -32,6 +33,7 @@ from enum import Enum
 from typing import Any, Callable, Iterator, Mapping
 
 import boto3
+from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
 
@@ -273,6 +275,9 @@ class Watch:
         self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
         self.triggers: list[Trigger] = []
         self.queues: set[str] = set()  # the SQS queues the handler sent messages to
+        #: the FIFO SNS topics the handler published to, each with the check's own FIFO queue
+        #: subscribed to it before the first publish went out (`_fifo_topic`)
+        self.topics: dict[str, str] = {}
 
     def at(self, boundary: Boundary, action: Callable[[], Any], *, delivery: int = 1,
            attempt: int = 1) -> None:
@@ -295,9 +300,11 @@ class Watch:
         visit.pending.append(Boundary(call, visit.seen[call], Side.AFTER))
         self.arrive(visit, boundary)
 
-    def after(self, visit: Visit, call: str, succeeded: bool = True, step: str | None = None) -> None:
+    def after(self, visit: Visit, call: str, succeeded: bool = True, step: str | None = None,
+              counted: bool = True) -> None:
+        """`counted` False: the call is an effect counted where it lands, not here (a FIFO publish)."""
         boundary = visit.pending.pop() if visit.pending else Boundary(call, visit.seen[call], Side.AFTER)
-        if succeeded and call in self.effects:
+        if succeeded and counted and call in self.effects:
             self.effect_counts[(call, visit.work)] += 1
         self.arrive(visit, boundary, step)
 
@@ -427,19 +434,64 @@ def _before_call(model: Any, **_: Any) -> None:
         watch.before(visit, name)
 
 
-def _parameters(model: Any, params: Any = None, **_: Any) -> None:
+#: set in a call's botocore context: a publish to a FIFO topic, counted where its queue delivers it
+_FIFO_PUBLISH = "idem_fifo_publish"
+_fifo_lock = threading.Lock()
+
+
+def _fifo_topic(watch: Watch, topic_arn: str) -> bool:
+    """Subscribe the check's own FIFO queue to a FIFO topic (once per run, before its first publish
+    goes out), so the check counts what the topic delivers: a FIFO topic delivers a message once
+    per MessageDeduplicationId (or body, with ContentBasedDeduplication) within its 5-minute
+    deduplication interval; a repeat is "accepted successfully but [isn't] delivered"
+    (https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html, and Publish's
+    https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/sns/aws.sdk.kotlin.services.sns.model/-publish-request/message-deduplication-id.html).
+    moto's topic passes the id on to the queue, which drops the repeat. The queue dedups by body
+    too (ContentBasedDeduplication) for a content-based topic: with RawMessageDelivery its body is
+    the message. False: no such topic (the handler's call fails on its own, counted as a call)."""
+    from .world import empty_queue, fake_client  # the world's module needs no boundary: no cycle
+
+    with _fifo_lock:
+        if topic_arn in watch.topics:
+            return True
+        token = _CURRENT.set(())  # the check's own calls: not the handler's
+        try:
+            name = f"idem-topic-{hashlib.sha256(topic_arn.encode()).hexdigest()[:24]}.fifo"
+            url = fake_client("sqs").create_queue(QueueName=name, Attributes={
+                "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+            arn = fake_client("sqs").get_queue_attributes(
+                QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            fake_client("sns").subscribe(
+                TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+        except ClientError:
+            return False
+        finally:
+            _CURRENT.reset(token)
+        empty_queue(url)  # an earlier run's messages (the queue outlives its run) are not this run's
+        watch.topics[topic_arn] = url
+        return True
+
+
+def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
     """botocore's `before-parameter-build`: the call's own parameters (where a message goes)."""
     running = current()
-    if running and isinstance(params, dict) and params.get("QueueUrl") and model.name.startswith("SendMessage"):
+    if not running or not isinstance(params, dict):
+        return
+    if params.get("QueueUrl") and model.name.startswith("SendMessage"):
         running[0].queues.add(params["QueueUrl"])
+    topic = params.get("TopicArn") or params.get("TargetArn")
+    if (_call_name(model) in ("sns:Publish", "sns:PublishBatch") and isinstance(topic, str)
+            and topic.endswith(".fifo") and _fifo_topic(running[0], topic) and isinstance(context, dict)):
+        context[_FIFO_PUBLISH] = True
 
 
-def _after_call(model: Any, http_response: Any = None, **_: Any) -> None:
+def _after_call(model: Any, http_response: Any = None, context: Any = None, **_: Any) -> None:
     running = current()
     if running:
         watch, visit = running
         status = getattr(http_response, "status_code", 200)
-        watch.after(visit, _call_name(model), succeeded=status < 300)
+        watch.after(visit, _call_name(model), succeeded=status < 300,
+                    counted=not (isinstance(context, dict) and context.get(_FIFO_PUBLISH)))
 
 
 def _call_failed(model: Any, **_: Any) -> None:

@@ -522,9 +522,9 @@ TOPIC_PUBLISHES = ("sns:Publish", "sns:PublishBatch")
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
               effects: Sequence[str], provider_factory: str, first: int | Sequence[int] = 0,
               books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None) -> list[Result]:
-    """Run `schedules` in one fresh world, one upload (and account) each, numbered from `first` (or
-    numbered `first`, a number for each); count each schedule's
-    effects where they landed, right after it ran, on its own clock. Writes named as effects are
+    """Run `schedules` in one world (this process's, kept between batches: `idem.explore.worlds`),
+    one upload (and account) each, numbered from `first` (or numbered `first`, a number for
+    each); count each schedule's effects where they landed, right after it ran, on its own clock. Writes named as effects are
     judged by the state they leave against `clean_state` (`idem.explore.state`)."""
     judged = states.state_effects(effects)
     results = []

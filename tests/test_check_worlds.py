@@ -1,10 +1,12 @@
 """idem.explore.worlds: a process keeps its world between batches, and no result depends on it."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from idem.explore import check, worlds
-from idem.sim.world import LocalWorld, _live_prefixes, ensure_moto
+from idem.sim.world import LocalWorld, _live_prefixes, ensure_moto, pk_text
 
 KEYED = "idem.core.handlers.keyed:lambda_handler"
 LOCK_IN_FINALLY = "tests/handlers/lock_in_finally.py:lambda_handler"
@@ -84,3 +86,21 @@ def test_a_schedule_s_result_is_the_same_whatever_ran_before_it_in_its_world(tar
                                list(reversed(picked)))
     assert {i: _seen(r) for i, r in zip(reversed(picked), together)} == alone
     assert any(outcome != "ok" for i in picked for outcome, *_ in alone[i][4])  # faults struck: not all alike
+
+
+def test_a_table_read_back_leaves_out_the_items_already_read_and_only_those():
+    with LocalWorld(prefix="readback") as world:
+        for pk in ("order#1", "order#2"):
+            world.dynamodb.put_item(TableName=world.ledger_table, Item={"pk": {"S": pk}, "line": {"N": "1"}})
+        every = world.table_items(world.ledger_table)
+        assert {pk_text(item["pk"]) for item in every} == {"S:order#1", "S:order#2"}
+        # an item updated since it was read keeps its key: still left out
+        world.dynamodb.put_item(TableName=world.ledger_table, Item={"pk": {"S": "order#1"}, "line": {"N": "2"}})
+        assert world.table_items(world.ledger_table, leave_out={"S:order#1"}) == [
+            {"pk": {"S": "order#2"}, "line": {"N": "1"}}]
+        assert pk_text({"N": "7"}) == "N:7" and pk_text(None) == "null"
+
+
+def test_chapter_11_says_how_often_the_check_makes_a_fresh_world():
+    source = (Path(__file__).parents[1] / "notebooks" / "source" / "11_check_your_own_handler.py").read_text()
+    assert f"a fresh one every {worlds.WORLD_RUNS}\n# runs" in source

@@ -64,7 +64,7 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
 from ..sim.fastload import fewer_collections
-from ..sim.world import empty_queue, ensure_moto
+from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
 from . import reuse, state as states, triggers, worlds
 
@@ -87,7 +87,7 @@ VERSIONING = ("versioned", "unversioned")
 #: What a second upload of the same name is (Schedule.second).
 SECONDS = ("order", "retried_put")
 CLEAN_RUN = 99_999  # the clean run's upload number
-BATCH = 40  # schedules per batch at most (`_batches`)
+BATCH = 20  # schedules per batch at most (`_batches`)
 BATCH_SMALLEST = 4
 BATCHES_PER_WORKER = 8
 
@@ -461,15 +461,10 @@ def _charges_recorded(world: Any) -> set[str]:
     return {where for where, _, _ in world.provider_charges()}
 
 
-def _lines_booked(world: Any, table: str, attribute: str) -> set[str]:
-    """The keys of the items in `table` that carry `attribute`: the ledger lines."""
-    return set(_keys(world, table, attribute))
-
-
-def _keys(world: Any, table: str, attribute: str) -> list[str]:
-    """The `pk` of every item of `table` that has `attribute`, read from the table itself
-    (`LocalWorld.table_items`: what a consistent Scan returns)."""
-    return [json.dumps(item.get("pk"), sort_keys=True) for item in world.table_items(table) if attribute in item]
+def _lines_booked(world: Any, table: str, attribute: str, seen: set[str]) -> set[str]:
+    """The keys of the items in `table` that carry `attribute`, the ledger lines, but those in
+    `seen`, read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns)."""
+    return {pk_text(item.get("pk")) for item in world.table_items(table, leave_out=seen) if attribute in item}
 
 
 def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
@@ -605,7 +600,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)
                 if table:
-                    lines = _lines_booked(world, table, books.attribute) - lines_seen
+                    lines = _lines_booked(world, table, books.attribute, lines_seen)
                     lines_seen |= lines
                     counted[LINES] = len(lines)
                 dlqs = _failures_for(world, [o for o, _, _ in uploads])

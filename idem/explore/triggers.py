@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.events import S3Object, encode_key
 from ..sim.runtime import LocalLambda
+from ..sim.world import pk_text
 from ..sim.triggers import TRIGGERS, VISIBILITY_TIMEOUT, SqsFedLambda, SqsMapping, eventbridge_event
 from .verdicts import BOOKS, BREAKS, MONEY, Verdict, judge_upload
 
@@ -146,9 +147,10 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------
-def _items(world: Any, table: str, attribute: str) -> list[dict[str, Any]]:
-    """Every item of `table` that has `attribute`, read from the table itself (`table_items`)."""
-    return [item for item in world.table_items(table) if attribute in item]
+def _items(world: Any, table: str, attribute: str, seen: set[str]) -> list[dict[str, Any]]:
+    """Every item of `table` that has `attribute`, read from the table itself (`table_items`),
+    but those whose `pk` is in `seen`."""
+    return [item for item in world.table_items(table, leave_out=seen) if attribute in item]
 
 
 def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
@@ -179,11 +181,8 @@ def lines_by_upload(world: Any, table: str, attribute: str, owner_of: dict[str, 
     """New ledger lines per upload, by the charge id they carry; and those that carry an id no
     charge of this batch has (then the books are weighed for the batch as a whole)."""
     per, unowned = [0] * len(uploads), 0
-    for item in _items(world, table, attribute):
-        pk = json.dumps(item["pk"], sort_keys=True)
-        if pk in seen:
-            continue
-        seen.add(pk)
+    for item in _items(world, table, attribute, seen):
+        seen.add(pk_text(item["pk"]))
         value = next(iter(item[attribute].values()))
         owner = owner_of.get(str(value))
         if owner is None:

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 from ..sim.world import LocalWorld
 
 #: schedules one world serves before a fresh one is made
-WORLD_RUNS = 40
+WORLD_RUNS = 80
 
 
 @dataclass

@@ -81,6 +81,25 @@ def fake_client(service: str, region: str = REGION) -> Any:
     return fake_session(region).client(service)
 
 
+def pk_text(pk: dict[str, Any] | None) -> str:
+    """An item's `pk` attribute (DynamoDB's JSON, or None) as one string: how the check tells
+    items it has already read from new ones (`LocalWorld.table_items`). A string key (the usual
+    kind) as TYPE:VALUE, anything else as its JSON."""
+    if isinstance(pk, dict) and len(pk) == 1:
+        ((kind, value),) = pk.items()
+        if isinstance(value, str):
+            return f"{kind}:{value}"
+    return json.dumps(pk, sort_keys=True)
+
+
+def _stored_pk_text(item: Any) -> str:
+    """pk_text of an item as moto stores it, without turning the whole item into JSON."""
+    pk = item.attrs.get("pk")
+    if pk is not None and isinstance(pk.value, str):
+        return f"{pk.type}:{pk.value}"
+    return pk_text(pk.to_json() if pk is not None else None)
+
+
 def _claim_prefix(wanted: str) -> str:
     prefix, n = wanted, 1
     while prefix in _live_prefixes:
@@ -245,16 +264,19 @@ class LocalWorld:
         stand_in = Provider(self.dynamodb, self.provider_table, clock or self.clock, store=self.provider_store)
         return self.wrap_provider(stand_in) if self.wrap_provider else stand_in
 
-    def table_items(self, table: str) -> list[dict[str, Any]]:
+    def table_items(self, table: str, leave_out: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
         """Every item of `table`, in DynamoDB's JSON as a consistent Scan returns it, read from
         moto's backend directly: a read-back without the Scan's serialization, which costs
-        `idem check` more than the schedule it reads. Only a world on moto has this."""
+        `idem check` more than the schedule it reads. Only a world on moto has this.
+        `leave_out`: items whose `pk` (`pk_text`) is in it are left out, unread."""
         from moto.dynamodb.models import dynamodb_backends  # moto's own state, as empty_queue reads it
 
         from .atomic import _LOCK  # the lock every write to the backend takes
 
         with _LOCK:
             found = dynamodb_backends[ACCOUNT][REGION].get_table(table).all_items()
+            if leave_out:
+                found = [item for item in found if _stored_pk_text(item) not in leave_out]
             return [item.to_json()["Attributes"] for item in found]
 
     def provider_charges(self) -> list[tuple[str, str, str]]:

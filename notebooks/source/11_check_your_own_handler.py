@@ -14,7 +14,7 @@
 # ## Setup
 #
 # Your handlers go into a scratch folder next to this notebook (git ignores it). The check finds
-# them by module name, the way Lambda does. It builds its own local AWS, a fresh one every 40
+# them by module name, the way Lambda does. It builds its own local AWS, a fresh one every 80
 # runs. Each run starts on a virtual clock at zero.
 
 # %%

@@ -122,6 +122,10 @@ _ = views.runtime_explore(2, "always", "exception", "warm")
 views.show_source(boundary._before_call, boundary._after_call)
 
 # %% [markdown]
+# One call is not counted in `_after_call`: a publish to an SNS FIFO topic. Such a topic drops a
+# message whose deduplication ID it saw in the last five minutes. So the check counts what the
+# topic delivers, as it does for messages sent to a queue.
+#
 # The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
 
 # %%

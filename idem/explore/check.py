@@ -464,7 +464,7 @@ def _charges_recorded(world: Any) -> set[str]:
 def _lines_booked(world: Any, table: str, attribute: str, seen: set[str]) -> set[str]:
     """The keys of the items in `table` that carry `attribute`, the ledger lines, but those in
     `seen`, read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns)."""
-    return {pk_text(item.get("pk")) for item in world.table_items(table, leave_out=seen) if attribute in item}
+    return {pk_text(item.get("pk")) for item in triggers.items_with(world, table, attribute, seen)}
 
 
 def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:

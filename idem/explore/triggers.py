@@ -147,7 +147,7 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------
-def _items(world: Any, table: str, attribute: str, seen: set[str]) -> list[dict[str, Any]]:
+def items_with(world: Any, table: str, attribute: str, seen: set[str]) -> list[dict[str, Any]]:
     """Every item of `table` that has `attribute`, read from the table itself (`table_items`),
     but those whose `pk` is in `seen`."""
     return [item for item in world.table_items(table, leave_out=seen) if attribute in item]
@@ -181,7 +181,7 @@ def lines_by_upload(world: Any, table: str, attribute: str, owner_of: dict[str, 
     """New ledger lines per upload, by the charge id they carry; and those that carry an id no
     charge of this batch has (then the books are weighed for the batch as a whole)."""
     per, unowned = [0] * len(uploads), 0
-    for item in _items(world, table, attribute, seen):
+    for item in items_with(world, table, attribute, seen):
         seen.add(pk_text(item["pk"]))
         value = next(iter(item[attribute].values()))
         owner = owner_of.get(str(value))

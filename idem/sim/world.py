@@ -93,11 +93,11 @@ def pk_text(pk: dict[str, Any] | None) -> str:
 
 
 def _stored_pk_text(item: Any) -> str:
-    """pk_text of an item as moto stores it, without turning the whole item into JSON."""
+    """pk_text of an item as moto stores it; a string key without turning the whole item into JSON."""
     pk = item.attrs.get("pk")
     if pk is not None and isinstance(pk.value, str):
-        return f"{pk.type}:{pk.value}"
-    return pk_text(pk.to_json() if pk is not None else None)
+        return pk_text({pk.type: pk.value})
+    return pk_text(item.to_json()["Attributes"].get("pk"))  # a number, binary, map...: as a Scan shows it
 
 
 def _claim_prefix(wanted: str) -> str:
@@ -128,7 +128,7 @@ class LocalWorld:
         memory (`MemoryStore`) instead of its table, which is still created (empty) for
         PROVIDER_TABLE; what reads the table (the reconciliation job) then finds nothing."""
         ensure_moto()
-        mock_random.seed(seed)  # moto's version ids and message ids: the same every run
+        self.seed_ids(seed)  # moto's version ids and message ids: the same every run
         self.clock = clock or VirtualClock()
         self.versioned = versioned
         self.prefix = _claim_prefix(prefix)

@@ -61,3 +61,106 @@ def test_fewer_collections_puts_the_thresholds_back_even_on_an_error():
             assert gc.get_threshold() == fastload.BATCH_GC_THRESHOLDS
             raise RuntimeError("a batch that fails")
     assert gc.get_threshold() == saved
+
+
+def test_each_response_class_s_actions_are_listed_once_and_as_moto_lists_them():
+    ensure_moto()
+    from moto.core import responses, utils
+    from moto.dynamodb.responses import DynamoHandler
+
+    listed = responses.method_names_from_class
+    assert listed.cached_by_idem
+    first = listed(DynamoHandler)
+    assert first == utils.method_names_from_class(DynamoHandler) == listed.moto_own(DynamoHandler)
+    assert "put_item" in first and "update_item" in first
+    assert listed(DynamoHandler) is first  # kept, not asked again
+    fastload.cache_moto_method_names()
+    assert responses.method_names_from_class is listed  # installed once
+
+
+# conditions as handlers write them: functions, placeholders, nested paths, every comparator
+CONDITIONS = [
+    "attribute_not_exists(pk)",
+    "attribute_not_exists(pk) OR (#s = :claimed AND lease_until < :now)",
+    "#o = :me AND #s = :in_progress",
+    "begins_with(#k, :p) AND size(items) >= :n AND a.b[0] <> :x",
+    "NOT (#s IN (:a, :b)) AND c BETWEEN :lo AND :hi",
+]
+
+
+def _tokens(nodes):
+    return [(n.nonterminal, n.kind, n.text, n.value, n.children) for n in nodes]
+
+
+@pytest.mark.parametrize("expression", CONDITIONS)
+def test_a_condition_s_tokens_are_moto_s_own_and_fresh_for_every_write(expression):
+    ensure_moto()
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lexed = ConditionExpressionParser._lex_condition_expression
+    assert lexed.cached_by_idem
+    parser = ConditionExpressionParser(expression, {}, {})
+    first = lexed(parser)
+    assert _tokens(first) == _tokens(lexed.moto_own(parser))  # moto's lexer, run now
+    first[0].children.append("changed by a parser")  # moto's parser fills children in
+    again = lexed(parser)
+    assert again[0] is not first[0] and again[0].children == []
+
+
+def test_a_condition_moto_cannot_read_is_refused_every_time():
+    ensure_moto()
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="Cannot parse condition"):
+            ConditionExpressionParser("a = :b ; drop", {}, {})._lex_condition_expression()
+
+
+def test_conditional_writes_still_hold_and_refuse_through_the_kept_tokens():
+    with LocalWorld(prefix="fastlex") as world:
+        put = dict(TableName=world.ledger_table, Item={"pk": {"S": "k"}, "status": {"S": "claimed"}},
+                   ConditionExpression="attribute_not_exists(pk)")
+        world.dynamodb.put_item(**put)
+        for _ in range(2):  # the second time from the kept tokens
+            with pytest.raises(world.dynamodb.exceptions.ConditionalCheckFailedException):
+                world.dynamodb.put_item(**put)
+        world.dynamodb.update_item(TableName=world.ledger_table, Key={"pk": {"S": "k"}},
+                                   UpdateExpression="SET #s = :done", ConditionExpression="#s = :claimed",
+                                   ExpressionAttributeNames={"#s": "status"},
+                                   ExpressionAttributeValues={":done": {"S": "done"}, ":claimed": {"S": "claimed"}})
+        item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": "k"}})["Item"]
+        assert item["status"] == {"S": "done"}
+
+
+def test_a_check_world_s_queue_message_is_the_one_send_message_makes():
+    with LocalWorld(prefix="fastq", provider_in_memory=True) as world:
+        world.send_to_queue(world.queue_url, '{"a": "b ü"}')  # straight into moto's backend
+        world.sqs.send_message(QueueUrl=world.queue_url, MessageBody='{"a": "b ü"}')
+        got = world.sqs.receive_message(QueueUrl=world.queue_url, MaxNumberOfMessages=10,
+                                        AttributeNames=["All"], MessageAttributeNames=["All"])["Messages"]
+        assert len(got) == 2
+        direct, sent = got
+        for kept in (direct, sent):
+            kept.pop("MessageId"), kept.pop("ReceiptHandle")
+            kept["Attributes"].pop("SentTimestamp"), kept["Attributes"].pop("ApproximateFirstReceiveTimestamp")
+        assert direct == sent
+
+
+def test_a_handler_s_traceback_is_python_s_without_the_runtime_s_frames():
+    import traceback
+
+    from idem.sim.runtime import handler_traceback
+
+    def charge() -> None:
+        raise ValueError("card declined: ü")
+
+    try:
+        charge()
+    except ValueError as error:
+        shown = handler_traceback(error)
+        python_s = traceback.format_exception(error)
+    assert shown.startswith("Traceback (most recent call last):\n")
+    assert shown.endswith("ValueError: card declined: ü\n") and python_s[-1] == "ValueError: card declined: ü\n"
+    assert 'in charge\n    raise ValueError("card declined: ü")\n' in shown  # the line, as Python shows it
+    assert "^" not in shown  # no column carets
+    assert "idem/sim/" not in shown  # only the handler's frames (here, this test's)

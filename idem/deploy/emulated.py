@@ -107,6 +107,10 @@ class EndpointWorld:
 
         return WatchedSession(self.session.region_name)
 
+    def send_to_queue(self, queue_url: str, body: str) -> None:
+        """Lambda's invocation record into the stack's failure queue, through SendMessage."""
+        self.sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+
     def provider(self, clock: Any) -> Any:
         """The provider stand-in over the stack's provider table, on the runtime's clock."""
         return Provider(self.session.client("dynamodb"), self.provider_table, clock)

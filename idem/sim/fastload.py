@@ -14,6 +14,12 @@ other endpoints; moto's own comment there says the table could be cached). The t
 service and per value of the two variables it depends on, MOTO_S3_CUSTOM_ENDPOINTS and
 MOTO_ENABLE_ISO_REGIONS: the same patterns, built once (about a tenth of a check's time).
 
+And which actions a response class answers: moto asks `inspect.getmembers` on every request;
+`cache_moto_method_names` asks once per class (about 1% of a check).
+
+And DynamoDB's condition expressions: moto cuts each into tokens with regular expressions it
+compiles again for every token; `cache_moto_condition_lexing` keeps each expression's tokens.
+
 And the garbage collector: a check makes millions of short-lived objects (each request's,
 each invocation's), and at Python's default thresholds the collector ran about 1,400 times in
 a check of the handler to copy, 6% of its time. `fewer_collections` raises the thresholds
@@ -22,6 +28,7 @@ while a batch runs (about 90 collections, 2%) and puts them back after.
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -74,6 +81,60 @@ def cache_moto_url_tables() -> None:
 
     cached = property(cached_urls, doc=built.__doc__)
     BaseBackend.urls = cached  # type: ignore[method-assign, assignment]
+
+
+def cache_moto_method_names() -> None:
+    """Make moto list each response class's methods once per process: for every request it
+    asks `inspect.getmembers` which actions the class answers (a class's methods do not change
+    while a check runs). Safe to call twice."""
+    from moto.core import responses
+
+    found = responses.method_names_from_class
+    if getattr(found, "cached_by_idem", False):
+        return
+    names: dict[type, list[str]] = {}
+
+    def method_names(clazz: Any) -> list[str]:
+        listed = names.get(clazz)
+        if listed is None:
+            listed = names[clazz] = found(clazz)
+        return listed
+
+    method_names.cached_by_idem = True  # type: ignore[attr-defined]
+    method_names.moto_own = found  # type: ignore[attr-defined]
+    responses.method_names_from_class = method_names  # type: ignore[assignment]
+
+
+#: condition expressions whose tokens are kept (a check's handlers write a few dozen)
+LEXED_EXPRESSIONS = 4096
+_lexed: dict[str, tuple[tuple[Any, Any, str, str], ...]] = {}
+
+
+def cache_moto_condition_lexing() -> None:
+    """Make moto cut each DynamoDB condition expression into tokens once per process: it
+    compiles six regular expressions for every token of every conditional write (about a
+    million `re.compile` calls in a check). Each write still gets its own fresh tokens, made
+    from the kept (kind, text) of each; only the reading of the text is shared. An expression
+    moto cannot read is read again (and refused again) each time. Safe to call twice."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lex = ConditionExpressionParser._lex_condition_expression
+    if getattr(lex, "cached_by_idem", False):
+        return
+
+    def lexed(parser: Any) -> Any:
+        expression = parser.condition_expression
+        tokens = _lexed.get(expression)
+        if tokens is None:
+            tokens = tuple((n.nonterminal, n.kind, n.text, n.value) for n in lex(parser))
+            if len(_lexed) >= LEXED_EXPRESSIONS:
+                _lexed.clear()
+            _lexed[expression] = tokens
+        return collections.deque(parser.Node(*token, []) for token in tokens)
+
+    lexed.cached_by_idem = True  # type: ignore[attr-defined]
+    lexed.moto_own = lex  # type: ignore[attr-defined]
+    ConditionExpressionParser._lex_condition_expression = lexed  # type: ignore[method-assign]
 
 
 def built_by_moto(backend: Any) -> dict[str, Callable[..., Any]]:

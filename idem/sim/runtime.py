@@ -25,6 +25,7 @@ import heapq
 import importlib.util
 import itertools
 import json
+import linecache
 import os
 import random
 import sys
@@ -294,11 +295,14 @@ _OURS = str(Path(__file__).resolve().parent.parent)
 
 def handler_traceback(error: BaseException) -> str:
     """The traceback of `error` as the handler's own: the runtime's frames left out."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(_OURS)
-              or "/core/" in f.filename]  # the workbook's own handlers are handlers too
-    # as (file, line, function, text): without the column carets, whose placing parses each
-    # line's source again (a traceback per failed attempt, hundreds in a check)
-    plain = [(f.filename, f.lineno, f.name, f.line) for f in frames]
+    # as (file, line, function, text), read straight from the frames: without the column
+    # carets, whose placing (traceback.extract_tb) walks each frame's code positions again (a
+    # traceback per failed attempt, hundreds in a check)
+    plain = [(frame.f_code.co_filename, line, frame.f_code.co_name,
+              linecache.getline(frame.f_code.co_filename, line, frame.f_globals).strip())
+             for frame, line in traceback.walk_tb(error.__traceback__)
+             if not frame.f_code.co_filename.startswith(_OURS)
+             or "/core/" in frame.f_code.co_filename]  # the workbook's own handlers are handlers too
     return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(plain))
             + "".join(traceback.format_exception_only(type(error), error)))
 
@@ -752,4 +756,4 @@ class LocalLambda:
                                 "functionError": "Unhandled"},
             "responsePayload": {"errorType": error_type, "errorMessage": message},
         }
-        self.world.sqs.send_message(QueueUrl=self.world.queue_url, MessageBody=json.dumps(record))
+        self.world.send_to_queue(self.world.queue_url, json.dumps(record))

@@ -253,7 +253,7 @@ class SqsFedLambda(LocalLambda):
 
     def _to_dead_letter_queue(self, message: Message) -> None:
         message.gone = True  # each stored copy that runs out of receives moves on its own
-        self.world.sqs.send_message(QueueUrl=self.dead_letter_url, MessageBody=message.body)
+        self.world.send_to_queue(self.dead_letter_url, message.body)
 
     def _poll_at(self, when: float) -> None:
         heapq.heappush(self._polls, (when, next(self._poll_seq)))

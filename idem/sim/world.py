@@ -23,7 +23,8 @@ from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
-from .fastload import cache_dataclass_compiles, cache_moto_url_tables
+from .fastload import (cache_dataclass_compiles, cache_moto_condition_lexing, cache_moto_method_names,
+                       cache_moto_url_tables)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -62,6 +63,8 @@ def ensure_moto() -> None:
         make_transactions_item_scoped()
         cache_dataclass_compiles()  # every cold start loads the function's module afresh
         cache_moto_url_tables()  # every request finds its handler in moto's URL table
+        cache_moto_method_names()  # and its action among its class's methods
+        cache_moto_condition_lexing()  # and each conditional write its expression's tokens
 
 
 @functools.cache
@@ -250,6 +253,22 @@ class LocalWorld:
             made = s3_backends[ACCOUNT]["aws"].put_object(self.bucket, key, body)
         version = made.version_id if self.versioned else None
         return {"ETag": made.etag, **({"VersionId": version} if version else {})}
+
+    def send_to_queue(self, queue_url: str, body: str) -> None:
+        """A message into one of this world's queues: straight into moto's SQS backend in
+        `idem check`'s worlds (Lambda's failure record, or the mapping's move to a dead-letter
+        queue, is the platform's side, not the function's: no request to sign and parse), else
+        through SendMessage. The same message either way."""
+        if self.provider_store is None:
+            self.sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+            return
+        from moto.sqs.models import sqs_backends
+
+        from .atomic import _LOCK
+
+        with _LOCK:
+            sqs_backends[ACCOUNT][REGION].send_message(queue_url.rsplit("/", 1)[-1], body,
+                                                       message_attributes={})
 
     def event(self, *objects: S3Object) -> dict[str, Any]:
         return s3_event(*objects)

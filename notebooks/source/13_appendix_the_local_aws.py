@@ -83,7 +83,16 @@ views.show_source(LocalLambda.after_failure, LocalLambda._to_destination)
 
 # %% [markdown]
 # The record has the shape AWS documents for an on-failure destination: the condition, the
-# number of attempts, the original event and the error. Each invocation also needs a container.
+# number of attempts, the original event and the error. The world puts it in the failure queue.
+# In `idem check`'s worlds it goes straight into moto's SQS backend: the record is Lambda's own
+# write, not a call the handler makes, so there is no request to sign and parse. Any other world
+# sends it with `SendMessage`. The message is the same either way:
+
+# %%
+views.show_source(LocalWorld.send_to_queue)
+
+# %% [markdown]
+# Each invocation also needs a container.
 # A warm one keeps its module globals. A new one loads the entry module afresh, as a cold start
 # does. A process that died is never reused:
 

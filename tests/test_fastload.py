@@ -164,3 +164,46 @@ def test_a_handler_s_traceback_is_python_s_without_the_runtime_s_frames():
     assert 'in charge\n    raise ValueError("card declined: ü")\n' in shown  # the line, as Python shows it
     assert "^" not in shown  # no column carets
     assert "idem/sim/" not in shown  # only the handler's frames (here, this test's)
+
+
+@pytest.mark.parametrize("text", ["Wed, 02 Dec 2026 08:53:08 GMT", "2026-12-02T08:53:08.123Z",
+                                  "2026-12-02T08:53:08+01:00", 1796201588, "1796201588"])
+def test_a_timestamp_reads_as_botocore_reads_it(text):
+    ensure_moto()
+    from botocore import parsers
+
+    parse = parsers.DEFAULT_TIMESTAMP_PARSER
+    assert parse.cached_by_idem
+    assert parse(text) == parse.botocore_own(text)
+    assert parse(text).utcoffset() == parse.botocore_own(text).utcoffset()
+    assert parse(text) == parse.botocore_own(text)  # the second time, from the kept ones
+
+
+def test_a_timestamp_read_in_the_local_zone_is_read_again_under_another_tz(monkeypatch: pytest.MonkeyPatch):
+    ensure_moto()
+    import time
+
+    from botocore import parsers
+
+    parse = parsers.DEFAULT_TIMESTAMP_PARSER
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        in_utc = parse("1796201588")  # seconds since the epoch: botocore gives it the local zone
+        monkeypatch.setenv("TZ", "Asia/Kolkata")
+        time.tzset()
+        in_india = parse("1796201588")
+        assert in_india.utcoffset() == parse.botocore_own("1796201588").utcoffset() != in_utc.utcoffset()
+        assert in_india == in_utc  # the same instant
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_bad_timestamp_is_refused_every_time():
+    ensure_moto()
+    from botocore import parsers
+
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            parsers.DEFAULT_TIMESTAMP_PARSER("not a time")

@@ -20,6 +20,9 @@ And which actions a response class answers: moto asks `inspect.getmembers` on ev
 And DynamoDB's condition expressions: moto cuts each into tokens with regular expressions it
 compiles again for every token; `cache_moto_condition_lexing` keeps each expression's tokens.
 
+And botocore's reading of S3's `Last-Modified` on every GetObject: `cache_timestamp_parsing`
+reads each text once.
+
 And the garbage collector: a check makes millions of short-lived objects (each request's,
 each invocation's), and at Python's default thresholds the collector ran about 1,400 times in
 a check of the handler to copy, 6% of its time. `fewer_collections` raises the thresholds
@@ -135,6 +138,29 @@ def cache_moto_condition_lexing() -> None:
     lexed.cached_by_idem = True  # type: ignore[attr-defined]
     lexed.moto_own = lex  # type: ignore[attr-defined]
     ConditionExpressionParser._lex_condition_expression = lexed  # type: ignore[method-assign]
+
+
+def cache_timestamp_parsing() -> None:
+    """Make botocore read each timestamp text once per process (and per TZ, which a text without
+    a zone is read in): S3's `Last-Modified` goes through dateutil's general parser on every
+    GetObject and HeadObject, a third of a millisecond each. A datetime cannot be changed, so
+    handing the same one out again is safe. Clients made afterwards use it. Safe to call twice."""
+    from botocore import parsers
+
+    parse = parsers.DEFAULT_TIMESTAMP_PARSER
+    if getattr(parse, "cached_by_idem", False):
+        return
+
+    @functools.lru_cache(maxsize=4096)
+    def parsed(text: str, zone: str | None) -> Any:
+        return parse(text)
+
+    def parse_timestamp(value: Any) -> Any:
+        return parsed(value, os.environ.get("TZ")) if isinstance(value, str) else parse(value)
+
+    parse_timestamp.cached_by_idem = True  # type: ignore[attr-defined]
+    parse_timestamp.botocore_own = parse  # type: ignore[attr-defined]
+    parsers.DEFAULT_TIMESTAMP_PARSER = parse_timestamp
 
 
 def built_by_moto(backend: Any) -> dict[str, Callable[..., Any]]:

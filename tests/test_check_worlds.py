@@ -104,3 +104,21 @@ def test_a_table_read_back_leaves_out_the_items_already_read_and_only_those():
 def test_chapter_11_says_how_often_the_check_makes_a_fresh_world():
     source = (Path(__file__).parents[1] / "notebooks" / "source" / "11_check_your_own_handler.py").read_text()
     assert f"a fresh one every {worlds.WORLD_RUNS}\n# runs" in source
+
+
+@pytest.mark.parametrize("count,unversioned,workers", [(210, 0, 2), (41, 11, 2), (3, 1, 2), (500, 60, 4), (7, 0, 1)])
+def test_a_phase_s_batches_hold_every_schedule_once_largest_first(count, unversioned, workers):
+    schedules = [check.Schedule(retries=0, overwrite="unversioned" if n < unversioned else "")
+                 for n in range(count)]
+    indexes = list(range(count))[::-1]  # any order the phase lists them in
+    batches = check._batches(schedules, indexes, workers)
+    assert sorted(i for batch in batches for i in batch) == sorted(indexes)  # each once
+    kinds = [{schedules[i].overwrite == "unversioned" for i in batch} for batch in batches]
+    assert all(len(kind) == 1 for kind in kinds)  # one bucket each
+    for kind in ({False}, {True}):
+        sizes = [len(b) for b, k in zip(batches, kinds) if k == kind]
+        assert all(size <= check.BATCH for size in sizes)
+        assert all(size >= check.BATCH_SMALLEST for size in sizes[:-1])  # only a part's last is smaller
+        assert sizes == sorted(sizes, reverse=True)  # the phase ends on its smallest batches
+    if count >= 100:
+        assert len(batches[0]) > len(batches[-1])  # large batches first, small ones at the end

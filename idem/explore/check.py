@@ -89,7 +89,7 @@ SECONDS = ("order", "retried_put")
 CLEAN_RUN = 99_999  # the clean run's upload number
 BATCH = 20  # schedules per batch at most (`_batches`)
 BATCH_SMALLEST = 4
-BATCHES_PER_WORKER = 8
+BATCH_SHARE = 2  # a batch takes 1 / (BATCH_SHARE x processes) of what its phase has left
 
 
 class CheckInputError(IdemError, ValueError):
@@ -929,15 +929,21 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
 
 
 def _batches(schedules: Sequence[Schedule], indexes: Sequence[int], workers: int) -> list[list[int]]:
-    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other):
-    about BATCHES_PER_WORKER for each process, of BATCH_SMALLEST to BATCH schedules. Small
-    batches let the processes finish a phase together (the next phase waits for the last);
-    they cost no world each (`idem.explore.worlds`)."""
-    found = []
-    for versioned in (True, False):
-        part = [i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
-        size = max(BATCH_SMALLEST, min(BATCH, -(-len(part) // (BATCHES_PER_WORKER * max(1, workers)))))
-        found += [part[start:start + size] for start in range(0, len(part), size)]
+    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other),
+    each of BATCH_SMALLEST to BATCH schedules, largest first: a batch takes about a share of what
+    is left of the phase (1 / (BATCH_SHARE x processes)), so the phase ends on small batches and
+    the processes finish it together (the next phase waits for the last). Batches cost no world
+    each (`idem.explore.worlds`)."""
+    parts = [[i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
+             for versioned in (True, False)]
+    left, found = sum(len(part) for part in parts), []
+    for part in parts:
+        start = 0
+        while start < len(part):
+            size = max(BATCH_SMALLEST, min(BATCH, -(-left // (BATCH_SHARE * max(1, workers)))))
+            found.append(part[start:start + size])
+            start += size
+            left -= len(found[-1])
     return found
 
 

@@ -13,10 +13,17 @@ with `--provider stripe`, or by itself when the handler's module imports stripe 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 _aimed: list[str] = []  # the loopback Stripe now serving, in this process
+_serving: list[Any] = []  # and the server itself (a StripeServer)
+
+#: The request that creates a charge: POST /v1/payment_intents (with confirm=true, a charge)
+#: (https://docs.stripe.com/api/payment_intents/create). The loopback Stripe serves no other.
+CHARGE_PATH = "/v1/payment_intents"
 
 
 def uses_stripe(target: str) -> bool:
@@ -58,9 +65,9 @@ def aim_sdk_at_loopback() -> None:
 
     def start(self: Any) -> Any:
         started = real_start(self)
-        _aimed[:] = [self.url]
+        _aimed[:], _serving[:] = [self.url], [self]
         stripe.api_base = self.url
-        stripe.default_http_client = stripe_server.NoRealSleep(timeout=TIMEOUT_SECONDS)
+        stripe.default_http_client = sdk_client_class()(timeout=TIMEOUT_SECONDS)
         return started
 
     start._aims_sdk = True  # type: ignore[attr-defined]
@@ -72,7 +79,86 @@ def aim_sdk_at_loopback() -> None:
         addresses = dict(base_addresses or {})
         if _aimed:
             addresses["api"] = _aimed[-1]
-            http_client = http_client or stripe_server.NoRealSleep(timeout=TIMEOUT_SECONDS)
+            http_client = http_client or sdk_client_class()(timeout=TIMEOUT_SECONDS)
         real_init(self, *args, base_addresses=addresses, http_client=http_client, **kwargs)
 
     stripe.StripeClient.__init__ = init  # type: ignore[method-assign]
+
+
+def _form(post_data: Any) -> str:
+    """The body of a request of Stripe's SDK, as text (it sends it form-encoded)."""
+    return post_data.decode("utf-8", "replace") if isinstance(post_data, bytes) else str(post_data or "")
+
+
+def _texts(node: Any) -> list[str]:
+    """Every value in a decoded form (the order's reference in `metadata` among them)."""
+    if isinstance(node, dict):
+        return [text for value in node.values() for text in _texts(value)]
+    if isinstance(node, list):
+        return [text for value in node for text in _texts(value)]
+    return [str(node)]
+
+
+def _executed(server: Any) -> int:
+    """How many charges the loopback Stripe's provider has executed so far (a saved 500's too)."""
+    return len(server.provider.store.charge_items())
+
+
+@functools.cache
+def sdk_client_class() -> type:
+    """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
+    from ..sim import stripe_server
+    from ..sim.boundary import CHARGE_CALL, current
+    from ..core.provider import ProviderOutcome
+
+    class WatchedSdkClient(stripe_server.NoRealSleep):
+        """The HTTP client of Stripe's SDK when the handler calls it directly during a check. A
+        request that creates a charge is the same boundary `provider:charge` a provider client
+        built with the factory crosses (`boundary.WatchedProvider.charge`): the fault plan can
+        fail the invocation before or after it, or have the provider answer it badly (503, a
+        saved 500, 409, a decline) for the whole SDK call, retries included; a request with a key
+        in flight gets 409. The charges it executed are put on the invocation that sent it, so
+        two uploads of one name are each judged on their own charges. Other requests, and a
+        request made outside any invocation, go as they are."""
+
+        def request_with_retries(self, method: str, url: str, headers: Any, post_data: Any = None,
+                                 max_network_retries: Any = None, *, _usage: Any = None) -> Any:
+            def send() -> Any:
+                return super(WatchedSdkClient, self).request_with_retries(
+                    method, url, headers, post_data, max_network_retries, _usage=_usage)
+
+            running, server = current(), (_serving[-1] if _serving else None)
+            if running is None or server is None or running[0].provider is None \
+                    or method.upper() != "POST" or urlsplit(url).path != CHARGE_PATH:
+                return send()
+            watch, visit = running
+            provider = watch.provider
+            key = dict(headers or {}).get("Idempotency-Key")
+            provider.sending = key
+            watch.before(visit, CHARGE_CALL)  # a slow call's flight (a copy runs meanwhile) happens here
+            outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
+            if not outcome and key in provider.held:
+                outcome = ProviderOutcome.CONFLICT.value  # another request with this key is in flight
+            before = _executed(server)
+            if outcome:
+                server.outcome = outcome
+            try:
+                answer = send()
+            except BaseException:
+                provider.count(_executed(server) - before, visit.work)
+                watch.abandon(visit)
+                raise
+            finally:
+                if outcome:
+                    server.outcome = "ok"
+            made = _executed(server) - before
+            provider.count(made, visit.work)
+            if answer[1] >= 400:  # the SDK raises Stripe's error: no answer reaches the handler
+                watch.abandon(visit)
+                if answer[1] == 402 and watch.declines is not None:  # a decline: final, for this order only
+                    watch.declines.append("\n".join(_texts(stripe_server.decode_form(_form(post_data)))))
+            else:
+                watch.after(visit, CHARGE_CALL, step=None if made else "replayed")
+            return answer
+
+    return WatchedSdkClient

@@ -278,6 +278,12 @@ class Watch:
         #: the FIFO SNS topics the handler published to, each with the check's own FIFO queue
         #: subscribed to it before the first publish went out (`_fifo_topic`)
         self.topics: dict[str, str] = {}
+        #: the runtime's provider client (a WatchedProvider), where a charge the handler sends
+        #: with Stripe's SDK itself is counted for its invocation (idem.explore.stripe_sdk)
+        self.provider: Any = None
+        #: under an SQS mapping, the references of the charges the provider declined (402): the
+        #: runtime's DeclineWatch notes them, and so does a charge sent with Stripe's SDK itself
+        self.declines: list[str] | None = None
 
     def at(self, boundary: Boundary, action: Callable[[], Any], *, delivery: int = 1,
            attempt: int = 1) -> None:
@@ -667,8 +673,7 @@ class WatchedProvider:
             charge = self._made(self.inner.charge(*args, **kwargs), visit.work)
         except Exception as error:
             if executed(error):  # a saved 500: the charge went through, the answer is an error
-                self.made += 1
-                self.made_for[visit.work] += 1
+                self.count(1, visit.work)
             watch.abandon(visit)
             raise
         watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)
@@ -676,9 +681,14 @@ class WatchedProvider:
 
     def _made(self, charge: Any, work: str) -> Any:
         if not getattr(charge, "replayed", False):
-            self.made += 1
-            self.made_for[work] += 1
+            self.count(1, work)
         return charge
+
+    def count(self, executed: int, work: str) -> None:
+        """`executed` charges the provider made for the invocation doing `work` (a charge the
+        handler sent with Stripe's SDK itself is counted here too: idem.explore.stripe_sdk)."""
+        self.made += executed
+        self.made_for[work] += executed
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

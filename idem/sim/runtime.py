@@ -136,6 +136,10 @@ def _load_fresh(module_name: str) -> ModuleType:
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
+    # The function's own other modules (its helpers beside it) are imported afresh too, as in a
+    # new process: state one of them keeps at module level (a cache, a remembered key) must not
+    # outlive the environment that made it. Those its top level does not import again are put back.
+    earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
     # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
     # or typing) looks its module up there. The previous entry is put back afterwards.
     previous = sys.modules.get(spec.name)
@@ -147,7 +151,33 @@ def _load_fresh(module_name: str) -> ModuleType:
             sys.modules.pop(spec.name, None)
         else:
             sys.modules[spec.name] = previous
+        for name, kept in earlier.items():
+            sys.modules.setdefault(name, kept)
     return module
+
+
+def _own_modules(module_name: str, spec: Any) -> list[str]:
+    """The modules already imported that are the function's own code besides its entry module:
+    for a file, those in its folder (not an installed package there); for a dotted name, the rest
+    of its top-level package, or, for a top-level module, those beside it. The workbook's own
+    handlers (`idem.`) are left out: their helpers keep no state between invocations, and the check
+    tells their errors by class, which a second copy of each module would make a different class."""
+    top = spec.name.split(".")[0]
+    if top == "idem":
+        return []
+    if "." in spec.name and not module_name.endswith(".py"):
+        return [name for name in list(sys.modules) if name != spec.name and name.split(".")[0] == top]
+    folder = os.path.dirname(os.path.realpath(spec.origin or module_name)) + os.sep
+
+    def beside(loaded: Any) -> bool:
+        where = getattr(loaded, "__file__", None)
+        if not isinstance(where, str):
+            return False
+        where = os.path.realpath(where)
+        return where.startswith(folder) and not where.startswith(_OURS) \
+            and "site-packages" not in where and "dist-packages" not in where
+
+    return [name for name, loaded in list(sys.modules.items()) if name != spec.name and beside(loaded)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -504,6 +534,7 @@ class LocalLambda:
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()
         self.provider = WatchedProvider(world.provider(self.clock))
+        self.watch.provider = self.provider
 
     # -- what S3 does ------------------------------------------------------------------
     def send(self, event: dict[str, Any], *, at: float | None = None) -> int:

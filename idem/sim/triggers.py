@@ -134,6 +134,7 @@ class SqsFedLambda(LocalLambda):
         self._ids = itertools.count(1)
         self._work = ""  # every invocation of one run is one piece of work (see work_of)
         self.provider = DeclineWatch(self.provider)
+        self.watch.declines = self.provider.declined
 
     # -- the producer's side, and SQS's copies ------------------------------------------------
     def send_message(self, body: str, *, at: float | None = None) -> str:

@@ -104,6 +104,13 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # too. The stand-in's `charge` takes `customer`, `amount`, `currency`, `reference`
 # and an optional `idempotency_key`, and returns a charge with an `id` and a `replayed` flag.
 # The check counts the charges it makes; a replay moves no money and is not counted.
+#
+# Many handlers have no such function: they call Stripe's SDK themselves
+# (`stripe.PaymentIntent.create(...)`, or a `StripeClient` made at cold start). That works too.
+# When the handler's module imports `stripe` (or with `--provider stripe`), the check points the
+# SDK at a local Stripe that keeps Stripe's rules. Each PaymentIntent the handler creates is then
+# a `provider:charge` boundary, like the stand-in's `charge`: the check fails the invocation
+# before or after it, has Stripe answer it badly, and puts its charge on the invocation that sent it.
 
 # %%
 # %%writefile scratch/broken_handler.py

@@ -1,0 +1,1 @@
+"""The function's helpers, beside its entry point."""

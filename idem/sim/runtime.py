@@ -165,16 +165,29 @@ def _own_modules(module_name: str, spec: Any) -> list[str]:
     top = spec.name.split(".")[0]
     if top == "idem":
         return []
+    # read again only when a module was imported or dropped since (a cold start's fresh copies
+    # replace the earlier ones under the same names)
+    key = (module_name, spec.name, len(sys.modules))
+    if key not in _OWN_FOUND:
+        _OWN_FOUND.clear()
+        _OWN_FOUND[key] = _find_own_modules(module_name, spec, top)
+    return _OWN_FOUND[key]
+
+
+_OWN_FOUND: dict[tuple[str, str, int], list[str]] = {}
+
+
+def _find_own_modules(module_name: str, spec: Any, top: str) -> list[str]:
     if "." in spec.name and not module_name.endswith(".py"):
         return [name for name in list(sys.modules) if name != spec.name and name.split(".")[0] == top]
-    folder = os.path.dirname(os.path.realpath(spec.origin or module_name)) + os.sep
+    entry = spec.origin or module_name
+    # the folder as given and as resolved: a module's __file__ starts with the sys.path entry it
+    # was found under, either one
+    folders = tuple({os.path.dirname(os.path.abspath(entry)) + os.sep, os.path.dirname(os.path.realpath(entry)) + os.sep})
 
     def beside(loaded: Any) -> bool:
         where = getattr(loaded, "__file__", None)
-        if not isinstance(where, str):
-            return False
-        where = os.path.realpath(where)
-        return where.startswith(folder) and not where.startswith(_OURS) \
+        return isinstance(where, str) and where.startswith(folders) and not where.startswith(_OURS) \
             and "site-packages" not in where and "dist-packages" not in where
 
     return [name for name, loaded in list(sys.modules.items()) if name != spec.name and beside(loaded)]

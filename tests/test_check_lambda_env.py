@@ -141,3 +141,14 @@ def test_a_decline_sent_with_stripe_s_sdk_under_sqs_is_that_order_s_final_answer
     assert code == 0, out + err
     verdicts = json.loads(out)["verdicts"]
     assert verdicts.get("declined", 0) > 0 and "silent_loss" not in verdicts
+
+
+def test_the_pytest_fixture_checks_a_stripe_sdk_handler_and_leaves_the_sdk_as_it_was(idem_check):
+    import stripe
+
+    base, client = stripe.api_base, stripe.default_http_client
+    report = idem_check(target("stripe_direct"), retries=(0,), workers=1)  # found, as the CLI finds it
+    assert report.holds and report.target.provider == "stripe"
+    assert any(r.schedule.fault and r.schedule.fault.outcome for r in report.results)  # provider faults ran
+    assert (stripe.api_base, stripe.default_http_client) == (base, client)  # aimed back afterwards
+    assert stripe_sdk._aimed == [] and stripe_sdk._serving == []  # a StripeClient made now is not aimed

@@ -32,7 +32,7 @@ def idem_check() -> Callable[..., Any]:
         # moto and the runtime load when a test checks a handler, not whenever pytest starts
         import sys
 
-        from . import check, lambda_env
+        from . import check, lambda_env, stripe_sdk
         from .service_names import UnknownEffect, effect_name
 
         if ":" in target and target not in check.PATTERNS:  # Lambda's environment, as `idem check` gives it
@@ -40,6 +40,10 @@ def idem_check() -> Callable[..., Any]:
             if root not in sys.path:
                 sys.path.insert(0, root)  # the function's folder first: its packages import
             options["env"] = lambda_env.environment(target, root, given=options.get("env"))
+            if options.get("provider", "stand-in") == "stand-in" and stripe_sdk.uses_stripe(target):
+                options["provider"] = "stripe"  # its own Stripe calls go to the loopback Stripe, as the CLI's
+        if options.get("provider") == "stripe":
+            stripe_sdk.aim_sdk_at_loopback()
         try:
             options["effects"] = [effect_name(e) for e in options.get("effects", ())]
         except UnknownEffect as unknown:

@@ -51,8 +51,9 @@ def uses_stripe(target: str) -> bool:
 
 
 def aim_sdk_at_loopback() -> None:
-    """From now on in this process, each loopback Stripe started becomes where Stripe's SDK
-    sends requests: module-level calls and every StripeClient made without an address of its own."""
+    """From now on in this process, each loopback Stripe becomes, while it serves, where Stripe's
+    SDK sends requests: module-level calls and every StripeClient made without an address of its
+    own. When it stops, the SDK is aimed back where it was."""
     import stripe
 
     from ..core.handlers.keyed_stripe import TIMEOUT_SECONDS
@@ -63,15 +64,30 @@ def aim_sdk_at_loopback() -> None:
         return
     real_start = server_class.start
 
+    real_stop = server_class.stop
+    before: dict[int, tuple[Any, Any]] = {}  # each server's SDK settings as they were when it started
+
     def start(self: Any) -> Any:
         started = real_start(self)
+        before[id(self)] = (stripe.api_base, stripe.default_http_client)
         _aimed[:], _serving[:] = [self.url], [self]
         stripe.api_base = self.url
         stripe.default_http_client = sdk_client_class()(timeout=TIMEOUT_SECONDS)
         return started
 
+    def stop(self: Any) -> None:
+        """Stop serving, and aim the SDK back where it was (a test process goes on using it)."""
+        try:
+            real_stop(self)
+        finally:
+            if id(self) in before:
+                stripe.api_base, stripe.default_http_client = before.pop(id(self))
+            if _serving and _serving[-1] is self:
+                _aimed.clear()
+                _serving.clear()
+
     start._aims_sdk = True  # type: ignore[attr-defined]
-    server_class.start = start
+    server_class.start, server_class.stop = start, stop
 
     real_init = stripe.StripeClient.__init__
 
@@ -158,7 +174,11 @@ def sdk_client_class() -> type:
                 if answer[1] == 402 and watch.declines is not None:  # a decline: final, for this order only
                     watch.declines.append("\n".join(_texts(stripe_server.decode_form(_form(post_data)))))
             else:
-                watch.after(visit, CHARGE_CALL, step=None if made else "replayed")
+                # Stripe marks a replayed answer with `Idempotent-Replayed: true`
+                # (https://docs.stripe.com/api/idempotent_requests)
+                replayed = any(name.lower() == "idempotent-replayed" and str(value).lower() == "true"
+                               for name, value in dict(answer[2] or {}).items())
+                watch.after(visit, CHARGE_CALL, step="replayed" if replayed else None)
             return answer
 
     return WatchedSdkClient

@@ -119,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if shape:
         message = sandbox.refuse_shape(target, shape)
         return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, message), message))
-    provider = args.provider
-    if provider == "stand-in" and target not in PATTERNS and stripe_sdk.uses_stripe(target):
-        provider = "stripe"  # its own Stripe calls go to the loopback Stripe (idem.explore.stripe_sdk)
+    provider = args.provider if target in PATTERNS else stripe_sdk.provider_for(target, args.provider)
     root = lambda_env.task_root(target)
     env = given if target in PATTERNS else lambda_env.environment(
         target, root, template=from_template.env if from_template else None, given=given,

@@ -40,8 +40,7 @@ def idem_check() -> Callable[..., Any]:
             if root not in sys.path:
                 sys.path.insert(0, root)  # the function's folder first: its packages import
             options["env"] = lambda_env.environment(target, root, given=options.get("env"))
-            if options.get("provider", "stand-in") == "stand-in" and stripe_sdk.uses_stripe(target):
-                options["provider"] = "stripe"  # its own Stripe calls go to the loopback Stripe, as the CLI's
+            options["provider"] = stripe_sdk.provider_for(target, options.get("provider", "stand-in"))
         if options.get("provider") == "stripe":
             stripe_sdk.aim_sdk_at_loopback()
         try:

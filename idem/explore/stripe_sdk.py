@@ -50,6 +50,13 @@ def uses_stripe(target: str) -> bool:
     return False
 
 
+def provider_for(target: str, provider: str) -> str:
+    """What the check gives `target` to pay with: `provider` as asked, except that a handler whose
+    module imports Stripe's SDK gets it aimed at the loopback Stripe ("stripe") rather than the
+    stand-in, since its own Stripe calls would otherwise leave the machine."""
+    return "stripe" if provider == "stand-in" and uses_stripe(target) else provider
+
+
 def aim_sdk_at_loopback() -> None:
     """From now on in this process, each loopback Stripe becomes, while it serves, where Stripe's
     SDK sends requests: module-level calls and every StripeClient made without an address of its
@@ -125,7 +132,6 @@ def sdk_client_class() -> type:
     """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
     from ..sim import stripe_server
     from ..sim.boundary import CHARGE_CALL, current
-    from ..core.provider import ProviderOutcome
 
     class WatchedSdkClient(stripe_server.NoRealSleep):
         """The HTTP client of Stripe's SDK when the handler calls it directly during a check. A
@@ -149,12 +155,7 @@ def sdk_client_class() -> type:
                 return send()
             watch, visit = running
             provider = watch.provider
-            key = dict(headers or {}).get("Idempotency-Key")
-            provider.sending = key
-            watch.before(visit, CHARGE_CALL)  # a slow call's flight (a copy runs meanwhile) happens here
-            outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
-            if not outcome and key in provider.held:
-                outcome = ProviderOutcome.CONFLICT.value  # another request with this key is in flight
+            outcome = provider.before_charge(watch, visit, dict(headers or {}).get("Idempotency-Key"))
             before = _executed(server)
             if outcome:
                 server.outcome = outcome

@@ -662,11 +662,7 @@ class WatchedProvider:
         if running is None:
             return self._made(self.inner.charge(*args, **kwargs), "")
         watch, visit = running
-        self.sending = kwargs.get("idempotency_key")
-        watch.before(visit, CHARGE_CALL)  # a slow call's flight (a copy runs meanwhile) happens here
-        outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
-        if not outcome and kwargs.get("idempotency_key") in self.held:
-            outcome = ProviderOutcome.CONFLICT.value  # another request with this key is in flight
+        outcome = self.before_charge(watch, visit, kwargs.get("idempotency_key"))
         if outcome:
             kwargs["outcome"] = outcome
         try:
@@ -678,6 +674,17 @@ class WatchedProvider:
             raise
         watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)
         return charge
+
+    def before_charge(self, watch: Watch, visit: Visit, key: str | None) -> str:
+        """Cross the boundary before a charge with idempotency key `key`; return how the provider
+        answers it: the plan's provider outcome for this call, 409 when another request with the
+        key is in flight, or "" (as it would). Stripe's SDK called directly crosses it too."""
+        self.sending = key
+        watch.before(visit, CHARGE_CALL)  # a slow call's flight (a copy runs meanwhile) happens here
+        outcome, visit.outcome = visit.outcome, ""  # the plan's provider outcome, for this call only
+        if not outcome and key in self.held:
+            outcome = ProviderOutcome.CONFLICT.value  # another request with this key is in flight
+        return outcome
 
     def _made(self, charge: Any, work: str) -> Any:
         if not getattr(charge, "replayed", False):

@@ -137,8 +137,10 @@ def _load_fresh(module_name: str) -> ModuleType:
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
     # The function's own other modules (its helpers beside it) are imported afresh too, as in a
-    # new process: state one of them keeps at module level (a cache, a remembered key) must not
-    # outlive the environment that made it. Those its top level does not import again are put back.
+    # new process: a new execution environment's Init phase runs the function's static code
+    # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one
+    # of them keeps at module level (a cache, a remembered key) must not outlive the environment
+    # that made it. Those its top level does not import again are put back.
     earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
     # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
     # or typing) looks its module up there. The previous entry is put back afterwards.

@@ -109,8 +109,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # (`stripe.PaymentIntent.create(...)`, or a `StripeClient` made at cold start). That works too.
 # When the handler's module imports `stripe` (or with `--provider stripe`), the check points the
 # SDK at a local Stripe that keeps Stripe's rules. Each PaymentIntent the handler creates is then
-# a `provider:charge` boundary, like the stand-in's `charge`: the check fails the invocation
-# before or after it, has Stripe answer it badly, and puts its charge on the invocation that sent it.
+# a boundary named `provider:charge`, like the stand-in's `charge`. The check fails the invocation
+# before or after it. It has Stripe answer with an error: 503 (down), a saved 500, 409 (the key is
+# in use), or a decline. And it counts each charge for the invocation that sent it.
 
 # %%
 # %%writefile scratch/broken_handler.py

@@ -115,7 +115,7 @@ def test_the_allow_list_is_a_setting():
 
 def test_an_unversioned_upload_without_a_sequencer_fails_closed_in_upload_identity(monkeypatch):
     with LocalWorld(versioned=False) as world:
-        charger = use(world, monkeypatch, order_identity="upload")
+        charger = use(world, monkeypatch, order_identity="upload", price_per_upload_cents=500)
         obj = dataclasses.replace(world.upload("alice/order.json"), sequencer="")
         with pytest.raises(keyed.NeedsAttention, match="no sequencer"):
             charger.charge_once(keyed.Upload.of(obj), 30_000)

@@ -35,7 +35,8 @@ def test_a_charge_whose_claim_was_swept_is_still_booked():
     with LocalWorld() as world:
         upload = keyed.Upload.of(world.upload("alice/order.csv"))
         charger = keyed.KeyedCharger(world.dynamodb, SlowProvider(world, upload.idempotency_key),
-                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload"),
+                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload",
+                                                    price_per_upload_cents=500),
                                      now=world.clock.now)
         result = charger.charge_once(upload, 900_000)
         assert result["status"] == "charged"  # not "superseded": money taken, and booked
@@ -56,6 +57,7 @@ def test_a_swept_claim_retaken_by_another_invocation_is_lost_ownership_not_silen
                 return charge
 
         charger = keyed.KeyedCharger(world.dynamodb, TakenOver(world, upload.idempotency_key),
-                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload"),
+                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload",
+                                                    price_per_upload_cents=500),
                                      now=world.clock.now)
         assert charger.charge_once(upload, 900_000)["status"] == "superseded"  # logged, counted lost_ownership

@@ -122,7 +122,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
     s3 = world.s3
     good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
     charge = keyed.KeyedCharger(world.dynamodb, world.provider(),  # a CSV order: one charge per upload
-                                keyed.Settings(world.ledger_table, order_identity="upload"),
+                                keyed.Settings(world.ledger_table, order_identity="upload", price_per_upload_cents=500),
                                 now=world.clock.now, amount=lambda u: keyed_orders.amount_from_order_file(u, s3))
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
     with pytest.raises(keyed.NeedsAttention, match="malformed"):

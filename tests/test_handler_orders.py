@@ -15,7 +15,8 @@ HANDLER = "idem.core.handlers.keyed:lambda_handler"
 
 
 def order(order_id: str, **more: object) -> bytes:
-    return json.dumps({"order_id": order_id, **more}).encode()
+    """An order file: its id and amount (500 unless said: the amount is required)."""
+    return json.dumps({"order_id": order_id, "amount_cents": 500, **more}).encode()
 
 
 @pytest.fixture
@@ -25,8 +26,9 @@ def world():
 
 
 def charger(world, identity="order-id"):
+    price = {} if identity == "order-id" else {"price_per_upload_cents": 500}  # no file read: a price per upload
     return keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table,
-                              order_identity=identity), now=world.clock.now, s3=world.s3)
+                              order_identity=identity, **price), now=world.clock.now, s3=world.s3)
 
 
 def charge(world, obj, identity="order-id"):

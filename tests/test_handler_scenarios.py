@@ -13,6 +13,7 @@ import stripe
 import stripe._http_client
 
 from idem.core.dynamo import from_item
+from idem.core import customers
 from idem.core.handlers import keyed
 from idem.sim.stripe_server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
@@ -60,6 +61,12 @@ def cold_start(monkeypatch, world, server, secret: str, stage: str) -> None:
     monkeypatch.setattr(keyed, "_charger", None)
 
 
+def link(world, account: str, customer: str) -> None:
+    """Who pays for the account, as the runbook's `idem customers link` records it."""
+    customers.link(world.dynamodb, world.ledger_table, account, customer, reason="onboarding",
+                   caller="arn:aws:iam::123456789012:user/ops", now=world.clock.now())
+
+
 def intents(server, secret: str) -> list[dict]:
     """The PaymentIntents of the key's mode, as Stripe lists them."""
     client = stripe.StripeClient(secret, base_addresses={"api": server.url}, max_network_retries=0)
@@ -69,6 +76,7 @@ def intents(server, secret: str) -> list[dict]:
 # -- a live customer, charged once per order with its saved method ---------------------------------------
 def test_a_live_customer_is_charged_once_per_order_with_its_saved_method(world, server, monkeypatch, capsys):
     customer, saved = seed_customer(server, mode="live", payment_method="card", customer_id="cus_alice")
+    link(world, "alice", customer)
     cold_start(monkeypatch, world, server, LIVE_KEY, "prod")
     order = json.dumps({"order_id": "A-1001", "amount_cents": 1250, "currency": "usd", "customer": customer}).encode()
     first = keyed.lambda_handler(world.event(world.upload("alice/order.json", order)), Context())
@@ -88,8 +96,9 @@ def test_an_order_naming_its_payment_method_is_charged_with_that_method(world, s
     card = server.account.create_payment_method("live", type="card", behaviour="succeeds", last4="1111")
     other = server.account.attach("live", card["id"], customer)["id"]  # a second saved card of bob's
     assert other != default
+    link(world, "bob", customer)
     cold_start(monkeypatch, world, server, LIVE_KEY, "prod")
-    order = json.dumps({"order_id": "B-1", "customer": customer, "payment_method": other}).encode()
+    order = json.dumps({"order_id": "B-1", "amount_cents": 900, "customer": customer, "payment_method": other}).encode()
     result = keyed.lambda_handler(world.event(world.upload("bob/order.json", order)), Context())
     assert [p["status"] for p in result["processed"]] == ["charged"]
     (intent,) = intents(server, LIVE_KEY)
@@ -193,7 +202,8 @@ def test_an_eventbridge_upload_with_no_version_etag_or_sequencer_fails_closed(mo
     this upload from a later one of the same name, it is held for a person, never charged."""
     with LocalWorld(versioned=False) as world:
         monkeypatch.setattr(keyed, "_charger", keyed.KeyedCharger(
-            world.dynamodb, world.provider(), keyed.Settings(world.ledger_table, order_identity=identity),
+            world.dynamodb, world.provider(), keyed.Settings(world.ledger_table, order_identity=identity,
+                                                             price_per_upload_cents=500),
             now=world.clock.now, s3=world.s3))
         obj = world.upload("alice/order.json")
         event = {"source": "aws.s3", "detail-type": "Object Created", "time": "2026-01-01T00:00:00Z",
@@ -233,7 +243,7 @@ def test_every_payment_intent_names_its_order_bucket_key_and_stack_never_the_ver
     cold_start(monkeypatch, world, server, TEST_KEY, "staging")
     versions = []
     for order_id in ("A-1", "A-1", "A-2"):  # an order, the uploader's retried PUT, a second order at the name
-        obj = world.upload("alice/order.json", json.dumps({"order_id": order_id}).encode())
+        obj = world.upload("alice/order.json", json.dumps({"order_id": order_id, "amount_cents": 500}).encode())
         versions.append(obj.version_id)
         keyed.lambda_handler(world.event(obj), Context())
     made = sorted(intents(server, TEST_KEY), key=lambda i: i["metadata"]["order_id"])
@@ -246,9 +256,11 @@ def test_every_payment_intent_names_its_order_bucket_key_and_stack_never_the_ver
 def test_the_stand_in_keeps_the_orders_metadata_too(world):
     charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
                                  now=world.clock.now, s3=world.s3)
-    charger.charge_once(keyed.Upload.of(world.upload("alice/order.json", b'{"order_id": "A-9"}')), 30_000)
+    body = b'{"order_id": "A-9", "amount_cents": 500}'
+    charger.charge_once(keyed.Upload.of(world.upload("alice/order.json", body)), 30_000)
     (item,) = [i for i in map(from_item, world.table_items(world.provider_table)) if i.get("kind") == "charge"]
-    assert item["metadata"] == {"order_id": "A-9", "bucket": world.bucket, "key": "alice/order.json"}
+    assert item["metadata"] == {"order_id": "A-9", "bucket": world.bucket, "key": "alice/order.json",
+                                "idem_account": "alice"}
 
 
 def test_the_local_runtimes_stripe_passes_the_intents_status_on(world, server):
@@ -265,7 +277,9 @@ def test_an_order_naming_its_customer_and_method_is_charged_by_the_stand_in_too(
     moves no real money), so an order file written for Stripe runs there unchanged."""
     charger = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
                                  now=world.clock.now, s3=world.s3)
-    body = json.dumps({"order_id": "C-1", "customer": "cus_carol", "payment_method": "pm_saved"}).encode()
+    link(world, "carol", "cus_carol")
+    body = json.dumps({"order_id": "C-1", "amount_cents": 500, "customer": "cus_carol",
+                       "payment_method": "pm_saved"}).encode()
     assert charger.charge_once(keyed.Upload.of(world.upload("carol/order.json", body)), 30_000)["status"] == "charged"
     (made,) = world.provider().charges()
     assert made.customer == "cus_carol"

@@ -18,7 +18,7 @@ import pytest
 
 from idem.core import errors, events
 from idem.core.handlers import keyed, keyed_events, keyed_settings
-from idem.sim.stripe_server import loopback_stripe
+from idem.sim.stripe_server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +45,10 @@ DRIVER = textwrap.dedent('''
             GlobalSecondaryIndexes=[{"IndexName": "by_account", "Projection": {"ProjectionType": "ALL"},
                                      "KeySchema": [{"AttributeName": "account", "KeyType": "HASH"},
                                                    {"AttributeName": "booked_at", "KeyType": "RANGE"}]}])
+        dynamodb.put_item(TableName="ledger", Item={  # who pays for alice: `idem customers link`'s item
+            "pk": {"S": "account#alice"}, "kind": {"S": "customer"}, "account": {"S": "alice"},
+            "customer": {"S": "cus_alice"}, "linked_by": {"S": "arn:aws:iam::123456789012:user/ops"},
+            "linked_at": {"N": "1767225600"}, "reason": {"S": "onboarding"}})
         boto3.client("ssm", region_name="us-east-1").put_parameter(
             Name="/idem/stripe", Value="sk_test_SECRET_NEVER_LOGGED", Type="SecureString")
         import keyed
@@ -92,6 +96,7 @@ def copied(tmp_path_factory):
 
 def test_the_copied_files_charge_through_stripe_without_idem(copied):
     with LocalWorld() as world, loopback_stripe(world) as stripe:
+        seed_customer(stripe, customer_id="cus_alice")  # alice's Stripe customer, with a saved card
         (copied / "driver.py").write_text(DRIVER)
         env = {"PATH": os.environ.get("PATH", ""), "HANDLER_DIR": str(copied), "LEDGER_TABLE": "ledger",
                "STRIPE_SECRET_PARAMETER": "/idem/stripe", "STRIPE_API_BASE": stripe.url,
@@ -109,6 +114,7 @@ def test_the_copied_files_charge_through_stripe_without_idem(copied):
     assert results[3]["error"] == "RecordsFailed"  # an unreadable record fails the invocation
     assert len(charges) == 1 and charges[0].reference == "s3://uploads/alice/order.json"
     assert charges[0].amount == 1250  # the order's amount
+    assert charges[0].customer == "cus_alice"  # the account's linked customer, never the file's
     logged = [json.loads(line) for line in lines if line.startswith("{")]
     assert {line.get("outcome") for line in logged} >= {"charged", "duplicate", "malformed"}
     assert "sk_test_SECRET_NEVER_LOGGED" not in run.stdout + run.stderr

@@ -185,9 +185,9 @@ def test_past_the_key_window_the_charge_is_found_by_search(world, server):
 
 def test_two_uploads_of_one_name_unversioned_are_two_charges_each_booked_once(server):
     with LocalWorld(versioned=False) as world, loopback_stripe(world) as stripe_server:
-        first = world.upload("alice/order.csv", b'{"order_id": "A-1"}')
+        first = world.upload("alice/order.csv", b'{"order_id": "A-1", "amount_cents": 500}')
         assert charger(world).charge_once(upload_of(first, world.clock.now()), 30_000)["status"] == "charged"
-        second = world.upload("alice/order.csv", b'{"order_id": "A-2"}')  # another order, same name
+        second = world.upload("alice/order.csv", b'{"order_id": "A-2", "amount_cents": 500}')  # another order
         assert first.version_id is None and first.etag != second.etag
         late = upload_of(second, world.clock.now())
         # The second's first attempt charged and died before its commit.

@@ -58,8 +58,9 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
     # The demo's failure is read by whoever injects it, outside the function's code; the
     # Stripe key's parameter is prod's (the demo pays the stand-in).
     demo = {"FAILURE_POINT", "FAIL_TIMES"}
-    # The handler to copy (production's) also checks its claim's TTL against the timeout.
-    keyed_reads = {"FUNCTION_TIMEOUT_SECONDS"}
+    # The handler to copy (production's) also checks its claim's TTL against the timeout, and
+    # reads its money settings (docs/money_contract.md).
+    keyed_reads = {"FUNCTION_TIMEOUT_SECONDS", "CURRENCIES", "MIN_AMOUNT_CENTS", "MAX_AMOUNT_CENTS"}
     assert all(name in (ROOT / "idem/core/handlers/keyed_settings.py").read_text() for name in keyed_reads)
     # ORDER_IDENTITY has a safe default (order-id, ORDERS.md); the stack sets it with its bucket policy.
     optional = {"ORDER_IDENTITY"} - set(env)

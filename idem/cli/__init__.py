@@ -19,7 +19,8 @@ from ..console import UsageError, fail
 
 #: The commands, in the order `--help` lists them: name -> module.
 COMMANDS = {name: f"idem.cli.{name}" for name in
-            ("sim", "limits", "replay", "race", "check", "bench", "redrive", "settle", "refund", "outage", "deploy")}
+            ("sim", "limits", "replay", "race", "check", "bench", "redrive", "settle", "refund", "customers", "outage",
+             "deploy")}
 
 #: The range each numeric option accepts, whichever command has it: small enough that a
 #: 2-core machine stays responsive (a round of 64 threads, 2,000 events of a benchmark).

@@ -15,7 +15,8 @@ def configure(parser: Any) -> None:
     parser.add_argument("--after", type=float, default=25.0,
                         help="hours between the failure and the redrive (default 25, past a day)")
     parser.add_argument("--fresh", action="store_true",
-                        help="redrive as naive code does: a new event, stamped now (hides its age)")
+                        help="redrive as naive code does: a new event, stamped now (hides the event's age; keyed "
+                             "still knows the key's age from its record)")
     parser.add_argument("--queue-url", help="redrive this real queue (chapter 09's stack) instead")
     parser.add_argument("--function", help="with --queue-url: the function to send the events to")
     parser.add_argument("--region", help="with --queue-url: the queue's region (default: your AWS config)")

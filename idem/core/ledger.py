@@ -118,6 +118,8 @@ def booked(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     books: dict[str, tuple[int, int]] = {}
     for item in items:
         if item["pk"].startswith("account#"):
+            if "charges" not in item and "cents" not in item:  # only the customer mapping (idem.core.customers)
+                continue
             account = item["pk"].removeprefix("account#")
             charges, cents = int(item.get("charges", 0)), int(item.get("cents", 0))
         elif item.get("account") and item.get("charge_id") and item.get("status") == Status.DONE.value:

@@ -17,8 +17,11 @@ def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
     if charger is None:
         charger = svc.built["keyed"] = keyed.KeyedCharger(
             svc.ledger.client, svc.provider,
-            keyed_settings.Settings(svc.ledger.table, svc.price_cents, svc.currency, svc.ledger.ttl_seconds,
-                                    svc.provider_key_retention_seconds, order_identity=svc.order_identity),
+            keyed_settings.Settings(
+                svc.ledger.table, currencies=(svc.currency,), record_ttl_seconds=svc.ledger.ttl_seconds,
+                provider_key_retention_seconds=svc.provider_key_retention_seconds, order_identity=svc.order_identity,
+                # no order file read (object-name, upload): the entry point's PRICE_CENTS is the price per upload
+                price_per_upload_cents=None if svc.order_identity == "order-id" else svc.price_cents),
             now=svc.clock.now, new_owner=svc.new_token, s3=svc.s3)
     return charger.charge_once(keyed_orders.Upload.of(obj), context.get_remaining_time_in_millis())
 

@@ -205,6 +205,7 @@ class _Bench:
     def __init__(self, stack: contextlib.ExitStack, handler: str, events: int) -> None:
         self.handler = handler
         self.world = stack.enter_context(LocalWorld(prefix=f"bench{next(_worlds)}"))
+        self.world.link_demo_account("alice")  # onboarded: who pays for alice's uploads (idem.core.customers)
         # Its events name no stored object (made-up versions): keyed keys each upload by itself.
         env = self.world.env("keyed" if handler in ("noop", "keyed_stripe") else handler, ORDER_IDENTITY="upload")
         if handler == "keyed_stripe":

@@ -5,7 +5,9 @@ itself is its `requestPayload`. A redrive re-sends that payload unchanged, hours
 later. Unchanged matters: the event's own `eventTime` tells the handler how old the upload
 is, and `keyed` looks up a charge older than the provider's key window instead of charging
 with a key the provider may have pruned (chapter 07). A redrive that builds a fresh event
-(`fresh=True`, what naive redrive code does) hides the age, and charges twice after a day.
+(`fresh=True`, what naive redrive code does) hides the event's age; `keyed` still looks the
+charge up, because its record keeps when the order's first charge attempt began (the key's
+own age, docs/money_contract.md), so a fresh event a day later is booked once too.
 
 Locally the function is a LocalLambda; against the stack's queue (chapter 09) the same loop
 sends each payload with Lambda's `Invoke` (InvocationType Event).

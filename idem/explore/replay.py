@@ -14,7 +14,7 @@ from ..core.events import EventBatch, EventError, S3Object, Skipped, read_event
 from ..core.handlers.common import account_of
 from ..core.keys import idempotency_key
 from ..sim.runtime import Attempt, LocalLambda
-from ..sim.world import LocalWorld
+from ..sim.world import LocalWorld, demo_account
 from .scenarios import Scenario, handler_names as known
 from ..core.handlers.keyed_orders import Upload
 from ..core.handlers.keyed_events import event_epoch
@@ -72,6 +72,8 @@ def replay(event: Any, handler: str = "keyed", deliveries: int = 1) -> Replay:
     except EventError as problem:
         batch, refusal = EventBatch(), str(problem)
     with LocalWorld(prefix="replay") as world, _function(world, handler) as (runtime, record_of):
+        for obj in batch.objects:  # onboarded: each account is linked to a customer (idem.core.customers)
+            world.link_demo_account(demo_account(obj.key))
         for n in range(deliveries):
             runtime.send(event, at=n * DELIVERY_GAP)
         runtime.run()

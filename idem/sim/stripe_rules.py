@@ -258,6 +258,8 @@ class StripeAccount:
         self.rate_limiter: RateLimiter | None = None
         self.replayed: dict[str, bool] = {}  # per idempotency key: was its last answer a replay?
         self.permissions: dict[str, frozenset[str]] = {}  # restricted key -> its permissions
+        #: keys rolled or expired at Stripe: every request with one is answered 401
+        self.revoked: set[str] = set()
         self._script: list[tuple[Fault, str, str, str | None]] = []  # (fault, method, path prefix, key)
         self._saved: dict[tuple[str, str], Saved] = {}
         self._in_flight: set[tuple[str, str]] = set()
@@ -310,13 +312,17 @@ class StripeAccount:
             if self.rate_limiter is not None and not self.rate_limiter.admit(mode, route):
                 return _before(FAULTS["rate_limit"])
             if method == "GET":
-                return Answer(200, self._read(mode, route, ids, params))
+                answer = Answer(200, self._read(mode, route, ids, params))
+                # A read saves nothing: a fault "after" it is its answer lost or replaced (a 500).
+                return _before(fault) if fault is not None else answer
             return self._idempotent(mode, route, ids, params, idempotency_key, fault)
         except StripeError as error:
             return Answer(error.status, error.body(), error.headers)
 
     def _authenticate(self, api_key: str) -> str:
         mode = key_mode(api_key)
+        if api_key in self.revoked:  # a rolled key (https://docs.stripe.com/keys#rolling-keys): 401
+            raise StripeError(401, "invalid_request_error", "Expired API Key provided.", code="api_key_expired")
         if mode is None:  # 401 (https://docs.stripe.com/api/errors: "No valid API key provided")
             raise StripeError(401, "invalid_request_error", "Invalid API Key provided.", code="api_key_invalid"
                               if api_key else None)

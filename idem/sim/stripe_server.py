@@ -230,6 +230,11 @@ class LoopbackStripe:
     def find_charges(self, reference: str, idempotency_key: str) -> list[Any]:
         return list(self.adapter.find_charges(reference, idempotency_key))
 
+    def saved_method(self, customer: str) -> str | None:
+        """The customer's saved default payment method, read as the adapter reads it (keyed.py reads
+        it once per order and keeps it in the record)."""
+        return self.adapter.saved_method(customer)
+
     def charges(self, *args: Any, **kwargs: Any) -> list[Charge]:
         return [dataclasses.replace(c, id=intent_id(c.id)) for c in self.server.provider.charges(*args, **kwargs)]
 

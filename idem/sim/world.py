@@ -115,8 +115,19 @@ def _claim_prefix(wanted: str) -> str:
 
 def order_body(number: int) -> bytes:
     """The order file of a world's upload number `number` (1, 2, ...): a new order each time,
-    named the same way in every run (`{"order_id": "order-00001"}`, keyed_orders.py)."""
-    return json.dumps({"order_id": f"order-{number:05d}"}).encode()
+    named the same way in every run (`{"order_id": "order-00001", "amount_cents": 500}`,
+    keyed_orders.py: the amount is required, there is no default price)."""
+    return json.dumps({"order_id": f"order-{number:05d}", "amount_cents": DEMO_AMOUNT_CENTS}).encode()
+
+
+#: What a world's default order costs (the price the workbook's stories have always charged).
+DEMO_AMOUNT_CENTS = 500
+
+
+def demo_account(key: str) -> str:
+    """The account an upload's key belongs to, as the handler reads it (keyed_orders.Upload.account)."""
+    folder, slash, _ = key.partition("/")
+    return folder if slash and folder.strip() else "unassigned"
 
 
 class LocalWorld:
@@ -127,8 +138,12 @@ class LocalWorld:
     wrap_provider: Callable[[Provider], Any] | None = None
 
     def __init__(self, *, versioned: bool = True, clock: VirtualClock | None = None,
-                 prefix: str = "idem", seed: int = 0, provider_in_memory: bool = False) -> None:
-        """`provider_in_memory`: the provider stand-in keeps its charges and keys in this world's
+                 prefix: str = "idem", seed: int = 0, provider_in_memory: bool = False,
+                 link_customers: bool = True) -> None:
+        """`link_customers`: each account that uploads is linked to a customer first (the customer
+        mapping, idem.core.customers), as onboarding would: a demo account pays as the stand-in
+        customer of its own name; off, an account pays only once a test links it.
+        `provider_in_memory`: the provider stand-in keeps its charges and keys in this world's
         memory (`MemoryStore`) instead of its table, which is still created (empty) for
         PROVIDER_TABLE; what reads the table (the reconciliation job) then finds nothing."""
         ensure_moto()
@@ -148,6 +163,7 @@ class LocalWorld:
         self._uploaded: list[dict[str, str]] = []  # (key, version) of every upload(), for close()
         self.runtimes_started = 0
         self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
+        self.link_customers, self._linked = link_customers, set()
         self._create()
 
     @staticmethod
@@ -170,6 +186,7 @@ class LocalWorld:
         world.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{world.queue_name}"
         world._uploads = world.runtimes_started = 0
         world._uploaded, world.provider_store = [], None
+        world.link_customers, world._linked = True, set()
         return world
 
     def _create(self) -> None:
@@ -229,6 +246,8 @@ class LocalWorld:
         order file naming a new order (`order_body`): the keyed handler charges per order."""
         if body is None:
             body = order_body(self._uploads + 1)
+        if self.link_customers:
+            self.link_demo_account(demo_account(key))
         response = self._put_in_backend(key, body) if self.provider_store is not None \
             else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         self._uploads += 1
@@ -254,6 +273,25 @@ class LocalWorld:
             made = s3_backends[ACCOUNT]["aws"].put_object(self.bucket, key, body)
         version = made.version_id if self.versioned else None
         return {"ETag": made.etag, **({"VersionId": version} if version else {})}
+
+    def link_demo_account(self, account: str) -> None:
+        """Onboard a demo account: link it to the stand-in customer of its own name, unless it is
+        linked already (the handler reads the link; the uploader never writes it)."""
+        if account in self._linked:
+            return
+        try:
+            self.dynamodb.update_item(
+                TableName=self.ledger_table, Key={"pk": {"S": f"account#{account}"}},
+                UpdateExpression="SET #k = :kind, #a = :account, #c = :customer, linked_by = :by, #r = :reason",
+                ConditionExpression="attribute_not_exists(#c)",
+                ExpressionAttributeNames={"#k": "kind", "#a": "account", "#c": "customer", "#r": "reason"},
+                ExpressionAttributeValues={":kind": {"S": "customer"}, ":account": {"S": account},
+                                           ":customer": {"S": account}, ":by": {"S": "idem.sim.world"},
+                                           ":reason": {"S": "demo account"}})
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+        self._linked.add(account)
 
     def send_to_queue(self, queue_url: str, body: str) -> None:
         """A message into one of this world's queues: straight into moto's SQS backend in

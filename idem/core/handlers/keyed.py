@@ -37,92 +37,47 @@ import os
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
-from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_dynamo import as_item, as_values, error_code, from_item
+    from keyed_dynamo import (Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write,
+                              from_item, ours)
     from keyed_log import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import Order, OrderRef, Upload as Upload, identify
-    from keyed_provider import ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of
-    from keyed_settings import (DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed,
-                                Settings, WorkInProgress, aws_config, settings_from_env, upload_path_seconds)
+    from keyed_orders import (Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order,
+                              identify, terms_of, who_pays)
+    from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
+                                find_charge, make_provider, meaning_of, read_saved_method)
+    from keyed_settings import (DAY as DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership,
+                                NeedsAttention, ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress,
+                                aws_config, settings_from_env, enough_time)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
-    from .keyed_dynamo import as_item, as_values, error_code, from_item  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_dynamo import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write, from_item, ours)
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
-    from .keyed_orders import Order, OrderRef, Upload as Upload, identify  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order, identify, terms_of,
+        who_pays)
     from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, make_provider, meaning_of)
+        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
+        make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        DAY as DAY, ConfigError as ConfigError, LostOwnership, NeedsAttention, RecordsFailed, Settings, WorkInProgress,
-        aws_config, settings_from_env, upload_path_seconds)
+        DAY as DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention,
+        ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress, aws_config,
+        settings_from_env, enough_time)
 
 #: The table's sparse global secondary index of ledger lines: partition key `account`, sort
 #: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
 BOOKS_INDEX = "by_account"
 
 
-class Status(str, Enum):
-    CLAIMED = "claimed"  # claim-first's record (chapter 04): seen, says nothing about the work
-    IN_PROGRESS = "in_progress"  # the work started, under a lease
-    DONE = "done"  # the work finished: the result is stored
-    DECLINED = "declined"  # the provider declined the charge: a final answer, nothing to retry
-    NEEDS_ATTENTION = "needs_attention"  # no retry can finish it: a person must (see `result`)
-    PENDING = "pending"  # the provider took the charge but has not settled it (Stripe: processing)
-
-    def __str__(self) -> str:
-        return self.value
-
-
-
-# -- the record: claim, then commit -----------------------------------------------------------------
-#: A record's optional attributes, as `Record.from_item` reads them back.
-RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at")
-
-
-@dataclass(frozen=True)
-class Record:
-    key: str
-    status: Status
-    owner: str = ""
-    lease_until: float = 0.0
-    expires_at: float = 0.0
-    result: Any = None
-    source: str = ""
-    created_at: float = 0.0
-
-    def to_plain(self) -> dict[str, Any]:
-        """The record's attributes as stored (none that is empty)."""
-        return {"pk": self.key, "status": self.status.value, "owner": self.owner or None,
-                "lease_until": self.lease_until or None, "expires_at": self.expires_at or None,
-                "result": self.result, "source": self.source or None, "created_at": self.created_at or None}
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> Record:
-        plain = from_item(item)
-        return cls(plain["pk"], Status(plain.get("status", Status.CLAIMED.value)),
-                   **{name: plain[name] for name in RECORD_FIELDS if name in plain})
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The answer to every claim: won (with the record it wrote), or lost to the record that
-    holds the key."""
-
-    won: bool
-    existing: Record | None = None
-    mine: Record | None = None  # on a win: the claim as it is stored, which the commit replaces
-
-
 class KeyedLedger:
     """The idempotency records and the books, in one DynamoDB table. Each write is conditional:
-    `_refused` (below) makes it and returns None when it went through, else the record that
+    `conditional_write` (keyed_dynamo.py) makes it and returns None when it went through, else the record that
     refused it ({} when there is none)."""
 
     def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
@@ -130,51 +85,81 @@ class KeyedLedger:
         self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
-        """Claim the upload in one call, or learn who holds it (a duplicate costs one call)."""
+        """Claim the order in one call, or learn who holds it (a duplicate costs one call). A
+        claim has no expires_at: an in_progress record may stand for a charge made, so DynamoDB's
+        TTL never deletes it; only a lease that ran out lets another invocation take it over."""
         now = self.now()
-        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, int(now) + self.ttl_seconds,
-                      source=source, created_at=now)
-        old = _refused(
-            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
-            # Free, expired, or held by a lease that ran out: take it in the same write. Expiry
-            # is checked here, in the condition: DynamoDB deletes expired items days late.
-            # (A finished record has no expires_at: the comparison is false, it stays.)
-            ConditionExpression=("attribute_not_exists(pk) OR expires_at <= :now"
-                                 " OR (#s = :in_progress AND lease_until <= :now)"),
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=as_values(now=now, in_progress=Status.IN_PROGRESS.value),
-            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now)
+        old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
+                       ConditionExpression="attribute_not_exists(pk)", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
             return Claim(won=True, mine=mine)
         existing = Record.from_item(old)
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
+        if existing.status is Status.IN_PROGRESS and existing.lease_until <= now:
+            return self._take_over(existing, owner, lease_until, source)
         return Claim(won=False, existing=existing)
+
+    def _take_over(self, old: Record, owner: str, lease_until: float, source: str) -> Claim:
+        """Take over a claim whose lease ran out, fenced to the owner and lease we read, keeping
+        when the order's first attempt began and the payment method chosen then."""
+        mine = replace(old, owner=owner, lease_until=lease_until, source=source or old.source, expires_at=0.0)
+        refused = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
+                           ConditionExpression="#o = :old AND lease_until = :lease AND #s = :in_progress",
+                           ExpressionAttributeNames={"#o": "owner", "#s": "status"},
+                           ExpressionAttributeValues=as_values(old=old.owner, lease=old.lease_until,
+                                                               in_progress=Status.IN_PROGRESS.value),
+                           ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        if refused is None:
+            return Claim(won=True, mine=mine)
+        holder = Record.from_item(refused) if refused else None
+        if holder and holder.owner == owner and holder.status is Status.IN_PROGRESS:
+            return Claim(won=True, mine=holder)  # our takeover, re-sent after its answer was lost
+        return Claim(won=False, existing=holder or replace(old, lease_until=self.now() + 1))
+
+    def customer_of(self, account: str) -> str | None:
+        """Who pays for the account: its customer mapping (`account#<ACCOUNT>`, written only by the
+        runbook's `idem customers link`), read strongly consistent; None when it has none."""
+        item = self.client.get_item(TableName=self.table, Key=as_item({"pk": f"account#{account}"}),
+                                    ConsistentRead=True).get("Item")
+        plain = from_item(item) if item else {}
+        return str(plain["customer"]) if plain.get("kind") == "customer" and plain.get("customer") else None
+
+    def remember_method(self, claimed: Record, method: str) -> Record:
+        """Keep the payment method chosen on the order's first attempt in its record, if we own it."""
+        if conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": claimed.key}),
+                    UpdateExpression="SET payment_method = :method", ConditionExpression="#o = :me AND #s = :in_progress",
+                    ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                    ExpressionAttributeValues=as_values(method=method, me=claimed.owner,
+                                                        in_progress=Status.IN_PROGRESS.value)) is not None:
+            raise LostOwnership(f"{claimed.key} belongs to another invocation now")
+        return replace(claimed, payment_method=method)
 
     def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it.
         It loses its expires_at: such a record is an answer (or a person's to-do), kept for ever."""
-        old = _refused(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
+        old = conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
                        UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
                        ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
                        ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
                        ExpressionAttributeValues=as_values(status=status.value, result=result, me=owner,
                                                            in_progress=Status.IN_PROGRESS.value),
                        ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        if old is not None and not _ours(old, owner, status):
+        if old is not None and not ours(old, owner, status):
             raise LostOwnership(f"{key} belongs to another invocation now")
 
     def release(self, key: str, owner: str) -> None:
         """End our lease now, so that Lambda's retry can take over at once instead of meeting
         a live lease until our deadline (up to 15 minutes). Only the owner may release (when
         the write is refused, someone else holds the upload now, which is fine)."""
-        _refused(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
+        conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
                  UpdateExpression="SET lease_until = :now", ConditionExpression="#o = :me AND #s = :in_progress",
                  ExpressionAttributeNames={"#s": "status", "#o": "owner"},
                  ExpressionAttributeValues=as_values(now=self.now(), me=owner, in_progress=Status.IN_PROGRESS.value))
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
-               charge_id: str, status: Status = Status.DONE) -> None:
+               charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
         """Replace our claim with the ledger line for the charge, in one write, if we still own it.
 
         One conditional put, fenced to the owner: the record becomes `done` with its result
@@ -195,17 +180,18 @@ class KeyedLedger:
         booked = ({"account": account, "booked_at": now, "booked_day": time.strftime("%Y-%m-%d", time.gmtime(now))}
                   if status is Status.DONE else {})
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
-                        "cents": cents, "charge_id": charge_id, **booked})
-        old = _refused(
+                        "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
+                        "currency": currency or claimed.currency or None, **booked})
+        old = conditional_write(
             self.client.put_item, TableName=self.table, Item=line,
             ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
             ExpressionAttributeNames={"#s": "status", "#o": "owner"},
             ExpressionAttributeValues=as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
             ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        if old and not _ours(old, claimed.owner, status):
+        if old and not ours(old, claimed.owner, status):
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
         if old == {}:  # no record at all: our claim expired and was deleted as we charged; book it anyway
-            if _refused(self.client.put_item, TableName=self.table, Item=line,
+            if conditional_write(self.client.put_item, TableName=self.table, Item=line,
                         ConditionExpression="attribute_not_exists(pk)") is not None:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
             log.warning("our claim expired and was deleted during the charge; booked it anyway",
@@ -219,15 +205,6 @@ class KeyedLedger:
             ExpressionAttributeValues=as_values(account=account))
         lines = [item for page in pages for item in page["Items"]]
         return len(lines), sum(int(item["cents"]["N"]) for item in lines)
-
-
-# -- what to charge --------------------------------------------------------------------------------
-def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -> int:
-    """How much to charge for an upload, in the currency's smallest unit: replace this if you
-    price otherwise. The default is the order's `amount_cents`, else the configured price
-    (PRICE_CENTS). Raise NeedsAttention when the amount cannot be known: the upload is held
-    for a person, never charged a wrong amount."""
-    return order.amount_cents if order and order.amount_cents else settings.price_cents
 
 
 # -- the handler (who charges: `make_provider`, below) ---------------------------------------------
@@ -271,39 +248,60 @@ class KeyedCharger:
         """What a claim that met a record answers: the stored result, or why not."""
         result = existing.result or {}
         if existing.status is Status.DONE:
-            asked = ref.order.amount_cents if ref.order else None
-            if asked and asked != result.get("amount_cents"):  # a corrected order: never a second charge
-                raise NeedsAttention(f"{ref.source}: charged {result.get('amount_cents')} already, and this "
-                                     f"upload of the same order asks {asked}: refund or charge the difference "
-                                     "by hand (`idem settle`), then close it")
+            # never a second charge for one order: a different amount, currency or customer is parked
+            check_same_order(ref, (existing.cents or result.get("amount_cents"), existing.currency, existing.customer),
+                             self.settings)
             return {**result, "status": "duplicate"}
         if existing.status in (Status.DECLINED, Status.PENDING):  # the provider's answer, kept
             return {**result, "status": existing.status.value}
-        if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue
-            raise NeedsAttention(f"{ref.source}: {result.get('reason', '')}")
+        if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue (counted once)
+            raise NeedsAttention(f"{ref.source}: {result.get('reason', '')}", again=True)
         raise WorkInProgress(f"{ref.source} is being worked on until {utc(existing.lease_until)}; failing, "
                              "so that a retry of this event, if Lambda has one left, finds it finished")
 
+    def _park(self, claimed: Record, reason: str, cause: BaseException | None = None) -> NeedsAttention:
+        """Park the order: its record says why (needs_attention), for a person and the alarm."""
+        self.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
+        parked = NeedsAttention(reason)
+        parked.__cause__ = cause
+        return parked
+
+    def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
+        """The payment method of the order's first attempt, read once (the customer's saved default)
+        and kept in its record: a retry after a lost answer sends the same parameters."""
+        read = getattr(self.provider, "saved_method", None)
+        if claimed.payment_method or (ref.order and ref.order.payment_method) or read is None \
+                or not customer.startswith("cus_"):
+            return claimed
+        try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
+            method = read_saved_method(read, customer)
+        except NeedsAttention as problem:
+            raise self._park(claimed, f"{ref.source}: {problem}") from None
+        return self.ledger.remember_method(claimed, method) if method else claimed
+
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         key, owner = claimed.key, claimed.owner
-        # Past the provider's key window (a redrive a day later), or of an age we cannot trust,
+        try:
+            customer = who_pays(self.ledger.customer_of(upload.account), ref)
+            cents = self.amount(upload) if self.amount else amount_for(upload, self.settings, ref.order)
+            currency = terms_of(ref, cents, self.settings)
+        except NeedsAttention as problem:
+            raise self._park(claimed, str(problem)) from None
+        # Past the provider's key window (the key's first attempt, or the event, older than it),
         # the key may be pruned and could charge anew: a charge found is booked at its own amount.
         found = look_up(self, upload, ref, claimed)
         if found is not None:
-            return self._commit(upload, claimed, str(found.id), int(found.amount), status="found")
+            return self._commit(upload, claimed, str(found.id), int(found.amount), "found", customer, currency)
+        claimed = self._method_for(ref, claimed, customer)
+        method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         try:
-            cents = self.amount(upload) if self.amount else amount_for(upload, self.settings, ref.order)
-        except NeedsAttention as problem:
-            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, {"reason": str(problem)})
-            raise
-        try:
-            order = ref.order  # who pays: the order's customer (and method), else the account folder
-            charge = self.provider.charge(customer=(order and order.customer) or upload.account, amount=cents,
-                                          currency=(order and order.currency) or self.settings.currency,
+            charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
                                           reference=ref.charge_reference, idempotency_key=key, metadata=ref.metadata,
-                                          **({"payment_method": order.payment_method} if order and order.payment_method else {}))
+                                          **({"payment_method": method} if method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)
+            if meaning.what == AUTH:  # a rolled key: read again on the retry, counted, never parked
+                raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
             result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code,
@@ -322,14 +320,14 @@ class KeyedCharger:
             result = {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id}
             self.ledger.finish(key, owner, Status.DECLINED, result)
             return result
-        return self._commit(upload, claimed, charge.id, cents, status=what)
+        return self._commit(upload, claimed, charge.id, cents, what, customer, currency)
 
     def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
-                status: str = "charged") -> dict[str, Any]:
+                status: str = "charged", customer: str = "", currency: str = "") -> dict[str, Any]:
         result = {"status": status, "charge_id": charge_id, "amount_cents": cents}
         try:  # a pending charge (Stripe: processing) is booked when it settles (`idem settle`)
             self.ledger.commit(claimed, result, upload.account, cents, charge_id,
-                               Status.PENDING if status == PENDING else Status.DONE)
+                               Status.PENDING if status == PENDING else Status.DONE, customer, currency)
         except LostOwnership:
             # Our lease ran out and another invocation took over. The provider key made our
             # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
@@ -340,15 +338,6 @@ class KeyedCharger:
 
 
 _charger: KeyedCharger | None = None
-
-
-def enough_time(remaining_ms: int) -> None:
-    """Raise WorkInProgress when one more upload's slowest path may not end before the function
-    does: a batch (SQS hands up to 10 messages) is then cut short, and the uploads left are
-    retried (batchItemFailures) instead of timing out together in the middle of a charge."""
-    if remaining_ms / 1000 < upload_path_seconds():
-        raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
-                             f"upload can take {upload_path_seconds():g} s; it is retried")
 
 
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
@@ -386,6 +375,8 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
         counts[log_outcome(request_id, named, result)] += 1
         processed.append({"object": upload.reference, **result})
     print(json.dumps(metrics_document(counts, getattr(context, "function_name", "keyed"), time.time())))
+    if any(isinstance(f, ProviderAuthFailed) for f in failures):
+        _charger = None  # the next invocation reads the secret again (a rolled key), as a cold start does
     records = event.get("Records") if isinstance(event, Mapping) else None
     if records and all(isinstance(r, Mapping) and r.get("eventSource") == "aws:sqs" for r in records):
         return {"batchItemFailures": [{"itemIdentifier": str(records[i].get("messageId", ""))}
@@ -400,54 +391,32 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
 
 # -- past the key window: look the charge up ------------------------------------------------------
 def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
-    """The charge already made for this exact upload (its `id` and the `amount` it took), or
-    None: none was made, or the event is young enough for the key itself to replay it.
+    """The charge already made with this order's key (its `id` and the `amount` it took), or
+    None: none was made, or the key is young enough to replay it itself.
 
-    A copy of the event older than the provider's key window (a redrive from the failure
-    queue a day later), or one whose age cannot be trusted (no eventTime, or one after our
-    clock), may meet a pruned key, which would charge anew: the provider is asked first. It
-    finds charges by what they were for (Stripe: a search on the metadata this handler sends,
-    keyed_stripe.py); only a charge made with this upload's own key counts, and that key is
-    made from the version id, or from the eTag and the sequencer when the bucket is not
-    versioned: an earlier upload of the same name is never booked as this one."""
-    age = charger.now() - upload.event_time
+    Stripe forgets a KEY once it is 24 hours old, so the age that matters is the key's: the
+    record keeps `first_attempt_at` through every takeover. Once that is older than the key
+    window minus KEY_AGE_MARGIN_SECONDS (or unknown), or the event itself is older than the
+    window (a redrive), the provider is searched by the key in the charges' metadata first."""
+    now, window = charger.now(), charger.settings.provider_key_retention_seconds
     # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
     # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.
-    if upload.event_time and 0 <= age < charger.settings.provider_key_retention_seconds:
+    key_age, event_age = now - claimed.first_attempt_at, now - upload.event_time
+    if claimed.first_attempt_at and 0 <= key_age < window - KEY_AGE_MARGIN_SECONDS \
+            and upload.event_time and 0 <= event_age < window:
         return None  # inside the key window: the key itself replays an earlier charge
-    known = "of unknown age" if not upload.event_time or age < 0 else f"{age / 3600:.1f} h old"
-    find = getattr(charger.provider, "find_charges", None)
+    known = (f"its first charge attempt {key_age / 3600:.1f} h ago" if claimed.first_attempt_at else
+             "no known first attempt") + (f", the event {event_age / 3600:.1f} h old" if upload.event_time
+                                          else ", the event of unknown age")
     try:
-        if find is None:
-            raise LookupError("the provider offers no look-up")
-        found = [c for c in find(ref.charge_reference, claimed.key) if getattr(c, "idempotency_key", None) == claimed.key]
-    except Exception as unavailable:  # never charge blind: park it for a person
+        found = find_charge(charger.provider, ref.charge_reference, claimed.key)
+    except Exception as unavailable:  # never charge blind: park it for a person (a refused key: retry)
+        if meaning_of(unavailable).what == AUTH:
+            raise auth_failed(meaning_of(unavailable)) from unavailable
         # A charge is searchable within a minute, "up to an hour behind during outages"
         # (https://docs.stripe.com/api/payment_intents/search); within that hour its key still
         # replays it. Without an answer from the search nothing proves there was no charge.
-        reason = (f"the event is {known}, past the provider's key window or not to be trusted, and the "
-                  f"look-up failed ({str(unavailable)[:120]}): check whether it was charged (`idem settle`), "
-                  "then re-send it or close it")
-        charger.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
-        raise NeedsAttention(f"{ref.source}: {reason}") from None
-    return found[0] if found else None
-
-
-def _ours(item: Mapping[str, Any], owner: str, status: Status) -> bool:
-    """The record that refused a fenced write is that very write, made already (re-sent)."""
-    record = Record.from_item(item)
-    return record.owner == owner and record.status is status
-
-
-# -- DynamoDB: one conditional write ------------------------------------------------------------------
-def _refused(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
-    """Make one conditional write: None when it went through; when its condition failed, the
-    item that refused it (with ReturnValuesOnConditionCheckFailure=ALL_OLD), or {} when there
-    is none. Any other error is raised."""
-    try:
-        write(**request)
-    except ClientError as error:
-        if error_code(error) != "ConditionalCheckFailedException":
-            raise
-        return dict(error.response.get("Item") or {})
-    return None
+        raise charger._park(claimed, f"{ref.source}: {known}, past the provider's key window or not to be trusted, "
+                            f"and the look-up failed ({str(unavailable)[:120]}): check whether it was charged "
+                            "(`idem settle`), then re-send it or close it") from None
+    return found

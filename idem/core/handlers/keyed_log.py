@@ -33,10 +33,12 @@ class Named(Protocol):
 #: The namespace of the handler's metrics (CloudWatch Embedded Metric Format).
 METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
 #: The outcomes an operator counts (one metric each, per invocation; see `metrics_document`).
+#: needs_attention counts an order the first time it is parked (the alarm's metric);
+#: still_needs_attention, each later upload or retry of it; auth_failed, a refused secret key.
 OUTCOMES = ("charged", "duplicate", "declined", "pending", "needs_attention", "work_in_progress", "ignored", "malformed",
-            "lost_ownership", "failed")
+            "lost_ownership", "failed", "still_needs_attention", "auth_failed")
 _OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
-               "LostOwnership": "lost_ownership"}
+               "LostOwnership": "lost_ownership", "ProviderAuthFailed": "auth_failed"}
 
 
 def metrics_document(counts: Mapping[str, int], function_name: str, now: float) -> dict[str, Any]:
@@ -116,7 +118,8 @@ def log_outcome(request_id: str, upload: Named, done: dict[str, Any] | BaseExcep
     """Log what became of one upload (its result, or the error it raised); return the
     outcome counted in the metrics (one of OUTCOMES)."""
     if isinstance(done, BaseException):
-        outcome = _OUTCOME_OF.get(type(done).__name__, "failed")
+        outcome = "still_needs_attention" if getattr(done, "again", False) else _OUTCOME_OF.get(
+            type(done).__name__, "failed")
         log_line(logging.ERROR, f"{type(done).__name__}: {reason_of(done)}", request_id, upload, outcome)
         return outcome
     outcome = {"found": "charged", "superseded": "lost_ownership"}.get(done["status"], str(done["status"]))

@@ -1,9 +1,10 @@
 """The order file, as the handler to copy (keyed.py) reads it: one upload names one order.
 
 With ORDER_IDENTITY=order-id (the default) the uploaded file is a JSON object that names its
-order, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd", "customer": "cus_..."}`:
-only `order_id` is required; the amount, currency, customer and payment method are used when
-present. The file is read at its exact version (VersionId, or IfMatch on the eTag when the
+order, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}` (docs/money_contract.md):
+`order_id` and `amount_cents` (an integer) are required; `currency`, `customer` (if present, it
+must be the account's linked customer) and `payment_method` are optional; any other field is
+refused with its name, never ignored (`"amount": 1299` is not an amount). The file is read at its exact version (VersionId, or IfMatch on the eTag when the
 bucket is not versioned), so every retry of one event reads the same bytes. A file that names
 no readable order raises NeedsAttention: held for a person, never charged, never skipped.
 The function's role needs s3:GetObject and s3:GetObjectVersion on the bucket.
@@ -24,11 +25,11 @@ COPIED = not __package__  # beside its siblings in a reader's folder (plain name
 if COPIED:
     from keyed_dynamo import error_code
     from keyed_events import S3Object, event_epoch
-    from keyed_settings import NeedsAttention
+    from keyed_settings import NeedsAttention, Settings
 else:
     from .keyed_dynamo import error_code  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_settings import NeedsAttention  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import NeedsAttention, Settings  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 #: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
 UNASSIGNED_ACCOUNT = "unassigned"
@@ -59,12 +60,16 @@ ORDER_MAX_BYTES = 1_000_000
 MAX_ORDER_ID_CHARS = 200
 
 
+#: The fields an order file may hold; any other is refused with its name.
+ORDER_FIELDS = ("order_id", "amount_cents", "currency", "customer", "payment_method")
+
+
 @dataclass(frozen=True)
 class Order:
-    """What an order file says. Only `order_id` is certain; the rest is None when absent."""
+    """What an order file says: its id and amount; the rest is None when absent."""
 
     order_id: str
-    amount_cents: int | None = None
+    amount_cents: int
     currency: str | None = None
     customer: str | None = None  # the provider's customer id (Stripe: cus_...)
     payment_method: str | None = None  # a saved payment method of that customer (Stripe: pm_...)
@@ -145,7 +150,7 @@ class OrderRef:
         (never the version id: Stripe compares every parameter sent again with a key, metadata
         included): the order (its order_id; else what the key is made from), bucket and key."""
         return {"order_id": self.order.order_id if self.order else self.source,
-                "bucket": self.upload.bucket, "key": self.upload.key}
+                "bucket": self.upload.bucket, "key": self.upload.key, "idem_account": self.account}
 
 
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
@@ -159,8 +164,9 @@ def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
             order = read_order(upload, s3)
         except NeedsAttention as problem:
             return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
-        return OrderRef(_order_key("order", f"{upload.bucket}\n{order.order_id}"),
-                        f"{upload.bucket}#order#{order.order_id}", f"s3://{name}", upload, order)
+        # The account's order: two accounts' order "1001" are two orders (docs/money_contract.md).
+        return OrderRef(_order_key("order", f"{upload.account}\n{order.order_id}"),
+                        f"{upload.account}#order#{order.order_id}", f"s3://{name}", upload, order)
     if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
         return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
             f"{upload.reference}: unversioned and with no sequencer, this upload cannot be told from another "
@@ -200,6 +206,9 @@ def read_order(upload: ObjectRef, s3: Any) -> Order:
         data = json.loads(body.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError("it is not a JSON object")
+        unknown = sorted(set(data) - set(ORDER_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r} (an order file holds only {', '.join(ORDER_FIELDS)})")
         order_id = data.get("order_id")
         if not isinstance(order_id, str) or not order_id.strip():
             raise ValueError("it names no order_id (a non-empty string)")
@@ -207,7 +216,9 @@ def read_order(upload: ObjectRef, s3: Any) -> Order:
             raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, "
                              "a backslash or a control character")
         amount = data.get("amount_cents")
-        if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0):
+        if amount is None:
+            raise ValueError("it names no amount_cents (required: there is no default price)")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
             raise ValueError("its amount_cents is not a whole number above zero")
         currency = data.get("currency")
         if currency is not None and (not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha()):
@@ -219,6 +230,63 @@ def read_order(upload: ObjectRef, s3: Any) -> Order:
         raise NeedsAttention(f"the order file {upload.reference} names no order this function can charge "
                              f"({str(problem)[:160]}): fix it and upload it again; nothing was charged") from None
     return Order(order_id, amount, currency.lower() if currency else None, texts["customer"], texts["payment_method"])
+
+
+# -- what to charge: the amount and currency, within the settings --------------------------------
+def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -> int:
+    """How much to charge, in the currency's smallest unit: the order file's `amount_cents`
+    (required: read_order refuses a file without it), or, in the modes that read no file, the
+    setting PRICE_PER_UPLOAD_CENTS. Replace this if you price otherwise; raise NeedsAttention when
+    the amount cannot be known: the order is parked for a person, never charged a default."""
+    if order is not None:
+        return order.amount_cents
+    if not settings.price_per_upload_cents:
+        raise NeedsAttention(f"{upload.reference}: no order file and no PRICE_PER_UPLOAD_CENTS; nothing was charged")
+    return settings.price_per_upload_cents
+
+
+def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
+    """The order's currency, once its amount and currency are within the settings (CURRENCIES,
+    MIN_AMOUNT_CENTS, MAX_AMOUNT_CENTS); NeedsAttention, with the reason, when they are not."""
+    currency = (ref.order.currency if ref.order else None) or settings.currency
+    allowed = ",".join(settings.currencies)
+    problem = ("names no currency, and CURRENCIES allows several" if not currency
+               else f"asks {currency}, not in CURRENCIES ({allowed})" if currency not in settings.currencies
+               else f"asks {cents}, below MIN_AMOUNT_CENTS ({settings.min_amount_cents})"
+               if cents < settings.min_amount_cents
+               else f"asks {cents}, above MAX_AMOUNT_CENTS ({settings.max_amount_cents})"
+               if cents > settings.max_amount_cents else "")
+    if problem:
+        raise NeedsAttention(f"{ref.source}: the order {problem} ({allowed}); fix it and upload it again, "
+                             "or change the setting; nothing was charged")
+    return currency
+
+
+def who_pays(linked: str | None, ref: OrderRef) -> str:
+    """The customer the account is linked to (`linked`, from the customer mapping); NeedsAttention
+    when it has none, or when the file names another: a file never chooses who pays."""
+    account = ref.account
+    if linked is None:
+        raise NeedsAttention(f"{ref.source}: account {account} has no linked customer: run idem customers "
+                             f"link {account} cus_... --reason TEXT, then re-send it; nothing was charged")
+    named = ref.order.customer if ref.order else None
+    if named and named != linked:
+        raise NeedsAttention(f"{ref.source}: the file names customer {named[:60]}, and account {account} is "
+                             f"linked to {linked}: a file never chooses who pays; nothing was charged")
+    return linked
+
+
+def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Settings) -> None:
+    """A duplicate of a charged order must ask what was charged: the same amount, currency and
+    customer (`stored`, from its ledger line); else NeedsAttention, never a second charge."""
+    order = ref.order
+    if order is None:
+        return
+    asked = (order.amount_cents, order.currency or settings.currency or stored[1], order.customer or stored[2])
+    if any(a and s and a != s for a, s in zip(asked, stored)):
+        raise NeedsAttention(f"{ref.source}: charged {stored[0]} already ({stored[1]}, customer {stored[2]}), and "
+                             f"this upload of the same order asks {asked[0]} ({asked[1]}, customer {asked[2]}): "
+                             "refund or charge the difference by hand (`idem settle`), then close it")
 
 
 # -- an example amount seam: a CSV order with an amount per row -----------------------------------

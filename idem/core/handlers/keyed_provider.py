@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import boto3  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_log import log
-    from keyed_settings import ConfigError, aws_config
+    from keyed_settings import ConfigError, NeedsAttention, ProviderAuthFailed, aws_config
 else:
     from .keyed_log import log  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_settings import ConfigError, aws_config  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        ConfigError, NeedsAttention, ProviderAuthFailed, aws_config)
 
 
 # -- who charges: the payment provider's client, built at cold start ------------------------------
@@ -80,6 +81,8 @@ def check_key_mode(secret: str, stage: str) -> None:
 #: What to do after each answer: the charge is made (`charged`), made but not settled yet
 #: (`pending`), refused for good (`declined`), to try again later (`retry`), or for a person.
 CHARGED, PENDING, DECLINED, RETRY, ATTENTION = "charged", "pending", "declined", "retry", "needs_attention"
+#: The secret key was refused (401: rolled, expired or revoked): read it again, retry, count it.
+AUTH = "auth_failed"
 #: A PaymentIntent's status after create-and-confirm, and what it means
 #: (https://docs.stripe.com/payments/paymentintents/lifecycle): `processing` can still fail
 #: (bank debits, some wallets) and settles later; `requires_action` off-session is a decline the
@@ -122,6 +125,10 @@ def meaning_of(error: BaseException) -> Meaning:
     decline = str(getattr(detail, "decline_code", None) or getattr(error, "decline_code", None) or "")
     status = getattr(error, "http_status", None)
     reason = str(getattr(error, "user_message", None) or error)[:300]
+    if status == 401 or type(error).__name__ == "AuthenticationError":
+        # "401 Unauthorized: No valid API key provided" (https://docs.stripe.com/api/errors): a
+        # rolled or expired key (https://docs.stripe.com/keys). Nothing executed; a new key can succeed.
+        return Meaning(AUTH, code or "401", "", reason)
     if code in RETRY_CODES or status in (409, 429):  # a key in flight, too many requests, a lock
         return Meaning(RETRY, code or str(status), "", reason)
     if kind == "card_error" or status == 402:
@@ -134,3 +141,47 @@ def meaning_of(error: BaseException) -> Meaning:
     if status is None or kind == "api_error" or (isinstance(status, int) and status > 500):
         return Meaning(RETRY, code or kind or str(status or "no answer"), "", reason)  # not executed: retry
     return Meaning(ATTENTION, code or kind or str(status), "", reason)
+
+
+def meaning_of_read(error: BaseException) -> Meaning:
+    """What an error on a READ means (a GET sends no idempotency key, so Stripe saves nothing
+    for it): a 5xx, a rate limit or a lost connection is retried like any transient failure,
+    never parked; a 401 is the key (AUTH); a 400/403/404 (no such customer) needs a person."""
+    meaning = meaning_of(error)
+    status = getattr(error, "http_status", None)
+    if meaning.what == ATTENTION and (status is None or (isinstance(status, int) and status >= 500)):
+        return Meaning(RETRY, meaning.code, "", meaning.reason)
+    return meaning
+
+
+def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
+    """The error a refused secret key raises: the invocation fails for a retry (the handler reads
+    the secret again) and the metric `auth_failed` counts it; the order is never parked for it."""
+    return ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); "
+                              "it is read again on the retry: check that STRIPE_SECRET_PARAMETER holds the current key")
+
+
+def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
+    """The customer's saved default payment method (`read`: the provider's saved_method). A 5xx
+    or a lost answer is raised as it came (retried); a 401 raises ProviderAuthFailed; anything
+    else (no such customer) raises NeedsAttention with the reason."""
+    try:
+        return read(customer)
+    except Exception as error:
+        meaning = meaning_of_read(error)
+        if meaning.what == AUTH:
+            raise auth_failed(meaning) from error
+        if meaning.what == RETRY:
+            raise
+        raise NeedsAttention(f"reading customer {customer}'s payment method failed ({meaning.code}: "
+                             f"{meaning.reason}); nothing was charged") from None
+
+
+def find_charge(provider: Any, reference: str, key: str) -> Any | None:
+    """The charge the provider made with this key (its metadata), or None; raises when the
+    provider offers no look-up or does not answer (the caller parks: never a blind charge)."""
+    find = getattr(provider, "find_charges", None)
+    if find is None:
+        raise LookupError("the provider offers no look-up")
+    found = [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
+    return found[0] if found else None

@@ -86,7 +86,18 @@ class LostOwnership(IdemError):
 
 
 class NeedsAttention(IdemError):
-    """No retry can finish this upload safely: a person must look (the message says why)."""
+    """No retry can finish this upload safely: a person must look (the message says why).
+    `again`: the order was parked before; it fails again (the event reaches the failure queue)
+    but the metric needs_attention counts each parked order once (still_needs_attention counts this)."""
+
+    def __init__(self, *args: object, again: bool = False) -> None:
+        super().__init__(*args)
+        self.again = again
+
+
+class ProviderAuthFailed(IdemError):
+    """The provider refused the secret key (Stripe: 401, a rolled or expired key): the secret is
+    read again on the next attempt and the invocation fails for a retry; never parked."""
 
 
 class RecordsFailed(IdemError):
@@ -99,9 +110,17 @@ class RecordsFailed(IdemError):
 @dataclass(frozen=True)
 class Settings:
     table: str
-    price_cents: int = 500
-    currency: str = "usd"
-    record_ttl_seconds: int = DAY  # how long an unfinished record lives (a finished one: for ever)
+    # The money settings (docs/money_contract.md): the currencies an order may be charged in (an
+    # allow-list, lower case), and the bounds of one order's amount, in the smallest unit.
+    # MIN: Stripe's minimum charge in USD is $0.50
+    # (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts).
+    currencies: tuple[str, ...] = ("usd",)
+    min_amount_cents: int = 50
+    max_amount_cents: int = 100_000
+    # The price of one upload in the modes that read no order file (object-name, upload):
+    # required there, never a fallback for an order file that names no amount.
+    price_per_upload_cents: int | None = None
+    record_ttl_seconds: int = DAY  # the lifetimes rule's record TTL (keyed's claims never expire)
     # How long the provider keeps a used key (Stripe: it may prune keys 24 h old).
     provider_key_retention_seconds: int = DAY
     # How long Lambda keeps retrying an event (the function's MaximumEventAgeInSeconds, 60 to
@@ -116,6 +135,14 @@ class Settings:
     def __post_init__(self) -> None:  # the rule below; with neither age nor timeout set, nothing to check
         if self.order_identity not in ORDER_IDENTITIES:
             raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of {', '.join(ORDER_IDENTITIES)}")
+        if self.order_identity != "order-id" and not self.price_per_upload_cents:
+            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} reads no order file: set PRICE_PER_UPLOAD_CENTS, "
+                              "the price of one upload (nothing is charged without it)")
+        if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
+            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, e.g. usd,eur")
+        if not 1 <= self.min_amount_cents <= self.max_amount_cents:
+            raise ConfigError(f"MIN_AMOUNT_CENTS ({self.min_amount_cents}) must be 1 or more and at most "
+                              f"MAX_AMOUNT_CENTS ({self.max_amount_cents})")
         if not self.charge_events or not all(n.startswith("ObjectCreated:") for n in self.charge_events):
             raise ConfigError(f"CHARGE_EVENTS is {','.join(self.charge_events)!r}: name S3's ObjectCreated "
                               "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
@@ -125,11 +152,21 @@ class Settings:
             raise ConfigError(f"FUNCTION_TIMEOUT_SECONDS is {self.function_timeout_seconds} s, and one upload's "
                               f"slowest path can take {slowest_path_seconds():g} s: raise the timeout")
 
+    @property
+    def currency(self) -> str:
+        """The currency of an order that names none: the only one allowed (else the order must name it)."""
+        return self.currencies[0] if len(self.currencies) == 1 else ""
+
 
 # -- settings from the environment, and the lifetimes rule checked at cold start -------------------
 #: How long a claim must outlive the function's timeout: DynamoDB's TTL sweep must never
 #: delete a claim while its invocation can still be charging (cold-start rule, below).
 CLAIM_MARGIN_SECONDS = 60
+#: How long before the provider's key window ends the handler stops trusting the key alone and
+#: searches for the charge first: one hour, because Stripe's search "can be up to an hour behind
+#: during outages" (https://docs.stripe.com/api/payment_intents/search). From 23 h on, every
+#: charge made in the key's first 22 h is searchable, and anything newer the key still replays.
+KEY_AGE_MARGIN_SECONDS = 3600
 
 
 def settings_from_env(env: Mapping[str, str]) -> Settings:
@@ -137,9 +174,14 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
     table = env.get("LEDGER_TABLE", "")
     if not table:
         raise ConfigError("LEDGER_TABLE is not set: name the DynamoDB table of idempotency records")
+    if env.get("PRICE_CENTS") or env.get("CURRENCY"):  # never silently ignored: they once priced a file
+        raise ConfigError("PRICE_CENTS and CURRENCY are no longer read: an order file names its amount_cents "
+                          "(and currency, from CURRENCIES); a mode with no order file uses PRICE_PER_UPLOAD_CENTS")
     optional = {name: _whole(env, name, 1) if env.get(name) else None
-                for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS")}
-    return Settings(table, _whole(env, "PRICE_CENTS", 500), (env.get("CURRENCY") or "usd").lower(),
+                for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS", "PRICE_PER_UPLOAD_CENTS")}
+    return Settings(table, tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip()),
+                    _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
+                    optional["PRICE_PER_UPLOAD_CENTS"],
                     _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
                     optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
                     env.get("ORDER_IDENTITY") or "order-id",
@@ -181,3 +223,11 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
     return int(raw)
 
+
+def enough_time(remaining_ms: int) -> None:
+    """Raise WorkInProgress when one more upload's slowest path may not end before the function
+    does: a batch (SQS hands up to 10 messages) is then cut short, and the uploads left are
+    retried (batchItemFailures) instead of timing out together in the middle of a charge."""
+    if remaining_ms / 1000 < upload_path_seconds():
+        raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
+                             f"upload can take {upload_path_seconds():g} s; it is retried")

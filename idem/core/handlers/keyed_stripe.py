@@ -110,7 +110,7 @@ class StripeProvider:
         """Create and confirm a PaymentIntent; the same key replays the first answer for 24 h."""
         key = idempotency_key or ""
         cus = customer.startswith("cus_")
-        method = payment_method or (self._saved_method(customer) if cus else self.test_method)
+        method = payment_method or (self.saved_method(customer) if cus else self.test_method)
         if not method:
             raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
                                   "`customer` (cus_...) in the order, with a default payment method saved")
@@ -127,16 +127,19 @@ class StripeProvider:
         return StripeCharge(str(intent.id), key, int(intent.amount), str(intent.status or "succeeded"))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:
-        """The charges made with this upload's key, however old (Stripe's search, above)."""
+        """The charges made with this order's key, however old and whatever object name carried
+        the order (Stripe's search, above, by the key in the metadata; `reference` is not used)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
         return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status))
                 for intent in found.auto_paging_iter()
                 if intent.status in CHARGED
-                and (intent.to_dict().get("metadata") or {}).get("reference") == reference[:MAX_METADATA_CHARS]]
+                and (intent.to_dict().get("metadata") or {}).get("idempotency_key") == stripe_key(idempotency_key)]
 
-    def _saved_method(self, customer: str) -> str | None:
-        """The customer's default payment method, saved for off-session use, or None."""
+    def saved_method(self, customer: str) -> str | None:
+        """The customer's default payment method, saved for off-session use, or None. keyed.py
+        reads it once per order, on its first attempt, and keeps it in the order's record: every
+        retry sends the same (a default changed meanwhile would be other parameters for the key)."""
         found = self.client.v1.customers.retrieve(customer)
         method = (found.to_dict().get("invoice_settings") or {}).get("default_payment_method")
         return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None

@@ -145,10 +145,12 @@ def test_the_scenarios_do_what_they_say(observed):
 
 def test_the_handler_reads_the_order_file_and_the_ledger_by_key_only(observed):
     """The ledger by key (no Scan, no Query: booked_day feeds the by_day index through the
-    table's own write, which needs no grant on the index), and the order file by its version
-    (or, for a `null` version, by its eTag): nothing else."""
+    table's own write, which needs no grant on the index; GetItem reads who pays, the account's
+    customer mapping), and the order file by its version (or, for a `null` version, by its
+    eTag): nothing else."""
     calls, _, _ = observed
-    assert calls == {"dynamodb:PutItem", "dynamodb:UpdateItem", "s3:GetObjectVersion", "s3:GetObject"}
+    assert calls == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "s3:GetObjectVersion",
+                     "s3:GetObject"}
     assert not any(op.endswith((":Scan", ":Query")) for op in calls)
 
 

@@ -25,6 +25,7 @@ DEMO_PARAMETERS = ("HandlerMode", "FailurePoint", "FailTimes")
 #: file's amount), the Stripe key.
 PROD_HANDLER_CALLS = {
     ("dynamodb:PutItem", "LedgerTable"), ("dynamodb:UpdateItem", "LedgerTable"),
+    ("dynamodb:GetItem", "LedgerTable"),  # who pays: the account's customer mapping
     ("s3:GetObject", "UploadBucket/*"), ("s3:GetObjectVersion", "UploadBucket/*"),
     ("ssm:GetParameter", "parameter:StripeSecretParameter")}
 SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),
@@ -35,8 +36,10 @@ SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "
                  ("xray:PutTelemetryRecords", "*")}
 #: The handler's environment in prod (the keyed handler's settings with its Stripe adapter:
 #: STAGE for the key's mode, STACK_NAME for the PaymentIntents' idem_stack metadata).
-PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "PRICE_CENTS", "CURRENCY",
-            "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME", "STAGE"}
+PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "CURRENCIES", "MIN_AMOUNT_CENTS",
+            "MAX_AMOUNT_CENTS", "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME", "STAGE"}
+#: What keyed reads only to refuse to start (docs/money_contract.md: no default price).
+PROD_REFUSED = {"PRICE_CENTS", "CURRENCY"}
 #: What keyed reads and prod leaves to its default: ORDER_IDENTITY (order-id, one charge per
 #: order), CHARGE_EVENTS (ObjectCreated), PROVIDER_KEY_RETENTION_SECONDS (Stripe's 24 h),
 #: STRIPE_API_BASE (Stripe's own API; the workbook aims it at its loopback Stripe).
@@ -90,7 +93,7 @@ def test_no_demo_parameter_fault_wrapper_or_stand_in_provider_in_prod(prod):
     keyed_reads = {"MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS"}  # read in a loop of names
     for sibling in (ROOT / "idem/core/handlers").glob("keyed*.py"):
         keyed_reads |= set(re.findall(r'(?:env|os\.environ)(?:\.get\(|\[|, )"([A-Z_]+)"', sibling.read_text()))
-    assert keyed_reads - PROD_DEFAULTS == PROD_ENV
+    assert keyed_reads - PROD_DEFAULTS - PROD_REFUSED == PROD_ENV and not PROD_REFUSED & set(env)
     assert env["STAGE"] == "prod"  # the default Stage: a live key is required, a test key refused
 
 

@@ -70,6 +70,31 @@ def test_a_call_signed_as_the_role_outside_its_grants_is_refused(prod):
             world.dynamodb.scan(TableName=world.ledger_table)  # the workbook's own calls are not the role's
 
 
+def test_the_charge_role_reads_but_never_writes_the_customer_mapping(prod):
+    """Who pays is written only by the runbook: the prod role's explicit Deny on `account#`
+    partition keys (dynamodb:LeadingKeys) refuses a put, an update and a delete of one, and
+    its GetItem reads it."""
+    with LocalWorld(prefix="iamcus") as world:
+        world.link_demo_account("alice")
+        docs = enforced.role_documents(prod, "ChargeFunctionRole",
+                                       {"LedgerTable": world.ledger_table, "UploadBucket": world.bucket})
+        with enforced.enforced_role(fake_client("iam"), fake_client("sts"), "charge-role-cus", docs) as creds:
+            dynamodb = enforced.RoleSession(creds).client("dynamodb")
+            key = {"pk": {"S": "account#alice"}}
+            assert dynamodb.get_item(TableName=world.ledger_table, Key=key, ConsistentRead=True)["Item"]
+            for call in (lambda: dynamodb.put_item(TableName=world.ledger_table,
+                                                   Item={**key, "customer": {"S": "cus_mallory"}}),
+                         lambda: dynamodb.update_item(TableName=world.ledger_table, Key=key,
+                                                      UpdateExpression="SET customer = :c",
+                                                      ExpressionAttributeValues={":c": {"S": "cus_mallory"}}),
+                         lambda: dynamodb.delete_item(TableName=world.ledger_table, Key=key)):
+                with pytest.raises(ClientError, match="AccessDenied"):
+                    call()
+            dynamodb.put_item(TableName=world.ledger_table, Item={"pk": {"S": "charge#x"}})  # its own records: yes
+        item = world.dynamodb.get_item(TableName=world.ledger_table, Key=key)["Item"]
+        assert item["customer"] == {"S": "alice"}
+
+
 DEMO = {"Profile": "demo", "HandlerMode": "keyed"}
 LAG = 21600 + reconcile_job.MAX_INVOCATION_SECONDS
 

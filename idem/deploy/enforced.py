@@ -11,10 +11,17 @@ moto names no resource for DynamoDB or SSM requests (it checks the action agains
 table- or parameter-scoped grant matches), so the table's ARN is filled in from the request's
 TableName and the parameter's from its Name, as IAM would see them; S3 and SQS name their
 resources themselves.
+
+moto evaluates no Condition of an identity policy: a Deny conditioned on `dynamodb:LeadingKeys`
+(the charge function may never write an `account#` item, the customer mapping) would deny every
+write. Such statements are kept out of moto's copy of the policy and evaluated here instead, on
+the request's partition key, as IAM does
+(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
 """
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 from typing import Any, Iterator
 from unittest import mock
@@ -62,6 +69,31 @@ def _dynamodb_resource(self: Any) -> str:
     return f"{arn}/index/{body['IndexName']}" if body.get("IndexName") else arn
 
 
+def _leading_key_deny(statement: dict[str, Any]) -> list[str] | None:
+    """The partition key patterns of a Deny whose only condition is on dynamodb:LeadingKeys, or None."""
+    condition = statement.get("Condition") or {}
+    if statement.get("Effect") != "Deny" or list(condition) != ["ForAnyValue:StringLike"]:
+        return None
+    keys = condition["ForAnyValue:StringLike"]
+    if list(keys) != ["dynamodb:LeadingKeys"]:
+        return None
+    values = keys["dynamodb:LeadingKeys"]
+    return [values] if isinstance(values, str) else list(values)
+
+
+def _partition_key(body: Any) -> str | None:
+    """The `pk` a DynamoDB item request names (its Key, or its Item), or None."""
+    try:
+        data = json.loads(body or "{}") if isinstance(body, (str, bytes, bytearray)) else body
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    item = data.get("Key") or data.get("Item") or {}
+    pk = item.get("pk") if isinstance(item, dict) else None
+    return str(pk.get("S")) if isinstance(pk, dict) and "S" in pk else None
+
+
 def _ssm_resource(self: Any) -> str:
     """A parameter request's resource as IAM sees it (moto checks SSM against "*" too)."""
     try:
@@ -87,8 +119,17 @@ def enforced_role(iam: Any, sts: Any, role_name: str,
     trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                      "Principal": {"Service": "lambda.amazonaws.com"}}]}
     iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=json.dumps(trust))
+    denies: list[tuple[set[str], list[str]]] = []  # (actions, partition key patterns) moto cannot evaluate
     for name, document in documents:
-        iam.put_role_policy(RoleName=role_name, PolicyName=name, PolicyDocument=json.dumps(document))
+        moto_copy = dict(document, Statement=[])
+        for statement in document.get("Statement", []):
+            patterns = _leading_key_deny(statement)
+            if patterns is None:
+                moto_copy["Statement"].append(statement)
+            else:
+                actions = statement["Action"]
+                denies.append(({actions} if isinstance(actions, str) else set(actions), patterns))
+        iam.put_role_policy(RoleName=role_name, PolicyName=name, PolicyDocument=json.dumps(moto_copy))
     credentials = sts.assume_role(RoleArn=f"arn:aws:iam::{ACCOUNT}:role/{role_name}",
                                   RoleSessionName="function")["Credentials"]
     key = credentials["AccessKeyId"]
@@ -97,6 +138,16 @@ def enforced_role(iam: Any, sts: Any, role_name: str,
     def only_the_role(self: Any, iam_request_cls: type, resource: str = "*") -> None:
         if f"Credential={key}/" not in self.headers.get("Authorization", ""):
             return  # the workbook's own calls: not the function's
+        target = str(self.headers.get("X-Amz-Target") or "")
+        if target.startswith("DynamoDB_"):
+            action = "dynamodb:" + target.split(".")[-1]
+            pk = _partition_key(self.body)
+            for actions, patterns in denies:
+                if action in actions and pk is not None and any(fnmatch.fnmatchcase(pk, p) for p in patterns):
+                    from moto.core.exceptions import AccessDeniedError
+
+                    raise AccessDeniedError(user_arn=f"arn:aws:sts::{ACCOUNT}:assumed-role/{role_name}/function",
+                                            action=action)
         saved = settings.INITIAL_NO_AUTH_ACTION_COUNT
         settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # enforce from the first request
         try:

@@ -164,8 +164,7 @@ def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
             order = read_order(upload, s3)
         except NeedsAttention as problem:
             return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
-        # The account's order: two accounts' order "1001" are two orders (docs/money_contract.md).
-        return OrderRef(_order_key("order", f"{upload.account}\n{order.order_id}"),
+        return OrderRef(order_key(upload.account, order.order_id),
                         f"{upload.account}#order#{order.order_id}", f"s3://{name}", upload, order)
     if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
         return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
@@ -173,6 +172,12 @@ def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
             "upload of the same name with the same bytes; nothing was charged: enable versioning, or use "
             "ORDER_IDENTITY=order-id"))
     return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload)  # one charge per upload
+
+
+def order_key(account: str, order_id: str) -> str:
+    """The idempotency key of an account's order (ORDER_IDENTITY=order-id): two accounts' order
+    "1001" are two orders (docs/money_contract.md). The reconciliation must use this very recipe."""
+    return _order_key("order", f"{account}\n{order_id}")
 
 
 def _order_key(recipe: str, source: str) -> str:

@@ -13,7 +13,7 @@ HELP = "link an account to the Stripe customer who pays for it, or show the link
 
 
 def configure(parser: Any) -> None:
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB", help="link or show")
     linking = verbs.add_parser("link", help="link ACCOUNT to a Stripe customer (cus_...): a dry run unless --yes")
     linking.add_argument("account", help="the account: the first folder of its uploads' keys (alice/order.json: alice)")
     linking.add_argument("customer", help="the Stripe customer id (cus_...) that pays for its orders")

@@ -185,12 +185,29 @@ class AwsDeployment:
         # The processed template keeps its conditions: resolve them with the stack's parameters.
         return gaps.check(tp.resolve(processed, self.parameters), self.stack.physical_ids(), self.clients)
 
+    def _onboard(self, account: str) -> None:
+        """Link the demo account to the stand-in customer of its name, once, as onboarding would
+        (`idem customers link`; the charge function parks an account with no customer)."""
+        from ..core import customers
+
+        table = self.outputs["LedgerTableName"]
+        if customers.show(self.clients["dynamodb"], table, account) is None:
+            self.clients["dynamodb"].update_item(
+                TableName=table, Key={"pk": {"S": customers.mapping_key(account)}},
+                UpdateExpression="SET #k = :kind, #a = :account, #c = :customer, linked_by = :by, #r = :reason",
+                ExpressionAttributeNames={"#k": "kind", "#a": "account", "#c": "customer", "#r": "reason"},
+                ExpressionAttributeValues={":kind": {"S": "customer"}, ":account": {"S": account},
+                                           ":customer": {"S": account},
+                                           ":by": {"S": customers.caller_arn(self.clients["sts"])},
+                                           ":reason": {"S": "the demo's account"}})
+
     def upload(self, n: int) -> flow.RunReport:
         """Upload a fresh object, wait for the function (and its retry), read the ledger."""
         key = f"alice/order-{uuid.uuid4().hex[:8]}-{n}.txt"  # fresh name: see the article's note
         dynamodb, sqs, s3 = self.clients["dynamodb"], self.clients["sqs"], self.clients["s3"]
         before = flow.snapshot(dynamodb, sqs, self.outputs, key, self.clock)
-        body = json.dumps({"order_id": key}).encode()  # an order file (ORDER_IDENTITY order-id)
+        body = json.dumps({"order_id": key, "amount_cents": 500}).encode()  # an order file (ORDER_IDENTITY order-id)
+        self._onboard("alice")
         put = s3.put_object(Bucket=self.outputs["BucketName"], Key=key, Body=body)
         reference = f"s3://{self.outputs['BucketName']}/{key}?versionId={put['VersionId']}"
         started = time.monotonic()

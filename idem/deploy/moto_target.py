@@ -154,7 +154,7 @@ class MotoDeployment:
         # on the stack's clock, so the version's LastModified is the upload's virtual time (the
         # reconciliation lists the bucket by it)
         with s3_lambda_notifications() as fired, on_clock(self.clock):
-            obj = world.upload(key, body=json.dumps({"order_id": key}).encode())
+            obj = world.upload(key, body=json.dumps({"order_id": key, "amount_cents": 500}).encode())
         if fired != [_arn(fn["name"])]:
             raise RuntimeError(f"uploading {key} notified {fired or 'nothing'}, not {fn['name']}")
         # The stack's demo failure (its FailurePoint and FailTimes parameters) happens at the

@@ -39,8 +39,9 @@ MESSY_BATCH = (
 
 def order_file(upload: BatchUpload) -> bytes:
     """The order file uploaded: the keyed handler charges per order, named by its `order_id`
-    (docs/one_charge_per_order.md); `alice/order-0101.csv` is order `alice-order-0101`."""
-    return json.dumps({"order_id": upload.key.rsplit(".", 1)[0].replace("/", "-"), "note": upload.story}).encode()
+    (docs/one_charge_per_order.md); `alice/order-0101.csv` is order `alice-order-0101`, of
+    the workbook's 500 cents (an order file holds only the fields the handler knows)."""
+    return json.dumps({"order_id": upload.key.rsplit(".", 1)[0].replace("/", "-"), "amount_cents": 500}).encode()
 
 
 def run_batch(world: LocalWorld, uploads: tuple[BatchUpload, ...] = MESSY_BATCH) -> list[Attempt]:

@@ -590,7 +590,7 @@ def lose_upload(deployment: Any, key: str) -> str:
     from ..sim.runtime import on_clock
 
     with s3_lambda_notifications(), on_clock(deployment.clock):  # the notification goes nowhere
-        upload = deployment.world().upload(key, body=json.dumps({"order_id": key}).encode())
+        upload = deployment.world().upload(key, body=json.dumps({"order_id": key, "amount_cents": 500}).encode())
     return f"s3://{upload.bucket}/{upload.key}"
 
 

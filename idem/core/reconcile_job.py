@@ -37,17 +37,20 @@ import calendar
 import json
 import os
 import time
+from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 import boto3
 
 # The job's parts, by side; their names are re-exported here (one import for callers and tests).
-from .reconcile_charges import (CHARGED, STRIPE_API, Fetch, _fetch_json, _order_of,  # noqa: F401
-                                standin_charges, stripe_charges, stripe_query)
+from .reconcile_charges import (CHARGED, MAX_CLAUSES, STRIPE_API, Fetch, _fetch_json, _order_of,  # noqa: F401
+                                entry_of, order_charges, orders_query, retrieve_charge, standin_charges,
+                                stripe_charges, stripe_query)
 from .reconcile_compare import _settle_one, compare  # noqa: F401
 from .reconcile_ledger import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,  # noqa: F401
-                               _cursor_item, advance_cursor, backfill_booked_day, days, ledger_lines,
-                               mark_inventory, read_cursor, reads_inventory, record_status)
+                               MAPPING_PREFIX, _cursor_item, advance_cursor, backfill_booked_day, days,
+                               ledger_lines, line_terms, mapped_customer, mark_inventory, read_cursor,
+                               reads_inventory, record_status)
 from .reconcile_report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
 from .reconcile_uploads import (MAX_LISTED_VERSIONS, ORDER_MAX_BYTES, TooManyVersions,  # noqa: F401
@@ -80,6 +83,11 @@ def _commands(env: Mapping[str, str]) -> tuple[str, str]:
     return f"python -m idem settle{where}", f"python -m idem refund{where}"
 
 
+def _with_terms(dynamodb: Any, table: str, line: Entry) -> Entry:
+    customer, currency = line_terms(dynamodb, table, line.key)
+    return replace(line, customer=customer, currency=currency)
+
+
 def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: float, lag: float,
                      fetch: Fetch = _fetch_json, inventory: str | None = None,
                      listed: list[UploadSeen] | None = None) -> WindowReport:
@@ -88,13 +96,38 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
     dynamodb, s3 = session.client("dynamodb"), session.client("s3")
     table = env["LEDGER_TABLE"]
     lines = ledger_lines(dynamodb, table, start, end + lag)
+    # each line booked in the window: its customer and currency (one GetItem each)
+    lines = [_with_terms(dynamodb, table, line) if start <= line.at < end else line for line in lines]
+    mapped: dict[str, str | None] = {}
     if env.get("PROVIDER_TABLE"):
-        charges = standin_charges(dynamodb, env["PROVIDER_TABLE"], start - lag, end + lag)
+        # the demo's stand-in: its own small table, read whole up to the window's reach; its
+        # customers are named by the account when no mapping links one
+        charges = standin_charges(dynamodb, env["PROVIDER_TABLE"], 0, end + lag)
+
+        def customer_of(account: str) -> str | None:
+            if account not in mapped:
+                mapped[account] = mapped_customer(dynamodb, table, account) or account
+            return mapped[account]
     else:
         secret = session.client("ssm").get_parameter(Name=env["STRIPE_SECRET_PARAMETER"],
                                                      WithDecryption=True)["Parameter"]["Value"]
-        charges = stripe_charges(secret, env.get("STACK_NAME", ""), start - lag, end + lag, fetch,
-                                 env.get("STRIPE_API_BASE") or STRIPE_API)
+        stack, api = env.get("STACK_NAME", ""), env.get("STRIPE_API_BASE") or STRIPE_API
+        charges = stripe_charges(secret, stack, start, end, fetch, api)
+        # every charge ever made for each order charged in the window, however long before or after
+        charges += order_charges(secret, stack, charges, fetch, api)
+        # a line of the window whose charge was made before it (a retry, `idem settle`): by its id
+        known = {charge.charge_id for charge in charges}
+        for line in lines:
+            if start <= line.at < end and line.charge_id and line.charge_id not in known:
+                older = retrieve_charge(secret, line.charge_id, fetch, api)
+                if older is not None and older.status in CHARGED:
+                    charges.append(older)
+                    known.add(older.charge_id)
+
+        def customer_of(account: str) -> str | None:
+            if account not in mapped:
+                mapped[account] = mapped_customer(dynamodb, table, account)
+            return mapped[account]
     uploads: list[tuple[UploadSeen, str]] = []
     if env.get("UPLOAD_BUCKET"):
         identity = env.get("ORDER_IDENTITY") or "order-id"
@@ -108,7 +141,8 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
         uploads = [(u, order_key(s3, u, identity)) for u in seen]
     settle, refund = _commands(env)
     return compare(lines, charges, start, end, uploads,
-                   status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund)
+                   status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund,
+                   customer_of=customer_of)
 
 
 def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], None] = print,

@@ -59,6 +59,32 @@ def record_status(dynamodb: Any, table: str, key: str) -> tuple[str, Mapping[str
     return str(item.get("status", "")), result if isinstance(result, dict) else {}
 
 
+#: The customer mapping: one item per account, `account#<ACCOUNT>` with `customer` (cus_...),
+#: written only by `idem customers link` (BRIEF decision 2, docs/money_contract.md): the trusted
+#: source of who pays for an account's orders.
+MAPPING_PREFIX = "account#"
+
+
+def mapped_customer(dynamodb: Any, table: str, account: str) -> str | None:
+    """The customer an account is linked to (its mapping item), or None when it has none: one
+    GetItem, eventually consistent (the job reads a window hours after it closed)."""
+    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": MAPPING_PREFIX + account}),
+                                       ProjectionExpression="#k, #c",
+                                       ExpressionAttributeNames={"#k": "kind", "#c": "customer"}).get("Item"))
+    if not item or item.get("kind") != "customer" or not item.get("customer"):
+        return None
+    return str(item["customer"])
+
+
+def line_terms(dynamodb: Any, table: str, key: str) -> tuple[str, str]:
+    """A booked line's customer and currency (the day index projects neither): one GetItem,
+    eventually consistent, made for each line booked in the window."""
+    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": key}),
+                                       ProjectionExpression="#c, #u",
+                                       ExpressionAttributeNames={"#c": "customer", "#u": "currency"}).get("Item")) or {}
+    return str(item.get("customer") or ""), str(item.get("currency") or "").lower()
+
+
 def backfill_booked_day(dynamodb: Any, table: str) -> int:
     """Once, after adding the day index to a ledger that has lines already: give every done line
     its `booked_day`, so the index holds it. (A Scan, run by a person once; the job never scans.)

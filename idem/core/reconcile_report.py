@@ -19,8 +19,8 @@ DIMENSION = "FunctionName"
 class Entry:
     """One side's view of one charge: its id, whose, how much, and when (epoch seconds); `key`
     is the order's idempotency key (the ledger line's pk, the charge's metadata), and `order`
-    what the charge was for (the metadata's bucket and order_id, else the upload it names),
-    when known: two charges with one `order` (or one key) are two charges for one order."""
+    what the charge was for (the metadata's account, or bucket, and order_id, else the upload it
+    names), when known: two charges with one `order` (or one key) are two charges for one order."""
 
     charge_id: str
     account: str
@@ -28,6 +28,9 @@ class Entry:
     at: float
     key: str = ""
     order: str = ""
+    customer: str = ""  # the charge's customer (Stripe: cus_...); a line's, as booked
+    currency: str = ""  # lower case, as Stripe answers it; "" when the side does not say
+    status: str = ""  # a charge's status (Stripe's PaymentIntent status); "" for a line
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class UploadSeen:
 class Finding:
     """One thing that does not add up, and the command that settles it."""
 
-    kind: str  # missing_line, uncharged, unbooked, double, needs_attention, pending, amount
+    kind: str  # one of KINDS
     what: str  # the upload, the charge or the key it is about
     key: str  # the order's idempotency key ("" when unknown)
     detail: str
@@ -64,7 +67,8 @@ KINDS = {
     "double": "two charges for one order",
     "needs_attention": "an order a handler left for a person",
     "pending": "a charge still not settled when its window is judged",
-    "amount": "a line and its charge disagree on the amount",
+    "amount": "a line and its charge disagree on the amount or the currency",
+    "account": "a line's account does not map to its charge's customer",
 }
 
 
@@ -130,7 +134,7 @@ def emf(report: WindowReport, function_name: str, now: float) -> str:
     numbers = {"Differences": report.differences, "UnbookedCharges": len(report.unbooked),
                "UnchargedLines": len(report.uncharged), "AmountMismatches": len(report.amount_mismatches),
                "UploadsWithoutLine": report.count("missing_line"), "DoubleCharges": report.count("double"),
-               "PendingUnsettled": report.count("pending"),
+               "PendingUnsettled": report.count("pending"), "AccountMismatches": report.count("account"),
                "LedgerLines": report.ledger_lines, "ProviderCharges": report.provider_charges,
                "Uploads": report.uploads}
     return json.dumps({

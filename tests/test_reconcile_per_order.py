@@ -1,0 +1,247 @@
+"""The reconciliation per order, over all time (issue 39; docs/reliability.md, "The scheduled
+reconciliation"), on moto and the loopback Stripe (Stripe's SDK makes the charges; the job reads
+them over HTTP as it does in prod):
+
+- two charges of one order are found whatever the time between them (here 25 hours);
+- a line's account is compared with its charge's customer (through the account's customer
+  mapping, `account#ACCOUNT`), and its amount and currency with the charge's;
+- a charge still `processing` is one finding, not two;
+- a line booked today (`idem settle`) for a charge made two days before is matched with it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+import pytest
+
+from idem.core import reconcile_job as job
+from idem.core.dynamo import to_item
+from idem.sim.runtime import on_clock
+from idem.sim.world import LocalWorld, fake_session
+
+LAG = 27_900  # prod's (idem/core/buffer.py)
+DAY = 86_400
+
+
+class StripeStack:
+    """A world, the loopback Stripe, an SDK client on it, and the reconciler's settings."""
+
+    def __init__(self, world: LocalWorld, server: Any, env: dict[str, str]) -> None:
+        import stripe
+
+        self.world, self.server, self.env = world, server, env
+        self.client = stripe.StripeClient("sk_test_recon", base_addresses={"api": server.url}, max_network_retries=0)
+
+    def customer(self, customer_id: str, payment_method: str = "pm_card_visa") -> str:
+        from idem.sim.stripe_server import seed_customer
+
+        return seed_customer(self.server, customer_id=customer_id, payment_method=payment_method)[1]
+
+    def link(self, account: str, customer: str) -> None:
+        """The account's customer mapping, as `idem customers link` writes it (BRIEF decision 2)."""
+        self.world.dynamodb.put_item(TableName=self.world.ledger_table, Item=to_item({
+            "pk": f"account#{account}", "kind": "customer", "account": account, "customer": customer,
+            "linked_by": "arn:aws:iam::123456789012:user/ops", "linked_at": int(self.world.clock.now()),
+            "reason": "test"}))
+
+    def charge(self, account: str, order_id: str, customer: str, method: str, *, cents: int = 500,
+               currency: str = "usd", header_key: str | None = None, key: str | None = None) -> str:
+        """A PaymentIntent as the handler makes it: its metadata names the order's key, the order,
+        the account and the stack (BRIEF decision 4)."""
+        key = key or order_key(self.world.bucket, account, order_id)
+        return str(self.client.v1.payment_intents.create(params={
+            "amount": cents, "currency": currency, "confirm": True, "off_session": True,
+            "customer": customer, "payment_method": method,
+            "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
+            "metadata": {"idem_stack": "idem-test", "idempotency_key": key, "order_id": order_id,
+                         "bucket": self.world.bucket, "key": f"{account}/{order_id}.json",
+                         "idem_account": account, "account": customer}},
+            options={"idempotency_key": header_key or key}).id)
+
+    def book(self, account: str, order_id: str, charge_id: str, *, cents: int = 500, currency: str = "usd",
+             customer: str = "", status: str = "done") -> str:
+        """The order's ledger line, as a commit (or `idem settle`) writes it now."""
+        key, now = order_key(self.world.bucket, account, order_id), self.world.clock.now()
+        booked = {"booked_at": now, "booked_day": job.day_of(now), "account": account} if status == "done" else {}
+        self.world.dynamodb.put_item(TableName=self.world.ledger_table, Item=to_item({
+            "pk": key, "status": status, "cents": cents, "currency": currency, "customer": customer,
+            "charge_id": charge_id, "first_attempt_at": now, "result": {"status": status, "charge_id": charge_id},
+            **booked}))
+        return key
+
+    def run(self) -> job.WindowReport:
+        """The window that holds the world's clock now, judged (as a person's rerun of it: the
+        cursor's catching up is test_reconcile_job's)."""
+        start = self.world.clock.now() // 3600 * 3600
+        return job.rerun(self.env, fake_session(), job.iso(start), say=lambda _: None)
+
+
+def order_key(bucket: str, account: str, order_id: str) -> str:
+    """Any stable key per order serves here: the job reads it from the charge's metadata."""
+    return f"charge#order#{account}#{order_id}"
+
+
+@pytest.fixture
+def stack() -> Iterator[StripeStack]:
+    from idem.sim.stripe_server import loopback_stripe
+
+    with LocalWorld(prefix="reconcile-order") as world, loopback_stripe(world) as server:
+        reports = f"{world.prefix}-reports"
+        world.s3.create_bucket(Bucket=reports)
+        ssm = world.session.client("ssm")
+        ssm.put_parameter(Name="/recon-order/stripe", Value="sk_test_recon", Type="SecureString")
+        env = {"LEDGER_TABLE": world.ledger_table, "REPORT_BUCKET": reports, "WINDOW_MINUTES": "60",
+               "STRIPE_SECRET_PARAMETER": "/recon-order/stripe", "STRIPE_API_BASE": server.url,
+               "STACK_NAME": "idem-test", "RECONCILE_LAG_SECONDS": str(LAG)}
+        try:
+            yield StripeStack(world, server, env)
+        finally:
+            ssm.delete_parameter(Name="/recon-order/stripe")
+            for item in world.s3.list_objects_v2(Bucket=reports).get("Contents", []):
+                world.s3.delete_object(Bucket=reports, Key=item["Key"])
+            world.s3.delete_bucket(Bucket=reports)
+
+
+def kinds(report: job.WindowReport) -> list[tuple[str, str]]:
+    return [(f.kind, f.what) for f in report.findings]
+
+
+# -- 1. two charges of one order, however far apart ----------------------------------------------------
+def test_two_charges_of_one_order_25_hours_apart_are_found_as_a_double(stack):
+    method = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    first = stack.charge("alice", "A-1001", "cus_alice", method)
+    stack.book("alice", "A-1001", first, customer="cus_alice")
+    stack.run()  # its own window: clean
+    stack.world.clock.advance(25 * 3600)  # Stripe forgot the key (24 h): the same order charged again
+    second = stack.charge("alice", "A-1001", "cus_alice", method, header_key="charge#order#alice#A-1001#again")
+    report = stack.run()
+    assert kinds(report) == [("double", second)]
+    (double,) = report.findings
+    assert double.command == f"python -m idem refund --stack idem-test --charge {second}"
+    assert first in double.detail
+
+
+def test_one_order_id_in_two_accounts_is_two_orders_not_a_double(stack):
+    method = stack.customer("cus_alice")
+    bob = stack.customer("cus_bob")
+    stack.link("alice", "cus_alice")
+    stack.link("bob", "cus_bob")
+    stack.book("alice", "1001", stack.charge("alice", "1001", "cus_alice", method), customer="cus_alice")
+    stack.book("bob", "1001", stack.charge("bob", "1001", "cus_bob", bob), customer="cus_bob")
+    assert stack.run().findings == []
+
+
+def test_the_orders_of_a_window_are_looked_up_ten_to_a_search():
+    asked: list[str] = []
+
+    def fetch(request: Any) -> dict[str, Any]:
+        import urllib.parse
+
+        asked.append(urllib.parse.parse_qs(urllib.parse.urlparse(request.full_url).query)["query"][0])
+        return {"data": [], "has_more": False}
+
+    seen = [job.Entry(f"pi_{n}", "alice", 500, 0.0, key=f"charge#order#{n}") for n in range(23)]
+    job.order_charges("sk_test", "shop", seen, fetch)
+    # 23 orders: 10 + 10 + 3 clauses, joined by OR (Stripe allows no AND in the same query)
+    assert [query.count(" OR ") + 1 for query in asked] == [10, 10, 3]
+    clauses = sorted(clause for query in asked for clause in query.split(" OR "))
+    assert clauses == sorted(f"metadata['idempotency_key']:'charge#order#{n}'" for n in range(23))
+
+
+def test_a_quote_in_a_stack_name_or_an_order_key_is_escaped_in_the_query():
+    assert job.stripe_query("o'neil", 0, 1) == "metadata['idem_stack']:'o\\'neil' AND created>=0 AND created<1"
+    assert job.orders_query(["a'b"]) == "metadata['idempotency_key']:'a\\'b'"
+
+
+# -- 2. the line's account, amount and currency against the charge --------------------------------------
+def test_a_line_whose_account_maps_to_another_customer_than_its_charge_is_a_finding(stack):
+    alice = stack.customer("cus_alice")
+    stack.customer("cus_bob")
+    stack.link("alice", "cus_alice")
+    stack.link("bob", "cus_bob")
+    charged = stack.charge("bob", "B-7", "cus_alice", alice)  # bob's order, charged to Alice
+    stack.book("bob", "B-7", charged, customer="cus_alice")
+    report = stack.run()
+    assert kinds(report) == [("account", charged)]
+    (finding,) = report.findings
+    assert "cus_bob" in finding.detail and "cus_alice" in finding.detail
+    assert finding.command == f"python -m idem refund --stack idem-test --charge {charged}"
+
+
+def test_a_line_whose_account_has_no_customer_mapping_is_a_finding(stack):
+    alice = stack.customer("cus_alice")
+    charged = stack.charge("alice", "A-2", "cus_alice", alice)
+    stack.book("alice", "A-2", charged, customer="cus_alice")
+    report = stack.run()
+    assert kinds(report) == [("account", charged)]
+    assert "no linked customer" in report.findings[0].detail
+
+
+def test_a_line_and_its_charge_in_other_currencies_is_a_finding(stack):
+    alice = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    charged = stack.charge("alice", "A-3", "cus_alice", alice, cents=500, currency="eur")
+    stack.book("alice", "A-3", charged, cents=500, currency="usd", customer="cus_alice")
+    report = stack.run()
+    assert kinds(report) == [("amount", charged)]
+    assert "usd" in report.findings[0].detail and "eur" in report.findings[0].detail
+
+
+# -- 3. a charge still processing: one finding -----------------------------------------------------------
+def test_a_charge_still_processing_is_one_pending_finding_not_also_unbooked(stack):
+    world = stack.world
+    method = stack.customer("cus_gina", payment_method="us_bank_account")  # settles later: processing
+    stack.link("gina", "cus_gina")
+    with on_clock(world.clock):
+        upload = world.upload("gina/G-6.json", json.dumps({"order_id": "G-6", "amount_cents": 500}).encode())
+    seen = job.UploadSeen(world.bucket, upload.key, upload.version_id, upload.etag, 0)
+    key = job.order_key(world.s3, seen)
+    charged = stack.charge("gina", "G-6", "cus_gina", method, key=key)
+    assert stack.client.v1.payment_intents.retrieve(charged).status == "processing"
+    world.dynamodb.put_item(TableName=world.ledger_table, Item=to_item({  # as keyed books a processing charge
+        "pk": key, "status": "pending", "charge_id": charged, "cents": 500,
+        "result": {"status": "pending", "charge_id": charged, "amount_cents": 500}}))
+    stack.env["UPLOAD_BUCKET"] = world.bucket
+    report = stack.run()
+    assert [f.kind for f in report.findings] == ["pending"]
+    assert report.unbooked == [] and charged in report.findings[0].detail
+
+
+def test_a_processing_charge_with_no_upload_in_the_window_is_pending_not_unbooked(stack):
+    method = stack.customer("cus_gina", payment_method="us_bank_account")
+    stack.link("gina", "cus_gina")
+    charged = stack.charge("gina", "G-7", "cus_gina", method)
+    report = stack.run()
+    assert kinds(report) == [("pending", charged)]
+    assert report.unbooked == []
+
+
+# -- 4. a line booked today for an older charge -----------------------------------------------------------
+def test_a_charge_made_two_days_before_and_booked_today_by_settle_is_matched_not_uncharged(stack):
+    alice = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    charged = stack.charge("alice", "A-4", "cus_alice", alice)  # its commit never landed
+    stack.world.clock.advance(2 * DAY)
+    stack.book("alice", "A-4", charged, customer="cus_alice")  # `idem settle --key` books it today
+    report = stack.run()
+    assert report.findings == [], report.render()
+    assert report.ledger_lines == 1
+
+
+def test_a_line_booked_today_for_an_older_charge_still_compares_its_amount(stack):
+    alice = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    charged = stack.charge("alice", "A-5", "cus_alice", alice, cents=700)
+    stack.world.clock.advance(2 * DAY)
+    stack.book("alice", "A-5", charged, cents=500, customer="cus_alice")
+    assert kinds(stack.run()) == [("amount", charged)]
+
+
+def test_a_line_for_a_charge_stripe_does_not_have_is_uncharged(stack):
+    stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    stack.book("alice", "A-6", "pi_unknown000001", customer="cus_alice")
+    report = stack.run()
+    assert kinds(report) == [("uncharged", "pi_unknown000001")]

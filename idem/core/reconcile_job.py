@@ -49,7 +49,7 @@ from .reconcile_charges import (CHARGED, MAX_CLAUSES, STRIPE_API, Fetch, _fetch_
 from .reconcile_compare import _settle_one, compare  # noqa: F401
 from .reconcile_ledger import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,  # noqa: F401
                                MAPPING_PREFIX, _cursor_item, advance_cursor, backfill_booked_day, days,
-                               ledger_lines, line_terms, mapped_customer, mark_inventory, read_cursor,
+                               ledger_lines, line_terms, mark_inventory, read_cursor, read_items,
                                reads_inventory, record_status)
 from .reconcile_report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
@@ -83,11 +83,6 @@ def _commands(env: Mapping[str, str]) -> tuple[str, str]:
     return f"python -m idem settle{where}", f"python -m idem refund{where}"
 
 
-def _with_terms(dynamodb: Any, table: str, line: Entry) -> Entry:
-    customer, currency = line_terms(dynamodb, table, line.key)
-    return replace(line, customer=customer, currency=currency)
-
-
 def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: float, lag: float,
                      fetch: Fetch = _fetch_json, inventory: str | None = None,
                      listed: list[UploadSeen] | None = None) -> WindowReport:
@@ -97,17 +92,17 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
     table = env["LEDGER_TABLE"]
     lines = ledger_lines(dynamodb, table, start, end + lag)
     # each line booked in the window: its customer and currency (one GetItem each)
-    lines = [_with_terms(dynamodb, table, line) if start <= line.at < end else line for line in lines]
-    mapped: dict[str, str | None] = {}
+    # each line booked in the window: its customer and currency, and its account's customer mapping
+    terms, mapped = line_terms(dynamodb, table, [line for line in lines if start <= line.at < end])
+    lines = [replace(line, customer=terms[line.key][0], currency=terms[line.key][1]) if line.key in terms else line
+             for line in lines]
     if env.get("PROVIDER_TABLE"):
         # the demo's stand-in: its own small table, read whole up to the window's reach; its
         # customers are named by the account when no mapping links one
         charges = standin_charges(dynamodb, env["PROVIDER_TABLE"], 0, end + lag)
 
         def customer_of(account: str) -> str | None:
-            if account not in mapped:
-                mapped[account] = mapped_customer(dynamodb, table, account) or account
-            return mapped[account]
+            return mapped.get(account) or account
     else:
         secret = session.client("ssm").get_parameter(Name=env["STRIPE_SECRET_PARAMETER"],
                                                      WithDecryption=True)["Parameter"]["Value"]
@@ -125,9 +120,7 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
                     known.add(older.charge_id)
 
         def customer_of(account: str) -> str | None:
-            if account not in mapped:
-                mapped[account] = mapped_customer(dynamodb, table, account)
-            return mapped[account]
+            return mapped.get(account)
     uploads: list[tuple[UploadSeen, str]] = []
     if env.get("UPLOAD_BUCKET"):
         identity = env.get("ORDER_IDENTITY") or "order-id"

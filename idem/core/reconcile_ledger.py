@@ -2,7 +2,7 @@
 a record or an account's customer mapping by key, and the job's cursor (an item of the ledger)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from botocore.exceptions import ClientError
 
@@ -65,24 +65,36 @@ def record_status(dynamodb: Any, table: str, key: str) -> tuple[str, Mapping[str
 MAPPING_PREFIX = "account#"
 
 
-def mapped_customer(dynamodb: Any, table: str, account: str) -> str | None:
-    """The customer an account is linked to (its mapping item), or None when it has none: one
-    GetItem, eventually consistent (the job reads a window hours after it closed)."""
-    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": MAPPING_PREFIX + account}),
-                                       ProjectionExpression="#k, #c",
-                                       ExpressionAttributeNames={"#k": "kind", "#c": "customer"}).get("Item"))
-    if not item or item.get("kind") != "customer" or not item.get("customer"):
-        return None
-    return str(item["customer"])
+def read_items(dynamodb: Any, table: str, keys: Iterable[str], attributes: Iterable[str]) -> dict[str, Mapping[str, Any]]:
+    """Items by `pk` (absent keys left out), `attributes` of each: one GetItem a key, eventually
+    consistent (the job reads a window hours after it closed). (BatchGetItem would read 100 a
+    call; moto's IAM enforcement, which tests the role, refuses it, so the job keeps GetItem.)"""
+    names = {f"#a{n}": name for n, name in enumerate(["pk", *attributes])}
+    found: dict[str, Mapping[str, Any]] = {}
+    for key in sorted(set(keys)):
+        item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": key}),
+                                           ProjectionExpression=", ".join(names),
+                                           ExpressionAttributeNames=names).get("Item"))
+        if item:
+            found[key] = item
+    return found
 
 
-def line_terms(dynamodb: Any, table: str, key: str) -> tuple[str, str]:
-    """A booked line's customer and currency (the day index projects neither): one GetItem,
-    eventually consistent, made for each line booked in the window."""
-    item = from_item(dynamodb.get_item(TableName=table, Key=to_item({"pk": key}),
-                                       ProjectionExpression="#c, #u",
-                                       ExpressionAttributeNames={"#c": "customer", "#u": "currency"}).get("Item")) or {}
-    return str(item.get("customer") or ""), str(item.get("currency") or "").lower()
+def line_terms(dynamodb: Any, table: str,
+               lines: Iterable[Entry]) -> tuple[dict[str, tuple[str, str]], dict[str, str | None]]:
+    """For booked lines: each one's customer and currency (the day index projects neither), by
+    its key; and each account's mapped customer (None: the account has no mapping)."""
+    lines = list(lines)
+    accounts = {line.account for line in lines if line.account}
+    items = read_items(dynamodb, table, [line.key for line in lines] + [MAPPING_PREFIX + a for a in accounts],
+                       ("kind", "customer", "currency"))
+    terms = {line.key: (str(items.get(line.key, {}).get("customer") or ""),
+                        str(items.get(line.key, {}).get("currency") or "").lower()) for line in lines}
+    mapped: dict[str, str | None] = {}
+    for account in accounts:
+        item = items.get(MAPPING_PREFIX + account, {})
+        mapped[account] = str(item["customer"]) if item.get("kind") == "customer" and item.get("customer") else None
+    return terms, mapped
 
 
 def backfill_booked_day(dynamodb: Any, table: str) -> int:

@@ -8,9 +8,12 @@ when it was made before the window (`retrieve_charge`: a line booked today for a
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping
 
 from .dynamo import from_item, values
@@ -29,6 +32,34 @@ from .reconcile_report import Entry
 STRIPE_API = "https://api.stripe.com"
 #: The most clauses one search may join (https://docs.stripe.com/search#search-query-language).
 MAX_CLAUSES = 10
+#: Searches started a second, at most: under Search's 20 (https://docs.stripe.com/rate-limits),
+#: leaving room for the charge function's own searches past its key window.
+SEARCHES_PER_SECOND = 16
+#: Order look-ups in flight at once (a search takes a few hundred ms, so one at a time would spend
+#: most of a run waiting: 100,000 orders a day are ~420 look-ups a window).
+LOOKUP_THREADS = 4
+
+
+class Pace:
+    """At most `per_second` calls begun a second, across threads (each caller waits its turn)."""
+
+    def __init__(self, per_second: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.gap, self.clock, self.sleep = 1.0 / per_second, clock, sleep
+        self.next = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self.lock:
+            now = self.clock()
+            turn = max(now, self.next)
+            self.next = turn + self.gap
+        if turn > now:
+            self.sleep(turn - now)
+
+
+#: One pace for the whole function (a warm container's runs share it).
+SEARCH_PACE = Pace(SEARCHES_PER_SECOND)
 #: PaymentIntent statuses in which money moved or will
 #: (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status).
 CHARGED = ("succeeded", "processing", "requires_capture")
@@ -95,6 +126,7 @@ def _search(secret_key: str, query: str, stack: str, fetch: Fetch, api: str) -> 
     page_token = ""
     while True:
         params = {"query": query, "limit": "100", **({"page": page_token} if page_token else {})}
+        SEARCH_PACE.wait()
         page = fetch(_request(api, "/v1/payment_intents/search", secret_key, params))
         for intent in page.get("data", []):
             if intent.get("status") in CHARGED and (intent.get("metadata") or {}).get("idem_stack") == stack:
@@ -118,12 +150,12 @@ def order_charges(secret_key: str, stack: str, seen: Iterable[Entry], fetch: Fet
                   api: str = STRIPE_API) -> list[Entry]:
     """Every charge of this stack ever made for the orders of `seen` (by each one's order key;
     a charge with no key in its metadata is no charge of the handler's and is looked up by
-    nothing): ceil(orders / MAX_CLAUSES) searches, each paged."""
+    nothing): ceil(orders / MAX_CLAUSES) searches, each paged, LOOKUP_THREADS at a time, paced."""
     keys = sorted({entry.key for entry in seen if entry.key})
-    found: list[Entry] = []
-    for n in range(0, len(keys), MAX_CLAUSES):
-        found.extend(_search(secret_key, orders_query(keys[n:n + MAX_CLAUSES]), stack, fetch, api))
-    return found
+    queries = [orders_query(keys[n:n + MAX_CLAUSES]) for n in range(0, len(keys), MAX_CLAUSES)]
+    with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:  # answers in the queries' order
+        pages = list(pool.map(lambda query: _search(secret_key, query, stack, fetch, api), queries))
+    return [entry for page in pages for entry in page]
 
 
 def retrieve_charge(secret_key: str, charge_id: str, fetch: Fetch = _fetch_json,

@@ -43,7 +43,8 @@ from typing import Any, Callable, Mapping
 import boto3
 
 # The job's parts, by side; their names are re-exported here (one import for callers and tests).
-from .reconcile_charges import (CHARGED, MAX_CLAUSES, STRIPE_API, Fetch, _fetch_json, _order_of,  # noqa: F401
+from .reconcile_charges import (CHARGED, LOOKUP_THREADS, MAX_CLAUSES, SEARCHES_PER_SECOND, STRIPE_API,  # noqa: F401
+                                Fetch, Pace, _fetch_json, _order_of,
                                 entry_of, order_charges, orders_query, retrieve_charge, standin_charges,
                                 stripe_charges, stripe_query)
 from .reconcile_compare import _settle_one, compare  # noqa: F401

@@ -10,6 +10,7 @@ them over HTTP as it does in prod):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Iterator
 
@@ -70,11 +71,11 @@ class StripeStack:
             **booked}))
         return key
 
-    def run(self) -> job.WindowReport:
+    def run(self, session: Any = None) -> job.WindowReport:
         """The window that holds the world's clock now, judged (as a person's rerun of it: the
         cursor's catching up is test_reconcile_job's)."""
         start = self.world.clock.now() // 3600 * 3600
-        return job.rerun(self.env, fake_session(), job.iso(start), say=lambda _: None)
+        return job.rerun(self.env, session or fake_session(), job.iso(start), say=lambda _: None)
 
 
 def order_key(bucket: str, account: str, order_id: str) -> str:
@@ -84,6 +85,12 @@ def order_key(bucket: str, account: str, order_id: str) -> str:
 
 @pytest.fixture
 def stack() -> Iterator[StripeStack]:
+    with stripe_stack() as made:
+        yield made
+
+
+@contextlib.contextmanager
+def stripe_stack() -> Iterator[StripeStack]:
     from idem.sim.stripe_server import loopback_stripe
 
     with LocalWorld(prefix="reconcile-order") as world, loopback_stripe(world) as server:
@@ -261,3 +268,30 @@ def test_a_line_for_a_charge_stripe_does_not_have_is_uncharged(stack):
     stack.book("alice", "A-6", "pi_unknown000001", customer="cus_alice")
     report = stack.run()
     assert kinds(report) == [("uncharged", "pi_unknown000001")]
+
+
+# -- the README's table: one name and one command per finding --------------------------------------------
+def test_the_readme_names_each_finding_once_with_the_command_the_report_gives():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme[readme.index("| Finding | It means | Settle with |"):].split("\n\n")[0].splitlines()[2:]
+    rows = {row.split("|")[1].strip().strip("`"): row.split("|")[3].strip().strip("`") for row in table}
+    assert len(rows) == len(table) and set(rows) == set(job.KINDS)
+
+    def entry(charge_id: str, at: float, key: str, cents: int = 500, customer: str = "cus_alice",
+              status: str = "succeeded") -> job.Entry:
+        return job.Entry(charge_id, "alice", cents, at, key=key, customer=customer, status=status)
+
+    upload = job.UploadSeen("b", "alice/1.json", "v1", "e", 10.0)
+    statuses = {"k-missing": ("", {}), "k-held": ("needs_attention", {"reason": "why"})}
+    lines = [entry("pi_gone", 10, "k-gone"), entry("pi_amount", 11, "k-amount"), entry("pi_who", 12, "k-who")]
+    charges = [entry("pi_amount", 5, "k-amount", cents=700), entry("pi_who", 6, "k-who", customer="cus_bob"),
+               entry("pi_loose", 20, "k-loose"), entry("pi_1", 1, "k-twice"), entry("pi_2", 30, "k-twice"),
+               entry("pi_wait", 40, "k-wait", status="processing")]
+    report = job.compare(lines, charges, 0, 3600, [(upload, "k-missing"), (upload, "k-held")],
+                         status_of=lambda key: statuses[key], customer_of=lambda account: "cus_alice")
+    given = {f.kind: f.command for f in report.findings}
+    assert set(given) == set(job.KINDS), report.render()
+    for kind, command in given.items():  # the README's command is the report's, without the key or id
+        assert command.split(" --")[0] + " --" + command.split(" --")[1].split()[0] == rows[kind].rsplit(" ", 1)[0]

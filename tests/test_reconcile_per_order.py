@@ -295,3 +295,13 @@ def test_the_readme_names_each_finding_once_with_the_command_the_report_gives():
     assert set(given) == set(job.KINDS), report.render()
     for kind, command in given.items():  # the README's command is the report's, without the key or id
         assert command.split(" --")[0] + " --" + command.split(" --")[1].split()[0] == rows[kind].rsplit(" ", 1)[0]
+
+
+def test_an_order_whose_record_is_pending_and_whose_charge_has_settled_is_one_finding():
+    """The record still says pending, Stripe says succeeded, no line yet: `idem settle --key`
+    books it; one finding for the order, not also `unbooked`."""
+    upload = job.UploadSeen("b", "gina/G-8.json", "v1", "e", 10.0)
+    charge = job.Entry("pi_8", "gina", 500, 20.0, key="k-8", status="succeeded")
+    report = job.compare([], [charge], 0, 3600, [(upload, "k-8")],
+                         status_of=lambda key: ("pending", {"charge_id": "pi_8"}))
+    assert [f.kind for f in report.findings] == ["pending"] and report.unbooked == []

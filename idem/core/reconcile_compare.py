@@ -70,12 +70,12 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
     for charge in sorted((c for c in made if c.charge_id not in booked), key=lambda e: e.charge_id):
         if charge.charge_id in doubled:
             continue  # a second charge has no line by design: refunding it is the fix
+        if charge.charge_id in pending_charges or (charge.key and charge.key in pending_keys):
+            continue  # its order's record is pending, reported above: one finding for the order
         if charge.status in UNSETTLED:  # a charge not settled has no line yet: one finding, pending
-            if charge.charge_id not in pending_charges and (charge.key not in pending_keys or not charge.key):
-                pending_keys.add(charge.key)
-                found.append(Finding("pending", charge.charge_id, charge.key,
-                                     f"charge {charge.charge_id} not settled yet (Stripe: {charge.status})",
-                                     _settle_one(settle, charge)))
+            found.append(Finding("pending", charge.charge_id, charge.key,
+                                 f"charge {charge.charge_id} not settled yet (Stripe: {charge.status})",
+                                 _settle_one(settle, charge)))
             continue
         report.unbooked.append(charge)
         found.append(Finding("unbooked", charge.charge_id, charge.key,

@@ -54,7 +54,7 @@ from .reconcile_ledger import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVE
                                reads_inventory, record_status)
 from .reconcile_report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
-from .reconcile_uploads import (MAX_LISTED_VERSIONS, ORDER_MAX_BYTES, TooManyVersions,  # noqa: F401
+from .reconcile_uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
                                 _parse_time, inventory_uploads, listed_uploads, newest_manifest, order_key)
 
 #: Lambda's longest invocation: a retry may book this long after it started.

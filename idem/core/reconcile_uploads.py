@@ -6,7 +6,6 @@ from __future__ import annotations
 import calendar
 import csv
 import gzip
-import hashlib
 import io
 import json
 import time
@@ -111,32 +110,24 @@ def _parse_time(text: str) -> float:
 
 
 # -- an upload's order key (as the handler keys the charge) -----------------------------------
-#: The most bytes read of an order file (as the handler's ORDER_MAX_BYTES).
-ORDER_MAX_BYTES = 1_000_000
 
 
 def order_key(s3: Any, upload: UploadSeen, identity: str = "order-id") -> str:
-    """The idempotency key the handler charges this upload under (ORDERS.md):
-    - order-id: "charge#order#" + sha256(bucket + "\\n" + order_id), the order_id read from the
-      file by its exact version; "" when the file has no readable order_id (the handler holds
-      such a file in needs_attention, under no order key);
-    - object-name: "charge#name#" + sha256(bucket + "\n" + key), the name written once;
-    - upload: the per-version key (keyed's Upload.idempotency_key)."""
-    if identity == "object-name":
-        return "charge#name#" + hashlib.sha256(f"{upload.bucket}\n{upload.key}".encode("utf-8")).hexdigest()
-    if identity == "upload":
-        from .handlers.keyed_orders import Upload  # the handler's own recipe, not a copy of it
+    """The idempotency key the handler charges this upload under (ORDERS.md), made by the
+    handler's own recipe (keyed_orders.identify, which reads the order file by its exact
+    version), never a copy of it: when the handler's key changes (an account in it), so does
+    this. "" when the file names no order the handler would charge (the handler parks such a
+    file under its upload's key, with the reason); the "upload" identity: the per-version key."""
+    from .handlers.keyed_orders import Upload, identify  # the handler's own recipe
 
-        return Upload(upload.bucket, upload.key, upload.version_id, upload.etag, "").idempotency_key
-    if identity != "order-id":
+    seen = Upload(upload.bucket, upload.key, upload.version_id, upload.etag, "")
+    if identity == "upload":
+        return seen.idempotency_key
+    if identity not in ("order-id", "object-name"):
         raise ValueError(f"ORDER_IDENTITY {identity!r}: the reconciliation knows order-id, object-name and upload")
-    where = {"VersionId": upload.version_id} if upload.version_id else {"IfMatch": f'"{upload.etag}"'}
     try:
-        body = s3.get_object(Bucket=upload.bucket, Key=upload.key, **where)["Body"].read(ORDER_MAX_BYTES + 1)
-        order_id = json.loads(body.decode("utf-8")).get("order_id")
-    except (ClientError, ValueError, UnicodeDecodeError, AttributeError):
+        ref = identify(seen, identity, s3)
+    except ClientError:  # the file cannot be read at all (denied, throttled): no key to look up
         return ""
-    if not isinstance(order_id, str) or not order_id.strip():
-        return ""
-    return "charge#order#" + hashlib.sha256(f"{upload.bucket}\n{order_id}".encode("utf-8")).hexdigest()
+    return "" if ref.problem else ref.idempotency_key
 

@@ -248,9 +248,27 @@ def test_a_charge_made_two_days_before_and_booked_today_by_settle_is_matched_not
     charged = stack.charge("alice", "A-4", "cus_alice", alice)  # its commit never landed
     stack.world.clock.advance(2 * DAY)
     stack.book("alice", "A-4", charged, customer="cus_alice")  # `idem settle --key` books it today
+    before = len(stack.server.requests)
     report = stack.run()
     assert report.findings == [], report.render()
     assert report.ledger_lines == 1
+    paths = [path for _, path in stack.server.requests[before:]]
+    assert paths.count("/v1/payment_intents/search") == 2  # the window's charges, then its orders' by key
+    assert f"/v1/payment_intents/{charged}" not in paths  # found by its order's key: no retrieve
+
+
+def test_a_line_for_an_older_charge_with_no_order_key_is_matched_by_retrieving_it(stack):
+    alice = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    charged = str(stack.client.v1.payment_intents.create(params={  # made by other code: no order key
+        "amount": 500, "currency": "usd", "confirm": True, "off_session": True, "customer": "cus_alice",
+        "payment_method": alice, "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
+        "metadata": {"idem_stack": "idem-test"}}).id)
+    stack.world.clock.advance(2 * DAY)
+    stack.book("alice", "A-9", charged, customer="cus_alice")
+    before = len(stack.server.requests)
+    assert stack.run().findings == []
+    assert f"/v1/payment_intents/{charged}" in [path for _, path in stack.server.requests[before:]]
 
 
 def test_a_line_booked_today_for_an_older_charge_still_compares_its_amount(stack):

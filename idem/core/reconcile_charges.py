@@ -148,7 +148,8 @@ def stripe_charges(secret_key: str, stack: str, start: float, end: float, fetch:
 
 def order_charges(secret_key: str, stack: str, seen: Iterable[Entry], fetch: Fetch = _fetch_json,
                   api: str = STRIPE_API) -> list[Entry]:
-    """Every charge of this stack ever made for the orders of `seen` (by each one's order key;
+    """Every charge of this stack ever made for the orders of `seen`, charges or lines (by each
+    one's order key;
     a charge with no key in its metadata is no charge of the handler's and is looked up by
     nothing): ceil(orders / MAX_CLAUSES) searches, each paged, LOOKUP_THREADS at a time, paced."""
     keys = sorted({entry.key for entry in seen if entry.key})

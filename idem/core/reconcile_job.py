@@ -109,12 +109,16 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
                                                      WithDecryption=True)["Parameter"]["Value"]
         stack, api = env.get("STACK_NAME", ""), env.get("STRIPE_API_BASE") or STRIPE_API
         charges = stripe_charges(secret, stack, start, end, fetch, api)
-        # every charge ever made for each order charged in the window, however long before or after
-        charges += order_charges(secret, stack, charges, fetch, api)
-        # a line of the window whose charge was made before it (a retry, `idem settle`): by its id
+        # every charge ever made for each order charged in the window, and for each order booked
+        # in it for a charge made before it (a retry's commit, `idem settle` days later), however
+        # long before or after: by the orders' keys
         known = {charge.charge_id for charge in charges}
-        for line in lines:
-            if start <= line.at < end and line.charge_id and line.charge_id not in known:
+        late = [line for line in lines if start <= line.at < end and line.charge_id and line.charge_id not in known]
+        charges += order_charges(secret, stack, charges + late, fetch, api)
+        # a line's charge that carries no such key (made by other code): by its id
+        known = {charge.charge_id for charge in charges}
+        for line in late:
+            if line.charge_id not in known:
                 older = retrieve_charge(secret, line.charge_id, fetch, api)
                 if older is not None and older.status in CHARGED:
                     charges.append(older)

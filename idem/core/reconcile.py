@@ -252,8 +252,8 @@ def _mismatches(charges: Iterable[Mapping[str, Any]],
     """Per payer, the provider's charges against the ledger's lines. The ledger books by account;
     an account linked to a customer (its mapping item `account#ACCOUNT`, kind `customer`) is that
     customer's, else the account names its customer itself (the demo's stand-in)."""
-    ledger_items = [dict(item) for item in ledger_items]
-    customer_of = {str(item["account"]): str(item["customer"]) for item in ledger_items
+    items: list[dict[str, Any]] = [dict(item) for item in ledger_items]
+    customer_of = {str(item["account"]): str(item["customer"]) for item in items
                    if item.get("kind") == "customer" and item.get("account") and item.get("customer")}
     provider: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for c in charges:
@@ -261,7 +261,7 @@ def _mismatches(charges: Iterable[Mapping[str, Any]],
         provider[c["customer"]][1] += int(c["amount"])
     ledger: dict[str, tuple[int, int]] = {}
     names: dict[str, str] = {}
-    for account, (count, cents) in booked([i for i in ledger_items if i.get("kind") != "customer"]).items():
+    for account, (count, cents) in booked([i for i in items if i.get("kind") != "customer"]).items():
         payer = customer_of.get(account, account)
         before = ledger.get(payer, (0, 0))
         ledger[payer] = (before[0] + count, before[1] + cents)

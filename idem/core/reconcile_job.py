@@ -57,6 +57,20 @@ from .reconcile_report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, Uplo
 from .reconcile_uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
                                 _parse_time, inventory_uploads, listed_uploads, newest_manifest, order_key)
 
+__all__ = [  # re-exported: callers and tests import the job's parts from here
+    "CHARGED", "CURSOR_KEY", "DAY_INDEX", "DAY_INDEX_ATTRIBUTES", "DIMENSION", "Entry", "Fetch", "Finding",
+    "INVENTORY_MARK", "KINDS", "LOOKUP_THREADS", "MAPPING_PREFIX", "MAX_CLAUSES", "MAX_LISTED_VERSIONS",
+    "NAMESPACE", "Pace", "SEARCHES_PER_SECOND", "STRIPE_API", "TooManyVersions", "UploadSeen", "WindowReport",
+    "advance_cursor", "backfill_booked_day", "compare", "day_of", "days", "emf", "entry_of",
+    "inventory_uploads", "iso", "ledger_lines", "line_terms", "listed_uploads", "mark_inventory",
+    "newest_manifest", "order_charges", "order_key", "orders_query", "read_cursor", "read_items",
+    "reads_inventory", "record_status", "retrieve_charge", "standin_charges", "stripe_charges",
+    "stripe_query", "window",
+    # and the job's own
+    "MAX_INVOCATION_SECONDS", "MAX_WINDOWS_PER_RUN", "RESERVE_MILLIS", "lag_of", "lambda_handler",
+    "reconcile_window", "rerun", "run",
+]
+
 #: Lambda's longest invocation: a retry may book this long after it started.
 MAX_INVOCATION_SECONDS = 900
 #: At most this many windows per run, and none begun with less than RESERVE_MILLIS of the run

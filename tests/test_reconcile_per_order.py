@@ -323,3 +323,13 @@ def test_an_order_whose_record_is_pending_and_whose_charge_has_settled_is_one_fi
     report = job.compare([], [charge], 0, 3600, [(upload, "k-8")],
                          status_of=lambda key: ("pending", {"charge_id": "pi_8"}))
     assert [f.kind for f in report.findings] == ["pending"] and report.unbooked == []
+
+
+def test_a_charge_naming_another_account_than_its_line_is_an_account_finding():
+    """Both accounts map to one customer (a family's two accounts): the customer matches, but the
+    charge's metadata says it was bob's order while the books say alice's."""
+    line = job.Entry("pi_1", "alice", 500, 10.0, key="k-1", currency="usd")
+    charge = job.Entry("pi_1", "bob", 500, 5.0, key="k-1", customer="cus_family", currency="usd", status="succeeded")
+    report = job.compare([line], [charge], 0, 3600, customer_of=lambda account: "cus_family")
+    assert [(f.kind, f.what) for f in report.findings] == [("account", "pi_1")]
+    assert "names account bob" in report.findings[0].detail

@@ -10,21 +10,22 @@ once its report is written. A window is compared three ways:
   the run that finds the bucket too big marks the cursor item, and every run after reads the
   inventory: see `inventory_uploads`);
 - ledger lines: done records booked in the window, read by Query on the time-bucketed index
-  `by_day` (partition `booked_day` = YYYY-MM-DD, sort `booked_at`), never a Scan;
-- the provider's charges for THIS stack: Stripe's search, `metadata['idem_stack']:'NAME'`
-  (the handler writes `idem_stack` on every PaymentIntent), or the demo's stand-in table.
+  `by_day` (partition `booked_day` = YYYY-MM-DD, sort `booked_at`), never a Scan; then each
+  line's customer and currency and its account's customer mapping (`account#ACCOUNT`) by key;
+- the provider's charges for THIS stack (reconcile_charges): Stripe's search of the window,
+  `metadata['idem_stack']:'NAME'` and its `created` range, then every charge ever made for each
+  order charged or booked in the window (by the order's key in the metadata), and a line's older
+  charge by its id; or the demo's stand-in table.
 
-It reports, each with the command that settles it:
-- an upload with no line (`MissingLine`): an order that was never charged or never booked;
-- a line with no charge (`Uncharged`): the books say paid, no money moved;
-- a charge with no line (`Unbooked`): money moved, the books are silent;
-- two charges for one order (`Double`): refund all but the first;
-plus amount mismatches, orders left in needs_attention, and charges still pending (not settled)
-when their window is judged.
+It reports (reconcile_compare; KINDS, each with the command that settles it): an upload with no
+line, a line with no charge, a charge with no line, an order charged more than once however far
+apart its charges (refund all but the first), a line and its charge that disagree on the amount
+or the currency, a line whose account does not map to its charge's customer, an order left in
+needs_attention, and a charge still not settled when its window is judged (one finding).
 
 The window closes LAG seconds before now: the longest an upload can wait before its charge
-(the buffer queue's retries, or Lambda's event age) plus the longest invocation. Lines are read
-up to LAG past the window's end and charges from LAG before its start; only items whose own time
+(the buffer queue's retries, or Lambda's event age) plus the longest invocation, and more than
+Stripe's search delay. Lines are read up to LAG past the window's end; only items whose own time
 is inside the window are reported. The report is an object in REPORT_BUCKET (one per window)
 plus EMF metrics in namespace `Idem` (the stack alarms when `Differences` is above zero).
 
@@ -106,7 +107,6 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
     dynamodb, s3 = session.client("dynamodb"), session.client("s3")
     table = env["LEDGER_TABLE"]
     lines = ledger_lines(dynamodb, table, start, end + lag)
-    # each line booked in the window: its customer and currency (one GetItem each)
     # each line booked in the window: its customer and currency, and its account's customer mapping
     terms, mapped = line_terms(dynamodb, table, [line for line in lines if start <= line.at < end])
     lines = [replace(line, customer=terms[line.key][0], currency=terms[line.key][1]) if line.key in terms else line

@@ -52,3 +52,13 @@ def test_the_model_counts_the_calls_a_window_makes_per_order():
         assert len(searched) == stripe_searches(23) == 4
         assert sorted(gets) == sorted([f"account#a{n}" for n in range(23)]
                                       + [f"charge#order#a{n}#O-{n}" for n in range(23)])
+
+
+def test_a_run_begins_no_window_it_could_not_finish_at_100000_orders_a_day():
+    import math
+
+    from idem.core import reconcile_job
+    from idem.cost.reconcile_cost import window_seconds_on_calls
+
+    seconds = window_seconds_on_calls(math.ceil(100_000 / 24))
+    assert seconds * 1000 < reconcile_job.RESERVE_MILLIS < 300_000  # ReconcileFunction's Timeout: 300 s

@@ -54,7 +54,7 @@ def _stripe_page(provider_table: str, dynamodb: Any):
         items = dynamodb.scan(TableName=provider_table)["Items"]
         data = [{"id": i["pk"]["S"].removeprefix("charge#"), "status": "succeeded",
                  "amount": int(i["amount"]["N"]), "created": int(float(i["created_at"]["N"])),
-                 "metadata": {"account": i["customer"]["S"], "idem_stack": STACK}}
+                 "customer": i["customer"]["S"], "metadata": {"account": i["customer"]["S"], "idem_stack": STACK}}
                 for i in items if i.get("kind", {}).get("S") == "charge"]
         return {"data": data, "has_more": False}
     return fetch
@@ -155,6 +155,9 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     lag = reconcile_job.lag_of(job_env)
     # keyed's commit writes booked_day, so the migration for older ledgers has nothing to do
     assert reconcile_job.backfill_booked_day(c["dynamodb"], ledger) == 0
+    # alice's customer mapping (what `idem customers link` writes): the stand-in's customer is "alice"
+    c["dynamodb"].put_item(TableName=ledger, Item={"pk": {"S": "account#alice"}, "kind": {"S": "customer"},
+                                                   "account": {"S": "alice"}, "customer": {"S": "alice"}})
     printed: list[str] = []
     report = reconcile_job.run(job_env, boto3.Session(region_name="us-east-1"), clock.now() + lag + 3600,
                                say=printed.append, fetch=_stripe_page(stand_in, c["dynamodb"]))

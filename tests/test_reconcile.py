@@ -124,3 +124,22 @@ def test_the_scheduled_handler_reads_its_environment(world: LocalWorld, capsys) 
     assert "clean: every object done once" in capsys.readouterr().out
     with pytest.raises(RuntimeError, match="UPLOAD_BUCKET not set"):
         scheduled_handler({}, None, env={**env, "UPLOAD_BUCKET": ""}, session=world.session, now=0)
+
+
+def test_the_books_are_compared_per_customer_through_the_account_s_mapping(world: LocalWorld) -> None:
+    """An account linked to a customer (`account#ACCOUNT`, kind customer) is that customer's in
+    the comparison: its lines against that customer's charges."""
+    from idem.core.dynamo import to_item
+
+    process(world, "keyed", "alice/1.csv")
+    (charge,) = world.provider().charges()
+
+    def link(customer: str) -> None:
+        world.dynamodb.put_item(TableName=world.ledger_table, Item=to_item({
+            "pk": "account#alice", "kind": "customer", "account": "alice", "customer": customer}))
+
+    link(charge.customer)
+    assert job(world).clean
+    link("cus_someone_else")  # the books say alice's customer is another than the one charged
+    assert [(m.account, m.provider_charges, m.ledger_charges) for m in job(world).mismatches] == [
+        (charge.customer, 1, 0), ("alice (cus_someone_else)", 0, 1)]

@@ -249,16 +249,28 @@ def _record_for(obj: S3Object, recipe: str, operation: str, records: Mapping[str
 
 def _mismatches(charges: Iterable[Mapping[str, Any]],
                 ledger_items: Iterable[Mapping[str, Any]]) -> list[AccountMismatch]:
+    """Per payer, the provider's charges against the ledger's lines. The ledger books by account;
+    an account linked to a customer (its mapping item `account#ACCOUNT`, kind `customer`) is that
+    customer's, else the account names its customer itself (the demo's stand-in)."""
+    items: list[dict[str, Any]] = [dict(item) for item in ledger_items]
+    customer_of = {str(item["account"]): str(item["customer"]) for item in items
+                   if item.get("kind") == "customer" and item.get("account") and item.get("customer")}
     provider: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for c in charges:
         provider[c["customer"]][0] += 1
         provider[c["customer"]][1] += int(c["amount"])
-    ledger = booked([dict(item) for item in ledger_items])
+    ledger: dict[str, tuple[int, int]] = {}
+    names: dict[str, str] = {}
+    for account, (count, cents) in booked([i for i in items if i.get("kind") != "customer"]).items():
+        payer = customer_of.get(account, account)
+        before = ledger.get(payer, (0, 0))
+        ledger[payer] = (before[0] + count, before[1] + cents)
+        names[payer] = account if payer == account else f"{account} ({payer})"
     found = []
-    for account in sorted(set(provider) | set(ledger)):
-        theirs, ours = tuple(provider.get(account, (0, 0))), ledger.get(account, (0, 0))
+    for payer in sorted(set(provider) | set(ledger)):
+        theirs, ours = tuple(provider.get(payer, (0, 0))), ledger.get(payer, (0, 0))
         if theirs != ours:
-            found.append(AccountMismatch(account, theirs[0], theirs[1], ours[0], ours[1]))
+            found.append(AccountMismatch(names.get(payer, payer), theirs[0], theirs[1], ours[0], ours[1]))
     return found
 
 

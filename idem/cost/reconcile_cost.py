@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ..core.buffer import PROD
-from ..core.reconcile_job import MAX_LISTED_VERSIONS
+from ..core.reconcile_job import LOOKUP_THREADS, MAX_CLAUSES, MAX_LISTED_VERSIONS
 from ..deploy.prices import PRICES
 from .capacity import US_EAST_1, item_size, read_units, write_units
 
@@ -28,6 +28,42 @@ INDEX_ENTRY = {"pk": {"S": "charge#order#" + "0" * 64}, "booked_day": {"S": "202
                "booked_at": {"N": "1794441600.123456"}, "account": {"S": "cus_0123456789abcd"},
                "cents": {"N": "1250"}, "charge_id": {"S": "pi_3MtwBwLkdIwHu7ix28a3tqPa"},
                "source": {"S": "idem-prod-uploads-123456789012-eu-west-1#order#A-1001"}}
+#: One booked line as the handler writes it (BRIEF decision 3: account, customer, currency, cents,
+#: charge_id, first_attempt_at, payment_method), read whole by the GetItem of its customer and
+#: currency (a projection bills the item's size): under 4 KB, half a read unit eventually consistent.
+LINE_ITEM = {**INDEX_ENTRY, "status": {"S": "done"}, "owner": {"S": "0" * 36}, "customer": {"S": "cus_0123456789abcd"},
+             "currency": {"S": "usd"}, "first_attempt_at": {"N": "1794441600.123456"},
+             "payment_method": {"S": "pm_0123456789abcdefghijklmn"}, "created_at": {"N": "1794441600.123456"},
+             "result": {"M": {"status": {"S": "charged"}, "charge_id": {"S": "pi_3MtwBwLkdIwHu7ix28a3tqPa"},
+                              "amount_cents": {"N": "1250"}}}}
+#: An account's customer mapping (`account#ACCOUNT`, BRIEF decision 2).
+MAPPING_ITEM = {"pk": {"S": "account#alice"}, "kind": {"S": "customer"}, "account": {"S": "alice"},
+                "customer": {"S": "cus_0123456789abcd"}, "linked_by": {"S": "arn:aws:iam::123456789012:user/ops"},
+                "linked_at": {"N": "1794441600"}, "reason": {"S": "signed contract 2026-11"}}
+#: Assumed latencies of one call from the function (not measured here; they size the Lambda time
+#: of the calls made per order): a DynamoDB GetItem, an S3 GetObject, a Stripe request.
+SECONDS_PER_GETITEM, SECONDS_PER_GETOBJECT, SECONDS_PER_STRIPE_REQUEST = 0.005, 0.02, 0.3
+#: ReconcileFunction's memory (template.yaml: MemorySize 256, arm64).
+MEMORY_GB = 0.25
+
+
+def stripe_searches(orders_in_window: int) -> int:
+    """The searches one window makes at Stripe (reconcile_charges): the window's PaymentIntents,
+    100 a page, then every charge of its orders, MAX_CLAUSES orders a search (each answered in
+    one page: an order has one charge, or a few)."""
+    return max(1, math.ceil(orders_in_window / 100)) + math.ceil(orders_in_window / MAX_CLAUSES)
+
+
+def window_seconds_on_calls(orders_in_window: int) -> float:
+    """The Lambda time one window spends on the calls it makes per order, at the assumed
+    latencies: each upload's GetObject, each line's GetItem and its account's mapping (at most
+    one a line), and the searches (the look-ups LOOKUP_THREADS at a time)."""
+    lookups = math.ceil(orders_in_window / MAX_CLAUSES)
+    return (orders_in_window * (SECONDS_PER_GETOBJECT + 2 * SECONDS_PER_GETITEM)
+            + (stripe_searches(orders_in_window) - lookups) * SECONDS_PER_STRIPE_REQUEST
+            + math.ceil(lookups / LOOKUP_THREADS) * SECONDS_PER_STRIPE_REQUEST)
+
+
 #: The old design's Scan of the by_account index: its entries (pk, account, booked_at, cents, charge_id).
 SCANNED_ENTRY = {k: v for k, v in INDEX_ENTRY.items() if k in ("pk", "account", "booked_at", "cents", "charge_id")}
 
@@ -58,7 +94,20 @@ def year(orders_per_day: int, lag_seconds: int = PROD.reconcile_lag_seconds, win
         ("cursor: GetItem + UpdateItem a run",
          RUNS_PER_YEAR * (0.5 * US_EAST_1.usd_per_million_rru + 1 * US_EAST_1.usd_per_million_wru) / 1e6),
         ("GetObject of each upload's order_id", orders / 1000 * PRICES["s3_get"].usd),
+        ("GetItem of each booked line (its customer and currency)",
+         orders * read_units(item_size(LINE_ITEM), consistent=False) * US_EAST_1.usd_per_million_rru / 1e6),
+        ("GetItem of each line's account's customer mapping (at most one a line)",
+         orders * read_units(item_size(MAPPING_ITEM), consistent=False) * US_EAST_1.usd_per_million_rru / 1e6),
     ]
+    in_window = math.ceil(orders_per_day * window_seconds / 86400)
+    windows = RUNS_PER_YEAR
+    # Stripe bills per successful transaction, "No setup fees, monthly fees, or hidden fees"
+    # (https://stripe.com/pricing): its searches cost the function's time, not a fee.
+    lines.append((f"Stripe: {stripe_searches(in_window) * windows // 365:,} searches a day (no fee; "
+                  "the Lambda time below)", 0.0))
+    lines.append((f"Lambda time on those calls ({window_seconds_on_calls(in_window):.0f} s a window, "
+                  "assumed latencies)",
+                  windows * window_seconds_on_calls(in_window) * MEMORY_GB * PRICES["lambda_gb_second"].usd))
     # The bucket grows all year (each order keeps its current version): listed every run while it
     # holds at most MAX_LISTED_VERSIONS, read from a daily S3 Inventory after.
     listing = inventory = 0.0

@@ -448,7 +448,7 @@ def production_settings() -> str:
             continue
         what = " ".join(str(spec["Description"]).removeprefix("prod: ").split())
         default = f" (default {spec['Default']})" if spec.get("Default", "") != "" else " (no default)"
-        lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    "))
+        lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    ", break_on_hyphens=False))
     return "\n".join(lines)
 
 

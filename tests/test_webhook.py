@@ -161,3 +161,25 @@ def test_a_forged_or_stale_event_is_refused_and_nothing_is_written(books, forge)
 def test_the_module_stays_small_and_uses_stripes_sdk_to_verify():
     source = open(webhook.__file__).read()
     assert len(source.splitlines()) < 300 and "stripe.Webhook.construct_event" in source
+
+
+def test_the_template_gives_stripe_a_url_and_the_function_only_the_keys_it_writes():
+    from idem.deploy import template as tp
+
+    given = {"AlarmEmail": "ops@example.com"}
+    prod = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), given), given)
+    fn = prod["Resources"]["WebhookFunction"]["Properties"]
+    assert fn["Handler"] == "idem.core.webhook.lambda_handler"
+    assert set(fn["Environment"]["Variables"]) == {"LEDGER_TABLE", "STACK_NAME", "WEBHOOK_SECRET_PARAMETER"}
+    assert prod["Resources"]["WebhookFunctionUrl"]["Properties"]["AuthType"] == "NONE"  # Stripe signs, not AWS
+    # "new function URLs will require both lambda:InvokeFunctionUrl and lambda:InvokeFunction"
+    # (https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html): SAM grants both, the second via the URL only
+    granted = {p["Properties"]["Action"]: p["Properties"] for p in tp.resources_of_type(prod, "AWS::Lambda::Permission").values()
+               if tp.ref_name(p["Properties"]["FunctionName"]) == "WebhookFunction"}
+    assert granted["lambda:InvokeFunction"]["InvokedViaFunctionUrl"] is True and "lambda:InvokeFunctionUrl" in granted
+    (ledger,) = [s for s in prod["Resources"]["WebhookFunctionRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+                 if s["Sid"] == "Ledger"]
+    assert set(ledger["Action"]) == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+    assert ledger["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["event#*", "charge#*", "refund#*", "dispute#*"]
+    demo = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), {"Profile": "demo"}), {"Profile": "demo"})
+    assert not [n for n in demo["Resources"] if n.startswith("Webhook")]  # the demo has no Stripe

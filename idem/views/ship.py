@@ -463,7 +463,7 @@ ALARM_TODO = {
     "FailureQueueArrivalsAlarm": "fix the cause, then idem redrive",
     "FailureQueueAgeAlarm": "idem redrive today (dropped at 14 days)",
     "UploadQueueAgeAlarm": "none lost; past 7.5 h, idem redrive",
-    "NeedsAttentionAlarm": "idem settle (dry run first)",
+    "NeedsAttentionAlarm": "idem settle (it shows, then asks)",
     "DeclinedAlarm": "a rate: aws logs filter-log-events; find why",
     "PendingAlarm": "idem settle --key once Stripe has decided",
     "ReconcileDifferencesAlarm": "read the report; idem settle or idem refund",

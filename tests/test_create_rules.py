@@ -131,7 +131,7 @@ def test_a_visibility_timeout_shorter_than_the_function_is_refused(prod):
     broken = copy.deepcopy(prod)
     broken["Resources"]["UploadQueue"]["Properties"]["VisibilityTimeout"] = 20
     assert [str(v) for v in rules.violations(broken, "idem-prod")] == [
-        "ChargeFunctionUploads: ChargeFunction's timeout 30 s exceeds UploadQueue's visibility timeout "
+        "ChargeFunctionUploads: ChargeFunction's timeout 60 s exceeds UploadQueue's visibility timeout "
         "20 s: Lambda refuses the mapping"]
 
 

@@ -162,22 +162,29 @@ def test_the_runtime_is_named_with_the_python_the_suite_runs_in_the_readme(prod)
 
 
 #: (namespace, metric, the resource its dimension names) for each alarm the stack must have:
-#: each function its own failure queue, its depth and its oldest message's age, errors,
-#: throttles and destination delivery failures; the handler's outcomes a person must act on.
+#: each function its own failure queue, its new arrivals (messages sent, and the visible count's
+#: rise: a redriven message is not "sent") and its oldest message's age, errors, throttles and
+#: destination delivery failures; the handler's outcomes a person must act on (a parked order
+#: counted once, declines as a share of attempts). A metric math alarm adds each metric it reads.
 ALARMS = {
+    ("AWS/SQS", "NumberOfMessagesSent", "FailureQueue"),
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "FailureQueue"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage", "FailureQueue"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage", "UploadQueue"),
     ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
     ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
     ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
-    (keyed_log.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metrics
-    (keyed_log.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed_log.METRICS_NAMESPACE, "pending", tp.FUNCTION),
+    (keyed_log.METRICS_NAMESPACE, "needs_attention_new", tp.FUNCTION),  # the handler's own EMF metrics
+    (keyed_log.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed_log.METRICS_NAMESPACE, "charged", tp.FUNCTION),
+    (keyed_log.METRICS_NAMESPACE, "pending", tp.FUNCTION),
     ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),
     ("AWS/Lambda", "Throttles", tp.RECONCILER), ("AWS/Lambda", "DestinationDeliveryFailures", tp.RECONCILER),
+    ("AWS/SQS", "NumberOfMessagesSent", "ReconcileFailureQueue"),
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "ReconcileFailureQueue"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage", "ReconcileFailureQueue"),
 }
+#: The declined share of charge attempts above which DeclinedAlarm fires (a rate, not one decline).
+DECLINE_RATE = 0.2
 #: Alarms on an age fire past a wait, not on the first message: seconds.
 AGE_THRESHOLDS = {"FailureQueue": 86400, "ReconcileFailureQueue": 86400, "UploadQueue": 900}
 
@@ -185,11 +192,15 @@ AGE_THRESHOLDS = {"FailureQueue": 86400, "ReconcileFailureQueue": 86400, "Upload
 def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
     alarms = tp.resources_of_type(prod, "AWS::CloudWatch::Alarm")
     found = set()
-    for alarm in alarms.values():
+    for name, alarm in alarms.items():
         p = alarm["Properties"]
-        (dimension,) = p["Dimensions"]
-        found.add((p["Namespace"], p["MetricName"], tp.ref_name(dimension["Value"])))
-        threshold = AGE_THRESHOLDS[tp.ref_name(dimension["Value"])] if p["MetricName"].startswith("ApproximateAge") else 0
+        read = [m["MetricStat"]["Metric"] for m in p.get("Metrics", []) if "MetricStat" in m] or [p]
+        for metric in read:
+            (dimension,) = metric["Dimensions"]
+            found.add((metric["Namespace"], metric["MetricName"], tp.ref_name(dimension["Value"])))
+        age = read[0]["MetricName"].startswith("ApproximateAge")
+        threshold = (AGE_THRESHOLDS[tp.ref_name(read[0]["Dimensions"][0]["Value"])] if age
+                     else DECLINE_RATE if name == "DeclinedAlarm" else 0)
         assert (p["Threshold"], p["ComparisonOperator"]) == (threshold, "GreaterThanThreshold")
         assert [tp.ref_name(a) for a in p["AlarmActions"]] == ["AlarmTopic"]
     assert found == ALARMS

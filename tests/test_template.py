@@ -50,7 +50,7 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
         "IsProd", "idem.core.handlers.keyed.lambda_handler",
         {"Fn::If": ["DemoFailure", "idem.demo_failure.lambda_handler", "idem.core.entry.lambda_handler"]}]}
     props = cfn["Resources"][tp.FUNCTION]["Properties"]
-    assert props["Timeout"] == 30
+    assert props["Timeout"] == 60  # idem/core/buffer.py timeout_for: a batch of 10 in one invocation
     assert int(props["Runtime"].removeprefix("python3.")) >= 11
     env = props["Environment"]["Variables"]
     code = (ROOT / "idem/core/settings.py").read_text()
@@ -149,6 +149,8 @@ def test_zip_holds_only_idems_core(tmp_path):
                 # the Stripe adapter, imported by keyed.make_provider only when the function
                 # charges through Stripe (STRIPE_SECRET_PARAMETER set); the stack's entry never does.
                 roots -= {Path(n).stem for n in names if "handlers/keyed" in n} | {"stripe"}
+            if name.endswith("core/webhook.py"):  # WebhookFunction verifies with Stripe's SDK
+                roots -= {"stripe"}
             assert roots <= allowed, f"{name} imports {roots - allowed}: it would not run on Lambda"
 
 

@@ -1,4 +1,6 @@
-"""`python -m idem redrive`: re-send what sits in the failure queue."""
+"""`python -m idem redrive`: re-send what sits in the failure queue. On a real queue: only with
+--yes and --reason; it says how many events it sends, and records who sent them (STS) and why in the
+function's ledger (an `audit#...` item)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +25,8 @@ def configure(parser: Any) -> None:
     parser.add_argument("--profile", help="with --queue-url: a named profile from your AWS config")
     parser.add_argument("--yes", action="store_true",
                         help="with --queue-url: go ahead and invoke the real function")
+    parser.add_argument("--reason", default="", help="with --queue-url --yes: why (a ticket, an alarm), recorded "
+                        "in the function's ledger with who ran the command")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -63,9 +67,24 @@ def _real(args: Any) -> int:
         return fail(str(problem))
     except DeployError as problem:
         return _trouble(str(problem))
+    if args.yes and not args.reason.strip():
+        return fail("--reason is required with --yes (a ticket or an alarm): it is recorded in the function's "
+                    "ledger with who ran the command; nothing was sent")
     try:
-        sent = redrive.redrive_to_lambda(session.client("sqs", config=CLIENTS), args.queue_url,
-                                         session.client("lambda", config=CLIENTS), args.function)
+        sqs, lambda_client = session.client("sqs", config=CLIENTS), session.client("lambda", config=CLIENTS)
+        waiting = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+        print(f"redriving about {waiting['Attributes']['ApproximateNumberOfMessages']} event(s) from "
+              f"{args.queue_url} to {args.function} (keyed looks each order up before it charges again)")
+        env = lambda_client.get_function_configuration(FunctionName=args.function).get("Environment", {})
+        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])
+        sent = redrive.redrive_to_lambda(sqs, args.queue_url, lambda_client, args.function)
+        table = env.get("Variables", {}).get("LEDGER_TABLE")
+        if table:  # who redrove what, and why, beside the books (never overwritten)
+            from ..core.runbook import Plan, record_audit
+
+            record_audit(session.client("dynamodb", config=CLIENTS), table, command="redrive",
+                         plan=Plan(f"queue {args.queue_url.rsplit('/', 1)[-1]}", "redrive", f"to {args.function}"),
+                         who=who, why=args.reason, outcome=f"done: {sent} event(s) sent")
     except (BotoCoreError, ClientError) as error:
         return _trouble(explain(error))
     print(json.dumps({"redriven": sent}) if args.json else f"redriven {sent} event(s) to {args.function}")

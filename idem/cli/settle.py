@@ -1,9 +1,12 @@
 """`python -m idem settle`: settle one order of a deployed stack: book the charge Stripe made, or
-release the record for a retry. A dry run unless --yes."""
+release the record for a retry. It shows what it will do and asks (at a terminal), or acts with
+--yes (scripts); either way it needs --reason, and it records who ran it (the caller's ARN from STS)
+and why in the ledger (an `audit#...` item)."""
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Callable
 
 from ..console import fail
@@ -21,9 +24,15 @@ def configure(parser: Any) -> None:
 def add_stack_options(parser: Any) -> None:
     parser.add_argument("--stack", required=True, help="the deployed stack's name (its LedgerTableName output "
                         "and StripeSecretParameter parameter are read)")
+    parser.add_argument("--key-parameter", help="the SSM SecureString holding the Stripe key to use: a "
+                        "restricted key with only this command's permissions (README); default: the stack's own "
+                        "StripeSecretParameter")
     parser.add_argument("--region", help="the stack's region (default: your AWS config)")
     parser.add_argument("--profile", help="a named profile from your AWS config")
-    parser.add_argument("--yes", action="store_true", help="do it; without --yes, only say what would be done")
+    parser.add_argument("--yes", action="store_true", help="do it without asking (scripts); without it the "
+                        "command shows what it will do and asks at a terminal, and only shows it elsewhere")
+    parser.add_argument("--reason", default="", help="why (a ticket, an alarm): recorded in the ledger with "
+                        "who ran the command; required to act")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -31,15 +40,48 @@ def run(args: Any) -> int:
     return with_stack(args, lambda target: _settle(args, *target))
 
 
-def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str) -> int:
+def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str, who: str) -> int:
     from ..core.runbook import apply_settle, plan_settle
 
     plan = plan_settle(dynamodb, table, stripe, key=args.key or "", charge=args.charge or "", stack=stack)
-    done = bool(args.yes) and plan.action != "nothing"
+    done = confirmed(args, plan)
     if done:
-        apply_settle(dynamodb, table, plan)
+        act_and_record(dynamodb, table, "settle", plan, who, args.reason, lambda: apply_settle(dynamodb, table, plan))
     say(args, plan, done)
     return 0
+
+
+def confirmed(args: Any, plan: Any, ask: Callable[[str], str] = input) -> bool:
+    """Whether to act: --yes, or a person's "yes" at a terminal after seeing the plan. Acting
+    needs --reason (RunbookError otherwise: nothing is done)."""
+    from ..core.runbook import RunbookError
+
+    if plan.action == "nothing":
+        return False
+    if not (args.yes or sys.stdin.isatty()):
+        return False  # a dry run: the plan is printed, nothing changes
+    if not args.reason.strip():
+        raise RunbookError("--reason is required to act (a ticket or an alarm): it is recorded in the ledger "
+                           "with who ran the command; nothing was changed")
+    if args.yes:
+        return True
+    print(plan.render(False).split("\ndry run:")[0])
+    return ask("do it? type yes: ").strip().lower() == "yes"
+
+
+def act_and_record(dynamodb: Any, table: str, command: str, plan: Any, who: str, why: str,
+                   act: Callable[[], Any]) -> Any:
+    """Do it, then record who did it and why, whatever became of it (a failure is recorded too)."""
+    from ..core.runbook import record_audit
+
+    try:
+        result = act()
+    except Exception as error:
+        record_audit(dynamodb, table, command=command, plan=plan, who=who, why=why,
+                     outcome=f"failed: {type(error).__name__}: {str(error)[:200]}")
+        raise
+    record_audit(dynamodb, table, command=command, plan=plan, who=who, why=why, outcome=f"done {result or ''}".strip())
+    return result
 
 
 def say(args: Any, plan: Any, done: bool, **extra: Any) -> None:
@@ -51,7 +93,7 @@ def say(args: Any, plan: Any, done: bool, **extra: Any) -> None:
         print(plan.render(done))
 
 
-def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str]], int]) -> int:
+def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str, str]], int]) -> int:
     """Open the stack (its ledger table and Stripe), run `act`, and turn what the user must fix into
     one line and exit code 2. Reading needs no --yes; only writing does (the plan says what)."""
     from botocore.exceptions import BotoCoreError, ClientError  # loaded when the command runs
@@ -73,9 +115,10 @@ def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str]], int]) -> in
             return fail(f"{args.stack} has no LedgerTableName output or StripeSecretParameter parameter: "
                         "not a stack made from this template")
         secret = session.client("ssm", config=CLIENTS).get_parameter(
-            Name=parameters["StripeSecretParameter"], WithDecryption=True)["Parameter"]["Value"]
+            Name=args.key_parameter or parameters["StripeSecretParameter"], WithDecryption=True)["Parameter"]["Value"]
         stripe = StripeApi(secret, os.environ.get("STRIPE_API_BASE") or "https://api.stripe.com")
-        return act((session.client("dynamodb", config=CLIENTS), outputs["LedgerTableName"], stripe, args.stack))
+        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])  # who runs it, for the ledger
+        return act((session.client("dynamodb", config=CLIENTS), outputs["LedgerTableName"], stripe, args.stack, who))
     except (MustFix, RunbookError) as problem:
         return fail(str(problem))
     except ClientError as error:
@@ -83,7 +126,7 @@ def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str]], int]) -> in
         if code == "ValidationError" and "does not exist" in str(error):
             return fail(f"no stack {args.stack} in {session.region_name}: check --stack and --region")
         if code == "ParameterNotFound":
-            return fail(f"the Stripe key's parameter {parameters.get('StripeSecretParameter')} does not exist "
+            return fail(f"the Stripe key's parameter {args.key_parameter or parameters.get('StripeSecretParameter')} does not exist "
                         "in SSM: create it (a SecureString), then retry; nothing was changed")
         return fail(explain(error))
     except (BotoCoreError, DeployError) as error:

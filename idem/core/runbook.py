@@ -3,10 +3,14 @@
 - `plan_settle(...)` reads an order's record in the ledger (by its idempotency key) and its
   charges at Stripe (by the key in their metadata, or one charge by its id) and says what settles
   it: book the charge the provider made (a conditional put of the ledger line), release the record
-  so a retry can charge (a conditional delete), or nothing. `apply_settle` does it.
+  so a retry can charge (a conditional update to `released`, expired now: the handler's next claim
+  takes it over; nothing is deleted), or nothing. `apply_settle` does it.
 - `plan_refund(...)` reads one PaymentIntent and its refunds; `apply_refund` refunds it with its own
   idempotency key (`refund#<id>`: running the command twice never refunds twice) and books the
   refund in the ledger (`refund#<id>`, outside both indexes: the reconciliation's lines stay charges).
+  A refund Stripe made whose booking failed is booked by the next run (`book`), never refunded again.
+- `record_audit(...)` writes who ran a command (the caller's ARN from STS GetCallerIdentity), why
+  (`--reason`), what it found and what became of it: one `audit#...` item per act, never overwritten.
 
 Every write is conditional on what the plan read, so a plan made stale by the handler (or by a
 second person) is refused, never applied over newer state. Stripe is called with the standard
@@ -59,15 +63,17 @@ class Plan:
     record: Mapping[str, Any] = field(default_factory=dict)
     intent: Intent | None = None
     others: list[Intent] = field(default_factory=list)  # more charges for the order: refund them
+    refunded_cents: int = 0  # refund: what Stripe had refunded of the charge when the plan was made
 
     def render(self, done: bool = False) -> str:
         verb = {"book": "booked" if done else "would book", "release": "released" if done else "would release",
+                "book refund": "booked" if done else "would book",
                 "refund": "refunded" if done else "would refund", "nothing": "nothing to do"}[self.action]
         lines = [f"{self.subject}: {verb}{' ' if self.action == 'refund' else ': '}{self.because}"]
         lines += [f"also charged for this order: {o.id} ({o.cents} {o.currency}): python -m idem refund --charge {o.id}"
                   for o in self.others]
         if not done and self.action != "nothing":
-            lines.append("dry run: nothing was changed; run again with --yes to do it")
+            lines.append("dry run: nothing was changed; run again with --yes --reason TEXT to do it")
         return "\n".join(lines)
 
 
@@ -119,6 +125,11 @@ class StripeApi:
         """Cents already refunded of this PaymentIntent (its succeeded refunds)."""
         answer = self._request("GET", "/v1/refunds", {"payment_intent": intent_id, "limit": "100"})
         return sum(int(r["amount"]) for r in answer.get("data", []) if r.get("status") in ("succeeded", "pending"))
+
+    def refunds(self, intent_id: str) -> list[Mapping[str, Any]]:
+        """This PaymentIntent's refunds that moved or will move money."""
+        answer = self._request("GET", "/v1/refunds", {"payment_intent": intent_id, "limit": "100"})
+        return [r for r in answer.get("data", []) if r.get("status") in ("succeeded", "pending")]
 
     def refund(self, intent: Intent, metadata: Mapping[str, str]) -> Mapping[str, Any]:
         params = {"payment_intent": intent.id, **{f"metadata[{k}]": v for k, v in metadata.items()}}
@@ -212,6 +223,8 @@ def plan_settle(dynamodb: Any, table: str, stripe: StripeApi, *, key: str = "", 
     if status == "done":
         return Plan(subject, "release", f"the ledger books {booked_id or 'a charge'} but Stripe has none: release "
                     "the line, so a re-sent event charges the order", record)
+    if status == "released":
+        return Plan(subject, "nothing", "released already: a retry (idem redrive) charges the order once", record)
     if status in RELEASABLE:
         return Plan(subject, "release", f"the record is {status} and Stripe has no charge for it: release it, "
                     "so a retry (idem redrive) charges the order once", record)
@@ -234,7 +247,16 @@ def apply_settle(dynamodb: Any, table: str, plan: Plan, now: float | None = None
                 "result": {"status": "settled", "charge_id": intent.id, "amount_cents": intent.cents}}
         _conditional(dynamodb.put_item, TableName=table, Item=to_item(line), **_unchanged(before))
     elif plan.action == "release":
-        _conditional(dynamodb.delete_item, TableName=table, Key=to_item({"pk": key}), **_unchanged(before))
+        # Never a delete: the record says it was released and keeps what it held; expired now, so
+        # the handler's next claim (its condition: expires_at <= now) takes it over. Out of both
+        # indexes (no account, no booked_at/booked_day): no longer a ledger line.
+        condition = _unchanged(before)
+        condition["ExpressionAttributeNames"] = {**condition.get("ExpressionAttributeNames", {}), "#s": "status"}
+        condition["ExpressionAttributeValues"] = {**condition.get("ExpressionAttributeValues", {}), **values(
+            released="released", now=now, held=json.dumps(dict(before), default=str, sort_keys=True))}
+        _conditional(dynamodb.update_item, TableName=table, Key=to_item({"pk": key}),
+                     UpdateExpression="SET #s = :released, expires_at = :now, released_at = :now, held = :held "
+                                      "REMOVE account, booked_at, booked_day, lease_until", **condition)
     elif plan.action != "nothing":
         raise ValueError(f"settle does not {plan.action}")
 
@@ -278,30 +300,69 @@ def plan_refund(dynamodb: Any, table: str, stripe: StripeApi, charge: str, stack
         raise RunbookError(f"{charge} belongs to stack {owner!r}, not {stack!r}: nothing was refunded")
     if intent.status != "succeeded":
         raise RunbookError(f"{charge} is {intent.status}: only a succeeded charge can be refunded")
-    left = intent.cents - stripe.refunded(charge)
-    if left <= 0:
-        raise RunbookError(f"{charge} is refunded already ({intent.cents} {intent.currency}): nothing to do")
+    refunded = stripe.refunded(charge)
+    left = intent.cents - refunded
     key = intent.metadata.get("idempotency_key", "")
+    if left <= 0:
+        booked = read_record(dynamodb, table, f"refund#{charge}")
+        if int(booked.get("refunded_cents") or 0) >= refunded:
+            raise RunbookError(f"{charge} is refunded already ({intent.cents} {intent.currency}) and booked: "
+                               "nothing to do")
+        return Plan(f"charge {charge}", "book refund", f"Stripe refunded {refunded} {intent.currency} and the ledger "
+                    "does not book it (an earlier run's write failed): book it", booked, intent,
+                    refunded_cents=refunded)
     record = read_record(dynamodb, table, key) if key else {}
     note = ""
     if record.get("charge_id") == charge:
         note = "; the ledger books it as the order's charge: settle the order afterwards (idem settle --key ...)"
     return Plan(f"charge {charge}", "refund", f"{left} {intent.currency} to "
-                f"{intent.metadata.get('account') or intent.customer or 'the customer'}{note}", record, intent)
+                f"{intent.metadata.get('account') or intent.customer or 'the customer'}{note}", record, intent,
+                refunded_cents=refunded)
 
 
 def apply_refund(dynamodb: Any, table: str, stripe: StripeApi, plan: Plan, now: float | None = None) -> str:
-    """Refund (idempotency key refund#<id>) and book the refund; returns the refund's id."""
+    """Refund (idempotency key refund#<id>: a rerun replays the same refund) and book it; or, for a
+    `book refund` plan, book what Stripe refunded. The line only ever rises to what Stripe reports
+    (the webhook books the same line from charge.refunded): returns the refund's id."""
     now = time.time() if now is None else now
     assert plan.intent is not None
     intent = plan.intent
-    metadata = {k: v for k, v in intent.metadata.items() if k in ("idem_stack", "idempotency_key", "order_id")}
-    refund = stripe.refund(intent, metadata)
-    dynamodb.put_item(TableName=table, Item=to_item({
-        "pk": f"refund#{intent.id}", "status": "refunded", "refund_id": str(refund["id"]),
-        "refunded_charge": intent.id, "refunded_cents": int(refund.get("amount", intent.cents)),
-        "order_key": intent.metadata.get("idempotency_key") or None, "refunded_at": now}))
-    return str(refund["id"])
+    if plan.action == "refund":
+        metadata = {k: v for k, v in intent.metadata.items() if k in ("idem_stack", "idempotency_key", "order_id")}
+        refund = stripe.refund(intent, metadata)
+        refund_id, cents = str(refund["id"]), plan.refunded_cents + int(refund.get("amount", intent.cents))
+    elif plan.action == "book refund":
+        refunds = stripe.refunds(intent.id)
+        refund_id, cents = (str(refunds[0]["id"]) if refunds else ""), plan.refunded_cents
+    else:
+        raise ValueError(f"refund does not {plan.action}")
+    named = dict(refunded="refunded", rid=refund_id, cents=cents, pi=intent.id, now=now,
+                 order=intent.metadata.get("idempotency_key") or "-")
+    try:
+        dynamodb.update_item(TableName=table, Key=to_item({"pk": f"refund#{intent.id}"}),
+                             UpdateExpression="SET #s = :refunded, refund_id = :rid, refunded_cents = :cents, "
+                                              "refunded_charge = :pi, order_key = :order, refunded_at = :now",
+                             ConditionExpression="attribute_not_exists(pk) OR refunded_cents < :cents",
+                             ExpressionAttributeNames={"#s": "status"}, ExpressionAttributeValues=values(**named))
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            raise  # the refund is made: a rerun books it (`book refund`)
+    return refund_id
+
+
+def record_audit(dynamodb: Any, table: str, *, command: str, plan: Plan, who: str, why: str, outcome: str,
+                 now: float | None = None) -> str:
+    """One item per act, never overwritten: who ran which command (their ARN), why, what it found
+    (the record as read) and what became of it. Returns its key."""
+    now = time.time() if now is None else now
+    subject = plan.subject.replace(" ", "#")
+    key = f"audit#{_utc(now)}#{command}#{subject}#{int(now * 1e6) % 1_000_000:06d}"
+    dynamodb.put_item(TableName=table, ConditionExpression="attribute_not_exists(pk)", Item=to_item({
+        "pk": key, "kind": "audit", "command": command, "subject": plan.subject, "action": plan.action,
+        "who": who, "why": why, "at": now, "outcome": outcome, "because": plan.because,
+        "charge": plan.intent.id if plan.intent else None,
+        "before": json.dumps(dict(plan.record), default=str, sort_keys=True)}))
+    return key
 
 
 def _utc(epoch: float) -> str:

@@ -118,6 +118,11 @@ class Names:
             return f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{self.name(target)}"
         if kind == "AWS::SNS::Topic":
             return self.arn(target)
+        if kind in ("AWS::Lambda::Alias", "AWS::Lambda::Version"):  # Ref: the qualified ARN
+            props = self.resources[target]["Properties"]
+            function = self.value(props["FunctionName"])
+            arn = function if str(function).startswith("arn:") else f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{function}"
+            return f"{arn}:{props['Name'] if kind == 'AWS::Lambda::Alias' else '1'}"
         return self.name(target)
 
     def get_att(self, target: str, attribute: str) -> str:
@@ -128,9 +133,16 @@ class Names:
                  "QueueUrl": self.ref, "TopicArn": self.arn}
         allowed = {"AWS::SQS::Queue": {"Arn", "QueueName", "QueueUrl"},
                    "AWS::SNS::Topic": {"TopicName", "TopicArn"},
-                   "AWS::DynamoDB::Table": {"Arn", "StreamArn"}}.get(kind, {"Arn"})
+                   "AWS::DynamoDB::Table": {"Arn", "StreamArn"},
+                   "AWS::Lambda::Version": {"Version", "FunctionArn"},
+                   "AWS::Lambda::Url": {"FunctionUrl", "FunctionArn"}}.get(kind, {"Arn"})
         if attribute not in allowed:
             raise Unresolved(f"GetAtt {target}.{attribute}: {kind} has no attribute {attribute}")
+        if kind == "AWS::Lambda::Url":  # https://<url-id>.lambda-url.<region>.on.aws/
+            return f"https://{target.lower()}.lambda-url.{self.region}.on.aws/" if attribute == "FunctionUrl" else (
+                self.value(self.resources[target]["Properties"]["TargetFunctionArn"]))
+        if kind == "AWS::Lambda::Version":  # a version's number, and its qualified ARN
+            return "1" if attribute == "Version" else self.ref(target)
         if attribute == "StreamArn":
             return self.arn(target) + "/stream/1970-01-01T00:00:00.000"
         return known[attribute](target)
@@ -355,7 +367,9 @@ def _function_of(names: Names, value: Any) -> str:
     """The logical id of the function a FunctionName/Function property names."""
     wanted = str(names.value(value))
     for logical, resource in names.resources.items():
-        if resource["Type"] == "AWS::Lambda::Function" and wanted in (names.name(logical), names.arn(logical)):
+        if resource["Type"] == "AWS::Lambda::Function" and (
+                wanted in (names.name(logical), names.arn(logical))
+                or wanted.rsplit(":", 1)[0] == names.arn(logical)):  # an alias's or a version's ARN
             return logical
     raise ValueError(f"{value!r} names no function of this template")
 

@@ -23,8 +23,10 @@ DEFAULT_STACK = "idem-demo"
 
 def parameters(mode: str, fault: dict[str, str] | None = None) -> dict[str, str]:
     """The demo profile's parameters (template.yaml deploys the production profile unless
-    Profile is demo): the handler and the failure on purpose."""
-    return {"Profile": "demo", "HandlerMode": mode, **(DEMO_FAULT if fault is None else fault)}
+    Profile is demo): the handler and the failure on purpose; a new version takes all traffic at
+    once (prod's canary would make each deploy wait 5 minutes)."""
+    return {"Profile": "demo", "HandlerMode": mode, "DeploymentType": "AllAtOnce",
+            **(DEMO_FAULT if fault is None else fault)}
 
 
 @dataclass

@@ -108,7 +108,7 @@ class MotoDeployment:
         with quiet_moto():
             # Expanded as CloudFormation would, then resolved for the chosen profile (moto's
             # CloudFormation knows no AWS::LanguageExtensions).
-            self.cfn = tp.resolve(tp.translate(packaged, self.parameters, REGION), self.parameters)
+            self.cfn = tp.for_moto(tp.resolve(tp.translate(packaged, self.parameters, REGION), self.parameters))
             status = self.stack.deploy(self.cfn, self.parameters)
             self.outputs = self.stack.outputs()
             self.physical = self.stack.physical_ids()

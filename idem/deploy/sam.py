@@ -14,6 +14,7 @@ A stack failing either is refused with the reason, and nothing of it is touched.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from . import template as tp
@@ -59,14 +60,20 @@ def stack_resources(client: Any, stack: str) -> dict[str, str]:
     return found
 
 
+def _unversioned(logical: str) -> str:
+    """AutoPublishAlias's version: SAM names it from a hash of the code (ChargeFunctionVersion<10 hex>),
+    which differs from one build to the next; it is one resource whatever the hash."""
+    return re.sub(r"Version[0-9a-f]{10}$", "Version", logical)
+
+
 def why_not(client: Any, stack: str, region: str) -> str | None:
     """None if the stack is recognizably made from template.yaml; else the reason it is not."""
     metadata = submitted_template(client, stack).get("Metadata") or {}
     if metadata.get(MARK_KEY) != mark():
         return (f"its template has no `Metadata: {MARK_KEY}: {mark()}` mark, so it was not "
                 "made from this workbook's template.yaml (or from a version before the mark)")
-    wanted = expected_resources(region)
-    have = stack_resources(client, stack)
+    wanted = {_unversioned(k): v for k, v in expected_resources(region).items()}
+    have = {_unversioned(k): v for k, v in stack_resources(client, stack).items()}
     foreign = sorted(f"{logical} ({kind})" for logical, kind in have.items()
                      if wanted.get(logical) != kind)
     if foreign:

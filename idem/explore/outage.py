@@ -5,8 +5,8 @@ Two shapes of the same stack meet the same outage (the provider answers 503 to e
 
 - **sqs** (prod): S3 -> SQS -> Lambda. Each upload's event waits in the queue; the handler reports
   the failed ones in `batchItemFailures`; each comes back after the visibility timeout, up to
-  maxReceiveCount receives, then the dead-letter queue. Sized by idem/core/buffer.py (PROD: 180 s,
-  150 receives: 7.45 hours of retries), which template.yaml's UploadQueue carries too.
+  maxReceiveCount receives, then the dead-letter queue. Sized by idem/core/buffer.py (PROD: 360 s,
+  75 receives: 7.4 hours of retries), which template.yaml's UploadQueue carries too.
 - **s3** (the demo): S3 invokes the function asynchronously. Lambda retries an error twice, about
   1 and 3 minutes later (idem/sim/runtime.py RETRY_DELAYS), then sends the event to the on-failure
   queue: every order of the outage is parked there, for a person to redrive.

@@ -448,7 +448,7 @@ def production_settings() -> str:
             continue
         what = " ".join(str(spec["Description"]).removeprefix("prod: ").split())
         default = f" (default {spec['Default']})" if spec.get("Default", "") != "" else " (no default)"
-        lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    "))
+        lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    ", break_on_hyphens=False))
     return "\n".join(lines)
 
 
@@ -460,17 +460,17 @@ ALARM_TODO = {
     "ChargeThrottlesAlarm": "none lost: aws sqs get-queue-attributes",
     "AsyncEventsDroppedAlarm": "demo: in the failure queue: idem redrive",
     "DestinationDeliveryFailuresAlarm": "lost: aws lambda invoke, then idem settle",
-    "FailureQueueDepthAlarm": "fix the cause, then idem redrive",
+    "FailureQueueArrivalsAlarm": "fix the cause, then idem redrive",
     "FailureQueueAgeAlarm": "idem redrive today (dropped at 14 days)",
     "UploadQueueAgeAlarm": "none lost; past 7.5 h, idem redrive",
-    "NeedsAttentionAlarm": "idem settle (dry run first)",
-    "DeclinedAlarm": "aws logs filter-log-events; tell the customer",
+    "NeedsAttentionAlarm": "idem settle (it shows, then asks)",
+    "DeclinedAlarm": "a rate: aws logs filter-log-events; find why",
     "PendingAlarm": "idem settle --key once Stripe has decided",
     "ReconcileDifferencesAlarm": "read the report; idem settle or idem refund",
     "ReconcileErrorsAlarm": "read its logs; rerun: aws lambda invoke",
     "ReconcileThrottlesAlarm": "retried; if its queue fills, aws lambda invoke",
     "ReconcileDestinationDeliveryFailuresAlarm": "rerun it: aws lambda invoke",
-    "ReconcileFailureQueueDepthAlarm": "sam logs, then rerun: aws lambda invoke",
+    "ReconcileFailureQueueArrivalsAlarm": "sam logs, then rerun: aws lambda invoke",
     "ReconcileFailureQueueAgeAlarm": "aws lambda invoke, then aws sqs purge-queue",
 }
 #: The alarms' families, in the order the chapter shows them.
@@ -482,22 +482,22 @@ def alarms(profile: str = "prod") -> dict[str, dict[str, Any]]:
 
 
 def _seconds(n: int) -> str:
-    for unit, size in (("day", 86400), ("hour", 3600), ("min", 60)):
-        if n % size == 0:
-            count = n // size
-            return f"{count} {unit}{'s' if count != 1 and unit != 'min' else ''}"
-    return f"{n} s"
+    return next((f"{n // size} {unit}{'s' if n != size and unit != 'min' else ''}"
+                 for unit, size in (("day", 86400), ("hour", 3600), ("min", 60)) if n % size == 0), f"{n} s")
 
 
 def alarm_family(name: str, props: Mapping[str, Any]) -> str:
     """charge function, queues, payments or reconciliation: what the alarm watches."""
-    if name.startswith("Reconcile"):
-        return "reconciliation"
-    return {"AWS/SQS": "queues", "AWS/Lambda": "charge function"}.get(str(props["Namespace"]), "payments")
+    namespace = props.get("Namespace") or props["Metrics"][0]["MetricStat"]["Metric"]["Namespace"]
+    return "reconciliation" if name.startswith("Reconcile") else {
+        "AWS/SQS": "queues", "AWS/Lambda": "charge function"}.get(str(namespace), "payments")
 
 
 def alarm_trigger(props: Mapping[str, Any]) -> str:
     """When the alarm fires, from its metric, threshold and period: `any in 5 min`, `oldest > 1 day`."""
+    if "Metrics" in props:  # metric math: a rate (0 < threshold < 1) or new arrivals
+        period, share = _seconds(int(props["Metrics"][0]["MetricStat"]["Period"])), 0 < props["Threshold"] < 1
+        return f"> {props['Threshold']:.0%} in {period}" if share else f"new in {period}"
     if props["MetricName"] == "ApproximateAgeOfOldestMessage":
         return f"oldest > {_seconds(int(props['Threshold']))}"
     if props["Threshold"] == 0 and props["EvaluationPeriods"] == 1:

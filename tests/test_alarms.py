@@ -64,16 +64,14 @@ def test_every_alarm_in_the_template_has_a_readme_row_that_says_what_it_means_an
 
 def test_a_parked_order_is_alarmed_on_the_metric_counted_once_per_order(alarms):
     props = alarms["NeedsAttentionAlarm"]
-    assert (props["Namespace"], props["MetricName"]) == (keyed_log.METRICS_NAMESPACE, "needs_attention_new")
+    assert (props["Namespace"], props["MetricName"]) == (keyed_log.METRICS_NAMESPACE, "needs_attention")
     assert props["Statistic"] == "Sum" and props["TreatMissingData"] == "notBreaching"
     # a parked order's message received three times: counted once, so the alarm clears
-    counted_once = np.array([1, 0, 0], dtype=float)  # 5-minute sums of needs_attention_new
+    counted_once = np.array([1, 0, 0], dtype=float)  # 5-minute sums of needs_attention
     assert [bool(v > props["Threshold"]) for v in counted_once] == [True, False, False]
 
 
-@pytest.mark.xfail(strict=True, reason="pins the handler as it is: keyed_log emits needs_attention on every "
-                   "receive and no needs_attention_new yet (the lead's change in the handler; then drop this mark)")
-def test_every_idem_metric_an_alarm_reads_is_one_the_handler_emits_xfail_until_the_handler_counts_once(alarms):
+def test_every_idem_metric_an_alarm_reads_is_one_the_handler_emits(alarms):
     read = set()
     for props in alarms.values():
         metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]

@@ -174,7 +174,7 @@ ALARMS = {
     ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
     ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
     ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
-    (keyed_log.METRICS_NAMESPACE, "needs_attention_new", tp.FUNCTION),  # the handler's own EMF metrics
+    (keyed_log.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metrics
     (keyed_log.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed_log.METRICS_NAMESPACE, "charged", tp.FUNCTION),
     (keyed_log.METRICS_NAMESPACE, "pending", tp.FUNCTION),
     ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),

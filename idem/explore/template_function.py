@@ -9,7 +9,9 @@ Read from a SAM or CloudFormation template (YAML or JSON, short-form intrinsics 
   local secondary indexes), SAM simple tables, SQS queues and SNS topics (FIFO too), S3 buckets,
   SES email identities, EventBridge buses. They are created before the clean run (`create`).
 
-Parameters take their defaults, conditions are evaluated (`idem.deploy.template.resolve`), and
+Parameters take the values given (`--parameter`, `--parameters-file`: `template_parameters`) or
+their defaults; the function's settings as deployed are read (`deployed`), and its triggers in
+every form the template can declare them (`template_triggers`); conditions are evaluated (`idem.deploy.template.resolve`), and
 Ref, Fn::GetAtt, Fn::Sub and Fn::Join are resolved here, against those names and the pseudo
 parameters (us-east-1, moto's account 123456789012, the stack name). The SAM transform itself is
 not run: the function's own properties are read as SAM writes them.
@@ -30,7 +32,6 @@ FUNCTIONS = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 NAMED_BY = {"AWS::DynamoDB::Table": "TableName", "AWS::Serverless::SimpleTable": "TableName",
             "AWS::SQS::Queue": "QueueName", "AWS::SNS::Topic": "TopicName", "AWS::S3::Bucket": "BucketName",
             "AWS::SES::EmailIdentity": "EmailIdentity", "AWS::Events::EventBus": "Name"}
-TRIGGERS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
 
 
 class TemplateError(IdemError, ValueError):
@@ -46,6 +47,11 @@ class TemplateFunction:
     memory_mb: int
     timeout: int
     resources: list[dict[str, Any]] = field(default_factory=list)  # {"type", "id", "name", "properties"}
+    #: the function's settings as deployed (`idem.explore.deployed.Deployed.as_dict`)
+    deployed: dict[str, Any] = field(default_factory=dict)
+    #: what feeds it, as declared (`template_triggers.Trigger`s); the s3 trigger's bucket, as named
+    triggers: list[Any] = field(default_factory=list)
+    bucket: str = ""
 
 
 def _loader() -> Any:
@@ -101,13 +107,19 @@ def _name(kind: str, logical_id: str, props: dict[str, Any]) -> str:
     return name
 
 
-def read(path: str, logical_id: str) -> TemplateFunction:
-    """The function `logical_id` of the template at `path` (see the module)."""
+def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -> TemplateFunction:
+    """The function `logical_id` of the template at `path` (see the module), with the template's
+    parameters given `parameters` (`template_parameters.values`)."""
     from ..deploy.template import resolve
+    from . import deployed, template_parameters, template_triggers
 
     raw = load(path)
     try:
-        cfn = resolve(raw)
+        given = template_parameters.values(raw, parameters or {}, path)
+    except template_parameters.ParameterError as error:
+        raise TemplateError(str(error)) from None
+    try:
+        cfn = resolve(raw, given)
     except (KeyError, ValueError) as error:
         raise TemplateError(f"--template {path}: {error}") from None
     resources = cfn.get("Resources") or {}
@@ -130,6 +142,25 @@ def read(path: str, logical_id: str) -> TemplateFunction:
     env = {**((glob.get("Environment") or {}).get("Variables") or {}),
            **((props.get("Environment") or {}).get("Variables") or {})}
     env = {k: str(resolver.value(v)) for k, v in env.items()}
+    file, function = _handler_file(path, logical_id, props)
+    found = template_triggers.find(resources, logical_id, props)
+    kinds = sorted({t.kind for t in found})
+    if len(kinds) > 1:
+        raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)} "
+                            f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
+                            "time: pick one with --trigger")
+    sqs = next((t for t in found if t.kind == "sqs"), None)
+    settings = deployed.read(props, resources, logical_id, f"{Path(path).name}, function {logical_id}",
+                             resolver.value, (sqs.queue, sqs.mapping) if sqs else None)
+    s3 = next((t for t in found if t.kind == "s3"), None)
+    resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
+    return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
+                            settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
+                            names.get(s3.bucket, s3.bucket) if s3 else "")
+
+
+def _handler_file(path: str, logical_id: str, props: dict[str, Any]) -> tuple[Path, str]:
+    """The handler's file and function: `Handler` under `CodeUri`'s folder (or the template's)."""
     handler = str(props.get("Handler") or "")
     if "." not in handler:
         raise TemplateError(f"{logical_id} has no Handler of the form module.function")
@@ -139,13 +170,7 @@ def read(path: str, logical_id: str) -> TemplateFunction:
     file = folder / (module.replace(".", "/") + ".py")
     if not file.is_file():
         raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist")
-    kinds = sorted({TRIGGERS[e.get("Type")] for e in (props.get("Events") or {}).values() if e.get("Type") in TRIGGERS})
-    if len(kinds) > 1:
-        raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)}: the check takes one trigger at a time")
-    resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
-    return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
-                            int(resolver.value(props.get("MemorySize", 128))),
-                            int(resolver.value(props.get("Timeout", 3))), resolved)
+    return file, function
 
 
 class _Resolver:

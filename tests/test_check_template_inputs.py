@@ -1,0 +1,88 @@
+"""`idem check --template` on templates as written: parameters given as `sam deploy` takes them
+(idem.explore.template_parameters) and triggers declared outside the function
+(idem.explore.template_triggers)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from check_cli import cli
+
+TEMPLATES = Path(__file__).parent / "templates"
+OUTSIDE = TEMPLATES / "outside_triggers.yaml"
+
+
+def _read(function: str, **given: str):
+    from idem.explore.template_function import read
+
+    return read(str(OUTSIDE), function, given)
+
+
+def test_a_parameter_without_a_default_and_no_value_ends_in_one_line_naming_it_and_the_option():
+    code, out, err = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--json")
+    assert code == 2
+    message = json.loads(out)["error"]
+    assert message == ("--template outside_triggers.yaml: parameter UploadBucketName has no default and no value: "
+                       "give it with --parameter UploadBucketName=VALUE (or --parameters-file FILE)")
+
+
+def test_parameter_values_name_resources_and_settings():
+    found = _read("FromBucket", UploadBucketName="team-uploads", Stage="prod", RetryCount="0")
+    assert found.env["STAGE"] == "prod" and found.bucket == "team-uploads"
+    assert found.deployed["max_retry_attempts"] == 0
+
+
+@pytest.mark.parametrize("given, wrong", [
+    ({"UploadBucketName": "b", "Stage": "test"}, "--parameter Stage=test: not one of its AllowedValues (dev, prod)"),
+    ({"UploadBucketName": "b", "RetryCount": "two"}, "--parameter RetryCount=two: the parameter is a Number"),
+    ({"UploadBucketName": "b", "Nope": "1"}, "--parameter Nope: outside_triggers.yaml declares no such parameter"),
+])
+def test_a_wrong_parameter_is_refused_naming_it(given, wrong):
+    from idem.explore.template_function import TemplateError
+
+    with pytest.raises(TemplateError) as refused:
+        _read("FromBucket", **given)
+    assert str(refused.value).startswith(wrong)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("samconfig.toml", 'version = 0.1\n[default.deploy.parameters]\nstack_name = "x"\n'
+                       'parameter_overrides = "UploadBucketName=team-uploads Stage=\\"prod\\""\n'),
+    ("samconfig.yaml", "version: 0.1\ndefault:\n  deploy:\n    parameters:\n      parameter_overrides:\n"
+                       "        - UploadBucketName=team-uploads\n        - Stage=prod\n"),
+    ("overrides.txt", "ParameterKey=UploadBucketName,ParameterValue=team-uploads ParameterKey=Stage,ParameterValue=prod\n"),
+    ("params.json", '[{"ParameterKey": "UploadBucketName", "ParameterValue": "team-uploads"},'
+                    ' {"ParameterKey": "Stage", "ParameterValue": "prod"}]'),
+])
+def test_a_parameters_file_in_each_form_sam_and_cloudformation_read(tmp_path, name, text):
+    from idem.explore.template_parameters import from_file
+
+    (tmp_path / name).write_text(text)
+    assert from_file(str(tmp_path / name)) == {"UploadBucketName": "team-uploads", "Stage": "prod"}
+
+
+def test_parameter_on_the_command_line_wins_over_the_file(tmp_path):
+    (tmp_path / "samconfig.toml").write_text('[default.deploy.parameters]\nparameter_overrides = "UploadBucketName=b Stage=prod"\n')
+    code, out, _ = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameters-file",
+                       str(tmp_path / "samconfig.toml"), "--parameter", "Stage=nope", "--json")
+    assert code == 2 and json.loads(out)["error"].startswith("--parameter Stage=nope: not one of its AllowedValues")
+
+
+def test_a_parameter_without_a_template_is_refused():
+    code, out, _ = cli("x.py:h", "--parameter", "A=1", "--json")
+    assert code == 2 and "name the template" in json.loads(out)["error"]
+
+
+def test_a_bucket_notification_configuration_is_an_s3_trigger_with_its_key_filter():
+    found = _read("FromBucket", UploadBucketName="team-uploads")
+    (trigger,) = found.triggers
+    assert (trigger.kind, trigger.declared, trigger.prefix, trigger.suffix) == (
+        "s3", "AWS::S3::Bucket Uploads NotificationConfiguration", "incoming/", ".json")
+    assert found.trigger == "s3"
+
+
+def test_an_events_rule_targeting_the_function_is_an_eventbridge_trigger():
+    found = _read("FromRule", UploadBucketName="b")
+    assert found.trigger == "eventbridge" and found.triggers[0].declared == "AWS::Events::Rule Rule"

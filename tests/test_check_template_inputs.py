@@ -86,3 +86,26 @@ def test_a_bucket_notification_configuration_is_an_s3_trigger_with_its_key_filte
 def test_an_events_rule_targeting_the_function_is_an_eventbridge_trigger():
     found = _read("FromRule", UploadBucketName="b")
     assert found.trigger == "eventbridge" and found.triggers[0].declared == "AWS::Events::Rule Rule"
+
+
+INLINE = TEMPLATES / "inline_code.yaml"
+
+
+@pytest.mark.parametrize("function, name", [("Plain", "handler"), ("Sam", "forward")])
+def test_inline_code_is_written_to_index_py_as_cloudformation_writes_it(function, name):
+    from idem.explore.template_function import read
+
+    found = read(str(INLINE), function)
+    file, _, handler = found.target.rpartition(":")
+    assert Path(file).name == "index.py" and handler == name
+    assert f"def {name}(event, context):" in Path(file).read_text()
+
+
+def test_an_inline_function_is_checked_from_its_template():
+    code, out, err = cli("--template", str(INLINE), "--function", "Plain", "--effect", "sqs:SendMessage",
+                         "--workers", "1", "--retries", "0", "--json")
+    report = json.loads(out)
+    assert code == 1, err
+    assert report["baseline"]["sqs:SendMessage"] == 1 and report["verdicts"].get("double_effect")
+    duplicate = next(r for r in report["results"] if r["schedule"] == "no fault; duplicate; 0 retries")
+    assert duplicate["verdict"] == "double_effect" and duplicate["effects"]["sqs:SendMessage"] == 2

@@ -142,7 +142,7 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
     env = {**((glob.get("Environment") or {}).get("Variables") or {}),
            **((props.get("Environment") or {}).get("Variables") or {})}
     env = {k: str(resolver.value(v)) for k, v in env.items()}
-    file, function = _handler_file(path, logical_id, props)
+    file, function = _handler_file(path, logical_id, props, resolver.value)
     found = template_triggers.find(resources, logical_id, props)
     kinds = sorted({t.kind for t in found})
     if len(kinds) > 1:
@@ -159,18 +159,49 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
                             names.get(s3.bucket, s3.bucket) if s3 else "")
 
 
-def _handler_file(path: str, logical_id: str, props: dict[str, Any]) -> tuple[Path, str]:
-    """The handler's file and function: `Handler` under `CodeUri`'s folder (or the template's)."""
+def _handler_file(path: str, logical_id: str, props: dict[str, Any], value: Any) -> tuple[Path, str]:
+    """The handler's file and function: `Handler` under `CodeUri`'s folder (SAM), `Code`'s folder
+    (a local path, as `aws cloudformation package` takes it), or the template's; inline code
+    (`InlineCode`, `Code.ZipFile`) written where CloudFormation writes it (`inline_code`)."""
     handler = str(props.get("Handler") or "")
     if "." not in handler:
         raise TemplateError(f"{logical_id} has no Handler of the form module.function")
     module, function = handler.rsplit(".", 1)
-    code = props.get("CodeUri")
-    folder = Path(path).resolve().parent / (code if isinstance(code, str) and "://" not in code else "")
+    code = props.get("CodeUri", props.get("Code"))
+    inline = props.get("InlineCode") or (code.get("ZipFile") if isinstance(code, dict) else None)
+    if inline is not None:
+        folder = inline_code(str(value(inline)))
+    elif isinstance(code, dict) and code.get("S3Bucket"):
+        raise TemplateError(f"{logical_id}'s code is in S3 (Code.S3Bucket), which the check cannot read: give its "
+                            "source as the target (FILE.py:FUNCTION, with --env for its settings), or point Code "
+                            "or CodeUri at its folder")
+    else:
+        folder = Path(path).resolve().parent / (code if isinstance(code, str) and "://" not in code else "")
     file = folder / (module.replace(".", "/") + ".py")
     if not file.is_file():
-        raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist")
+        raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist"
+                            + (" (inline code is written to index.py: its Handler is index.FUNCTION)"
+                               if inline is not None else ""))
     return file, function
+
+
+def inline_code(source: str) -> Path:
+    """The folder holding a function's inline code as `index.py`: CloudFormation "places it in a
+    file named index and zips it to create a deployment package" (ZipFile,
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-lambda-function-code.html;
+    SAM's InlineCode becomes that ZipFile). One folder per source, named by its hash, under the
+    system's temporary folder; written once."""
+    import hashlib
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"idem-inline-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+    folder.mkdir(exist_ok=True)
+    index = folder / "index.py"
+    if not index.is_file() or index.read_text(encoding="utf-8") != source:
+        partial = folder / f"index.py.{__import__('os').getpid()}"
+        partial.write_text(source, encoding="utf-8")
+        partial.replace(index)
+    return folder
 
 
 class _Resolver:

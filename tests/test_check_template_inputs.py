@@ -109,3 +109,31 @@ def test_an_inline_function_is_checked_from_its_template():
     assert report["baseline"]["sqs:SendMessage"] == 1 and report["verdicts"].get("double_effect")
     duplicate = next(r for r in report["results"] if r["schedule"] == "no fault; duplicate; 0 retries")
     assert duplicate["verdict"] == "double_effect" and duplicate["effects"]["sqs:SendMessage"] == 2
+
+
+def test_uploads_land_in_the_triggers_bucket_under_keys_its_filter_accepts():
+    """filtered_copier refuses any bucket but its own and any key outside incoming/*.json: its clean
+    run copies (the check uploaded to team-uploads, incoming/check00000/....json). Its one break is
+    its own: a copy of a name read before a second order landed is written after the second's copy."""
+    code, out, err = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
+                         "UploadBucketName=team-uploads", "--effect", "s3:PutObject", "--workers", "1",
+                         "--retries", "0", "--json")
+    report = json.loads(out)
+    assert report["baseline"]["s3:PutObject"] == 1, err
+    broken = [f for r in report["results"] for f in r["findings"]]
+    assert code == 1 and all('team-uploads "processed/check#####/order 1 \\u00fc.json"' in f for f in broken)
+    from idem.explore.uploads import filtered_key
+
+    assert filtered_key("check00001/order 1 \u00fc.json", "incoming/", ".json") == "incoming/check00001/order 1 \u00fc.json"
+    assert filtered_key("check00001/order 1 \u00fc.json", "", ".jpg") == "check00001/order 1 \u00fc.jpg"
+    longest = filtered_key("check00001/" + "\u00e9" * 600 + ".json", "incoming/", ".json")
+    assert len(longest.encode()) <= 1024 and longest.startswith("incoming/check00001/") and longest.endswith(".json")
+
+
+def test_an_object_whose_key_the_filter_refuses_is_refused(tmp_path):
+    (tmp_path / "a.json").write_text('{"order_id": "A-1"}')
+    code, out, _ = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
+                       "UploadBucketName=team-uploads", "--object", f"{tmp_path / 'a.json'}=other/a.json", "--json")
+    assert code == 2
+    assert json.loads(out)["error"].startswith("--object key 'other/check00001/a.json': the function's S3 trigger "
+                                               "filters keys (they must begin with 'incoming/' and end with '.json')")

@@ -150,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     if from_template:
         request["template_resources"] = from_template.resources
         request["options"]["deployed"] = from_template.deployed
+        request["upload_bucket"] = from_template.bucket if trigger == from_template.trigger else ""
+        s3 = next((t for t in from_template.triggers if t.kind == "s3"), None)
+        request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
     return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))

@@ -472,7 +472,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
-    from . import objects
+    from . import objects, template_run
 
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
@@ -487,12 +487,11 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         check.SCHEDULE_SECONDS = float(request["schedule_seconds"])
     options = dict(request["options"])
     try:
-        if request.get("template_resources"):
-            _create_from_template(request["template_resources"])
+        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
+        template_run.prepare(request, uploads)  # --template: its resources, bucket and key filter
         if request.get("setup"):
             options["env"] = {**_run_setup(request["setup"]), **options["env"]}
-        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
-    except (objects.BadObject, SetupFailed) as bad:
+    except (objects.BadObject, SetupFailed, template_run.TemplateSetupFailed) as bad:
         return {"exit_code": 2, "text": str(bad), "handler_traceback": getattr(bad, "handler_traceback", ""),
                 "json": error_json(2, str(bad), getattr(bad, "handler_traceback", ""))}
     clean = _CleanRun(check)
@@ -530,22 +529,6 @@ class SetupFailed(Exception):
     def __init__(self, message: str, handler_traceback: str = "") -> None:
         super().__init__(message)
         self.handler_traceback = handler_traceback
-
-
-def _create_from_template(resources: list[dict[str, Any]]) -> None:
-    """The template's resources, made on the check's AWS before the clean run (moto, once per
-    check: every world the schedules run in sees them)."""
-    import boto3
-
-    from ..sim.world import REGION, ensure_moto
-    from .template_function import create
-
-    ensure_moto()
-    try:
-        create(resources, boto3.Session(region_name=REGION))
-    except Exception as error:
-        raise SetupFailed(f"--template: creating its resources on the check's AWS failed: "
-                          f"{type(error).__name__}: {error}", traceback.format_exc()) from None
 
 
 def _run_setup(spec: str) -> dict[str, str]:

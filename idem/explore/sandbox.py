@@ -472,13 +472,14 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
-    from . import objects, template_run
+    from . import lambda_tmp, objects, template_run
 
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
     # directory stays where the check was started, so the target reads as it was given.
     sys.path.insert(0, root)
     guard.install()
+    lambda_tmp.install([root])  # each execution environment's own /tmp, removed after each batch
     if request["options"].get("provider") == "stripe":  # Stripe's SDK, called directly too
         from .stripe_sdk import aim_sdk_at_loopback
 

@@ -137,3 +137,8 @@ def test_an_object_whose_key_the_filter_refuses_is_refused(tmp_path):
     assert code == 2
     assert json.loads(out)["error"].startswith("--object key 'other/check00001/a.json': the function's S3 trigger "
                                                "filters keys (they must begin with 'incoming/' and end with '.json')")
+
+
+def test_a_template_that_is_not_there_is_one_line():
+    code, out, err = cli("--template", "no/such/template.yaml", "--function", "F", "--json")
+    assert code == 2 and json.loads(out)["error"].startswith("--template no/such/template.yaml: cannot read it")

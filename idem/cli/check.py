@@ -57,6 +57,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "leaving out fields that differ between two clean runs) and compared with the "
                              "clean run's, once per order uploaded; the same state is not a second effect, "
                              "an item too many is, other content is a break")
+    parser.add_argument("--answer", action="append", default=[], metavar="service:Operation=FILE",
+                        help="the answer to a call moto does not implement (MediaConvert, Rekognition's "
+                             "DetectModerationLabels, ...): FILE's JSON, as boto3 returns it (repeatable). Without "
+                             "one, such a call is answered from its output shape; the report names every call "
+                             "answered so")
+    parser.add_argument("--python-path", action="append", default=[], metavar="DIR",
+                        help="a folder of the function's dependencies (its requirements.txt installed with "
+                             "pip install -r requirements.txt -t DIR, or a Layer's python/ folder), on sys.path "
+                             "after the function's own folder (repeatable)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
     parser.add_argument("--object", action="append", default=[], metavar="FILE[=KEY]", dest="objects",
@@ -118,6 +127,11 @@ def run(args: argparse.Namespace) -> int:
         effects = [_effect(name) for name in args.effect]
         for spec in args.objects:
             _object(spec)
+        for spec in args.answer:
+            _answer_file(spec)
+        for path in args.python_path:
+            if not os.path.isdir(path):
+                raise UsageError(f"--python-path {path}: no such folder")
         if args.budget <= 0:
             raise UsageError(f"--budget takes a number of seconds above 0, got {args.budget}")
     except UsageError as bad:
@@ -141,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
 
         retries = list(Deployed.of(from_template.deployed).retries(trigger))  # type: ignore[union-attr]
     request = {"target": target, "task_root": root, "objects": [_object(spec) for spec in args.objects],
+               "answers": [_answer_file(spec) for spec in args.answer],
+               "python_path": [os.path.abspath(path) for path in args.python_path],
                "setup": args.setup,
                "schedule_seconds": float(os.environ.get("IDEM_CHECK_SCHEDULE_SECONDS") or 0),
                "options": {"effects": effects, "env": env, "retries": retries,
@@ -215,6 +231,18 @@ def _object(spec: str) -> str:
     except BadObject as bad:
         raise UsageError(str(bad)) from None
     return f"{found.path}={found.key}"
+
+
+def _answer_file(spec: str) -> str:
+    """--answer service:Operation=FILE, checked here, with FILE made absolute for the child."""
+    from ..explore.stand_ins import BadAnswer, parse
+
+    try:
+        parse(spec)
+    except BadAnswer as bad:
+        raise UsageError(str(bad)) from None
+    call, _, path = spec.partition("=")
+    return f"{call}={os.path.abspath(path)}"
 
 
 def _effect(text: str) -> str:

@@ -11,6 +11,9 @@ environment is a `Container` of the local runtime, in one process: while the fun
 own folder under the check's scratch folder instead. The folders go when each batch of schedules
 ends. The function's own code folder (and inline code) is read where it is. A path a C extension
 opens itself (sqlite3, say) is not redirected.
+
+While its code runs, the working directory is the function's folder too, as Lambda's is its task
+root (`LAMBDA_TASK_ROOT`): a function that opens `job.json` beside it finds it.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ _stack: list[str] = []  # the running environments' folders, innermost last
 _made: list[str] = []  # every folder made in this process since the last cleanup
 _keep: list[str] = []  # real paths under /tmp that stay themselves (the function's code)
 _count = itertools.count(1)
+_task_root: list[str] = []  # the function's folder: the working directory while its code runs
 _installed = [False]
 
 
@@ -77,6 +81,7 @@ def install(keep: list[str]) -> None:
     """From now on in this process: each environment the runtime starts has its own /tmp while
     its code runs; `keep` are real folders (the function's code) that stay where they are."""
     _keep[:] = [os.path.realpath(k) for k in keep if k] + [k for k in keep if k]
+    _task_root[:] = [k for k in keep if k][:1]
     if _installed[0]:
         return
     _installed[0] = True
@@ -99,10 +104,12 @@ def install(keep: list[str]) -> None:
     def init(self: Any, name: str, entry: str) -> None:
         self.tmp_folder = new_folder()  # the Init phase writes there too
         _stack.append(self.tmp_folder)
+        saved = _enter_task_root()
         try:
             real_init(self, name, entry)
         finally:
             _stack.pop()
+            _leave(saved)
 
     real_acquire = runtime.LocalLambda._acquire
 
@@ -115,10 +122,12 @@ def install(keep: list[str]) -> None:
 
     def invoke(self: Any, pending: Any) -> Any:
         depth = len(_stack)
+        saved = _enter_task_root()
         try:
             return real_invoke(self, pending)
         finally:
             del _stack[depth:]
+            _leave(saved)
 
     real_batch = check.run_batch
 
@@ -132,6 +141,19 @@ def install(keep: list[str]) -> None:
     runtime.LocalLambda._acquire = acquire  # type: ignore[method-assign]
     runtime.LocalLambda._invoke = invoke  # type: ignore[method-assign]
     check.run_batch = run_batch
+
+
+def _enter_task_root() -> str:
+    """Work in the function's folder (returns where the process was)."""
+    saved = os.getcwd()
+    if _task_root and saved != _task_root[0]:
+        os.chdir(_task_root[0])
+    return saved
+
+
+def _leave(saved: str) -> None:
+    if os.getcwd() != saved:
+        os.chdir(saved)
 
 
 def _rebind_captured() -> None:

@@ -472,14 +472,16 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
-    from . import lambda_tmp, objects, template_run
+    from . import dependencies, lambda_tmp, objects, stand_ins, template_run
 
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
     # directory stays where the check was started, so the target reads as it was given.
     sys.path.insert(0, root)
+    dependencies.add_paths(request.get("python_path", []))  # --python-path: its packages, its layers
     guard.install()
-    lambda_tmp.install([root])  # each execution environment's own /tmp, removed after each batch
+    lambda_tmp.install([root, *request.get("python_path", [])])  # each execution environment's own /tmp, removed after each batch
+    stand_ins.setup(request.get("answers", []), check)  # calls moto lacks: answered, and named
     if request["options"].get("provider") == "stripe":  # Stripe's SDK, called directly too
         from .stripe_sdk import aim_sdk_at_loopback
 
@@ -506,7 +508,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
             if clean.resource_missing(report):  # the clean run failed on a resource that is nowhere:
                 raise check.CheckInputError("the handler fails on a clean run")  # input, not a break
         except check.CheckInputError as error:
-            message = clean.explain(error)
+            message = dependencies.explain(clean.explain(error), root, request.get("python_path", []))
             if upload is not None and len(uploads) > 1:
                 message = f"--object {upload.path}: {message}"
             error.args = (message,)

@@ -78,7 +78,10 @@ def _loader() -> Any:
 
 
 def load(path: str) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise TemplateError(f"--template {path}: cannot read it ({error.strerror or error})") from None
     try:
         if text.lstrip().startswith("{"):
             return dict(json.loads(text))

@@ -49,7 +49,11 @@ def parse(spec: str) -> tuple[str, str, dict[str, Any]]:
 
 
 def setup(answers: list[str], check: Any) -> None:
-    """In the check's process: stand-in answers from now on, named in `check`'s reports."""
+    """In the check's process: stand-in answers from now on, named in `check`'s reports; and S3's
+    limit on a key's length, which moto does not keep (`s3_limits`)."""
+    from . import s3_limits
+
+    s3_limits.install()
     install(answers)
     wrap_report(check.CheckReport)
 

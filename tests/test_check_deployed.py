@@ -108,3 +108,13 @@ def test_the_report_header_states_the_deployed_settings():
     assert code == 0
     assert ("as deployed (sns_fifo_deployed.yaml, function ShortNotifier): Timeout 30 s, MemorySize 1024 MB; "
             "MaximumRetryAttempts 1, MaximumEventAgeInSeconds 3600") in out
+
+
+def test_explicit_retries_override_the_template_and_the_header_says_so():
+    from idem.explore.deployed import Deployed
+
+    batch = Deployed.of(_deployed(SQS, "Batch"))
+    assert batch.retries("sqs") == (2,) and batch.sqs_mapping(2).max_receive_count == 5  # the template's
+    assert batch.sqs_mapping(0).max_receive_count == 1  # --retries 0: maxReceiveCount 1
+    assert batch.describe("sqs", (0,)).endswith("; the runs: --retries 0 (maxReceiveCount = retries + 1)")
+    assert "the runs" not in batch.describe("sqs", (2,))

@@ -24,7 +24,7 @@ def test_a_marker_in_tmp_does_not_stop_a_copy_served_by_another_environment():
     # S3's duplicate 5 s later lands in the same (warm) environment, which keeps its /tmp: skipped
     assert verdicts["no fault; duplicate; 0 retries"] == "exactly_once"
     assert _markers() == before  # nothing left in the host's /tmp
-    assert not [n for n in os.listdir("/tmp") if n.startswith(f"idem-lambda-tmp-")]
+    assert not [n for n in os.listdir("/tmp") if n.startswith("idem-lambda-tmp-")]  # in the scratch folder
 
 
 def test_paths_under_tmp_map_to_the_running_environment_only():

@@ -788,7 +788,7 @@ class CheckReport:
                  + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
                  *([triggers.describe(self.trigger, self.target.deployed)] if self.trigger != "s3" else []),
-                 *([self.target.deployed.describe(self.trigger)] if self.target.deployed else []),
+                 *([self.target.deployed.describe(self.trigger, self.retries)] if self.target.deployed else []),
                  *([self.books_judged()] if money else []),
                  *([f"{self.runs} of them run: each other schedule asked only what one of these answered, "
                     "and has its result"] if 0 < self.runs < len(self.results) else []), ""]

@@ -24,6 +24,7 @@ does the check, in one line (`refusal`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,13 +76,15 @@ class Deployed:
 
     def sqs_mapping(self, retries: int) -> Any:
         """The event source mapping and source queue as deployed (`idem.sim.triggers.SqsMapping`)."""
-        from ..sim.triggers import VISIBILITY_TIMEOUT, SqsMapping
+        from ..sim.triggers import VISIBILITY_TIMEOUT, SqsMapping  # the runtime's: the check's process only
 
         if not self.queue:  # no SQS source in the template: the check's own, long enough for the Timeout
             return SqsMapping(visibility_timeout=max(VISIBILITY_TIMEOUT, 6.0 * self.timeout),
                               max_receive_count=retries + 1)
+        # the template's maxReceiveCount, unless --retries asked for another (then retries + 1)
+        deployed = self.max_receive_count and retries == self.retries("sqs")[0]
         return SqsMapping(batch_size=self.batch_size, visibility_timeout=float(self.visibility_timeout),
-                          max_receive_count=self.max_receive_count or retries + 1,
+                          max_receive_count=self.max_receive_count if deployed else retries + 1,
                           report_batch_item_failures=self.report_batch_item_failures)
 
     def refusal(self, trigger: str) -> str:
@@ -94,8 +97,16 @@ class Deployed:
                     "raise the queue's VisibilityTimeout (AWS advises six times the Timeout)")
         return ""
 
-    def describe(self, trigger: str) -> str:
-        """The report's header line: the settings the runs used, as deployed."""
+    def describe(self, trigger: str, ran: tuple[int, ...] = ()) -> str:
+        """The report's header line: the settings the runs used, as deployed (`ran`: the retry
+        settings the schedules ran with, when --retries asked for others)."""
+        line = self._describe(trigger)
+        if ran and tuple(ran) != self.retries(trigger):
+            what = "maxReceiveCount = retries + 1" if trigger == "sqs" else "MaximumRetryAttempts"
+            line += f"; the runs: --retries {','.join(map(str, ran))} ({what})"
+        return line
+
+    def _describe(self, trigger: str) -> str:
         head = f"as deployed ({self.source}): Timeout {self.timeout} s, MemorySize {self.memory_mb} MB"
         if trigger == "sqs" and not self.queue:
             return f"{head}; SQS: no SQS source in the template: the check's own mapping (BatchSize 10)"
@@ -133,8 +144,6 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         queue = (resources.get(queue_id) or {}).get("Properties") or {}
         redrive = value(queue.get("RedrivePolicy")) or {}
         if isinstance(redrive, str):  # CloudFormation takes the policy as JSON text too
-            import json
-
             redrive = json.loads(redrive)
         types = value(mapping.get("FunctionResponseTypes")) or []
         settings.update(

@@ -33,8 +33,11 @@ _task_root: list[str] = []  # the function's folder: the working directory while
 _installed = [False]
 
 
+_base: list[str] = []  # where the folders go: the check's scratch folder (its parent removes it)
+
+
 def _root() -> str:
-    return os.path.join(tempfile.gettempdir(), f"idem-lambda-tmp-{os.getpid()}")
+    return os.path.join(_base[0] if _base else tempfile.gettempdir(), f"idem-lambda-tmp-{os.getpid()}")
 
 
 def new_folder() -> str:
@@ -77,9 +80,12 @@ def _patched_two(real: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def install(keep: list[str]) -> None:
+def install(keep: list[str], base: str = "") -> None:
     """From now on in this process: each environment the runtime starts has its own /tmp while
-    its code runs; `keep` are real folders (the function's code) that stay where they are."""
+    its code runs; `keep` are real folders (the function's code) that stay where they are; `base`
+    is where the folders go (the sandbox's scratch folder, which its parent removes even when it
+    kills the check)."""
+    _base[:] = [base] if base else []
     _keep[:] = [os.path.realpath(k) for k in keep if k] + [k for k in keep if k]
     _task_root[:] = [k for k in keep if k][:1]
     if _installed[0]:

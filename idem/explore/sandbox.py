@@ -480,7 +480,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
     sys.path.insert(0, root)
     dependencies.add_paths(request.get("python_path", []))  # --python-path: its packages, its layers
     guard.install()
-    lambda_tmp.install([root, *request.get("python_path", [])])  # each execution environment's own /tmp, removed after each batch
+    lambda_tmp.install([root, *request.get("python_path", [])], base=str(Path(request["answer"]).parent))  # each execution environment's own /tmp, removed after each batch
     stand_ins.setup(request.get("answers", []), check)  # calls moto lacks: answered, and named
     if request["options"].get("provider") == "stripe":  # Stripe's SDK, called directly too
         from .stripe_sdk import aim_sdk_at_loopback

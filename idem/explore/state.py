@@ -59,6 +59,7 @@ from decimal import Decimal
 from typing import Any, Iterable, Sequence
 
 from ..sim.writes import STATE_CALLS, writes_of
+from .triggers import key_forms
 from .verdicts import Verdict
 
 #: The ordering rules a handler can declare (`--ordering`).
@@ -96,12 +97,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _key_forms(key: str) -> tuple[str, ...]:
-    from .triggers import key_forms
-
-    return key_forms(key)
-
-
 class Names:
     """A schedule's own names, and the placeholders they are read as (see the module)."""
 
@@ -113,7 +108,7 @@ class Names:
         for n, key in enumerate(keys, start=1):  # an upload's own name (S3's longest among them)
             # as the function may store it: decoded, or as S3's event carries it (URL-encoded), or
             # either inside JSON text (triggers.key_forms)
-            for form in (_key_forms(key) if key else ()):
+            for form in (key_forms(key) if key else ()):
                 pairs += [(form, f"<key{n}>"), (form.rsplit(".", 1)[0], f"<key{n}-stem>")]
         for obj in uploads:
             for attribute, mark in (("sequencer", "<sequencer>"), ("etag", "<etag>"), ("version_id", "<version>")):

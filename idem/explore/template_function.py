@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import IdemError
+from . import deployed, template_parameters, template_triggers
 
 REGION, ACCOUNT, STACK = "us-east-1", "123456789012", "idem-check"
 FUNCTIONS = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -114,7 +115,6 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
     """The function `logical_id` of the template at `path` (see the module), with the template's
     parameters given `parameters` (`template_parameters.values`)."""
     from ..deploy.template import resolve
-    from . import deployed, template_parameters, template_triggers
 
     raw = load(path)
     try:

@@ -142,3 +142,16 @@ def test_an_object_whose_key_the_filter_refuses_is_refused(tmp_path):
 def test_a_template_that_is_not_there_is_one_line():
     code, out, err = cli("--template", "no/such/template.yaml", "--function", "F", "--json")
     assert code == 2 and json.loads(out)["error"].startswith("--template no/such/template.yaml: cannot read it")
+
+
+def test_a_table_with_a_stream_specification_is_created_as_cloudformation_creates_it():
+    from idem.explore.template_function import create, read
+    from idem.sim.world import ensure_moto, fake_client, fake_session
+
+    found = read(str(TEMPLATES / "deployed_sqs.yaml"), "Plain")
+    table = next(r for r in found.resources if r["id"] == "Changes")
+    ensure_moto()
+    create([table], fake_session())
+    described = fake_client("dynamodb").describe_table(TableName=table["name"])["Table"]
+    assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    fake_client("dynamodb").delete_table(TableName=table["name"])

@@ -288,9 +288,14 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
             if args["BillingMode"] == "PROVISIONED":
                 args["ProvisionedThroughput"] = props.get("ProvisionedThroughput") or {
                     "ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
-            for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification"):
+            for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
                 if props.get(key):
                     args[key] = props[key]
+            if (props.get("StreamSpecification") or {}).get("StreamViewType"):
+                # CloudFormation's StreamSpecification names only the view type; the API also takes
+                # StreamEnabled (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-dynamodb-table-streamspecification.html)
+                args["StreamSpecification"] = {"StreamEnabled": True,
+                                               "StreamViewType": props["StreamSpecification"]["StreamViewType"]}
             if args["BillingMode"] == "PAY_PER_REQUEST":
                 for index in args.get("GlobalSecondaryIndexes", []):
                     index.pop("ProvisionedThroughput", None)

@@ -4,7 +4,6 @@ sees them), the bucket the trigger names as the one uploads land in, and keys it
 (`idem.explore.uploads`)."""
 from __future__ import annotations
 
-import traceback
 from typing import Any
 
 
@@ -44,5 +43,6 @@ def create(resources: list[dict[str, Any]]) -> None:
     try:
         create_each(resources, boto3.Session(region_name=REGION))
     except Exception as error:
+        # the check's own failure, not the handler's: no handler traceback
         raise TemplateSetupFailed(f"--template: creating its resources on the check's AWS failed: "
-                                  f"{type(error).__name__}: {error}", traceback.format_exc()) from None
+                                  f"{type(error).__name__}: {error}") from None

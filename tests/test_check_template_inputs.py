@@ -155,3 +155,17 @@ def test_a_table_with_a_stream_specification_is_created_as_cloudformation_create
     described = fake_client("dynamodb").describe_table(TableName=table["name"])["Table"]
     assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     fake_client("dynamodb").delete_table(TableName=table["name"])
+
+
+def test_a_state_machine_is_created_and_its_ref_is_its_arn():
+    from idem.explore.template_function import create, read
+    from idem.sim.world import ensure_moto, fake_client, fake_session
+
+    found = read(str(OUTSIDE), "Starter", {"UploadBucketName": "b"})
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:idem-check-Workflow"
+    assert found.env["STATE_MACHINE_ARN"] == arn and found.env["STATE_MACHINE_NAME"] == "idem-check-Workflow"
+    ensure_moto()
+    create([r for r in found.resources if r["id"] == "Workflow"], fake_session())
+    states = fake_client("stepfunctions")
+    assert json.loads(states.describe_state_machine(stateMachineArn=arn)["definition"])["StartAt"] == "Work"
+    states.delete_state_machine(stateMachineArn=arn)

@@ -32,7 +32,14 @@ FUNCTIONS = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 #: Resource types created on moto, and the property that names each.
 NAMED_BY = {"AWS::DynamoDB::Table": "TableName", "AWS::Serverless::SimpleTable": "TableName",
             "AWS::SQS::Queue": "QueueName", "AWS::SNS::Topic": "TopicName", "AWS::S3::Bucket": "BucketName",
-            "AWS::SES::EmailIdentity": "EmailIdentity", "AWS::Events::EventBus": "Name"}
+            "AWS::SES::EmailIdentity": "EmailIdentity", "AWS::Events::EventBus": "Name",
+            "AWS::StepFunctions::StateMachine": "StateMachineName", "AWS::Serverless::StateMachine": "Name"}
+#: A state machine's Ref is its ARN
+#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-stepfunctions-statemachine.html).
+STATE_MACHINES = ("AWS::StepFunctions::StateMachine", "AWS::Serverless::StateMachine")
+#: What a state machine runs when its template gives no definition the check can read (a
+#: DefinitionUri, say): one Pass state. moto records executions; it does not run them.
+PASS_DEFINITION = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
 
 
 class TemplateError(IdemError, ValueError):
@@ -224,6 +231,8 @@ class _Resolver:
             return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
         if kind == "AWS::SNS::Topic":
             return f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}"
+        if kind in STATE_MACHINES:
+            return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
         return name
 
     def attribute(self, rid: str, attr: str) -> str:
@@ -233,6 +242,8 @@ class _Resolver:
                    "AWS::Events::EventBus": "events"}.get(kind, "")
         if attr in ("QueueName", "TopicName", "Name"):
             return name
+        if self.types.get(rid, "") in STATE_MACHINES and attr == "Arn":
+            return self.ref(rid)
         if attr in ("QueueUrl",):
             return self.ref(rid)
         if attr in ("Arn", "TopicArn"):
@@ -322,5 +333,10 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
             session.client("ses").verify_email_identity(EmailAddress=name)
         elif kind == "AWS::Events::EventBus":
             session.client("events").create_event_bus(Name=name)
+        elif kind in STATE_MACHINES:
+            definition = props.get("DefinitionString") or props.get("Definition") or PASS_DEFINITION
+            session.client("stepfunctions").create_state_machine(
+                name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/{STACK}-states",
+                definition=definition if isinstance(definition, str) else json.dumps(definition))
         made.append(f"{kind.split('::')[-1]} {name}")
     return made

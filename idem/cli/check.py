@@ -34,7 +34,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "creates the template's tables, queues, topics, buckets, SES identities and "
                              "event buses on its AWS with the template's names before the clean run")
     parser.add_argument("--function", default=None, metavar="LOGICAL_ID",
-                        help="the function's logical id in --template")
+                        help="the function's logical id in --template; the runs use its Timeout, MemorySize, "
+                             "MaximumRetryAttempts, MaximumEventAgeInSeconds and, fed by SQS, its BatchSize, "
+                             "ReportBatchItemFailures and its queue's VisibilityTimeout and maxReceiveCount "
+                             "(Globals included; AWS's defaults where the template says nothing), stated in "
+                             "the report's header")
+    parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", dest="parameters",
+                        help="a value for one of --template's Parameters (repeatable; wins over --parameters-file)")
+    parser.add_argument("--parameters-file", default=None, metavar="FILE",
+                        help="--template's parameter values as sam deploy takes them: a samconfig.toml/.yaml "
+                             "(parameter_overrides under [default.deploy.parameters]), a file holding a "
+                             "--parameter-overrides string (KEY=VALUE or ParameterKey=KEY,ParameterValue=VALUE), "
+                             "or CloudFormation's parameters JSON")
     parser.add_argument("--effect", action="append", default=[], metavar="SERVICE:Operation",
                         help="an AWS call that must happen once per upload, like the charge "
                              "(repeatable; boto3's client names: sqs:SendMessage, ses:SendEmail, "
@@ -46,6 +57,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "leaving out fields that differ between two clean runs) and compared with the "
                              "clean run's, once per order uploaded; the same state is not a second effect, "
                              "an item too many is, other content is a break")
+    parser.add_argument("--answer", action="append", default=[], metavar="service:Operation=FILE",
+                        help="the answer to a call moto does not implement (MediaConvert, Rekognition's "
+                             "DetectModerationLabels, ...): FILE's JSON, as boto3 returns it (repeatable). Without "
+                             "one, such a call is answered from its output shape; the report names every call "
+                             "answered so")
+    parser.add_argument("--python-path", action="append", default=[], metavar="DIR",
+                        help="a folder of the function's dependencies (its requirements.txt installed with "
+                             "pip install -r requirements.txt -t DIR, or a Layer's python/ folder), on sys.path "
+                             "after the function's own folder (repeatable)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the handler's environment (repeatable)")
     parser.add_argument("--object", action="append", default=[], metavar="FILE[=KEY]", dest="objects",
@@ -69,9 +89,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "order with a newer upload of the same name may have no write of its own (the "
                              "final state must still be the newest upload's); none (default): every order "
                              "writes")
-    parser.add_argument("--retries", default="0,1,2",
-                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all); under "
-                             "--trigger sqs, maxReceiveCount is each value + 1")
+    parser.add_argument("--retries", default=None,
+                        help="the MaximumRetryAttempts values to try, from 0,1,2 (default all; with --template, "
+                             "the template's own); under --trigger sqs, maxReceiveCount is each value + 1")
     parser.add_argument("--provider-factory", default="make_provider",
                         help="the function your handler builds its payment client with; the check "
                              "replaces it with the provider stand-in (default make_provider)")
@@ -103,10 +123,15 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         given = dict(_pair(item) for item in args.env)
-        retries = [_number(part) for part in args.retries.split(",") if part.strip()]
+        retries = [_number(part) for part in (args.retries or "0,1,2").split(",") if part.strip()]
         effects = [_effect(name) for name in args.effect]
         for spec in args.objects:
             _object(spec)
+        for spec in args.answer:
+            _answer_file(spec)
+        for path in args.python_path:
+            if not os.path.isdir(path):
+                raise UsageError(f"--python-path {path}: no such folder")
         if args.budget <= 0:
             raise UsageError(f"--budget takes a number of seconds above 0, got {args.budget}")
     except UsageError as bad:
@@ -125,7 +150,13 @@ def run(args: argparse.Namespace) -> int:
         target, root, template=from_template.env if from_template else None, given=given,
         **({"memory_mb": from_template.memory_mb} if from_template else {}))
     trigger = args.trigger or (from_template.trigger if from_template else "s3")
+    if from_template and args.retries is None:  # the function as deployed: the template's retries
+        from ..explore.deployed import Deployed
+
+        retries = list(Deployed.of(from_template.deployed).retries(trigger))  # type: ignore[union-attr]
     request = {"target": target, "task_root": root, "objects": [_object(spec) for spec in args.objects],
+               "answers": [_answer_file(spec) for spec in args.answer],
+               "python_path": [os.path.abspath(path) for path in args.python_path],
                "setup": args.setup,
                "schedule_seconds": float(os.environ.get("IDEM_CHECK_SCHEDULE_SECONDS") or 0),
                "options": {"effects": effects, "env": env, "retries": retries,
@@ -134,6 +165,10 @@ def run(args: argparse.Namespace) -> int:
                            **({"ordering": args.ordering} if args.ordering != "none" else {})}}
     if from_template:
         request["template_resources"] = from_template.resources
+        request["options"]["deployed"] = from_template.deployed
+        request["upload_bucket"] = from_template.bucket if trigger == from_template.trigger else ""
+        s3 = next((t for t in from_template.triggers if t.kind == "s3"), None)
+        request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
     return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))
@@ -163,6 +198,8 @@ def _answer(args: argparse.Namespace, outcome: Any) -> int:
 
 def _target(args: argparse.Namespace) -> tuple[str, Any]:
     """The handler to check: the positional target, or the template's function."""
+    if (args.parameters or args.parameters_file) and not args.template:
+        raise UsageError("--parameter and --parameters-file give --template's parameters: name the template")
     if args.template or args.function:
         if not (args.template and args.function):
             raise UsageError("--template and --function go together: the template, and the function's logical id in it")
@@ -170,9 +207,13 @@ def _target(args: argparse.Namespace) -> tuple[str, Any]:
             raise UsageError("give a target or --template with --function, not both")
         from ..explore.template_function import TemplateError, read
 
+        from ..explore.template_parameters import ParameterError, from_file, pair
+
         try:
-            found = read(args.template, args.function)
-        except TemplateError as bad:
+            given = from_file(args.parameters_file) if args.parameters_file else {}
+            given.update(pair(item) for item in args.parameters)
+            found = read(args.template, args.function, given)
+        except (TemplateError, ParameterError) as bad:
             raise UsageError(str(bad)) from None
         return found.target, found
     if not args.target:
@@ -190,6 +231,18 @@ def _object(spec: str) -> str:
     except BadObject as bad:
         raise UsageError(str(bad)) from None
     return f"{found.path}={found.key}"
+
+
+def _answer_file(spec: str) -> str:
+    """--answer service:Operation=FILE, checked here, with FILE made absolute for the child."""
+    from ..explore.stand_ins import BadAnswer, parse
+
+    try:
+        parse(spec)
+    except BadAnswer as bad:
+        raise UsageError(str(bad)) from None
+    call, _, path = spec.partition("=")
+    return f"{call}={os.path.abspath(path)}"
 
 
 def _effect(text: str) -> str:

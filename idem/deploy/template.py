@@ -260,7 +260,7 @@ def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[st
         return node
 
     out = {key: value for key, value in cfn.items() if key not in ("Conditions", "Transform")}
-    for section in ("Resources", "Outputs"):
+    for section in ("Resources", "Outputs", *(("Globals",) if "Globals" in cfn else ())):  # SAM's Globals too
         kept = {name: entry for name, entry in (cfn.get(section) or {}).items()
                 if truth.get(entry.get("Condition", ""), True)}
         out[section] = {name: {k: v for k, v in walk(entry).items() if k != "Condition"}

@@ -67,6 +67,7 @@ from ..sim.fastload import fewer_collections
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
 from . import reuse, state as states, triggers, worlds
+from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -129,6 +130,7 @@ class Target:
     env: tuple[tuple[str, str], ...] = ()
     given: str = ""  # the target as the reader named it, for what the report prints
     provider: str = "stand-in"  # what its provider factory returns: one of PROVIDERS
+    deployed: Any = None  # its settings as its template deploys it (`idem.explore.deployed.Deployed`)
 
     @property
     def spec(self) -> str:
@@ -404,7 +406,8 @@ def _env_for(world: Any, target: Target) -> dict[str, str]:
 
 def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str, seed: int) -> Any:
     return LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
-                       handler=target.spec, provider_factory=provider_factory, seed=seed)
+                       handler=target.spec, provider_factory=provider_factory, seed=seed,
+                       **(target.deployed.runtime_options() if target.deployed else {}))
 
 
 def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
@@ -543,7 +546,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             world.seed_ids(number)
             # its request ids from its number too
             runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory,
-                                            number)
+                                            number, target.deployed)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
             runtime.watch.effects = set(effects)
             # a name with a space and non-ASCII letters; the longest S3 allows where the schedule
@@ -784,7 +787,8 @@ class CheckReport:
                  f"boundaries; effects counted: {', '.join(counted) or 'none'}"
                  + ("; provider: Stripe's SDK, over a loopback Stripe" if self.target.provider == "stripe" else ""),
                  "boundaries (from a clean run): " + " > ".join(map(str, self.boundaries)),
-                 *([triggers.describe(self.trigger)] if self.trigger != "s3" else []),
+                 *([triggers.describe(self.trigger, self.target.deployed)] if self.trigger != "s3" else []),
+                 *([self.target.deployed.describe(self.trigger, self.retries)] if self.target.deployed else []),
                  *([self.books_judged()] if money else []),
                  *([f"{self.runs} of them run: each other schedule asked only what one of these answered, "
                     "and has its result"] if 0 < self.runs < len(self.results) else []), ""]
@@ -812,6 +816,7 @@ class CheckReport:
         smallest = self.smallest_break()
         return {"schema_version": SCHEMA_VERSION, "exit_code": 0 if self.holds else 1,
                 "target": self.target.name, "env": dict(self.target.env), "trigger": self.trigger,
+                **({"deployed": self.target.deployed.as_dict()} if self.target.deployed else {}),
                 "boundaries": [str(b) for b in self.boundaries], "baseline": self.baseline,
                 "books": None if self.books is None else str(self.books),
                 "books_judged": LINES in self.baseline,
@@ -857,7 +862,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
                   retries: Iterable[int] = RETRIES, provider_factory: str = "make_provider",
                   workers: int = 1, books: str | None = None, provider: str = "stand-in",
                   versioning: Iterable[str] = VERSIONING, trigger: str = "s3",
-                  ordering: str = "none", reuse_runs: bool = True) -> CheckReport:
+                  ordering: str = "none", reuse_runs: bool = True, deployed: Any = None) -> CheckReport:
     """Check a handler against every schedule; see the module docstring. `workers` > 1 runs
     batches in that many processes. `provider`: what the handler's provider factory returns,
     the stand-in or Stripe's SDK (keyed_stripe.StripeProvider) aimed at a loopback Stripe that
@@ -865,7 +870,8 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
     tried in (versioned, unversioned). `trigger`: s3, sqs or eventbridge (`idem.explore.triggers`).
     `ordering`: the handler's declared ordering rule, none or sequencer (`idem.explore.state`).
     `reuse_runs`: a schedule whose answers an earlier run already gave gets that run's result
-    (`idem.explore.reuse`); False runs every schedule (the tests compare the two).
+    (`idem.explore.reuse`); False runs every schedule (the tests compare the two). `deployed`: the
+    function's settings as its template deploys it (`idem.explore.deployed`), for every run.
     Raises CheckInputError (bad input, exit 2) or CheckCouldNotFinish (exit 3)."""
     if provider not in PROVIDERS:
         raise CheckInputError(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
@@ -873,7 +879,9 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         trigger = triggers.check_trigger(trigger)
     except ValueError as bad:
         raise CheckInputError(str(bad)) from None
-    resolved = replace(resolve(target, env), provider=provider)
+    resolved = replace(resolve(target, env), provider=provider, deployed=Deployed.of(deployed))
+    if resolved.deployed and resolved.deployed.refusal(trigger):
+        raise CheckInputError(resolved.deployed.refusal(trigger))
     effects = tuple(dict.fromkeys(effects))
     for name in effects:
         if ":" not in name or name.startswith(":") or name.endswith(":"):

@@ -472,13 +472,16 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
-    from . import objects
+    from . import dependencies, key_decoding, lambda_tmp, objects, stand_ins, template_run
 
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
     # directory stays where the check was started, so the target reads as it was given.
     sys.path.insert(0, root)
+    dependencies.add_paths(request.get("python_path", []))  # --python-path: its packages, its layers
     guard.install()
+    lambda_tmp.install([root, *request.get("python_path", [])], base=str(Path(request["answer"]).parent))  # each execution environment's own /tmp, removed after each batch
+    stand_ins.setup(request.get("answers", []), check)  # calls moto lacks: answered, and named
     if request["options"].get("provider") == "stripe":  # Stripe's SDK, called directly too
         from .stripe_sdk import aim_sdk_at_loopback
 
@@ -487,12 +490,11 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         check.SCHEDULE_SECONDS = float(request["schedule_seconds"])
     options = dict(request["options"])
     try:
-        if request.get("template_resources"):
-            _create_from_template(request["template_resources"])
+        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
+        template_run.prepare(request, uploads)  # --template: its resources, bucket and key filter
         if request.get("setup"):
             options["env"] = {**_run_setup(request["setup"]), **options["env"]}
-        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
-    except (objects.BadObject, SetupFailed) as bad:
+    except (objects.BadObject, SetupFailed, template_run.TemplateSetupFailed) as bad:
         return {"exit_code": 2, "text": str(bad), "handler_traceback": getattr(bad, "handler_traceback", ""),
                 "json": error_json(2, str(bad), getattr(bad, "handler_traceback", ""))}
     clean = _CleanRun(check)
@@ -503,10 +505,11 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         clean.missing = None
         try:
             report = check.check_handler(request["target"], **options)
+            report = key_decoding.retried_with_plain_names(report, lambda: check.check_handler(request["target"], **options))
             if clean.resource_missing(report):  # the clean run failed on a resource that is nowhere:
                 raise check.CheckInputError("the handler fails on a clean run")  # input, not a break
         except check.CheckInputError as error:
-            message = clean.explain(error)
+            message = dependencies.explain(clean.explain(error), root, request.get("python_path", []))
             if upload is not None and len(uploads) > 1:
                 message = f"--object {upload.path}: {message}"
             error.args = (message,)
@@ -530,22 +533,6 @@ class SetupFailed(Exception):
     def __init__(self, message: str, handler_traceback: str = "") -> None:
         super().__init__(message)
         self.handler_traceback = handler_traceback
-
-
-def _create_from_template(resources: list[dict[str, Any]]) -> None:
-    """The template's resources, made on the check's AWS before the clean run (moto, once per
-    check: every world the schedules run in sees them)."""
-    import boto3
-
-    from ..sim.world import REGION, ensure_moto
-    from .template_function import create
-
-    ensure_moto()
-    try:
-        create(resources, boto3.Session(region_name=REGION))
-    except Exception as error:
-        raise SetupFailed(f"--template: creating its resources on the check's AWS failed: "
-                          f"{type(error).__name__}: {error}", traceback.format_exc()) from None
 
 
 def _run_setup(spec: str) -> dict[str, str]:

@@ -59,6 +59,7 @@ from decimal import Decimal
 from typing import Any, Iterable, Sequence
 
 from ..sim.writes import STATE_CALLS, writes_of
+from .triggers import key_forms
 from .verdicts import Verdict
 
 #: The ordering rules a handler can declare (`--ordering`).
@@ -105,8 +106,10 @@ class Names:
             pairs.append((bucket, "<bucket>"))
         keys = list(dict.fromkeys(getattr(obj, "key", "") for obj in uploads))
         for n, key in enumerate(keys, start=1):  # an upload's own name (S3's longest among them)
-            if key:
-                pairs += [(key, f"<key{n}>"), (key.rsplit(".", 1)[0], f"<key{n}-stem>")]
+            # as the function may store it: decoded, or as S3's event carries it (URL-encoded), or
+            # either inside JSON text (triggers.key_forms)
+            for form in (key_forms(key) if key else ()):
+                pairs += [(form, f"<key{n}>"), (form.rsplit(".", 1)[0], f"<key{n}-stem>")]
         for obj in uploads:
             for attribute, mark in (("sequencer", "<sequencer>"), ("etag", "<etag>"), ("version_id", "<version>")):
                 value = getattr(obj, attribute, None)

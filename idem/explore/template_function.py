@@ -9,7 +9,9 @@ Read from a SAM or CloudFormation template (YAML or JSON, short-form intrinsics 
   local secondary indexes), SAM simple tables, SQS queues and SNS topics (FIFO too), S3 buckets,
   SES email identities, EventBridge buses. They are created before the clean run (`create`).
 
-Parameters take their defaults, conditions are evaluated (`idem.deploy.template.resolve`), and
+Parameters take the values given (`--parameter`, `--parameters-file`: `template_parameters`) or
+their defaults; the function's settings as deployed are read (`deployed`), and its triggers in
+every form the template can declare them (`template_triggers`); conditions are evaluated (`idem.deploy.template.resolve`), and
 Ref, Fn::GetAtt, Fn::Sub and Fn::Join are resolved here, against those names and the pseudo
 parameters (us-east-1, moto's account 123456789012, the stack name). The SAM transform itself is
 not run: the function's own properties are read as SAM writes them.
@@ -23,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import IdemError
+from . import deployed, template_parameters, template_triggers
 
 REGION, ACCOUNT, STACK = "us-east-1", "123456789012", "idem-check"
 FUNCTIONS = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 #: Resource types created on moto, and the property that names each.
 NAMED_BY = {"AWS::DynamoDB::Table": "TableName", "AWS::Serverless::SimpleTable": "TableName",
             "AWS::SQS::Queue": "QueueName", "AWS::SNS::Topic": "TopicName", "AWS::S3::Bucket": "BucketName",
-            "AWS::SES::EmailIdentity": "EmailIdentity", "AWS::Events::EventBus": "Name"}
-TRIGGERS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
+            "AWS::SES::EmailIdentity": "EmailIdentity", "AWS::Events::EventBus": "Name",
+            "AWS::StepFunctions::StateMachine": "StateMachineName", "AWS::Serverless::StateMachine": "Name"}
+#: A state machine's Ref is its ARN
+#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-stepfunctions-statemachine.html).
+STATE_MACHINES = ("AWS::StepFunctions::StateMachine", "AWS::Serverless::StateMachine")
+#: What a state machine runs when its template gives no definition the check can read (a
+#: DefinitionUri, say): one Pass state. moto records executions; it does not run them.
+PASS_DEFINITION = {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
 
 
 class TemplateError(IdemError, ValueError):
@@ -46,6 +55,11 @@ class TemplateFunction:
     memory_mb: int
     timeout: int
     resources: list[dict[str, Any]] = field(default_factory=list)  # {"type", "id", "name", "properties"}
+    #: the function's settings as deployed (`idem.explore.deployed.Deployed.as_dict`)
+    deployed: dict[str, Any] = field(default_factory=dict)
+    #: what feeds it, as declared (`template_triggers.Trigger`s); the s3 trigger's bucket, as named
+    triggers: list[Any] = field(default_factory=list)
+    bucket: str = ""
 
 
 def _loader() -> Any:
@@ -72,7 +86,10 @@ def _loader() -> Any:
 
 
 def load(path: str) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise TemplateError(f"--template {path}: cannot read it ({error.strerror or error})") from None
     try:
         if text.lstrip().startswith("{"):
             return dict(json.loads(text))
@@ -101,13 +118,18 @@ def _name(kind: str, logical_id: str, props: dict[str, Any]) -> str:
     return name
 
 
-def read(path: str, logical_id: str) -> TemplateFunction:
-    """The function `logical_id` of the template at `path` (see the module)."""
+def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -> TemplateFunction:
+    """The function `logical_id` of the template at `path` (see the module), with the template's
+    parameters given `parameters` (`template_parameters.values`)."""
     from ..deploy.template import resolve
 
     raw = load(path)
     try:
-        cfn = resolve(raw)
+        given = template_parameters.values(raw, parameters or {}, path)
+    except template_parameters.ParameterError as error:
+        raise TemplateError(str(error)) from None
+    try:
+        cfn = resolve(raw, given)
     except (KeyError, ValueError) as error:
         raise TemplateError(f"--template {path}: {error}") from None
     resources = cfn.get("Resources") or {}
@@ -130,22 +152,66 @@ def read(path: str, logical_id: str) -> TemplateFunction:
     env = {**((glob.get("Environment") or {}).get("Variables") or {}),
            **((props.get("Environment") or {}).get("Variables") or {})}
     env = {k: str(resolver.value(v)) for k, v in env.items()}
+    file, function = _handler_file(path, logical_id, props, resolver.value)
+    found = template_triggers.find(resources, logical_id, props)
+    kinds = sorted({t.kind for t in found})
+    if len(kinds) > 1:
+        raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)} "
+                            f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
+                            "time: pick one with --trigger")
+    sqs = next((t for t in found if t.kind == "sqs"), None)
+    settings = deployed.read(props, resources, logical_id, f"{Path(path).name}, function {logical_id}",
+                             resolver.value, (sqs.queue, sqs.mapping) if sqs else None)
+    s3 = next((t for t in found if t.kind == "s3"), None)
+    resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
+    return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
+                            settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
+                            names.get(s3.bucket, s3.bucket) if s3 else "")
+
+
+def _handler_file(path: str, logical_id: str, props: dict[str, Any], value: Any) -> tuple[Path, str]:
+    """The handler's file and function: `Handler` under `CodeUri`'s folder (SAM), `Code`'s folder
+    (a local path, as `aws cloudformation package` takes it), or the template's; inline code
+    (`InlineCode`, `Code.ZipFile`) written where CloudFormation writes it (`inline_code`)."""
     handler = str(props.get("Handler") or "")
     if "." not in handler:
         raise TemplateError(f"{logical_id} has no Handler of the form module.function")
     module, function = handler.rsplit(".", 1)
-    code = props.get("CodeUri")
-    folder = Path(path).resolve().parent / (code if isinstance(code, str) and "://" not in code else "")
+    code = props.get("CodeUri", props.get("Code"))
+    inline = props.get("InlineCode") or (code.get("ZipFile") if isinstance(code, dict) else None)
+    if inline is not None:
+        folder = inline_code(str(value(inline)))
+    elif isinstance(code, dict) and code.get("S3Bucket"):
+        raise TemplateError(f"{logical_id}'s code is in S3 (Code.S3Bucket), which the check cannot read: give its "
+                            "source as the target (FILE.py:FUNCTION, with --env for its settings), or point Code "
+                            "or CodeUri at its folder")
+    else:
+        folder = Path(path).resolve().parent / (code if isinstance(code, str) and "://" not in code else "")
     file = folder / (module.replace(".", "/") + ".py")
     if not file.is_file():
-        raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist")
-    kinds = sorted({TRIGGERS[e.get("Type")] for e in (props.get("Events") or {}).values() if e.get("Type") in TRIGGERS})
-    if len(kinds) > 1:
-        raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)}: the check takes one trigger at a time")
-    resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
-    return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
-                            int(resolver.value(props.get("MemorySize", 128))),
-                            int(resolver.value(props.get("Timeout", 3))), resolved)
+        raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist"
+                            + (" (inline code is written to index.py: its Handler is index.FUNCTION)"
+                               if inline is not None else ""))
+    return file, function
+
+
+def inline_code(source: str) -> Path:
+    """The folder holding a function's inline code as `index.py`: CloudFormation "places it in a
+    file named index and zips it to create a deployment package" (ZipFile,
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-lambda-function-code.html;
+    SAM's InlineCode becomes that ZipFile). One folder per source, named by its hash, under the
+    system's temporary folder; written once."""
+    import hashlib
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"idem-inline-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+    folder.mkdir(exist_ok=True)
+    index = folder / "index.py"
+    if not index.is_file() or index.read_text(encoding="utf-8") != source:
+        partial = folder / f"index.py.{__import__('os').getpid()}"
+        partial.write_text(source, encoding="utf-8")
+        partial.replace(index)
+    return folder
 
 
 class _Resolver:
@@ -165,6 +231,8 @@ class _Resolver:
             return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
         if kind == "AWS::SNS::Topic":
             return f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}"
+        if kind in STATE_MACHINES:
+            return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
         return name
 
     def attribute(self, rid: str, attr: str) -> str:
@@ -174,6 +242,8 @@ class _Resolver:
                    "AWS::Events::EventBus": "events"}.get(kind, "")
         if attr in ("QueueName", "TopicName", "Name"):
             return name
+        if self.types.get(rid, "") in STATE_MACHINES and attr == "Arn":
+            return self.ref(rid)
         if attr in ("QueueUrl",):
             return self.ref(rid)
         if attr in ("Arn", "TopicArn"):
@@ -229,9 +299,14 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
             if args["BillingMode"] == "PROVISIONED":
                 args["ProvisionedThroughput"] = props.get("ProvisionedThroughput") or {
                     "ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
-            for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification"):
+            for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
                 if props.get(key):
                     args[key] = props[key]
+            if (props.get("StreamSpecification") or {}).get("StreamViewType"):
+                # CloudFormation's StreamSpecification names only the view type; the API also takes
+                # StreamEnabled (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-dynamodb-table-streamspecification.html)
+                args["StreamSpecification"] = {"StreamEnabled": True,
+                                               "StreamViewType": props["StreamSpecification"]["StreamViewType"]}
             if args["BillingMode"] == "PAY_PER_REQUEST":
                 for index in args.get("GlobalSecondaryIndexes", []):
                     index.pop("ProvisionedThroughput", None)
@@ -258,5 +333,10 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
             session.client("ses").verify_email_identity(EmailAddress=name)
         elif kind == "AWS::Events::EventBus":
             session.client("events").create_event_bus(Name=name)
+        elif kind in STATE_MACHINES:
+            definition = props.get("DefinitionString") or props.get("Definition") or PASS_DEFINITION
+            session.client("stepfunctions").create_state_machine(
+                name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/{STACK}-states",
+                definition=definition if isinstance(definition, str) else json.dumps(definition))
         made.append(f"{kind.split('::')[-1]} {name}")
     return made

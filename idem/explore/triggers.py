@@ -44,8 +44,11 @@ def check_trigger(trigger: str) -> str:
     return trigger
 
 
-def describe(trigger: str) -> str:
-    """One line for the report: what feeds the function."""
+def describe(trigger: str, deployed: Any = None) -> str:
+    """One line for the report: what feeds the function (its settings as deployed, when a
+    template gave them, are the header's next line: `Deployed.describe`)."""
+    if trigger == "sqs" and deployed is not None:
+        return f"trigger: sqs (a batch of {len(SQS_BATCH)} messages, then the dead-letter queue)"
     if trigger == "sqs":
         return (f"trigger: sqs (a batch of {len(SQS_BATCH)} messages, BatchSize 10, ReportBatchItemFailures on, "
                 f"visibility timeout {VISIBILITY_TIMEOUT:.0f} s, maxReceiveCount = retries + 1, "
@@ -56,9 +59,14 @@ def describe(trigger: str) -> str:
 
 
 def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, provider_factory: str,
-                seed: int | None = None) -> LocalLambda:
-    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1.
+                seed: int | None = None, deployed: Any = None) -> LocalLambda:
+    """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1,
+    or, with `deployed` (`idem.explore.deployed.Deployed`), the template's mapping and queue.
     `seed`: its request ids (LocalLambda)."""
+    if deployed is not None:
+        return SqsFedLambda(world, env, mapping=deployed.sqs_mapping(schedule.retries), fault=schedule.fault,
+                            retries=schedule.retries, handler=handler, provider_factory=provider_factory,
+                            seed=seed, **deployed.runtime_options())
     return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1),
                         fault=schedule.fault, retries=schedule.retries, handler=handler,
                         provider_factory=provider_factory, seed=seed)

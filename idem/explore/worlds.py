@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..sim.world import LocalWorld
+from . import uploads
 
 #: schedules one world serves before a fresh one is made
 WORLD_RUNS = 80
@@ -56,7 +57,8 @@ def world_for(versioned: bool, numbers: Iterable[int]) -> Iterator[KeptWorld]:
                   or numbers & _kept[0].numbers):
         close()
     if not _kept:
-        _kept.append(KeptWorld(LocalWorld(prefix="check", versioned=versioned, provider_in_memory=True)))
+        world = LocalWorld(prefix="check", versioned=versioned, provider_in_memory=True)
+        _kept.append(KeptWorld(uploads.use_bucket(world)))  # the trigger's bucket, with --template
     kept = _kept[0]
     try:
         yield kept

@@ -514,6 +514,7 @@ class LocalLambda:
         handler: str | None = None,  # or any handler, "module:function", wired as on Lambda
         provider_factory: str = "make_provider",  # the name a handler builds its provider with
         seed: int | None = None,
+        memory_mb: int = 256,  # MemorySize, as the context tells the function
     ) -> None:
         if not 0 <= retries <= 2:
             raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
@@ -527,6 +528,7 @@ class LocalLambda:
         #: only answers `retries` gave it (idem.explore.check runs a schedule once per answer)
         self.retries_asked: set[int] = set()
         self.timeout = timeout
+        self.memory_mb = memory_mb
         self.max_event_age = max_event_age
         self.reuse_containers = reuse_containers
         self.function_name = function_name
@@ -656,7 +658,7 @@ class LocalLambda:
                           deadline=round(self.clock.t + self.timeout, 3))
         self.attempts.append(attempt)
         self._running.append(attempt)
-        context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock)
+        context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock, self.memory_mb)
         visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline)
         run = _Run(visit)
         event = copy.deepcopy(pending.event)

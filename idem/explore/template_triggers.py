@@ -1,0 +1,87 @@
+"""What feeds a template's function: every form a template can declare it in.
+
+On the function (SAM's `Events`): `S3`, `SQS`, `EventBridgeRule` / `CloudWatchEvent`. Outside it:
+- an `AWS::Lambda::EventSourceMapping` whose `FunctionName` names it (its `EventSourceArn` an SQS
+  queue): sqs, with the mapping's `BatchSize` and `FunctionResponseTypes`;
+- an `AWS::Events::Rule` with a target whose `Arn` names it: eventbridge (the function gets
+  EventBridge's event, not S3's notification);
+- a bucket's `NotificationConfiguration.LambdaConfigurations` whose `Function` names it: s3, with
+  the configuration's key filter.
+
+A function "named" is its Ref, its GetAtt Arn, or a !Sub of either (`deployed.names_function`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .deployed import names_function
+
+#: SAM's event types, as the check's triggers.
+SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """One trigger of the function, as the template declares it."""
+
+    kind: str  # s3, sqs or eventbridge
+    declared: str  # where: "Events.Upload" or "AWS::Lambda::EventSourceMapping Mapping"
+    bucket: str = ""  # s3: the bucket's logical id (or its literal name)
+    prefix: str = ""  # s3: the key filter's prefix and suffix rules
+    suffix: str = ""
+    queue: str = ""  # sqs: the queue's logical id
+    mapping: dict[str, Any] = field(default_factory=dict)  # sqs: the mapping's own properties
+
+
+def _logical(node: Any) -> str:
+    """The logical id a Ref or GetAtt names, else ""."""
+    if isinstance(node, dict) and len(node) == 1:
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            return str(arg)
+        if fn == "Fn::GetAtt":
+            return str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0])
+    return ""
+
+
+def _filter(node: Any) -> tuple[str, str]:
+    """(prefix, suffix) of an S3 key filter: {S3Key: {Rules: [{Name: prefix, Value: ...}]}}."""
+    rules = (((node or {}).get("S3Key") or {}).get("Rules") or []) if isinstance(node, dict) else []
+    found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in rules if isinstance(r, dict)}
+    return found.get("prefix", ""), found.get("suffix", "")
+
+
+def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> list[Trigger]:
+    """Every trigger of the function `logical_id` (its merged properties `props`)."""
+    found: list[Trigger] = []
+    for name, event in (props.get("Events") or {}).items():
+        kind = SAM_EVENTS.get(str(event.get("Type")))
+        if kind is None:
+            continue
+        ep = event.get("Properties") or {}
+        if kind == "s3":
+            prefix, suffix = _filter(ep.get("Filter"))
+            bucket = ep.get("Bucket")
+            found.append(Trigger(kind, f"Events.{name}", _logical(bucket) or str(bucket or ""), prefix, suffix))
+        elif kind == "sqs":
+            found.append(Trigger(kind, f"Events.{name}", queue=_logical(ep.get("Queue")), mapping=dict(ep)))
+        else:
+            found.append(Trigger(kind, f"Events.{name}"))
+    for rid, res in resources.items():
+        kind, rp = res.get("Type"), res.get("Properties") or {}
+        if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
+            queue = _logical(rp.get("EventSourceArn"))
+            if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
+                found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
+        elif kind == "AWS::Events::Rule":
+            if any(names_function(t.get("Arn"), logical_id) for t in rp.get("Targets") or []):
+                found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}"))
+        elif kind == "AWS::S3::Bucket":
+            notifications = (rp.get("NotificationConfiguration") or {}).get("LambdaConfigurations") or []
+            for n in notifications:
+                if names_function(n.get("Function"), logical_id):
+                    prefix, suffix = _filter(n.get("Filter"))
+                    found.append(Trigger("s3", f"AWS::S3::Bucket {rid} NotificationConfiguration", rid,
+                                         prefix, suffix))
+    return found

@@ -1,0 +1,84 @@
+"""Calls moto does not implement are answered by a stand-in and named in the report
+(idem.explore.stand_ins); a function's dependencies come from --python-path, and a missing one is
+one line naming it, its requirements.txt and the option (idem.explore.dependencies)."""
+from __future__ import annotations
+
+import json
+
+from check_cli import cli, target
+
+
+def test_a_service_moto_lacks_is_answered_and_named_never_blamed_on_the_import():
+    code, out, err = cli(target("transcoder"), "--effect", "mediaconvert:CreateJob", "--retries", "1",
+                         "--workers", "1", "--json")
+    report = json.loads(out)
+    assert code == 1, err  # two jobs after a lost answer: its own break, not an import error
+    assert report["stand_ins"] == {"mediaconvert:CreateJob": "its output shape",
+                                   "mediaconvert:DescribeEndpoints": "its output shape"}
+    assert report["baseline"]["mediaconvert:CreateJob"] == 1
+    lost = next(r for r in report["results"]
+                if r["schedule"] == "exception after mediaconvert:CreateJob on arrival 1; single; 1 retry")
+    assert lost["verdict"] == "double_effect"
+
+
+def test_the_users_answer_is_used_and_the_report_says_so(tmp_path):
+    answer = tmp_path / "endpoints.json"
+    answer.write_text(json.dumps({"Endpoints": [{"Url": "https://abcd1234.mediaconvert.us-east-1.amazonaws.com"}]}))
+    code, out, _ = cli(target("transcoder"), "--effect", "mediaconvert:CreateJob", "--retries", "0",
+                       "--workers", "1", "--answer", f"mediaconvert:DescribeEndpoints={answer}")
+    assert code == 1
+    assert ("stand-in answers (moto does not implement these calls; their effect on AWS is not modelled, each is "
+            "counted as a call): mediaconvert:CreateJob (from its output shape), mediaconvert:DescribeEndpoints "
+            "(from --answer)") in out
+
+
+def test_a_bad_answer_file_is_one_line(tmp_path):
+    (tmp_path / "a.json").write_text("[1]")
+    code, out, _ = cli(target("transcoder"), "--answer", f"mediaconvert:CreateJob={tmp_path / 'a.json'}", "--json")
+    assert code == 2 and "must hold a JSON object" in json.loads(out)["error"]
+    code, out, _ = cli(target("transcoder"), "--answer", "CreateJob=x.json", "--json")
+    assert code == 2 and "is not service:Operation=FILE" in json.loads(out)["error"]
+
+
+def test_the_output_shape_answer_fills_what_a_caller_reads():
+    import boto3
+
+    from idem.explore.stand_ins import shaped
+
+    model = boto3.Session(region_name="us-east-1").client("mediaconvert").meta.service_model
+    endpoints = shaped(model.operation_model("DescribeEndpoints").output_shape, "mediaconvert")
+    assert endpoints["Endpoints"][0]["Url"] == "https://mediaconvert.us-east-1.amazonaws.com"
+    job = shaped(model.operation_model("CreateJob").output_shape, "mediaconvert")["Job"]
+    assert job["Arn"].startswith("arn:aws:mediaconvert:") and isinstance(job["Settings"], dict)
+
+
+def _function(tmp_path):
+    (tmp_path / "fn").mkdir()
+    (tmp_path / "fn" / "app.py").write_text(
+        "import hashlib\nimport order_lib\n\n\ndef make_provider():\n    raise RuntimeError\n\n\n"
+        "def lambda_handler(event, context):\n    return order_lib.charge(make_provider(), event)\n")
+    (tmp_path / "fn" / "requirements.txt").write_text("order-lib==1.0\n")
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "deps" / "order_lib.py").write_text(
+        "import hashlib\nfrom urllib.parse import unquote_plus\n\n\ndef charge(provider, event):\n"
+        "    for record in event['Records']:\n        obj = record['s3']['object']\n"
+        "        key = unquote_plus(obj['key'])\n"
+        "        provider.charge(customer='acct-1', amount=500, currency='usd', reference=key,\n"
+        "                        idempotency_key=hashlib.sha256((key + obj['eTag']).encode()).hexdigest())\n"
+        "    return {'ok': True}\n")
+    return f"{tmp_path / 'fn' / 'app.py'}:lambda_handler"
+
+
+def test_a_missing_dependency_names_the_module_its_requirements_and_the_option(tmp_path):
+    code, out, _ = cli(_function(tmp_path), "--retries", "0", "--workers", "1", "--json")
+    message = json.loads(out)["error"]
+    assert code == 2 and "\n" not in message
+    assert message.startswith("the function imports order_lib, which is not installed where the check runs; its ")
+    assert "requirements.txt lists order-lib==1.0" in message and message.endswith("give --python-path DIR")
+
+
+def test_python_path_gives_the_function_its_dependencies(tmp_path):
+    code, out, err = cli(_function(tmp_path), "--python-path", str(tmp_path / "deps"), "--retries", "0",
+                         "--workers", "1", "--books", "none", "--json")
+    assert code == 0, err
+    assert json.loads(out)["baseline"]["provider:charge"] == 1

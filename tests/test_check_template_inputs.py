@@ -1,0 +1,171 @@
+"""`idem check --template` on templates as written: parameters given as `sam deploy` takes them
+(idem.explore.template_parameters) and triggers declared outside the function
+(idem.explore.template_triggers)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from check_cli import cli
+
+TEMPLATES = Path(__file__).parent / "templates"
+OUTSIDE = TEMPLATES / "outside_triggers.yaml"
+
+
+def _read(function: str, **given: str):
+    from idem.explore.template_function import read
+
+    return read(str(OUTSIDE), function, given)
+
+
+def test_a_parameter_without_a_default_and_no_value_ends_in_one_line_naming_it_and_the_option():
+    code, out, err = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--json")
+    assert code == 2
+    message = json.loads(out)["error"]
+    assert message == ("--template outside_triggers.yaml: parameter UploadBucketName has no default and no value: "
+                       "give it with --parameter UploadBucketName=VALUE (or --parameters-file FILE)")
+
+
+def test_parameter_values_name_resources_and_settings():
+    found = _read("FromBucket", UploadBucketName="team-uploads", Stage="prod", RetryCount="0")
+    assert found.env["STAGE"] == "prod" and found.bucket == "team-uploads"
+    assert found.deployed["max_retry_attempts"] == 0
+
+
+@pytest.mark.parametrize("given, wrong", [
+    ({"UploadBucketName": "b", "Stage": "test"}, "--parameter Stage=test: not one of its AllowedValues (dev, prod)"),
+    ({"UploadBucketName": "b", "RetryCount": "two"}, "--parameter RetryCount=two: the parameter is a Number"),
+    ({"UploadBucketName": "b", "Nope": "1"}, "--parameter Nope: outside_triggers.yaml declares no such parameter"),
+])
+def test_a_wrong_parameter_is_refused_naming_it(given, wrong):
+    from idem.explore.template_function import TemplateError
+
+    with pytest.raises(TemplateError) as refused:
+        _read("FromBucket", **given)
+    assert str(refused.value).startswith(wrong)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("samconfig.toml", 'version = 0.1\n[default.deploy.parameters]\nstack_name = "x"\n'
+                       'parameter_overrides = "UploadBucketName=team-uploads Stage=\\"prod\\""\n'),
+    ("samconfig.yaml", "version: 0.1\ndefault:\n  deploy:\n    parameters:\n      parameter_overrides:\n"
+                       "        - UploadBucketName=team-uploads\n        - Stage=prod\n"),
+    ("overrides.txt", "ParameterKey=UploadBucketName,ParameterValue=team-uploads ParameterKey=Stage,ParameterValue=prod\n"),
+    ("params.json", '[{"ParameterKey": "UploadBucketName", "ParameterValue": "team-uploads"},'
+                    ' {"ParameterKey": "Stage", "ParameterValue": "prod"}]'),
+])
+def test_a_parameters_file_in_each_form_sam_and_cloudformation_read(tmp_path, name, text):
+    from idem.explore.template_parameters import from_file
+
+    (tmp_path / name).write_text(text)
+    assert from_file(str(tmp_path / name)) == {"UploadBucketName": "team-uploads", "Stage": "prod"}
+
+
+def test_parameter_on_the_command_line_wins_over_the_file(tmp_path):
+    (tmp_path / "samconfig.toml").write_text('[default.deploy.parameters]\nparameter_overrides = "UploadBucketName=b Stage=prod"\n')
+    code, out, _ = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameters-file",
+                       str(tmp_path / "samconfig.toml"), "--parameter", "Stage=nope", "--json")
+    assert code == 2 and json.loads(out)["error"].startswith("--parameter Stage=nope: not one of its AllowedValues")
+
+
+def test_a_parameter_without_a_template_is_refused():
+    code, out, _ = cli("x.py:h", "--parameter", "A=1", "--json")
+    assert code == 2 and "name the template" in json.loads(out)["error"]
+
+
+def test_a_bucket_notification_configuration_is_an_s3_trigger_with_its_key_filter():
+    found = _read("FromBucket", UploadBucketName="team-uploads")
+    (trigger,) = found.triggers
+    assert (trigger.kind, trigger.declared, trigger.prefix, trigger.suffix) == (
+        "s3", "AWS::S3::Bucket Uploads NotificationConfiguration", "incoming/", ".json")
+    assert found.trigger == "s3"
+
+
+def test_an_events_rule_targeting_the_function_is_an_eventbridge_trigger():
+    found = _read("FromRule", UploadBucketName="b")
+    assert found.trigger == "eventbridge" and found.triggers[0].declared == "AWS::Events::Rule Rule"
+
+
+INLINE = TEMPLATES / "inline_code.yaml"
+
+
+@pytest.mark.parametrize("function, name", [("Plain", "handler"), ("Sam", "forward")])
+def test_inline_code_is_written_to_index_py_as_cloudformation_writes_it(function, name):
+    from idem.explore.template_function import read
+
+    found = read(str(INLINE), function)
+    file, _, handler = found.target.rpartition(":")
+    assert Path(file).name == "index.py" and handler == name
+    assert f"def {name}(event, context):" in Path(file).read_text()
+
+
+def test_an_inline_function_is_checked_from_its_template():
+    code, out, err = cli("--template", str(INLINE), "--function", "Plain", "--effect", "sqs:SendMessage",
+                         "--workers", "1", "--retries", "0", "--json")
+    report = json.loads(out)
+    assert code == 1, err
+    assert report["baseline"]["sqs:SendMessage"] == 1 and report["verdicts"].get("double_effect")
+    duplicate = next(r for r in report["results"] if r["schedule"] == "no fault; duplicate; 0 retries")
+    assert duplicate["verdict"] == "double_effect" and duplicate["effects"]["sqs:SendMessage"] == 2
+
+
+def test_uploads_land_in_the_triggers_bucket_under_keys_its_filter_accepts():
+    """filtered_copier refuses any bucket but its own and any key outside incoming/*.json: its clean
+    run copies (the check uploaded to team-uploads, incoming/check00000/....json). Its one break is
+    its own: a copy of a name read before a second order landed is written after the second's copy."""
+    code, out, err = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
+                         "UploadBucketName=team-uploads", "--effect", "s3:PutObject", "--workers", "1",
+                         "--retries", "0", "--json")
+    report = json.loads(out)
+    assert report["baseline"]["s3:PutObject"] == 1, err
+    broken = [f for r in report["results"] for f in r["findings"]]
+    assert code == 1 and all('team-uploads "processed/check#####/order 1 \\u00fc.json"' in f for f in broken)
+    from idem.explore.uploads import filtered_key
+
+    assert filtered_key("check00001/order 1 \u00fc.json", "incoming/", ".json") == "incoming/check00001/order 1 \u00fc.json"
+    assert filtered_key("check00001/order 1 \u00fc.json", "", ".jpg") == "check00001/order 1 \u00fc.jpg"
+    longest = filtered_key("check00001/" + "\u00e9" * 600 + ".json", "incoming/", ".json")
+    assert len(longest.encode()) <= 1024 and longest.startswith("incoming/check00001/") and longest.endswith(".json")
+
+
+def test_an_object_whose_key_the_filter_refuses_is_refused(tmp_path):
+    (tmp_path / "a.json").write_text('{"order_id": "A-1"}')
+    code, out, _ = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
+                       "UploadBucketName=team-uploads", "--object", f"{tmp_path / 'a.json'}=other/a.json", "--json")
+    assert code == 2
+    assert json.loads(out)["error"].startswith("--object key 'other/check00001/a.json': the function's S3 trigger "
+                                               "filters keys (they must begin with 'incoming/' and end with '.json')")
+
+
+def test_a_template_that_is_not_there_is_one_line():
+    code, out, err = cli("--template", "no/such/template.yaml", "--function", "F", "--json")
+    assert code == 2 and json.loads(out)["error"].startswith("--template no/such/template.yaml: cannot read it")
+
+
+def test_a_table_with_a_stream_specification_is_created_as_cloudformation_creates_it():
+    from idem.explore.template_function import create, read
+    from idem.sim.world import ensure_moto, fake_client, fake_session
+
+    found = read(str(TEMPLATES / "deployed_sqs.yaml"), "Plain")
+    table = next(r for r in found.resources if r["id"] == "Changes")
+    ensure_moto()
+    create([table], fake_session())
+    described = fake_client("dynamodb").describe_table(TableName=table["name"])["Table"]
+    assert described["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    fake_client("dynamodb").delete_table(TableName=table["name"])
+
+
+def test_a_state_machine_is_created_and_its_ref_is_its_arn():
+    from idem.explore.template_function import create, read
+    from idem.sim.world import ensure_moto, fake_client, fake_session
+
+    found = read(str(OUTSIDE), "Starter", {"UploadBucketName": "b"})
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:idem-check-Workflow"
+    assert found.env["STATE_MACHINE_ARN"] == arn and found.env["STATE_MACHINE_NAME"] == "idem-check-Workflow"
+    ensure_moto()
+    create([r for r in found.resources if r["id"] == "Workflow"], fake_session())
+    states = fake_client("stepfunctions")
+    assert json.loads(states.describe_state_machine(stateMachineArn=arn)["definition"])["StartAt"] == "Work"
+    states.delete_state_machine(stateMachineArn=arn)

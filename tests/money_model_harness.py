@@ -144,7 +144,7 @@ class Bench:
             del sys.modules[name]  # the handler and its siblings (HANDLER_MODULE*)
         return importlib.import_module(self.module_name)
 
-    def invoke(self, event: dict[str, Any], fault: AwsFaultPlan | None = None) -> Invocation:
+    def invoke(self, event: dict[str, Any], fault: AwsFaultPlan | None = None, metric: str = "needs_attention") -> Invocation:
         """The handler on one event, as Lambda calls it: its env, boto3's default session (ours,
         with the fault), time.time on the virtual clock, stdout captured (its log lines and EMF)."""
         if self.handler is None:
@@ -168,7 +168,7 @@ class Bench:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-        return Invocation(result, raised, emf_needs_attention(out.getvalue()), out.getvalue())
+        return Invocation(result, raised, emf_count(out.getvalue(), metric), out.getvalue())
 
     # -- Stripe's side ----------------------------------------------------------------------------
     def seed(self, customer: str) -> None:
@@ -230,13 +230,13 @@ class Bench:
         return swept
 
 
-def emf_needs_attention(stdout: str) -> int:
-    """The needs_attention metric of the CloudWatch EMF documents printed on stdout."""
+def emf_count(stdout: str, metric: str) -> int:
+    """A metric of the CloudWatch EMF documents printed on stdout, summed."""
     total = 0
     for line in stdout.splitlines():
         with contextlib.suppress(ValueError):
             doc = json.loads(line)
             if isinstance(doc, dict) and "_aws" in doc:
-                total += int(doc.get("needs_attention", 0) or 0)
+                total += int(doc.get(metric, 0) or 0)
     return total
 

@@ -33,7 +33,8 @@ with Lambda's two retries when it fails) and is checked there too. The replays a
 minimal sequences the search found on the handler before its fixes, kept as plain tests.
 
 Deterministic (derandomize, no database); IDEM_SOAK=1 runs many more and longer sequences.
-IDEM_MODEL_PROPERTIES=P1,P3 checks only those (to find each one's minimal sequence).
+IDEM_MODEL_PROPERTIES=P1,P3 checks only those (to find each one's minimal sequence; P2c and P3c,
+the customer charged and the line's currency, are named apart).
 """
 from __future__ import annotations
 
@@ -117,7 +118,9 @@ def intent_order(intent: dict[str, Any]) -> tuple[str, str | None]:
 # == end of INTERFACE =================================================================================
 
 SOAK = bool(os.environ.get("IDEM_SOAK"))
-CHECKED = {p.strip() for p in (os.environ.get("IDEM_MODEL_PROPERTIES") or "P1,P2,P3,P4,P5").split(",")}
+#: The properties judged; P2c (the customer charged) and P3c (the line's currency) are parts of P2
+#: and P3 that can be left out to find the sequences other parts fail with.
+CHECKED = {p.strip() for p in (os.environ.get("IDEM_MODEL_PROPERTIES") or "P1,P2,P2c,P3,P3c,P4,P5").split(",")}
 ACCOUNTS = ("alice", "bob", "carol")
 LINKED_AT_START = ("alice", "bob")
 ORDER_IDS = ("1001", "1002")
@@ -378,7 +381,7 @@ class MoneyModel(RuleBasedStateMachine):
                 what = (f"{intent['id']} ({intent['amount']} {intent['currency']} to {intent['customer']}, "
                         f"metadata {intent.get('metadata')}) made by upload{upload.n}")
                 assert not why_not, f"P2: a file the contract refuses ({why_not}) was charged: {what}"
-                assert intent["customer"] == linked, f"P2: charged another customer than {upload.account}'s ({linked}): {what}"
+                assert "P2c" not in self.checked or intent["customer"] == linked, f"P2: charged another customer than {upload.account}'s ({linked}): {what}"
                 assert (intent["amount"], intent["currency"]) == upload.terms, \
                     f"P2: charged other than the file's amount and currency {upload.terms}: {what}"
                 assert intent_order(intent) == upload.order, f"P2: charged under another order than {upload.order}: {what}"
@@ -414,7 +417,7 @@ class MoneyModel(RuleBasedStateMachine):
                 booked[order] = line
                 assert (line.account, line.cents) == (order[0], intent["amount"]), \
                     f"P3: the books say {line}, Stripe charged {intent['amount']} for {order}"
-                assert line.currency == intent["currency"], \
+                assert "P3c" not in self.checked or line.currency == intent["currency"], \
                     f"P3: the books' line for {order} has currency {line.currency!r}, Stripe charged {intent['currency']!r}"
             charged = {line.charge_id for line in lines}
             for intent in intents.values():
@@ -520,7 +523,7 @@ ISSUE_39 = pytest.mark.xfail(strict=False, reason="issue 39: the handler to copy
 
 @ISSUE_39
 def test_replay_a_valid_order_is_charged_to_the_accounts_linked_customer():
-    replay("P2", upload())  # was P2: charged to no customer (the account name is no cus_ id)
+    replay("P2,P2c", upload())  # was P2: charged to no customer (the account name is no cus_ id)
 
 
 @ISSUE_39

@@ -552,6 +552,16 @@ def test_replay_a_write_refused_then_the_same_order_a_day_later_is_not_charged_t
 
 
 @ISSUE_39
+def test_replay_an_answer_lost_after_the_charge_then_the_same_file_two_weeks_later_is_not_charged_twice():
+    """Found by the search (targeted phase, 800 sequences of 20 steps): Stripe charged, its answer
+    was lost; two weeks later, Stripe's key pruned, the uploader sends the same file again under
+    another name: a young event, so no look-up, and the pruned key charges anew."""
+    replay("P1", lambda m: m.fault_at_stripe(fault=("drop_after", CHARGE)), upload(),
+           lambda m: m.time_passes(seconds=14 * DAY, stripe_prunes=True, ttl_sweeps=False),
+           lambda m: m.upload_again(earlier=last(m), change="same", same_name=False))
+
+
+@ISSUE_39
 def test_replay_a_rotated_secret_key_is_read_again_not_parked():
     replay("P5", upload(), lambda m: m.secret_key_rotated(), upload(order_id="1002"))  # was P5: 401 parked for good
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings, strategies as st, target
+from hypothesis import HealthCheck, Phase, currently_in_test_context, settings, strategies as st, target
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from idem.core.events import S3Object, s3_event
@@ -468,7 +468,9 @@ class MoneyModel(RuleBasedStateMachine):
         done = {line.charge_id for line in map(ledger_line, self.bench.ledger_items()) if line is not None}
         now = self.bench.clock.now()
         unbooked = [i for i in self.bench.succeeded_intents() if i["id"] not in done]
-        target(float(sum(1 + min(now - i["created"], 30 * DAY) / DAY for i in unbooked)), label="unbooked charge-days")
+        if currently_in_test_context():  # (a replay runs outside hypothesis)
+            target(float(sum(1 + min(now - i["created"], 30 * DAY) / DAY for i in unbooked)),
+                   label="unbooked charge-days")
 
     def teardown(self) -> None:
         try:
@@ -486,8 +488,10 @@ MoneyModel.TestCase.settings = settings(
     database=None, suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=SOAK,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
 TestMoneyModel = MoneyModel.TestCase
+#: Only a property failing is expected (a harness error is not): with IDEM_SOAK, several at once.
 TestMoneyModel.pytestmark = [pytest.mark.xfail(
-    strict=False, reason="issue 39: the handler to copy before its money-safety fixes")]
+    strict=False, raises=(AssertionError, ExceptionGroup),
+    reason="issue 39: the handler to copy before its money-safety fixes")]
 
 
 # -- replays: minimal sequences the machine found on the handler before issue 39's fixes -------------
@@ -518,7 +522,8 @@ def upload(account: str = "alice", variant: str = "valid", order_id: str = "1001
                               currency=currency)
 
 
-ISSUE_39 = pytest.mark.xfail(strict=False, reason="issue 39: the handler to copy before its money-safety fixes")
+ISSUE_39 = pytest.mark.xfail(strict=False, raises=AssertionError,
+                             reason="issue 39: the handler to copy before its money-safety fixes")
 
 
 @ISSUE_39
@@ -534,6 +539,14 @@ def test_replay_a_file_naming_another_accounts_customer_is_never_charged():
 @ISSUE_39
 def test_replay_the_same_order_id_in_two_accounts_is_two_orders():
     replay("P5", upload("alice"), upload("bob"))  # was P5: bob's order answered `duplicate`, never charged
+
+
+@ISSUE_39
+def test_replay_another_accounts_order_with_the_same_id_and_amount_is_not_parked_without_a_record():
+    """Found by the search: bob's 1001 at another amount than alice's 1001 is refused as a
+    'corrected order' of alice's, with no record of its own: parked and counted, never charged,
+    and nothing says so in the table (P4)."""
+    replay("P4", upload("alice"), upload("bob", cents=1300))
 
 
 @ISSUE_39

@@ -494,7 +494,12 @@ TestMoneyModel.pytestmark = [pytest.mark.xfail(
     reason="issue 39: the handler to copy before its money-safety fixes")]
 
 
-# -- replays: minimal sequences the machine found on the handler before issue 39's fixes -------------
+# -- replays: minimal sequences on the handler before issue 39's fixes ---------------------------------
+# Found by the search (hypothesis, IDEM_MODEL_PROPERTIES one at a time): the customer charged (P2c),
+# another account's customer charged (P2), bob's 1001 never charged (P5), bob's 1001 parked with no
+# record (P4), a second charge two weeks after a lost answer (P1). Written from issue 39 and failing
+# the same properties: the `amount` field's default, the refused commit a day later, the 401 after a
+# rotation, a read's 500, the changed default card.
 def replay(checks: str, *steps: Any) -> None:
     """Run one sequence through the machine judging only `checks` ("P1,P5"), its invariant after
     each step, then quiet."""

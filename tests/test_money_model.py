@@ -118,7 +118,7 @@ def intent_order(intent: dict[str, Any]) -> tuple[str, str | None]:
 # == end of INTERFACE =================================================================================
 
 SOAK = bool(os.environ.get("IDEM_SOAK"))
-#: The properties judged; P2c (the customer charged) and P3c (the line's currency) are parts of P2
+#: The properties judged; P2c (the customer charged) and P3c (the line's customer and currency) are parts of P2
 #: and P3 that can be left out to find the sequences other parts fail with.
 CHECKED = {p.strip() for p in (os.environ.get("IDEM_MODEL_PROPERTIES") or "P1,P2,P2c,P3,P3c,P4,P5").split(",")}
 ACCOUNTS = ("alice", "bob", "carol")
@@ -417,6 +417,8 @@ class MoneyModel(RuleBasedStateMachine):
                 booked[order] = line
                 assert (line.account, line.cents) == (order[0], intent["amount"]), \
                     f"P3: the books say {line}, Stripe charged {intent['amount']} for {order}"
+                assert "P3c" not in self.checked or intent["customer"] == self.linked.get(line.account), \
+                    f"P3: the books' line for {order} is {line.account}'s, Stripe charged {intent['customer']}"
                 assert "P3c" not in self.checked or line.currency == intent["currency"], \
                     f"P3: the books' line for {order} has currency {line.currency!r}, Stripe charged {intent['currency']!r}"
             charged = {line.charge_id for line in lines}

@@ -266,6 +266,7 @@ class StripeAccount:
         self._lock = threading.RLock()
         self._counters: dict[str, int] = {}
         self.failed: set[str] = set()  # processing PaymentIntents whose payment then failed: no money moved
+        self.expired_keys: set[str] = set()  # API keys rolled and expired (idem.sim.stripe_keys.expire_api_key)
 
     # -- what tests set ---------------------------------------------------------------------------
     def inject(self, *faults: str, method: str = "POST", path: str = "/v1/payment_intents",
@@ -326,6 +327,9 @@ class StripeAccount:
         if mode is None:  # 401 (https://docs.stripe.com/api/errors: "No valid API key provided")
             raise StripeError(401, "invalid_request_error", "Invalid API Key provided.", code="api_key_invalid"
                               if api_key else None)
+        if api_key in self.expired_keys:  # "a deleted or expired key ... an authentication error" (https://docs.stripe.com/keys)
+            raise StripeError(401, "invalid_request_error", f"Expired API Key provided: {api_key[:8]}***",
+                              code="api_key_expired")
         return mode
 
     def _authorize(self, api_key: str, route: str) -> None:

@@ -171,7 +171,7 @@ print("charges at the provider:", len(provider.charges()))
 # * It saves nothing when the request fails validation (a 400 before executing) or conflicts
 #   with a request in flight: a key still in flight gets 409. A retry of either runs anew
 #   ([idempotency](https://docs.stripe.com/idempotency)).
-# * A declined card (402) is a final answer.
+# * A declined card (402) is saved like any answer: a retry with the key gets the same 402.
 #
 # Here is keyed against each, the fault on the first attempt only:
 
@@ -188,8 +188,14 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 #   moved. Keyed marks the record `needs_attention` and fails. Its two retries find that record
 #   and fail too, so the event reaches the failure queue with the reason. Keyed does not try a new
 #   key: if the first attempt did charge, a new key would charge twice.
-# * A **decline** (402) is the card issuer's final no. It ends the work with a `declined` record.
-#   Nothing is retried or queued.
+# * A **decline** (402) is the card issuer's no to this charge. Keyed ends the work with a
+#   `declined` record, and nothing is retried or queued. A retry with the same key would only
+#   replay the saved 402.
+#
+# A decline is final for its key, not always for the card. Some decline codes say a later attempt
+# may pass, such as `try_again_later` or `issuer_not_available`
+# ([decline codes](https://docs.stripe.com/declines/codes)). That attempt is a new charge, with a
+# new key: a decision for a person, never for a retry.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -268,7 +274,9 @@ fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 
 # Lambda would not really let the first invocation run past its 30 s timeout. The runtime marks
 # it `timeout` only when the stall ends, at t = 45 s, and retries it a minute later, at t = 105 s.
 # On AWS the timeout would stop it at t = 30 s, and the retry would come at about t = 90 s. Either
-# way, that retry finds `done`. The stall stands for every way a
+# way, the retry starts in a fresh environment: Lambda resets one whose invocation timed out
+# ([execution environment](https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)).
+# And either way, that retry finds `done`. The stall stands for every way a
 # lease can end while its holder still runs:
 #
 # * a lease set shorter than the timeout;

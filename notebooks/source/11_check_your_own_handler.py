@@ -74,7 +74,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # | `silent_loss` | not charged, and the failure queue is empty | yes |
 # | `needs_attention` | charged, the work unfinished, and the event is in the failure queue | no |
 # | `failed_visibly` | not charged, and the event is in the failure queue | no |
-# | `declined` | the provider declined the card: a final answer, no money moved, nothing retried | no |
+# | `declined` | the provider declined the card: final for its key, no money moved, nothing retried | no |
 #
 # A **break** is a double charge, a double effect, a silent mismatch or a silent loss. The
 # other verdicts are fine: a failure that reaches the failure queue is one a person will see.

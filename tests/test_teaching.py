@@ -206,7 +206,7 @@ def test_chapter_02_s_unrigged_race_comes_by_a_double_win():
 
 
 # -- every exercise of 01-07 is checked by a checker in idem/lessons --------------------------------
-LESSON_CHECKERS = {"01": "check_retries(", "02": "claims.check_holder_of(", "03": "check_recipe(",
+LESSON_CHECKERS = {"01": "check_retry_prediction(", "02": "claims.check_holder_of(", "03": "check_recipe(",
                    "04": "alarms.explain_alarm(", "05": "check_fix(", "06": "leases.check_lease(",
                    "07": "auditor.check_query("}
 
@@ -232,8 +232,9 @@ def test_chapter_02s_holder_check_explains_each_wrong_answer():
     from idem.sim.world import LocalWorld
 
     with LocalWorld() as world:
-        assert claims.check_holder_of(lambda r: r["Item"]["owner"]["S"], world).startswith("Right")
-        assert claims.check_holder_of(lambda r: r["Item"]["owner"], world).startswith("Close")
+        right = claims.check_holder_of(lambda r: (r["Item"]["owner"]["S"], int(r["Item"]["expires_at"]["N"])), world)
+        assert right.startswith("Right")
+        assert claims.check_holder_of(lambda r: (r["Item"]["owner"], 0), world).startswith("Close")
         assert claims.check_holder_of(lambda r: None, world).startswith("No answer yet")
         assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
 

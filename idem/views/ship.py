@@ -313,12 +313,12 @@ recommend_explore = pinned(recommend, show_recommendation,
 
 # -- chapter 12: the exercise --------------------------------------------------------------------
 SYSTEMS = {
-    "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
-    "card": "charge the customer's card through a provider that takes idempotency keys",
-    "balance": "add the order's total to the customer's balance, an item in your own table",
-    "chat": "post 'thanks for your order' to a chat API without idempotency keys, millions a day, "
-            "so the cheapest guard wins; a missed post is fine (a weekly job re-posts what is "
-            "missing), two posts look sloppy",
+    "thumbnail": "save a small preview of each uploaded photo as thumbs/<the photo's name>.jpg",
+    "card": "take the order's payment with Stripe's PaymentIntents API",
+    "balance": "add the order's total to the customer's store credit, an item in the app's DynamoDB table",
+    "chat": "post 'thanks for your order' to a team chat's webhook, which has no request ids; "
+            "millions a day, each call costs; a weekly job re-posts any that are missing, and two "
+            "posts look sloppy",
 }
 CHOICES = ("overwrite", "claim_first", "transaction", "keyed")
 ANSWERS = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}
@@ -375,8 +375,7 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     if unknown:
         return f"unknown systems {unknown}: answer for {', '.join(SYSTEMS)}"
     if unfilled(dict(choices)):
-        return not_yet("my_choices holds no choice", f"Walk the diagram for each system and write one of "
-                       f"{', '.join(CHOICES)}.")
+        return not_yet(f"my_choices holds no choice: write one of {', '.join(CHOICES)} for each system")
     r = _by_name(rows)
     lines, right = [], 0
     for system in SYSTEMS:
@@ -649,8 +648,7 @@ def check_stack_prediction(prediction: Mapping[str, Any], result: Any) -> str:
     if missing:
         return f"Predict every number: {', '.join(missing)} has no prediction."
     if unfilled(dict(prediction)):
-        return not_yet("my_prediction holds no number", "Follow one upload through three attempts, "
-                       "each failing after its charge: what does the provider do with the same key?")
+        return not_yet("my_prediction holds no number: put a whole number in each of its three places")
     measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
                 "events in the failure queue": result.dlq}
     lines = []

@@ -162,8 +162,8 @@ views.items_by_handler(after_charge)
 # * `robust` leaves a record marked `done` and an entry. The entry also counts fewer charges than
 #   the provider made (chapter 06 explains why).
 #
-# In `claim_first`'s table, the only trace of the lost work is a claim with no ledger entry. A
-# reconciliation that compares the two can find it. Nothing else will.
+# The failure queue stays empty in all three. Whether `claim_first`'s table still holds a trace of
+# the lost work is the question this chapter's exercise asks.
 
 # %% [markdown]
 # ## Explore

@@ -348,6 +348,12 @@ views.fix_frame(mine)
 # minute later, and by then the record says `done`. A failed charge deletes the record before it
 # raises, so the retry can win the put again.
 #
+# That deletion is the fix's weak spot, and the check does not run the case that shows it. An
+# exception from the charge call does not prove that nothing was charged. The provider may have
+# charged, and its answer been lost on the way back. Deleting the record then lets the retry win
+# the put and charge a second time. Robust cannot tell a lost answer from a refusal. Chapter 06
+# closes that gap with the provider's idempotency key.
+#
 # ```python
 # from idem.core.handlers.common import charge_step, order_for, receipt
 # from idem.core.ledger import Status

@@ -377,15 +377,14 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# Size a lease. Your work takes up to 45 s from the claim to the commit in the worst case (a slow
-# provider). Keyed's lease is the function timeout. Lambda's first retry comes 60 s after a
-# crash. Pick `my_timeout` (seconds) so that both hold:
+# Size a lease for a case this chapter did not run. Your work takes up to 45 s from the claim to
+# the commit in the worst case (a slow provider). Keyed's lease is the function timeout. Pick
+# `my_timeout` (seconds) so that keyed charges once, and books the charge by Lambda's first
+# retry, whatever happens: a copy of the event arriving while the work still runs, or a crash
+# right after the charge.
 #
-# 1. a live invocation, still in its 45 s of work, is never taken over by a copy;
-# 2. after a crash, Lambda's first retry finds the lease over and finishes the work.
-#
-# The check runs the real code twice: a copy arriving 45 s into the work, and a crash after the
-# charge.
+# Predict first: is there one right timeout, a range of them, or none? The check runs the real
+# code twice with yours: a copy arriving 45 s into the work, and a crash after the charge.
 
 # %%
 my_timeout = None  # your answer here: seconds

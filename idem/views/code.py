@@ -6,10 +6,13 @@ import importlib.util
 import inspect
 import json
 import pkgutil
+import contextlib
+import io
+import sys
 import textwrap
 from types import ModuleType
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from IPython.display import Markdown
 
@@ -140,3 +143,19 @@ def explain_breaks(report: Any) -> str:
         lines += [textwrap.fill(reason, WIDTH, subsequent_indent="  "),
                   f"  smallest: {smallest.schedule.label()}"]
     return "\n".join(lines)
+
+
+def fold(line: str, width: int = 96) -> str:
+    """One long line (a JSON log line, say) wrapped to the page, its continuation indented."""
+    return textwrap.fill(line, width, subsequent_indent="    ", break_long_words=True,
+                         break_on_hyphens=False)
+
+
+@contextlib.contextmanager
+def folded_output(width: int = 96) -> Iterator[None]:
+    """Print what the block prints (a handler's log lines) folded to the page's width."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        yield
+    for line in printed.getvalue().splitlines():
+        print(fold(line, width) if line else line, file=sys.stdout)

@@ -233,8 +233,7 @@ views.attempts_frame(trap[1])[["t (s)", "attempt", "container", "outcome"]]
 # timeline change. Try `robust` with `after_charge` and `keyed` with the same, or `claim_first`
 # with `at_charge, always`. The next chapters explain each of them.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.outcome_explorer()
 
 # %% [markdown]

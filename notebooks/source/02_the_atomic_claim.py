@@ -92,8 +92,7 @@ fig = views.race_chart(reports)
 # still starts eight threads at once on a fresh key. Who wins is now up to the thread scheduler.
 # Here are three runs of fifty rounds:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for _ in range(3):
     print(claims.unrigged_race(8, 50).summary())
 
@@ -162,8 +161,7 @@ views.rows_frame(views.claim_costs(world))
 # Change how many threads race and for how many rounds. The read-then-write claim gives every
 # thread a win in every round, however many there are; the conditional put gives exactly one.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.race_explorer(threads=4, rounds=20)
 
 # %% [markdown]

@@ -264,8 +264,7 @@ fig = views.recipe_grid(grid)
 #
 # Pick an upload story and a recipe, and see which events are charged.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.story_explorer("same bytes again", "version")
 
 # %% [markdown]

@@ -108,8 +108,8 @@ print("failure queue depth:", world.failure_queue_depth())
 # %%
 for attempt in close_up.trace:
     for line in attempt.logs:
-        print(f"attempt {attempt.attempt}: {line}")
-    print(f"attempt {attempt.attempt}: returned {attempt.result or attempt.error}")
+        print(views.fold(f"attempt {attempt.attempt}: {line}"))
+    print(views.fold(f"attempt {attempt.attempt}: returned {attempt.result or attempt.error}"))
 
 # %% [markdown]
 # Notice that no line says money moved without a ledger entry. Nobody will be paged.
@@ -171,8 +171,7 @@ views.items_by_handler(after_charge)
 # Pick a fault point and how often it fires. `naive`, `claim_first` and `robust` all meet the same
 # fault (`keyed` waits for chapter 06).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.fault_explorer("at_charge", "once")
 
 # %% [markdown]

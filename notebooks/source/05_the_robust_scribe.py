@@ -276,8 +276,7 @@ print(f"the record says {record['status']}, receipt {record['result']['charge_id
 # * Keyed (chapter 06) turns the copy away with an error while the work runs, and Lambda retries
 #   it a minute later.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.copy_explorer()
 
 # %% [markdown]

@@ -258,14 +258,15 @@ views.show_source(KeyedLedger.totals)
 # provider's replay, and commits. Only then does the first invocation wake up and try to commit:
 
 # %%
-zombie = leases.zombie("keyed", pause=45)
+with views.folded_output():  # keyed's log lines, wrapped to the page
+    zombie = leases.zombie("keyed", pause=45)
 print("what the stalled invocation's handler returned:", leases.last_status(zombie, 1, 1))
 print(f"charges {zombie.charges}, ledger {zombie.ledger}, record {zombie.record}: {zombie.verdict}")
 fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 s after its charge; a copy arrives")
 
 # %% [markdown]
 # The first line printed is keyed's own log, one JSON object per line as CloudWatch Logs keeps
-# it: the stalled invocation's warning that it lost the record.
+# it (folded here to fit the page): the stalled invocation's warning that it lost the record.
 #
 # The zombie's commit was refused (`LostOwnership`), so its handler returned `superseded`. A
 # commit is **superseded** when another invocation took the work over and finished it first. The
@@ -289,15 +290,15 @@ fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 
 # retry (`WorkInProgress`). Over 30 s it takes over. Robust has neither a lease nor a fence, so
 # its copy charges at any stall.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.zombie_explorer()
 
 # %% [markdown]
 # The same call with the widget's starting values:
 
 # %%
-_ = views.explore_zombie("keyed", 45)
+with views.folded_output():
+    _ = views.explore_zombie("keyed", 45)
 
 # %% [markdown]
 # ## Why the lease ends at the deadline

@@ -328,8 +328,7 @@ leftovers = dry.teardown()
 #
 # Pick the template's parameters: each change deploys a fresh stack on moto, uploads one order and
 # shows what the provider charged.
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 lab.stack_explorer()
 
 # %% [markdown]

@@ -91,8 +91,7 @@ print(production.outage_lines())
 # Slide the outage's length and see where an order uploaded in its first second ends, in each
 # profile.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.ship.outage_explorer()
 
 # %% [markdown]

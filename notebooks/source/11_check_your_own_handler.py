@@ -300,8 +300,7 @@ handlers = views.HandlerChoices(
     {"given handler": report, "no claim": no_claim, "your fix": "my_handler:lambda_handler"},
     effects=BOOKS, retries=(1,))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.check_explorer(handlers)
 
 # %% [markdown]

@@ -88,8 +88,7 @@ views.pattern_table(rows)
 # Say what your handler needs. The explorer walks the diagram and gives its reasons, each taken
 # from a row of the table above.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.recommend_explorer(rows)
 
 # %% [markdown]

@@ -64,14 +64,43 @@ views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
 # Keyed charges once, both ways. Look at how.
 
 # %% [markdown]
+# ## The whole protocol on one screen
+#
+# Here is the pattern this chapter builds, in one function you can copy. It runs in this
+# workbook's local Lambda like any handler, and the tests judge it by the same runs as chapter
+# 05's fix. It makes three calls: a claim, a charge with a key, and a commit.
+
+# %%
+from idem.lessons import protocol
+
+views.show_source(protocol.handle)
+
+# %% [markdown]
+# Read it in four steps:
+#
+# 1. *Claim with a lease.* A conditional put takes the order's record if there is none, or if
+#    its holder's lease is over. The lease ends at the invocation's deadline.
+# 2. *The loser's three answers*, read from the record that refused it: `done` stands down,
+#    `in_progress` fails so that Lambda retries later, anything else waits for a person.
+# 3. *Charge with the order's key.* A retry sends the same key, so its charge is the
+#    provider's replay of the first. A failed call gives the lease back before it raises.
+# 4. *Commit, fenced to the owner.* One `TransactWriteItems` call turns the record `done` and
+#    counts the charge: both land, or neither. It lands only while this invocation still owns the
+#    record.
+#
+# The rest of this chapter takes each step apart in the handler to copy, `keyed.py`. It does the
+# same four things. It also reads each provider answer by its meaning, keeps `declined` and
+# `needs_attention` records, and logs and counts what it did.
+
+# %% [markdown]
 # ## Handing the key to the provider
 #
 # The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
 # Its protocol lives in `idem/core/handlers/keyed.py`, the handler to copy, beside small siblings
-# it imports (`keyed_orders.py` names the order, chapter 03). Here are its three steps: claim the
-# order, charge with its key, and commit (the last two in `_charge_and_commit`).
-# A few names in it are taught further down this chapter: the lease, `WorkInProgress`,
-# `LostOwnership`, and the `DECLINED` and `NEEDS_ATTENTION` statuses. Read past them for now.
+# it imports (`keyed_orders.py` names the order, chapter 03). Here are the same steps in it: claim
+# the order, charge with its key, and commit (the last two in `_charge_and_commit`). Its lease is
+# the one above. `WorkInProgress` and `LostOwnership` are the loser's and the zombie's answers.
+# The `DECLINED` and `NEEDS_ATTENTION` statuses come with the provider's answers below.
 
 # %%
 views.show_source(KeyedCharger.charge_once)
@@ -196,6 +225,15 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 # may pass, such as `try_again_later` or `issuer_not_available`
 # ([decline codes](https://docs.stripe.com/declines/codes)). That attempt is a new charge, with a
 # new key: a decision for a person, never for a retry.
+
+# %% [markdown]
+# Keyed reads each answer by what it means, from Stripe's error type and code, in one function of
+# its provider module. Retry later with the same key, a decline, or a person's turn:
+
+# %%
+from idem.core.handlers import keyed_provider
+
+views.show_source(keyed_provider.meaning_of)
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner

@@ -23,6 +23,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
            ("Delete the record",)),
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
     "09": (("same key", "replay", "three attempts", "provider"), ("replay",)),
+    "11": (("claim", "books", "idempotency", "silent_", "smallest"), ()),
     "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
            ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),
 }

@@ -672,7 +672,7 @@ def lambda_handler(event, context):
 
 # %%
 mine = handlers.report("your fix")  # check_handler as above; again only if the file changed
-print(views.explain_breaks(mine))
+print(views.explain_your_fix(mine, "scratch/my_handler.py", "scratch/broken_handler.py"))
 if mine.holds:
     print("That was one retry setting. For all three, run this (it takes longer):\n"
           '    check_handler("my_handler:lambda_handler", effects=BOOKS, workers=1).explain()')

@@ -22,7 +22,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "05": (("alone decide", "must not charge", "Delete the record", "must raise", "stand down"),
            ("Delete the record",)),
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
-    "09": (("same key", "replay", "three attempts", "provider"), ("replay",)),
+    "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
     "11": (("claim", "books", "idempotency", "silent_", "smallest"), ()),
     "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
            ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),

@@ -629,34 +629,36 @@ def stack_metrics(report: Any = None) -> str:
 
 
 # -- chapter 09's exercise: a poison event through the deployed keyed stack, predicted -------------
-STACK_PREDICTIONS = ("charges", "ledger entries", "events in the failure queue")
+STACK_PREDICTIONS = ("invocations", "ledger entries", "events in the failure queue", "the record's status")
 STACK_WHY = {
-    "charges": "every retry passes the same idempotency key, so the provider replays the first "
-               "charge instead of making a new one",
+    "invocations": "a function error is retried by Lambda: count the first attempt and each retry the "
+                   "stack's EventInvokeConfig allows",
     "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
                       "booked: the reconciliation job finds the charge",
-    "events in the failure queue": "after Lambda's two retries the stack's EventInvokeConfig sends "
+    "events in the failure queue": "after Lambda's retries the stack's EventInvokeConfig sends "
                                    "the event to FailureQueue, where a redrive can find it",
+    "the record's status": "no attempt reached its commit, and each failed attempt gave its lease back "
+                           "before it raised. Which status did the claim write, and who would change it?",
 }
 
 
 def check_stack_prediction(prediction: Mapping[str, Any], result: Any) -> str:
-    """Chapter 09's exercise: the predicted charges, ledger entries and failure-queue events of
-    a poison event through the keyed stack, against `lab.try_stack`'s result. A wrong number
-    gets the reason, not the number."""
+    """Chapter 09's exercise: what chapter 00's verdict for a poison event does not say (the
+    invocations, the ledger entries, the failure queue, the order record's status) through the
+    keyed stack, against `lab.try_stack`'s result. A wrong prediction gets the reason, not the value."""
     missing = [name for name in STACK_PREDICTIONS if name not in prediction]
     if missing:
-        return f"Predict every number: {', '.join(missing)} has no prediction."
+        return f"Predict every one: {', '.join(missing)} has no prediction."
     if unfilled(dict(prediction)):
-        return not_yet("my_prediction holds no number: put a whole number in each of its three places")
-    measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
-                "events in the failure queue": result.dlq}
+        return not_yet("my_prediction holds no prediction: fill in each of its four places")
+    measured = {"invocations": len(result.attempts), "ledger entries": result.ledger_charges,
+                "events in the failure queue": result.dlq, "the record's status": result.record}
     lines = []
     for name in STACK_PREDICTIONS:
         guess = prediction[name]
         if unfilled(guess):
             lines.append(f"{name}: no prediction yet.")
-        elif guess == measured[name]:
+        elif guess == measured[name] or (isinstance(guess, str) and guess.strip().lower() == str(measured[name])):
             lines.append(f"{name}: right, {measured[name]}.")
         else:
             lines.append(f"{name}: not {guess}: {STACK_WHY[name]}.")

@@ -405,11 +405,14 @@ else:
 # ## Try it
 #
 # `FailTimes=always` stages a poison event: the function fails after the charge on every attempt.
-# Deploy `HandlerMode=keyed` that way, in your head first. Predict the charges, the ledger entries
-# and the events in the failure queue. The check deploys that stack on moto and compares.
+# Deploy `HandlerMode=keyed` that way, in your head first. Chapter 00's table gives its verdict,
+# `needs_attention`, and one charge. Predict what the verdict does not say: how many invocations
+# Lambda makes, the ledger entries, the events in the failure queue, and the status the order's
+# record is left in. The check deploys that stack on moto and compares.
 
 # %%
-my_prediction = {"charges": None, "ledger entries": None, "events in the failure queue": None}  # your answer
+my_prediction = {"invocations": None, "ledger entries": None, "events in the failure queue": None,
+                 "the record's status": None}  # your answer: numbers, and a status as a string
 
 # %%
 result = lab.try_stack("keyed", "after_charge", "always")
@@ -418,11 +421,13 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# One charge, no ledger entry, one event in the failure queue. The key makes every retry a replay,
-# so money moves once. No attempt reaches its commit, so the ledger books nothing. The exhausted
-# event goes to the failure queue, where an alarm and a redrive can act on it. The hourly
-# reconciliation reports the charge as one not on the books, and the upload as one with no line.
-# One `idem settle` with the order's key answers both: it books the charge.
+# Three invocations, no ledger entry, one event in the failure queue, and a record left
+# `in_progress`. Lambda retries a function error twice, so the first attempt and two retries
+# run. The key makes every retry's charge a replay, so money moves once. No attempt reaches its
+# commit, so the ledger books nothing. Each attempt gives its lease back before it raises, and
+# nothing marks the record, so it stays `in_progress`: the verdict `needs_attention` comes from
+# the failure queue, not from the record. The hourly reconciliation reports the charge as one
+# not on the books. One `idem settle` with the order's key books it.
 # </details>
 #
 # ## Summary

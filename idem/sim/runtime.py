@@ -698,9 +698,7 @@ class LocalLambda:
         if attempt.outcome == "ok" and self.clock.now() > deadline:
             attempt.outcome = "timeout"
             attempt.error = f"Sandbox.Timedout: Task timed out after {self.timeout:.2f} seconds"
-            # Lambda resets an environment whose invocation timed out: its next start is cold
-            # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)
-            container.module = None
+            container.module = None  # Lambda resets it after a timeout (Lambda guide: lambda-runtime-environment)
         attempt.end = round(self.clock.t, 3)
         if attempt.failed:
             self.after_failure(pending, attempt)

@@ -171,3 +171,19 @@ def explain_your_fix(report: Any, mine: str | Path, given: str | Path, function:
         return not_yet(f"{Path(mine).name} is still the given handler: change {function}, run its cell "
                        "to save the file, then run this check")
     return explain_breaks(report)
+
+
+def template_lines(*starts: str) -> Markdown:
+    """The lines of template.yaml that start with each of `starts` (after their indent), as YAML:
+    a template's one-line entries, such as its Transform or a condition, shown where a chapter
+    explains them."""
+    from ..deploy.template import TEMPLATE
+
+    lines = TEMPLATE.read_text(encoding="utf-8").splitlines()
+    found = []
+    for start in starts:
+        line = next((line for line in lines if line.lstrip().startswith(start)), None)
+        if line is None:
+            raise ValueError(f"no line of template.yaml starts with {start!r}")
+        found.append(line.strip())
+    return show_text("\n".join(found), "yaml")

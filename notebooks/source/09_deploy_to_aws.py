@@ -82,6 +82,34 @@ views.ship.profile_table()
 # `tests/test_production_profile.py` checks each of these.
 
 # %% [markdown]
+# ### Two transforms, run before anything is made
+#
+# The template's first line names two *transforms*: macros CloudFormation runs over the
+# template, in order, before it makes a resource. `AWS::LanguageExtensions` resolves the `!If`
+# in each `DeletionPolicy` and `UpdateReplacePolicy`, where CloudFormation alone takes no
+# function ([the transform](https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/function-refs-in-policy-attributes.html)).
+# `AWS::Serverless-2016-10-31` (SAM) then expands each `AWS::Serverless::Function` into the
+# function, its role and its event wiring. A deploy of a template with transforms must
+# acknowledge them with `CAPABILITY_AUTO_EXPAND`.
+
+# %%
+views.template_lines("Transform:", "DeletionPolicy: !If")
+
+# %% [markdown]
+# Two more conditions decide what a production stack makes, and what it finds already made.
+# A deleted production stack leaves its books behind: the ledger, the queues, the buckets and
+# the log groups (`Retain`). Deployed again with `AdoptRetained=yes`, it uses them instead of
+# making new ones of the same name. `CreateRetained` is false only then:
+
+# %%
+views.template_lines("CreateRetained:", "CreateUploadQueue:")
+
+# %% [markdown]
+# `RetainedReady` is an empty resource (a `WaitConditionHandle`) that names every kept resource
+# the stack makes. Resources that use them by name wait for it (`DependsOn`), so they are made
+# after what they use, whether the stack made it or adopted it.
+
+# %% [markdown]
 # ## The template, resource by resource
 #
 # ### The parameters

@@ -89,6 +89,17 @@ def test_an_invocation_past_its_deadline_times_out(world):
     assert len(world.provider().charges()) == 2
 
 
+def test_an_invocation_that_ran_past_its_deadline_is_retried_in_a_fresh_environment(world):
+    # Lambda resets the execution environment after an invocation times out: the retry starts
+    # cold (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)
+    runtime = LocalLambda(world, world.env("naive"), timeout=30)
+    runtime.during("charged", lambda: world.clock.advance(31))
+    runtime.send(world.event(world.upload("alice/o.csv")))
+    first, retry = runtime.run()
+    assert first.outcome == "timeout" and first.container == "c1"
+    assert retry.cold and retry.container == "c2"  # was a warm start on c1
+
+
 def test_events_older_than_the_maximum_age_are_dropped_to_the_destination(world):
     runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("at_charge", "always"),
                           max_event_age=90)

@@ -206,7 +206,7 @@ def test_chapter_02_s_unrigged_race_comes_by_a_double_win():
 
 
 # -- every exercise of 01-07 is checked by a checker in idem/lessons --------------------------------
-LESSON_CHECKERS = {"01": "check_retries(", "02": "claims.check_holder_of(", "03": "check_recipe(",
+LESSON_CHECKERS = {"01": "check_retry_prediction(", "02": "claims.check_holder_of(", "03": "check_recipe(",
                    "04": "alarms.explain_alarm(", "05": "check_fix(", "06": "leases.check_lease(",
                    "07": "auditor.check_query("}
 
@@ -232,8 +232,9 @@ def test_chapter_02s_holder_check_explains_each_wrong_answer():
     from idem.sim.world import LocalWorld
 
     with LocalWorld() as world:
-        assert claims.check_holder_of(lambda r: r["Item"]["owner"]["S"], world).startswith("Right")
-        assert claims.check_holder_of(lambda r: r["Item"]["owner"], world).startswith("Close")
+        right = claims.check_holder_of(lambda r: (r["Item"]["owner"]["S"], int(r["Item"]["expires_at"]["N"])), world)
+        assert right.startswith("Right")
+        assert claims.check_holder_of(lambda r: (r["Item"]["owner"], 0), world).startswith("Close")
         assert claims.check_holder_of(lambda r: None, world).startswith("No answer yet")
         assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
 
@@ -330,11 +331,27 @@ def test_chapter_03s_order_stories_charge_once_per_order_only_when_keyed_by_the_
     assert "charged 1250 already" in orders.attention_reason()
 
 
-def test_chapter_03_cites_s3s_conditional_writes_and_stripes_idempotency_error():
+def test_chapter_03_cites_s3s_conditional_writes_and_shows_the_deny_that_enforces_them():
+    """Issue 43: only a Deny refuses a PUT without If-None-Match (an Allow adds nothing for an
+    uploader whose own policy allows s3:PutObject); the chapter shows the policy, from idem."""
+    from idem.lessons import orders
+
     text = _chapter_text("03")
     assert "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html" in text
     assert "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html" in text
-    assert "`s3:if-none-match`" in text and "idempotency_error" in text
+    assert "orders.write_once_policy" in text and "`Deny`" in text
+    (statement,) = orders.write_once_policy("b")["Statement"]
+    assert statement["Effect"] == "Deny" and statement["Action"] == "s3:PutObject"
+    assert statement["Condition"]["Null"] == {"s3:if-none-match": "true"}
+
+
+def test_chapter_03_ends_with_the_key_and_leaves_record_states_to_05_and_06():
+    """Issue 43: record states, a crash after the charge, an expired claim, idempotency_error and
+    idem settle belong to chapters 05, 06 and 10, not to the chapter about the key."""
+    text = _chapter_text("03")
+    for later in ("idempotency_error", "idem settle", "needs_attention", "crash after the charge"):
+        assert later not in text, later
+    assert text.index("Try it") < text.index("An upload is not an order") < text.index("Summary  * ")
 
 
 def test_the_chapters_no_longer_teach_a_test_card_default_or_a_key_per_version():

@@ -46,9 +46,19 @@ def from_source(path: Path) -> nbformat.NotebookNode:
     notebook.metadata = {"kernelspec": KERNELSPEC,
                          "language_info": {"name": "python", "pygments_lexer": "ipython3"}}
     for number, cell in enumerate(notebook.cells):
-        cell.metadata = {}
+        cell.metadata = kept_metadata(cell)
         cell.id = f"cell-{number:03d}"  # stable ids: rebuilding an unchanged chapter changes nothing
     return notebook
+
+
+#: The only cell tag a chapter keeps: nbval's "compare nothing", for a widget cell (its twin below
+#: is compared) or a run that is random by design. A tag, not a comment, so the reader never sees it.
+IGNORE_OUTPUT = "nbval-ignore-output"
+
+
+def kept_metadata(cell: nbformat.NotebookNode) -> dict:
+    tags = [t for t in cell.metadata.get("tags", []) if t == IGNORE_OUTPUT]
+    return {"tags": tags} if tags else {}
 
 
 def build(path: Path) -> None:
@@ -61,7 +71,7 @@ def build(path: Path) -> None:
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     widgets = notebook.metadata.get(WIDGETS_KEY)
     for cell in notebook.cells:
-        cell.metadata = {}
+        cell.metadata = kept_metadata(cell)
     # The kernel's own language_info, as nbclient stored it: JupyterLab writes exactly this into
     # the notebook when its kernel connects, and marks the notebook modified if it differs.
     notebook.metadata = {"kernelspec": KERNELSPEC, "language_info": notebook.metadata["language_info"]}
@@ -80,8 +90,8 @@ def differences(path: Path) -> list[str]:
     target = NOTEBOOKS / f"{path.stem}.ipynb"
     if not target.exists():
         return [f"{target.name} is missing: run make notebooks"]
-    want = [(c.cell_type, c.source) for c in from_source(path).cells]
-    have = [(c.cell_type, c.source) for c in nbformat.read(target, as_version=4).cells]
+    want = [(c.cell_type, c.source, kept_metadata(c)) for c in from_source(path).cells]
+    have = [(c.cell_type, c.source, kept_metadata(c)) for c in nbformat.read(target, as_version=4).cells]
     if len(want) != len(have):
         return [f"{target.name}: {len(have)} cells stored, {len(want)} in the source"]
     return [f"{target.name}: cell {i} differs from its source" for i, (w, h) in enumerate(zip(want, have))

@@ -133,10 +133,16 @@ def table_shape(html: str) -> tuple[int, int]:
     return body, sum(w + 3 for w in widths.values())
 
 
+def output_ignored(cell: dict) -> bool:
+    """nbval compares nothing in this cell: its tag (or the older comment marker)."""
+    return ("nbval-ignore-output" in cell.get("metadata", {}).get("tags", [])
+            or text_of(cell).startswith("# NBVAL_IGNORE_OUTPUT"))
+
+
 def oversized_outputs(path: Path) -> list[Oversize]:
     found = []
     for number, cell in enumerate(cells(path)):
-        if cell["cell_type"] != "code" or text_of(cell).startswith("# NBVAL_IGNORE_OUTPUT"):
+        if cell["cell_type"] != "code" or output_ignored(cell):
             continue
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -163,7 +169,7 @@ def truncated_cells(path: Path) -> list[Oversize]:
     "...". A view that shortens on purpose ends with "\u2026" and is not counted."""
     found = []
     for number, cell in enumerate(cells(path)):
-        if cell["cell_type"] != "code" or text_of(cell).startswith("# NBVAL_IGNORE_OUTPUT"):
+        if cell["cell_type"] != "code" or output_ignored(cell):
             continue
         for output in cell.get("outputs", []):
             html = "".join(output.get("data", {}).get("text/html", ""))

@@ -2,7 +2,7 @@
 
 Every exercise cell starts empty: a value of `None` or `...`, or a function whose body is `...`
 (or `return None`). Its checker calls `unfilled` first and, while the answer is still empty,
-answers with `not_yet`: a hint at where to look, never the answer.
+answers with `not_yet`: what to fill in, never the answer or the rule that gives it.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def all_unfilled(values: Iterable[Any]) -> bool:
     return bool(values) and all(unfilled(v) for v in values)
 
 
-def not_yet(what: str, hint: str) -> str:
-    """The checker's answer to an empty exercise: what to fill in, and where to look."""
-    return f"No answer yet: {what}. {hint}"
+def not_yet(what: str, hint: str = "") -> str:
+    """The checker's answer to an empty exercise: what to fill in (and, rarely, where to look;
+    never a rule that gives the answer away)."""
+    return f"No answer yet: {what}. {hint}".rstrip()

@@ -57,12 +57,17 @@ def moto_as_shipped_race(threads: int = 8, rounds: int = 20, window: float = 0.0
             return race(threads, rounds, "conditional_put", world=world)
 
 
-def lost_put(world: LocalWorld, key: str, holder: str, loser: str = "second-invocation") -> dict[str, Any]:
-    """Put `key` for `holder`, then again for `loser`, both with attribute_not_exists(pk) and
-    ALL_OLD; return what the loser's failed put gets back (without the transport metadata)."""
+def lost_put(world: LocalWorld, key: str, holder: str, loser: str = "second-invocation",
+             expires_at: int | None = None) -> dict[str, Any]:
+    """Put `key` for `holder` (with `expires_at`, when given), then again for `loser`, both with
+    attribute_not_exists(pk) and ALL_OLD; return what the loser's failed put gets back (without
+    the transport metadata)."""
     request = dict(TableName=world.ledger_table, ConditionExpression="attribute_not_exists(pk)",
                    ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    world.dynamodb.put_item(Item=to_item({"pk": key, "status": "claimed", "owner": holder}), **request)
+    held = {"pk": key, "status": "claimed", "owner": holder}
+    if expires_at is not None:
+        held["expires_at"] = expires_at
+    world.dynamodb.put_item(Item=to_item(held), **request)
     try:
         world.dynamodb.put_item(Item=to_item({"pk": key, "status": "claimed", "owner": loser}), **request)
     except ClientError as error:
@@ -162,35 +167,45 @@ _EXERCISE_KEYS = itertools.count(1)  # a fresh claim for every check
 
 def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorld,
                     seen: str = "first-invocation") -> str:
-    """Make two claims held by holders the reader has not seen, lose a put to each, and call the
-    reader's `holder_of` on each response. `seen` is the holder the chapter printed. A function
-    that returns one fixed string cannot pass: the two holders differ. The expected holder is
-    never printed, so the answer is read from the response, not from this check."""
-    answers, holders = [], []
+    """Make two claims held by holders the reader has not seen, each with an `expires_at` (a
+    number, which the chapter's printed response lacks), lose a put to each, and call the
+    reader's `holder_of` on each response: it must return (owner, expires_at as an int). A
+    function that returns fixed values cannot pass: the two claims differ. The expected values
+    are never printed, so the answer is read from the response, not from this check."""
+    answers, truths = [], []
     for _ in range(2):
         n = next(_EXERCISE_KEYS)
         holder = f"invocation-{hashlib.sha256(str(n).encode()).hexdigest()[:4]}"
-        response = lost_put(world, f"charge#exercise#{n}", holder=holder)
+        expires = 86_400 + 3_600 * n
+        response = lost_put(world, f"charge#exercise#{n}", holder=holder, expires_at=expires)
         try:
             answer = holder_of(response)
         except Exception as error:  # noqa: BLE001 - the reader's code: report it, whatever it is
-            return (f"holder_of raised {type(error).__name__}: {error}. The holder is under the response's "
-                    "'Item', which is the stored item in DynamoDB's own format.")
+            return (f"holder_of raised {type(error).__name__}: {error}. Print the response it is given, "
+                    "and find the stored item in it.")
         if unfilled(answer):
-            return not_yet("holder_of returns no holder", "Print the response (print(response)) and find the "
-                           "stored item that stopped the put: its owner is the holder.")
+            return not_yet("holder_of returns nothing: return the holder's owner and its expires_at, as a pair")
         answers.append(answer)
-        holders.append(holder)
-    if answers == holders:
-        return f"Right: {answers[0]!r}, then {answers[1]!r}. The loser names the holder without a second request."
-    answer, holder = answers[0], holders[0]
-    if answer == {"S": holder}:
-        return (f"Close: {answer!r} is DynamoDB's typed form of a value ('S' means string). The "
-                "low-level client returns every attribute like that: take the string inside.")
-    if answer == seen:
+        truths.append((holder, expires))
+    if answers == truths:
+        return (f"Right: {answers[0]!r}, then {answers[1]!r}. The loser learns who holds the work, and "
+                "until when, without a second request.")
+    answer, (holder, expires) = answers[0], truths[0]
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return f"Not a pair: got {answer!r}. Return two values, the owner and the expires_at: (owner, expires_at)."
+    owner, when = answer
+    if owner == {"S": holder} or when == {"N": str(expires)}:
+        return (f"Close: {answer!r} holds DynamoDB's typed form of a value, a dict keyed by the value's "
+                "type. The low-level client returns every attribute like that: take the value inside.")
+    if owner == holder and when == str(expires):
+        return (f"Close: the owner is right, but {when!r} is text. DynamoDB's typed format sends a "
+                "number as a string: turn it into an int.")
+    if owner == seen:
         return (f"That is the holder of the claim printed above ({seen!r}). This response is about "
                 "another claim: read the owner from the response you are given.")
     if answers[0] == answers[1]:
-        return (f"Not the holder: your function returned {answer!r} for two claims with different "
-                "holders. Read the owner from each response, under 'Item'.")
-    return f"Not the holder: got {answer!r}. Look under 'Item', the stored item that stopped the put."
+        return (f"Not the holder: your function returned {answer!r} for two claims that differ. "
+                "Read both values from each response.")
+    if owner != holder:
+        return f"Not the holder: got {owner!r}. Look for the stored item that stopped the put."
+    return f"The owner is right, but not its expires_at: got {when!r}. It is in the same stored item."

@@ -84,8 +84,7 @@ def check_lease(my_timeout: float, work: float = 45.0) -> str:
     """Run keyed with `my_timeout` as its function timeout (its lease) twice: a copy arriving
     `work` seconds into the work, and a crash after the charge. Say which rule each run broke."""
     if unfilled(my_timeout):
-        return not_yet("set my_timeout to a number of seconds", "The lease must outlast the work, and "
-                       "end before Lambda's first retry: find both times in the two rules above.")
+        return not_yet("set my_timeout to a number of seconds, from 1 to 900")
     if isinstance(my_timeout, bool) or not isinstance(my_timeout, (int, float)) or not 0 < my_timeout <= 900:
         return (f"{my_timeout!r} is not a Lambda timeout: it is a number of seconds from 1 to 900 "
                 "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).")

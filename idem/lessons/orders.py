@@ -149,3 +149,23 @@ def corrected_before_booked(second_at: float = 40.0) -> CorrectedRun:
         records = world.table_items(world.ledger_table)
         return CorrectedRun(rows, [c.amount for c in world.provider().charges()], world.failure_queue_depth(),
                             ", ".join(str(r.get("status", {}).get("S", "")) for r in records))
+
+
+def write_once_policy(bucket: str) -> dict[str, Any]:
+    """The bucket policy that makes every name written once (ORDER_IDENTITY=object-name).
+
+    Only a Deny refuses a PUT without `If-None-Match`: an Allow with that condition adds nothing
+    to an uploader whose own IAM policy already allows s3:PutObject. The second condition spares
+    CreateMultipartUpload and UploadPart, which take no conditional header; the upload's
+    CompleteMultipartUpload must still carry it. Both conditions must hold for the Deny to apply.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html
+    """
+    return {"Version": "2012-10-17", "Statement": [{
+        "Sid": "DenyWritesWithoutIfNoneMatch",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{bucket}/*",
+        "Condition": {"Null": {"s3:if-none-match": "true"},
+                      "Bool": {"s3:ObjectCreationOperation": "true"}},
+    }]}

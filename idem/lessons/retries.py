@@ -1,7 +1,9 @@
-"""Chapter 01's exercise: the retry setting that keeps `naive` to one charge, and what it costs.
+"""Chapter 01's exercise: predict what each retry setting costs when S3 sends the event twice.
 
-The reader picks Lambda's `MaximumRetryAttempts` (0 to 2) for `naive` under `after_charge,
-once`; the check runs that scenario and says what the customer paid and what the books say.
+The reader predicts, for each of Lambda's `MaximumRetryAttempts` (0 to 2), the charges `naive`
+makes when S3 delivers one upload's event twice and every attempt fails after its charge (a case
+the chapter does not run); the check runs the three and explains each miss without the number.
+`check_retries` (one setting under `after_charge, once`) is the earlier form of the exercise.
 """
 from __future__ import annotations
 
@@ -31,6 +33,40 @@ def check_retries(my_retries: int) -> str:
             f"({run.verdict}). Turning retries off trades double charges for unfinished work.")
 
 
+#: Chapter 01's exercise: S3 sends the event twice, and every attempt fails after its charge.
+PREDICTION_SCENARIO = dict(handler="naive", fault="after_charge", times="always", delivery="duplicate")
+
+
+def check_retry_prediction(my_charges: dict[int, object]) -> str:
+    """Run naive under each retry setting with the event delivered twice and every attempt failing
+    after its charge; compare the provider's charges with the prediction for each setting. A miss
+    gets the reason, never the number, until every setting is right."""
+    if not isinstance(my_charges, dict) or set(my_charges) != set(RETRY_CHOICES):
+        return "my_charges must keep its three settings, 0, 1 and 2, each with a number of charges."
+    if unfilled(my_charges):
+        return not_yet("my_charges holds no prediction: put a number of charges beside each setting")
+    lines = []
+    for retries in RETRY_CHOICES:
+        guess = my_charges[retries]
+        run = sc.run(sc.Scenario(**PREDICTION_SCENARIO, retries=retries))
+        if unfilled(guess):
+            lines.append(f"{retries} retries: no prediction yet.")
+        elif isinstance(guess, bool) or not isinstance(guess, int):
+            lines.append(f"{retries} retries: {guess!r} is not a number of charges.")
+        elif guess == run.charges:
+            lines.append(f"{retries} retries: right, {run.charges} charges from {run.attempts} invocations.")
+        elif guess < run.charges:
+            lines.append(f"{retries} retries: not {guess}, too few. Count both copies of the event: each is "
+                         "invoked, and retried, on its own, and every attempt of naive reaches the charge.")
+        else:
+            lines.append(f"{retries} retries: not {guess}, too many. Count the attempts of one copy, then "
+                         "the copies.")
+    if all(line.split(": ")[1].startswith("right") for line in lines):
+        lines.append("Even with retries off, the customer pays twice: a duplicate needs no failure. "
+                     "Retries are not the bug; the handler must be safe to repeat.")
+    return "\n".join(lines)
+
+
 # -- chapter 00's exercise: how many charges, naive, a duplicate and one failure after the charge ----
 GUESS_SCENARIO = sc.Scenario("naive", "after_charge", "once", "duplicate")
 
@@ -39,8 +75,7 @@ def check_charges_guess(my_guess: object) -> str:
     """Run naive with S3 sending the event twice and the first attempt failing after its charge;
     compare the provider's charges with the guess. A wrong guess gets the count it missed."""
     if unfilled(my_guess):
-        return not_yet("put a number in my_guess", "Count the invocations: each copy of the event is "
-                       "one, and so is each retry of a failed one.")
+        return not_yet("put a number in my_guess")
     if isinstance(my_guess, bool) or not isinstance(my_guess, int):
         return f"{my_guess!r} is not a number of charges: write a whole number, such as 1."
     truth = sc.run(GUESS_SCENARIO)

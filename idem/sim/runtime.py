@@ -700,6 +700,7 @@ class LocalLambda:
         if attempt.outcome == "ok" and self.clock.now() > deadline:
             attempt.outcome = "timeout"
             attempt.error = f"Sandbox.Timedout: Task timed out after {self.timeout:.2f} seconds"
+            container.module = None  # Lambda resets it after a timeout (Lambda guide: lambda-runtime-environment)
         attempt.end = round(self.clock.t, 3)
         if attempt.failed:
             self.after_failure(pending, attempt)

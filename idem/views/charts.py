@@ -38,14 +38,20 @@ def timeline(run: sc.Outcome | Iterable[Attempt], title: str | None = None, ax: 
     else:
         fig = ax.figure
     deliveries = sorted({a.delivery for a in trace})
+    seen: dict[int, int] = {}
     for a in trace:
         y = deliveries.index(a.delivery)
         marker, colour = OUTCOME_MARKERS[a.outcome]
         ax.scatter([a.start], [y], marker=marker, s=120, color=colour, zorder=3)
         charged = any(step == "charged" for _, step in a.steps)
         label = f"#{a.attempt} {a.container}{'*' if a.cold else ''}" + (" $" if charged else "")
-        ax.annotate(label, (a.start, y), textcoords="offset points", xytext=(0, 10),
-                    ha="center", fontsize=8, color="#b8860b" if charged else "#333")
+        # a delivery's attempts take turns above and below their row: on a long axis (a 900 s
+        # lease) attempts a minute apart would otherwise print their labels over each other
+        below = seen.get(a.delivery, 0) % 2 == 1
+        seen[a.delivery] = seen.get(a.delivery, 0) + 1
+        ax.annotate(label, (a.start, y), textcoords="offset points", xytext=(0, -12 if below else 10),
+                    ha="center", va="top" if below else "baseline", fontsize=8,
+                    color="#b8860b" if charged else "#333")
     for d in deliveries:
         attempts = [a for a in trace if a.delivery == d]
         ax.plot([a.start for a in attempts], [deliveries.index(d)] * len(attempts),

@@ -6,10 +6,13 @@ import importlib.util
 import inspect
 import json
 import pkgutil
+import contextlib
+import io
+import sys
 import textwrap
 from types import ModuleType
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from IPython.display import Markdown
 
@@ -140,3 +143,47 @@ def explain_breaks(report: Any) -> str:
         lines += [textwrap.fill(reason, WIDTH, subsequent_indent="  "),
                   f"  smallest: {smallest.schedule.label()}"]
     return "\n".join(lines)
+
+
+def fold(line: str, width: int = 96) -> str:
+    """One long line (a JSON log line, say) wrapped to the page, its continuation indented."""
+    return textwrap.fill(line, width, subsequent_indent="    ", break_long_words=True,
+                         break_on_hyphens=False)
+
+
+@contextlib.contextmanager
+def folded_output(width: int = 96) -> Iterator[None]:
+    """Print what the block prints (a handler's log lines) folded to the page's width."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        yield
+    for line in printed.getvalue().splitlines():
+        print(fold(line, width) if line else line, file=sys.stdout)
+
+
+def explain_your_fix(report: Any, mine: str | Path, given: str | Path, function: str = "lambda_handler") -> str:
+    """Chapter 11's exercise: `explain_breaks` for the reader's file, once it differs from the
+    given handler. Until then, only what to do: the reasons would state the fix before a try."""
+    from ..lessons.answers import not_yet
+    from ..lessons.fix_check import same_function
+
+    if same_function(Path(mine).read_text(encoding="utf-8"), Path(given).read_text(encoding="utf-8"), function):
+        return not_yet(f"{Path(mine).name} is still the given handler: change {function}, run its cell "
+                       "to save the file, then run this check")
+    return explain_breaks(report)
+
+
+def template_lines(*starts: str) -> Markdown:
+    """The lines of template.yaml that start with each of `starts` (after their indent), as YAML:
+    a template's one-line entries, such as its Transform or a condition, shown where a chapter
+    explains them."""
+    from ..deploy.template import TEMPLATE
+
+    lines = TEMPLATE.read_text(encoding="utf-8").splitlines()
+    found = []
+    for start in starts:
+        line = next((line for line in lines if line.lstrip().startswith(start)), None)
+        if line is None:
+            raise ValueError(f"no line of template.yaml starts with {start!r}")
+        found.append(line.strip())
+    return show_text("\n".join(found), "yaml")

@@ -313,12 +313,12 @@ recommend_explore = pinned(recommend, show_recommendation,
 
 # -- chapter 12: the exercise --------------------------------------------------------------------
 SYSTEMS = {
-    "thumbnail": "write a thumbnail of the upload to thumbs/<the same key>.jpg",
-    "card": "charge the customer's card through a provider that takes idempotency keys",
-    "balance": "add the order's total to the customer's balance, an item in your own table",
-    "chat": "post 'thanks for your order' to a chat API without idempotency keys, millions a day, "
-            "so the cheapest guard wins; a missed post is fine (a weekly job re-posts what is "
-            "missing), two posts look sloppy",
+    "thumbnail": "save a small preview of each uploaded photo as thumbs/<the photo's name>.jpg",
+    "card": "take the order's payment with Stripe's PaymentIntents API",
+    "balance": "add the order's total to the customer's store credit, an item in the app's DynamoDB table",
+    "chat": "post 'thanks for your order' to a team chat's webhook, which has no request ids; "
+            "millions a day, each call costs; a weekly job re-posts any that are missing, and two "
+            "posts look sloppy",
 }
 CHOICES = ("overwrite", "claim_first", "transaction", "keyed")
 ANSWERS = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}
@@ -375,8 +375,7 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     if unknown:
         return f"unknown systems {unknown}: answer for {', '.join(SYSTEMS)}"
     if unfilled(dict(choices)):
-        return not_yet("my_choices holds no choice", f"Walk the diagram for each system and write one of "
-                       f"{', '.join(CHOICES)}.")
+        return not_yet(f"my_choices holds no choice: write one of {', '.join(CHOICES)} for each system")
     r = _by_name(rows)
     lines, right = [], 0
     for system in SYSTEMS:
@@ -630,35 +629,36 @@ def stack_metrics(report: Any = None) -> str:
 
 
 # -- chapter 09's exercise: a poison event through the deployed keyed stack, predicted -------------
-STACK_PREDICTIONS = ("charges", "ledger entries", "events in the failure queue")
+STACK_PREDICTIONS = ("invocations", "ledger entries", "events in the failure queue", "the record's status")
 STACK_WHY = {
-    "charges": "every retry passes the same idempotency key, so the provider replays the first "
-               "charge instead of making a new one",
+    "invocations": "a function error is retried by Lambda: count the first attempt and each retry the "
+                   "stack's EventInvokeConfig allows",
     "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
                       "booked: the reconciliation job finds the charge",
-    "events in the failure queue": "after Lambda's two retries the stack's EventInvokeConfig sends "
+    "events in the failure queue": "after Lambda's retries the stack's EventInvokeConfig sends "
                                    "the event to FailureQueue, where a redrive can find it",
+    "the record's status": "no attempt reached its commit, and each failed attempt gave its lease back "
+                           "before it raised. Which status did the claim write, and who would change it?",
 }
 
 
 def check_stack_prediction(prediction: Mapping[str, Any], result: Any) -> str:
-    """Chapter 09's exercise: the predicted charges, ledger entries and failure-queue events of
-    a poison event through the keyed stack, against `lab.try_stack`'s result. A wrong number
-    gets the reason, not the number."""
+    """Chapter 09's exercise: what chapter 00's verdict for a poison event does not say (the
+    invocations, the ledger entries, the failure queue, the order record's status) through the
+    keyed stack, against `lab.try_stack`'s result. A wrong prediction gets the reason, not the value."""
     missing = [name for name in STACK_PREDICTIONS if name not in prediction]
     if missing:
-        return f"Predict every number: {', '.join(missing)} has no prediction."
+        return f"Predict every one: {', '.join(missing)} has no prediction."
     if unfilled(dict(prediction)):
-        return not_yet("my_prediction holds no number", "Follow one upload through three attempts, "
-                       "each failing after its charge: what does the provider do with the same key?")
-    measured = {"charges": result.charges, "ledger entries": result.ledger_charges,
-                "events in the failure queue": result.dlq}
+        return not_yet("my_prediction holds no prediction: fill in each of its four places")
+    measured = {"invocations": len(result.attempts), "ledger entries": result.ledger_charges,
+                "events in the failure queue": result.dlq, "the record's status": result.record}
     lines = []
     for name in STACK_PREDICTIONS:
         guess = prediction[name]
         if unfilled(guess):
             lines.append(f"{name}: no prediction yet.")
-        elif guess == measured[name]:
+        elif guess == measured[name] or (isinstance(guess, str) and guess.strip().lower() == str(measured[name])):
             lines.append(f"{name}: right, {measured[name]}.")
         else:
             lines.append(f"{name}: not {guess}: {STACK_WHY[name]}.")

@@ -10,7 +10,8 @@
 # charge: that is the whole job. It is hard to get right because the platform around the function
 # repeats itself on purpose. (Until chapter 03, each upload is a new order; chapter 03 shows when
 # it is not.)
-#
+
+# %% [markdown]
 # This workbook builds that pipeline on your machine. The AWS services are
 # [**moto**](https://docs.getmoto.org/), an AWS that runs inside Python, behind the real boto3 API.
 # A local Lambda runtime retries the way the service does. A stand-in payment provider counts
@@ -28,6 +29,10 @@
 # * Nothing here needs an AWS account, a network or money.
 # * Time is virtual: "a minute later" is a number on a **virtual clock**, a clock the runtime
 #   owns and moves forward itself. Nothing sleeps, and every run gives the same result.
+
+# %% [markdown]
+# More about how the chapters work:
+#
 # * All the code lives in the `idem` package next to these notebooks. The chapters *show* it,
 #   straight from the source files, and *run* it.
 # * Widgets let you change the handler, where it fails and how S3 delivers. Under each widget
@@ -57,13 +62,18 @@
 # * **At-least-once delivery**: every event arrives, but some may arrive more than once.
 # * **Effectively-once** processing: events may arrive more than once, but their effect happens
 #   once. You get it from at-least-once delivery plus an idempotent handler.
-#
+
+# %% [markdown]
 # S3 and Lambda give at-least-once delivery, twice over:
 #
 # * S3 sends an event notification for each upload. Now and then it sends the same one twice.
 # * S3 invokes the function by an **asynchronous invocation**: it hands the event to Lambda and
 #   does not wait for the answer. When such an invocation fails, Lambda runs it again: about a
 #   minute later, then about two minutes after that.
+
+# %% [markdown]
+# Two more ways the platform repeats or gives up:
+#
 # * When those retries are used up, Lambda sends the event to a **failure queue**: an SQS queue
 #   set as the function's **on-failure destination**, where Lambda sends what it gave up on. A
 #   person can look at it there.
@@ -104,6 +114,13 @@
 # | [05](05_the_robust_scribe.ipynb) | How does a record that says "started" and then "done" help, and where does it leak? |
 # | [06](06_charge_then_die.ipynb) | What closes the gap between the charge and the last write? |
 # | [07](07_time_and_the_auditor.ipynb) | How long must a record live, and how do you find what slipped through? |
+
+# %% [markdown]
+# The rest compares AWS's library, ships the pattern, checks your own handler, and opens the
+# local AWS:
+#
+# | chapter | what it answers |
+# | --- | --- |
 # | [08](08_powertools_side_by_side.ipynb) | Where does **Powertools** for AWS Lambda (AWS's library for handlers) protect you, and what does each pattern cost? |
 # | [09](09_deploy_to_aws.ipynb) | How do you ship the handler with `template.yaml`, and what does a rehearsal on moto prove? |
 # | [10](10_run_in_production.ipynb) | What does the production profile add so that no order is lost without someone being told? |
@@ -135,7 +152,8 @@ from idem.lessons.retries import check_charges_guess
 #   finds "done" does nothing; one that finds "started" tries the work again.
 # * `keyed` is the complete pattern of this workbook. It also gives the payment provider a name
 #   for the order, so that the provider itself refuses to charge for it twice.
-#
+
+# %% [markdown]
 # Each row is one kind of trouble. A **fault point** is where the run makes the function fail:
 #
 # * `at_charge`: just before the call to the provider, so no money moves;
@@ -150,7 +168,10 @@ from idem.lessons.retries import check_charges_guess
 # %% [markdown]
 # Each cell shows the number of *charges* (how many times the provider moved money), then a
 # **verdict**: one word for what the run did to the customer and the books. Read a verdict with
-# the first rule that matches:
+# the first rule that matches.
+
+# %% [markdown]
+# When money moved:
 #
 # | verdict | charges | what it means |
 # | --- | --- | --- |
@@ -158,8 +179,15 @@ from idem.lessons.retries import check_charges_guess
 # | **`exactly_once`** | 1 | Money moved once and the ledger agrees. For a handler whose record has a **`done`** state (work finished and recorded), the record also says `done`. The work is finished, even if the event also reached the failure queue. |
 # | **`needs_attention`** | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
 # | **`silent_mismatch`** | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |
+
+# %% [markdown]
+# When no money moved:
+#
+# | verdict | charges | what it means |
+# | --- | --- | --- |
 # | **`failed_visibly`** | 0 | No money moved, and the event is in the failure queue. |
 # | **`silent_loss`** | 0 | No money moved, and nothing says so. |
+# | **`declined`** | 0 | The card's bank said no to the charge: a **decline**. The record says so, and nothing is retried. Chapter 06 meets it. |
 
 # %% [markdown]
 # ## The whole story in one table

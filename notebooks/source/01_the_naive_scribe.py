@@ -21,7 +21,7 @@ from idem import views
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
-from idem.lessons.retries import check_retries
+from idem.lessons.retries import check_retry_prediction
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -233,8 +233,7 @@ views.attempts_frame(trap[1])[["t (s)", "attempt", "container", "outcome"]]
 # timeline change. Try `robust` with `after_charge` and `keyed` with the same, or `claim_first`
 # with `at_charge, always`. The next chapters explain each of them.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.outcome_explorer()
 
 # %% [markdown]
@@ -260,22 +259,25 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# You cannot change the handler yet, but you can change the platform. Set `my_retries`
-# (Lambda's `MaximumRetryAttempts`, 0 to 2) so that `naive` under `after_charge, once` charges the
-# customer exactly once. Then read what the check says the price was.
+# A case this chapter did not run. S3 delivers one upload's event twice, and every attempt of
+# `naive` fails after its charge. Predict how many times the provider charges the customer
+# under each `MaximumRetryAttempts` setting: 0, 1 and 2. Write your three numbers first, then run
+# the check, which runs all three.
 
 # %%
-my_retries = None  # your answer here: 0, 1 or 2
+my_charges = {0: None, 1: None, 2: None}  # your answer here: charges for each retry setting
 
 # %%
-print(check_retries(my_retries))
+print(check_retry_prediction(my_charges))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_retries = 0`. The first attempt charges and fails, and nothing retries it: one charge. But
-# the ledger never recorded it, and the event sits in the failure queue. Retries are not the bug:
-# they are how the platform makes sure work is not lost. The handler has to be safe to repeat.
+# `my_charges = {0: 2, 1: 4, 2: 6}`. Each copy of the event is one invocation, and each fails
+# after its charge. Lambda retries each copy on its own, so every retry adds a charge per copy.
+# With retries off, the customer still pays twice: the duplicate needs no failure at all. Retries
+# are not the bug: they are how the platform makes sure work is not lost. The handler has to be
+# safe to repeat.
 # </details>
 #
 # ## Summary

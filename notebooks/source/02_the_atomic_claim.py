@@ -92,8 +92,7 @@ fig = views.race_chart(reports)
 # still starts eight threads at once on a fresh key. Who wins is now up to the thread scheduler.
 # Here are three runs of fifty rounds:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for _ in range(3):
     print(claims.unrigged_race(8, 50).summary())
 
@@ -162,8 +161,7 @@ views.rows_frame(views.claim_costs(world))
 # Change how many threads race and for how many rounds. The read-then-write claim gives every
 # thread a win in every round, however many there are; the conditional put gives exactly one.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.race_explorer(threads=4, rounds=20)
 
 # %% [markdown]
@@ -190,10 +188,12 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# Your handler lost a claim, and its log should say who holds the work. Write `holder_of(response)`:
-# given what boto3 hands back to a failed put with `ALL_OLD` (like the JSON above), return the
-# holder's `owner` as a plain string. The check makes a new claim with a holder you have not seen,
-# loses a put to it, and calls your function.
+# Your handler lost a claim, and its log should say who holds the work, and until when. Write
+# `holder_of(response)`: given what boto3 hands back to a failed put with `ALL_OLD`, return a pair,
+# the holder's `owner` as a plain string and its claim's `expires_at` as a whole number of
+# seconds. The response printed above has no `expires_at`. The check makes new claims that do,
+# held by holders you have not seen, loses a put to each, and calls your function. Predict the
+# shape of the number in the response before you print one.
 
 # %%
 def holder_of(response):
@@ -206,9 +206,16 @@ print(claims.check_holder_of(holder_of, world))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `return response["Item"]["owner"]["S"]`. With `ALL_OLD`, a failed put's response carries the
-# stored item under `Item`, in DynamoDB's typed format: every value sits under its type, `S` for a
-# string. (`idem.core.dynamo.from_item` turns such an item into plain values. The `boto3.resource`
+# ```python
+# def holder_of(response):
+#     item = response["Item"]
+#     return item["owner"]["S"], int(item["expires_at"]["N"])
+# ```
+#
+# With `ALL_OLD`, a failed put's response carries the stored item under `Item`, in DynamoDB's
+# typed format: every value sits under its type, `S` for a string and `N` for a number. A number
+# travels as a string, so that no precision is lost on the way, and your code turns it back.
+# (`idem.core.dynamo.from_item` turns such an item into plain values. The `boto3.resource`
 # interface would not help here: the item in its error response stays in the typed format.)
 # One more trap worth knowing: a condition on an attribute no item has, such as
 # `attribute_not_exists(id)`, is always true. That put overwrites, and every racer wins.

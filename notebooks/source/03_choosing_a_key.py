@@ -22,11 +22,10 @@
 # bucket chapter 09 deploys is; a second world has a bucket without versioning.
 
 # %%
-import textwrap
-
 from idem import views
 from idem.core import keys
 from idem.core.events import encode_key
+from idem.core.handlers import keyed_events
 from idem.lessons import key_stories, orders
 from idem.lessons.recipe_check import check_recipe
 from idem.sim.world import LocalWorld
@@ -106,9 +105,11 @@ views.rows_frame(story.rows)
 
 # %% [markdown]
 # What about the invocation's request id, `context.aws_request_id`? Lambda keeps it when it
-# retries an event ([AWS: duplicate invocations](https://repost.aws/knowledge-center/lambda-function-duplicate-invocations)).
-# But S3's second delivery is a new invocation, with a new request id. A key made from it would
-# charge that copy again. The request id names the attempt, not the upload.
+# retries an event after an error or a timeout
+# ([AWS: duplicate invocations](https://repost.aws/knowledge-center/lambda-function-duplicate-invocations)).
+# So a key made from it holds against Lambda's own retries. But S3's second delivery is a new
+# invocation, with a new request id, and a key made from it would charge that copy again. The
+# request id names one invocation, not the upload.
 
 # %% [markdown]
 # ## The same bytes are not the same upload
@@ -137,11 +138,20 @@ views.rows_frame(story.rows)
 # %% [markdown]
 # ## Without versioning, every upload is version `null`
 #
-# Without versioning, S3 gives an upload no `versionId`, and its event carries none:
+# Without versioning, an upload has no version of its own. AWS documents the event's `versionId`
+# as the object's version in a versioned bucket, "otherwise null"
+# ([event structure](https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html)).
+# This workbook's world leaves the field out:
 
 # %%
 plain = unversioned.upload("alice/order.csv", key_stories.ORDER)
 views.show_json(unversioned.event(plain)["Records"][0]["s3"]["object"])
+
+# %% [markdown]
+# The function reads a missing field, a JSON `null` and the text `"null"` alike, as no version:
+
+# %%
+views.show_source(keyed_events._version)
 
 # %% [markdown]
 # The `version` recipe then writes `null`, the same for every upload of the name:
@@ -254,8 +264,7 @@ fig = views.recipe_grid(grid)
 #
 # Pick an upload story and a recipe, and see which events are charged.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.story_explorer("same bytes again", "version")
 
 # %% [markdown]
@@ -263,86 +272,6 @@ views.story_explorer("same bytes again", "version")
 
 # %%
 _ = views.story_explore("same bytes again", "version")
-
-# %% [markdown]
-# ## An upload is not an order
-#
-# Every recipe above names one upload. That is right only while every upload is a new order, and
-# it is not. An uploader's PUT can time out after S3 stored the object. The AWS SDKs then send the
-# request again ([retry behavior](https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html)).
-# S3 stores a second version with the same bytes, and sends a second event. That is a
-# **retried PUT**: one order, two uploads. Keyed by the upload, it is charged twice.
-#
-# So the handler to copy, `keyed`, names the order instead. Its setting `ORDER_IDENTITY`, the
-# **order identity**, says what one order is, in one of three ways:
-#
-# * `order-id`, the default. The uploaded file is JSON and names its order:
-#   `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. The key is made from the
-#   bucket and the order id. The function reads the file at its exact version before it claims.
-# * `object-name`. The object's name is the order, which holds only if no name is written twice.
-#   S3's conditional writes give that. A PUT with the header **If-None-Match** `*` is refused with
-#   412 Precondition Failed when the name exists
-#   ([conditional writes](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html)).
-#   A bucket policy on the `s3:if-none-match` condition key refuses every PUT without the header
-#   ([enforce them](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html)).
-# * `upload`, this chapter's recipes: one charge per upload. It is kept to show why it is wrong
-#   for orders.
-#
-# Here are three things an uploader can do to one order. Each runs through the keyed handler on
-# moto, under each order identity. Under `object-name` the uploader sends `If-None-Match: *`, as
-# the bucket policy would make it, and moto refuses a second write to the name as S3 does:
-
-# %%
-for title, story in orders.STORIES.items():
-    print(f"{title:24} {story.note}")
-views.rows_frame(orders.order_grid())
-
-# %% [markdown]
-# What to notice:
-#
-# * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
-# * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
-#   time it handles an upload's event, retries included, to read the order file. The function's
-#   execution role needs `s3:GetObjectVersion` on the bucket (`s3:GetObject` too, for a bucket
-#   without versioning), and every uploader must write the order's id into the file.
-# * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
-#   uploader learned it at once from the 412. A new order then needs a new name. The policy also
-#   refuses every copy into the bucket, as AWS's page on enforcing it notes.
-# * Neither `object-name` nor `upload` reads the file. They charge the configured price
-#   (`PRICE_CENTS`, 500 cents here), unless you give them code that reads the amount.
-#
-# Without the bucket policy, `object-name` is weaker. A second write to the name meets the first
-# order's key: it is never charged, but nobody is told either.
-#
-# ### A corrected re-upload
-#
-# Under `order-id`, the corrected file names an order already charged, at another amount. Its
-# record is `done`, with the amount it charged, so the function charges nothing. It fails the
-# event instead, which reaches the failure queue with the reason a person reads:
-
-# %%
-print(textwrap.fill(orders.attention_reason(), 96))
-
-# %% [markdown]
-# The first charge may also be made and not yet in the books. Below, the function dies right after
-# the provider charged 1250 (chapter 06 studies this crash). Forty seconds later, the first
-# attempt's claim has run out (chapter 06 shows how long a claim holds). The corrected upload
-# claims the order, and sends the provider the same key with another amount. Stripe compares the
-# parameters of a request sent again with one key, and refuses one that differs with an
-# `idempotency_error` ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)).
-# The workbook's provider keeps that rule:
-
-# %%
-run = orders.corrected_before_booked()
-print(f"charged (cents): {run.charged_cents}   in the failure queue: {run.attention}   "
-      f"the order's record: {run.record}")
-views.rows_frame(run.rows)
-
-# %% [markdown]
-# One charge, at the first amount. The refusal marks the order's record `needs_attention`. The
-# first upload's own retries find that mark and stop too, so its charge is not in the books yet.
-# A person looks it up at Stripe with `idem settle` (chapter 10), and decides what to do about
-# the correction. Either way there is no second charge.
 
 # %% [markdown]
 # ## Try it
@@ -378,22 +307,88 @@ print(check_recipe(my_recipe))
 #     return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
 # ```
 #
-# This is the upload's key. The handler to copy uses it under `ORDER_IDENTITY=upload`. Under
-# `order-id`, an upload whose file names no order gets this key too: its record holds the reason
-# for a person, and nothing is charged. The recipe's first line decodes the name and reads the
+# The recipe's first line decodes the name and reads the
 # `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
 # `versionId`, and `content` (`eTag` and `sequencer`) when there is not. Last, `idempotency_key`
 # hashes the recipe's text, so even the longest name gives a key under 100 bytes. The context goes
 # unused: nothing about the attempt belongs in the key.
 # </details>
+
+# %% [markdown]
+# ## An upload is not an order
 #
+# Every recipe above names one upload. That is right only while every upload is a new order, and
+# it is not. An uploader's PUT can time out after S3 stored the object. The AWS SDKs then send the
+# request again ([retry behavior](https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html)).
+# S3 stores a second version with the same bytes, and sends a second event. That is a
+# **retried PUT**: one order, two uploads. Keyed by the upload, it is charged twice.
+#
+# So the handler to copy, `keyed`, names the order instead. Its setting `ORDER_IDENTITY`, the
+# **order identity**, says what one order is, in one of three ways:
+#
+# * `order-id`, the default. The uploaded file is JSON and names its order:
+#   `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. The key is made from the
+#   bucket and the order id. The function reads the file at its exact version before it claims.
+# * `object-name`. The object's name is the order, which holds only if no name is written twice.
+#   S3's conditional writes give that. A PUT with the header **If-None-Match** `*` is refused with
+#   412 Precondition Failed when the name exists
+#   ([conditional writes](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html)).
+# * `upload`, the recipes above: one charge per upload. It is kept to show why it is wrong for
+#   orders.
+#
+# The header alone is the uploader's promise. A bucket policy makes it the bucket's rule. It must
+# be a `Deny`: an `Allow` on the condition adds nothing for an uploader whose own policy already
+# allows `s3:PutObject`
+# ([enforce conditional writes](https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html)):
+
+# %%
+views.show_json(orders.write_once_policy(world.bucket))
+
+# %% [markdown]
+# The Deny applies when both conditions hold: the request has no `If-None-Match` header, and it
+# creates an object. The second condition spares the steps of a multipart upload that take no
+# header. The upload's last step, `CompleteMultipartUpload`, must still carry it.
+#
+# Here are three things an uploader can do to one order. Each runs through the keyed handler on
+# moto, under each order identity. Under `object-name` the uploader sends `If-None-Match: *`, as
+# the policy makes it, and moto refuses a second write to the name as S3 does:
+
+# %%
+for title, story in orders.STORIES.items():
+    print(f"{title:24} {story.note}")
+views.rows_frame(orders.order_grid())
+
+# %% [markdown]
+# What to notice:
+#
+# * `upload` charges the retried PUT twice, and the corrected re-upload twice as well.
+# * `order-id` charges each order once, and the new order A-1002 anew. It pays a GetObject each
+#   time it handles an upload's event, retries included, to read the order file. The function's
+#   execution role needs `s3:GetObjectVersion` on the bucket (`s3:GetObject` too, for a bucket
+#   without versioning), and every uploader must write the order's id into the file.
+# * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
+#   uploader learned it at once from the 412. A new order then needs a new name. The policy also
+#   refuses every copy into the bucket, as AWS's page on enforcing it notes.
+# * Neither `object-name` nor `upload` reads the file. They charge a fixed price per upload
+#   (500 cents here), unless you give them code that reads the amount.
+#
+# Without the bucket policy, `object-name` is weaker. A second write to the name meets the first
+# order's key: it is never charged, but nobody is told either.
+#
+# Under `order-id`, the corrected re-upload was not charged again: it carries the first order's
+# key, and the claim holds. It did land in the failure queue, for a person to read. Why it lands
+# there, and not simply skipped, is a question about what the claim leaves behind. Chapters 05
+# and 06 answer it.
+
+# %% [markdown]
 # ## Summary
 #
 # * An upload's key comes from its event: the decoded name with its `versionId`, or with its
 #   `eTag` and `sequencer`. Never from the attempt or the bytes alone.
 # * Hash the recipe's text, so every key is small, and start it with the operation's name.
 # * Charge per order, not per upload: a retried PUT is a second upload of one order. Name the
-#   order by the id in its file (the default), or by a name written once (`If-None-Match`).
+#   order by the id in its file (the default), or by a name written once (`If-None-Match`, made
+#   the bucket's rule by a Deny in its policy).
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

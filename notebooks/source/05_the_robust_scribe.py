@@ -276,8 +276,7 @@ print(f"the record says {record['status']}, receipt {record['result']['charge_id
 # * Keyed (chapter 06) turns the copy away with an error while the work runs, and Lambda retries
 #   it a minute later.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.copy_explorer()
 
 # %% [markdown]
@@ -347,6 +346,12 @@ views.fix_frame(mine)
 # `done`, the copy stands down. If it says `in_progress`, the copy raises: Lambda retries it a
 # minute later, and by then the record says `done`. A failed charge deletes the record before it
 # raises, so the retry can win the put again.
+#
+# That deletion is the fix's weak spot, and the check does not run the case that shows it. An
+# exception from the charge call does not prove that nothing was charged. The provider may have
+# charged, and its answer been lost on the way back. Deleting the record then lets the retry win
+# the put and charge a second time. Robust cannot tell a lost answer from a refusal. Chapter 06
+# closes that gap with the provider's idempotency key.
 #
 # ```python
 # from idem.core.handlers.common import charge_step, order_for, receipt

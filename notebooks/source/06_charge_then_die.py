@@ -64,14 +64,43 @@ views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
 # Keyed charges once, both ways. Look at how.
 
 # %% [markdown]
+# ## The whole protocol on one screen
+#
+# Here is the pattern this chapter builds, in one function you can copy. It runs in this
+# workbook's local Lambda like any handler, and the tests judge it by the same runs as chapter
+# 05's fix. It makes three calls: a claim, a charge with a key, and a commit.
+
+# %%
+from idem.lessons import protocol
+
+views.show_source(protocol.handle)
+
+# %% [markdown]
+# Read it in four steps:
+#
+# 1. *Claim with a lease.* A conditional put takes the order's record if there is none, or if
+#    its holder's lease is over. The lease ends at the invocation's deadline.
+# 2. *The loser's three answers*, read from the record that refused it: `done` stands down,
+#    `in_progress` fails so that Lambda retries later, anything else waits for a person.
+# 3. *Charge with the order's key.* A retry sends the same key, so its charge is the
+#    provider's replay of the first. A failed call gives the lease back before it raises.
+# 4. *Commit, fenced to the owner.* One `TransactWriteItems` call turns the record `done` and
+#    counts the charge: both land, or neither. It lands only while this invocation still owns the
+#    record.
+#
+# The rest of this chapter takes each step apart in the handler to copy, `keyed.py`. It does the
+# same four things. It also reads each provider answer by its meaning, keeps `declined` and
+# `needs_attention` records, and logs and counts what it did.
+
+# %% [markdown]
 # ## Handing the key to the provider
 #
 # The keyed handler claims the work, and then passes **its own idempotency key** to the provider.
 # Its protocol lives in `idem/core/handlers/keyed.py`, the handler to copy, beside small siblings
-# it imports (`keyed_orders.py` names the order, chapter 03). Here are its three steps: claim the
-# order, charge with its key, and commit (the last two in `_charge_and_commit`).
-# A few names in it are taught further down this chapter: the lease, `WorkInProgress`,
-# `LostOwnership`, and the `DECLINED` and `NEEDS_ATTENTION` statuses. Read past them for now.
+# it imports (`keyed_orders.py` names the order, chapter 03). Here are the same steps in it: claim
+# the order, charge with its key, and commit (the last two in `_charge_and_commit`). Its lease is
+# the one above. `WorkInProgress` and `LostOwnership` are the loser's and the zombie's answers.
+# The `DECLINED` and `NEEDS_ATTENTION` statuses come with the provider's answers below.
 
 # %%
 views.show_source(KeyedCharger.charge_once)
@@ -171,7 +200,7 @@ print("charges at the provider:", len(provider.charges()))
 # * It saves nothing when the request fails validation (a 400 before executing) or conflicts
 #   with a request in flight: a key still in flight gets 409. A retry of either runs anew
 #   ([idempotency](https://docs.stripe.com/idempotency)).
-# * A declined card (402) is a final answer.
+# * A declined card (402) is saved like any answer: a retry with the key gets the same 402.
 #
 # Here is keyed against each, the fault on the first attempt only:
 
@@ -188,8 +217,23 @@ views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations"
 #   moved. Keyed marks the record `needs_attention` and fails. Its two retries find that record
 #   and fail too, so the event reaches the failure queue with the reason. Keyed does not try a new
 #   key: if the first attempt did charge, a new key would charge twice.
-# * A **decline** (402) is the card issuer's final no. It ends the work with a `declined` record.
-#   Nothing is retried or queued.
+# * A **decline** (402) is the card issuer's no to this charge. Keyed ends the work with a
+#   `declined` record, and nothing is retried or queued. A retry with the same key would only
+#   replay the saved 402.
+#
+# A decline is final for its key, not always for the card. Some decline codes say a later attempt
+# may pass, such as `try_again_later` or `issuer_not_available`
+# ([decline codes](https://docs.stripe.com/declines/codes)). That attempt is a new charge, with a
+# new key: a decision for a person, never for a retry.
+
+# %% [markdown]
+# Keyed reads each answer by what it means, from Stripe's error type and code, in one function of
+# its provider module. Retry later with the same key, a decline, or a person's turn:
+
+# %%
+from idem.core.handlers import keyed_provider
+
+views.show_source(keyed_provider.meaning_of)
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -252,14 +296,15 @@ views.show_source(KeyedLedger.totals)
 # provider's replay, and commits. Only then does the first invocation wake up and try to commit:
 
 # %%
-zombie = leases.zombie("keyed", pause=45)
+with views.folded_output():  # keyed's log lines, wrapped to the page
+    zombie = leases.zombie("keyed", pause=45)
 print("what the stalled invocation's handler returned:", leases.last_status(zombie, 1, 1))
 print(f"charges {zombie.charges}, ledger {zombie.ledger}, record {zombie.record}: {zombie.verdict}")
 fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 s after its charge; a copy arrives")
 
 # %% [markdown]
 # The first line printed is keyed's own log, one JSON object per line as CloudWatch Logs keeps
-# it: the stalled invocation's warning that it lost the record.
+# it (folded here to fit the page): the stalled invocation's warning that it lost the record.
 #
 # The zombie's commit was refused (`LostOwnership`), so its handler returned `superseded`. A
 # commit is **superseded** when another invocation took the work over and finished it first. The
@@ -268,7 +313,9 @@ fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 
 # Lambda would not really let the first invocation run past its 30 s timeout. The runtime marks
 # it `timeout` only when the stall ends, at t = 45 s, and retries it a minute later, at t = 105 s.
 # On AWS the timeout would stop it at t = 30 s, and the retry would come at about t = 90 s. Either
-# way, that retry finds `done`. The stall stands for every way a
+# way, the retry starts in a fresh environment: Lambda resets one whose invocation timed out
+# ([execution environment](https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html)).
+# And either way, that retry finds `done`. The stall stands for every way a
 # lease can end while its holder still runs:
 #
 # * a lease set shorter than the timeout;
@@ -281,15 +328,15 @@ fig = views.sequence_chart(zombie, title="keyed: the first invocation stalls 45 
 # retry (`WorkInProgress`). Over 30 s it takes over. Robust has neither a lease nor a fence, so
 # its copy charges at any stall.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.zombie_explorer()
 
 # %% [markdown]
 # The same call with the widget's starting values:
 
 # %%
-_ = views.explore_zombie("keyed", 45)
+with views.folded_output():
+    _ = views.explore_zombie("keyed", 45)
 
 # %% [markdown]
 # ## Why the lease ends at the deadline
@@ -369,15 +416,14 @@ print("failure queue depth:", world.failure_queue_depth())
 # %% [markdown]
 # ## Try it
 #
-# Size a lease. Your work takes up to 45 s from the claim to the commit in the worst case (a slow
-# provider). Keyed's lease is the function timeout. Lambda's first retry comes 60 s after a
-# crash. Pick `my_timeout` (seconds) so that both hold:
+# Size a lease for a case this chapter did not run. Your work takes up to 45 s from the claim to
+# the commit in the worst case (a slow provider). Keyed's lease is the function timeout. Pick
+# `my_timeout` (seconds) so that keyed charges once, and books the charge by Lambda's first
+# retry, whatever happens: a copy of the event arriving while the work still runs, or a crash
+# right after the charge.
 #
-# 1. a live invocation, still in its 45 s of work, is never taken over by a copy;
-# 2. after a crash, Lambda's first retry finds the lease over and finishes the work.
-#
-# The check runs the real code twice: a copy arriving 45 s into the work, and a crash after the
-# charge.
+# Predict first: is there one right timeout, a range of them, or none? The check runs the real
+# code twice with yours: a copy arriving 45 s into the work, and a crash after the charge.
 
 # %%
 my_timeout = None  # your answer here: seconds

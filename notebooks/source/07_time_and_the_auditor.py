@@ -111,8 +111,7 @@ views.show_source(KeyedLedger.claim)
 # Try other lifetimes, delays and handlers. A robust copy stands down whenever its record is still
 # in the table when it arrives. The yellow band is how long a copy can keep coming.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.late_duplicate_explorer(handler="robust", swept=True)
 
 # %% [markdown]

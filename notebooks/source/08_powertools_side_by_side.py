@@ -278,8 +278,7 @@ views.outcome_frame(fixes).assign(fix=[fix for fix, _ in fix_runs], how=[s.how f
 #
 # Any fault and delivery, with the handler to compare (pick `powertools` and `keyed`):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.explorer(handler="powertools", fault="after_charge", times="once")
 
 # %% [markdown]

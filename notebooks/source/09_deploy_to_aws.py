@@ -82,6 +82,34 @@ views.ship.profile_table()
 # `tests/test_production_profile.py` checks each of these.
 
 # %% [markdown]
+# ### Two transforms, run before anything is made
+#
+# The template's first line names two *transforms*: macros CloudFormation runs over the
+# template, in order, before it makes a resource. `AWS::LanguageExtensions` resolves the `!If`
+# in each `DeletionPolicy` and `UpdateReplacePolicy`, where CloudFormation alone takes no
+# function ([the transform](https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/function-refs-in-policy-attributes.html)).
+# `AWS::Serverless-2016-10-31` (SAM) then expands each `AWS::Serverless::Function` into the
+# function, its role and its event wiring. A deploy of a template with transforms must
+# acknowledge them with `CAPABILITY_AUTO_EXPAND`.
+
+# %%
+views.template_lines("Transform:", "DeletionPolicy: !If")
+
+# %% [markdown]
+# Two more conditions decide what a production stack makes, and what it finds already made.
+# A deleted production stack leaves its books behind: the ledger, the queues, the buckets and
+# the log groups (`Retain`). Deployed again with `AdoptRetained=yes`, it uses them instead of
+# making new ones of the same name. `CreateRetained` is false only then:
+
+# %%
+views.template_lines("CreateRetained:", "CreateUploadQueue:")
+
+# %% [markdown]
+# `RetainedReady` is an empty resource (a `WaitConditionHandle`) that names every kept resource
+# the stack makes. Resources that use them by name wait for it (`DependsOn`), so they are made
+# after what they use, whether the stack made it or adopted it.
+
+# %% [markdown]
 # ## The template, resource by resource
 #
 # ### The parameters
@@ -328,8 +356,7 @@ leftovers = dry.teardown()
 #
 # Pick the template's parameters: each change deploys a fresh stack on moto, uploads one order and
 # shows what the provider charged.
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 lab.stack_explorer()
 
 # %% [markdown]
@@ -406,11 +433,14 @@ else:
 # ## Try it
 #
 # `FailTimes=always` stages a poison event: the function fails after the charge on every attempt.
-# Deploy `HandlerMode=keyed` that way, in your head first. Predict the charges, the ledger entries
-# and the events in the failure queue. The check deploys that stack on moto and compares.
+# Deploy `HandlerMode=keyed` that way, in your head first. Chapter 00's table gives its verdict,
+# `needs_attention`, and one charge. Predict what the verdict does not say: how many invocations
+# Lambda makes, the ledger entries, the events in the failure queue, and the status the order's
+# record is left in. The check deploys that stack on moto and compares.
 
 # %%
-my_prediction = {"charges": None, "ledger entries": None, "events in the failure queue": None}  # your answer
+my_prediction = {"invocations": None, "ledger entries": None, "events in the failure queue": None,
+                 "the record's status": None}  # your answer: numbers, and a status as a string
 
 # %%
 result = lab.try_stack("keyed", "after_charge", "always")
@@ -419,11 +449,13 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# One charge, no ledger entry, one event in the failure queue. The key makes every retry a replay,
-# so money moves once. No attempt reaches its commit, so the ledger books nothing. The exhausted
-# event goes to the failure queue, where an alarm and a redrive can act on it. The hourly
-# reconciliation reports the charge as one not on the books, and the upload as one with no line.
-# One `idem settle` with the order's key answers both: it books the charge.
+# Three invocations, no ledger entry, one event in the failure queue, and a record left
+# `in_progress`. Lambda retries a function error twice, so the first attempt and two retries
+# run. The key makes every retry's charge a replay, so money moves once. No attempt reaches its
+# commit, so the ledger books nothing. Each attempt gives its lease back before it raises, and
+# nothing marks the record, so it stays `in_progress`: the verdict `needs_attention` comes from
+# the failure queue, not from the record. The hourly reconciliation reports the charge as one
+# not on the books. One `idem settle` with the order's key books it.
 # </details>
 #
 # ## Summary

@@ -91,8 +91,7 @@ print(production.outage_lines())
 # Slide the outage's length and see where an order uploaded in its first second ends, in each
 # profile.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.ship.outage_explorer()
 
 # %% [markdown]
@@ -197,8 +196,10 @@ print(views.ship.alarms_text())
 #
 # Without `--yes`, `settle` and `refund` print what they would do: a dry run.
 #
-# Two outcomes are Stripe's answer, not a fault. A decline is final: the handler records it with
-# its decline code, counts it in the `declined` metric, and never retries the card. A charge left
+# Two outcomes are Stripe's answer, not a fault. A decline is final for its key: the handler
+# records it with its decline code, counts it in the `declined` metric, and never retries the card.
+# Some codes say a later attempt may pass ([decline codes](https://docs.stripe.com/declines/codes)):
+# that is a new order, with a new key, for a person to start. A charge left
 # `processing` (a bank debit, say) can still fail. It is booked `pending`, counted, and
 # `idem settle` books it once Stripe has decided.
 #

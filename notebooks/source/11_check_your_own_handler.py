@@ -74,7 +74,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # | `silent_loss` | not charged, and the failure queue is empty | yes |
 # | `needs_attention` | charged, the work unfinished, and the event is in the failure queue | no |
 # | `failed_visibly` | not charged, and the event is in the failure queue | no |
-# | `declined` | the provider declined the card: a final answer, no money moved, nothing retried | no |
+# | `declined` | the provider declined the card: final for its key, no money moved, nothing retried | no |
 #
 # A **break** is a double charge, a double effect, a silent mismatch or a silent loss. The
 # other verdicts are fine: a failure that reaches the failure queue is one a person will see.
@@ -300,8 +300,7 @@ handlers = views.HandlerChoices(
     {"given handler": report, "no claim": no_claim, "your fix": "my_handler:lambda_handler"},
     effects=BOOKS, retries=(1,))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.check_explorer(handlers)
 
 # %% [markdown]
@@ -673,7 +672,7 @@ def lambda_handler(event, context):
 
 # %%
 mine = handlers.report("your fix")  # check_handler as above; again only if the file changed
-print(views.explain_breaks(mine))
+print(views.explain_your_fix(mine, "scratch/my_handler.py", "scratch/broken_handler.py"))
 if mine.holds:
     print("That was one retry setting. For all three, run this (it takes longer):\n"
           '    check_handler("my_handler:lambda_handler", effects=BOOKS, workers=1).explain()')

@@ -88,8 +88,7 @@ views.pattern_table(rows)
 # Say what your handler needs. The explorer walks the diagram and gives its reasons, each taken
 # from a row of the table above.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.recommend_explorer(rows)
 
 # %% [markdown]
@@ -287,7 +286,7 @@ views.show_source(keyed_settings.settings_from_env)
 # | 1 | Copy the handler, its siblings and the Stripe adapter; ship `stripe` 16.x with them | `keyed*.py`; this repo's `function/Makefile` puts `stripe>=16.1,<16.2` for arm64 in the build |
 # | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id`, the handler's default, which `template.yaml` leaves in place in prod |
 # | 3 | Charge the order's amount, not one price | `amount_cents` in the order file; `amount_for` falls back to `PRICE_CENTS` |
-# | 4 | Save each customer's payment method for off-session charges, in your checkout | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; the order names the customer `cus_...` |
+# | 4 | Save each customer's payment method for off-session charges, in your checkout, and make it the customer's default | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; then set the customer's `invoice_settings.default_payment_method` to it ([update a customer](https://docs.stripe.com/api/customers/update)), which the handler charges; the order names the customer `cus_...` |
 # | 5 | Let your app write order files, and nothing else | an IAM policy with `s3:PutObject` on the stack's `BucketName` output |
 # | 6 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
 # | 7 | Scan the template for insecure settings; each skip carries its reason | `make checkov`, then `tests/test_checkov.py` (CI runs both) |
@@ -333,17 +332,22 @@ print(production.outage_lines())
 # * **The key's permissions.** Stripe cannot check that your restricted key allows only what step
 #   8 lists. Keep the secret key out of the template, the environment and the logs.
 # * **A saved payment method.** The stack charges the customer the order names. Your checkout must
-#   have saved that customer's payment method for off-session use, or Stripe declines the charge.
+#   have saved that customer's payment method for off-session use, and made it the customer's
+#   default (step 4). Without a default, the handler charges nothing and parks the order for a person.
 # * **Who may upload.** Whoever can write an order file into the bucket can make a charge. Grant
 #   `s3:PutObject` to your app alone, and watch who holds it.
-# * **The orders themselves.** A file with a wrong amount is charged that amount; a corrected
-#   re-upload of an order is left for a person, never charged again.
+# * **The orders themselves.** A file with a wrong amount is charged that amount. The contract is
+#   at most one charge per account and order over the order's life. A corrected re-upload is left
+#   for a person. A re-upload a day or more later is guarded by a look-up at Stripe (chapter 07),
+#   which has limits of its own.
 # * **How long orders are kept.** The upload bucket grows forever. Old versions expire after 90
 #   days, but the current version of every order never expires. Whether to delete orders, and
 #   when, is your decision: a lifecycle rule of your own, once the reconciliation has judged
 #   their window and your records no longer need the file.
-# * **Declines and pending charges.** A decline is final: `DeclinedAlarm` mails you, and the
-#   customer must fix the card; a new order (a new `order_id`) charges anew. A charge left
+# * **Declines and pending charges.** A decline is final for its key: `DeclinedAlarm` mails you.
+#   Its decline code says whether the customer must fix the card or a later attempt may pass
+#   ([decline codes](https://docs.stripe.com/declines/codes)). Either way, a new order (a new
+#   `order_id`) charges anew. A charge left
 #   `processing` is booked `pending`. `PendingAlarm` mails you, and `idem settle` books it once
 #   Stripe has decided. One still pending when its window is judged is its own finding in the
 #   reconciliation's report, `pending`, settled by `idem settle --key KEY`.

@@ -105,8 +105,7 @@ views.show_source(LocalLambda._acquire)
 # Here the keyed function fails before its charge, on one attempt or on all. Change the retries,
 # how it fails, and whether containers are reused.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 views.runtime_explorer()
 
 # %% [markdown]
@@ -187,8 +186,7 @@ views.show_source(atomic.widened_condition_window)
 # First against moto without the lock, then with it. Threads cannot be seeded, so the first
 # count changes from run to run, and this cell's output is not compared:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 unlocked, locked = views.lock_races(threads=8, rounds=10)
 print(unlocked.summary())
 fig = views.lock_chart(unlocked, locked)

@@ -1,0 +1,98 @@
+"""No exercise answers itself (issue 43): the stored output of each unanswered check says only
+what to fill in, and neither it nor the outputs of the cells next to the exercise hold the
+solution's key tokens. Read from the committed notebooks, as a reader sees them before running."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: chapter -> (tokens absent from the unanswered check's output,
+#:             tokens absent from every stored output from three cells before "Try it" to the solution)
+ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "00": (("3", "three", "count", "retry", "copy"), ("three charges",)),
+    "01": (("2", "4", "6", "retried", "copies", "on its own"), ("{0: 2", "2, 4, 6")),
+    "02": (("int(", "'N'", '"N"', "['S']", '["S"]', "Item", "typed"), ("int(", "'N'")),
+    "03": (("versionId", "sequencer", "recipe_for", "idempotency_key", "eTag"), ("recipe_for",)),
+    "04": (("claimed", "!=", "ledger", "charges", "dlq", "silent"), ("no ledger entry",)),
+    "05": (("alone decide", "must not charge", "Delete the record", "must raise", "stand down"),
+           ("Delete the record",)),
+    "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
+    "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
+    "11": (("claim", "books", "idempotency", "silent_", "smallest"), ()),
+    "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
+           ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),
+}
+
+
+def _texts(cell: dict) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            parts.append("".join(output["text"]))
+        for kind in ("text/plain", "text/markdown", "text/html"):
+            if kind in output.get("data", {}):
+                parts.append("".join(output["data"][kind]))
+    return "\n".join(parts)
+
+
+def _exercise(prefix: str) -> tuple[str, str]:
+    """(the unanswered check's stored output, the stored outputs around and in the exercise)."""
+    (path,) = (ROOT / "notebooks").glob(f"{prefix}_*.ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    source = ["".join(c["source"]) for c in cells]
+    start = max(i for i, s in enumerate(source) if cells[i]["cell_type"] == "markdown" and "## Try it" in s)
+    end = next(i for i in range(start, len(cells)) if "<details><summary>Solution" in source[i])
+    code = [i for i in range(start + 1, end) if cells[i]["cell_type"] == "code"]
+    check = _texts(cells[code[-1]])
+    around = "\n".join(_texts(cells[i]) for i in range(max(0, start - 3), end) if cells[i]["cell_type"] == "code")
+    return check, around
+
+
+def _holds(token: str, text: str) -> bool:
+    if token.isdigit():
+        return re.search(rf"(?<![\w.]){token}(?![\w.])", text) is not None
+    return token.lower() in text.lower()
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))
+def test_an_unanswered_check_says_what_to_fill_in_and_no_more(chapter):
+    check, _ = _exercise(chapter)
+    assert "No answer yet" in check, check
+    check_tokens, _ = ANSWER_TOKENS[chapter]
+    found = [t for t in check_tokens if _holds(t, check)]
+    assert not found, f"chapter {chapter}'s unanswered check gives away {found}: {check}"
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))
+def test_no_stored_output_near_an_exercise_holds_its_answer(chapter):
+    _, around = _exercise(chapter)
+    _, near_tokens = ANSWER_TOKENS[chapter]
+    found = [t for t in near_tokens if _holds(t, around)]
+    assert not found, f"chapter {chapter}: an output beside the exercise holds {found}"
+
+
+def test_chapter_05s_unchanged_handler_gets_what_to_do_not_the_fix(tmp_path):
+    """The exercise cell starts as robust's handler (the question): its check must not explain the
+    hole's fix before the reader changed anything; the notebook's cell is STARTING_HANDLE."""
+    from idem.lessons.fix_check import STARTING_HANDLE, FixReport, same_function
+
+    (source,) = (ROOT / "notebooks" / "source").glob("05_*.py")
+    text = source.read_text(encoding="utf-8")
+    cell = text[text.index("%%writefile scratch_05/my_robust.py"):]
+    cell = cell[cell.index("\n") + 1:cell.index("# %%")]
+    assert same_function(cell, STARTING_HANDLE)
+    assert not same_function(cell.replace("return receipt(charge)\n", "return {}\n"), STARTING_HANDLE)
+    said = FixReport("x", unchanged=True).explain()
+    assert said.startswith("No answer yet") and "conditional put" not in said and "Delete" not in said
+
+
+def test_chapter_05s_solution_says_why_deleting_on_any_failure_is_wrong():
+    (source,) = (ROOT / "notebooks" / "source").glob("05_*.py")
+    text = " ".join(line.lstrip("# ").strip() for line in source.read_text(encoding="utf-8").splitlines())
+    solution = text[text.index("<details><summary>Solution"):]
+    assert "answer been lost" in solution and "charge a second time" in solution

@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 import pytest
 
+from idem.core import customers
 from idem.core import reconcile_job
 from idem.core.clock import VirtualClock
 from idem.core.handlers.keyed_provider import check_key_mode
@@ -120,7 +121,10 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     world = emulated.EndpointWorld(boto3.Session(region_name="us-east-1"), c["sqs"],
                                    outputs["FailureQueueUrl"], clock, provider_table=stand_in)
     env = fn["env"]  # the production settings as deployed; make_provider is the runtime's
-    order = b'{"order_id": "A-1001"}'  # prod keys one charge per order (ORDER_IDENTITY order-id)
+    order = b'{"order_id": "A-1001", "amount_cents": 500}'  # one charge per order (ORDER_IDENTITY order-id)
+    # who pays for alice: the runbook's link (idem customers link), as an operator makes it
+    customers.link(c["dynamodb"], outputs["LedgerTableName"], "alice", "cus_alice", reason="onboarding",
+                   caller=c["sts"].get_caller_identity()["Arn"] if "sts" in c else "operator", now=clock.now())
     put = c["s3"].put_object(Bucket=uploads, Key="alice/order-1.txt", Body=order)
     obj = emulated.s3_object(uploads, "alice/order-1.txt", len(order), put, clock, 1, "us-east-1")
     runtime = LocalLambda(world, env, retries=fn["retries"], timeout=fn["timeout"],

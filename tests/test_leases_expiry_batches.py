@@ -154,8 +154,8 @@ def test_messy_batch_leaves_every_kind_of_finding():
         report = _report(world)
         missing = sorted(m.object.split("/")[3] for m in report.missing)
         assert missing == ["carol", "erin"]
-        # keyed's record names the order (bucket#order#order_id), not the upload: one per order
-        assert [s.source for s in report.stuck] == [f"{world.bucket}#order#dave-order-0104"]
+        # keyed's record names the order (account#order#order_id), not the upload: one per order
+        assert [s.source for s in report.stuck] == ["dave#order#dave-order-0104"]
         assert [d.reference.split("/")[3] for d in report.double_charges] == ["bob"]
         assert [(a.account, a.provider_charges, a.ledger_charges) for a in report.mismatches] == [
             ("bob", 2, 1), ("dave", 1, 0)]

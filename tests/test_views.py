@@ -222,7 +222,7 @@ def test_the_reconciliation_report_cells_fit_uncut():
     assert views.tables._object_name("s3://idem-uploads/carol/order-0103.csv?versionId=abc") == "carol/order-0103.csv"
     assert views.tables._object_name("idem-uploads/dave/order-0104.csv#773a") == "dave/order-0104.csv"
     # a record keyed per order names its order, not its bucket
-    assert views.tables._object_name("idem-uploads#order#dave-order-0104") == "order dave-order-0104"
+    assert views.tables._object_name("dave#order#dave-order-0104") == "order dave-order-0104"
 
 
 def test_show_lines_reads_a_module_without_importing_it():

@@ -220,7 +220,7 @@ def late_frame(runs: Iterable[expiry.LateRun]) -> pd.DataFrame:
 def _object_name(text: str) -> str:
     """An object's name from `s3://bucket/name?versionId=...` or `bucket/name#version`: the
     part a person reads, so a report's cells fit the page uncut. A record keyed per order
-    (`bucket#order#ID`, keyed_orders.OrderRef) reads as `order ID`."""
+    (`account#order#ID`, keyed_orders.OrderRef) reads as `order ID`."""
     if "#order#" in text:
         return "order " + text.split("#order#", 1)[1]
     text = text.removeprefix("s3://").split("?", 1)[0].split("#", 1)[0]

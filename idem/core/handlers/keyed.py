@@ -8,24 +8,30 @@ copied (`if COPIED:`): keyed_orders.py (which order an upload is: ORDER_IDENTITY
 keyed_stripe.py (Stripe's SDK; a restricted key needs PaymentIntents write and read, Customers
 read). Copy the folder's keyed*.py files into your function's folder, create the table from
 template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`, the `by_account` index),
-set LEDGER_TABLE, STRIPE_SECRET_PARAMETER and STAGE (README.md lists the rest).
+link each account to its Stripe customer (`idem customers link`), set LEDGER_TABLE,
+STRIPE_SECRET_PARAMETER and STAGE (README.md lists the rest).
 
-Each order goes through three steps:
-1. Claim. One conditional put writes an `in_progress` record under the order's key with a lease
-   that ends at this invocation's deadline. If the put fails, DynamoDB returns the record in the
-   same call: `done` means a duplicate (a retried PUT of the same order), so return the stored
-   result; a live lease means another invocation is at work, so raise and let Lambda retry.
-2. Charge, with the order's key as the provider's idempotency key. If an earlier attempt
-   charged and died before its commit, the provider replays that charge instead of making a
-   second one; past the provider's 24 h key window the charge is looked up first, and with no
-   answer from the look-up the order is parked for a person, never charged blind.
+What it promises about money is docs/money_contract.md. Each order goes through three steps:
+1. Claim. One conditional put writes an `in_progress` record under the order's key (the account
+   and the order id) with a lease that ends at this invocation's deadline, and no expiry: it may
+   stand for a charge made. If the put fails, DynamoDB returns the record in the same call:
+   `done` means a duplicate (a retried PUT of the same order; one asking another amount,
+   currency or customer is parked), so return the stored result; a live lease means another
+   invocation is at work, so raise and let Lambda retry; a lease that ran out is taken over,
+   keeping when the order's first attempt began and the payment method chosen then.
+2. Charge the account's linked customer (the customer mapping, never the file), the file's
+   amount within the settings, with the order's key as the provider's idempotency key. If an
+   earlier attempt charged and died before its commit, the provider replays that charge; once
+   the key's first attempt is 23 h old (or the event past 24 h) the charge is searched for by
+   its key first, and with no answer from the search the order is parked, never charged blind.
 3. Commit, in one write, only if this invocation still owns the claim (the fence token): the
    claim becomes the ledger line (`done`, account, amount, charge id). A write re-sent after its
    answer was lost finds its own result: a success. A zombie cannot commit over a new owner.
 
 What the provider answers decides what happens next (keyed_provider.meaning_of, by Stripe's
 error `type` and `code`): a decline is final (`declined`); a rate limit, a lock, a key in flight
-or a lost connection is retried (the lease released); an idempotency_error, a saved 500 or an
+or a lost connection is retried (the lease released); a refused secret key (401) is read again
+on the retry and counted (`auth_failed`); an idempotency_error, a saved 500 or an
 invalid request needs a person (`needs_attention`, and the event goes on to the failure queue);
 a PaymentIntent in `processing` is `pending`. Each upload logs one JSON line and each
 invocation prints one CloudWatch Embedded Metric Format document counting the outcomes.

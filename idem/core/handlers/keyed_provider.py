@@ -117,8 +117,9 @@ def meaning_of(error: BaseException) -> Meaning:
     - rate_limit (429, or 400 with code rate_limit) / lock_timeout / a key in flight (409),
       api_error before execution (502, 503, 504) and lost connections (no status at all):
       retry later, with the same key;
+    - 401 (a rolled or expired secret key): AUTH, read the key again and retry, never parked;
     - idempotency_error (the key was used with other parameters), a 500 (saved for the key and
-      replayed) and invalid requests (400, 401, 403, 404): no retry can succeed, a person must."""
+      replayed) and invalid requests (400, 403, 404): no retry can succeed, a person must."""
     detail = getattr(error, "error", None)  # stripe-python: the ErrorObject of the response
     kind = str(getattr(detail, "type", None) or getattr(error, "type", None) or "")
     code = str(getattr(error, "code", None) or getattr(detail, "code", None) or "")

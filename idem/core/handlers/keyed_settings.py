@@ -21,8 +21,12 @@ AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 #: read, no retry inside the call: Lambda's retry, with the same key, is the retry).
 PROVIDER_CALL_SECONDS = 4.0
 #: The slowest path of one upload: at cold start the secret (SSM), then the order file (S3),
-#: the claim, the look-up, the customer's saved method and the charge at the provider, the commit and, when the claim was
-#: swept meanwhile, the put that books it anyway.
+#: the claim, the customer mapping (GetItem), the look-up, the customer's saved method and the
+#: charge at the provider, the commit. Not counted, each on a rarer path: a takeover's second
+#: put (a lease ran out), keeping the saved method (UpdateItem, on an order's first attempt with
+#: a cus_ customer) and the put that books a charge whose record a person deleted meanwhile:
+#: with all three the worst case is 40 s, over the stack's 30 s timeout (an invocation that
+#: times out mid-charge is retried with the same key and record: safe, but not bounded).
 AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH = 5, 3
 
 

@@ -75,12 +75,13 @@ class NoPaymentMethod(Exception):
 class StripeProvider:
     """keyed.py's PaymentProvider over a `stripe.StripeClient`.
 
-    Who pays: the order's `customer` (a Stripe customer id, cus_...), charged off-session
-    (off_session=True, confirm=True) with the order's `payment_method` or the customer's saved
-    default (`invoice_settings.default_payment_method`, https://docs.stripe.com/api/customers/object).
-    Your own account ids map to Stripe customers in the order file itself: the uploader writes
-    `customer` there. Only in test mode, an order with no customer is charged with the test
-    PaymentMethod pm_card_visa (https://docs.stripe.com/testing), which live mode does not have.
+    Who pays: the customer keyed.py passes, the account's linked one (`idem customers link`: a
+    Stripe customer id, cus_..., never the file's choice), charged off-session (off_session=True,
+    confirm=True) with the order's `payment_method` or the customer's saved default
+    (`invoice_settings.default_payment_method`, https://docs.stripe.com/api/customers/object),
+    which keyed.py reads once per order (`saved_method`) and keeps in the order's record. Only in
+    test mode, a customer that is not a cus_ id is charged with the test PaymentMethod
+    pm_card_visa (https://docs.stripe.com/testing), which live mode does not have.
     The restricted key needs PaymentIntents: write (create), and read (the search past the key
     window), and Customers: read (the default payment method); nothing more
     (https://docs.stripe.com/keys#create-restricted-api-secret-key)."""

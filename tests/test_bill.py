@@ -24,8 +24,11 @@ EXPECTED = {
     # Before issue 13 the commit was a transaction of three items, each billed twice: 7 units.
     # The duplicate's failed put still bills 1 (and writes no index). On the retry case the
     # caught error first releases the lease (one owner-fenced update, no index key: 1), then
-    # the retry claims (1) and commits (1 + 2 index entries).
-    "keyed": {"first": (2, 4, 0), "duplicate": (1, 1, 0), "retry": (4, 6, 0)},
+    # the retry claims (1) and commits (1 + 2 index entries). Each attempt that claims reads who
+    # pays, the account's customer mapping (a strongly consistent GetItem of an item under 4 KB:
+    # 1 read unit). The retry's claim meets the released record (a failed put: 1) and takes it
+    # over, keeping its first attempt (a fenced put: 1).
+    "keyed": {"first": (3, 4, 1), "duplicate": (1, 1, 0), "retry": (7, 7, 2)},
     # Powertools' put and update of its record, and the ledger entry (in no index)
     "powertools": {"first": (3, 3, 0), "duplicate": (1, 1, 0), "retry": (5, 5, 0)},
 }
@@ -51,7 +54,8 @@ def test_keyed_s_index_writes_and_order_reads_are_pinned():
 
 def test_dollars_follow_the_units_at_the_named_price():
     keyed = bill.measure("keyed", "first")
-    assert keyed.dollars_per_million == pytest.approx(4 * 0.625)  # us-east-1, $0.625 per million WRU
+    # us-east-1, $0.625 per million WRU, $0.125 per million RRU (the customer mapping's read)
+    assert keyed.dollars_per_million == pytest.approx(4 * 0.625 + 0.125)
     # the order file's GET is S3's bill: $0.0004 per 1,000 GET requests (idem/deploy/prices.py)
     assert keyed.s3_dollars_per_million == pytest.approx(0.40)
 

@@ -117,7 +117,8 @@ def stand_in():
         # than the index) finds nothing to do
         assert job.backfill_booked_day(world.dynamodb, world.ledger_table) == 0
         # what keyed keys by (per upload today; per order once it follows ORDERS.md), read off its lines
-        (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)}
+        (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)
+                     if from_item(i)["pk"].startswith("charge#")}  # not the customer mapping (account#)
         reports = f"{world.prefix}-reports"
         world.s3.create_bucket(Bucket=reports)
         env = {"LEDGER_TABLE": world.ledger_table, "PROVIDER_TABLE": world.provider_table,
@@ -581,10 +582,11 @@ def test_a_line_from_before_the_day_index_is_unbooked_until_the_backfill():
         runtime = LocalLambda(world, world.env("keyed"))
         runtime.send(world.event(upload(world, "alice/order-1.txt")))
         runtime.run()
-        (line,) = [from_item(i) for i in world.table_items(world.ledger_table) if from_item(i).get("account")]
+        (line,) = [from_item(i) for i in world.table_items(world.ledger_table) if from_item(i).get("charge_id")]
         world.dynamodb.update_item(TableName=world.ledger_table, Key={"pk": {"S": line["pk"]}},
                                    UpdateExpression="REMOVE booked_day")  # as an older ledger's line
-        (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)}
+        (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)
+                     if from_item(i)["pk"].startswith("charge#")}  # not the customer mapping (account#)
         reports = f"{world.prefix}-reports"
         world.s3.create_bucket(Bucket=reports)
         env = {"LEDGER_TABLE": world.ledger_table, "PROVIDER_TABLE": world.provider_table,

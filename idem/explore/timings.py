@@ -79,7 +79,7 @@ def between(low: float, high: float, u: float) -> float:
         return low
     if low <= 0:
         return high * u if u < 1 else high
-    return low * (high / low) ** u
+    return float(low * (high / low) ** u)
 
 
 def copy_range(trigger: str, max_event_age: float) -> tuple[float, float]:

@@ -197,8 +197,10 @@ def test_an_s3_fed_handler_under_the_sqs_trigger_fails_its_clean_run_exit_1():
 
 # -- verdicts: EventBridge-fed handlers ------------------------------------------------------
 def _past_key_window(schedule: str) -> bool:
-    """An order sent again past Stripe's 24-hour key window (idem/explore/timed.py)."""
-    return "Stripe's 24-hour key window" in schedule or "(3 days later)" in schedule
+    """An order sent again past Stripe's 24-hour key window (idem/explore/timed.py), or a copy drawn
+    from EventBridge's range, which reaches 30 hours (24 of EventBridge's retries, 6 in Lambda's queue)."""
+    return ("Stripe's 24-hour key window" in schedule or "(3 days later)" in schedule
+            or "a copy of the event at its range's" in schedule)
 
 
 def test_a_correct_eventbridge_handler_holds():
@@ -246,6 +248,9 @@ def test_the_help_names_the_triggers():
     assert "--trigger {s3,sqs,eventbridge}" in out.getvalue()
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: the fixture fails a test on any break, and eventbridge_keyed charges "
+                   "first with Stripe's key as its only guard, so an order sent again past Stripe's 24-hour key "
+                   "window is charged twice; it passes once the fixture keeps the first attempt's time")
 def test_the_fixture_takes_a_trigger(idem_check):
     report = idem_check(target("eventbridge_keyed"), trigger="eventbridge", retries=(0,), workers=1)
     assert report.trigger == "eventbridge" and all(_past_key_window(r.schedule.label()) for r in report.broken)

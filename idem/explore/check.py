@@ -26,6 +26,8 @@ How it works:
    - slow, bounded: one call of the first invocation stays in flight until 1 s before its
      deadline (request side or answer side) and a copy of the event starts meanwhile, with
      no fault, for each retry setting. Time passes: every clock the handler reads moves.
+   - late, retry_ends, again and accounts: time and accounts (`idem.explore.timed`); every delay is
+     drawn from its documented range, on a clock that starts at 23:58 UTC (`idem.explore.timings`).
    Every upload is an order file (`order_body`), at a name with a space and non-ASCII letters,
    and its event carries what S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
    version (`triggers.event_for`); every copy of one event is that same event.
@@ -193,10 +195,8 @@ class Schedule:
     sent_twice: bool = False
     #: the upload's name is as long as S3 allows (1,024 bytes of UTF-8: `triggers.object_name`)
     long_name: bool = False
-    #: where in its documented range each delay falls (`idem.explore.timings`; None: the low ends)
-    timing: Any = None
-    #: a schedule of the families where time and accounts matter (`idem.explore.timed.Later`)
-    later: Any = None
+    timing: Any = None  # where in its documented range each delay falls (idem.explore.timings; None: low ends)
+    later: Any = None  # a schedule of the families where time and accounts matter (idem.explore.timed.Later)
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
@@ -439,8 +439,8 @@ def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number:
     or the uploader's retried PUT (the same bytes: the same order, a new version, request id and
     sequencer, the same eTag), a new version or, in an unversioned bucket, the same key with a new
     sequencer. Its event is sent 5 s after the first upload's invocations are over, while the first
-    invocation sits at `copy_at`, or (`between`) 30 s after the first invocation failed, before
-    Lambda's retry 60 s after it. Runs them all; returns each upload, its event and its order."""
+    invocation sits at `copy_at`, or (`between`) after the first invocation failed, halfway to
+    Lambda's retry. Runs them all; returns each upload, its event and its order."""
     order = 1 if schedule.second == "retried_put" else 2
     uploads = [(first, triggers.event_for(trigger, world, first), 1)]
 

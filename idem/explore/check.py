@@ -596,7 +596,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket)) \
                     if judged else []
                 orders = [1] if trigger == "sqs" else [o for _, _, o in uploads]
-                by_state = states.judge(clean_state, left, judged, baseline, calls, orders) \
+                by_state = states.judge(clean_state, left, judged, baseline, calls, orders,
+                                        renamed=timed.renamed(schedule)) \
                     if judged and clean_state is not None else None
                 if by_state:
                     counted.update(by_state.counts)

@@ -156,3 +156,9 @@ def drawn(found: Sequence[Any]) -> list[Any]:
     """Each schedule with its delays drawn (`timings.draw`), keyed by its shape: how the event
     arrives, what lands, what is slow (`reuse.family`), so schedules that share a run still do."""
     return [replace(s, timing=timings.draw(repr(family(s)))) if s.timing is None else s for s in found]
+
+
+def renamed(schedule: Any) -> bool:
+    """Are a schedule's uploads each at a name of its own (another account's order), so that each
+    order's expected state is the clean run's under its own name (`idem.explore.state.judge`)?"""
+    return schedule.later is not None and schedule.later.kind == "accounts"

@@ -21,6 +21,14 @@ FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
 ORDER_AWARE = "ORDER_IDENTITY" in open(inspect.getsourcefile(keyed_module)).read()
 needs_orders = pytest.mark.xfail(not ORDER_AWARE, strict=True,
                                  reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged")
+#: issue 41's families find what issue 39 fixes in keyed and the handler to copy: another account's
+#: order with the same order id answered as a duplicate (accounts), and the same order uploaded again
+#: a day after its books failed charged twice (again). Remove when issue 39's fixes merge.
+needs_money_safety = pytest.mark.xfail(strict=True, reason="issue 39 not merged: keyed breaks in the "
+                                       "accounts and again families (tests/test_check_timings.py)")
+#: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
+#: handler whose only guard is Stripe's key charges again there
+PAST_KEY_WINDOW = {"late", "again"}
 
 # A handler nobody has seen before: it charges without a key, then writes down that it did.
 CHARGE_THEN_RECORD = '''
@@ -82,6 +90,7 @@ def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, brea
     assert report["smallest_break"]["timeline"]
 
 
+@needs_money_safety
 @needs_orders
 def test_the_keyed_pattern_holds():
     code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
@@ -89,6 +98,7 @@ def test_the_keyed_pattern_holds():
     assert "holds: no double effect" in out
 
 
+@needs_money_safety
 @needs_orders
 def test_the_handler_to_copy_holds_in_every_schedule():
     code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers
@@ -101,7 +111,9 @@ def test_a_new_handler_breaks_and_its_fix_holds(tmp_path):
     broken = check_handler(write(tmp_path, "charge_then_record", CHARGE_THEN_RECORD), **FAST)
     fixed = check_handler(write(tmp_path, "keyed_charge", KEYED_CHARGE), **FAST)
     assert broken.tally().get("double_charge", 0) > 0 and not broken.holds
-    assert fixed.holds, fixed.explain()
+    # the key fixes every retry and copy; past Stripe's 24-hour key window it charges again (a key is
+    # its only guard for an order whose record was never written)
+    assert not {r.schedule.dimension for r in fixed.broken} - PAST_KEY_WINDOW, fixed.explain()
     smallest = broken.smallest_break()
     assert smallest.schedule.delivery == "single"  # the smallest story: one delivery and a retry
     assert smallest.effects["provider:charge"] == 2
@@ -111,7 +123,7 @@ def test_a_named_effect_counts_like_a_charge(tmp_path):
     target = write(tmp_path, "counts_twice", COUNTS_TWICE)
     money_only = check_handler(target, **FAST)
     with_counter = check_handler(target, effects=["dynamodb:UpdateItem"], **FAST)
-    assert money_only.holds
+    assert not {r.schedule.dimension for r in money_only.broken} - PAST_KEY_WINDOW
     assert with_counter.tally().get("double_effect", 0) > 0
 
 
@@ -126,7 +138,7 @@ def test_the_boundaries_come_from_a_clean_run(tmp_path):
 def test_schedules_leave_out_twins():
     calls = [Boundary("dynamodb:PutItem", 1, Side.BEFORE), Boundary("dynamodb:PutItem", 1, Side.AFTER), END]
     found = schedules_for(calls, retries=(0,))
-    single = [s for s in found if s.delivery == "single"]
+    single = [s for s in found if s.delivery == "single" and s.dimension == "faults"]  # (again is single too)
     # with no retry only arrival 1 can happen: 3 exception places + 2 crash places, and no fault
     assert len(single) == 6
     crash_places = {s.fault.at for s in single if s.fault and s.fault.how.value == "crash"}
@@ -165,7 +177,7 @@ def test_an_edited_handler_file_is_checked_as_it_now_is(tmp_path):
     target = write(tmp_path, "my_handler", CHARGE_THEN_RECORD)
     assert not check_handler(target, **FAST).holds
     write(tmp_path, "my_handler", KEYED_CHARGE)  # the reader fixes the same file
-    assert check_handler(target, **FAST).holds
+    assert not {r.schedule.dimension for r in check_handler(target, **FAST).broken} - PAST_KEY_WINDOW
 
 
 def test_a_handler_that_fails_on_a_clean_run_breaks_with_that_runs_timeline(tmp_path):

@@ -51,6 +51,13 @@ def folder(tmp_path_factory):
     return tmp_path_factory.mktemp("handlers")
 
 
+def breaks_before_the_key_window(report) -> set[str]:
+    """The kinds of break a report names, but in the families that send an order again past Stripe's
+    24-hour key window (late, again: idem/explore/timed.py), where a key alone charges twice."""
+    return {r.verdict for r in report.broken if r.schedule.dimension not in ("late", "again")
+            and r.verdict in views.BREAK_REASONS}
+
+
 def check(folder: Path, name: str, text: str, **options):
     path = folder / f"{name}.py"
     path.write_text(text)
@@ -98,7 +105,7 @@ def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim)
 
 def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
     report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
-    assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"double_effect"}
+    assert breaks_before_the_key_window(report) == {"double_effect"}
     assert "conditional" in views.explain_breaks(report)
 
 
@@ -110,10 +117,14 @@ def test_booking_only_unreplayed_charges_loses_the_books(folder):
     guarded = "        if not charge.replayed:\n" + "\n".join(
         "    " + line if line else line for line in body.splitlines()) + "\n"
     report = check(folder, "unreplayed_only", text[:start] + guarded + text[end:])
-    assert set(v for v in report.tally() if v in views.BREAK_REASONS) == {"silent_mismatch"}
+    assert breaks_before_the_key_window(report) == {"silent_mismatch"}
     assert "lost after the charge" in views.explain_breaks(report)
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: chapter 11's solution charges with Stripe's key as its only guard for "
+                   "an order whose books failed, so the order redriven or uploaded again past Stripe's 24-hour key "
+                   "window is charged twice (the again family); the chapter's solution must keep the first "
+                   "attempt's time (tests/handlers/keyed_books.py), a change for the chapters helper")
 def test_the_solution_holds_under_the_full_check(folder):
     report = check(folder, "solution", solution(), effects=BOOKS, workers=2)
     assert {r.schedule.retries for r in report.results} == {0, 1, 2}

@@ -16,6 +16,9 @@ from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 
 HANDLERS = Path(__file__).parent / "handlers"
+#: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
+#: handler whose only guard is Stripe's key charges again there, whatever else it gets right
+PAST_KEY_WINDOW = {"late", "again"}
 
 
 def target(name: str) -> str:
@@ -26,7 +29,9 @@ def target(name: str) -> str:
 def test_pins_bug_a_key_from_the_name_only_never_charges_the_second_upload(retries):
     report = check_handler(target("name_only_key"), retries=retries, workers=1)
     broken = {r.schedule.dimension for r in report.broken}
-    assert broken == {"overwrite"}  # only a second upload of the same name shows it
+    # only a second upload of the same name shows it (a key with nothing but Stripe's behind it breaks
+    # past Stripe's 24-hour key window too: the late and again families, tests/test_check_timings.py)
+    assert broken - PAST_KEY_WINDOW == {"overwrite"}
     for kind in ("versioned", "unversioned"):  # a new version, or a new eTag and sequencer
         found = [r for r in report.broken if r.schedule.overwrite == kind]
         assert found and all(r.verdict == "silent_loss" for r in found)
@@ -38,8 +43,9 @@ def test_pins_bug_a_key_from_the_name_only_never_charges_the_second_upload(retri
 @pytest.mark.parametrize("retries", [(0,), (2,)])
 def test_pins_bug_a_lease_shorter_than_the_work_books_one_charge_twice(retries):
     report = check_handler(target("short_lease"), retries=retries, workers=1)
-    assert {r.schedule.dimension for r in report.broken} == {"slow"}  # instantaneous calls cannot show it
-    smallest = report.smallest_break()
+    # instantaneous calls cannot show it (past Stripe's key window it breaks too: PAST_KEY_WINDOW)
+    assert {r.schedule.dimension for r in report.broken} - PAST_KEY_WINDOW == {"slow"}
+    smallest = min((r for r in report.broken if r.schedule.dimension == "slow"), key=lambda r: r.schedule.size)
     assert smallest.verdict == "silent_mismatch" and "a ledger line with no charge" in smallest.findings
     assert smallest.effects == {"provider:charge": 1, "books:line": 2}
     assert any(a.start >= 28 for a in smallest.attempts)  # the copy came while the call was in flight
@@ -47,8 +53,10 @@ def test_pins_bug_a_lease_shorter_than_the_work_books_one_charge_twice(retries):
 
 def test_a_lease_as_long_as_the_invocation_holds():
     report = check_handler(target("short_lease"), env={"LEASE_SECONDS": "60"}, retries=(0,), workers=1)
-    assert report.holds, report.explain()
+    assert not {r.schedule.dimension for r in report.broken} - PAST_KEY_WINDOW, report.explain()
     assert report.dimensions()["slow"] > 0
+    # what still breaks: the order sent again after Stripe pruned its key (keyed by Stripe's key alone)
+    assert all(r.schedule.later.seconds > 86_400 for r in report.broken)
 
 
 CLOCKS = """

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from idem.explore.verdicts import BREAKS
+
 from check_cli import FAST, HANDLERS, cli, target
 from idem.explore import lambda_env, stripe_sdk
 
@@ -24,6 +26,20 @@ def test_lambdas_reserved_variables_are_set_from_the_target():
     assert lambda_env.handler_setting("orders.app:handle") == "orders.app.handle"
 
 
+def past_key_window_only(report: dict) -> bool:
+    """Every break is an order sent again past Stripe's 24-hour key window (idem/explore/timed.py): a
+    handler whose only guard is Stripe's key charges again there."""
+    broken = [r["schedule"] for r in report["results"] if r["verdict"] in BREAKS]
+    return bool(broken) and all(map(_past, broken))
+
+
+def _past(schedule: str) -> bool:
+    return "Stripe's 24-hour key window" in schedule or "(3 days later)" in schedule
+
+
+@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
+                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
+                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 @pytest.mark.parametrize("name", ["aws_region_reader", "split/app"])
 def test_a_handler_reading_lambdas_variables_or_importing_its_own_package_runs_and_holds(name):
     code, out, err = cli(target(name), *FAST)
@@ -31,6 +47,9 @@ def test_a_handler_reading_lambdas_variables_or_importing_its_own_package_runs_a
     assert "holds" in out
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
+                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
+                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 def test_the_split_package_is_found_from_anywhere(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # not the handler's folder: Lambda's task root is the function's own
     code, out, err = cli(target("split/app"), *FAST, "--json")
@@ -84,19 +103,20 @@ def test_a_cold_start_imports_the_function_s_own_modules_afresh_and_no_one_else_
 
 def test_a_stripe_sdk_direct_handler_runs_and_its_charges_land():
     code, out, err = cli(target("stripe_direct"), *FAST, "--json")
-    assert code == 0, out + err  # it runs (never 3 for calling api.stripe.com), and it holds
-    report = json.loads(out)
+    report = json.loads(out)  # it runs (never 3 for calling api.stripe.com), and holds but past Stripe's key window
+    assert code == 1 and past_key_window_only(report), out + err
     assert report["baseline"]["provider:charge"] == 1 and report["baseline"]["books:line"] == 1
     # keyed by the order, every schedule holds: the uploader's retried PUT, and a second order at
     # the same name, whose charge is put on the upload whose invocation sent it
     assert any("retried PUT" in r["schedule"] for r in report["results"])
     assert any("a second order at the same name" in r["schedule"] for r in report["results"])
-    assert all(r["verdict"] not in ("double_charge", "silent_loss") for r in report["results"])
+    assert all(r["verdict"] not in ("double_charge", "silent_loss") for r in report["results"]
+               if not _past(r["schedule"]))
 
 
 def test_a_stripe_sdk_direct_handler_holds_with_two_uploads_of_one_name():
     code, out, err = cli(target("stripe_direct"), "--retries", "1", "--workers", "1", "--json")
-    assert code == 0, out + err
+    assert code == 1 and past_key_window_only(json.loads(out)), out + err
     second_orders = [r for r in json.loads(out)["results"] if "a second order at the same name" in r["schedule"]]
     assert second_orders and all(r["verdict"] not in ("double_charge", "silent_loss") for r in second_orders)
     # two orders, one charge and one ledger line each (it was "upload 1: 2 charges; upload 2: none");
@@ -128,6 +148,9 @@ def test_a_lost_answer_after_a_charge_sent_with_stripe_s_sdk_is_found_as_a_doubl
     assert any(s.startswith("crash after provider:charge") for s in doubles)
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
+                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
+                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 def test_the_pytest_fixture_gives_lambdas_environment_too(idem_check):
     report = idem_check(target("aws_region_reader"), retries=(0,), workers=1)
     assert report.holds and report.target.env  # AWS_REGION and the rest, as the CLI gives them
@@ -143,6 +166,9 @@ def test_a_decline_sent_with_stripe_s_sdk_under_sqs_is_that_order_s_final_answer
     assert verdicts.get("declined", 0) > 0 and "silent_loss" not in verdicts
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
+                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
+                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 def test_the_pytest_fixture_checks_a_stripe_sdk_handler_and_leaves_the_sdk_as_it_was(idem_check):
     import stripe
 

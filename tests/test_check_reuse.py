@@ -95,6 +95,9 @@ def test_reuse_gives_every_schedule_the_verdict_its_own_run_gives(name, options,
     assert reused.runs < len(reused.results)  # and it ran fewer
 
 
-def test_reuse_on_the_handler_to_copy_holds_as_the_full_run_does():
-    reused, _ = _same_results("keyed", retries=(1,), versioning=("versioned",))
-    assert reused.holds and reused.runs < len(reused.results)
+def test_reuse_on_the_handler_to_copy_gives_what_the_full_run_gives():
+    # its verdict is pinned in tests/test_check_timings.py: until issue 39's fixes merge it breaks in the
+    # accounts and again families, here the same with reuse as without
+    reused, full = _same_results("keyed", retries=(1,), versioning=("versioned",))
+    assert reused.holds == full.holds and reused.runs < len(reused.results)
+    assert {r.schedule.dimension for r in reused.broken} <= {"accounts", "again"}

@@ -14,6 +14,8 @@ import pytest
 from idem.cli import main
 from idem.explore.check import (Books, CheckInputError, Schedule, check_handler, discover, order_body, resolve,
                                 run_batch)
+from idem.explore import timed
+from idem.explore.verdicts import BREAKS
 from idem.sim.runtime import on_clock
 from idem.sim.boundary import Boundary, FaultPlan, How, Side
 from idem.sim.triggers import SqsFedLambda, SqsMapping, eventbridge_event
@@ -194,15 +196,25 @@ def test_an_s3_fed_handler_under_the_sqs_trigger_fails_its_clean_run_exit_1():
 
 
 # -- verdicts: EventBridge-fed handlers ------------------------------------------------------
+def _past_key_window(schedule: str) -> bool:
+    """An order sent again past Stripe's 24-hour key window (idem/explore/timed.py), or a copy drawn
+    from EventBridge's range, which reaches 30 hours (24 of EventBridge's retries, 6 in Lambda's queue)."""
+    return ("Stripe's 24-hour key window" in schedule or "(3 days later)" in schedule
+            or "a copy of the event at its range's" in schedule)
+
+
 def test_a_correct_eventbridge_handler_holds():
     report = check_handler(target("eventbridge_keyed"), retries=(0,), trigger="eventbridge")
-    assert report.holds, report.explain()
+    # it holds but where the order comes back past Stripe's 24-hour key window (charged first, with
+    # Stripe's key as its only guard): the late and again families (idem/explore/timed.py)
+    assert report.broken and all(_past_key_window(r.schedule.label()) for r in report.broken), report.explain()
     # 131 fault schedules, and the overwrite and slow families s3 has (at one retry setting, 0:
     # 2 buckets x a second order or the retried PUT x after the first or at each of 3 places, and a
     # second order at a name of 1,024 bytes in each bucket; 4 slow)
     families = {kind: sum(1 for r in report.results if kind(r.schedule)) for kind in (
         lambda s: bool(s.overwrite), lambda s: s.slow)}
-    assert len(report.results) == 131 + 16 + 2 + 4 and all(families.values()), families
+    added = sum(report.dimensions()[name] for name in timed.DIMENSIONS)  # late, retry_ends, again, accounts
+    assert len(report.results) == 131 + 16 + 2 + 4 + added and all(families.values()), families
 
 
 def test_pins_bug_a_request_id_key_charges_again_when_eventbridge_delivers_a_copy():
@@ -218,7 +230,8 @@ def test_the_json_report_carries_the_trigger():
                        "--workers", "1", "--json")
     report = json.loads(out)
     jsonschema.validate(report, SCHEMA)
-    assert code == 0 and report["trigger"] == "eventbridge"
+    assert code == 1 and report["trigger"] == "eventbridge"  # 1: past Stripe's key window, as above
+    assert all(_past_key_window(r["schedule"]) for r in report["results"] if r["verdict"] in BREAKS)
 
 
 def test_an_unknown_trigger_is_bad_input():
@@ -235,6 +248,9 @@ def test_the_help_names_the_triggers():
     assert "--trigger {s3,sqs,eventbridge}" in out.getvalue()
 
 
+@pytest.mark.xfail(strict=True, reason="issue 41: the fixture fails a test on any break, and eventbridge_keyed charges "
+                   "first with Stripe's key as its only guard, so an order sent again past Stripe's 24-hour key "
+                   "window is charged twice; it passes once the fixture keeps the first attempt's time")
 def test_the_fixture_takes_a_trigger(idem_check):
     report = idem_check(target("eventbridge_keyed"), trigger="eventbridge", retries=(0,), workers=1)
-    assert report.trigger == "eventbridge" and report.holds
+    assert report.trigger == "eventbridge" and all(_past_key_window(r.schedule.label()) for r in report.broken)

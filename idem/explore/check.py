@@ -26,6 +26,8 @@ How it works:
    - slow, bounded: one call of the first invocation stays in flight until 1 s before its
      deadline (request side or answer side) and a copy of the event starts meanwhile, with
      no fault, for each retry setting. Time passes: every clock the handler reads moves.
+   - late, retry_ends, again and accounts: time and accounts (`idem.explore.timed`); every delay is
+     drawn from its documented range, on a clock that starts at 23:58 UTC (`idem.explore.timings`).
    Every upload is an order file (`order_body`), at a name with a space and non-ASCII letters,
    and its event carries what S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
    version (`triggers.event_for`); every copy of one event is that same event.
@@ -66,7 +68,7 @@ from ..core.clock import VirtualClock
 from ..sim.fastload import fewer_collections
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import reuse, state as states, triggers, worlds
+from . import accounts, reuse, state as states, timed, timings, triggers, worlds
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -195,12 +197,16 @@ class Schedule:
     sent_twice: bool = False
     #: the upload's name is as long as S3 allows (1,024 bytes of UTF-8: `triggers.object_name`)
     long_name: bool = False
+    timing: Any = None  # where in its documented range each delay falls (idem.explore.timings; None: low ends)
+    later: Any = None  # a schedule of the families where time and accounts matter (idem.explore.timed.Later)
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
-        if self.overwrite:
+        if self.later is not None:
+            delivery = self.later.label(self.timing, self.copy_at)
+        elif self.overwrite:
             what = ("the uploader's retried PUT (same bytes)" if self.second == "retried_put"
                     else "a second order at the same name")
             second = f"{what} ({'new version' if self.overwrite == 'versioned' else 'unversioned: new sequencer'})"
@@ -224,14 +230,14 @@ class Schedule:
     @property
     def dimension(self) -> str:
         """Which family of schedules this one belongs to (DIMENSIONS)."""
-        return "overwrite" if self.overwrite else "slow" if self.slow else "faults"
+        return self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow else "faults"
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
-                + bool(self.overwrite) + self.sent_twice + self.long_name, self.retries, arrivals)
+                + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later), self.retries, arrivals)
 
 
 #: The families of schedules, as the report counts them.
@@ -242,6 +248,7 @@ DIMENSIONS = {
                  "fault), or between a failed attempt and its retry (a fault at each boundary), x retries",
     "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
             "started meanwhile, no fault, x retries",
+    **timed.DIMENSIONS,
 }
 
 
@@ -263,8 +270,9 @@ def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
     (exhaustive, as described in the module docstring), then the two bounded ones
     (`overwrite_schedules`, `slow_schedules`)."""
     retries = tuple(retries)
-    return (fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
-            + slow_schedules(crossed, retries))
+    return timed.drawn(fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
+                       + slow_schedules(crossed, retries)) + timed.schedules(
+        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed))
 
 
 def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
@@ -405,15 +413,17 @@ def _env_for(world: Any, target: Target) -> dict[str, str]:
 
 
 def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str, seed: int) -> Any:
-    return LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
-                       handler=target.spec, provider_factory=provider_factory, seed=seed,
-                       **(target.deployed.runtime_options() if target.deployed else {}))
+    runtime = LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
+                          handler=target.spec, provider_factory=provider_factory, seed=seed,
+                          **(target.deployed.runtime_options() if target.deployed else {}))
+    runtime.retry_delay = timings.retry_delay(schedule.timing, runtime.max_event_age)  # drawn from its range
+    return runtime
 
 
-def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule) -> None:
+def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: str = "s3") -> None:
     runtime.send(event)
-    if schedule.delivery == "duplicate":
-        runtime.send(event, at=5.0)
+    if schedule.delivery == "duplicate":  # the copy: drawn from its documented range (idem.explore.timings)
+        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age))
     elif schedule.delivery == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
 
@@ -432,8 +442,8 @@ def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number:
     or the uploader's retried PUT (the same bytes: the same order, a new version, request id and
     sequencer, the same eTag), a new version or, in an unversioned bucket, the same key with a new
     sequencer. Its event is sent 5 s after the first upload's invocations are over, while the first
-    invocation sits at `copy_at`, or (`between`) 30 s after the first invocation failed, before
-    Lambda's retry 60 s after it. Runs them all; returns each upload, its event and its order."""
+    invocation sits at `copy_at`, or (`between`) after the first invocation failed, halfway to
+    Lambda's retry. Runs them all; returns each upload, its event and its order."""
     order = 1 if schedule.second == "retried_put" else 2
     uploads = [(first, triggers.event_for(trigger, world, first), 1)]
 
@@ -447,7 +457,7 @@ def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number:
         runtime.during(schedule.copy_at, lambda: runtime.send_now(second()))
         runtime.run()
     elif schedule.delivery == "between":
-        runtime.at(30.0, lambda: runtime.send_now(second()))
+        runtime.at(runtime.retry_delay(1, 0.0) / 2, lambda: runtime.send_now(second()))  # before the retry
         runtime.run()
     else:
         runtime.run()
@@ -539,8 +549,9 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         if books and not table:
             raise CheckInputError(f"--books {books}: the handler's environment has no {books.table_env}; "
                                   "name a table the check provisions (LEDGER_TABLE) or pass --books none")
+        link = accounts.linker(world, env.get("LEDGER_TABLE"), target.module)
         for number, schedule in zip(numbers, schedules):
-            world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
+            world.clock = VirtualClock(timings.CHECK_START)  # t=0 on its own clock, 2 minutes before midnight
             # moto's version and message ids from the schedule's number: the same whichever
             # world, batch or process it runs in, and after whichever schedules
             world.seed_ids(number)
@@ -552,6 +563,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             # a name with a space and non-ASCII letters; the longest S3 allows where the schedule
             # says (a handler that cannot take it fails visibly there, and only there)
             obj = world.upload(triggers.object_name(number, longest=schedule.long_name), order_body(number))
+            link(obj.key)  # the account's customer, for a function that reads the mapping (idem.explore.accounts)
             uploads: list[tuple[Any, dict[str, Any], int]] = []
             batch: list[Any] = []
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
@@ -560,11 +572,13 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     # the uploader's retried PUT of the first order: a new version of the same name
                     again = (lambda obj=obj, number=number: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
                     triggers.deliver_sqs(runtime, world, batch, schedule, again)
+                elif schedule.later is not None:
+                    uploads = timed.run(runtime, world, obj, schedule, number, trigger, order_body, link)
                 elif schedule.overwrite:
                     uploads = _overwrite(runtime, world, obj, schedule, number, trigger)
                 else:
                     uploads = [(obj, triggers.event_for(trigger, world, obj), 1)]
-                    _deliver(runtime, uploads[0][1], schedule)
+                    _deliver(runtime, uploads[0][1], schedule, trigger)
                     runtime.run()
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
@@ -585,7 +599,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket)) \
                     if judged else []
                 orders = [1] if trigger == "sqs" else [o for _, _, o in uploads]
-                by_state = states.judge(clean_state, left, judged, baseline, calls, orders) \
+                by_state = states.judge(clean_state, left, judged, baseline, calls, orders,
+                                        renamed=timed.renamed(schedule)) \
                     if judged and clean_state is not None else None
                 if by_state:
                     counted.update(by_state.counts)
@@ -993,7 +1008,7 @@ def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, 
     # others, and its clock starts a day and 1.5 s later, so an id or a time the handler writes differs
     offsets = iter((0.0, 86_401.5))
     saved = VirtualClock
-    globals()["VirtualClock"] = lambda: saved(saved().start + next(offsets, 0.0))
+    globals()["VirtualClock"] = lambda *start: saved(saved(*start).start + next(offsets, 0.0))
     try:
         runs = [r.left for r in run_batch(target, [Schedule(retries=0), Schedule(retries=0)], {}, effects,
                                           provider_factory, CLEAN_RUN - 2, books, trigger)]

@@ -101,7 +101,8 @@ class Names:
     """A schedule's own names, and the placeholders they are read as (see the module)."""
 
     def __init__(self, number: int, uploads: Sequence[Any] = (), bucket: str = "") -> None:
-        pairs = [(f"check{number:05d}", "check#####"), (f"-{number:05d}", "-#####")]
+        pairs = [(f"check{number:05d}", "check#####"), (f"-{number:05d}", "-#####"),
+                 (f"other{number:05d}", "check#####")]  # another account's folder (idem.explore.accounts)
         if bucket:
             pairs.append((bucket, "<bucket>"))
         keys = list(dict.fromkeys(getattr(obj, "key", "") for obj in uploads))
@@ -256,14 +257,18 @@ class CleanState:
         key = None if group in self.keyless else _dump(f.key)
         return (f.effect, f.kind, f.resource, key), content
 
-    def expected(self, orders: Sequence[int] = (1,)) -> Counter[tuple[Any, ...]]:
-        """The state a correct handler leaves for these orders, in upload order (see the module)."""
+    def expected(self, orders: Sequence[int] = (1,), renamed: bool = False) -> Counter[tuple[Any, ...]]:
+        """The state a correct handler leaves for these orders, in upload order (see the module).
+        `renamed`: each order is an upload of its own name (another account's), not one name's."""
         keyed: dict[tuple[Any, ...], str] = {}
         loose: Counter[tuple[Any, ...]] = Counter()
         for order in dict.fromkeys(orders):
             for f in self.found:
                 where, content = self.entry(f)
-                if order > 1:
+                if order > 1 and renamed:  # the clean run's entries, under the n-th upload's name
+                    where = tuple(w.replace("<key1", f"<key{order}") if isinstance(w, str) else w for w in where)
+                    content = content.replace("<key1", f"<key{order}")
+                elif order > 1:
                     content = content.replace("-#####", f"-#####-{order}")
                 if where[3] is None:
                     loose[(*where, content)] += 1
@@ -290,11 +295,11 @@ UPDATES = ("dynamodb:UpdateItem", "dynamodb:TransactWriteItems")
 
 
 def judge(clean: CleanState, found: Sequence[Found], effects: Sequence[str], baseline: dict[str, int],
-          calls: dict[str, int], orders: Sequence[int] = (1,)) -> StateJudgement:
+          calls: dict[str, int], orders: Sequence[int] = (1,), renamed: bool = False) -> StateJudgement:
     """Each judged effect's count as the verdict rules read it: the clean run's when the state is
     the expected one; more by each item or object too many; 0 when nothing was written; and
     `mismatch` with the difference named otherwise."""
-    want_all, got_all = clean.expected(orders), clean.got(found)
+    want_all, got_all = clean.expected(orders, renamed), clean.got(found)
     counts: dict[str, int] = {}
     findings: list[str] = []
     mismatch = False

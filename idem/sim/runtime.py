@@ -2,8 +2,8 @@
 
 What it reproduces from the Lambda service, and nothing more:
 - an async queue: S3 hands the event over and gets no answer back;
-- on a function error, up to `retries` (MaximumRetryAttempts, 0-2) more attempts, about
-  60 s and then 120 s after the failure, with the same event and request id;
+- on a function error, up to `retries` (MaximumRetryAttempts, 0-2) more attempts, 60 s and then
+  120 s after the failure by default, or as `retry_delay` says (idem.sim.delays), same event and id;
 - events older than `max_event_age` (MaximumEventAgeInSeconds) are dropped;
 - a function timeout (30 s by default) that sets the context's remaining time;
 - containers: a warm one keeps its module globals between invocations, a cold one loads
@@ -48,7 +48,7 @@ from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Cro
                        watched_session)
 from .world import ACCOUNT, REGION, LocalWorld
 
-RETRY_DELAYS = (60.0, 120.0)  # after the first failure, then after the second
+from .delays import RETRY_DELAYS, RetryDelay, documented_retry_delay  # noqa: F401 (RETRY_DELAYS: its readers)
 DEFAULT_MAX_EVENT_AGE = 6 * 60 * 60
 
 
@@ -530,6 +530,7 @@ class LocalLambda:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_event_age = max_event_age
+        self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name
         self.entry, self.function = (handler.rsplit(":", 1) if handler else (entry, "lambda_handler"))
@@ -713,10 +714,9 @@ class LocalLambda:
     def after_failure(self, pending: _Pending, attempt: Attempt) -> None:
         self.retries_asked.add(pending.attempt)
         if pending.attempt <= self.retries:
-            delay = RETRY_DELAYS[pending.attempt - 1]
-            heapq.heappush(self._queue, _Pending(
-                self.clock.now() + delay, next(self._seq), pending.event, pending.delivery,
-                pending.attempt + 1, pending.request_id, pending.enqueued))
+            delay = self.retry_delay(pending.attempt, self.clock.now() - pending.enqueued)
+            heapq.heappush(self._queue, _Pending(self.clock.now() + delay, next(self._seq), pending.event,
+                                                 pending.delivery, pending.attempt + 1, pending.request_id, pending.enqueued))
         else:
             self._to_destination(pending, "RetriesExhausted", attempt)
 

@@ -1,15 +1,22 @@
-"""Correct: one charge per ORDER (ORDERS.md). It reads the exact version of the uploaded order file
-and keys the charge by its order_id (hashed with the bucket: any length fits the provider's 255
-characters), then books one ledger line per charge, written once (a conditional put on the key);
-a retry, a copy, or the uploader's retried PUT of the same order replays the charge."""
+"""Correct: one charge per ORDER (ORDERS.md), an order being an account's (the first folder of the
+key) order id. It reads the exact version of the uploaded order file, claims the order with a
+conditional put that keeps the first attempt's time (the key hashed from the bucket, the account
+and the order_id: any length fits the provider's 255 characters), charges under the key, then books
+one ledger line per charge, written once (a conditional put on the line's key); a retry, a copy, or
+the uploader's retried PUT of the same order replays the charge. An order already booked is never
+charged again, however late its copy comes; one first attempted over 23 hours ago and never booked
+is left to a person (it fails, so it reaches the failure queue): Stripe may have pruned its key by
+then ("at least 24 hours old": https://docs.stripe.com/idempotency), and a new charge could follow."""
 import hashlib
 import json
 import os
+import time
 from urllib.parse import unquote_plus
 
 import boto3
 
 TABLE = os.environ["LEDGER_TABLE"]
+KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours
 
 
 def make_provider():
@@ -23,7 +30,20 @@ def lambda_handler(event, context):
         name = unquote_plus(obj["key"])
         read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
         order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
-        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{order['order_id']}".encode()).hexdigest()
+        account = name.split("/", 1)[0]
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}".encode()).hexdigest()
+        now = time.time()
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)}},
+                              ConditionExpression="attribute_not_exists(pk)",
+                              ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except dynamodb.exceptions.ConditionalCheckFailedException as taken:
+            claim = taken.response.get("Item", {})
+            if claim.get("booked", {}).get("BOOL"):
+                continue  # booked already: a copy, a retry, or the same order sent again
+            if now - float(claim["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+                raise RuntimeError(f"{key}: first attempted over 23 h ago and never booked; Stripe may "
+                                   "have pruned its key: a person must look") from None
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=f"{bucket}/{name}",
                                  idempotency_key=key)
         try:
@@ -31,4 +51,6 @@ def lambda_handler(event, context):
                               ConditionExpression="attribute_not_exists(pk)")
         except dynamodb.exceptions.ConditionalCheckFailedException:
             pass  # booked already: this is a retry of a charge the provider replayed
+        dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": f"claim#{key}"}}, UpdateExpression="SET booked = :t",
+                             ExpressionAttributeValues={":t": {"BOOL": True}})
     return {"ok": True}

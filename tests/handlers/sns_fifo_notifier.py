@@ -5,12 +5,13 @@ id takes up to 128 ASCII letters, digits and punctuation; a key may hold any cha
 delivering an event twice, or a retry after a lost answer, publishes the same id again and the
 topic delivers it once: a message with an id already sent is "accepted successfully but [isn't]
 delivered" within the 5-minute deduplication interval
-(https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html). The check holds.
+(https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html). The check breaks:
+a copy of S3's event can come hours later, past the 5-minute interval (idem/explore/timings.py).
 
 `lambda_handler_fresh_id` is the same notifier with a fresh uuid4 as its deduplication id at each
 publish: every retry is a new message, and the topic delivers it twice (double_effect).
 `lambda_handler_by_content` sends no id: its topic has ContentBasedDeduplication, the id is a
-hash of the message body, the same for the same upload (holds)."""
+hash of the message body, the same for the same upload (breaks the same way past 5 minutes)."""
 import hashlib
 import json
 import os

@@ -1,0 +1,59 @@
+"""Correct: one charge per account and order. The order's key is the bucket, the ACCOUNT (the first
+folder of the key: only the uploader writes there, each account under its own prefix) and the order
+id, so two accounts' orders with the same order id (`alice/...` and `bob/...`, both "1001") are two
+orders, each charged once. It claims the order (a conditional put that keeps the first attempt's
+time), charges under the key, and books the charge on the claim (`charge_id`, set once). A copy of
+an order already booked does nothing, however late; a retry of an order first attempted more than
+23 hours ago, and never booked, is left to a person (it fails, so it reaches the failure queue),
+since Stripe may have pruned its key ("at least 24 hours old": https://docs.stripe.com/idempotency)
+and a new charge could follow. Must HOLD in every family, the accounts and `again` ones included
+(order_id_only.py is its twin without the account)."""
+import hashlib
+import json
+import os
+import time
+from urllib.parse import unquote_plus
+
+import boto3
+
+TABLE = os.environ["LEDGER_TABLE"]
+KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours
+
+
+def make_provider():
+    raise RuntimeError("the check replaces this")
+
+
+def order_key(bucket, name, order):
+    account = name.split("/", 1)[0]
+    return "charge#order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}".encode()).hexdigest()
+
+
+def lambda_handler(event, context):
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
+    for record in event["Records"]:
+        bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+        name = unquote_plus(obj["key"])
+        read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+        order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
+        key, now = order_key(bucket, name, order), time.time()
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "first_attempt_at": {"N": str(now)}},
+                              ConditionExpression="attribute_not_exists(pk)",
+                              ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except dynamodb.exceptions.ConditionalCheckFailedException as taken:
+            item = taken.response.get("Item", {})
+            if "charge_id" in item:
+                continue  # booked already: a copy, a retry, or the same order sent again
+            if now - float(item["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+                raise RuntimeError(f"{key}: first attempted over 23 h ago and never booked; "
+                                   "Stripe may have pruned its key: a person must look") from None
+        charge = provider.charge(customer="acct-1", amount=order["amount_cents"], currency="usd",
+                                 reference=f"{bucket}/{name}", idempotency_key=key)
+        try:
+            dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": key}}, UpdateExpression="SET charge_id = :c",
+                                 ConditionExpression="attribute_not_exists(charge_id) OR charge_id = :c",
+                                 ExpressionAttributeValues={":c": {"S": charge.id}})
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            raise RuntimeError(f"{key}: booked with another charge than {charge.id}") from None
+    return {"ok": True}

@@ -260,8 +260,10 @@ class CleanState:
         for order in dict.fromkeys(orders):
             for f in self.found:
                 where, content = self.entry(f)
-                if order > 1:
+                if order > 1:  # its own order id, in its content and in its key (ledger/ORDER_ID.json)
                     content = content.replace("-#####", f"-#####-{order}")
+                    if where[3] is not None:
+                        where = (*where[:3], where[3].replace("-#####", f"-#####-{order}"))
                 if where[3] is None:
                     loose[(*where, content)] += 1
                 else:

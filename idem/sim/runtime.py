@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator
 import boto3
 import time_machine
 
+from .handler_guard import callable_problem
 from .logtail import LogTail
 from ..core.clock import iso8601
 from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
@@ -734,6 +735,8 @@ class LocalLambda:
         except Exception as error:
             raise HandlerNotLoaded(f"{self.entry} fails at import: {type(error).__name__}: {error}",
                                    handler_traceback(error)) from None
+        if not self.wired and (problem := callable_problem(container.module, self.function)):
+            raise HandlerNotLoaded(problem, "")  # Lambda calls it with (event, context): it cannot be
         if self.wired:
             container.module._app = container.module.App.from_environment(
                 self.env, session=self.session, clock=self.clock, provider=self.provider,

@@ -42,6 +42,7 @@ import boto3
 import time_machine
 
 from .handler_guard import callable_problem
+from .sdk_retries import install as install_sdk_retries
 from .logtail import LogTail
 from ..core.clock import iso8601
 from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
@@ -546,6 +547,8 @@ class LocalLambda:
         self._running: list[Attempt] = []
         # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
+        if handler is not None:  # a lost answer after an AWS call is resent by botocore (sdk_retries)
+            install_sdk_retries()
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()

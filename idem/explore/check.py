@@ -73,7 +73,6 @@ from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
 from . import books as books_per_charge, reuse, runs, state as states, triggers, worlds
-from ..sim import sdk_retries
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
 #: The workbook's own patterns, checked through the real entry point.
@@ -550,7 +549,6 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         if books and not table:
             raise CheckInputError(f"--books {books}: the handler's environment has no {books.table_env}; "
                                   "name a table the check provisions (LEDGER_TABLE) or pass --books none")
-        sdk_retries.install()  # a lost answer is resent by botocore, as the client is configured
         for number, schedule in zip(numbers, schedules):
             world.clock = VirtualClock()  # each schedule starts at t=0 on its own clock
             random.seed(f"idem-check/{number}")  # botocore's retry backoff (and the handler's draws): seeded

@@ -131,7 +131,7 @@ def _executed(server: Any) -> int:
 def sdk_client_class() -> type:
     """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
     from ..sim import stripe_server
-    from ..sim.boundary import CHARGE_CALL, current
+    from ..sim.boundary import CHARGE_CALL, Crossing, current
     from ..sim.sdk_retries import is_lost_answer, lose_stripe_answer
 
     class WatchedSdkClient(stripe_server.NoRealSleep):
@@ -149,7 +149,7 @@ def sdk_client_class() -> type:
             the APIConnectionError the SDK retries, its own `max_network_retries` times
             (`sdk_retries.lose_stripe_answer`); then the handler sees it."""
             answer = super(WatchedSdkClient, self).request(method, url, headers, post_data)
-            lose_stripe_answer(answer)
+            lose_stripe_answer(answer, current, Crossing)
             return answer
 
         def request_with_retries(self, method: str, url: str, headers: Any, post_data: Any = None,

@@ -548,7 +548,7 @@ class LocalLambda:
         # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
         if handler is not None:  # a lost answer after an AWS call is resent by botocore (sdk_retries)
-            install_sdk_retries()
+            install_sdk_retries(current, Crossing)
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()

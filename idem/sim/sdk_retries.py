@@ -29,6 +29,10 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 #: A run that loses the answer of every attempt the SDK makes (more than any max_attempts).
 EVERY = 99
+#: The boundary names this module reads (idem.sim.boundary's CHARGE_CALL and END_CALL; it imports
+#: this module, so this one does not import it: `install` is handed its `current` and `Crossing`).
+_CHARGE_CALL, _END_CALL = "provider:charge", "end"
+_HOOKS: dict[str, Any] = {}
 
 #: The error a service answers when it throttles, as botocore raises it once its own retries are
 #: spent: the codes botocore itself retries as throttling (botocore/data/_retry.json, and
@@ -71,31 +75,28 @@ def resent_by_sdk(watch: Any, boundary: Any, visit: Any = None) -> bool:
     """Is a fault of `watch`'s plan at `boundary` a lost answer that the SDK resends (so the
     boundary's own crossing, once the SDK is done, raises nothing)? An exception after an AWS call,
     in a run of the check (`Watch.aws_errors`), or after a charge sent with Stripe's SDK itself."""
-    from .boundary import CHARGE_CALL, END_CALL, How, Side
-
     plan = watch.plan
-    if boundary.side is not Side.AFTER or plan.how is not How.EXCEPTION or plan.outcome:
+    if str(boundary.side) != "after" or str(plan.how) != "exception" or plan.outcome:
         return False
-    if boundary.call == CHARGE_CALL:
+    if boundary.call == _CHARGE_CALL:
         return getattr(visit, "sdk_attempts", None) is not None
-    return watch.aws_errors and boundary.call != END_CALL
+    return watch.aws_errors and boundary.call != _END_CALL
 
 
-def lose_stripe_answer(answer: Any) -> None:
+def lose_stripe_answer(answer: Any, current: Any, crossing: Any) -> None:
     """Called with each answer the loopback Stripe gives Stripe's SDK for a charge the handler sent
     itself: raise the APIConnectionError the SDK raises when a connection fails (it retries it, as
     the client's `max_network_retries` says, with the same Idempotency-Key: Stripe replays the saved
-    answer, https://docs.stripe.com/api/idempotent_requests) when the fault plan loses this answer."""
+    answer, https://docs.stripe.com/api/idempotent_requests) when the fault plan loses this answer.
+    `current` and `crossing` are idem.sim.boundary's."""
     import stripe
-
-    from .boundary import CHARGE_CALL, Crossing, current
 
     running = current()
     if running is None:
         return
     watch, visit = running
     plan = watch.plan
-    if getattr(visit, "sdk_attempts", None) is None or plan.at is None or plan.at.call != CHARGE_CALL:
+    if getattr(visit, "sdk_attempts", None) is None or plan.at is None or plan.at.call != _CHARGE_CALL:
         return
     visit.sdk_attempts += 1
     if not visit.pending or visit.pending[-1] != plan.at or not resent_by_sdk(watch, plan.at, visit):
@@ -103,9 +104,9 @@ def lose_stripe_answer(answer: Any) -> None:
     arrival = watch.arrivals[(plan.at, visit.work)] + 1
     if not plan.fails_on(arrival) or visit.sdk_attempts > plan.run:
         return
-    visit.crossings.append(Crossing(round(watch._t(), 3), plan.at, f"a lost answer (arrival {arrival}, the "
+    visit.crossings.append(crossing(round(watch._t(), 3), plan.at, f"a lost answer (arrival {arrival}, the "
                                     f"SDK's attempt {visit.sdk_attempts}; Stripe's SDK resends)"))
-    error = stripe.APIConnectionError(f"the answer to {CHARGE_CALL} was lost (attempt {visit.sdk_attempts}): "
+    error = stripe.APIConnectionError(f"the answer to {_CHARGE_CALL} was lost (attempt {visit.sdk_attempts}): "
                                       "the request did its work", should_retry=True)
     error.idem_lost_answer = True  # type: ignore[attr-defined]
     raise error
@@ -116,10 +117,9 @@ def lose_answers(request: Any, response: Any) -> None:
     plan loses this attempt's answer (its call, its arrival, an attempt within the plan's run): the
     ReadTimeoutError of `lost_answer`.
     What the attempt did has landed: a write is noted as written, an effect counted."""
-    from .boundary import Crossing, current
     from .writes import _PARAMS, note_effect_id, targets
 
-    running = current()
+    running = _HOOKS["current"]()
     if running is None or response is None:
         return
     watch, visit = running
@@ -139,7 +139,7 @@ def lose_answers(request: Any, response: Any) -> None:
         elif not context.get("idem_fifo_publish"):  # a FIFO publish is counted where its queue delivers it
             watch.effect_counts[(plan.at.call, visit.work)] += 1
             note_effect_id(watch, visit, plan.at.call, _json(response))
-    visit.crossings.append(Crossing(round(watch._t(), 3), plan.at,
+    visit.crossings.append(_HOOKS["crossing"](round(watch._t(), 3), plan.at,
                                     f"a lost answer (arrival {arrival}, the SDK's attempt {attempt}; botocore resends)"))
     raise lost_answer(plan.at.call, attempt, landed)
 
@@ -155,9 +155,15 @@ def _json(response: Any) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def install(current: Any, crossing: Any) -> None:
+    """Put `lose_answers` where moto's answers leave it, once per process; `current` and `crossing`
+    are idem.sim.boundary's (the running invocation, a crossing's record)."""
+    _HOOKS.update(current=current, crossing=crossing)
+    _wrap_stubber()
+
+
 @functools.cache
-def install() -> None:
-    """Put `lose_answers` where moto's answers leave it, once per process."""
+def _wrap_stubber() -> None:
     from moto.core.botocore_stubber import BotocoreStubber
 
     real = BotocoreStubber.__call__

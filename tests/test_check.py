@@ -11,6 +11,7 @@ import pytest
 
 from idem.explore.check import check_handler, schedules_for
 from idem.cli import main
+from idem.sim.sdk_retries import EVERY
 from idem.sim.boundary import END, Boundary, Side
 from idem.explore.verdicts import judge_effects
 from idem.core.handlers import keyed as keyed_module
@@ -141,6 +142,10 @@ def test_schedules_leave_out_twins():
     single = [s for s in found if s.delivery == "single" and s.dimension == "faults"]  # (again is single too)
     # with no retry only arrival 1 can happen: 3 exception places + 2 crash places, and no fault
     assert len(single) == 6
+    # and the runs: throttled 2, 3 or every time before the call; 2 or every SDK attempt's answer lost after it
+    assert sorted((str(s.fault.at), s.fault.run) for s in found if s.dimension == "runs") == [
+        ("after dynamodb:PutItem", 2), ("after dynamodb:PutItem", EVERY), ("before dynamodb:PutItem", 2),
+        ("before dynamodb:PutItem", 3), ("before dynamodb:PutItem", EVERY)]
     crash_places = {s.fault.at for s in single if s.fault and s.fault.how.value == "crash"}
     assert crash_places == {calls[0], calls[1]}  # a crash before a call is one after the last
 

@@ -12,6 +12,7 @@ import pytest
 
 from idem.explore import triggers
 from idem.explore.check import Books, Schedule, check_handler, discover, order_body, resolve, run_batch
+from idem.sim.sdk_retries import EVERY
 from idem.sim.boundary import Boundary, FaultPlan, Side
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -232,12 +233,13 @@ def lambda_handler(event, context):
 '''
 
 
-@pytest.mark.parametrize("side, caught", [(Side.BEFORE, "ProvisionedThroughputExceededException"),
-                                          (Side.AFTER, "ReadTimeoutError")])
-def test_an_injected_aws_fault_is_what_botocore_raises_there(tmp_path, side, caught):
+@pytest.mark.parametrize("side, run, caught", [(Side.BEFORE, 1, "ProvisionedThroughputExceededException"),
+                                               (Side.AFTER, EVERY, "ReadTimeoutError"),
+                                               (Side.AFTER, 1, None)])  # botocore resent it: the put's own answer
+def test_an_injected_aws_fault_is_what_botocore_raises_there(tmp_path, side, run, caught):
     (tmp_path / "catches.py").write_text(CATCHES)
     with LocalWorld(prefix="botofaults") as world:
-        fault = FaultPlan(Boundary("dynamodb:PutItem", 1, side), "1")
+        fault = FaultPlan(Boundary("dynamodb:PutItem", 1, side), "1", run=run)
         runtime = LocalLambda(world, world.env(), fault=fault, retries=0,
                               handler=f"{tmp_path / 'catches.py'}:lambda_handler")
         runtime.send({"Records": []})

@@ -35,6 +35,11 @@ def cli(*args: str) -> tuple[int, str, str]:
     ("swallows_commit_error", (), "silent_mismatch", "a charge with no ledger line"),
     ("new_key_on_500", (), "double_charge", "2 charges for one upload"),
     ("standard_notifier", ("sqs:SendMessage",), "double_effect", "sqs:SendMessage 2 times"),
+    # botocore resends a PutItem whose answer was lost; the resend fails on the handler's own claim
+    # (https://docs.aws.amazon.com/boto3/latest/guide/retries.html: ReadTimeoutError is retried)
+    ("claim_says_taken", (), "silent_loss", "no charge for the upload"),
+    # a run of 3 throttles outlasts a helper that tries 3 times, then logs and returns success
+    ("books_retry_helper", (), "silent_mismatch", "a charge with no ledger line"),
 ])
 def test_a_handler_that_loses_money_or_books_breaks_and_the_break_is_named(name, effects, verdict, finding):
     report = check_handler(target(name), effects=effects, **FAST)
@@ -48,7 +53,15 @@ def test_a_handler_that_loses_money_or_books_breaks_and_the_break_is_named(name,
 PAST_KEY_WINDOW = {"late", "again"}
 
 
-@pytest.mark.parametrize("name, effects", [("keyed_books", ())])
+@pytest.mark.parametrize("name, effects", [
+    ("keyed_books", ()),
+    # asks whose claim failed its condition (ReturnValuesOnConditionCheckFailure=ALL_OLD): its own goes on
+    ("claim_checks_owner", ()),
+    # its done record keeps the charge id too: one charge, booked once (the books judged per charge)
+    ("done_record_with_charge", ()),
+    # two orders at one name: each its own ledger object under its own order id (ledger/ORDER_ID.json)
+    ("ledger_objects", ("s3:PutObject",)),
+])
 def test_a_correct_handler_holds_with_its_books_judged(name, effects):
     report = check_handler(target(name), effects=effects, **FAST)
     assert report.holds, report.explain()
@@ -149,3 +162,14 @@ def test_a_powertools_handler_is_watched_through_its_own_session_and_clock():
     assert crash.verdict == "exactly_once", crash.findings  # the retry takes over, whenever it comes:
     first, retry = (a.start for a in crash.attempts)  # drawn from Lambda's range (idem/explore/timings.py)
     assert first == 0.0 and 60.0 <= retry <= 6 * 3600
+
+
+def test_a_step_functions_starter_by_execution_name_holds():
+    """StartExecution with the name and input of a running execution answers with that execution
+    (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html; moto
+    agrees): a retry, a copy or the uploader's retried PUT starts no second one."""
+    code, out, err = cli(target("sfn_starter"), "--setup", f"{HANDLERS / 'sfn_setup.py'}:create",
+                         "--effect", "stepfunctions:StartExecution", "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["holds"], report.get("smallest_break") or err
+    assert report["baseline"]["states:StartExecution"] == 1

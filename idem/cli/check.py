@@ -15,13 +15,16 @@ PATTERNS = ("naive", "claim_first", "robust", "keyed")
 #: What can feed the function (`idem.sim.triggers.TRIGGERS`, without importing moto).
 TRIGGERS = ("s3", "sqs", "eventbridge")
 #: What the schedules are, and how many each family adds (`idem.explore.check.DIMENSIONS`).
-SCHEDULES = ("schedules, in three families (the report counts each; under --trigger sqs, faults only): faults, exhaustive: every fault "
+SCHEDULES = ("schedules, in four families (the report counts each; under --trigger sqs, faults only): faults, exhaustive: every fault "
              "at every boundary x one upload delivered once, twice or as a copy at each boundary x "
              "each retry setting; overwrite: a second upload of the same name, in a versioned and an "
              "unversioned bucket, after the first or while it is at each place a copy can start, no "
              "fault: 2 x (1 + places) per retry setting; slow: each call's request or answer in "
              "flight until 1 s before the timeout while a copy starts, no fault: 2 x calls per retry "
-             "setting")
+             "setting; runs: one call failing 2, 3 or every time in a row (throttled each time the handler "
+             "calls it again, or its answer lost on 2 or every one of the SDK's own attempts: botocore and "
+             "Stripe's SDK resend a request whose answer was lost, as the handler's client is configured), "
+             "one delivery, per retry setting")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -28,6 +28,9 @@ How it works:
      no fault, for each retry setting. Time passes: every clock the handler reads moves.
    - late, retry_ends, again and accounts: time and accounts (`idem.explore.timed`); every delay is
      drawn from its documented range, on a clock that starts at 23:58 UTC (`idem.explore.timings`).
+   - runs, bounded: one call failing several times in a row (`idem.explore.runs`). A lost answer
+     after an AWS call is resent by botocore as the handler's client is configured, and the
+     handler gets the resend's answer (`idem.sim.sdk_retries`); so is a charge sent with Stripe's SDK.
    Every upload is an order file (`order_body`), at a name with a space and non-ASCII letters,
    and its event carries what S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
    version (`triggers.event_for`); every copy of one event is that same event.
@@ -54,6 +57,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,9 +70,11 @@ from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, Schedul
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
 from ..sim.fastload import fewer_collections
+from ..sim.handler_guard import missing_setting, no_subprocesses
+from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import accounts, reuse, state as states, timed, timings, triggers, worlds
+from . import accounts, books as books_per_charge, reuse, runs, state as states, timed, timings, triggers, worlds
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -203,7 +209,8 @@ class Schedule:
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
-            if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}")
+            if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"
+            + runs.describe(self.fault))
         if self.later is not None:
             delivery = self.later.label(self.timing, self.copy_at)
         elif self.overwrite:
@@ -230,12 +237,13 @@ class Schedule:
     @property
     def dimension(self) -> str:
         """Which family of schedules this one belongs to (DIMENSIONS)."""
-        return self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow else "faults"
+        return (self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow
+                else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
-        arrivals = 0 if self.fault is None else len(self.fault.times.split(","))
+        arrivals = 0 if self.fault is None else len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
                 + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later), self.retries, arrivals)
 
@@ -249,6 +257,7 @@ DIMENSIONS = {
     "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
             "started meanwhile, no fault, x retries",
     **timed.DIMENSIONS,
+    "runs": runs.DESCRIPTION,
 }
 
 
@@ -271,7 +280,7 @@ def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
     (`overwrite_schedules`, `slow_schedules`)."""
     retries = tuple(retries)
     return timed.drawn(fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
-                       + slow_schedules(crossed, retries)) + timed.schedules(
+                       + slow_schedules(crossed, retries) + runs.run_schedules(crossed, retries, Schedule)) + timed.schedules(
         Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed))
 
 
@@ -475,9 +484,13 @@ def _charges_recorded(world: Any) -> set[str]:
 
 
 def _lines_booked(world: Any, table: str, attribute: str, seen: set[str]) -> set[str]:
-    """The keys of the items in `table` that carry `attribute`, the ledger lines, but those in
-    `seen`, read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns)."""
-    return {pk_text(item.get("pk")) for item in triggers.items_with(world, table, attribute, seen)}
+    """The keys of the ledger lines among the items in `table` that carry `attribute`, but those in
+    `seen`, read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns),
+    judged per charge (`idem.explore.books`: a done record keeping the charge id is no second line).
+    `seen` grows by every such item."""
+    items = triggers.items_with(world, table, attribute, seen)
+    seen |= {pk_text(item.get("pk")) for item in items}
+    return set(books_per_charge.lines(items, attribute))
 
 
 def _failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
@@ -542,7 +555,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
     numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
     with fewer_collections(), worlds.world_for(versioned, numbers) as kept, \
-            loopback_only() as refused, over_stripe(kept.world):
+            loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world):
         world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
@@ -552,6 +565,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         link = accounts.linker(world, env.get("LEDGER_TABLE"), target.module)
         for number, schedule in zip(numbers, schedules):
             world.clock = VirtualClock(timings.CHECK_START)  # t=0 on its own clock, 2 minutes before midnight
+            random.seed(f"idem-check/{number}")  # botocore's retry backoff (and the handler's draws): seeded
             # moto's version and message ids from the schedule's number: the same whichever
             # world, batch or process it runs in, and after whichever schedules
             world.seed_ids(number)
@@ -584,6 +598,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
                                           "the check refuses every socket but the loopback "
                                           f"(schedule: {schedule.label()})")
+            if spawned:  # idem.sim.handler_guard: another process escapes every boundary
+                raise CheckCouldNotFinish(f"the handler started a process ({spawned[0]}): what it does escapes "
+                                          "every boundary the check watches; do the work in the function itself")
+            count_same_effects_once(runtime.watch)  # the same execution answered again is one effect
             with on_clock(world.clock):  # what the handler's calls wrote carries the virtual time
                 counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()
                            if name not in QUEUE_SENDS}
@@ -704,6 +722,10 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
     (result,) = run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
                           trigger)
     (attempt,) = result.attempts
+    if attempt.failed and (where := missing_setting(attempt.error, attempt.traceback, dict(target.env))):
+        name = attempt.error.split("'")[1]
+        raise CheckInputError(f"the handler needs the setting {name}, which the check was not given "
+                              f"({attempt.error} {where}): pass it with --env {name}=VALUE")
     if attempt.failed:  # the handler fails with no fault at all: its own answer, a break (exit 1)
         logs = "; ".join(attempt.logs[-2:])
         did = any(result.effects.get(name) for name in (CHARGES, LINES, *effects))

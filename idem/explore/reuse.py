@@ -37,7 +37,7 @@ def failing(schedule: Any) -> frozenset[int]:
 
 def _fault(schedule: Any) -> tuple[Any, ...]:
     plan = schedule.fault
-    return (plan.at, plan.how, plan.outcome)
+    return (plan.at, plan.how, plan.outcome, plan.run)
 
 
 def same_run(schedule: Any, result: Any) -> bool:

@@ -268,8 +268,10 @@ class CleanState:
                 if order > 1 and renamed:  # the clean run's entries, under the n-th upload's name
                     where = tuple(w.replace("<key1", f"<key{order}") if isinstance(w, str) else w for w in where)
                     content = content.replace("<key1", f"<key{order}")
-                elif order > 1:
+                elif order > 1:  # its own order id, in its content and in its key (ledger/ORDER_ID.json)
                     content = content.replace("-#####", f"-#####-{order}")
+                    if where[3] is not None:
+                        where = (*where[:3], where[3].replace("-#####", f"-#####-{order}"))
                 if where[3] is None:
                     loose[(*where, content)] += 1
                 else:

@@ -131,7 +131,8 @@ def _executed(server: Any) -> int:
 def sdk_client_class() -> type:
     """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
     from ..sim import stripe_server
-    from ..sim.boundary import CHARGE_CALL, current
+    from ..sim.boundary import CHARGE_CALL, Crossing, current
+    from ..sim.sdk_retries import is_lost_answer, lose_stripe_answer
 
     class WatchedSdkClient(stripe_server.NoRealSleep):
         """The HTTP client of Stripe's SDK when the handler calls it directly during a check. A
@@ -142,6 +143,14 @@ def sdk_client_class() -> type:
         in flight gets 409. The charges it executed are put on the invocation that sent it, so
         two uploads of one name are each judged on their own charges. Other requests, and a
         request made outside any invocation, go as they are."""
+
+        def request(self, method: str, url: str, headers: Any, post_data: Any = None) -> Any:
+            """One attempt of the SDK's: a lost answer (the fault plan's, after the charge call) is
+            the APIConnectionError the SDK retries, its own `max_network_retries` times
+            (`sdk_retries.lose_stripe_answer`); then the handler sees it."""
+            answer = super(WatchedSdkClient, self).request(method, url, headers, post_data)
+            lose_stripe_answer(answer, current, Crossing)
+            return answer
 
         def request_with_retries(self, method: str, url: str, headers: Any, post_data: Any = None,
                                  max_network_retries: Any = None, *, _usage: Any = None) -> Any:
@@ -159,13 +168,18 @@ def sdk_client_class() -> type:
             before = _executed(server)
             if outcome:
                 server.outcome = outcome
+            visit.sdk_attempts = 0  # type: ignore[attr-defined]  # this SDK call's attempts (sdk_retries)
             try:
                 answer = send()
-            except BaseException:
+            except BaseException as error:
                 provider.count(_executed(server) - before, visit.work)
-                watch.abandon(visit)
+                if is_lost_answer(error):  # every attempt's answer lost: the call did its work
+                    watch.after(visit, CHARGE_CALL)
+                else:
+                    watch.abandon(visit)
                 raise
             finally:
+                visit.sdk_attempts = None  # type: ignore[attr-defined]
                 if outcome:
                     server.outcome = "ok"
             made = _executed(server) - before

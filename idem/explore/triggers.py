@@ -188,9 +188,13 @@ def lines_by_upload(world: Any, table: str, attribute: str, owner_of: dict[str, 
                     uploads: Sequence[S3Object], seen: set[str]) -> tuple[list[int], int]:
     """New ledger lines per upload, by the charge id they carry; and those that carry an id no
     charge of this batch has (then the books are weighed for the batch as a whole)."""
+    from .books import lines  # per charge: a done record keeping the charge id is no second line
+
     per, unowned = [0] * len(uploads), 0
-    for item in items_with(world, table, attribute, seen):
-        seen.add(pk_text(item["pk"]))
+    found = items_with(world, table, attribute, seen)
+    seen |= {pk_text(item["pk"]) for item in found}
+    counted = set(lines(found, attribute))
+    for item in (i for i in found if pk_text(i["pk"]) in counted):
         value = next(iter(item[attribute].values()))
         owner = owner_of.get(str(value))
         if owner is None:

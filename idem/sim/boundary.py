@@ -36,6 +36,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
+from .sdk_retries import aws_error, is_lost_answer, resent_by_sdk
 
 REGION = "us-east-1"
 
@@ -134,32 +135,6 @@ class InjectedFault(Exception):
     """The error the runtime raises at a boundary: an ordinary exception, as a timeout is."""
 
 
-#: The error a service answers when it throttles, as botocore raises it once its own retries are
-#: spent: the codes botocore itself retries as throttling (botocore/data/_retry.json, and
-#: botocore.retries.standard's _THROTTLED_ERROR_CODES); DynamoDB's capacity error
-#: (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html) and
-#: S3's SlowDown, 503 (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html);
-#: any other service answers ThrottlingException.
-THROTTLES = {"dynamodb": ("ProvisionedThroughputExceededException", 400), "s3": ("SlowDown", 503)}
-DEFAULT_THROTTLE = ("ThrottlingException", 400)
-
-
-def aws_error(boundary: "Boundary", arrival: int) -> Exception:
-    """What botocore raises to a handler at `boundary` of an AWS call: before it, the service
-    throttles (a ClientError with its real code, after botocore's retries: MaxAttemptsReached);
-    after it (the call did its work), the answer is lost: ReadTimeoutError."""
-    from botocore.exceptions import ClientError, ReadTimeoutError
-
-    service, _, operation = boundary.call.partition(":")
-    if boundary.side is Side.AFTER:
-        return ReadTimeoutError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com/ (the answer to "
-                                             f"{boundary.call} was lost, arrival {arrival}: the call did its work)")
-    code, status = THROTTLES.get(service, DEFAULT_THROTTLE)
-    return ClientError({"Error": {"Code": code, "Message": f"injected: {service} throttled {operation} "
-                                                          f"(arrival {arrival})"},
-                        "ResponseMetadata": {"HTTPStatusCode": status, "MaxAttemptsReached": True}}, operation)
-
-
 class Crash(BaseException):
     """The process dies at a boundary: not an Exception, so no handler code catches it."""
 
@@ -172,6 +147,15 @@ class FaultPlan:
     times: str = "once"
     how: How = How.EXCEPTION
     outcome: str = ""  # a provider outcome (PROVIDER_POINTS): the provider answers with it at `at`
+    #: how many times in a row it strikes: a lost answer, the SDK's attempts at the call (sdk_retries);
+    #: before a call, the same call made again in the invocation (#n, #n+1, ...: a handler's own retries)
+    run: int = 1
+
+    def strikes(self, boundary: "Boundary") -> bool:
+        """Is `boundary` one of the places this plan fails (its own, or the next in its run)?"""
+        at = self.at
+        return at == boundary or (self.run > 1 and at is not None and at.side is Side.BEFORE and at.call == boundary.call
+                                  and boundary.side is Side.BEFORE and at.nth < boundary.nth < at.nth + self.run)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "how", choice(How, self.how))
@@ -337,8 +321,8 @@ class Watch:
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
-        if self.plan.at != boundary or not self.plan.fails_on(arrival):
-            return
+        if not self.plan.strikes(boundary) or not self.plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
+            return  # a lost answer after an AWS call: botocore resent it (sdk_retries), its answer is the handler's
         if self.plan.outcome:  # the provider's side: it answers the call that is about to go out
             visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, self.plan.outcome)
             visit.outcome = self.plan.outcome
@@ -500,10 +484,14 @@ def _after_call(model: Any, http_response: Any = None, context: Any = None, **_:
                     counted=not (isinstance(context, dict) and context.get(_FIFO_PUBLISH)))
 
 
-def _call_failed(model: Any, **_: Any) -> None:
-    """botocore's `after-call-error`: the request never got an answer (a connection error)."""
+def _call_failed(exception: Any = None, **_: Any) -> None:
+    """botocore's `after-call-error` (it names no model): the request never got an answer (a
+    connection error; every attempt's answer lost: the boundary after it is crossed, the call
+    having done its work)."""
     running = current()
-    if running:
+    if running and running[1].pending and is_lost_answer(exception):
+        running[0].after(running[1], running[1].pending[-1].call, succeeded=False)
+    elif running:
         running[0].abandon(running[1])
 
 

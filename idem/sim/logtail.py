@@ -6,6 +6,7 @@ check the time to write it into a buffer that forgets, not the memory to keep it
 from __future__ import annotations
 
 import io
+from collections import deque
 
 #: Lines kept per invocation, and characters kept of each (a longer line is cut, and says so):
 #: enough for every log line a handler of this workbook writes (a 1,024-byte key, a batch of 500
@@ -21,7 +22,8 @@ class LogTail(io.TextIOBase):
     def __init__(self, lines: int = LINES, width: int = WIDTH) -> None:
         super().__init__()
         self.keep, self.width = lines, width
-        self._tail = ""
+        self._chunks: deque[str] = deque()  # what was written last, in pieces: each write costs its own length
+        self._size = 0
         self.written = 0
         self._limit = lines * (width + 1) + 1
 
@@ -29,9 +31,22 @@ class LogTail(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        self.written += len(text)
-        self._tail = (self._tail + text[-self._limit:])[-self._limit:]
-        return len(text)
+        given = len(text)
+        self.written += given
+        if given >= self._limit:
+            self._chunks.clear()
+            self._size = 0
+            text = text[-self._limit:]
+        self._chunks.append(text)
+        self._size += len(text)
+        while self._size - len(self._chunks[0]) >= self._limit:  # the oldest piece is no longer needed
+            self._size -= len(self._chunks.popleft())
+        return given
+
+    @property
+    def _tail(self) -> str:
+        """The last characters written, at most what the kept lines can hold."""
+        return "".join(self._chunks)[-self._limit:]
 
     def lines(self) -> list[str]:
         """The last lines, a long one cut; first, if anything was let go, how much."""

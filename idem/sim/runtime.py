@@ -41,6 +41,8 @@ from typing import Any, Callable, Iterator
 import boto3
 import time_machine
 
+from .handler_guard import callable_problem
+from .sdk_retries import install as install_sdk_retries
 from .logtail import LogTail
 from ..core.clock import iso8601
 from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
@@ -548,6 +550,8 @@ class LocalLambda:
         self._running: list[Attempt] = []
         # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
+        if handler is not None:  # a lost answer after an AWS call is resent by botocore (sdk_retries)
+            install_sdk_retries(current, Crossing)
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()
@@ -737,6 +741,8 @@ class LocalLambda:
         except Exception as error:
             raise HandlerNotLoaded(f"{self.entry} fails at import: {type(error).__name__}: {error}",
                                    handler_traceback(error)) from None
+        if not self.wired and (problem := callable_problem(container.module, self.function)):
+            raise HandlerNotLoaded(problem, "")  # Lambda calls it with (event, context): it cannot be
         if self.wired:
             container.module._app = container.module.App.from_environment(
                 self.env, session=self.session, clock=self.clock, provider=self.provider,

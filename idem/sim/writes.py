@@ -82,6 +82,42 @@ def targets(name: str, params: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return found
 
 
+#: Calls that answer with the effect they made, which may be one made before: StartExecution with the
+#: name and input of a running execution "succeeds and return[s] the same response as the original
+#: request" (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
+#: The same execution again is not a second effect: counted by the distinct ids answered.
+SAME_EFFECT_IDS = {"states:StartExecution": "executionArn"}
+
+
+def _answered(model: Any = None, parsed: Any = None, **_: Any) -> None:
+    """after-call: note the id of the effect a SAME_EFFECT_IDS call answered with."""
+    running = _current()
+    if running is None or model is None or not isinstance(parsed, dict):
+        return
+    note_effect_id(running[0], running[1], _name(model), parsed)
+
+
+def note_effect_id(watch: Any, visit: Any, name: str, answer: dict[str, Any]) -> None:
+    """Keep the id of the effect `answer` names, for a call named as an effect (`SAME_EFFECT_IDS`)."""
+    field = SAME_EFFECT_IDS.get(name)
+    if field and name in watch.effects and answer.get(field):
+        watch.__dict__.setdefault("effect_ids", []).append((name, visit.work, str(answer[field])))
+
+
+def count_same_effects_once(watch: Any) -> None:
+    """Each SAME_EFFECT_IDS call's count per work: the distinct effects its answers named first (an
+    execution another upload's invocation started, answered again, is that upload's)."""
+    ids: dict[tuple[str, str], set[str]] = {}
+    first: set[tuple[str, str]] = set()
+    for name, work, found in watch.__dict__.get("effect_ids", []):
+        ids.setdefault((name, work), set())
+        if (name, found) not in first:
+            first.add((name, found))
+            ids[(name, work)].add(found)
+    for key, distinct in ids.items():
+        watch.effect_counts[key] = len(distinct)
+
+
 def writes_of(watch: Any) -> list[tuple[str, str, list[tuple[str, str, Any]]]]:
     """Every succeeded write noted on `watch`: (call, work, targets)."""
     return list(watch.__dict__.get("writes", []))
@@ -96,3 +132,4 @@ def watch_writes(events: Any, current: Callable[[], Any]) -> None:
     # first among after-call's handlers: a fault injected after the call (the answer lost, the
     # process dying) raises from the boundary's handler, and the write has landed all the same
     events.register_first("after-call", _written, unique_id="idem-write-done")
+    events.register_first("after-call", _answered, unique_id="idem-effect-id")  # before a fault there

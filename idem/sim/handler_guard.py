@@ -1,0 +1,116 @@
+"""What makes a handler one the check cannot judge, found before or while it runs.
+
+- It cannot be called as Lambda calls it (`callable_problem`): the name is not a function, or the
+  function does not take `(event, context)`. Lambda's Python runtime calls the handler with two
+  arguments, the event and the context object
+  (https://docs.aws.amazon.com/lambda/latest/dg/python-handler.html): bad input (exit 2).
+- It needs a setting it was not given (`missing_setting`): its clean run fails with a KeyError
+  reading `os.environ`. Bad input too (exit 2): the reader passes it with `--env NAME=VALUE`.
+- It starts another process (`no_subprocesses`): what that process does crosses no boundary the
+  check watches, so no verdict can be trusted (exit 3). The start is refused inside the handler.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import re
+import subprocess
+import traceback
+from typing import Any, Iterator
+
+from .boundary import current
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def callable_problem(module: Any, name: str) -> str:
+    """"" when `module.name` can be called with (event, context); else what is wrong, in words."""
+    function = getattr(module, name, None)
+    where = getattr(module, "__file__", None) or getattr(module, "__name__", "the module")
+    if function is None:
+        return f"{os.path.basename(where)} has no {name} once loaded: name the function Lambda calls"
+    if not callable(function):
+        return (f"{os.path.basename(where)}:{name} is a {type(function).__name__}, not a function: Lambda "
+                "cannot call it (Handler names a function taking (event, context))")
+    try:
+        inspect.signature(function).bind({}, None)
+    except TypeError as error:
+        return (f"{os.path.basename(where)}:{name} cannot be called as Lambda calls it, with (event, context): "
+                f"{error}")
+    except ValueError:
+        return ""  # a builtin with no signature: let the call say
+    return ""
+
+
+def missing_setting(error_text: str, handler_traceback: str, env: dict[str, str]) -> str:
+    """Where a failed clean run read an environment variable it did not find ("at FILE:LINE"), or ""."""
+    found = re.fullmatch(r"KeyError: '([^']+)'", error_text.strip())
+    if not found or found.group(1) in env:
+        return ""
+    places = [p for p in re.findall(r'File "([^"]+)", line (\d+)', handler_traceback) if not p[0].startswith("<")]
+    lines = [line.strip() for line in handler_traceback.splitlines() if line.startswith("    ")]
+    if not (lines and "environ" in lines[-1]):
+        return ""
+    return f"at {os.path.basename(places[-1][0])}:{places[-1][1]}" if places else "in the handler"
+
+
+#: The standard library's own probes of the machine, which start a process to ask it (`uname -p` for
+#: platform.processor(), as Stripe's SDK asks for its user agent; ifconfig for uuid.getnode; ldconfig
+#: for ctypes.util.find_library): they report, they change nothing the check watches.
+_PROBES = ("platform.py", "uuid.py", os.path.join("ctypes", "util.py"))
+
+
+def _probing() -> bool:
+    """Is the process being started by one of the standard library's probes (`_PROBES`)?"""
+    stdlib = os.path.dirname(os.__file__)
+    return any(frame.filename.startswith(stdlib) and frame.filename.endswith(_PROBES)
+               for frame in traceback.extract_stack())
+
+
+def _handler_frame() -> str:
+    """file:line of the innermost frame that is the handler's own (not Python's, not idem's)."""
+    stdlib = os.path.dirname(os.__file__)
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        path = frame.filename
+        if not path.startswith((stdlib, _OURS)) and "site-packages" not in path and not path.startswith("<"):
+            return f"{os.path.basename(path)}:{frame.lineno}"
+    return "an unknown place"
+
+
+@contextlib.contextmanager
+def no_subprocesses() -> Iterator[list[str]]:
+    """While it lasts, a handler (code running inside an invocation) that starts a process is
+    refused (PermissionError) and named in the list yielded; the check's own processes are not."""
+    started: list[str] = []
+    real_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+    real = {name: getattr(os, name) for name in ("system", "fork", "posix_spawn", "posix_spawnp", "forkpty")
+            if hasattr(os, name)}
+
+    def refuse(what: str) -> PermissionError:
+        started.append(f"{what} at {_handler_frame()}")
+        return PermissionError(f"idem check refuses to start a process ({what}): its effects cross no "
+                               "boundary the check watches")
+
+    def execute_child(self: Any, args: Any, *rest: Any, **kwargs: Any) -> Any:
+        if current() is not None and not _probing():
+            shown = args if isinstance(args, (str, bytes)) else " ".join(map(str, args))
+            raise refuse(f"subprocess {str(shown)[:80]!r}")
+        return real_child(self, args, *rest, **kwargs)
+
+    def guarded(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if current() is not None and not _probing():
+                raise refuse(f"os.{name}")
+            return real[name](*args, **kwargs)
+        return call
+
+    subprocess.Popen._execute_child = execute_child  # type: ignore[attr-defined]
+    for name in real:
+        setattr(os, name, guarded(name))
+    try:
+        yield started
+    finally:
+        subprocess.Popen._execute_child = real_child  # type: ignore[attr-defined]
+        for name, function in real.items():
+            setattr(os, name, function)

@@ -22,11 +22,6 @@ FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
 ORDER_AWARE = "ORDER_IDENTITY" in open(inspect.getsourcefile(keyed_module)).read()
 needs_orders = pytest.mark.xfail(not ORDER_AWARE, strict=True,
                                  reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged")
-#: issue 41's families find what issue 39 fixes in keyed and the handler to copy: another account's
-#: order with the same order id answered as a duplicate (accounts), and the same order uploaded again
-#: a day after its books failed charged twice (again). Remove when issue 39's fixes merge.
-needs_money_safety = pytest.mark.xfail(strict=True, reason="issue 39 not merged: keyed breaks in the "
-                                       "accounts and again families (tests/test_check_timings.py)")
 #: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
 #: handler whose only guard is Stripe's key charges again there
 PAST_KEY_WINDOW = {"late", "again"}
@@ -91,7 +86,6 @@ def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, brea
     assert report["smallest_break"]["timeline"]
 
 
-@needs_money_safety
 @needs_orders
 def test_the_keyed_pattern_holds():
     code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
@@ -99,7 +93,6 @@ def test_the_keyed_pattern_holds():
     assert "holds: no double effect" in out
 
 
-@needs_money_safety
 @needs_orders
 def test_the_handler_to_copy_holds_in_every_schedule():
     code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers

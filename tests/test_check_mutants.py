@@ -120,8 +120,6 @@ def test_the_check_catches_keyeds_mutant(tmp_path, monkeypatch, name):
     assert not report.holds and report.tally().get(verdict, 0) > 0, report.tally()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 39 not merged: the handler to copy, and so each mutant equivalent "
-                   "to it, breaks in the accounts and again families (tests/test_check_timings.py)")
 @pytest.mark.parametrize("name", sorted(NOT_CAUGHT))
 def test_equivalent_mutants_hold_and_the_schedules_reach_the_takeover(tmp_path, monkeypatch, name):
     old, new, takes_over = NOT_CAUGHT[name]

@@ -128,10 +128,6 @@ def test_the_check_links_a_customer_only_for_a_function_that_reads_the_mapping()
     assert accounts.other_account_key("check00007/order 1.json", 7) == "other00007/order 1.json"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 39, not merged here: the handler to copy as it is charges an order "
-                   "twice when it is sent again a day after its books failed (the again family), and answers "
-                   "another account's order with the same order id as a duplicate (the accounts family); "
-                   "with issue 39's fixes it holds: remove this mark then")
 def test_the_handler_to_copy_holds_in_the_time_and_account_families():
     report = check_handler("idem.core.handlers.keyed:lambda_handler", retries=(0,), workers=1)
     assert report.holds, report.explain()

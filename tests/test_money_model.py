@@ -52,7 +52,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from idem.core.events import S3Object, s3_event
 from money_model_harness import AWS_FAULTS, AwsFaultPlan, Bench, FaultySession
 
-# == INTERFACE: all the model assumes of the handler (issue 39 and the brief's shared decisions) ====
+# == INTERFACE: all the model assumes of the handler (docs/money_contract.md) ====
 #: The handler to copy: `lambda_handler(event, context)`; a cold start imports its modules afresh
 #: (every module named HANDLER_MODULE* beside it).
 HANDLER_MODULE = "idem.core.handlers.keyed"
@@ -490,10 +490,6 @@ MoneyModel.TestCase.settings = settings(
     database=None, suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=SOAK,
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
 TestMoneyModel = MoneyModel.TestCase
-#: Only a property failing is expected (a harness error is not): with IDEM_SOAK, several at once.
-TestMoneyModel.pytestmark = [pytest.mark.xfail(
-    strict=False, raises=(AssertionError, ExceptionGroup),
-    reason="issue 39: the handler to copy before its money-safety fixes")]
 
 
 # -- replays: minimal sequences on the handler before issue 39's fixes ---------------------------------
@@ -529,26 +525,18 @@ def upload(account: str = "alice", variant: str = "valid", order_id: str = "1001
                               currency=currency)
 
 
-ISSUE_39 = pytest.mark.xfail(strict=False, raises=AssertionError,
-                             reason="issue 39: the handler to copy before its money-safety fixes")
-
-
-@ISSUE_39
 def test_replay_a_valid_order_is_charged_to_the_accounts_linked_customer():
     replay("P2,P2c", upload())  # was P2: charged to no customer (the account name is no cus_ id)
 
 
-@ISSUE_39
 def test_replay_a_file_naming_another_accounts_customer_is_never_charged():
     replay("P2", upload(variant="other_customer"))  # was P2: alice's file charged cus_bob
 
 
-@ISSUE_39
 def test_replay_the_same_order_id_in_two_accounts_is_two_orders():
     replay("P5", upload("alice"), upload("bob"))  # was P5: bob's order answered `duplicate`, never charged
 
 
-@ISSUE_39
 def test_replay_another_accounts_order_with_the_same_id_and_amount_is_not_parked_without_a_record():
     """Found by the search: bob's 1001 at another amount than alice's 1001 is refused as a
     'corrected order' of alice's, with no record of its own: parked and counted, never charged,
@@ -556,12 +544,10 @@ def test_replay_another_accounts_order_with_the_same_id_and_amount_is_not_parked
     replay("P4", upload("alice"), upload("bob", cents=1300))
 
 
-@ISSUE_39
 def test_replay_a_file_with_amount_not_amount_cents_is_refused_not_charged_a_default():
     replay("P2", upload(variant="field_amount"))  # was P2: charged the 500-cent fallback
 
 
-@ISSUE_39
 @pytest.mark.parametrize("nth", range(2, 8))
 def test_replay_a_write_refused_then_the_same_order_a_day_later_is_not_charged_twice(nth):
     """Issue 39's first defect: the commit refused, the order uploaded again 25 h later, Stripe's key
@@ -571,7 +557,6 @@ def test_replay_a_write_refused_then_the_same_order_a_day_later_is_not_charged_t
            lambda m: m.upload_again(earlier=last(m), change="same", same_name=True))
 
 
-@ISSUE_39
 def test_replay_an_answer_lost_after_the_charge_then_the_same_file_two_weeks_later_is_not_charged_twice():
     """Found by the search (targeted phase, 800 sequences of 20 steps): Stripe charged, its answer
     was lost; two weeks later, Stripe's key pruned, the uploader sends the same file again under
@@ -581,18 +566,15 @@ def test_replay_an_answer_lost_after_the_charge_then_the_same_file_two_weeks_lat
            lambda m: m.upload_again(earlier=last(m), change="same", same_name=False))
 
 
-@ISSUE_39
 def test_replay_a_rotated_secret_key_is_read_again_not_parked():
     replay("P5", upload(), lambda m: m.secret_key_rotated(), upload(order_id="1002"))  # was P5: 401 parked for good
 
 
-@ISSUE_39
 def test_replay_a_500_on_the_customers_read_is_retried_not_parked():
     replay("P5", lambda m: m.fault_at_stripe(fault=("api_error", ("GET", "/v1/customers"))),
            upload(variant="own_customer"))  # was P5: a 500 on a read with no key parked for good
 
 
-@ISSUE_39
 def test_replay_a_retry_after_the_default_card_changed_sends_the_same_parameters():
     replay("P5", lambda m: m.fault_at_stripe(fault=("drop_after", CHARGE)), upload(variant="own_customer"),
            lambda m: m.default_card_changes_to("cus_alice"))  # was P5: idempotency_error, parked with a charge

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-#: the prefix of a customer mapping's partition key (the brief's decision 2)
+#: the prefix of a customer mapping's partition key (docs/money_contract.md, property 2)
 MAPPING_PREFIX = "account#"
 #: who the check says linked each account (STS GetCallerIdentity's ARN, as `idem customers link` writes)
 LINKED_BY = "arn:aws:sts::123456789012:assumed-role/idem-check/runbook"

@@ -103,19 +103,21 @@ class KeyedLedger:
         existing = Record.from_item(old)
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
-        if existing.status is Status.IN_PROGRESS and existing.lease_until <= now:
+        if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) or existing.status is Status.RELEASED:
             return self._take_over(existing, owner, lease_until, source)
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, owner: str, lease_until: float, source: str) -> Claim:
-        """Take over a claim whose lease ran out, fenced to the owner and lease we read, keeping
-        when the order's first attempt began and the payment method chosen then."""
-        mine = replace(old, owner=owner, lease_until=lease_until, source=source or old.source, expires_at=0.0)
+        """Take over a claim whose lease ran out, or a record a person released, fenced to what we
+        read, keeping when the order's first attempt began and the payment method chosen then."""
+        mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=lease_until,
+                       source=source or old.source, expires_at=0.0)
+        fence = ("#o = :old AND lease_until = :lease AND #s = :was" if old.status is Status.IN_PROGRESS
+                 else "#o = :old AND #s = :was")  # released: its lease was removed with it
         refused = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
-                           ConditionExpression="#o = :old AND lease_until = :lease AND #s = :in_progress",
-                           ExpressionAttributeNames={"#o": "owner", "#s": "status"},
-                           ExpressionAttributeValues=as_values(old=old.owner, lease=old.lease_until,
-                                                               in_progress=Status.IN_PROGRESS.value),
+                           ConditionExpression=fence, ExpressionAttributeNames={"#o": "owner", "#s": "status"},
+                           ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value, **(
+                               {"lease": old.lease_until} if old.status is Status.IN_PROGRESS else {})),
                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if refused is None:
             return Claim(won=True, mine=mine)

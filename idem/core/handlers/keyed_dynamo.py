@@ -70,6 +70,7 @@ class Status(str, Enum):
     DECLINED = "declined"  # the provider declined the charge: a final answer, nothing to retry
     NEEDS_ATTENTION = "needs_attention"  # no retry can finish it: a person must (see `result`)
     PENDING = "pending"  # the provider took the charge but has not settled it (Stripe: processing)
+    RELEASED = "released"  # a person found no charge and released it (`idem settle`): the next claim takes it
 
     def __str__(self) -> str:
         return self.value

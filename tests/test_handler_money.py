@@ -263,3 +263,30 @@ def test_a_retry_after_the_default_card_changed_sends_the_same_payment_method(wo
     assert result["status"] == "charged"
     (made,) = world.provider().charges()
     assert result["charge_id"] == made.id and record_of(world).payment_method == first_method
+
+
+# -- a record a person released (idem settle) ------------------------------------------------------
+def test_a_record_a_person_released_is_taken_over_and_charged_once(world):
+    """`idem settle` releases an order nobody charged by writing status `released` (it never
+    deletes): the handler's next claim takes the record over, fenced on what it read, keeps the
+    first attempt's time (so the key's age rule still counts from it) and charges the order once."""
+    from idem.core import runbook
+    from idem.core.handlers.keyed_orders import order_key
+
+    link(world, "alice")
+    obj = world.upload("alice/A-7.json", order("A-7", amount_cents=1250))
+    key = order_key("alice", "A-7")
+    started = world.clock.now()
+    assert charger(world).ledger.claim(key, "gone", lease_until=started + 30).won  # an invocation that died
+    world.clock.advance(HOUR)
+    no_charges = runbook.StripeApi("sk_test_x", "http://127.0.0.1:1",
+                                   lambda request: {"object": "search_result", "data": [], "has_more": False})
+    plan = runbook.plan_settle(world.dynamodb, world.ledger_table, no_charges, key=key, now=world.clock.now())
+    assert plan.action == "release", plan
+    runbook.apply_settle(world.dynamodb, world.ledger_table, plan, now=world.clock.now())
+    assert record_of(world).status is keyed.Status.RELEASED
+    result = charge(world, obj)
+    assert result["status"] == "charged" and len(world.provider().charges()) == 1
+    line = record_of(world)
+    assert line.status is keyed.Status.DONE and line.first_attempt_at == started
+    assert charge(world, obj)["status"] == "duplicate" and len(world.provider().charges()) == 1

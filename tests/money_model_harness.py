@@ -15,7 +15,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import boto3
 import stripe._http_client

@@ -428,7 +428,7 @@ class MoneyModel(RuleBasedStateMachine):
                     (f"P3: Stripe charged {intent['id']} ({intent['amount']} {intent['currency']}) for {order}, "
                      "the books do not show it, and the order is not parked")
         else:
-            booked = {intent_order(intents[l.charge_id]): l for l in lines if l.charge_id in intents}
+            booked = {intent_order(intents[line.charge_id]): line for line in lines if line.charge_id in intents}
         if "P4" in self.checked:
             for u in self.all_uploads:
                 invocation = outcomes[u.n]

@@ -77,7 +77,7 @@ class Books:
             effect, outcome = self._refund(obj), "refund booked"
         elif kind == "charge.dispute.created":
             effect, outcome = self._dispute(obj), "dispute booked"
-        marker = {"Put": {"TableName": self.table, "ConditionExpression": "attribute_not_exists(pk)",
+        marker: dict[str, dict[str, Any]] = {"Put": {"TableName": self.table, "ConditionExpression": "attribute_not_exists(pk)",
                           "Item": to_item({"pk": f"event#{event_id}", "kind": "stripe_event", "type": kind,
                                            "outcome": outcome, "received_at": self.now(),
                                            "expires_at": int(self.now()) + EVENT_TTL_SECONDS})}}

@@ -3,7 +3,11 @@ condition asks whose claim it is (ReturnValuesOnConditionCheckFailure=ALL_OLD re
 failed the condition: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html).
 Its own claim, stored by the first attempt of a PutItem whose answer was lost and resent by botocore
 (or by this invocation's earlier attempt: Lambda's retry keeps the request id), is its own to go on
-with. HOLDS."""
+with. HOLDS.
+Written before docs/money_contract.md, it breaks only in the families that contract added
+(tests/test_check_handlers.py: MERGED_CONTRACT): an order sent again past Stripe's 24-hour key
+window is charged again (it never searches Stripe by key), and another account's order with the
+same order id is never charged (it keys by bucket and order id, not by account)."""
 import hashlib
 import json
 import os

@@ -1,7 +1,11 @@
 """Correct: claims the order, charges it once (keyed by the order), books one ledger line, then marks
 its record done, and the done record keeps the charge id too (as Powertools-style records keep their
 result). Two items carry `charge_id` for ONE charge: the record and the line. HOLDS: the books are
-judged per charge (each charge booked once), not by counting items that carry a charge id."""
+judged per charge (each charge booked once), not by counting items that carry a charge id.
+Written before docs/money_contract.md, it breaks only in the families that contract added
+(tests/test_check_handlers.py: MERGED_CONTRACT): an order sent again past Stripe's 24-hour key
+window is charged again (it never searches Stripe by key), and another account's order with the
+same order id is never charged (it keys by bucket and order id, not by account)."""
 import hashlib
 import json
 import os

@@ -3,7 +3,11 @@ object in S3 at `ledger/ORDER_ID.json` besides its ledger
 line. Two orders uploaded at one file name are two orders, each with its own object under its own id.
 HOLDS, with `--effect s3:PutObject`: each order's object is judged against the clean run's, keyed by
 that order's own id (S3 keeps one object per key:
-https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html)."""
+https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html).
+Written before docs/money_contract.md, it breaks only in the families that contract added
+(tests/test_check_handlers.py: MERGED_CONTRACT): an order sent again past Stripe's 24-hour key
+window is charged again (it never searches Stripe by key), and another account's order with the
+same order id is never charged (it keys by bucket and order id, not by account)."""
 import hashlib
 import json
 import os

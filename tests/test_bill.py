@@ -62,10 +62,12 @@ def test_dollars_follow_the_units_at_the_named_price():
 
 def test_the_stacks_cost_assumes_keyeds_measured_write_units():
     """idem/deploy/prices.py's cost of a million uploads (README.md states it) counts the write
-    units keyed's first delivery is measured to bill."""
+    and read units keyed's first delivery is measured to bill."""
     from idem.deploy.prices import Usage
 
     assert Usage().wru_per_upload == bill.measure("keyed", "first").wru
+    # and the read unit of its customer mapping's strongly consistent GetItem (who pays)
+    assert Usage().rru_per_upload == bill.measure("keyed", "first").rru == 1.0
 
 
 def test_keyed_writes_the_table_no_more_than_powertools_and_a_duplicate_one_failed_write():

@@ -161,9 +161,9 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     lag = reconcile_job.lag_of(job_env)
     # keyed's commit writes booked_day, so the migration for older ledgers has nothing to do
     assert reconcile_job.backfill_booked_day(c["dynamodb"], ledger) == 0
-    # alice's customer mapping (what `idem customers link` writes): the stand-in's customer is "alice"
-    c["dynamodb"].put_item(TableName=ledger, Item={"pk": {"S": "account#alice"}, "kind": {"S": "customer"},
-                                                   "account": {"S": "alice"}, "customer": {"S": "alice"}})
+    # alice's customer mapping is the one linked above (cus_alice), the customer the handler charged:
+    # the reconciler compares each line's account's mapping with its charge's customer
+    assert customers.show(c["dynamodb"], ledger, "alice").customer == "cus_alice"
     printed: list[str] = []
     report = reconcile_job.run(job_env, boto3.Session(region_name="us-east-1"), clock.now() + lag + 3600,
                                say=printed.append, fetch=_stripe_page(stand_in, c["dynamodb"]))

@@ -179,8 +179,9 @@ def test_one_planted_case_of_each_kind_is_found_with_its_command(stand_in):
                             idempotency_key="charge#version#unbooked")
     # 4. a second charge for an order already charged (another key for the same upload)
     world.provider().charge(customer="alice", amount=500, currency="usd", reference=charged[0].reference,
-                            idempotency_key="charge#version#second",  # the first's order, as keyed tells it
-                            metadata={"order_id": json.loads(order_body(1))["order_id"], "bucket": world.bucket})
+                            idempotency_key="charge#version#second",  # the first's order, as keyed tells it:
+                            metadata={"order_id": json.loads(order_body(1))["order_id"], "bucket": world.bucket,
+                                      "idem_account": "alice"})  # an order is (account, order_id)
     # 5. an order a handler left for a person
     held = upload(world, "frank/order-5.txt")
     held_key = job.order_key(world.s3, job.UploadSeen(world.bucket, held.key, held.version_id, held.etag, 0),
@@ -487,7 +488,7 @@ def test_the_prod_profile_reads_only_this_stacks_charges_by_stripe_search():
     with LocalWorld(prefix="reconcile-stripe") as world, loopback_stripe(world) as server:
         client = stripe.StripeClient("sk_test_recon", base_addresses={"api": server.url}, max_network_retries=0)
         method = seed_customer(server, customer_id="cus_alice")[1]
-        order = upload(world, "alice/A-1.json", json.dumps({"order_id": "A-1"}).encode())
+        order = upload(world, "alice/A-1.json", json.dumps({"order_id": "A-1", "amount_cents": 500}).encode())
         key = job.order_key(world.s3, job.UploadSeen(world.bucket, order.key, order.version_id, order.etag, 0))
 
         def intent(stack: str, idempotency_key: str, order_id: str = "A-1") -> str:
@@ -496,7 +497,7 @@ def test_the_prod_profile_reads_only_this_stacks_charges_by_stripe_search():
                 "payment_method": method, "customer": "cus_alice",
                 "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
                 "metadata": {"idem_stack": stack, "idempotency_key": key, "order_id": order_id,
-                             "bucket": world.bucket, "account": "alice"}},
+                             "bucket": world.bucket, "idem_account": "alice"}},
                 options={"idempotency_key": idempotency_key}).id)
 
         first = intent("idem-test", key)

@@ -48,25 +48,31 @@ def test_claim_first_charges_dies_and_its_retry_stands_down(silent_mismatch):
 def test_keyed_crash_then_the_providers_replay(replayed):
     seq = views.sequence_of(replayed)
     kinds = [m.kind for m in seq.messages]
-    # first attempt: claim, a new charge, then the process dies before the commit
-    assert kinds[:6] == ["invoke", "call", "ok", "call", "charged", "error"]
-    assert seq.messages[5].label == "crash: the process died"
-    assert seq.deaths == [(5, "attempt 1", "crash")]
-    # the retry claims again, gets the first charge back, and commits it
-    retry = seq.messages[6:]
+    # first attempt: claim, read who pays (the customer mapping), a new charge, then the process
+    # dies before the commit
+    assert kinds[:8] == ["invoke", "call", "ok", "call", "ok", "call", "charged", "error"]
+    assert seq.messages[3].label.startswith("GetItem: who pays")
+    assert seq.messages[7].label == "crash: the process died"
+    assert seq.deaths == [(7, "attempt 1", "crash")]
+    # the retry's claim meets the dead attempt's lapsed claim and takes it over (a refused put,
+    # then a put fenced to the record read), reads who pays, gets the first charge back, commits
+    retry = seq.messages[8:]
     assert [(m.source, m.target, m.kind) for m in retry] == [
         (Q, "attempt 2", "invoke"),
+        ("attempt 2", LEDGER, "call"), (LEDGER, "attempt 2", "refused"),
+        ("attempt 2", LEDGER, "call"), (LEDGER, "attempt 2", "ok"),
         ("attempt 2", LEDGER, "call"), (LEDGER, "attempt 2", "ok"),
         ("attempt 2", PROVIDER, "call"), (PROVIDER, "attempt 2", "replay"),
         ("attempt 2", LEDGER, "call"), (LEDGER, "attempt 2", "ok"),
         ("attempt 2", Q, "returned"),
     ]
-    assert "idempotency key" in retry[3].label and "ch_" in retry[4].label
-    assert "commit" in retry[5].label
+    assert "lease ran out" in retry[2].label and "take over" in retry[3].label
+    assert "idempotency key" in retry[7].label and "ch_" in retry[8].label
+    assert "commit" in retry[9].label
     assert "1 charge" in seq.notes[LEDGER] and "1 charge" in seq.notes[PROVIDER]
     # both ledgers name the same charge; the first attempt's charge is named by the replay
-    charge_id = retry[4].label.rsplit(" ", 1)[-1]
-    assert seq.messages[4].label == f"new charge {charge_id}"
+    charge_id = retry[8].label.rsplit(" ", 1)[-1]
+    assert seq.messages[6].label == f"new charge {charge_id}"
     assert charge_id in seq.notes[LEDGER] and charge_id in seq.notes[PROVIDER]
 
 

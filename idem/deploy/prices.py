@@ -28,6 +28,8 @@ PRICES = {
     "lambda_gb_second": Price(0.0000133334, "GB-second, arm64", "[3rd] artillery prices.js; aws.amazon.com/lambda/pricing"),
     # [3rd] https://airbyte.com/data-engineering-resources/dynamodb-pricing (after the Nov 2024 cut)
     "dynamodb_wru": Price(0.625, "million write units", "[3rd] airbyte.com dynamodb-pricing"),
+    # [3rd] the same page: on-demand reads $0.125 per million read request units (as capacity.US_EAST_1)
+    "dynamodb_rru": Price(0.125, "million read units", "[3rd] airbyte.com dynamodb-pricing"),
     # [3rd] https://finops.com.py/services/dynamodb/backups
     "dynamodb_pitr": Price(0.20, "GB-month", "[3rd] finops.com.py dynamodb backups"),
     # [3rd] https://gist.github.com/aarone/93267 lists S3's request classes; the 2026 rate for
@@ -54,9 +56,10 @@ class Usage:
     """What one upload and one reconciliation use (assumptions: change them to yours)."""
 
     memory_gb: float = 0.25  # template.yaml: MemorySize 256
-    charge_seconds: float = 0.3  # one invocation: a GetObject, two DynamoDB writes and a Stripe call
+    charge_seconds: float = 0.3  # one invocation: a GetObject, three DynamoDB calls and a Stripe call
     log_kb_per_upload: float = 2.0  # JSON lines: start, report, the handler's own, EMF
     wru_per_upload: float = 4.0  # keyed: the claim, the line, its by_account and by_day index entries (tests/test_bill.py)
+    rru_per_upload: float = 1.0  # keyed: the customer mapping's strongly consistent GetItem (who pays), under 4 KB
     traced_share: float = 1.0  # an upper bound: every upload traced (sampling lowers it)
     reconcile_runs_per_month: float = HOURS_PER_MONTH  # every 60 minutes
     reconcile_seconds: float = 2.0
@@ -89,6 +92,8 @@ def per_million_uploads(usage: Usage = Usage()) -> list[tuple[str, float]]:
          n * usage.charge_seconds * usage.memory_gb * p["lambda_gb_second"].usd),
         (f"DynamoDB writes ({usage.wru_per_upload:g} units an upload)",
          usage.wru_per_upload * p["dynamodb_wru"].usd),
+        (f"DynamoDB reads ({usage.rru_per_upload:g} unit an upload: who pays)",
+         usage.rru_per_upload * p["dynamodb_rru"].usd),
         (f"CloudWatch Logs ({usage.log_kb_per_upload:g} KB an upload)",
          n * usage.log_kb_per_upload / 1024 / 1024 * p["logs_ingest"].usd),
         ("X-Ray traces (upper bound: all traced)", usage.traced_share * p["xray_trace"].usd),

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from ..core.clock import iso8601
 from ..core.events import S3Object
 from ..sim.runtime import LocalLambda
-from ..sim.world import LocalWorld
+from ..sim.world import LocalWorld, demo_account
 
 #: ORDER_IDENTITY's three values (keyed_settings.ORDER_IDENTITIES), in the order chapter 03 tells them.
 IDENTITIES = ("upload", "order-id", "object-name")
@@ -71,6 +71,7 @@ def _put(world: LocalWorld, name: str, body: bytes, write_once: bool) -> S3Objec
     S3 refused the write (a name written once already, under If-None-Match: *)."""
     if not write_once:
         return world.upload(name, body)
+    world.link_demo_account(demo_account(name))  # onboarding links who pays, as world.upload does
     try:
         made = world.s3.put_object(Bucket=world.bucket, Key=name, Body=body, IfNoneMatch="*")
     except ClientError as error:
@@ -146,7 +147,8 @@ def corrected_before_booked(second_at: float = 40.0) -> CorrectedRun:
                  "outcome": "crash after the charge" if a.outcome == "crash"
                  else "needs_attention" if a.error.startswith("NeedsAttention") else a.outcome}
                 for a in sorted(attempts, key=lambda a: a.start)]
-        records = world.table_items(world.ledger_table)
+        # the order's records, not the account's customer mapping (account#alice) beside them
+        records = [r for r in world.table_items(world.ledger_table) if r.get("kind", {}).get("S") != "customer"]
         return CorrectedRun(rows, [c.amount for c in world.provider().charges()], world.failure_queue_depth(),
                             ", ".join(str(r.get("status", {}).get("S", "")) for r in records))
 

@@ -55,8 +55,13 @@ ROLES: dict[str, dict[str, tuple[str, str, str]]] = {
     "robust": {"GetItem": ("read the record", "the record", "error"),
                "PutItem": ("put the record (conditional)", "written", "refused: written already"),
                "UpdateItem": ("add to the entry, or mark done", "ok", "refused")},
-    "keyed": {"PutItem": ("claim (conditional put)", "claimed", "refused: held or done already")},
+    "keyed": {"PutItem": ("claim (conditional put)", "claimed", "refused: held or done already"),
+              "GetItem": ("who pays: the account's customer mapping (consistent read)", "its customer",
+                          "error")},
 }
+#: keyed's claim refused by a claim whose lease ran out, and its fenced put that takes it over.
+KEYED_EXPIRED = "refused: a claim whose lease ran out, or released (take it over)"
+KEYED_TAKEOVER = ("take over, fenced to the record read", "taken over", "refused: another took it")
 #: keyed's write after a charge came back: the commit, whatever call makes it.
 KEYED_COMMIT = ("commit, only if still the owner", "committed", "refused: not the owner")
 #: keyed's other UpdateItem calls, when no charge came back: give the work back, or end it.
@@ -179,6 +184,7 @@ def _attempt(seq: Sequence, outcome: sc.Outcome, attempt: Attempt, names: dict[i
     refused_last = _refused(attempt)
     charge_steps = iter(step for _, step in attempt.steps if step in ("charged", "replayed"))
     charged_ok = provider_said_no = False
+    takeover = _takeover(attempt) if handler == "keyed" else None
     for i, crossing in enumerate(attempt.crossings):
         call, side, t = crossing.boundary.call, crossing.boundary.side, crossing.t
         if call.startswith("dynamodb:"):
@@ -188,12 +194,18 @@ def _attempt(seq: Sequence, outcome: sc.Outcome, attempt: Attempt, names: dict[i
                 role, done, refusal = KEYED_COMMIT
             elif handler == "keyed" and op == "UpdateItem":
                 role, done, refusal = KEYED_FINISH if provider_said_no else KEYED_RELEASE
+            elif takeover is not None and i in takeover[1]:
+                role, done, refusal = KEYED_TAKEOVER
+            if takeover is not None and i == takeover[0]:
+                done = KEYED_EXPIRED  # the claim's put was refused: the record it met is taken over
             if side is Side.BEFORE:
                 seq.messages.append(Message(t, me, LEDGER, f"{op}: {role}", "call"))
             elif crossing.failed:
                 seq.messages.append(Message(t, LEDGER, me, "answer lost", "lost"))
             elif refused_last and dynamodb and i == dynamodb[-1]:
                 seq.messages.append(Message(t, LEDGER, me, refusal, "refused"))
+            elif done == KEYED_EXPIRED:
+                seq.messages.append(Message(t, LEDGER, me, done, "refused"))
             else:
                 seq.messages.append(Message(t, LEDGER, me, done, "ok"))
         elif call == CHARGE_CALL:
@@ -231,6 +243,19 @@ def _attempt(seq: Sequence, outcome: sc.Outcome, attempt: Attempt, names: dict[i
     seq.spans[me] = (first, len(seq.messages) - 1)
     if attempt.failed and not _retried(outcome, attempt):
         _to_failure_queue(seq, outcome, attempt)
+
+
+def _takeover(attempt: Attempt) -> tuple[int, set[int]] | None:
+    """keyed's takeover: two puts before any charge, the first answered (not lost, so not a
+    resend of it): the claim met a record whose lease ran out (or a released one), and the second
+    put takes it over. (The claim's answer crossing, the takeover's two crossings), or None."""
+    puts = [i for i, c in enumerate(attempt.crossings)
+            if c.boundary.call == "dynamodb:PutItem" and not any(
+                d.boundary.call == CHARGE_CALL for d in attempt.crossings[:i])]
+    answers = [i for i in puts if attempt.crossings[i].boundary.side is Side.AFTER]
+    if len(answers) < 2 or attempt.crossings[answers[0]].failed:
+        return None
+    return answers[0], {i for i in puts if i > answers[0]}
 
 
 def _processed(attempt: Attempt) -> dict[str, Any] | None:

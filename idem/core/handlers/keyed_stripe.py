@@ -40,7 +40,7 @@ MAX_METADATA_CHARS = 500
 #: (https://github.com/stripe/stripe-python#configuring-automatic-retries); here Lambda's own
 #: retry, a minute later and with the same key, is the retry. A 1 s connect and 3 s read timeout
 #: keep one call within keyed_settings.PROVIDER_CALL_SECONDS (4 s), so that the slowest path of
-#: an upload fits in the function's 30 s (keyed_settings.slowest_path_seconds). The SDK's
+#: an upload fits in the function's 60 s (keyed_settings.slowest_path_seconds). The SDK's
 #: default read timeout is 80 s, longer than the function's.
 MAX_NETWORK_RETRIES = 0
 TIMEOUT_SECONDS = (1.0, 3.0)  # (connect, read), per attempt

@@ -81,31 +81,37 @@ def test_a_queue_hiding_a_message_for_less_than_the_timeout_is_refused_as_lambda
     assert "services-sqs-configure" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("function, holds", [("LongNotifier", False), ("ShortNotifier", True)])
-def test_sns_fifo_dedup_window_against_the_deployed_timeout(function, holds):
+@pytest.mark.parametrize("function, slow_answer_holds", [("LongNotifier", False), ("ShortNotifier", True)])
+def test_sns_fifo_dedup_window_against_the_deployed_timeout(function, slow_answer_holds):
     """SNS FIFO drops a repeat of a deduplication id only within five minutes
     (https://docs.aws.amazon.com/sns/latest/dg/fifo-message-dedup.html). With Timeout 900 a copy that
     starts while the publish's answer is slow publishes again 899 s later: delivered twice (breaks).
     With Timeout 30 the copy comes 29 s later and is dropped (holds). Same code, same template but
-    the Timeout."""
+    the Timeout. Both functions break elsewhere since the check draws its delays from their documented
+    ranges: S3's copy can come up to a minute plus the maximum event age later (3600 s here) and a
+    retry of an event up to its maximum age, both past SNS's five minutes (`idem.explore.timings`). So
+    the Timeout's effect is pinned where it is the only difference: the slow answer's schedule (measured:
+    it is the one schedule of 175 whose verdict differs between the two functions)."""
     code, out, err = cli("--template", str(FIFO), "--function", function, "--effect", "sns:Publish",
                          "--workers", "1", "--json")
     report = json.loads(out)
-    assert code == (0 if holds else 1), err
+    assert code == 1, err  # both: a copy past the five-minute window is published twice
     jsonschema.validate(report, json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text()))
     assert report["deployed"]["timeout"] == (900 if function == "LongNotifier" else 30)
     assert {r["schedule"].rsplit("; ", 1)[1] for r in report["results"]} == {"1 retry"}  # the template's
+    late = [r for r in report["results"] if "at its range's high end" in r["schedule"]]
+    assert late and all(r["verdict"] == "double_effect" and r["effects"]["sns:Publish"] == 2 for r in late)
     slow = [r for r in report["results"] if "its answer in flight" in r["schedule"]]
-    assert slow and all(r["effects"]["sns:Publish"] == (1 if holds else 2) for r in slow)
-    if not holds:
-        assert report["smallest_break"]["verdict"] == "double_effect"
-        assert "t=   899s  delivery 2" in "\n".join(report["smallest_break"]["timeline"])
+    assert slow and all(r["effects"]["sns:Publish"] == (1 if slow_answer_holds else 2) for r in slow)
+    assert all(r["verdict"] == ("exactly_once" if slow_answer_holds else "double_effect") for r in slow)
+    in_flight = [r for r in report["results"] if "its request in flight" in r["schedule"]]
+    assert in_flight and all(r["verdict"] == "exactly_once" for r in in_flight)  # no publish yet: one
 
 
 def test_the_report_header_states_the_deployed_settings():
     code, out, _ = cli("--template", str(FIFO), "--function", "ShortNotifier", "--effect", "sns:Publish",
                        "--workers", "1", "--retries", "0")
-    assert code == 0
+    assert code == 1  # it breaks (a copy of the event past SNS's five minutes): the header is stated either way
     assert ("as deployed (sns_fifo_deployed.yaml, function ShortNotifier): Timeout 30 s, MemorySize 1024 MB; "
             "MaximumRetryAttempts 1, MaximumEventAgeInSeconds 3600") in out
 

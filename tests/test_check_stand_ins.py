@@ -80,5 +80,13 @@ def test_a_missing_dependency_names_the_module_its_requirements_and_the_option(t
 def test_python_path_gives_the_function_its_dependencies(tmp_path):
     code, out, err = cli(_function(tmp_path), "--python-path", str(tmp_path / "deps"), "--retries", "0",
                          "--workers", "1", "--books", "none", "--json")
-    assert code == 0, err
-    assert json.loads(out)["baseline"]["provider:charge"] == 1
+    report = json.loads(out)
+    assert report["baseline"]["provider:charge"] == 1  # order_lib imported from --python-path: it charged
+    # Its only guard is Stripe's key (the key and eTag): it held before the merge, and breaks only where
+    # the money contract moved (test_check_handlers.MERGED_CONTRACT): the same order sent again past
+    # Stripe's 24-hour key window is charged twice (late, again).
+    broken = [r for r in report["results"] if r["verdict"] not in ("exactly_once", "failed_visibly", "needs_attention")]
+    assert code == 1 and broken, err
+    assert {r["verdict"] for r in broken} == {"double_charge"}, [(r["schedule"], r["verdict"]) for r in broken]
+    assert all("past Stripe's 24-hour key window" in r["schedule"] or "3 days later" in r["schedule"]
+               for r in broken), [r["schedule"] for r in broken]

@@ -647,8 +647,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 per, failed = _per_order(_per_upload(runtime, uploads, counted), dlqs, orders)
                 for i, counts in enumerate(per if by_state else []):  # a write per order, by its state
                     for name in clean_state.by_state(judged):
-                        wrote = counts.get(name, 0) or states.skipped_by_rule(clean_state.ordering, i, orders)
-                        counts[name] = baseline.get(name, 0) if wrote else 0
+                        counts[name] = states.order_count(by_state, name, counts.get(name, 0), i, orders,
+                                                          clean_state.ordering, baseline)
                 verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
             if by_state:
                 verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)

@@ -26,6 +26,9 @@ from ..core.errors import IdemError
 CHECK_KEY = re.compile(r"^check(\d+)/")
 #: S3's limit on a key: 1,024 bytes of UTF-8 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 KEY_BYTES = 1024
+#: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`):
+#: the same file, the same bytes, under another account's folder.
+OTHER_KEY = re.compile(r"^other(\d+)/")
 
 
 class BadObject(IdemError, ValueError):
@@ -89,6 +92,9 @@ def install(obj: UserObject) -> None:
         if (id(self), mine) in made:  # a second upload of that name: the same bytes again
             number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
             return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
+        other = OTHER_KEY.match(key)
+        if match is None and other is not None and body is not None:  # another account's order: the same file
+            return real_upload(self, key, obj.body_for(int(other.group(1))), **kwargs)
         if match is None:  # not one of the check's uploads
             return real_upload(self, key, **kwargs) if body is None else real_upload(self, key, body, **kwargs)
         number = int(match.group(1))

@@ -75,7 +75,7 @@ def install(answers: list[str]) -> None:
         key = f"{service}:{operation_model.name}"
         if (service, operation_model.name) in _given:  # the user's answer wins, implemented or not
             used.setdefault(key, "--answer")
-            return _Http(), dict(_given[(service, operation_model.name)])
+            return _resent(client, request_context, _Http(), dict(_given[(service, operation_model.name)]))
         try:
             http, parsed = real(client, operation_model, request_dict, request_context)
         except NotImplementedError:
@@ -83,9 +83,33 @@ def install(answers: list[str]) -> None:
         if http is not None and not _not_implemented(http, parsed):
             return http, parsed
         used.setdefault(key, "its output shape")
-        return _Http(), shaped(operation_model.output_shape, service)
+        return _resent(client, request_context, _Http(), shaped(operation_model.output_shape, service))
 
     botocore.client.BaseClient._make_request = make_request  # type: ignore[method-assign]
+
+
+def _resent(client: Any, context: Any, http: Any, parsed: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A stand-in's answer as botocore's retry loop meets it: an answer a fault plan loses is lost
+    after the call did its work (`idem.sim.sdk_retries.lose_answers`, as for moto's answers), and the
+    call is sent again, up to the client's total_max_attempts (botocore's resolved retry config:
+    https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). Each attempt that
+    did its work is counted: a stand-in models no idempotency token, so a resend is a call more."""
+    from ..sim.sdk_retries import is_lost_answer, lose_answers
+
+    retries = getattr(client.meta.config, "retries", None) or {}
+    attempts = int(retries.get("total_max_attempts") or retries.get("max_attempts", 4) + 1)
+    body = _Http()
+    body.content = json.dumps(parsed, default=str).encode()
+    for attempt in range(1, attempts + 1):
+        request = type("Request", (), {"context": {**(context or {}), "retries": {"attempt": attempt}}})()
+        try:
+            lose_answers(request, body)
+        except Exception as error:  # noqa: BLE001 -- only a lost answer is resent; anything else is raised
+            if not is_lost_answer(error) or attempt == attempts:
+                raise
+            continue
+        return http, parsed
+    return http, parsed
 
 
 def _not_implemented(http: Any, parsed: Any) -> bool:

@@ -361,3 +361,16 @@ def skipped_by_rule(ordering: str, order_index: int, orders: Sequence[int]) -> b
     (every order but the last uploaded) may have no write of its own."""
     return bool(ordering == "sequencer" and orders
                 and order_index != list(dict.fromkeys(orders)).index(orders[-1]))
+
+
+def order_count(judgement: StateJudgement, name: str, calls: int, order_index: int, orders: Sequence[int],
+                ordering: str, baseline: dict[str, int]) -> int:
+    """One order's count of a write judged by its state, in a schedule of several uploads. With one
+    order (its uploads all the same order: a retried PUT, the order uploaded again) the state left is
+    that order's alone: its count is the state's, even when no call of it answered success (an SDK
+    resend after a lost answer meets its own first write). With several orders the state cannot be
+    told apart by order: an order wrote if a call of its uploads did (or the ordering rule let it skip)."""
+    if len(set(orders)) == 1 and name in judgement.counts:
+        return judgement.counts[name]
+    wrote = calls or skipped_by_rule(ordering, order_index, orders)
+    return baseline.get(name, 0) if wrote else 0

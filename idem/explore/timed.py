@@ -70,8 +70,10 @@ class Later:
         if self.kind == "retry_ends":
             return f"Lambda's retries at the {(timing or LOW_ENDS).name} of their ranges"
         if self.kind == "again":
-            what = "redriven from the failure queue" if self.how == "redrive" else "the same order uploaded again"
-            return f"every attempt failed, then {what} {seconds(self.seconds)} later ({self.why})"
+            # a fault the SDK's own resend recovers fails no attempt: the label says what is done, not
+            # what it found (the queue is redriven as it is; the order is uploaded again either way)
+            what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
+            return f"then {what} {seconds(self.seconds)} later ({self.why})"
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
 

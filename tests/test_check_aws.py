@@ -31,6 +31,17 @@ def broken_by(report, **fields):
     return [r for r in report.broken if all(getattr(r.schedule, k) == v for k, v in fields.items())]
 
 
+#: The families the merged money contract added where a handler guarded past Stripe's 24-hour key
+#: window by Stripe's key alone charges twice (idem/explore/timed.py; test_check_handlers' MERGED_CONTRACT).
+KEY_WINDOW = {"late": "double_charge", "again": "double_charge"}
+
+
+def broken_within_the_key_window(report):
+    """The broken results but those a redrive or a second upload past Stripe's key window explains (a
+    late or again schedule built on a second order keeps its `second`, so broken_by alone counts them)."""
+    return [r for r in report.broken if KEY_WINDOW.get(r.schedule.dimension) != r.verdict]
+
+
 # -- events as S3 sends them ---------------------------------------------------------------------
 def test_each_put_carries_its_own_request_and_every_copy_of_its_event_the_same():
     with LocalWorld(prefix="reqs", provider_in_memory=True) as world:
@@ -62,8 +73,9 @@ def test_names_reach_s3s_limit_and_arrive_url_encoded():
 # -- one charge per ORDER ------------------------------------------------------------------------
 def test_pins_bug_a_key_per_upload_charges_the_uploaders_retried_put_twice():
     report = check_handler(target("keyed_per_upload"), **ONE)
-    assert report.broken and report.broken == broken_by(report, second="retried_put")
-    assert "order 1: 2 charges for one order" in report.smallest_break().findings
+    within = broken_within_the_key_window(report)
+    assert within and within == broken_by(report, second="retried_put"), report.explain()
+    assert all("order 1: 2 charges for one order" in r.findings for r in within)
 
 
 def test_a_key_per_order_holds_through_retried_puts_and_second_orders():
@@ -76,17 +88,19 @@ def test_a_key_per_order_holds_through_retried_puts_and_second_orders():
 
 def test_a_request_id_key_gives_each_order_its_charge_and_breaks_only_on_the_retried_put():
     report = check_handler(target("request_id_key"), **ONE)
-    assert report.broken == broken_by(report, second="retried_put")  # no false break on a second order
+    within = broken_within_the_key_window(report)
+    assert within and within == broken_by(report, second="retried_put"), report.explain()  # no false break on a second order
     assert any(r.schedule.second == "order" for r in report.results if r.schedule.overwrite)
 
 
 def test_pins_bug_a_key_cut_to_255_characters_loses_the_second_order_at_a_long_name():
     cut = check_handler(target("truncated_key"), **ONE)
-    lost = broken_by(cut, second="order")
+    lost = [r for r in broken_within_the_key_window(cut) if r.schedule.second == "order"]
     assert lost and all(r.verdict == "silent_loss" and r.schedule.long_name for r in lost)
     assert "order 2: no charge for the order" in lost[0].findings
     hashed = check_handler(target("keyed_per_upload"), **ONE)  # the same key, hashed
-    assert not broken_by(hashed, second="order") and any(r.schedule.long_name for r in hashed.results)
+    assert not [r for r in broken_within_the_key_window(hashed) if r.schedule.second == "order"]
+    assert any(r.schedule.long_name for r in hashed.results)
 
 
 def test_pins_bug_a_retry_that_reads_the_latest_version_charges_the_wrong_order():

@@ -13,6 +13,15 @@ from idem.sim.sdk_retries import EVERY
 
 HANDLERS = Path(__file__).parent / "handlers"
 FAST = dict(retries=(0,), workers=1)
+#: Where the merged money contract breaks these small handlers, whatever their SDK resends do: each
+#: guards a redrive past Stripe's 24-hour key window with Stripe's key alone (test_check_handlers).
+KEY_WINDOW = {"late": "double_charge", "again": "double_charge"}
+
+
+def past_the_key_window_only(report, *, but=()):
+    """Every break is in a family where only Stripe's key window moved it (KEY_WINDOW), or in `but`."""
+    return all(KEY_WINDOW.get(r.schedule.dimension) == r.verdict or r.schedule.dimension in but
+               for r in report.broken)
 
 #: Books each charge with one unconditional PutItem through a client configured as CONFIG says.
 BOOKS_WITH_CONFIG = textwrap.dedent('''
@@ -52,7 +61,10 @@ def test_the_sdk_resends_as_the_handlers_client_is_configured_and_then_gives_up(
     handler.write_text(BOOKS_WITH_CONFIG.format(config=config))
     # keyed by the object's name: no second upload of one name (versioning=()), where it would break
     report = check_handler(f"{handler}:lambda_handler", versioning=(), **FAST)
-    assert report.holds, report.explain()  # an unconditional put resent lands the same item
+    # an unconditional put resent lands the same item: no fault or run of faults breaks it; it breaks
+    # only where a redrive comes past Stripe's key window, which the SDK's resends do not touch
+    assert report.broken and past_the_key_window_only(report), report.explain()
+    assert not [r for r in report.broken if r.schedule.dimension in ("faults", "runs")], report.explain()
     result = lost_everywhere(report)
     (attempt,) = result.attempts
     lost = [c for c in attempt.crossings if "a lost answer" in c.failed]
@@ -75,7 +87,9 @@ def test_a_lost_claim_answer_comes_back_as_the_resends_conditional_check_failure
 
 def test_a_run_of_three_throttles_is_what_breaks_a_helper_that_tries_three_times():
     report = check_handler(f"{HANDLERS / 'books_retry_helper.py'}:lambda_handler", **FAST)
-    broken = {(r.schedule.fault.run, r.verdict) for r in report.broken}
+    broken = {(r.schedule.fault.run, r.verdict) for r in report.broken if r.schedule.dimension == "runs"}
     assert broken == {(3, "silent_mismatch"), (EVERY, "silent_mismatch")}, report.explain()
-    assert report.smallest_break().findings == ["a charge with no ledger line"]
+    assert past_the_key_window_only(report, but=("runs",)), report.explain()  # no single fault breaks it
+    (smallest,) = {tuple(r.findings) for r in report.broken if r.schedule.dimension == "runs"}
+    assert smallest == ("a charge with no ledger line",)
     assert report.dimensions()["runs"] > 0

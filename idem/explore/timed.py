@@ -25,7 +25,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
-from ..sim.boundary import FaultPlan, How
+from ..sim.boundary import END_CALL, FaultPlan, How, Side
+from ..sim.sdk_retries import EVERY
 from . import accounts, timings, triggers
 from .reuse import family
 from .timings import HIGH_ENDS, LOW_ENDS, Timing, seconds
@@ -70,10 +71,17 @@ class Later:
         if self.kind == "retry_ends":
             return f"Lambda's retries at the {(timing or LOW_ENDS).name} of their ranges"
         if self.kind == "again":
-            what = "redriven from the failure queue" if self.how == "redrive" else "the same order uploaded again"
-            return f"every attempt failed, then {what} {seconds(self.seconds)} later ({self.why})"
+            # a fault the SDK's own resend recovers fails no attempt: the label says what is done, not
+            # what it found (the queue is redriven as it is; the order is uploaded again either way)
+            what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
+            return f"then {what} {seconds(self.seconds)} later ({self.why})"
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
+
+
+def _every_resend(boundary: Any) -> int:
+    """The run an again-family fault has at `boundary`: every SDK attempt's answer lost after a call."""
+    return EVERY if boundary.side is Side.AFTER and boundary.call != END_CALL else 1
 
 
 def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterable[int],
@@ -94,7 +102,10 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
         found += [make(FaultPlan(b, "1,2", How.EXCEPTION), "single", None, most, timing=ends,
                        later=Later("retry_ends")) for b in exception_at for ends in (LOW_ENDS, HIGH_ENDS)]
     every = ",".join(str(n) for n in range(1, most + 2))
-    found += [make(FaultPlan(b, every, How.EXCEPTION), "single", None, most, later=Later("again", at, why, how))
+    # every attempt fails: a lost answer after an AWS call is lost on each of the SDK's own resends
+    # too (sdk_retries), else botocore's resend answers and the attempt ends ok, with nothing to redrive
+    found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
+                   later=Later("again", at, why, how))
               for b in exception_at for at, why in AGAIN_AFTER for how in AGAIN_HOW]
     found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]

@@ -680,17 +680,24 @@ if mine.holds:
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass a
-# hash of the ORDER as the provider's idempotency key, so a retry's charge is a replay of the
+# Three changes. Drop the claim that skips: it is what strands the work when a step after it
+# fails. Pass a hash of the ORDER (the account, its folder, and the order id: two accounts' order
+# "1001" are two orders) as the provider's idempotency key, so a retry's charge is a replay of the
 # first, and so is the charge of an uploader's retried PUT: the same order, and the same key
-# (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. And
-# book each charge once: the update is conditional on the charge's id not being booked yet, so
-# a retry that replays the charge books nothing new. The attribute `booked` is a string set on
-# the account's item. The condition `contains(booked, :id)` is true when the set holds the id.
-# `ADD` puts the id in the set in the same write. A test in this repository writes this solution out and checks it: it holds.
+# (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. Stripe
+# keeps a key only about 24 hours ([Idempotent requests](https://docs.stripe.com/idempotency)),
+# so the order gets a record of its own that keeps its first attempt's time: an order already
+# booked is skipped however late it comes again, and one first attempted over 23 hours ago and
+# never booked is not charged blind: it fails, so the event waits in the failure queue for a
+# person. And book each charge once: the update is conditional on the charge's id not being
+# booked yet, so a retry that replays the charge books nothing new. The attribute `booked` is a
+# string set on the account's item. The condition `contains(booked, :id)` is true when the set
+# holds the id. `ADD` puts the id in the set in the same write. A test in this repository writes
+# this solution out and checks it: it holds.
 #
 # ```python
 # import hashlib
+# import time
 #
 #
 # def lambda_handler(event, context):
@@ -702,10 +709,21 @@ if mine.holds:
 #         # the order file at this very upload: by its version, or (no versioning) while its eTag matches
 #         exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
 #         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
-#         order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
-#         customer = key.split("/")[0]
-#         # one key per order: a retry, and a retried PUT of the same order, replay the first charge
+#         customer = key.split("/")[0]  # the account: only it uploads under its folder
+#         order = f"{bucket}/{customer}/{json.loads(body)['order_id']}"  # a retried PUT names it again
+#         # one key per account and order: a retry, and a retried PUT of the same order, replay the first charge
 #         idempotency_key = hashlib.sha256(order.encode()).hexdigest()
+#         mark, now = {"pk": {"S": f"order#{idempotency_key}"}}, time.time()
+#         try:  # the order's record: its first attempt's time, kept by every retry
+#             dynamodb.put_item(TableName=table, Item={**mark, "first_attempt_at": {"N": str(now)}},
+#                               ConditionExpression="attribute_not_exists(pk)",
+#                               ReturnValuesOnConditionCheckFailure="ALL_OLD")
+#         except dynamodb.exceptions.ConditionalCheckFailedException as seen:
+#             first = seen.response["Item"]
+#             if "charge_id" in first:
+#                 continue  # booked already: a copy, a retry, or the same order uploaded again
+#             if now - float(first["first_attempt_at"]["N"]) > 23 * 3600:  # Stripe may have dropped the key
+#                 raise RuntimeError(f"order {order}: first attempted over 23 h ago, never booked: a person must look")
 #         charge = provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd",
 #                                  reference=order, idempotency_key=idempotency_key)
 #         try:  # the books: this charge once, however often this line runs
@@ -717,6 +735,8 @@ if mine.holds:
 #                                            ":charge": {"SS": [charge.id]}, ":id": {"S": charge.id}})
 #         except dynamodb.exceptions.ConditionalCheckFailedException:
 #             pass  # booked before: this is a retry whose first answer was lost
+#         dynamodb.update_item(TableName=table, Key=mark, UpdateExpression="SET charge_id = :id",
+#                              ExpressionAttributeValues={":id": {"S": charge.id}})  # the order: done
 #     return {"status": "done"}
 # ```
 #

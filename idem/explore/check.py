@@ -647,7 +647,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 per, failed = _per_order(_per_upload(runtime, uploads, counted), dlqs, orders)
                 for i, counts in enumerate(per if by_state else []):  # a write per order, by its state
                     for name in clean_state.by_state(judged):
-                        wrote = counts.get(name, 0) or states.skipped_by_rule(clean_state.ordering, i, orders)
+                        wrote = counts.get(name, 0) or states.landed_for_order(runtime.watch, uploads, orders, name, i) \
+                            or states.skipped_by_rule(clean_state.ordering, i, orders)
                         counts[name] = baseline.get(name, 0) if wrote else 0
                 verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
             if by_state:

@@ -532,8 +532,9 @@ print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 print(report[smallest_at:])
 
 # %% [markdown]
-# The put's answer was lost. Lambda retried a minute later, and the retry made a new job id. Two
-# items for one upload: two jobs. In the item, `<bucket>` and `<key1>` stand for the schedule's
+# The put wrote its job, and then the handler's answer to Lambda was lost. Lambda retried, and the
+# retry made a new job id. Two items for one upload: two jobs. (A lost answer to the put itself is
+# not enough: botocore resends the same request, the same job id, and one item is left.) In the item, `<bucket>` and `<key1>` stand for the schedule's
 # own bucket and file name, so items from different schedules compare. The bug is the id: it
 # names the attempt, not the upload.
 
@@ -597,8 +598,8 @@ print(f"{broke}:\n  dynamodb:PutItem {same['effects']['dynamodb:PutItem']} (clea
 
 # %% [markdown]
 # With `--json` the check prints its report as data, for a script or CI to read. Exit code 0: it
-# holds. Yet the schedule that broke still runs the same way: the put's answer is lost, and the
-# retry puts again. The second put writes the same key. `PutItem` replaces an item with the same
+# holds. Yet the schedule that broke still runs the same way: the handler's answer is lost, and
+# the retry puts again. The second put writes the same key. `PutItem` replaces an item with the same
 # key ([PutItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html)),
 # so one job item is left, as in the clean run.
 #

@@ -136,10 +136,6 @@ def test_booking_only_unreplayed_charges_loses_the_books(folder):
     assert "lost after the charge" in views.explain_breaks(report)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: chapter 11's solution charges with Stripe's key as its only guard for "
-                   "an order whose books failed, so the order redriven or uploaded again past Stripe's 24-hour key "
-                   "window is charged twice (the again family); the chapter's solution must keep the first "
-                   "attempt's time (tests/handlers/keyed_books.py), a change for the chapters helper")
 def test_the_solution_holds_under_the_full_check(folder):
     report = check(folder, "solution", solution(), effects=BOOKS, workers=2)
     assert {r.schedule.retries for r in report.results} == {0, 1, 2}

@@ -98,14 +98,29 @@ def test_the_key_alone_changes_nothing_while_the_claim_stands(folder, given):
     assert keyed.tally() == given.tally()
 
 
+def by_botocore_resending_the_books(report) -> set[str]:
+    """The kinds of break a report names outside the schedules where the books' UpdateItem lost its
+    answer and botocore resent the ADD (the books then count a charge twice though it was made once: a
+    silent_mismatch, real since the check's SDK resends, idem/explore/runs.py; not a retry's charge)."""
+    return {r.verdict for r in report.broken if r.verdict in views.BREAK_REASONS
+            and not r.schedule.label().startswith("exception after dynamodb:UpdateItem")}
+
+
 def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim):
-    assert set(v for v in no_claim.tally() if v in views.BREAK_REASONS) == {"double_charge"}
+    assert set(v for v in no_claim.tally() if v in views.BREAK_REASONS) == {"double_charge", "silent_mismatch"}
+    assert by_botocore_resending_the_books(no_claim) == {"double_charge"}
+    assert all(r.schedule.label().startswith("exception after dynamodb:UpdateItem")
+               for r in no_claim.broken if r.verdict == "silent_mismatch")
     assert "idempotency key" in views.explain_breaks(no_claim)
 
 
 def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
     report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
-    assert breaks_before_the_key_window(report) == {"double_effect"}
+    assert breaks_before_the_key_window(report) == {"double_effect", "silent_mismatch"}
+    assert {r.verdict for r in report.broken if r.schedule.dimension not in ("late", "again")
+            and r.verdict == "silent_mismatch"} and all(
+        r.schedule.label().startswith("exception after dynamodb:UpdateItem") for r in report.broken
+        if r.verdict == "silent_mismatch")  # botocore resent the books' ADD: see by_botocore_resending_the_books
     assert "conditional" in views.explain_breaks(report)
 
 
@@ -121,10 +136,6 @@ def test_booking_only_unreplayed_charges_loses_the_books(folder):
     assert "lost after the charge" in views.explain_breaks(report)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: chapter 11's solution charges with Stripe's key as its only guard for "
-                   "an order whose books failed, so the order redriven or uploaded again past Stripe's 24-hour key "
-                   "window is charged twice (the again family); the chapter's solution must keep the first "
-                   "attempt's time (tests/handlers/keyed_books.py), a change for the chapters helper")
 def test_the_solution_holds_under_the_full_check(folder):
     report = check(folder, "solution", solution(), effects=BOOKS, workers=2)
     assert {r.schedule.retries for r in report.results} == {0, 1, 2}
@@ -143,7 +154,10 @@ def test_a_schedule_table_has_a_row_per_boundary_crossed(given):
     smallest = given.smallest_break()
     frame = views.schedule_frame(smallest)
     assert len(frame) == sum(len(a.crossings) for a in smallest.attempts)
-    assert list(frame["injected"]).count("exception") == 1
+    # the fault is the claim put's lost answer, which botocore resends (its resend is refused by the
+    # condition, so the handler skips the order): the table names that one injection, not an exception
+    injected = [i for i in frame["injected"] if i]
+    assert len(injected) == 1 and injected[0].startswith("a lost answer") and "botocore resends" in injected[0]
     assert [e for e in frame["ended"] if e] == [a.outcome for a in smallest.attempts]
 
 
@@ -181,7 +195,9 @@ def test_the_explorer_offers_the_smallest_breaks_and_follows_the_handler(given, 
     schedule.value = 3  # a pick of the break is kept: the link leaves equal options alone
     assert schedule.value == 3
     handler.value = "no claim"  # the breaks follow the handler, from the first
-    assert schedule.value == 0 and all(label.endswith("double_charge") for label, _ in schedule.options)
+    # no claim's breaks: double charges, and (botocore resending the books' ADD) silent mismatches
+    assert schedule.value == 0 and schedule.options[0][0].endswith("double_charge") and all(
+        label.endswith(("double_charge", "silent_mismatch")) for label, _ in schedule.options)
     replay = views.run_replay(choices, "given", 10_000)  # past the last break: the last one
     assert replay.result is smallest_first(given)[-1]
     missing = views.HandlerChoices({"gone": f"{folder}/nowhere.py:lambda_handler"}, patterns=False)

@@ -647,7 +647,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 per, failed = _per_order(_per_upload(runtime, uploads, counted), dlqs, orders)
                 for i, counts in enumerate(per if by_state else []):  # a write per order, by its state
                     for name in clean_state.by_state(judged):
-                        counts[name] = states.order_count(by_state, name, counts.get(name, 0), i, orders,
+                        landed = counts.get(name, 0) or states.landed_for_order(runtime.watch, uploads, orders, name, i)
+                        counts[name] = states.order_count(by_state, name, landed, i, orders,
                                                           clean_state.ordering, baseline)
                 verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
             if by_state:

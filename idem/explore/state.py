@@ -374,3 +374,15 @@ def order_count(judgement: StateJudgement, name: str, calls: int, order_index: i
         return judgement.counts[name]
     wrote = calls or skipped_by_rule(ordering, order_index, orders)
     return baseline.get(name, 0) if wrote else 0
+
+
+def landed_for_order(watch: Any, uploads: Sequence[Any], orders: Sequence[int], name: str, index: int) -> bool:
+    """Whether a write `name` of the order at `index` (in upload order, as `check._per_order` sums
+    them) landed: noted by a success answer, or by an SDK attempt whose answer was lost
+    (`idem.sim.sdk_retries.lose_answers`): the write is in the table even when botocore's resend then
+    failed its condition, so the order did write, though no call the handler saw succeeded."""
+    from ..sim.runtime import work_of
+
+    names = list(dict.fromkeys(orders))
+    works = {work_of(event): names.index(order) for (_, event, _), order in zip(uploads, orders)}
+    return any(call == name and works.get(work) == index for call, work, _ in writes_of(watch))

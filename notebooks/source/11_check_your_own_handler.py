@@ -532,8 +532,9 @@ print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 print(report[smallest_at:])
 
 # %% [markdown]
-# The put's answer was lost. Lambda retried a minute later, and the retry made a new job id. Two
-# items for one upload: two jobs. In the item, `<bucket>` and `<key1>` stand for the schedule's
+# The put wrote its job, and then the handler's answer to Lambda was lost. Lambda retried, and the
+# retry made a new job id. Two items for one upload: two jobs. (A lost answer to the put itself is
+# not enough: botocore resends the same request, the same job id, and one item is left.) In the item, `<bucket>` and `<key1>` stand for the schedule's
 # own bucket and file name, so items from different schedules compare. The bug is the id: it
 # names the attempt, not the upload.
 
@@ -597,8 +598,8 @@ print(f"{broke}:\n  dynamodb:PutItem {same['effects']['dynamodb:PutItem']} (clea
 
 # %% [markdown]
 # With `--json` the check prints its report as data, for a script or CI to read. Exit code 0: it
-# holds. Yet the schedule that broke still runs the same way: the put's answer is lost, and the
-# retry puts again. The second put writes the same key. `PutItem` replaces an item with the same
+# holds. Yet the schedule that broke still runs the same way: the handler's answer is lost, and
+# the retry puts again. The second put writes the same key. `PutItem` replaces an item with the same
 # key ([PutItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html)),
 # so one job item is left, as in the clean run.
 #
@@ -680,17 +681,24 @@ if mine.holds:
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Three changes. Drop the claim: it is what strands the work when a step after it fails. Pass a
-# hash of the ORDER as the provider's idempotency key, so a retry's charge is a replay of the
+# Three changes. Drop the claim that skips: it is what strands the work when a step after it
+# fails. Pass a hash of the ORDER (the account, its folder, and the order id: two accounts' order
+# "1001" are two orders) as the provider's idempotency key, so a retry's charge is a replay of the
 # first, and so is the charge of an uploader's retried PUT: the same order, and the same key
-# (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. And
-# book each charge once: the update is conditional on the charge's id not being booked yet, so
-# a retry that replays the charge books nothing new. The attribute `booked` is a string set on
-# the account's item. The condition `contains(booked, :id)` is true when the set holds the id.
-# `ADD` puts the id in the set in the same write. A test in this repository writes this solution out and checks it: it holds.
+# (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. Stripe
+# keeps a key only about 24 hours ([Idempotent requests](https://docs.stripe.com/idempotency)),
+# so the order gets a record of its own that keeps its first attempt's time: an order already
+# booked is skipped however late it comes again, and one first attempted over 23 hours ago and
+# never booked is not charged blind: it fails, so the event waits in the failure queue for a
+# person. And book each charge once: the update is conditional on the charge's id not being
+# booked yet, so a retry that replays the charge books nothing new. The attribute `booked` is a
+# string set on the account's item. The condition `contains(booked, :id)` is true when the set
+# holds the id. `ADD` puts the id in the set in the same write. A test in this repository writes
+# this solution out and checks it: it holds.
 #
 # ```python
 # import hashlib
+# import time
 #
 #
 # def lambda_handler(event, context):
@@ -702,10 +710,21 @@ if mine.holds:
 #         # the order file at this very upload: by its version, or (no versioning) while its eTag matches
 #         exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
 #         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
-#         order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
-#         customer = key.split("/")[0]
-#         # one key per order: a retry, and a retried PUT of the same order, replay the first charge
+#         customer = key.split("/")[0]  # the account: only it uploads under its folder
+#         order = f"{bucket}/{customer}/{json.loads(body)['order_id']}"  # a retried PUT names it again
+#         # one key per account and order: a retry, and a retried PUT of the same order, replay the first charge
 #         idempotency_key = hashlib.sha256(order.encode()).hexdigest()
+#         mark, now = {"pk": {"S": f"order#{idempotency_key}"}}, time.time()
+#         try:  # the order's record: its first attempt's time, kept by every retry
+#             dynamodb.put_item(TableName=table, Item={**mark, "first_attempt_at": {"N": str(now)}},
+#                               ConditionExpression="attribute_not_exists(pk)",
+#                               ReturnValuesOnConditionCheckFailure="ALL_OLD")
+#         except dynamodb.exceptions.ConditionalCheckFailedException as seen:
+#             first = seen.response["Item"]
+#             if "charge_id" in first:
+#                 continue  # booked already: a copy, a retry, or the same order uploaded again
+#             if now - float(first["first_attempt_at"]["N"]) > 23 * 3600:  # Stripe may have dropped the key
+#                 raise RuntimeError(f"order {order}: first attempted over 23 h ago, never booked: a person must look")
 #         charge = provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd",
 #                                  reference=order, idempotency_key=idempotency_key)
 #         try:  # the books: this charge once, however often this line runs
@@ -717,6 +736,8 @@ if mine.holds:
 #                                            ":charge": {"SS": [charge.id]}, ":id": {"S": charge.id}})
 #         except dynamodb.exceptions.ConditionalCheckFailedException:
 #             pass  # booked before: this is a retry whose first answer was lost
+#         dynamodb.update_item(TableName=table, Key=mark, UpdateExpression="SET charge_id = :id",
+#                              ExpressionAttributeValues={":id": {"S": charge.id}})  # the order: done
 #     return {"status": "done"}
 # ```
 #

@@ -438,8 +438,9 @@ def profile_table() -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("profile")
 
 
-def production_settings() -> str:
-    """The production profile's own parameters: name, default, and what each is for, in full."""
+def production_settings(part: int = 0, parts: int = 1) -> str:
+    """The production profile's own parameters: name, default, and what each is for, in full
+    (`part` of `parts` of them, so that no output runs past a page)."""
     demo = ("Profile", "HandlerMode", "FailurePoint", "FailTimes")
     lines = []
     for name, spec in tp.load()["Parameters"].items():
@@ -448,7 +449,8 @@ def production_settings() -> str:
         what = " ".join(str(spec["Description"]).removeprefix("prod: ").split())
         default = f" (default {spec['Default']})" if spec.get("Default", "") != "" else " (no default)"
         lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    ", break_on_hyphens=False))
-    return "\n".join(lines)
+    size = -(-len(lines) // parts)
+    return "\n".join(lines[part * size:(part + 1) * size])
 
 
 #: What a person does when each alarm fires, in a few words that name the commands README.md's

@@ -32,7 +32,10 @@ print(views.ship.production_summary())
 # here.
 
 # %%
-print(views.ship.production_settings())
+print(views.ship.production_settings(part=0, parts=2))
+
+# %%
+print(views.ship.production_settings(part=1, parts=2))
 
 # %% [markdown]
 # ## A queue in front of the function

@@ -533,9 +533,10 @@ print(report[smallest_at:])
 
 # %% [markdown]
 # The put wrote its job, and then the handler's answer to Lambda was lost. Lambda retried, and the
-# retry made a new job id. Two items for one upload: two jobs. (A lost answer to the put itself is
-# not enough: botocore resends the same request, the same job id, and one item is left.) In the item, `<bucket>` and `<key1>` stand for the schedule's
-# own bucket and file name, so items from different schedules compare. The bug is the id: it
+# retry made a new job id. Two items for one upload: two jobs. A lost answer to the put itself is
+# not enough: botocore resends the same request, with the same job id, and one item is left. In
+# the item, `<bucket>` and `<key1>` stand for the schedule's own bucket and file name, so items
+# from different schedules compare. The bug is the id: it
 # names the attempt, not the upload.
 
 # %% [markdown]
@@ -682,14 +683,14 @@ if mine.holds:
 # <details><summary>Solution</summary>
 #
 # Three changes. Drop the claim that skips: it is what strands the work when a step after it
-# fails. Pass a hash of the ORDER (the account, its folder, and the order id: two accounts' order
-# "1001" are two orders) as the provider's idempotency key, so a retry's charge is a replay of the
-# first, and so is the charge of an uploader's retried PUT: the same order, and the same key
-# (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. Stripe
-# keeps a key only about 24 hours ([Idempotent requests](https://docs.stripe.com/idempotency)),
-# so the order gets a record of its own that keeps its first attempt's time: an order already
-# booked is skipped however late it comes again, and one first attempted over 23 hours ago and
-# never booked is not charged blind: it fails, so the event waits in the failure queue for a
+# fails. Pass a hash of the ORDER as the provider's idempotency key: the account, its folder,
+# and the order id (two accounts' order "1001" are two orders). Then a retry's charge is a replay
+# of the first, and so is the charge of an uploader's retried PUT: the same order, and the same
+# key (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. Stripe
+# keeps a key only about 24 hours ([Idempotent requests](https://docs.stripe.com/idempotency)).
+# So the order gets a record of its own that keeps its first attempt's time. An order already
+# booked is skipped however late it comes again. One first attempted over 23 hours ago and never
+# booked is not charged blind: it fails, so the event waits in the failure queue for a
 # person. And book each charge once: the update is conditional on the charge's id not being
 # booked yet, so a retry that replays the charge books nothing new. The attribute `booked` is a
 # string set on the account's item. The condition `contains(booked, :id)` is true when the set

@@ -92,8 +92,8 @@ class KeyedLedger:
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
         """Claim the order in one call, or learn who holds it (a duplicate costs one call). A
-        claim has no expires_at: an in_progress record may stand for a charge made, so DynamoDB's
-        TTL never deletes it; only a lease that ran out lets another invocation take it over."""
+        claim has no expires_at: an in_progress record may stand for a charge made, so the
+        record never expires; only a lease that ran out lets another invocation take it over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now)
         old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),

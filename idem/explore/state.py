@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterable, Sequence
 
+from ..sim.runtime import work_of
 from ..sim.writes import STATE_CALLS, writes_of
 from .triggers import key_forms
 from .verdicts import Verdict
@@ -381,8 +382,6 @@ def landed_for_order(watch: Any, uploads: Sequence[Any], orders: Sequence[int], 
     them) landed: noted by a success answer, or by an SDK attempt whose answer was lost
     (`idem.sim.sdk_retries.lose_answers`): the write is in the table even when botocore's resend then
     failed its condition, so the order did write, though no call the handler saw succeeded."""
-    from ..sim.runtime import work_of
-
     names = list(dict.fromkeys(orders))
     works = {work_of(event): names.index(order) for (_, event, _), order in zip(uploads, orders)}
     return any(call == name and works.get(work) == index for call, work, _ in writes_of(watch))

@@ -101,6 +101,12 @@ def binder_venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"venv": venv, "python": python, "environment": environment, **json.loads(inventory.stdout)}
 
 
+def _printed(cell) -> str:
+    """What a failed cell printed before it failed (its last lines), to tell why."""
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    return ("\n    printed: " + text[-1500:].replace("\n", "\n    ")) if text.strip() else ""
+
+
 def _errors(output: str) -> str:
     """pip's output without the harmless warnings this machine's global config causes."""
     lines = [line for line in output.splitlines() if "is ignored" not in line and line.strip()]
@@ -167,6 +173,6 @@ def test_chapter_runs_in_the_binder_environment(binder_venv, chapter: Path, tmp_
     client = NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT, allow_errors=True,
                             resources={"metadata": {"path": str(workdir)}})
     client.execute(env=clean_env(binder_venv["venv"]))
-    errors = [f"cell {i}: {o.ename}: {o.evalue}" for i, c in enumerate(notebook.cells) if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    errors = [f"cell {i}: {o.ename}: {o.evalue}{_printed(c)}" for i, c in enumerate(notebook.cells)
+              if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{chapter.name} fails in Binder's environment:\n" + "\n".join(errors)

@@ -42,3 +42,34 @@ def test_paths_under_tmp_map_to_the_running_environment_only():
     finally:
         lambda_tmp._stack.clear()
         lambda_tmp._keep.clear()
+
+
+def test_a_python_installed_under_tmp_reads_its_own_files_while_the_handler_runs(tmp_path, monkeypatch):
+    """CI machines and Binder's rehearsal keep a venv under /tmp. The library a handler imports
+    reads its data files from there (botocore's endpoints.json, at the first boto3.client):
+    they are the host's install, not the function's /tmp, and are read where they are. Before,
+    every handler that made a client at import failed there with DataNotFoundError."""
+    site = tmp_path / "site-packages"
+    (site / "tmp_site_data").mkdir(parents=True)
+    (site / "tmp_site_data" / "data.json").write_text('{"region": "us-east-1"}')
+    (site / "tmp_site_data" / "__init__.py").write_text(
+        "import json, os\n"
+        "def load():\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'data.json')) as f:\n"
+        "        return json.load(f)\n")
+    code_folder = tmp_path / "code"
+    code_folder.mkdir()
+    (code_folder / "app.py").write_text(
+        "import os\nimport boto3\nimport tmp_site_data\n"
+        "SETTINGS = tmp_site_data.load()  # at import, as boto3.client reads endpoints.json\n"
+        "TABLE = os.environ['LEDGER_TABLE']\n\n"
+        "def lambda_handler(event, context):\n"
+        "    for record in event['Records']:\n"
+        "        boto3.client('dynamodb').put_item(TableName=TABLE, Item={\n"
+        "            'pk': {'S': record['s3']['object']['key']}, 'region': {'S': tmp_site_data.load()['region']}})\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.syspath_prepend(str(site))
+    code, out, err = cli(f"{code_folder / 'app.py'}:lambda_handler", "--retries", "0", "--workers", "1",
+                         "--effect", "dynamodb:PutItem")
+    assert "fails at import" not in out + err and "FileNotFoundError" not in out + err, out + err
+    assert code in (0, 1), out + err

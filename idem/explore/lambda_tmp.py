@@ -9,7 +9,8 @@ environment is a `Container` of the local runtime, in one process: while the fun
 (`open`, `os.open`, `os.stat`, `os.listdir`, `os.scandir`, `os.mkdir`, `os.remove`, `os.rename`,
 ...; `pathlib`, `tempfile`, `shutil` and boto3's downloads go through them) is its environment's
 own folder under the check's scratch folder instead. The folders go when each batch of schedules
-ends. The function's own code folder (and inline code) is read where it is. A path a C extension
+ends. The function's own code folder (and inline code) is read where it is, and so is the Python
+running the check when it lives under /tmp (a CI job's venv, say). A path a C extension
 opens itself (sqlite3, say) is not redirected.
 
 While its code runs, the working directory is the function's folder too, as Lambda's is its task
@@ -80,12 +81,25 @@ def _patched_two(real: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def host_python() -> list[str]:
+    """The folders of the Python running the check that lie under /tmp: its prefix and what is on
+    its path (a CI job's or Binder's venv, a PYTHONPATH entry). On Lambda nothing the runtime or
+    the function imports lives in /tmp (the code is in /var/task, Layers in /opt), so these are
+    the host's install, read where they are: botocore's endpoints.json, a module's own files."""
+    import sys
+
+    found = [sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path]
+    return [p for p in dict.fromkeys(os.path.abspath(p) for p in found if p)
+            if p.startswith("/tmp/") or os.path.realpath(p).startswith("/tmp/")]
+
+
 def install(keep: list[str], base: str = "") -> None:
     """From now on in this process: each environment the runtime starts has its own /tmp while
     its code runs; `keep` are real folders (the function's code) that stay where they are; `base`
     is where the folders go (the sandbox's scratch folder, which its parent removes even when it
     kills the check)."""
     _base[:] = [base] if base else []
+    keep = [*keep, *host_python()]
     _keep[:] = [os.path.realpath(k) for k in keep if k] + [k for k in keep if k]
     _task_root[:] = [k for k in keep if k][:1]
     if _installed[0]:

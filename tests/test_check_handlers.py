@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -32,21 +33,23 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("name, effects, verdict, finding", [
-    ("swallows_commit_error", (), "silent_mismatch", "a charge with no ledger line"),
-    ("new_key_on_500", (), "double_charge", "2 charges for one upload"),
-    ("standard_notifier", ("sqs:SendMessage",), "double_effect", "sqs:SendMessage 2 times"),
+    ("swallows_commit_error", (), "silent_mismatch", r"a charge with no ledger line"),
+    ("new_key_on_500", (), "double_charge", r"2 charges for one upload"),
+    # the smallest break's count follows the installed botocore's resends (2 at boto3 1.44, 5 at 1.35)
+    ("standard_notifier", ("sqs:SendMessage",), "double_effect", r"sqs:SendMessage [2-9] times"),
     # botocore resends a PutItem whose answer was lost; the resend fails on the handler's own claim
     # (https://docs.aws.amazon.com/boto3/latest/guide/retries.html: ReadTimeoutError is retried)
-    ("claim_says_taken", (), "silent_loss", "no charge for the upload"),
+    # (at boto3 1.35 the smallest such schedule has two orders: "order 2: no charge for the order")
+    ("claim_says_taken", (), "silent_loss", r"no charge for the (upload|order)"),
     # a run of 3 throttles outlasts a helper that tries 3 times, then logs and returns success
-    ("books_retry_helper", (), "silent_mismatch", "a charge with no ledger line"),
+    ("books_retry_helper", (), "silent_mismatch", r"a charge with no ledger line"),
 ])
 def test_a_handler_that_loses_money_or_books_breaks_and_the_break_is_named(name, effects, verdict, finding):
     report = check_handler(target(name), effects=effects, **FAST)
     assert not report.holds
     assert report.tally().get(verdict, 0) > 0, report.explain()
     smallest = report.smallest(verdict)
-    assert any(finding in f for f in smallest.findings), smallest.findings
+    assert any(re.search(finding, f) for f in smallest.findings), smallest.findings
 
 
 #: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py)

@@ -32,6 +32,9 @@ from ..explore.schedules import run_schedules
 from ..sim.world import LocalWorld, fake_session
 from ..console import one_of
 from .tables import Whole
+# chapter 10's alarm views, in their own module (this one is past 600 lines)
+from .alarms_view import (ALARM_FAMILIES, ALARM_TODO, alarm_family, alarm_rows,  # noqa: F401
+                          alarm_trigger, alarms, alarms_text)
 from .widgets import make_explorer, pinned
 
 WIDTH = 96  # reasons wrap here, to fit the page
@@ -451,11 +454,6 @@ def production_settings(part: int = 0, parts: int = 1) -> str:
         lines.append(textwrap.fill(f"{name}{default}: {what}", WIDTH, subsequent_indent="    ", break_on_hyphens=False))
     size = -(-len(lines) // parts)
     return "\n".join(lines[part * size:(part + 1) * size])
-
-
-# Chapter 10's alarm views live in their own module (this one is past 600 lines).
-from .alarms_view import (ALARM_FAMILIES, ALARM_TODO, alarm_family, alarm_rows,  # noqa: F401
-                          alarm_trigger, alarms, alarms_text)
 
 
 def _show_fates(lines: list[str]) -> None:

@@ -341,8 +341,9 @@ def test_the_deploy_workflow_assumes_a_role_through_oidc_and_prod_waits_for_a_re
         assert job["permissions"]["id-token"] == "write"
         steps = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
         assert "role-to-assume" in steps["aws-actions/configure-aws-credentials"]["with"]
-    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == "prod-plan"
-    assert flow["jobs"]["prod-plan"]["needs"] == "demo" and flow["jobs"]["prod-plan"]["environment"] != "prod"
+    # prod-plan after the demo, prod after prod-plan; both read the tested artifact's hash from the test job
+    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == ["test", "prod-plan"]
+    assert flow["jobs"]["prod-plan"]["needs"] == ["test", "demo"] and flow["jobs"]["prod-plan"]["environment"] != "prod"
 
 
 def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():

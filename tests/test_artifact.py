@@ -226,3 +226,19 @@ def test_sam_uploads_the_tested_zip_unchanged_for_every_function(built, server, 
     (uri,) = uris
     body = s3.get_object(Bucket="artifact-upload", Key=uri.rsplit("/", 1)[-1])["Body"].read()
     assert hashlib.sha256(body).hexdigest() == artifact.verify(built)
+
+
+def test_ci_runs_the_suite_on_binders_python_and_requires_the_runtimes_for_the_artifact():
+    """The suite's Python (Binder's, environment.yml) and the functions' differ (3.11, 3.12): CI has both,
+    the suite on the first, and a missing runtime Python fails the artifact's test instead of skipping it."""
+    from samtranslator.yaml_helper import yaml_parse
+
+    from test_project import Environment
+
+    (job,) = yaml_parse((ROOT / ".github/workflows/ci.yml").read_text())["jobs"].values()
+    (setup,) = [s for s in job["steps"] if "setup-python" in s.get("uses", "")]
+    versions = setup["with"]["python-version"].split()
+    assert versions[-1] == Environment.read().python  # the default `python`: the suite's and Binder's
+    assert artifact.runtime_version() in versions
+    (run,) = [s for s in job["steps"] if s.get("run") == "bash .ci/run"]
+    assert run["env"]["IDEM_REQUIRE_RUNTIME_PYTHON"] == "1"

@@ -113,3 +113,39 @@ def test_no_alarm_watches_a_queue_depth_that_stays_red_until_someone_empties_it(
     for name, props in alarms.items():
         if "Metrics" not in props:
             assert props["MetricName"] != "ApproximateNumberOfMessagesVisible", name
+
+
+def test_pending_charges_alarm_on_a_share_of_attempts_since_the_webhook_settles_each_one(alarms):
+    props = alarms["PendingAlarm"]
+    assert props["Threshold"] == 0.2
+    assert {m["MetricStat"]["Period"] for m in props["Metrics"] if "MetricStat" in m} == {3600}
+    hourly = {"pending": [1, 2, 6, np.nan, 3, 10], "charged": [0, 98, 14, np.nan, 12, 40],
+              "declined": [0, 0, 0, np.nan, 1, 0]}
+    # one pending charge alone; 2 of 100; 6 of 20 (30%); a quiet hour; 3 of 16 (under 20 attempts); 10 of 50 (20%)
+    assert fires(props, evaluate(props, hourly)) == [False, False, True, False, False, False]
+
+
+def test_a_stuck_pending_charge_is_still_alarmed_by_the_reconciliation_not_left_to_the_rate():
+    """PendingAlarm no longer pages on one pending charge: that is safe only because a charge still
+    pending when its window is judged is a reconciliation finding, and findings raise Differences."""
+    from idem.core import reconcile_compare
+    from idem.core.reconcile_report import UploadSeen
+
+    upload = UploadSeen(bucket="uploads", key="alice/A-1.json", version_id="v1", etag="e", at=100.0)
+    key = "charge#order#" + "a" * 64
+    report = reconcile_compare.compare([], [], 0.0, 3600.0, [(upload, key)],
+                                       status_of=lambda k: ("pending", {"charge_id": "pi_1"}))
+    assert [f.kind for f in report.findings] == ["pending"] and report.differences == 1
+    assert "idem settle --key " + key in report.findings[0].command
+
+
+@pytest.mark.parametrize("name, metric", [("WebhookErrorsAlarm", "Errors"), ("WebhookThrottlesAlarm", "Throttles")])
+def test_the_webhook_alarms_on_its_own_errors_and_throttles_in_prod(alarms, name, metric):
+    props = alarms[name]
+    assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("AWS/Lambda", metric, "Sum")
+    assert tp.ref_name(props["Dimensions"][0]["Value"]) == "WebhookFunction"
+    assert (props["Period"], props["Threshold"], props["TreatMissingData"]) == (300, 0, "notBreaching")
+    # a failed delivery in five minutes fires; the next five minutes with none clear it
+    assert fires(props, np.array([np.nan, 1, 0, np.nan])) == [False, True, False, False]
+    demo = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), {"Profile": "demo"}), {"Profile": "demo"})
+    assert name not in demo["Resources"] and "WebhookFunction" not in demo["Resources"]  # prod's, like the URL

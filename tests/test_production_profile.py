@@ -182,9 +182,11 @@ ALARMS = {
     ("AWS/SQS", "NumberOfMessagesSent", "ReconcileFailureQueue"),
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "ReconcileFailureQueue"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage", "ReconcileFailureQueue"),
+    ("AWS/Lambda", "Errors", "WebhookFunction"), ("AWS/Lambda", "Throttles", "WebhookFunction"),
 }
-#: The declined share of charge attempts above which DeclinedAlarm fires (a rate, not one decline).
-DECLINE_RATE = 0.2
+#: The declined share of charge attempts above which DeclinedAlarm fires (a rate, not one decline),
+#: and the pending share above which PendingAlarm does (the webhook settles each pending charge).
+DECLINE_RATE = PENDING_RATE = 0.2
 #: Alarms on an age fire past a wait, not on the first message: seconds.
 AGE_THRESHOLDS = {"FailureQueue": 86400, "ReconcileFailureQueue": 86400, "UploadQueue": 900}
 
@@ -200,7 +202,7 @@ def test_every_alarm_is_there_fires_on_one_and_mails_the_topic(prod, expanded):
             found.add((metric["Namespace"], metric["MetricName"], tp.ref_name(dimension["Value"])))
         age = read[0]["MetricName"].startswith("ApproximateAge")
         threshold = (AGE_THRESHOLDS[tp.ref_name(read[0]["Dimensions"][0]["Value"])] if age
-                     else DECLINE_RATE if name == "DeclinedAlarm" else 0)
+                     else DECLINE_RATE if name == "DeclinedAlarm" else PENDING_RATE if name == "PendingAlarm" else 0)
         assert (p["Threshold"], p["ComparisonOperator"]) == (threshold, "GreaterThanThreshold")
         assert [tp.ref_name(a) for a in p["AlarmActions"]] == ["AlarmTopic"]
     assert found == ALARMS
@@ -339,8 +341,9 @@ def test_the_deploy_workflow_assumes_a_role_through_oidc_and_prod_waits_for_a_re
         assert job["permissions"]["id-token"] == "write"
         steps = {s.get("uses", "").split("@")[0]: s for s in job["steps"]}
         assert "role-to-assume" in steps["aws-actions/configure-aws-credentials"]["with"]
-    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == "prod-plan"
-    assert flow["jobs"]["prod-plan"]["needs"] == "demo" and flow["jobs"]["prod-plan"]["environment"] != "prod"
+    # prod-plan after the demo, prod after prod-plan; both read the tested artifact's hash from the test job
+    assert flow["jobs"]["prod"]["environment"] == "prod" and flow["jobs"]["prod"]["needs"] == ["test", "prod-plan"]
+    assert flow["jobs"]["prod-plan"]["needs"] == ["test", "demo"] and flow["jobs"]["prod-plan"]["environment"] != "prod"
 
 
 def test_prod_executes_only_the_change_set_that_was_shown_and_only_from_main():
@@ -417,6 +420,6 @@ def test_the_readme_states_the_costs_the_code_computes():
     upload = sum(usd for _, usd in prices.per_million_uploads())
     assert f"${rest:.2f} a month at rest" in readme
     assert f"${upload:.2f} per million uploads" in readme
-    words = {8: "eight", 16: "sixteen"}
+    words = {8: "eight", 16: "sixteen", 18: "eighteen"}
     assert f"the {words[prices.Usage().alarms]} alarms" in readme
     assert len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm")) == prices.Usage().alarms

@@ -215,14 +215,16 @@ def test_chapter_09s_alarms_each_have_something_to_do_and_their_real_trigger():
     assert set(ship.ALARM_TODO) == set(prod)  # a new alarm in the template needs its row here
     rows = {row["alarm"]: row for row in ship.alarm_rows("prod")}
     assert set(rows) == set(prod) and all(row["family"] in ship.ALARM_FAMILIES for row in rows.values())
-    assert {row["alarm"] for row in ship.alarm_rows("demo")} == set(prod) - {"UploadQueueAgeAlarm"}
+    demo_has_none = {"UploadQueueAgeAlarm", "WebhookErrorsAlarm", "WebhookThrottlesAlarm"}  # prod's resources
+    assert {row["alarm"] for row in ship.alarm_rows("demo")} == set(prod) - demo_has_none
     assert rows["FailureQueueAgeAlarm"]["fires on"] == "oldest > 1 day"
     assert rows["UploadQueueAgeAlarm"]["fires on"] == "oldest > 15 min"
-    assert rows["PendingAlarm"]["fires on"] == "any in 1 hour"
+    assert rows["PendingAlarm"]["fires on"] == "> 20% in 1 hour"  # a share: the webhook settles each one
+    assert (rows["WebhookErrorsAlarm"]["family"], rows["WebhookErrorsAlarm"]["fires on"]) == ("webhook", "any in 5 min")
     assert rows["ChargeErrorsAlarm"]["fires on"] == "any in 5 min"
     printed = ship.alarms_text()
     assert printed.startswith(f"{len(prod)} alarms") and all(todo in printed for todo in ship.ALARM_TODO.values())
-    assert ship.alarms_text(profile="demo").startswith(f"{len(prod) - 1} alarms")
+    assert ship.alarms_text(profile="demo").startswith(f"{len(prod) - len(demo_has_none)} alarms")
 
 
 def _readme_alarm_commands() -> dict[str, list[str]]:

@@ -1,6 +1,8 @@
 """`python -m idem redrive`: re-send what sits in the failure queue. On a real queue: only with
 --yes and --reason; it says how many events it sends, and records who sent them (STS) and why in the
-function's ledger (an `audit#...` item)."""
+function's ledger: an `audit#...` item when it starts (none sent yet) and one when it ends (`done: N
+event(s) sent`, or `failed after N event(s) sent: ...`). A function with no LEDGER_TABLE is refused
+before anything is sent: a redrive nobody can trace does not start."""
 from __future__ import annotations
 
 import json
@@ -50,10 +52,13 @@ def run(args: Any) -> int:
 
 
 def _real(args: Any) -> int:
-    """A deployed stack's failure queue into its function: real AWS, only with --yes."""
+    """A deployed stack's failure queue into its function: real AWS, only with --yes and --reason.
+    Who sent what, and why, goes into the function's ledger (LEDGER_TABLE) whatever becomes of it:
+    a function with no ledger to record in is refused before anything is sent."""
     # boto3 and the deploy helpers: loaded when the command runs, not for --help
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from ..core.runbook import Plan, record_audit
     from ..deploy.connect import CLIENTS, MustFix, open_session
     from ..deploy.errors import DeployError, explain
     from ..explore import redrive
@@ -72,22 +77,40 @@ def _real(args: Any) -> int:
                     "ledger with who ran the command; nothing was sent")
     try:
         sqs, lambda_client = session.client("sqs", config=CLIENTS), session.client("lambda", config=CLIENTS)
-        waiting = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
-        print(f"redriving about {waiting['Attributes']['ApproximateNumberOfMessages']} event(s) from "
-              f"{args.queue_url} to {args.function} (keyed looks each order up before it charges again)")
         env = lambda_client.get_function_configuration(FunctionName=args.function).get("Environment", {})
-        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])
-        sent = redrive.redrive_to_lambda(sqs, args.queue_url, lambda_client, args.function)
         table = env.get("Variables", {}).get("LEDGER_TABLE")
-        if table:  # who redrove what, and why, beside the books (never overwritten)
-            from ..core.runbook import Plan, record_audit
+        if not table:
+            return fail(f"{args.function} has no LEDGER_TABLE setting: there is no ledger to record who redrove "
+                        "what and why; nothing was sent (redrive into the stack's charge function)")
+        waiting = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+        about = waiting["Attributes"]["ApproximateNumberOfMessages"]
+        print(f"redriving about {about} event(s) from {args.queue_url} to {args.function} "
+              "(keyed looks each order up before it charges again)")
+        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])
+        plan = Plan(f"queue {args.queue_url.rsplit('/', 1)[-1]}", "redrive",
+                    f"to {args.function}: about {about} event(s) waiting")
+        # who redrove what, and why, beside the books (never overwritten); a failure half-way is
+        # recorded too, with how many were sent: each sent event is gone from the queue, so a rerun
+        # sends only the rest
+        dynamodb, sent = session.client("dynamodb", config=CLIENTS), [0]
+        # first a record that it starts: a ledger that refuses it stops the redrive before any
+        # event is sent, and a redrive cut short (a laptop closed) still left a trace
+        record_audit(dynamodb, table, command="redrive", plan=plan, who=who, why=args.reason, outcome="started")
 
-            record_audit(session.client("dynamodb", config=CLIENTS), table, command="redrive",
-                         plan=Plan(f"queue {args.queue_url.rsplit('/', 1)[-1]}", "redrive", f"to {args.function}"),
-                         who=who, why=args.reason, outcome=f"done: {sent} event(s) sent")
+        def send(event: Any) -> None:
+            redrive.invoke_async(lambda_client, args.function, event)
+            sent[0] += 1
+        try:
+            redrive.redrive(sqs, args.queue_url, send)
+        except Exception as error:
+            record_audit(dynamodb, table, command="redrive", plan=plan, who=who, why=args.reason,
+                         outcome=f"failed after {sent[0]} event(s) sent: {type(error).__name__}: {str(error)[:200]}")
+            raise
+        record_audit(dynamodb, table, command="redrive", plan=plan, who=who, why=args.reason,
+                     outcome=f"done: {sent[0]} event(s) sent")
     except (BotoCoreError, ClientError) as error:
         return _trouble(explain(error))
-    print(json.dumps({"redriven": sent}) if args.json else f"redriven {sent} event(s) to {args.function}")
+    print(json.dumps({"redriven": sent[0]}) if args.json else f"redriven {sent[0]} event(s) to {args.function}")
     return 0
 
 

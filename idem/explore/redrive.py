@@ -35,16 +35,32 @@ def redrive(sqs: Any, queue_url: str, send: Callable[[dict[str, Any]], Any], *,
         messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
             return sent
-        for message in messages:
+        for n, message in enumerate(messages):
             body = json.loads(message["Body"])
             event = body.get("requestPayload", body)  # a destination record, or a DLQ's plain event
             if fresh and now is not None:
                 event = copy.deepcopy(event)
                 for record in event.get("Records", []):
                     record["eventTime"] = iso8601(now)
-            send(event)
+            try:
+                send(event)
+            except Exception:
+                _release(sqs, queue_url, messages[n:])
+                raise
             sent += 1
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _release(sqs: Any, queue_url: str, unsent: list[dict[str, Any]]) -> None:
+    """A send failed: the batch's messages not sent yet are visible again at once (visibility
+    timeout 0), so a rerun finds them now, not after the queue's visibility timeout
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ChangeMessageVisibility.html)."""
+    for message in unsent:
+        try:
+            sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"],
+                                          VisibilityTimeout=0)
+        except Exception:  # noqa: BLE001 - the send's own error is the one to report
+            pass  # it comes back after the visibility timeout instead
 
 
 def redrive_local(runtime: Any, *, fresh: bool = False) -> int:
@@ -55,10 +71,14 @@ def redrive_local(runtime: Any, *, fresh: bool = False) -> int:
     return sent
 
 
+def invoke_async(lambda_client: Any, function_name: str, event: dict[str, Any]) -> Any:
+    """Send one event to a deployed function as an asynchronous invocation (Lambda's Invoke, Event)."""
+    return lambda_client.invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(event).encode())
+
+
 def redrive_to_lambda(sqs: Any, queue_url: str, lambda_client: Any, function_name: str) -> int:
     """Redrive a deployed stack's failure queue into its function, as asynchronous invocations."""
-    return redrive(sqs, queue_url, lambda event: lambda_client.invoke(
-        FunctionName=function_name, InvocationType="Event", Payload=json.dumps(event).encode()))
+    return redrive(sqs, queue_url, lambda event: invoke_async(lambda_client, function_name, event))
 
 
 def story(after_seconds: float, fresh: bool = False) -> dict[str, Any]:

@@ -171,14 +171,19 @@ _ = views.ship.outage_explore(2.0)
 # Each alarm is a CloudWatch alarm that publishes to an SNS topic: a channel that passes each
 # message on to its subscribers. The topic is the stack's `AlarmTopic`, mailing your confirmed
 # address, or the one `AlarmTopicArn` names. Most fire on a single occurrence in five minutes:
-# each may be money that moved. The age alarms wait for the oldest message instead, and `Pending`
-# sums an hour. Each row says what to do:
+# each may be money that moved. The age alarms wait for the oldest message instead. `Pending`
+# fires when more than a fifth of an hour's charge attempts come back pending.
+#
+# Production has one more function: a **webhook**, a URL Stripe calls with each event it has
+# to tell (a pending charge that succeeded or failed, a refund, a dispute). It checks Stripe's
+# signature, then books what Stripe decided, once per event. Its own two alarms are the `webhook`
+# rows. Each row says what to do:
 
 # %%
 print(views.ship.alarms_text())
 
 # %% [markdown]
-# The demo has one alarm fewer: it has no `UploadQueue`. In production, `AsyncEventsDropped` watches
+# The demo has three alarms fewer: it has no `UploadQueue` and no webhook. In production, `AsyncEventsDropped` watches
 # only the events `idem redrive` sends, which reach the function as asynchronous invocations.
 # Each row names the commands that answer the alarm. `README.md`'s alarm table writes each one in
 # full, with its options.
@@ -203,8 +208,8 @@ print(views.ship.alarms_text())
 # records it with its decline code, counts it in the `declined` metric, and never retries the card.
 # Some codes say a later attempt may pass ([decline codes](https://docs.stripe.com/declines/codes)):
 # that is a new order, with a new key, for a person to start. A charge left
-# `processing` (a bank debit, say) can still fail. It is booked `pending`, counted, and
-# `idem settle` books it once Stripe has decided.
+# `processing` (a bank debit, say) can still fail. It is booked `pending` and counted. The webhook
+# books it once Stripe has decided; `idem settle` does the same by hand.
 #
 # ## The reconciliation, three ways
 #

@@ -20,7 +20,7 @@ from ..core.handlers import keyed_settings
 from ..explore import scenarios as sc
 from ..sim.runtime import LocalLambda
 from ..sim.stripe_keys import DAY, prune_idempotency_keys
-from ..sim.stripe_server import loopback_stripe, seed_customer
+from ..sim.stripe_server import decode_form, loopback_stripe, seed_customer
 from ..sim.world import LocalWorld
 
 HOUR = 3600
@@ -159,3 +159,68 @@ def search_from_hours() -> float:
     provider's key window minus the margin (keyed_settings)."""
     window = keyed_settings.Settings("ledger").provider_key_retention_seconds
     return (window - keyed_settings.KEY_AGE_MARGIN_SECONDS) / HOUR
+
+
+def payment_intent_request() -> list[dict[str, str]]:
+    """What Stripe receives when keyed charges alice's order A-1001 (1250 cents) on its first
+    attempt: the Idempotency-Key header, then each form parameter of the PaymentIntent it creates
+    (`metadata[...]` one row each), as the loopback Stripe decoded them from Stripe's SDK."""
+    body = json.dumps({"order_id": "A-1001", "amount_cents": 1250}).encode()
+    with _stripe_world() as (world, stripe):
+        onboard(world, stripe, "alice")
+        sent: list[tuple[str, dict[str, Any]]] = []
+        answer = stripe.answer
+
+        def noting(method: str, target: str, text: str, headers: Any) -> Any:
+            if method == "POST" and target.startswith("/v1/payment_intents"):
+                sent.append((headers.get("Idempotency-Key") or "", dict(decode_form(text))))
+            return answer(method, target, text, headers)
+
+        stripe.answer = noting
+        runtime = LocalLambda(world, world.env("keyed"))
+        runtime.send(world.event(world.upload("alice/A-1001.json", body)))
+        runtime.run()
+    (key, params), = sent
+    rows = [("Idempotency-Key (a header)", key)]
+    for name, value in params.items():
+        if isinstance(value, dict):
+            rows += [(f"{name}[{inner}]", str(v)) for inner, v in value.items()]
+        else:
+            rows.append((name, str(value)))
+    return [{"parameter": name, "value": _short(value), "comes from": COMES_FROM.get(name, "")}
+            for name, value in rows]
+
+
+def _short(value: str) -> str:
+    """A key's hash is 64 hexadecimal digits: its first 8 name it well enough on a page."""
+    return re.sub(r"([0-9a-f]{8})[0-9a-f]{56}", r"\1…", value)
+
+
+#: Where keyed_stripe.StripeProvider.charge and keyed_orders.OrderRef.metadata take each value.
+COMES_FROM = {
+    "Idempotency-Key (a header)": "the order: its account and order id",
+    "amount": "the file's amount_cents, within limits",
+    "currency": "the file, or the one currency allowed",
+    "confirm": "confirm at once, in this call",
+    "off_session": "the customer is not there to confirm",
+    "payment_method": "the customer's default, kept from attempt 1",
+    "automatic_payment_methods[enabled]": "methods turned on in the Dashboard",
+    "automatic_payment_methods[allow_redirects]": "no redirects: nobody is there to follow",
+    "metadata[order_id]": "the file's order_id",
+    "metadata[bucket]": "the upload's bucket",
+    "metadata[key]": "the upload's object name",
+    "metadata[idem_account]": "the account: the name's first folder",
+    "metadata[account]": "the customer again, an older field name",
+    "metadata[reference]": "the upload, for a person to read",
+    "metadata[idempotency_key]": "the key again, for a search by key",
+    "metadata[idem_stack]": "the deployment (empty in this local run)",
+    "customer": "the customer mapping, never the file",
+}
+
+
+def key_age_table(rows: list[Resent]) -> list[dict[str, Any]]:
+    """`key_age_rows` with column names a reader can take in."""
+    return [{"re-sent after (h)": r.resent_after_h, "first_attempt_at (s)": r.first_attempt_at_s,
+             "keys Stripe pruned": r.keys_stripe_pruned, "searched Stripe": r.searched_stripe,
+             "charge calls": r.charge_calls, "keyed says": r.handler_says,
+             "PaymentIntents": r.payment_intents, "record": r.record} for r in rows]

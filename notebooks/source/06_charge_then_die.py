@@ -21,7 +21,8 @@ from idem import views
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused
-from idem.lessons import leases
+from idem.core.handlers import keyed
+from idem.lessons import leases, money
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -132,6 +133,30 @@ views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 #
 # How the stand-in keeps those rules in its own table is in
 # [the appendix](13_appendix_the_local_aws.ipynb#provider-stand-in).
+
+# %% [markdown]
+# ## What Stripe receives
+#
+# In production the provider is Stripe, and each order becomes one **PaymentIntent**: Stripe's
+# object for one payment. Here is everything keyed sends to create it, for alice's order A-1001.
+# The cell runs keyed on moto, charging through Stripe's own SDK, aimed at a local server that
+# keeps Stripe's rules. The table is what that server received:
+
+# %%
+views.rows_frame(money.payment_intent_request())
+
+# %% [markdown]
+# Read it as three groups:
+#
+# * *Who pays and how much.* `customer` comes from the account's customer mapping (chapter 03),
+#   never from the file. `amount` and `currency` come from the file, within the limits.
+# * *How to charge.* `confirm` and `off_session` charge at once, with nobody there to confirm.
+#   `payment_method` is the file's, or else the customer's default. Keyed reads the default on
+#   the first attempt and keeps it in the record, so every retry sends the same parameters. A
+#   default changed between a lost answer and its retry would otherwise make Stripe refuse the
+#   key.
+# * *What it is for.* The metadata name the order, the upload and the key again. Stripe keeps
+#   them with the payment, and the key in them is what a later search finds.
 
 # %% [markdown]
 # Run keyed with a crash right after the charge, in this chapter's world, and draw what the run
@@ -273,10 +298,8 @@ views.show_code(KeyedLedger.commit)
 # A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
 # once. There is one record per idempotency key, and the record never expires. A duplicate that
 # comes weeks later still finds the `done` record and stands down. The provider makes one charge
-# per key only while it remembers the key: Stripe may prune a key once it is 24 hours old
-# ([idempotency](https://docs.stripe.com/idempotency)). Past the window a second charge is
-# possible. That is why the handler looks the charge up before charging an old event (chapter 07),
-# and that look-up has limits of its own.
+# per key only while it remembers the key. The section *When the key grows old*, below, shows
+# what keyed does once it may not.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
 # **sparse index**. A **global secondary index** is a second view of a table, keyed on other
@@ -394,6 +417,53 @@ views.outcome_frame([caught]).assign(timeout=[900])[
 # the work really needs: the lease follows it whenever the process dies.
 
 # %% [markdown]
+# ## When the key grows old
+#
+# Stripe replays a key's first answer only while it remembers the key. It may prune a key once
+# the key is at least 24 hours old, and then "We generate a new request if a key is reused after
+# the original is pruned" ([idempotency](https://docs.stripe.com/idempotency)). How long a
+# provider remembers a key is its **key window**.
+#
+# An order can outlive it. Say the charge went through, but the commit failed on every try. The
+# record stays `in_progress`, and the event goes to the failure queue. A day later the uploader
+# sends the same order again. Its event is new, but its key is a day old. So the age that
+# matters is the key's, not the event's.
+#
+# The claim writes **`first_attempt_at`**: the time of the order's first charge attempt. Every
+# takeover keeps it. Once the key is 23 hours old (Stripe's 24 hours minus a margin of one hour),
+# keyed searches Stripe before any charge. It asks for a PaymentIntent whose metadata
+# `idempotency_key` is the order's key. A charge it finds is booked, at the amount that charge
+# took. Only when none is found does it charge. When the search gives no answer (an error, a
+# timeout), keyed parks the order: it never charges blind.
+#
+# Why a margin of an hour? Stripe's search "can be up to an hour behind during outages"
+# ([search](https://docs.stripe.com/api/payment_intents/search)). From 23 h on, the search has
+# caught up with every charge made in the first 22 h. The key itself still replays anything
+# newer. Here is the look-up, and the age it starts at:
+
+# %%
+print(f"keyed searches Stripe once the key is {money.search_from_hours():g} h old")
+views.show_source(keyed.look_up)
+
+# %% [markdown]
+# Now the story, on the handler, over moto and the local Stripe. Order A-1001 is charged, and
+# every attempt dies right after Stripe's answer: the first try and Lambda's two retries. Then the
+# same order is uploaded again, 1 h, 22.5 h, 23.5 h or 25 h after its first attempt. Before the
+# last, Stripe prunes the key, as it may. Each row is a fresh run:
+
+# %%
+views.rows_frame(money.key_age_table(money.key_age_rows()))
+
+# %% [markdown]
+# What to notice:
+#
+# * `first_attempt_at` is 0 s in every row: the two retries took the record over and kept it.
+# * Up to 23 h the key does the work. Keyed sends one charge call, and Stripe answers with the
+#   first charge: still one PaymentIntent.
+# * From 23 h keyed searches first, finds the charge and books it (`found`), with no charge call.
+# * At 25 h Stripe had forgotten the key. A charge call would have made a second PaymentIntent.
+
+# %% [markdown]
 # ## What the table holds afterwards
 #
 # This chapter's world, after the crash and the provider experiments, read back from DynamoDB.
@@ -449,7 +519,8 @@ print(leases.check_lease(my_timeout, work=45))
 # * The claim holds a lease for one owner, and the owner-fenced commit turns it into the ledger
 #   line. A zombie's commit is superseded, and each charge is booked once.
 # * The lease ends at the invocation's deadline. The function timeout therefore decides how long
-#   a crash blocks the retries: keep it just above what the work needs.
+#   a crash blocks the retries: keep it just above what the work needs. And once an order's key
+#   is 23 h old, keyed searches Stripe by the key before it charges.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

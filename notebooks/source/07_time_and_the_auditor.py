@@ -128,7 +128,7 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
 # * The provider replays a key until it prunes it. How long it remembers a key is its
-#   **key window**; Stripe keeps keys for at least 24 hours. After that, the same key is a new
+#   key window (chapter 06); Stripe keeps keys for at least 24 hours. After that, the same key is a new
 #   request, and it charges again.
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
@@ -165,12 +165,14 @@ for fresh in (True, False):
           f"provider, {story['ledger']} in the ledger, record {story['record']}")
 
 # %% [markdown]
-# Compare the two lines. The fresh event looks new, so keyed charged it with its key. The provider
-# had pruned that key an hour before, so it charged again.
+# Both lines say one charge, for two reasons. The event as it was still carries its `eventTime`,
+# 25 hours old: older than the key window. The fresh event looks new, but the order's record
+# still holds `first_attempt_at`, 25 hours back, so its key is old too (chapter 06). Either age
+# makes keyed look the charge up first. It searched by the key it had written into the charge's
+# metadata, found the charge and booked it. The provider had pruned the key an hour before: a
+# charge with it would have charged again.
 #
-# The event as it was still carries its `eventTime`. Keyed saw that it was older than the key
-# window. So it looked the charge up first, by the key it had written into the charge's metadata,
-# found it and booked it. Stripe offers that look-up: its search finds payments by metadata
+# Stripe offers that look-up: its search finds payments by metadata
 # ([search](https://docs.stripe.com/api/payment_intents/search)), usually within a minute of the
 # charge. A provider with no look-up would leave the event to a person, with that reason, rather
 # than charge blindly.
@@ -236,8 +238,8 @@ views.report_frame(report)
 #   loss. Erin's event never arrived at all. Deliver both again.
 # * Dave's record is *stuck* `in_progress`, and his account has a charge the ledger never
 #   recorded. The money moved; the books did not. His event is in the failure queue. A redrive
-#   within a day finishes it with the provider's replay (chapter 06). A later one meets a pruned key,
-#   and keyed looks the charge up first.
+#   within 23 hours of the first attempt finishes it with the provider's replay. A later one finds
+#   the key old, and keyed looks the charge up first (chapter 06).
 #
 # Only Dave's failure-queue message raised an alarm when it happened. For the rest, the report is
 # the alarm.
@@ -366,8 +368,8 @@ print(auditor.check_query(differences).explain())
 #
 # * Long enough for every copy: Lambda can deliver one for six hours by default, so start at a day.
 #   Keyed's `done` line never expires; other records' expiry is checked in code, as TTL is late.
-# * Past the provider's key window, a redrive keeps the event's age, and keyed looks the charge up
-#   before it charges again.
+# * Past the provider's key window, keyed looks the charge up before it charges again. It knows by
+#   the event's age, which a redrive keeps, or by the key's (`first_attempt_at`).
 # * The reconciliation job finds what got past: it compares the bucket, the ledger and the provider,
 #   and turns silent trouble into a report.
 #

@@ -55,3 +55,12 @@ def test_the_payment_intent_request_names_the_linked_customer_and_carries_the_ke
     assert rows["customer"] == "cus_alice" and rows["amount"] == "1250" and rows["currency"] == "usd"
     assert rows["metadata[idempotency_key]"] == rows["Idempotency-Key (a header)"]
     assert rows["metadata[idem_account]"] == "alice"
+
+
+def test_chapter_12_ships_the_trust_boundary_and_the_keys_age_without_a_fallback_price():
+    twelve = _text("12")
+    assert "idem customers link ACCOUNT cus_... --reason TEXT --stack STACK --yes" in twelve
+    assert "first_attempt_at" in twelve and "money.resent_later(25)" in twelve and "money.who_pays()" in twelve
+    assert "UploaderRoleArn" in twelve and "PRICE_PER_UPLOAD_CENTS" in twelve
+    assert "PRICE_CENTS`" not in twelve.replace("PRICE_PER_UPLOAD_CENTS`", "")
+    assert "the customer that the order names" not in twelve and "The key guards the first 24 hours" not in twelve

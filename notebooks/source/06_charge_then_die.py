@@ -266,15 +266,18 @@ views.show_source(keyed_provider.meaning_of)
 # The key closes the money window. Two more details make keyed safe against copies running at
 # the same time, the hole chapter 05 found in robust.
 #
-# The claim is one conditional put. It records *who* holds the work (`owner`, a fresh token per
+# The claim is a conditional put. It records *who* holds the work (`owner`, a fresh token per
 # invocation) and *until when* (`lease_until`). A **lease** is such a claim with an end time: after
-# it, another copy may take the work over. Keyed's lease ends at the invocation's deadline. The put
-# takes the record only if there is none, if the record has expired, or if it is `in_progress`
-# with its lease over.
-# The put takes the record in the same write that checks it, so two copies can never both win.
-# Every write keyed makes to its table is conditional, and goes through one small helper,
-# `_refused`. It returns `None` when the write lands. When the condition fails, it returns the
-# record that refused the write, or `{}` when there is none.
+# it, another copy may take the work over. Keyed's lease ends at the invocation's deadline.
+#
+# The first put writes the record only if there is none. When it is refused, DynamoDB returns
+# the record that refused it, in the same call. If that record is `in_progress` with its lease
+# over, the claim takes it over with a second conditional put. That put lands only if the record
+# still names the owner and the lease it read, so of two copies trying, only one wins. Every
+# write keyed makes to its table is conditional, and goes through one small helper,
+# `conditional_write`. It returns `None` when the write lands, and the record that refused it
+# (or `{}`) when not. A claim writes no expiry: an `in_progress` record may stand for money
+# that moved, so it is never deleted on its own.
 
 # %%
 views.show_source(KeyedLedger.claim)

@@ -60,12 +60,13 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # ([UpdateTimeToLive](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html)).
 # Until then, the expired item still shows up in reads.
 #
-# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Every
-# record gets an `expires_at` when it is written. What happens at the end differs by handler:
+# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). What a
+# handler does with it differs:
 #
-# * Keyed's commit replaces the record with the ledger line, which has no `expires_at`. A `done`
-#   record of keyed never expires. TTL only clears keyed's records whose work never finished.
-# * Robust keeps `expires_at` on its `done` record, so TTL clears finished work too.
+# * Keyed writes no `expires_at` at all. A claim may stand for money that moved (chapter 06), so
+#   it is never deleted on its own. Its commit turns it into the ledger line, which never expires
+#   either.
+# * Robust writes `expires_at` on every record, its `done` record too, so TTL clears finished work.
 #
 # Here one upload is delivered, and the same event again two hours later. Both functions keep
 # their records for ten minutes:
@@ -82,8 +83,8 @@ fig = views.record_life_chart(late)
 # %% [markdown]
 # Read the table and the chart by handler:
 #
-# * *keyed*: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
-#   ten minutes applied only while the work was unfinished. The ledger line does not expire.
+# * *keyed*: the late copy found `done` and stood down. Its records carry no expiry, so the ten
+#   minutes never applied to them. The ledger line does not expire.
 # * *robust* never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`). Unswept, the record expired at ten minutes
 #   and was still in the table at two hours (the faded bar), so the copy found it. The same code
@@ -99,10 +100,11 @@ world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDe
 # %% [markdown]
 # ## TTL deletes late, so expiry is checked in code
 #
-# An expired item is still returned by every read until TTL deletes it. So expiry has to be a rule
-# the code applies, the same on every read. Keyed's claim applies it inside DynamoDB's condition
-# (`expires_at <= :now`), so the check and the write are one step. A `done` line has no
-# `expires_at`, so that part of the condition never takes it over:
+# An expired item is still returned by every read until TTL deletes it. So a handler whose records
+# expire must apply expiry as a rule of its own, the same on every read: compare `expires_at`
+# with the clock. Robust does not, and the story above shows the cost. Keyed sidesteps the
+# question, since none of its records expire. Its claim takes a record over only when the lease
+# is over, never because TTL may or may not have deleted it yet:
 
 # %%
 views.show_source(KeyedLedger.claim)
@@ -367,7 +369,8 @@ print(auditor.check_query(differences).explain())
 # ## Summary
 #
 # * Long enough for every copy: Lambda can deliver one for six hours by default, so start at a day.
-#   Keyed's `done` line never expires; other records' expiry is checked in code, as TTL is late.
+#   Keyed's records never expire; a handler whose records do must check expiry in code, as TTL is
+#   late.
 # * Past the provider's key window, keyed looks the charge up before it charges again. It knows by
 #   the event's age, which a redrive keeps, or by the key's (`first_attempt_at`).
 # * The reconciliation job finds what got past: it compares the bucket, the ledger and the provider,

@@ -157,8 +157,9 @@ views.items_by_handler(after_charge)
 # %% [markdown]
 # * `naive` leaves only the account's entry. It counts fewer charges than the provider made, and
 #   nothing says which upload was charged twice.
-# * `claim_first` leaves no `account#alice` item at all, only a claim marked `claimed`. The claim
-#   names the upload. It does not say whether its work finished.
+# * `claim_first` counts nothing: its `account#alice` item holds only the account's customer
+#   mapping (chapter 03), and beside it is a claim marked `claimed`. The claim names the upload.
+#   It does not say whether its work finished.
 # * `robust` leaves a record marked `done` and an entry. The entry also counts fewer charges than
 #   the provider made (chapter 06 explains why).
 #

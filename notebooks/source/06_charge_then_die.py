@@ -288,7 +288,8 @@ views.show_source(KeyedLedger.claim)
 # **ledger line**, the record of one charge in your books, under the same key:
 #
 # * `status` becomes `done`, and the record holds the `result`;
-# * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
+# * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id` and
+#   `booked_at`;
 # * there is no `expires_at`, so a done record never expires.
 #
 # Here is its code (its docstring, left out here, compares it with costlier designs that chapter
@@ -375,9 +376,9 @@ with views.folded_output():
 # moment Lambda stops the invocation, give or take a fraction of a second. It is right, but it
 # makes the **function timeout** the lease.
 #
-# Here is the same crash after the charge under two timeouts. One is this workbook's 30 s. The
-# other is 900 s, the 15-minute maximum, a common "just in case" setting. (Lambda's own default
-# is 3 s; `template.yaml` chooses 30 s.)
+# Here is the same crash after the charge under two timeouts. One is 30 s, the local runtime's.
+# The other is 900 s, the 15-minute maximum, a common "just in case" setting. (Lambda's own
+# default is 3 s; `template.yaml` chooses 60 s, for a batch of uploads: chapter 10.)
 
 # %%
 short = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=30))
@@ -400,7 +401,7 @@ fig = views.lease_timelines(short, long)
 views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
 
 # %%
-views.items_frame(long.items).T.rename(columns={0: "the upload's record"})
+views.items_frame(long.items).T
 
 # %% [markdown]
 # Nothing is lost. The record is `in_progress` past its lease, and the auditor in chapter 07
@@ -470,18 +471,23 @@ views.rows_frame(money.key_age_table(money.key_age_rows()))
 # ## What the table holds afterwards
 #
 # This chapter's world, after the crash and the provider experiments, read back from DynamoDB.
-# The table holds one item, the upload's record, shown one attribute per row:
+# The table holds two items: alice's customer mapping (chapter 03), and the order's record. Each
+# is one column, one attribute per row:
 
 # %%
-views.items_frame(world.ledger().items()).T.rename(columns={0: "the upload's record"})
+views.items_frame(world.ledger().items()).T
 
 # %% [markdown]
-# Notice what the one record holds:
+# Notice what the order's record holds:
 #
 # * `done`, with the owner of the retry that committed it and the lease that retry held;
-# * the result, and the ledger fields of the one charge (`account`, `cents`, `charge_id`,
-#   `booked_at`);
-# * no `expires_at`: the commit left it out, so this record turns copies away for good.
+# * `first_attempt_at`, the time of the first attempt, kept through the retry's takeover;
+# * the result, and the ledger fields of the one charge (`account`, `customer`, `cents`,
+#   `currency`, `charge_id`, `booked_at`);
+# * no `expires_at`, so this record turns copies away for good.
+
+# %% [markdown]
+# And the failure queue, read back: the crash's retry finished the work, so nothing waits there.
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())

@@ -205,7 +205,8 @@ views.show_source(keyed.KeyedCharger.charge_once)
 #
 # Six settings adapt it to your system. First, the payment provider. `make_provider()` builds
 # Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
-# The key is read once at cold start and never logged. For another provider, replace this
+# The key is read at cold start, read again after Stripe refuses it (a rotated key), and never
+# logged. For another provider, replace this
 # function. Its `charge` must take an `idempotency_key`:
 
 # %%
@@ -250,8 +251,11 @@ print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {l
 # Stripe's answers are read by their error `type` and `code`, not by HTTP status alone
 # (`keyed_provider.meaning_of`). A card error is a final decline, recorded with its decline code. A
 # rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
-# Lambda retries with the same key. An `idempotency_error` or an invalid request needs a person. A
-# PaymentIntent left `processing` is booked `pending`, and settled later with `idem settle`.
+# Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
+# default method, which sends no key. A refused secret key (401) fails the invocation, is counted
+# as `auth_failed`, and the retry reads the key again; the order is never parked for it. An
+# `idempotency_error` or an invalid request needs a person. A PaymentIntent left `processing` is
+# booked `pending`, and settled later with `idem settle`.
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
 # makes it the customer's default. Then a person links the account to that customer, once:
@@ -283,7 +287,8 @@ views.Whole(money.who_pays_rows(money.who_pays()))
 # Fourth, create the ledger table as `template.yaml` does, shown in
 # [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
 # and TTL is on `expires_at`. Two sparse indexes hold the done records, which are the ledger
-# lines: `by_account` for an account's totals, `by_day` for the reconciliation.
+# lines: `by_account` for an account's totals, `by_day` for the reconciliation. The customer
+# mapping lives in the same table, one `account#...` item per account.
 #
 # Fifth, set the function's environment. `LEDGER_TABLE` is required. Set the money limits
 # (`CURRENCIES`, `MIN_AMOUNT_CENTS`, `MAX_AMOUNT_CENTS`) to what one order may cost you. Set

@@ -186,9 +186,10 @@ views.show_text(stack_tour.resources("UploadBucket", "ChargeFunctionUploadPermis
 #
 # Both tables bill per request, so an idle table pays only for the data it stores. Only the ledger
 # has a TTL, on `expires_at`, for the records of the teaching patterns (chapter 07). Keyed's
-# records carry none: a claim may stand for a charge made, and a done record is a ledger line. Two indexes list the lines: `by_account` by account, `by_day` by day
-# for the reconciliation. Each `!If [IsProd, ...]` is a setting the two profiles differ in. The
-# customer mapping of chapter 03 lives here too, one item per account.
+# records carry none: a claim may stand for a charge made, and a done record is a ledger line.
+# Two indexes list the lines: `by_account` by account, `by_day` by day for the reconciliation.
+# Each `!If [IsProd, ...]` is a setting the two profiles differ in. The customer mapping of
+# chapter 03 lives here too, one item per account.
 
 # %%
 views.show_text(stack_tour.resource("LedgerTable", keep=("BillingMode", "AttributeDefinitions", "KeySchema",
@@ -210,8 +211,8 @@ views.show_text(stack_tour.resources("FailureQueue", "ProviderTable"), "yaml")
 #
 # When an alarm's metric crosses its threshold, CloudWatch notifies `AlarmTopic`, an SNS topic
 # that emails `AlarmEmail` once the address confirms the subscription (or your own topic, named
-# by `AlarmTopicArn`). Production refuses to deploy with neither: an alarm must reach someone. Here is every
-# alarm the production profile makes, read from the template:
+# by `AlarmTopicArn`). Production refuses to deploy with neither: an alarm must reach someone.
+# Here is every alarm the production profile makes, read from the template:
 
 # %%
 views.rows_frame(stack_tour.alarm_rows("prod"))

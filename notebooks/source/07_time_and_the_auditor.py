@@ -129,8 +129,8 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 #
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
-# * The provider replays a key until it prunes it. How long it remembers a key is its
-#   key window (chapter 06); Stripe keeps keys for at least 24 hours. After that, the same key is a new
+# * The provider replays a key until it prunes it. How long it remembers a key is its key window
+#   (chapter 06); Stripe keeps keys for at least 24 hours. After that, the same key is a new
 #   request, and it charges again.
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
@@ -167,8 +167,8 @@ for fresh in (True, False):
           f"provider, {story['ledger']} in the ledger, record {story['record']}")
 
 # %% [markdown]
-# Both lines say one charge, for two reasons. The event as it was still carries its `eventTime`,
-# 25 hours old: older than the key window. The fresh event looks new, but the order's record
+# Both lines say one charge, each for its own reason. The event as it was still carries its
+# `eventTime`, 25 hours old: older than the key window. The fresh event looks new, but the order's record
 # still holds `first_attempt_at`, 25 hours back, so its key is old too (chapter 06). Either age
 # makes keyed look the charge up first. It searched by the key it had written into the charge's
 # metadata, found the charge and booked it. The provider had pruned the key an hour before: a

@@ -140,9 +140,9 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   depth. A failure nobody sees is a silent loss (04).
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
 #   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
-# - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
-#   typically deletes items within two days of expiry, with no promised bound, and reads still
-#   return them until then (07).
+# - [ ] **Where records expire, expiry is checked in code.** Compare `expires_at` with the clock
+#   on every read (keyed's records never expire). TTL typically deletes items within two days of
+#   expiry, with no promised bound, and reads still return them until then (07).
 # - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
 #   charge up before charging an old event (07).
 # - [ ] **Nothing is remembered in the container.** A cold start begins empty, so memory can only

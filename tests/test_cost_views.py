@@ -37,6 +37,14 @@ def test_bill_frame_names_what_each_column_counts():
     assert frame.iloc[-1]["USD per million uploads"] == pytest.approx(5 * 0.625 + 2 * 0.125)
 
 
+def test_bill_summary_holds_the_bill_frame_one_row_per_handler():
+    table = cost.bill_summary(BILLS)
+    assert list(table.index) == ["naive", "keyed"]
+    assert list(table.columns) == [cost.CASE_LABELS[c] for c in ("first", "duplicate", "retry")]
+    assert table.loc["keyed", cost.CASE_LABELS["retry"]] == "4 calls, 5 W + 2 R, $3.375"
+    assert table.loc["naive", cost.CASE_LABELS["first"]] == "1 call, 1 W + 0 R, $0.625"
+
+
 def test_the_chart_has_a_legend_entry_for_every_colour():
     fig = cost.bill_chart(BILLS)
     labels = [text.get_text() for legend in fig.legends for text in legend.get_texts()]

@@ -315,3 +315,20 @@ def test_an_order_outlives_an_outage_in_prod_not_in_the_demo():
     assert production.outage_fate(0.01, "demo").startswith("demo (direct invocation): charged")
     with pytest.raises(ValueError):
         production.outage_fate(1, "staging")
+
+
+def test_chapter_04s_check_adds_two_uploads_the_chapter_did_not_run_and_catches_a_one_upload_rule():
+    """Issue 43: an exercise asks about a case the chapter did not run. `ledger == 0` is right on
+    the table's single-upload rows and misses one lost upload of two; the right rule is right."""
+    unseen = alarms.unseen_runs()
+    assert [(c.charges, c.ledger, c.verdict) for c in unseen] == [(2, 2, "exactly_once"), (1, 1, "silent_loss")]
+    rows = _claim_first_rows()
+    assert alarms.check_alarm(lambda o: o.ledger == 0, rows) == []
+    one_upload = alarms.explain_alarm(lambda o: o.ledger == 0, rows + unseen)
+    assert "stays quiet on claim_first, two uploads, the first one's charge failing once" in one_upload
+    assert "no ledger entry" not in one_upload and "!=" not in one_upload  # the hint narrows, never states
+
+    def right(o):
+        claimed = sum(item.get("status") == "claimed" for item in o.items)
+        return o.charges != o.ledger or o.ledger < claimed
+    assert alarms.explain_alarm(right, rows + unseen).startswith("Right")

@@ -2,20 +2,69 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .answers import not_yet, unfilled
 
 #: Why each verdict matters, said only for a verdict the reader's alarm got wrong.
 WHY = {
-    "silent_mismatch": "money moved and your ledger has no entry, and the retry reported success, "
-                       "so the failure queue is empty: compare outcome.charges with outcome.ledger.",
-    "silent_loss": "no money moved and no entry was written, so both counts are 0 and the failure "
-                   "queue is empty. The only trace is a 'claimed' item with no ledger entry behind it.",
-    "exactly_once": "this run went right: every charge is in the ledger. (With after_commit always, "
-                    "the event reached the failure queue after its work was done: a message there "
-                    "is no proof of lost money.) An alarm that fires on good runs soon gets ignored.",
+    "silent_mismatch": "money moved, and the retry reported success, so the failure queue is empty. "
+                       "Two of the things you may read disagree in this run: which two?",
+    "silent_loss": "an upload was never charged, nothing counted it, and the failure queue is "
+                   "empty. Look at what the table holds for each upload, not only at the counts.",
+    "exactly_once": "this run went right. (With after_commit always, the event reached the failure "
+                    "queue after its work was done: a message there is no proof of lost money.) An "
+                    "alarm that fires on good runs soon gets ignored.",
 }
+
+
+@dataclass
+class Case:
+    """A run the chapter's table does not have: what an alarm may read of it, and its verdict."""
+
+    label: str
+    charges: int
+    ledger: int
+    dlq: int
+    verdict: str
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _label(outcome: Any) -> str:
+    label = getattr(outcome, "label", None)
+    if label:
+        return str(label)
+    s = outcome.scenario
+    return f"{s.handler} {s.fault}/{s.times}"
+
+
+def two_uploads(first_lost: bool) -> Case:
+    """claim_first on two uploads of alice's, one after the other: both charged, or the first one's
+    charge call failing once (its retry finds the claim and stands down: a silent loss beside a
+    good charge). Run on moto through the local Lambda, read back as the exercise's outcomes are."""
+    from ..sim.runtime import FaultPlan, LocalLambda
+    from ..sim.world import LocalWorld
+
+    fault = FaultPlan.at_point("at_charge", "once") if first_lost else None
+    with LocalWorld(prefix="alarm") as world:
+        for name, plan in (("alice/order-1.txt", fault), ("alice/order-2.txt", None)):
+            runtime = LocalLambda(world, world.env("claim_first"), fault=plan)
+            runtime.send(world.event(world.upload(name)))
+            runtime.run()
+        ledger = world.ledger()
+        charges, entries = len(world.provider().charges()), ledger.entry("alice")[0]
+        dlq = world.failure_queue_depth()
+        claims = sum(1 for item in ledger.items() if item.get("status") == "claimed")
+        verdict = "exactly_once" if charges == entries == claims and not dlq else "silent_loss"
+        label = "claim_first, two uploads, " + ("the first one's charge failing once" if first_lost
+                                                 else "both charged")
+        return Case(label, charges, entries, dlq, verdict, items=ledger.items())
+
+
+def unseen_runs() -> list[Case]:
+    """The two runs chapter 04's check adds to the table's rows: cases the chapter did not run."""
+    return [two_uploads(first_lost=False), two_uploads(first_lost=True)]
 
 
 def check_alarm(alarm: Callable[[Any], bool], outcomes: Iterable[Any]) -> list[str]:
@@ -26,9 +75,8 @@ def check_alarm(alarm: Callable[[Any], bool], outcomes: Iterable[Any]) -> list[s
         should = outcome.verdict != "exactly_once"
         said = bool(alarm(outcome))
         if said != should:
-            s = outcome.scenario
             what = "stays quiet on" if should else "fires on"
-            problems.append(f"{what} {s.handler} {s.fault}/{s.times}: {outcome.verdict} "
+            problems.append(f"{what} {_label(outcome)}: {outcome.verdict} "
                             f"(charges={outcome.charges}, ledger={outcome.ledger}, dlq={outcome.dlq})")
     return problems
 

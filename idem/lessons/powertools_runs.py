@@ -44,3 +44,17 @@ def option_row(option: str, outcome: Any) -> dict[str, Any]:
     return {"run below as": option, "deliveries": seen["deliveries"], "charges": seen["charges"],
             "failure queue": seen["dlq"], "DynamoDB calls": seen["dynamodb_calls"],
             "errors raised": seen["errors"].replace("Runtime.", "")}
+
+
+def fixes_frame(fix_runs: list[tuple[str, Any]], fixes: list[Any]) -> Any:
+    """The closing-the-gap runs as one row per fix and one column per fault and how it struck:
+    each cell the verdict, then the charges the provider made / the charges the ledger booked."""
+    import pandas as pd
+
+    rows = [{"fix": fix, "fault": f"{s.fault}, {s.how}",
+             "cell": f"{o.verdict} {o.charges}/{o.ledger}"}
+            for (fix, s), o in zip(fix_runs, fixes)]
+    frame = pd.DataFrame(rows)
+    table = frame.pivot(index="fix", columns="fault", values="cell")
+    table.columns.name = None
+    return table.loc[list(dict.fromkeys(frame["fix"])), list(dict.fromkeys(frame["fault"]))]

@@ -35,6 +35,20 @@ def bill_frame(bills: Iterable[Any]) -> pd.DataFrame:
     } for b in bills])
 
 
+def bill_summary(bills: Iterable[Any]) -> pd.DataFrame:
+    """`bill_frame` on one row per handler: for each case, its calls, its write (W) and read (R)
+    request units, and dollars per million uploads, in one cell."""
+    bills = list(bills)
+    cells: dict[str, dict[str, str]] = {}
+    for b in bills:
+        calls = f"{b.calls} call" + ("s" if b.calls != 1 else "")
+        cells.setdefault(b.handler, {})[b.case] = f"{calls}, {b.wru:g} W + {b.rru:g} R, ${b.dollars_per_million:.3f}"
+    frame = pd.DataFrame.from_dict(cells, orient="index")
+    frame.index.name = "handler"
+    frame = frame[[c for c in CASE_LABELS if c in frame.columns]]
+    return frame.rename(columns=CASE_LABELS)
+
+
 def units_table(bills: Iterable[Any], units: str = "wru") -> pd.DataFrame:
     """Request units of one kind (`wru` or `rru`) per upload, a handler per row, a case per column."""
     frame = pd.DataFrame([{"handler": b.handler, "case": b.case, "units": getattr(b, units)}

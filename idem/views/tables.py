@@ -144,7 +144,7 @@ def invocations_frame(outcome: sc.Outcome) -> pd.DataFrame:
 
 
 #: Item attributes holding epoch seconds (Powertools' in-progress expiry: milliseconds).
-TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_at": 1,
+TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_at": 1, "first_attempt_at": 1,
                    "expiration": 1, "in_progress_expiration": 1000}
 
 

@@ -17,8 +17,8 @@
 # %% [markdown]
 # ## Setup
 #
-# The key recipes from `idem`, the upload stories that test them, the order stories of the last
-# section, the check for your own recipe, and a fresh local world. Its bucket is versioned, as the
+# The key recipes from `idem`, the upload stories that test them, the order stories and the
+# files of the last two sections, the check for your own recipe, and a fresh local world. Its bucket is versioned, as the
 # bucket chapter 09 deploys is; a second world has a bucket without versioning.
 
 # %%
@@ -26,7 +26,7 @@ from idem import views
 from idem.core import keys
 from idem.core.events import encode_key
 from idem.core.handlers import keyed_events
-from idem.lessons import key_stories, orders
+from idem.lessons import key_stories, money, orders
 from idem.lessons.recipe_check import check_recipe
 from idem.sim.world import LocalWorld
 
@@ -328,7 +328,9 @@ print(check_recipe(my_recipe))
 #
 # * `order-id`, the default. The uploaded file is JSON and names its order:
 #   `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. The key is made from the
-#   bucket and the order id. The function reads the file at its exact version before it claims.
+#   account and the order id. The account is the first folder of the object's name:
+#   `alice/A-1001.json` is alice's. The function reads the file at its exact version before it
+#   claims.
 # * `object-name`. The object's name is the order, which holds only if no name is written twice.
 #   S3's conditional writes give that. A PUT with the header **If-None-Match** `*` is refused with
 #   412 Precondition Failed when the name exists
@@ -369,8 +371,8 @@ views.rows_frame(orders.order_grid())
 # * `object-name` reads nothing. S3 refused the second PUT, so no second event came, and the
 #   uploader learned it at once from the 412. A new order then needs a new name. The policy also
 #   refuses every copy into the bucket, as AWS's page on enforcing it notes.
-# * Neither `object-name` nor `upload` reads the file. They charge a fixed price per upload
-#   (500 cents here), unless you give them code that reads the amount.
+# * Neither `object-name` nor `upload` reads the file. They charge every upload the same price,
+#   the setting `PRICE_PER_UPLOAD_CENTS` (500 cents here), and refuse to start without it.
 #
 # Without the bucket policy, `object-name` is weaker. A second write to the name meets the first
 # order's key: it is never charged, but nobody is told either.
@@ -381,14 +383,59 @@ views.rows_frame(orders.order_grid())
 # and 06 answer it.
 
 # %% [markdown]
+# ## Whose order, and who pays
+#
+# Under `order-id` the key holds the account, so alice's order 1001 and bob's order 1001 are two
+# orders, with two keys. The account also decides who pays, and here the file has no say.
+#
+# The uploader writes the file, so the handler takes from it only what the uploader may decide:
+# which order, and its amount. That line is the **trust boundary**. Who pays lies beyond it. It
+# comes from the **customer mapping**: one item per account in the ledger table, naming the
+# account's Stripe customer (`cus_...`). A person writes it with the runbook command
+# `idem customers link ACCOUNT cus_... --reason TEXT`, which also records who linked it and why.
+# The function reads that item. In production its role is denied every write to it. The bucket,
+# too, should let only your uploader's role write, each account under its own folder (chapter 12
+# lists both).
+#
+# The amount is bounded, and the file is strict:
+#
+# * `amount_cents` is required, an integer, between `MIN_AMOUNT_CENTS` (default 50, Stripe's
+#   smallest charge in US dollars,
+#   [minimum amounts](https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts)) and
+#   `MAX_AMOUNT_CENTS` (default 100000).
+# * `currency` must be in the allow-list `CURRENCIES` (default `usd`).
+# * A field the handler does not know is refused: `"amount": 129900` is not charged a default.
+# * `customer` may be left out. If the file names one, it must be the account's linked customer.
+#
+# An order that breaks a rule is **parked**: nothing is charged, the invocation fails, and the
+# event reaches the failure queue with the reason. A metric counts it, and an alarm watches that
+# metric. Here are six files, uploaded after alice and bob were linked (carol was not). The
+# handler runs on moto and charges through Stripe's own SDK, aimed at a local Stripe that keeps
+# Stripe's rules:
+
+# %%
+who = money.who_pays()
+views.Whole(money.who_pays_rows(who))
+
+# %%
+with views.folded_output():
+    print(money.reasons(who))
+
+# %% [markdown]
+# Two orders named 1001 are two charges, each to its own account's customer. Bob's file that
+# names alice charged nobody. Each reason says what to do next.
+
+# %% [markdown]
 # ## Summary
 #
 # * An upload's key comes from its event: the decoded name with its `versionId`, or with its
-#   `eTag` and `sequencer`. Never from the attempt or the bytes alone.
-# * Hash the recipe's text, so every key is small, and start it with the operation's name.
+#   `eTag` and `sequencer`. Never from the attempt or the bytes alone. Hash the recipe's text,
+#   and start it with the operation's name.
 # * Charge per order, not per upload: a retried PUT is a second upload of one order. Name the
-#   order by the id in its file (the default), or by a name written once (`If-None-Match`, made
-#   the bucket's rule by a Deny in its policy).
+#   order by its account and the id in its file (the default), or by a name written once
+#   (`If-None-Match`, made the bucket's rule by a Deny in its policy).
+# * Take from the file only what the uploader may decide: the order and its amount, within
+#   limits. Who pays comes from the customer mapping, written by `idem customers link`.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

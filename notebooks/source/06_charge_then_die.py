@@ -21,7 +21,8 @@ from idem import views
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused
-from idem.lessons import leases
+from idem.core.handlers import keyed
+from idem.lessons import leases, money
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -134,6 +135,30 @@ views.show_call(handlers, "idempotency_key", callee="create", prefix="keyed")
 # [the appendix](13_appendix_the_local_aws.ipynb#provider-stand-in).
 
 # %% [markdown]
+# ## What Stripe receives
+#
+# In production the provider is Stripe, and each order becomes one **PaymentIntent**: Stripe's
+# object for one payment. Here is everything keyed sends to create it, for alice's order A-1001.
+# The cell runs keyed on moto, charging through Stripe's own SDK, aimed at a local server that
+# keeps Stripe's rules. The table is what that server received:
+
+# %%
+views.rows_frame(money.payment_intent_request())
+
+# %% [markdown]
+# Read it as three groups:
+#
+# * *Who pays and how much.* `customer` comes from the account's customer mapping (chapter 03),
+#   never from the file. `amount` and `currency` come from the file, within the limits.
+# * *How to charge.* `confirm` and `off_session` charge at once, with nobody there to confirm.
+#   `payment_method` is the file's, or else the customer's default. Keyed reads the default on
+#   the first attempt and keeps it in the record, so every retry sends the same parameters. A
+#   default changed between a lost answer and its retry would otherwise make Stripe refuse the
+#   key.
+# * *What it is for.* The metadata name the order, the upload and the key again. Stripe keeps
+#   them with the payment, and the key in them is what a later search finds.
+
+# %% [markdown]
 # Run keyed with a crash right after the charge, in this chapter's world, and draw what the run
 # recorded:
 
@@ -241,15 +266,18 @@ views.show_source(keyed_provider.meaning_of)
 # The key closes the money window. Two more details make keyed safe against copies running at
 # the same time, the hole chapter 05 found in robust.
 #
-# The claim is one conditional put. It records *who* holds the work (`owner`, a fresh token per
+# The claim is a conditional put. It records *who* holds the work (`owner`, a fresh token per
 # invocation) and *until when* (`lease_until`). A **lease** is such a claim with an end time: after
-# it, another copy may take the work over. Keyed's lease ends at the invocation's deadline. The put
-# takes the record only if there is none, if the record has expired, or if it is `in_progress`
-# with its lease over.
-# The put takes the record in the same write that checks it, so two copies can never both win.
-# Every write keyed makes to its table is conditional, and goes through one small helper,
-# `_refused`. It returns `None` when the write lands. When the condition fails, it returns the
-# record that refused the write, or `{}` when there is none.
+# it, another copy may take the work over. Keyed's lease ends at the invocation's deadline.
+#
+# The first put writes the record only if there is none. When it is refused, DynamoDB returns
+# the record that refused it, in the same call. If that record is `in_progress` with its lease
+# over, the claim takes it over with a second conditional put. That put lands only if the record
+# still names the owner and the lease it read, so of two copies trying, only one wins. Every
+# write keyed makes to its table is conditional, and goes through one small helper,
+# `conditional_write`. It returns `None` when the write lands, and the record that refused it
+# (or `{}`) when not. A claim writes no expiry: an `in_progress` record may stand for money
+# that moved, so it is never deleted on its own.
 
 # %%
 views.show_source(KeyedLedger.claim)
@@ -260,7 +288,8 @@ views.show_source(KeyedLedger.claim)
 # **ledger line**, the record of one charge in your books, under the same key:
 #
 # * `status` becomes `done`, and the record holds the `result`;
-# * the ledger fields are written: `account`, `cents`, `charge_id` and `booked_at`;
+# * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id` and
+#   `booked_at`;
 # * there is no `expires_at`, so a done record never expires.
 #
 # Here is its code (its docstring, left out here, compares it with costlier designs that chapter
@@ -273,10 +302,8 @@ views.show_code(KeyedLedger.commit)
 # A charge is **booked** when it is recorded in your own ledger, and each charge must be booked
 # once. There is one record per idempotency key, and the record never expires. A duplicate that
 # comes weeks later still finds the `done` record and stands down. The provider makes one charge
-# per key only while it remembers the key: Stripe may prune a key once it is 24 hours old
-# ([idempotency](https://docs.stripe.com/idempotency)). Past the window a second charge is
-# possible. That is why the handler looks the charge up before charging an old event (chapter 07),
-# and that look-up has limits of its own.
+# per key only while it remembers the key. The section *When the key grows old*, below, shows
+# what keyed does once it may not.
 #
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
 # **sparse index**. A **global secondary index** is a second view of a table, keyed on other
@@ -349,9 +376,9 @@ with views.folded_output():
 # moment Lambda stops the invocation, give or take a fraction of a second. It is right, but it
 # makes the **function timeout** the lease.
 #
-# Here is the same crash after the charge under two timeouts. One is this workbook's 30 s. The
-# other is 900 s, the 15-minute maximum, a common "just in case" setting. (Lambda's own default
-# is 3 s; `template.yaml` chooses 30 s.)
+# Here is the same crash after the charge under two timeouts. One is 30 s, the local runtime's.
+# The other is 900 s, the 15-minute maximum, a common "just in case" setting. (Lambda's own
+# default is 3 s; `template.yaml` chooses 60 s, for a batch of uploads: chapter 10.)
 
 # %%
 short = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=30))
@@ -374,7 +401,7 @@ fig = views.lease_timelines(short, long)
 views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
 
 # %%
-views.items_frame(long.items).T.rename(columns={0: "the upload's record"})
+views.items_frame(long.items).T
 
 # %% [markdown]
 # Nothing is lost. The record is `in_progress` past its lease, and the auditor in chapter 07
@@ -394,21 +421,73 @@ views.outcome_frame([caught]).assign(timeout=[900])[
 # the work really needs: the lease follows it whenever the process dies.
 
 # %% [markdown]
+# ## When the key grows old
+#
+# Stripe replays a key's first answer only while it remembers the key. It may prune a key once
+# the key is at least 24 hours old, and then "We generate a new request if a key is reused after
+# the original is pruned" ([idempotency](https://docs.stripe.com/idempotency)). How long a
+# provider remembers a key is its **key window**.
+#
+# An order can outlive it. Say the charge went through, but the commit failed on every try. The
+# record stays `in_progress`, and the event goes to the failure queue. A day later the uploader
+# sends the same order again. Its event is new, but its key is a day old. So the age that
+# matters is the key's, not the event's.
+#
+# The claim writes **`first_attempt_at`**: the time of the order's first charge attempt. Every
+# takeover keeps it. Once the key is 23 hours old (Stripe's 24 hours minus a margin of one hour),
+# keyed searches Stripe before any charge. It asks for a PaymentIntent whose metadata
+# `idempotency_key` is the order's key. A charge it finds is booked, at the amount that charge
+# took. Only when none is found does it charge. When the search gives no answer (an error, a
+# timeout), keyed parks the order: it never charges blind.
+#
+# Why a margin of an hour? Stripe's search "can be up to an hour behind during outages"
+# ([search](https://docs.stripe.com/api/payment_intents/search)). From 23 h on, the search has
+# caught up with every charge made in the first 22 h. The key itself still replays anything
+# newer. Here is the look-up, and the age it starts at:
+
+# %%
+print(f"keyed searches Stripe once the key is {money.search_from_hours():g} h old")
+views.show_source(keyed.look_up)
+
+# %% [markdown]
+# Now the story, on the handler, over moto and the local Stripe. Order A-1001 is charged, and
+# every attempt dies right after Stripe's answer: the first try and Lambda's two retries. Then the
+# same order is uploaded again, 1 h, 22.5 h, 23.5 h or 25 h after its first attempt. Before the
+# last, Stripe prunes the key, as it may. Each row is a fresh run:
+
+# %%
+views.rows_frame(money.key_age_table(money.key_age_rows()))
+
+# %% [markdown]
+# What to notice:
+#
+# * `first_attempt_at` is 0 s in every row: the two retries took the record over and kept it.
+# * Up to 23 h the key does the work. Keyed sends one charge call, and Stripe answers with the
+#   first charge: still one PaymentIntent.
+# * From 23 h keyed searches first, finds the charge and books it (`found`), with no charge call.
+# * At 25 h Stripe had forgotten the key. A charge call would have made a second PaymentIntent.
+
+# %% [markdown]
 # ## What the table holds afterwards
 #
 # This chapter's world, after the crash and the provider experiments, read back from DynamoDB.
-# The table holds one item, the upload's record, shown one attribute per row:
+# The table holds two items: alice's customer mapping (chapter 03), and the order's record. Each
+# is one column, one attribute per row:
 
 # %%
-views.items_frame(world.ledger().items()).T.rename(columns={0: "the upload's record"})
+views.items_frame(world.ledger().items()).T
 
 # %% [markdown]
-# Notice what the one record holds:
+# Notice what the order's record holds:
 #
 # * `done`, with the owner of the retry that committed it and the lease that retry held;
-# * the result, and the ledger fields of the one charge (`account`, `cents`, `charge_id`,
-#   `booked_at`);
-# * no `expires_at`: the commit left it out, so this record turns copies away for good.
+# * `first_attempt_at`, the time of the first attempt, kept through the retry's takeover;
+# * the result, and the ledger fields of the one charge (`account`, `customer`, `cents`,
+#   `currency`, `charge_id`, `booked_at`);
+# * no `expires_at`, so this record turns copies away for good.
+
+# %% [markdown]
+# And the failure queue, read back: the crash's retry finished the work, so nothing waits there.
 
 # %%
 print("failure queue depth:", world.failure_queue_depth())
@@ -449,7 +528,8 @@ print(leases.check_lease(my_timeout, work=45))
 # * The claim holds a lease for one owner, and the owner-fenced commit turns it into the ledger
 #   line. A zombie's commit is superseded, and each charge is booked once.
 # * The lease ends at the invocation's deadline. The function timeout therefore decides how long
-#   a crash blocks the retries: keep it just above what the work needs.
+#   a crash blocks the retries: keep it just above what the work needs. And once an order's key
+#   is 23 h old, keyed searches Stripe by the key before it charges.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -60,12 +60,13 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 # ([UpdateTimeToLive](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html)).
 # Until then, the expired item still shows up in reads.
 #
-# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). Every
-# record gets an `expires_at` when it is written. What happens at the end differs by handler:
+# The function reads its record lifetime from `RECORD_TTL_SECONDS` (a day by default). What a
+# handler does with it differs:
 #
-# * Keyed's commit replaces the record with the ledger line, which has no `expires_at`. A `done`
-#   record of keyed never expires. TTL only clears keyed's records whose work never finished.
-# * Robust keeps `expires_at` on its `done` record, so TTL clears finished work too.
+# * Keyed writes no `expires_at` at all. A claim may stand for money that moved (chapter 06), so
+#   it is never deleted on its own. Its commit turns it into the ledger line, which never expires
+#   either.
+# * Robust writes `expires_at` on every record, its `done` record too, so TTL clears finished work.
 #
 # Here one upload is delivered, and the same event again two hours later. Both functions keep
 # their records for ten minutes:
@@ -82,8 +83,8 @@ fig = views.record_life_chart(late)
 # %% [markdown]
 # Read the table and the chart by handler:
 #
-# * *keyed*: the late copy found `done` and stood down. Its record TTL reads `never (done)`: the
-#   ten minutes applied only while the work was unfinished. The ledger line does not expire.
+# * *keyed*: the late copy found `done` and stood down. Its records carry no expiry, so the ten
+#   minutes never applied to them. The ledger line does not expire.
 # * *robust* never looks at `expires_at`. Whether it charged again depended only on whether
 #   DynamoDB had deleted the item yet (`TTL sweep ran`). Unswept, the record expired at ten minutes
 #   and was still in the table at two hours (the faded bar), so the copy found it. The same code
@@ -99,10 +100,11 @@ world.dynamodb.describe_time_to_live(TableName=world.ledger_table)["TimeToLiveDe
 # %% [markdown]
 # ## TTL deletes late, so expiry is checked in code
 #
-# An expired item is still returned by every read until TTL deletes it. So expiry has to be a rule
-# the code applies, the same on every read. Keyed's claim applies it inside DynamoDB's condition
-# (`expires_at <= :now`), so the check and the write are one step. A `done` line has no
-# `expires_at`, so that part of the condition never takes it over:
+# An expired item is still returned by every read until TTL deletes it. So a handler whose records
+# expire must apply expiry as a rule of its own, the same on every read: compare `expires_at`
+# with the clock. Robust does not, and the story above shows the cost. Keyed sidesteps the
+# question, since none of its records expire. Its claim takes a record over only when the lease
+# is over, never because TTL may or may not have deleted it yet:
 
 # %%
 views.show_source(KeyedLedger.claim)
@@ -127,8 +129,8 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 #
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
-# * The provider replays a key until it prunes it. How long it remembers a key is its
-#   **key window**; Stripe keeps keys for at least 24 hours. After that, the same key is a new
+# * The provider replays a key until it prunes it. How long it remembers a key is its key window
+#   (chapter 06); Stripe keeps keys for at least 24 hours. After that, the same key is a new
 #   request, and it charges again.
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
@@ -165,12 +167,14 @@ for fresh in (True, False):
           f"provider, {story['ledger']} in the ledger, record {story['record']}")
 
 # %% [markdown]
-# Compare the two lines. The fresh event looks new, so keyed charged it with its key. The provider
-# had pruned that key an hour before, so it charged again.
+# Both lines say one charge, each for its own reason. The event as it was still carries its
+# `eventTime`, 25 hours old: older than the key window. The fresh event looks new, but the order's record
+# still holds `first_attempt_at`, 25 hours back, so its key is old too (chapter 06). Either age
+# makes keyed look the charge up first. It searched by the key it had written into the charge's
+# metadata, found the charge and booked it. The provider had pruned the key an hour before: a
+# charge with it would have charged again.
 #
-# The event as it was still carries its `eventTime`. Keyed saw that it was older than the key
-# window. So it looked the charge up first, by the key it had written into the charge's metadata,
-# found it and booked it. Stripe offers that look-up: its search finds payments by metadata
+# Stripe offers that look-up: its search finds payments by metadata
 # ([search](https://docs.stripe.com/api/payment_intents/search)), usually within a minute of the
 # charge. A provider with no look-up would leave the event to a person, with that reason, rather
 # than charge blindly.
@@ -236,8 +240,8 @@ views.report_frame(report)
 #   loss. Erin's event never arrived at all. Deliver both again.
 # * Dave's record is *stuck* `in_progress`, and his account has a charge the ledger never
 #   recorded. The money moved; the books did not. His event is in the failure queue. A redrive
-#   within a day finishes it with the provider's replay (chapter 06). A later one meets a pruned key,
-#   and keyed looks the charge up first.
+#   within 23 hours of the first attempt finishes it with the provider's replay. A later one finds
+#   the key old, and keyed looks the charge up first (chapter 06).
 #
 # Only Dave's failure-queue message raised an alarm when it happened. For the rest, the report is
 # the alarm.
@@ -365,9 +369,10 @@ print(auditor.check_query(differences).explain())
 # ## Summary
 #
 # * Long enough for every copy: Lambda can deliver one for six hours by default, so start at a day.
-#   Keyed's `done` line never expires; other records' expiry is checked in code, as TTL is late.
-# * Past the provider's key window, a redrive keeps the event's age, and keyed looks the charge up
-#   before it charges again.
+#   Keyed's records never expire; a handler whose records do must check expiry in code, as TTL is
+#   late.
+# * Past the provider's key window, keyed looks the charge up before it charges again. It knows by
+#   the event's age, which a redrive keeps, or by the key's (`first_attempt_at`).
 # * The reconciliation job finds what got past: it compares the bucket, the ledger and the provider,
 #   and turns silent trouble into a report.
 #

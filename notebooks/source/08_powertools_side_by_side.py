@@ -249,13 +249,17 @@ views.outcome_frame(everything).pivot_table(index="verdict", columns="handler",
 # %%
 views.show_source(pe.PowertoolsCharge.charge_then_catch, pe.PowertoolsCharge.charge_and_book_once)
 
+# %% [markdown]
+# Each row below is one fix (`none` is the utility as most handlers use it). Each column is one
+# fault point and how it struck. A cell gives the verdict, then two counts: the charges the
+# provider made / the charges the ledger booked (`2/1`: two charged, one booked):
+
 # %%
 fix_runs = [(fix, sc.Scenario("powertools", point, "once", how=how))
             for fix in pe.FIXES for point in ("after_charge", pt.AFTER_LEDGER)
             for how in ("exception", "crash")]
 fixes = [pt.run(s, fix=fix, fault=pt.fault_plan(s, fix)) for fix, s in fix_runs]
-views.outcome_frame(fixes).assign(fix=[fix for fix, _ in fix_runs], how=[s.how for _, s in fix_runs])[
-    ["fix", "fault", "how", "charges", "ledger_charges", "invocations", "record_status", "verdict"]]
+runs.fixes_frame(fix_runs, fixes)
 
 # %% [markdown]
 # * *Catching* only helps when the ledger write fails with an exception. At `after_charge` the
@@ -331,10 +335,11 @@ fig = views.bill_chart(bills)
 #   (`source`). Under `ORDER_IDENTITY=object-name` or `upload` that is the object's name, so a
 #   name near S3's limit of 1,024 bytes makes the claim cost at least two write units.
 #
-# The same numbers, with the calls and the dollars per million uploads at the price above:
+# The same numbers, one row per handler. Each cell holds the DynamoDB calls of one case, its write
+# (W) and read (R) request units, and its dollars per million uploads at the price above:
 
 # %%
-views.bill_frame(bills)
+views.bill_summary(bills)
 
 # %% [markdown]
 # ### What a transaction buys, and what it costs

@@ -32,6 +32,7 @@ from idem.core.ledger import Ledger
 from idem.deploy import calls, flow, lab, package
 from idem.deploy import template as tp
 from idem.deploy.moto_target import MotoDeployment
+from idem.lessons import stack_tour
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 print(views.ship.template_summary(REAL_AWS))
@@ -110,7 +111,16 @@ views.template_lines("CreateRetained:", "CreateUploadQueue:")
 # after what they use, whether the stack made it or adopted it.
 
 # %% [markdown]
-# ## The template, resource by resource
+# ## What AWS makes, a few resources at a time
+#
+# A deploy hands the template to CloudFormation. It runs the two transforms, then creates each
+# resource. It orders them by what refers to what: a `!Ref` or `!GetAtt` to another resource, or
+# a `DependsOn`, makes this one wait for that one
+# ([DependsOn](https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html)).
+# Below are the resources the handler needs, in four groups. Each listing is the template's own
+# text. The linters' suppressions (`checkov` and `cfn-lint` blocks, each saying why a rule does
+# not apply) stay in `template.yaml`, and a long resource shows only the settings its paragraph
+# talks about.
 #
 # ### The parameters
 #
@@ -123,66 +133,96 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
                 "yaml")
 
 # %% [markdown]
-# ### The bucket
+# ### 1. The function and its trigger
 #
-# Versioned, so that each upload has its own `versionId` (chapter 03). Its name is built with
-# `!Sub` from the stack's name: had CloudFormation named it, the bucket and the function's policy
-# would each wait on the other. The bucket's own `NotificationConfiguration` sends each new upload
-# on: to the function in the demo, to `UploadQueue` in production. It names the events that are
-# orders, and says why a `Copy` is not one. Old versions expire after 90 days; current versions
-# never do. The bucket's policy refuses plain HTTP.
-#
-# Production adds an S3 Inventory block. The hourly reconciliation needs the list of uploads
-# (below). While the bucket is small, it lists the bucket's versions, 1,000 a request
-# ([ListObjectVersions](https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)).
-# The bucket only grows, so past 200,000 versions a listing every hour is too slow and too dear.
-# From then on the job reads the daily inventory of every version that S3 writes into the report
-# bucket instead
-# ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
-# A window is then judged only once an inventory made after it exists, a day or more late.
+# The SAM transform turns `ChargeFunction` into a Lambda function and what it needs around it: a
+# published version with an alias `live`, and an event-invoke config. That config is the demo's
+# asynchronous behaviour, which the local runtime imitates. Lambda retries twice and keeps an event
+# at most six hours (`MaxEventAgeSeconds`), then sends it to the failure queue. The same value
+# reaches the code as `MAX_EVENT_AGE_SECONDS` (chapter 07).
 
 # %%
-views.show_text("\n\n".join(tp.section(name) for name in ("UploadBucket", "UploadBucketPolicy")), "yaml")
+views.show_text(stack_tour.resource("ChargeFunction", keep=("FunctionName", "Handler", "Runtime", "Timeout",
+                                                             "Role", "EventInvokeConfig")), "yaml")
 
 # %% [markdown]
-# ### The two tables and the queue
+# What to notice:
 #
-# Both tables bill per request, so an idle table pays only for the data it stores. Only the ledger
-# has a TTL: an unfinished record carries `expires_at` (chapter 07); a done record drops it and is
-# kept as a ledger line. Two indexes list the lines: `by_account` by account, `by_day` by day
-# for the reconciliation. Each `!If [IsProd, ...]` is a setting the two profiles differ in.
-
-# %%
-views.show_text(tp.section("LedgerTable"), "yaml")
-
-# %% [markdown]
-# The stand-in provider's table exists only in the demo. The queue keeps failure records for 14
-# days, longer than any long weekend.
-
-# %%
-views.show_text("\n\n".join(tp.section(name) for name in ("ProviderTable", "FailureQueue")), "yaml")
-
-# %% [markdown]
-# ### The function
-#
-# Read the function's YAML with these points in mind:
-#
-# * `Handler` names the code Lambda calls, one per profile.
-# * The environment hands it the parameters and the tables' real names.
-# * `EventInvokeConfig` is the demo's asynchronous behaviour, which the local runtime imitates:
-#   Lambda retries twice and keeps an event at most six hours, then uses the failure queue. `MaxEventAgeSeconds`
-#   sets that age and the code's own `MAX_EVENT_AGE_SECONDS` (chapter 07).
+# * `Handler` names the code Lambda calls, one per profile: production runs the handler to copy.
+# * The settings left out include the environment, which hands the function the parameters and
+#   the tables' real names.
 # * Logs are JSON. The handler prints its metrics in CloudWatch's **Embedded Metric Format**
 #   (EMF): JSON lines that CloudWatch turns into metrics, with no API call.
 # * Production caps its **reserved concurrency**: a number of copies no other function can take,
 #   and that it cannot exceed. Stripe allows 25 requests per second to one endpoint
 #   ([rate limits](https://docs.stripe.com/rate-limits)); the next chapter sizes the cap.
-# * In production each order becomes one **PaymentIntent**, Stripe's object for one payment,
-#   first in Stripe's **test mode**, which moves no real money.
+# * In production each order becomes one PaymentIntent (chapter 06), first in Stripe's
+#   **test mode**, which moves no real money.
 # * The runtime is Python 3.12 on arm64 (the tests here run 3.11): test yours on 3.12.
+#
+# The trigger is the bucket's. Versioning gives each upload its own `versionId` (chapter 03). The
+# bucket's `NotificationConfiguration` names the events that are orders, and where each goes: to
+# the function in the demo, to a queue in production (the next chapter). S3 tests each
+# destination when the notification is set. So in the demo the function's permission, which lets
+# S3 invoke it for this bucket only, must exist first: `DependsOn` says so.
 
 # %%
-views.show_text(tp.section("ChargeFunction"), "yaml")
+views.show_text(stack_tour.resources("UploadBucket", "ChargeFunctionUploadPermission",
+                                     keep={"UploadBucket": ("VersioningConfiguration", "NotificationConfiguration")}),
+                "yaml")
+
+# %% [markdown]
+# The bucket's name is built with `!Sub` from the stack's name: had CloudFormation named it, the
+# bucket and the function's permission would each wait on the other. Old versions expire after 90
+# days; current versions never do. Its policy refuses plain HTTP and, once you name your
+# uploader's role (`UploaderRoleArn`), every other writer. The hourly reconciliation lists the
+# bucket's versions, 1,000 a request
+# ([ListObjectVersions](https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)).
+# Past 200,000 versions it reads the daily S3 Inventory that production writes instead
+# ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
+# A window is then judged only once an inventory made after it exists, a day or more late.
+#
+# ### 2. The tables
+#
+# Both tables bill per request, so an idle table pays only for the data it stores. Only the ledger
+# has a TTL, on `expires_at`, for the records of the teaching patterns (chapter 07). Keyed's
+# records carry none: a claim may stand for a charge made, and a done record is a ledger line.
+# Two indexes list the lines: `by_account` by account, `by_day` by day for the reconciliation.
+# Each `!If [IsProd, ...]` is a setting the two profiles differ in. The customer mapping of
+# chapter 03 lives here too, one item per account.
+
+# %%
+views.show_text(stack_tour.resource("LedgerTable", keep=("BillingMode", "AttributeDefinitions", "KeySchema",
+                                                          "GlobalSecondaryIndexes", "TimeToLiveSpecification")),
+                "yaml")
+
+# %% [markdown]
+# ### 3. The queues
+#
+# The failure queue receives what Lambda gives up on. It keeps a message for 14 days, longer than
+# any long weekend. The stand-in provider's table exists only in the demo. (Production adds
+# `UploadQueue` in front of the function: the next chapter.)
+
+# %%
+views.show_text(stack_tour.resources("FailureQueue", "ProviderTable"), "yaml")
+
+# %% [markdown]
+# ### 4. The alarms
+#
+# When an alarm's metric crosses its threshold, CloudWatch notifies `AlarmTopic`, an SNS topic
+# that emails `AlarmEmail` once the address confirms the subscription (or your own topic, named
+# by `AlarmTopicArn`). Production refuses to deploy with neither: an alarm must reach someone.
+# Here is every alarm the production profile makes, read from the template:
+
+# %%
+views.rows_frame(stack_tour.alarm_rows("prod"))
+
+# %% [markdown]
+# `Idem` metrics are the handler's own EMF counts: `needs_attention` counts each parked order
+# once. The `AWS/Lambda` and `AWS/SQS` ones AWS counts itself. One alarm, whole:
+
+# %%
+views.show_text(stack_tour.resource("NeedsAttentionAlarm"), "yaml")
 
 # %% [markdown]
 # ### The role: exactly what the code calls
@@ -192,7 +232,7 @@ views.show_text(tp.section("ChargeFunction"), "yaml")
 # DynamoDB operation and its table. Next to it: what the role in the template grants.
 
 # %%
-views.show_text(tp.section("ChargeFunctionRole"), "yaml")
+views.show_text(stack_tour.resource("ChargeFunctionRole"), "yaml")
 
 # %%
 views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls(),
@@ -212,10 +252,10 @@ views.ship.role_table(flow.parameters("keyed"), tp.granted, calls.observed_calls
 # Production charges a real customer once per order, and needs four things first:
 #
 # * Order files. By default (`ORDER_IDENTITY=order-id`, chapter 03) each upload is JSON naming its
-#   `order_id`, and its `amount_cents`, `currency` and `customer`.
-# * A customer who can pay. The order names a Stripe customer (`cus_...`) whose payment method
-#   was saved for **off-session** use: charged while the customer is not there to confirm
-#   ([save and reuse](https://docs.stripe.com/payments/save-and-reuse)).
+#   `order_id` and `amount_cents`, within the stack's `MinAmountCents` and `MaxAmountCents`.
+# * A customer who can pay, linked to each account with `idem customers link` (chapter 03). The
+#   customer's payment method was saved for **off-session** use: charged while the customer is
+#   not there to confirm ([save and reuse](https://docs.stripe.com/payments/save-and-reuse)).
 # * A **restricted key**: a Stripe secret key limited to the resources it names
 #   ([restricted keys](https://docs.stripe.com/keys#limit-access)). The function needs
 #   PaymentIntents write and read, and Customers read.

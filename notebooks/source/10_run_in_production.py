@@ -142,6 +142,7 @@ _ = views.ship.outage_explore(2.0)
 # aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
 # rm stripe-key.txt
 # sam build && sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=you@example.com
+# python -m idem customers link alice cus_... --reason "staging rehearsal" --stack idem-prod --yes
 # aws s3 cp order.json s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.json
 # sam logs --stack-name idem-prod --name ChargeFunction --tail
 # ```
@@ -150,8 +151,10 @@ _ = views.ship.outage_explore(2.0)
 # refuses the stack before it creates anything: its alarms would reach nobody. AWS then mails the
 # address a link to confirm the subscription. Until you click it, no alarm mail arrives.
 #
-# The order is a JSON file that names its order and who pays, a test customer with a saved
-# payment method: `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd", "customer": "cus_..."}`.
+# The order is a JSON file that names the order and its amount:
+# `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. It does not say who pays. The
+# account, the folder `alice/`, is linked first to a test customer with a saved payment method
+# (`idem customers link`, chapter 03).
 # Each order becomes one PaymentIntent, Stripe's object for one payment. In Stripe's Dashboard,
 # in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
 # metadata names the stack, the order and its idempotency key. Upload the same file again with

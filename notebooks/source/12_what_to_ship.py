@@ -12,13 +12,14 @@
 # %% [markdown]
 # ## Setup
 #
-# The views that gather each pattern's measurements, and the handler to copy.
+# The views that gather each pattern's measurements, the handler to copy, and the runs that show
+# who pays and how old a key may grow.
 
 # %%
 from idem import views
 from idem.core.handlers import (keyed, keyed_dynamo, keyed_events, keyed_log, keyed_orders, keyed_provider,
                                 keyed_settings, keyed_stripe)
-from idem.lessons import production
+from idem.lessons import money, production
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
 
@@ -70,9 +71,10 @@ views.pattern_table(rows)
 #   retried charge the same charge, and the fenced commit books it once.
 # * *A provider without keys*: no code of yours can tell whether a lost answer moved money. Look
 #   the charge up by the upload before charging again, and mark the record `needs_attention` when
-#   the look-up cannot tell. keyed already has that look-up. It runs for copies older than the
-#   provider's key window (chapter 07's redrive). Run it before every charge only if it reads the
-#   provider's records at once, by an id you chose. A search will not do: Stripe's search can lag
+#   the look-up cannot tell. keyed already has that look-up. It runs once an order's key is 23
+#   hours old (chapter 06), or its event older than the key window (chapter 07's redrive). Run it
+#   before every charge only if it reads the provider's records at once, by an id you chose. A
+#   search will not do: Stripe's search can lag
 #   by up to an hour, and Stripe says not to use it right after a write
 #   ([search](https://docs.stripe.com/search)). A retry comes a minute after its lost answer, so a
 #   lagging search would miss the charge and charge again.
@@ -108,8 +110,14 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # Each item says what to check and why. The number in parentheses is the chapter that shows it.
 #
 # - [ ] **The key names the order, not the upload or the attempt.** By default it is made from
-#   the bucket and the `order_id` in the file. Every copy, retry and retried PUT of one order then
-#   shares one key (03).
+#   the account and the `order_id` in the file. Every copy, retry and retried PUT of one order then
+#   shares one key, and two accounts' order 1001 are two orders (03).
+# - [ ] **Who pays never comes from the file.** It comes from the customer mapping, written by
+#   `idem customers link`, which the function may only read. A file naming another customer is
+#   parked (03).
+# - [ ] **The file is strict and the amount bounded.** `amount_cents` is required, between
+#   `MIN_AMOUNT_CENTS` and `MAX_AMOUNT_CENTS`, in a currency `CURRENCIES` allows. An unknown field
+#   is parked, never charged a default (03).
 # - [ ] **The order file is read at its exact version.** By its `versionId`, or, without
 #   versioning, only while its eTag still matches. Every retry then reads the same order (03).
 # - [ ] **The claim is one conditional write.** No read comes before the write that decides. Two
@@ -122,15 +130,19 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   work. A crashed invocation then blocks its retries only briefly (06).
 # - [ ] **The commit is fenced to the owner.** Its condition names the invocation that claimed.
 #   A zombie whose lease ran out cannot overwrite the work of its successor (06).
-# - [ ] **The provider gets the same key on every attempt.** Send the same parameters too. Only
-#   the provider can tell that a lost answer already moved money (06).
+# - [ ] **The provider gets the same key on every attempt.** Send the same parameters too: keep
+#   the payment method chosen on the first attempt. Only the provider can tell that a lost answer
+#   already moved money (06).
+# - [ ] **The key's age is counted from the first attempt.** The record keeps `first_attempt_at`
+#   through every takeover. From 23 hours on, search the provider by the key before any charge,
+#   and park the order when the search gives no answer (06).
 # - [ ] **Failures are loud.** Raise on failure, set an on-failure destination, and alarm on its
 #   depth. A failure nobody sees is a silent loss (04).
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
 #   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
-# - [ ] **Expiry is checked in code.** Compare `expires_at` with the clock on every read. TTL
-#   typically deletes items within two days of expiry, with no promised bound, and reads still
-#   return them until then (07).
+# - [ ] **Where records expire, expiry is checked in code.** Compare `expires_at` with the clock
+#   on every read (keyed's records never expire). TTL typically deletes items within two days of
+#   expiry, with no promised bound, and reads still return them until then (07).
 # - [ ] **A redrive sends the event as it was.** Its `eventTime` tells the handler to look the
 #   charge up before charging an old event (07).
 # - [ ] **Nothing is remembered in the container.** A cold start begins empty, so memory can only
@@ -147,11 +159,12 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # production. `keyed.py` is the handler: the claim, the charge with the key, the commit and the
 # entry point. Its siblings hold the rest: which order an upload is (`keyed_orders.py`), the event
 # parser, the settings, what a provider's answer means (`keyed_provider.py`), the log lines, and
-# `keyed_stripe.py`, the Stripe adapter. As shipped they charge each order once, the customer
-# that the order names, at the amount it names. Before a real customer is charged you set, as
-# *Make it yours* below shows:
+# `keyed_stripe.py`, the Stripe adapter. As shipped they charge each order once: the customer the
+# account is linked to, at the amount the file names, within the limits. Before a real customer is
+# charged you set, as *Make it yours* below shows:
 #
-# * who pays: each order names a Stripe customer whose payment method is saved for off-session use;
+# * who pays: each account linked to a Stripe customer whose payment method is saved for
+#   off-session use;
 # * what an order is: `ORDER_IDENTITY`, and order files that name their `order_id`;
 # * the provider's secret: a restricted live key in Parameter Store, and `STAGE`, checked at cold start;
 # * the ledger table, the function's settings, and the alarms with an address that gets their email.
@@ -192,7 +205,8 @@ views.show_source(keyed.KeyedCharger.charge_once)
 #
 # Six settings adapt it to your system. First, the payment provider. `make_provider()` builds
 # Stripe's client from a secret key in SSM Parameter Store, named by `STRIPE_SECRET_PARAMETER`.
-# The key is read once at cold start and never logged. For another provider, replace this
+# The key is read at cold start, read again after Stripe refuses it (a rotated key), and never
+# logged. For another provider, replace this
 # function. Its `charge` must take an `idempotency_key`:
 
 # %%
@@ -208,44 +222,78 @@ views.show_source(keyed_provider.check_key_mode)
 
 # %% [markdown]
 # The adapter charges through Stripe's own SDK. It sends the order's key as Stripe's
-# `Idempotency-Key`, and metadata that name the stack and the order. Who pays is the order's
-# `customer` (`cus_...`), charged off-session with the order's `payment_method` or the customer's
-# saved default. Only in test mode does an order without a customer get Stripe's test card:
+# `Idempotency-Key`, and metadata that name the stack, the account and the order (chapter 06
+# shows each parameter). Who pays is the account's linked customer (`cus_...`), charged
+# off-session with the file's `payment_method` or the customer's saved default. The handler reads
+# that default on the first attempt and keeps it in the record, so every retry sends the same:
 
 # %%
 views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvider.find_charges)
 
 # %% [markdown]
-# The search above serves redrives that come after Stripe pruned the key. Stripe's search usually
-# lags by under a minute, and by up to an hour during outages, so it finds a charge made a day
-# ago ([search](https://docs.stripe.com/api/payment_intents/search); it is not offered to merchants
-# in India). The key guards the first 24 hours.
+# The search above runs before any charge once the order's key is 23 hours old, counted from the
+# record's `first_attempt_at`, or once its event is older than the key window. Stripe's search
+# usually lags by under a minute, and by up to an hour during outages
+# ([search](https://docs.stripe.com/api/payment_intents/search); it is not offered to merchants in
+# India). So from 23 h on it has caught up with every charge of the first 22 h, and the key
+# replays anything newer. A search with no answer parks the order. Here is the order of chapter
+# 06, charged and never booked, uploaded again 25 hours later, after Stripe pruned its key:
+
+# %%
+late = money.resent_later(25)
+print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {late.keys_stripe_pruned}; "
+      f"searched Stripe: {late.searched_stripe}; keyed says: {late.handler_says}; "
+      f"PaymentIntents for the order: {late.payment_intents}")
+
+# %% [markdown]
+# One PaymentIntent: the search found the charge, and keyed booked it without a charge call.
 #
 # Stripe's answers are read by their error `type` and `code`, not by HTTP status alone
 # (`keyed_provider.meaning_of`). A card error is a final decline, recorded with its decline code. A
 # rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
-# Lambda retries with the same key. An `idempotency_error` or an invalid request needs a person. A
-# PaymentIntent left `processing` is booked `pending`, and settled later with `idem settle`.
+# Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
+# default method, which sends no key. A refused secret key (401) fails the invocation, is counted
+# as `auth_failed`, and the retry reads the key again; the order is never parked for it. An
+# `idempotency_error` or an invalid request needs a person. A PaymentIntent left `processing` is
+# booked `pending`, and settled later with `idem settle`.
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
-# the uploader writes that customer's `cus_...` id into the order. If your orders carry your own
-# account ids, map each to its Stripe customer when you write the file. In live mode, an order
-# with no `cus_...` customer is left for a person, never charged.
-#
+# makes it the customer's default. Then a person links the account to that customer, once:
+# `idem customers link ACCOUNT cus_... --reason TEXT --stack STACK --yes`. The command records
+# who linked it (the caller's ARN) and why. The handler reads that link, the customer mapping of
+# chapter 03, with a strongly consistent read. In production its role is denied every write to
+# it. An account with no link, or a file that names another customer, is parked:
+
+# %%
+views.show_source(keyed_orders.who_pays)
+
+# %% [markdown]
+# Here it is on the handler, over moto and the local Stripe, with alice and bob linked and carol
+# not. The reasons are chapter 03's:
+
+# %%
+views.Whole(money.who_pays_rows(money.who_pays()))
+
+# %% [markdown]
 # Third, what an order is. `ORDER_IDENTITY` is `order-id` by default (chapter 03): the file is
-# JSON and names its `order_id`, and may name `amount_cents`, `currency`, `customer` and
-# `payment_method`. `amount_for` charges the order's `amount_cents`, or `PRICE_CENTS` when it names
-# none. A file that names no order becomes `needs_attention`, never a charge.
+# JSON and names its `order_id` and `amount_cents`, an integer. It may name `currency`,
+# `customer` (only the linked one) and `payment_method`, and nothing else. Any other field, or a
+# missing amount, parks the order: there is no fallback price. The amount must lie between
+# `MIN_AMOUNT_CENTS` and `MAX_AMOUNT_CENTS`, in a currency `CURRENCIES` allows. The modes that
+# read no file (`object-name`, `upload`) charge every upload `PRICE_PER_UPLOAD_CENTS`, and refuse
+# to start without it.
 
 # %% [markdown]
 # Fourth, create the ledger table as `template.yaml` does, shown in
 # [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
 # and TTL is on `expires_at`. Two sparse indexes hold the done records, which are the ledger
-# lines: `by_account` for an account's totals, `by_day` for the reconciliation.
+# lines: `by_account` for an account's totals, `by_day` for the reconciliation. The customer
+# mapping lives in the same table, one `account#...` item per account.
 #
-# Fifth, set the function's environment. `LEDGER_TABLE` is required. Set `MAX_EVENT_AGE_SECONDS`
-# and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold start then checks every
-# lifetime against them:
+# Fifth, set the function's environment. `LEDGER_TABLE` is required. Set the money limits
+# (`CURRENCIES`, `MIN_AMOUNT_CENTS`, `MAX_AMOUNT_CENTS`) to what one order may cost you. Set
+# `MAX_EVENT_AGE_SECONDS` and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold
+# start then checks every lifetime against them:
 
 # %%
 views.show_source(keyed_settings.settings_from_env)
@@ -284,10 +332,10 @@ views.show_source(keyed_settings.settings_from_env)
 # | # | step | file, command or AWS setting |
 # | --- | --- | --- |
 # | 1 | Copy the handler, its siblings and the Stripe adapter; ship `stripe` 16.x with them | `keyed*.py`; this repo's `function/Makefile` puts `stripe>=16.1,<16.2` for arm64 in the build |
-# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents`, `currency` and `customer` | `ORDER_IDENTITY=order-id`, the handler's default, which `template.yaml` leaves in place in prod |
-# | 3 | Charge the order's amount, not one price | `amount_cents` in the order file; `amount_for` falls back to `PRICE_CENTS` |
-# | 4 | Save each customer's payment method for off-session charges, in your checkout, and make it the customer's default | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; then set the customer's `invoice_settings.default_payment_method` to it ([update a customer](https://docs.stripe.com/api/customers/update)), which the handler charges; the order names the customer `cus_...` |
-# | 5 | Let your app write order files, and nothing else | an IAM policy with `s3:PutObject` on the stack's `BucketName` output |
+# | 2 | Say what an order is: a JSON file naming `order_id`, `amount_cents` and, if you allow several, `currency` | `ORDER_IDENTITY=order-id`, the handler's default, which `template.yaml` leaves in place in prod |
+# | 3 | Bound what one order may cost; there is no fallback price | `MinAmountCents`, `MaxAmountCents` and `Currencies`, the function's `MIN_AMOUNT_CENTS`, `MAX_AMOUNT_CENTS` and `CURRENCIES` |
+# | 4 | Save each customer's payment method for off-session charges, in your checkout, and make it the customer's default; then link the account to the customer | a Stripe SetupIntent (it saves a payment method for later) with `usage=off_session`; then set the customer's `invoice_settings.default_payment_method` to it ([update a customer](https://docs.stripe.com/api/customers/update)), which the handler charges; then `idem customers link ACCOUNT cus_... --reason TEXT --stack STACK --yes` |
+# | 5 | Let only your uploader write order files, each account under its own folder | `UploaderRoleArn`: the role your app assumes, each session tagged `account=<ACCOUNT>`; the bucket policy then refuses every other writer, and any folder but the session's own |
 # | 6 | Check your version of the handler in CI | `python -m idem check my_function.py:lambda_handler --provider stripe` |
 # | 7 | Scan the template for insecure settings; each skip carries its reason | `make checkov`, then `tests/test_checkov.py` (CI runs both) |
 # | 8 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
@@ -331,15 +379,19 @@ print(production.outage_lines())
 #   share what is left; ask for more through Service Quotas before the deploy, not after.
 # * **The key's permissions.** Stripe cannot check that your restricted key allows only what step
 #   8 lists. Keep the secret key out of the template, the environment and the logs.
-# * **A saved payment method.** The stack charges the customer the order names. Your checkout must
-#   have saved that customer's payment method for off-session use, and made it the customer's
-#   default (step 4). Without a default, the handler charges nothing and parks the order for a person.
-# * **Who may upload.** Whoever can write an order file into the bucket can make a charge. Grant
-#   `s3:PutObject` to your app alone, and watch who holds it.
-# * **The orders themselves.** A file with a wrong amount is charged that amount. The contract is
-#   at most one charge per account and order over the order's life. A corrected re-upload is left
-#   for a person. A re-upload a day or more later is guarded by a look-up at Stripe (chapter 07),
-#   which has limits of its own.
+# * **A saved payment method.** The stack charges the customer the account is linked to. Your
+#   checkout must have saved that customer's payment method for off-session use, and made it the
+#   customer's default (step 4). Without a default, the handler charges nothing and parks the
+#   order for a person.
+# * **Who may link and who may upload.** Whoever runs `idem customers link` decides who pays for an
+#   account: keep that to a few people. Whoever can write an account's folder can order for that
+#   account, up to `MAX_AMOUNT_CENTS` each time. Set `UploaderRoleArn`, and watch who may assume
+#   that role.
+# * **The orders themselves.** A wrong amount within the limits is charged that amount. The
+#   contract is at most one charge per account and order over the order's life. A corrected
+#   re-upload is left for a person. An order charged but never booked is searched for at Stripe
+#   before any charge, once its key is 23 hours old. Only a search with no answer leaves it to a
+#   person.
 # * **How long orders are kept.** The upload bucket grows forever. Old versions expire after 90
 #   days, but the current version of every order never expires. Whether to delete orders, and
 #   when, is your decision: a lifecycle rule of your own, once the reconciliation has judged

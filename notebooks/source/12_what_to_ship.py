@@ -255,7 +255,7 @@ print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {l
 # default method, which sends no key. A refused secret key (401) fails the invocation, is counted
 # as `auth_failed`, and the retry reads the key again; the order is never parked for it. An
 # `idempotency_error` or an invalid request needs a person. A PaymentIntent left `processing` is
-# booked `pending`, and settled later with `idem settle`.
+# booked `pending`; the webhook books it once Stripe decides (`idem settle` does it by hand).
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
 # makes it the customer's default. Then a person links the account to that customer, once:
@@ -400,9 +400,10 @@ print(production.outage_lines())
 #   Its decline code says whether the customer must fix the card or a later attempt may pass
 #   ([decline codes](https://docs.stripe.com/declines/codes)). Either way, a new order (a new
 #   `order_id`) charges anew. A charge left
-#   `processing` is booked `pending`. `PendingAlarm` mails you, and `idem settle` books it once
-#   Stripe has decided. One still pending when its window is judged is its own finding in the
-#   reconciliation's report, `pending`, settled by `idem settle --key KEY`.
+#   `processing` is booked `pending`, and the webhook books it once Stripe has decided.
+#   `PendingAlarm` mails you when more than a fifth of an hour's attempts come back pending. One
+#   still pending when its window is judged is its own finding in the reconciliation's report,
+#   `pending`, settled by `idem settle --key KEY`.
 
 # %% [markdown]
 # ## Try it

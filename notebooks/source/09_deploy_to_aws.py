@@ -221,7 +221,7 @@ views.rows_frame(stack_tour.alarm_rows("prod"))
 # `Idem` metrics are the handler's own EMF counts: `needs_attention` counts each parked order
 # once. The `AWS/Lambda` and `AWS/SQS` ones AWS counts itself. A "math" row divides one count by
 # others: `PendingAlarm` fires when more than a fifth of an hour's charge attempts come back
-# pending. The two `Webhook` rows watch a function chapter 10 introduces. One alarm, whole:
+# pending. Two rows watch a function chapter 10 introduces, the one Stripe calls. One alarm, whole:
 
 # %%
 views.show_text(stack_tour.resource("NeedsAttentionAlarm"), "yaml")

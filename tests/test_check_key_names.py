@@ -102,7 +102,7 @@ def test_the_check_s_own_names_need_no_decoding():
 
 
 def test_the_names_family_keeps_an_objects_folder_and_extension():
-    """P5: an --object's KEY keeps its folder and extension in the family names."""
+    """P5: an --object without KEY keeps its folders and extension in the family names."""
     from idem.explore.key_decoding import renamed
 
     assert renamed("incoming/check00001/photo.jpeg", "order 1.json") == "incoming/check00001/order 1.jpeg"

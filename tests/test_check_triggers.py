@@ -216,9 +216,9 @@ def test_a_correct_eventbridge_handler_holds():
     families = {kind: sum(1 for r in report.results if kind(r.schedule)) for kind in (
         lambda s: bool(s.overwrite), lambda s: s.slow, lambda s: s.dimension == "runs")}
     added = sum(report.dimensions()[name] for name in timed.DIMENSIONS)  # late, retry_ends, again, accounts
-    # and the family names: three names that need URL-decoding (idem.explore.key_decoding)
-    assert report.dimensions()["names"] == 3
-    assert len(report.results) == 131 + 16 + 2 + 4 + 9 + added + 3 and all(families.values()), families
+    # and no family names: EventBridge's event carries the key as stored (idem.explore.key_decoding)
+    assert report.dimensions()["names"] == 0
+    assert len(report.results) == 131 + 16 + 2 + 4 + 9 + added and all(families.values()), families
 
 
 def test_pins_bug_a_request_id_key_charges_again_when_eventbridge_delivers_a_copy():

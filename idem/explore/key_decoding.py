@@ -31,11 +31,13 @@ def encoded(name: str) -> str:
     return quote_plus(name, safe="/")
 
 
-def schedules(schedule: Callable[..., Any], retries: Iterable[int]) -> list[Any]:
+def schedules(schedule: Callable[..., Any], retries: Iterable[int], trigger: str = "s3") -> list[Any]:
     """The family: one schedule per name of NAMES (`schedule` is check.Schedule). None with an
     --object at an exact KEY: every schedule then uploads at the name the reader gave
-    (`idem.explore.exact_keys`), and a function may be written for that name alone."""
-    if EXACT_KEY:
+    (`idem.explore.exact_keys`), and a function may be written for that name alone. None under
+    EventBridge: its Object Created event carries the key as stored, not URL-encoded, as the
+    check's events do (`idem.sim.triggers.eventbridge_event`), so there is nothing to decode."""
+    if EXACT_KEY or trigger == "eventbridge":
         return []
     least = min(retries)
     return [schedule(None, "single", None, least, name=name) for name in NAMES]

@@ -121,3 +121,29 @@ def test_the_chapter_states_the_advice_this_file_checks():
     text = " ".join(line.lstrip("# ").strip() for line in SOURCE.read_text().splitlines())
     assert 'ConditionExpression="attribute_not_exists(job_id)"' in text
     assert "`ConditionalCheckFailedException`" in text and "idem/explore/state.py" in text
+
+
+def test_the_public_sample_style_function_breaks_in_the_three_ways_the_chapter_names(tmp_path):
+    """notebooks/examples/speech_to_text/ (written the way aws-samples/serverless-patterns'
+    s3-lambda-transcribe-sam is written), checked from its template with the chapter's options:
+    the key is not URL-decoded (the family names, HeadObject at a name S3 sent encoded), silent
+    losses (it catches every exception and returns a 500: to Lambda a success, never retried),
+    and double effects (a job name made from the time: a retry or a copy starts a second job)."""
+    folder = tmp_path / "speech_to_text"
+    shutil.copytree(ROOT / "notebooks" / "examples" / "speech_to_text", folder)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "idem", "check", "--template", str(folder / "template.yaml"),
+                           "--function", "SpeechToTextFunction", "--effect", "transcribe:StartTranscriptionJob",
+                           "--retries", "1", "--workers", "1", "--json"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    report = json.loads(done.stdout)
+    assert done.returncode == report["exit_code"] == 1, done.stderr[-2000:]
+    assert report["baseline"]["transcribe:StartTranscriptionJob"] == 1  # its clean run: a plain name
+    assert report["key_not_decoded"].startswith("the key is not URL-decoded")
+    assert "the upload named 'order 1.json'" in report["key_not_decoded"]
+    assert {"silent_loss", "double_effect"} <= set(report["verdicts"])
+    lost = next(r for r in report["results"] if r["schedule"] == "exception before s3:HeadObject on arrival 1; single; 1 retry")
+    assert lost["verdict"] == "silent_loss" and lost["failure_queue"] == 0  # the 500 was a success
+    copy = next(r for r in report["results"] if r["schedule"].startswith("no fault; a copy ")
+                and "1 s later" in r["schedule"] or r["schedule"] == "no fault; duplicate; 1 retry")
+    assert copy["verdict"] == "double_effect", copy

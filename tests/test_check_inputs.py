@@ -13,9 +13,13 @@ from idem.explore.objects import BadObject, UserObject
 ORDER = HANDLERS / "orders" / "A-1001.json"
 
 
-def test_an_object_keeps_its_folder_and_name_and_each_schedule_is_its_own_order():
+def test_an_object_lands_at_its_key_and_each_schedule_is_its_own_order():
+    """docs/check_from_a_template.md P6 and P8: at KEY exactly when KEY is given (schedules kept
+    apart by emptied accounts: idem.explore.exact_keys); without one, a folder per schedule."""
     obj = UserObject.parse(f"{ORDER}=incoming/A-1001.json")
-    assert obj.key_for(42) == "incoming/check00042/A-1001.json"
+    assert obj.exact and obj.key_for(42) == obj.key_for(7) == "incoming/A-1001.json"
+    assert obj.key_for(42, nth=2) == "incoming/A-1001-2.json"  # an SQS batch's neighbour
+    assert UserObject.parse(str(ORDER)).key_for(42) == "check00042/A-1001.json"
     assert json.loads(obj.body_for(42))["order_id"] == "A-1001-00042"
     assert json.loads(obj.body_for(42, second_order=True))["order_id"] == "A-1001-00042-2"
     assert json.loads(obj.body_for(42))["amount_cents"] == 1250  # nothing else changes
@@ -39,7 +43,7 @@ def test_a_clean_run_with_no_effect_says_what_the_handler_returned_and_printed()
     code, _, err = cli(target("json_orders"), *FAST)
     assert code == 2
     (line,) = err.strip().splitlines()
-    assert "returned {'charged': []}" in line and "skipped check99999/order 1 \u00fc.json: not an order file in incoming/" in line
+    assert "returned {'charged': []}" in line and "skipped check99999/order-1.json: not an order file in incoming/" in line
 
 
 @pytest.mark.xfail(strict=True, reason="issue 41: json_orders charges first with Stripe's key as its only guard "

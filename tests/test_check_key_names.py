@@ -1,5 +1,6 @@
 """Names as S3 has them: a function that stores the key as S3's event carries it (URL-encoded) is
-compared under that name at every length (idem.explore.state.Names); a key over S3's 1,024 bytes is
+compared under that name at every length (idem.explore.state.Names); names that need
+URL-decoding are their own family (idem.explore.key_decoding, docs/check_from_a_template.md); a key over S3's 1,024 bytes is
 refused as S3 refuses it, which moto does not (idem.explore.s3_limits)."""
 from __future__ import annotations
 
@@ -34,31 +35,76 @@ def test_the_limit_counts_bytes_of_utf8():
     assert not too_long("GetObject", {"Key": "a" * 2000})  # a read of a name S3 never stored: its own answer
 
 
-def test_a_function_that_does_not_decode_the_key_breaks_with_its_own_finding():
-    """Its clean run fails on 'order 1 ü.json' (NoSuchKey), and passes on 'order-1.json': the report is
-    the plain-named check's, and it breaks with "the key is not URL-decoded", never "create the bucket"."""
+def _names(report):
+    """The results of the family names, by the file name each uploaded."""
+    from idem.explore.key_decoding import NAMES
+
+    found = {name: r for r in report["results"] for name in NAMES if f"the upload named {name!r}" in r["schedule"]}
+    assert len(found) == len(NAMES) and report["dimensions"]["names"] == len(NAMES)
+    return found
+
+
+def test_a_function_that_does_not_decode_the_key_breaks_with_its_own_finding_naming_the_schedule():
+    """docs/check_from_a_template.md P3. Its clean run passes (a plain name), every name of the
+    family names fails (NoSuchKey), and the report breaks with "the key is not URL-decoded", naming
+    the first such schedule: never a failed clean run, never "create the bucket"."""
     import jsonschema
     from pathlib import Path
 
     code, out, err = cli(target("undecoded_key"), "--retries", "0", "--workers", "1", "--json")
     report = json.loads(out)
     assert code == 1 and report["exit_code"] == 1 and report["holds"] is False, err
-    assert report["key_not_decoded"].startswith("the key is not URL-decoded: S3's event carries the object's key "
-                                                "URL-encoded (https://docs.aws.amazon.com/AmazonS3/latest/userguide/"
-                                                "notification-content-structure.html)")
-    assert "NoSuchKey" in report["key_not_decoded"] and report["baseline"]["provider:charge"] == 1
+    assert report["baseline"]["provider:charge"] == 1  # the clean run charged: a plain name
+    plain = next(r for r in report["results"] if r["schedule"] == "no fault; single; 0 retries")
+    assert plain["verdict"] == "exactly_once"
+    assert {r["verdict"] for r in _names(report).values()} == {"failed_visibly"}
+    finding = report["key_not_decoded"]
+    assert finding.startswith("the key is not URL-decoded: S3's event carries the object's key URL-encoded "
+                              "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html)")
+    assert ("in the schedule (no fault; single, the upload named 'order 1.json' (S3's event: 'order+1.json'); "
+            "0 retries) the function failed (NoSuchKey") in finding and "unquote_plus" in finding
+    assert "bucket" not in finding.split("NoSuchKey", 1)[1]
     jsonschema.validate(report, json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text()))
 
 
-def test_plain_names_need_no_decoding_and_keep_s3s_longest_length():
+def test_a_function_that_decodes_with_unquote_plus_has_no_finding():
+    """P4: decoded_key is undecoded_key with unquote_plus: every name of the family, once."""
+    code, out, err = cli(target("decoded_key"), "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert "key_not_decoded" not in report, err
+    assert {r["verdict"] for r in _names(report).values()} == {"exactly_once"}
+
+
+def test_unquote_without_plus_fails_only_at_the_name_with_a_space():
+    """P4: urllib.parse.unquote leaves '+' (S3's space) as it is: only 'order 1.json' fails."""
+    code, out, err = cli(target("unquote_not_plus"), "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    names = _names(report)
+    assert {name: r["verdict"] for name, r in names.items()} == {
+        "order 1.json": "failed_visibly", "order+1.json": "exactly_once", "order-1-\u00fc.json": "exactly_once"}, err
+    assert code == 1 and "the upload named 'order 1.json'" in report["key_not_decoded"]
+
+
+def test_the_check_s_own_names_need_no_decoding():
+    """P1 and P2: plain names for the clean run and every family but names; S3's longest name is
+    1,024 bytes of the same letters; each of the family's names reads otherwise once encoded."""
     from urllib.parse import quote_plus
 
     from idem.explore import triggers
-    from idem.explore.key_decoding import plain_names
+    from idem.explore.key_decoding import NAMES
 
-    with plain_names():
-        short, longest = triggers.object_name(7), triggers.object_name(7, longest=True)
-        neighbour = triggers.object_name(7, triggers.SQS_BATCH[1])
+    short, longest = triggers.object_name(7), triggers.object_name(7, longest=True)
+    neighbour = triggers.object_name(7, triggers.SQS_BATCH[1])
     assert (short, neighbour) == ("check00007/order-1.json", "check00007/order-2.json")
     assert len(longest.encode()) == 1024 and quote_plus(longest, safe="/") == longest
-    assert triggers.object_name(7) == "check00007/order 1 \u00fc.json"  # afterwards, as before
+    assert all(quote_plus(name) != name for name in NAMES)
+    assert [quote_plus(name) for name in NAMES] == ["order+1.json", "order%2B1.json", "order-1-%C3%BC.json"]
+
+
+def test_the_names_family_keeps_an_objects_folder_and_extension():
+    """P5: an --object without KEY keeps its folders and extension in the family names."""
+    from idem.explore.key_decoding import renamed
+
+    assert renamed("incoming/check00001/photo.jpeg", "order 1.json") == "incoming/check00001/order 1.jpeg"
+    assert renamed("photo", "order+1.json") == "order+1"
+    assert renamed("a/b/report.csv", "order-1-\u00fc.json") == "a/b/order-1-\u00fc.csv"

@@ -74,7 +74,9 @@ def test_a_missing_dependency_names_the_module_its_requirements_and_the_option(t
     message = json.loads(out)["error"]
     assert code == 2 and "\n" not in message
     assert message.startswith("the function imports order_lib, which is not installed where the check runs; its ")
-    assert "requirements.txt lists order-lib==1.0" in message and message.endswith("give --python-path DIR")
+    assert "requirements.txt lists order-lib==1.0" in message
+    assert message.endswith("give --python-path DIR, or let the check install them once, into a cache: "
+                            "--install-requirements")
 
 
 def test_python_path_gives_the_function_its_dependencies(tmp_path):
@@ -90,3 +92,76 @@ def test_python_path_gives_the_function_its_dependencies(tmp_path):
     assert {r["verdict"] for r in broken} == {"double_charge"}, [(r["schedule"], r["verdict"]) for r in broken]
     assert all("past Stripe's 24-hour key window" in r["schedule"] or "3 days later" in r["schedule"]
                for r in broken), [r["schedule"] for r in broken]
+
+
+def _wheel(folder, source):
+    """order_lib as a wheel pip can install offline (a zip: the module and its dist-info)."""
+    import zipfile
+
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "order_lib-1.0-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("order_lib.py", source)
+        info = "order_lib-1.0.dist-info/"
+        wheel.writestr(info + "METADATA", "Metadata-Version: 2.1\nName: order-lib\nVersion: 1.0\n")
+        wheel.writestr(info + "WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(info + "RECORD", f"order_lib.py,,\n{info}METADATA,,\n{info}WHEEL,,\n{info}RECORD,,\n")
+
+
+def test_install_requirements_builds_the_functions_requirements_once_into_a_cache(tmp_path, monkeypatch):
+    """docs/check_from_a_template.md P9: requirements.txt installed with pip as the machine
+    configures it (here: no index, a folder of wheels) into a folder keyed by the file's hash, and
+    reused: the second check runs with the wheels gone."""
+    target = _function(tmp_path)
+    _wheel(tmp_path / "wheels", (tmp_path / "deps" / "order_lib.py").read_text())
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    monkeypatch.setenv("IDEM_CHECK_CACHE", str(tmp_path / "cache"))
+    from idem.explore.requirements_cache import key_of
+
+    folder = tmp_path / "cache" / "requirements" / key_of(tmp_path / "fn" / "requirements.txt")
+    for _ in range(2):
+        code, out, err = cli(target, "--install-requirements", "--retries", "0", "--workers", "1",
+                             "--books", "none", "--json")
+        assert json.loads(out)["baseline"]["provider:charge"] == 1, (out, err)  # order_lib imported: it charged
+        assert (folder / "order_lib.py").is_file() and (folder / ".idem-complete").is_file()
+        import shutil
+
+        shutil.rmtree(tmp_path / "wheels", ignore_errors=True)  # the second check: from the cache alone
+
+
+def test_a_requirement_pip_cannot_install_is_one_line_naming_the_file_and_the_option(tmp_path, monkeypatch):
+    target = _function(tmp_path)
+    (tmp_path / "fn" / "requirements.txt").write_text("no-such-lib-for-idem==9.9\n")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    monkeypatch.setenv("IDEM_CHECK_CACHE", str(tmp_path / "cache"))
+    code, out, _ = cli(target, "--install-requirements", "--retries", "0", "--json")
+    message = json.loads(out)["error"]
+    assert code == 2 and "\n" not in message
+    assert message.startswith(f"--install-requirements: pip could not install {tmp_path / 'fn' / 'requirements.txt'} "
+                              "(ERROR: ")
+    assert message.endswith("give --python-path DIR")
+    assert not list((tmp_path / "cache" / "requirements").iterdir())  # nothing half-made is kept
+
+
+def test_a_layer_of_the_template_gives_its_python_folder(tmp_path):
+    """A LayerVersion in the template: its ContentUri's python/ folder (as Lambda's /opt/python)."""
+    from idem.explore.requirements_cache import folders
+    from idem.explore.template_function import read
+
+    (tmp_path / "layer" / "python").mkdir(parents=True)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("def handler(event, context):\n    return {}\n")
+    (tmp_path / "template.yaml").write_text(
+        "Transform: AWS::Serverless-2016-10-31\nResources:\n  Libs:\n    Type: AWS::Serverless::LayerVersion\n"
+        "    Properties:\n      ContentUri: layer\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n"
+        "      Runtime: python3.12\n      CodeUri: src\n      Handler: app.handler\n      Layers:\n        - !Ref Libs\n"
+        "        - arn:aws:lambda:us-east-1:123456789012:layer:shared:3\n")
+    found = read(str(tmp_path / "template.yaml"), "Fn")
+    assert found.layers == [str(tmp_path / "layer"), "arn:aws:lambda:us-east-1:123456789012:layer:shared:3"]
+    assert folders(str(tmp_path / "src"), found.layers[:1]) == [str(tmp_path / "layer" / "python")]
+    import pytest as _pytest
+    from idem.explore.requirements_cache import RequirementsError
+
+    with _pytest.raises(RequirementsError, match="named by its ARN, which the check cannot read: unpack its python/"):
+        folders(str(tmp_path / "src"), found.layers)

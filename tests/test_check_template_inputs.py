@@ -121,11 +121,11 @@ def test_uploads_land_in_the_triggers_bucket_under_keys_its_filter_accepts():
     report = json.loads(out)
     assert report["baseline"]["s3:PutObject"] == 1, err
     broken = [f for r in report["results"] for f in r["findings"]]
-    assert code == 1 and all('team-uploads "processed/check#####/order 1 \\u00fc.json"' in f for f in broken)
+    assert code == 1 and all('team-uploads "processed/check#####/order-1.json"' in f for f in broken)
     from idem.explore.uploads import filtered_key
 
-    assert filtered_key("check00001/order 1 \u00fc.json", "incoming/", ".json") == "incoming/check00001/order 1 \u00fc.json"
-    assert filtered_key("check00001/order 1 \u00fc.json", "", ".jpg") == "check00001/order 1 \u00fc.jpg"
+    assert filtered_key("check00001/order-1.json", "incoming/", ".json") == "incoming/check00001/order-1.json"
+    assert filtered_key("check00001/order-1.json", "", ".jpg") == "check00001/order-1.jpg"
     longest = filtered_key("check00001/" + "\u00e9" * 600 + ".json", "incoming/", ".json")
     assert len(longest.encode()) <= 1024 and longest.startswith("incoming/check00001/") and longest.endswith(".json")
 
@@ -135,8 +135,45 @@ def test_an_object_whose_key_the_filter_refuses_is_refused(tmp_path):
     code, out, _ = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
                        "UploadBucketName=team-uploads", "--object", f"{tmp_path / 'a.json'}=other/a.json", "--json")
     assert code == 2
-    assert json.loads(out)["error"].startswith("--object key 'other/check00001/a.json': the function's S3 trigger "
+    assert json.loads(out)["error"].startswith("--object key 'other/a.json': the function's S3 trigger "
                                                "filters keys (they must begin with 'incoming/' and end with '.json')")
+
+
+EXACT = TEMPLATES / "exact_key.yaml"
+
+
+def test_an_object_lands_at_its_key_exactly_and_each_schedule_starts_from_an_empty_account(tmp_path):
+    """docs/check_from_a_template.md P6-P8. daily_report takes reports/daily.csv only (any other name
+    fails its clean run) and records each report once in the template's table with a conditional
+    put: in an account an earlier schedule left its item in, the put is refused and every schedule
+    after the first reads as a silent loss. Each schedule starts from an empty account instead."""
+    (tmp_path / "daily.csv").write_text("date,amount\n2026-12-01,5\n")
+    code, out, err = cli("--template", str(EXACT), "--function", "DailyReport", "--object",
+                         f"{tmp_path / 'daily.csv'}=reports/daily.csv", "--effect", "dynamodb:PutItem",
+                         "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert report["baseline"]["dynamodb:PutItem"] == 1, err  # its clean run: the name it takes, exactly
+    assert report["object"] == {"file": str(tmp_path / "daily.csv"), "key": "reports/daily.csv"}
+    by_label = {r["schedule"]: r for r in report["results"]}
+    for label in ("no fault; single; 0 retries", "no fault; duplicate; 0 retries",
+                  "no fault; the uploader's retried PUT (same bytes) (new version), after the first is done; 0 retries"):
+        assert by_label[label]["verdict"] == "exactly_once", (label, by_label[label])
+    assert report["dimensions"]["names"] == 0  # the reader's name is every schedule's (P7)
+    broken = [r for r in report["results"] if r["verdict"] in ("silent_loss", "double_effect", "silent_mismatch")]
+    # its only breaks: a second order at the same name (see the next test's name)
+    assert broken and all("a second order at the same name" in r["schedule"] for r in broken), \
+        [(r["schedule"], r["verdict"]) for r in broken]
+
+
+def test_pins_bug_a_second_order_of_a_file_that_is_not_a_json_order_is_the_same_bytes():
+    """objects.body_for: only a JSON order's order_id changes, so "a second order at the same name"
+    of a CSV is its bytes again (the same eTag): daily_report rightly takes it for the same report,
+    and the check reads its one import as a lost order (see the test above)."""
+    from idem.explore.objects import UserObject
+
+    obj = UserObject("daily.csv", "reports/daily.csv", b"date,amount\n", exact=True)
+    assert obj.body_for(7, second_order=True) == obj.body_for(7) == b"date,amount\n"
+    assert obj.key_for(7) == "reports/daily.csv" and obj.key_for(7, nth=2) == "reports/daily-2.csv"
 
 
 def test_a_template_that_is_not_there_is_one_line():

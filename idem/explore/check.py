@@ -31,8 +31,9 @@ How it works:
    - runs, bounded: one call failing several times in a row (`idem.explore.runs`). A lost answer
      after an AWS call is resent by botocore as the handler's client is configured, and the
      handler gets the resend's answer (`idem.sim.sdk_retries`); so is a charge sent with Stripe's SDK.
-   Every upload is an order file (`order_body`), at a name with a space and non-ASCII letters,
-   and its event carries what S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
+   - names: the clean run's upload at names that need URL-decoding (`idem.explore.key_decoding`).
+   Every upload is an order file (`order_body`), at a plain name, and its event carries what
+   S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
    version (`triggers.event_for`); every copy of one event is that same event.
 3. Each schedule runs in the local runtime, on moto and a virtual clock. Each invocation runs in
    a thread of its own, so a crash is a kill (no except, finally or atexit of the handler runs:
@@ -74,7 +75,7 @@ from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import accounts, books as books_per_charge, reuse, runs, state as states, timed, timings, triggers, worlds
+from . import accounts, books as books_per_charge, key_decoding, reuse, runs, state as states, timed, timings, triggers, worlds
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -203,6 +204,7 @@ class Schedule:
     sent_twice: bool = False
     #: the upload's name is as long as S3 allows (1,024 bytes of UTF-8: `triggers.object_name`)
     long_name: bool = False
+    name: str = ""  # the family `names`: the upload's file name, one that needs URL-decoding (key_decoding)
     timing: Any = None  # where in its documented range each delay falls (idem.explore.timings; None: low ends)
     later: Any = None  # a schedule of the families where time and accounts matter (idem.explore.timed.Later)
 
@@ -232,20 +234,21 @@ class Schedule:
             delivery = "S3 sent the notification twice (two messages, two message ids)"
         else:
             delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
+        delivery += f", {key_decoding.label(self.name)}" if self.name else ""
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
 
     @property
     def dimension(self) -> str:
         """Which family of schedules this one belongs to (DIMENSIONS)."""
         return (self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow
-                else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
+                else key_decoding.FAMILY if self.name else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
-                + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later), self.retries, arrivals)
+                + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later) + bool(self.name), self.retries, arrivals)
 
 
 #: The families of schedules, as the report counts them.
@@ -258,6 +261,7 @@ DIMENSIONS = {
             "started meanwhile, no fault, x retries",
     **timed.DIMENSIONS,
     "runs": runs.DESCRIPTION,
+    key_decoding.FAMILY: key_decoding.DESCRIPTION,
 }
 
 
@@ -574,9 +578,9 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                             number, target.deployed)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
             runtime.watch.effects = set(effects)
-            # a name with a space and non-ASCII letters; the longest S3 allows where the schedule
-            # says (a handler that cannot take it fails visibly there, and only there)
-            obj = world.upload(triggers.object_name(number, longest=schedule.long_name), order_body(number))
+            # a plain name, one that needs decoding (the family names) or the longest S3 allows where
+            # the schedule says (a handler that cannot take it fails visibly there, and only there)
+            obj = world.upload(triggers.name_for(number, schedule), order_body(number))
             link(obj.key)  # the account's customer, for a function that reads the mapping (idem.explore.accounts)
             uploads: list[tuple[Any, dict[str, Any], int]] = []
             batch: list[Any] = []
@@ -954,7 +958,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         found = (sqs_schedules(crossed, retries) if trigger == "sqs"
-                 else schedules_for(crossed, retries, versioning))
+                 else schedules_for(crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger)
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:
             def run(indexes: list[int]) -> list[Result]:
@@ -971,7 +975,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
                 results, runs = reuse.run_once(found, run)
             else:
                 results, runs = run(list(range(len(found)))), len(found)
-    return CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=runs)
+    return key_decoding.judged(CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=runs))
 
 
 def _batches(schedules: Sequence[Schedule], indexes: Sequence[int], workers: int) -> list[list[int]]:
@@ -1074,11 +1078,6 @@ def _run_batch_in_worker(*args: Any) -> list[Any]:
             results = run_batch(*args)
     except CheckInputError as error:
         return [_Failed(error.exit_code, str(error), error.handler_traceback)]
-    for r in results:  # what a person reads survives the trip back; the runtime's objects need not
-        r.attempts = [_portable(a) for a in r.attempts]
+    for attempt in (a for r in results for a in r.attempts):  # what a person reads survives the trip
+        attempt.result = None  # back; the runtime's objects need not
     return results
-
-
-def _portable(attempt: Any) -> Any:
-    attempt.result = None
-    return attempt

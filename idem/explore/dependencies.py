@@ -39,4 +39,5 @@ def explain(message: str, task_root: str, paths: list[str]) -> str:
     where = f" (looked in --python-path {', '.join(paths)} too)" if paths else ""
     return (f"the function imports {module}, which is not installed where the check runs{where}{listed}: "
             f"install its dependencies into a folder (pip install -r requirements.txt -t DIR, or unpack its "
-            f"Layer's python/ folder there) and give --python-path DIR")
+            f"Layer's python/ folder there) and give --python-path DIR"
+            + (", or let the check install them once, into a cache: --install-requirements" if listed else ""))

@@ -1,78 +1,94 @@
-"""A function that does not URL-decode the event's key: its own finding, not a failed clean run.
+"""Names that need URL-decoding: their own family of schedules, and their own finding.
 
-S3's event carries the object's key URL-encoded: a space is `+`, `ü` is `%C3%BC`
+S3's event carries the object's key URL-encoded: a space is `+`, a `+` is `%2B`, `ü` is `%C3%BC`
 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html: "The
 s3 key provides information about the bucket and object involved in the event. The object key name
-value is URL encoded"). The check names its uploads `order 1 ü.json`, so a function that passes the
-key to GetObject as it came fails on its clean run, which would read as a missing resource or a
-failed clean run. When the clean run fails, the check runs the whole check again with names that
-need no decoding (`order-1.json`): if that clean run passes, the report is that check's, and it
-breaks with the finding "the key is not URL-decoded" (the clean run under the other name, with its
-error), whatever its schedules found besides.
+value is URL encoded"). The clean run and every other family upload plain names (`order-1.json`,
+`triggers.object_name`), which read the same encoded or not, so a function that passes the key to
+GetObject as it came runs its clean run like any other. The family `names` then uploads the clean
+run's order, with no fault, one delivery, at each name of NAMES: a name with a space, with a `+`,
+with a non-ASCII letter. A function whose run at such a name ends other than exactly once, when its
+clean run held, breaks with the finding "the key is not URL-decoded", naming the schedule, the
+name, what S3's event carried and the error (`judged`).
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterator
-
-from .objects import KEY_BYTES
+from typing import Any, Callable, Iterable
+from urllib.parse import quote_plus
 
 PAGE = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html"
-#: The check's names for the uploads of a batch, with nothing to decode.
-PLAIN = ("order-1.json", "order-2.json")
+#: The family's names: each reads otherwise once URL-encoded, as S3's event carries it.
+NAMES = ("order 1.json", "order+1.json", "order-1-\u00fc.json")
+FAMILY = "names"
+#: On while the check runs an --object at an exact KEY (`objects.install`): no family names.
+EXACT_KEY = False
+DESCRIPTION = ("the clean run's upload at names S3's event carries URL-encoded (a space, a '+', a non-ASCII "
+               "letter), no fault, one delivery, the fewest retries")
 
 
-@contextlib.contextmanager
-def plain_names() -> Iterator[None]:
-    """While it lasts, the check's uploads have names that need no URL-decoding."""
-    from . import triggers
-
-    real = triggers.object_name
-
-    def plain(number: int, name: str = triggers.SQS_BATCH[0], longest: bool = False) -> str:
-        name = PLAIN[triggers.SQS_BATCH.index(name)] if name in triggers.SQS_BATCH else name
-        folder = f"check{number:05d}/"
-        if not longest:
-            return folder + name
-        stem, suffix = name.rsplit(".", 1)
-        room = KEY_BYTES - len(folder) - len(suffix) - 1
-        return f"{folder}{(stem + '-') * (room // (len(stem) + 1))}{'x' * (room % (len(stem) + 1))}.{suffix}"
-
-    triggers.object_name = plain  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        triggers.object_name = real  # type: ignore[assignment]
+def encoded(name: str) -> str:
+    """`name` as S3's event carries it (folders keep their `/`)."""
+    return quote_plus(name, safe="/")
 
 
-def clean_run_failed(report: Any) -> str:
-    """The clean run's error, when the report is a clean run that failed; else ""."""
+def schedules(schedule: Callable[..., Any], retries: Iterable[int], trigger: str = "s3") -> list[Any]:
+    """The family: one schedule per name of NAMES (`schedule` is check.Schedule). None with an
+    --object at an exact KEY: every schedule then uploads at the name the reader gave
+    (`idem.explore.exact_keys`), and a function may be written for that name alone. None under
+    EventBridge: its Object Created event carries the key as stored, not URL-encoded, as the
+    check's events do (`idem.sim.triggers.eventbridge_event`), so there is nothing to decode."""
+    if EXACT_KEY or trigger == "eventbridge":
+        return []
+    least = min(retries)
+    return [schedule(None, "single", None, least, name=name) for name in NAMES]
+
+
+def label(name: str) -> str:
+    """What a schedule of the family adds to its label."""
+    return f"the upload named {name!r} (S3's event: {encoded(name)!r})"
+
+
+def renamed(key: str, name: str) -> str:
+    """`key` with its file name replaced by `name`, keeping its folder and its extension (an
+    --object's KEY, a filter's suffix)."""
+    folder, _, file = key.rpartition("/")
+    stem, dot, _ = name.rpartition(".")
+    extension = file.rsplit(".", 1)[1] if "." in file else ""
+    new = f"{stem}.{extension}" if dot and extension else (stem if dot else name)
+    return f"{folder}/{new}" if folder else new
+
+
+def judged(report: Any) -> Any:
+    """`report`, carrying the finding `not_decoded` when a schedule of the family ended other than
+    exactly once (its first such schedule: the finding names it)."""
     results = getattr(report, "results", [])
-    if len(results) != 1 or not getattr(results[0], "clean", False):
-        return ""
-    failed = [a for a in results[0].attempts if getattr(a, "failed", False)]
-    return str(getattr(failed[0], "error", "") or "failed") if failed else ""
-
-
-def retried_with_plain_names(report: Any, check_again: Callable[[], Any]) -> Any:
-    """`report`, or, when its clean run failed and a check with plain names passes its own clean
-    run, that check's report carrying the finding (`not_decoded`)."""
-    error = clean_run_failed(report)
-    if not error:
+    if any(r.clean for r in results):
         return report
-    from . import triggers
+    plain = {r.schedule.retries: r for r in results if r.schedule == type(r.schedule)(
+        None, "single", None, r.schedule.retries)}  # the same run at a plain name
 
-    with plain_names():
-        again = check_again()
-    if clean_run_failed(again):
+    def failed(result: Any) -> bool:
+        return any(getattr(a, "failed", False) for a in result.attempts)
+
+    def differs(result: Any) -> bool:
+        twin = plain.get(result.schedule.retries)
+        if twin is None:
+            return result.verdict != "exactly_once" or failed(result)
+        return result.verdict != twin.verdict or failed(result) > failed(twin)
+
+    failing = [r for r in results if getattr(r.schedule, "name", "") and differs(r)]
+    if not failing:
         return report
-    wrap_report(type(again))
-    again.not_decoded = (
-        f"the key is not URL-decoded: S3's event carries the object's key URL-encoded ({PAGE}); the clean "
-        f"run with the upload named {triggers.SQS_BATCH[0]!r} failed ({error[:200]}), the same upload named "
-        f"{PLAIN[0]!r}, which needs no decoding, did not; decode it with urllib.parse.unquote_plus(key) "
-        f"(the schedules below ran with plain names)")
-    return again
+    first = failing[0]
+    errors = [str(a.error) for a in first.attempts if getattr(a, "failed", False) and getattr(a, "error", "")]
+    how = f"failed ({errors[0][:200]})" if errors else f"ran to {first.verdict} ({'; '.join(first.findings)[:200]})"
+    finding = (f"the key is not URL-decoded: S3's event carries the object's key URL-encoded ({PAGE}); in the "
+               f"schedule ({first.schedule.label()}) the function {how}, where the clean run's plain name "
+               f"held; decode it with urllib.parse.unquote_plus(key)")
+    first.findings = [finding] + [f for f in first.findings if f != finding]
+    wrap_report(type(report))
+    report.not_decoded = finding
+    return report
 
 
 def wrap_report(report_class: Any) -> None:

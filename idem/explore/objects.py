@@ -1,11 +1,12 @@
 """`--object FILE[=KEY]`: the reader's own file is what lands in the bucket, in every schedule.
 
 By default each schedule uploads the check's own order file (ORDERS.md: `{"order_id": ...}` with a
-new order per schedule) at `checkNNNNN/order.csv`. With `--object orders/big.json=incoming/a.json`
-each schedule uploads the bytes of orders/big.json instead, at `incoming/checkNNNNN/a.json`: the
-KEY's folder and file name are kept (a handler filtering by prefix or suffix sees its own), with
-the schedule's number as one folder more, so schedules never share a name. KEY defaults to the
-file's own name. Two rules keep schedules apart, and are all the check changes in the file:
+new order per schedule) at `checkNNNNN/order-1.json`. With `--object orders/big.json=incoming/a.json`
+each schedule uploads the bytes of orders/big.json instead, at `incoming/a.json` exactly: schedules
+are kept apart by running each in an emptied account (`idem.explore.exact_keys`). Without a KEY
+(`--object orders/big.json`) the name is the file's, with the schedule's number as one folder more
+(`check00042/big.json`), so schedules share worlds and never a name. Two rules keep schedules'
+orders apart, and are all the check changes in the file:
 
 - a JSON object with an `order_id` gets the schedule's number appended to it (`A-1001` becomes
   `A-1001-00042`), so each schedule is its own order; any other file lands byte for byte;
@@ -21,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.errors import IdemError
+from . import key_decoding
 
 #: The check's own names for its uploads (`check{number:05d}/...`): the number is the schedule's.
 CHECK_KEY = re.compile(r"^check(\d+)/")
@@ -29,6 +31,10 @@ KEY_BYTES = 1024
 #: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`):
 #: the same file, the same bytes, under another account's folder.
 OTHER_KEY = re.compile(r"^other(\d+)/")
+
+
+#: On while the check runs an --object with an exact KEY (`install`; idem.explore.exact_keys).
+EXACT = False
 
 
 class BadObject(IdemError, ValueError):
@@ -42,6 +48,7 @@ class UserObject:
     path: str
     key: str
     body: bytes
+    exact: bool = False  # KEY was given: every schedule's upload is at KEY itself (exact_keys)
 
     @classmethod
     def parse(cls, spec: str) -> "UserObject":
@@ -53,15 +60,19 @@ class UserObject:
         except OSError as error:
             raise BadObject(f"--object {path}: cannot read it ({error.strerror or error})") from None
         key = (key if sep else Path(path).name).lstrip("/")
-        if not key or len(key.encode()) > KEY_BYTES - 20:
-            raise BadObject(f"--object {spec!r}: the key must be 1 to {KEY_BYTES - 20} bytes of UTF-8 "
-                            "(S3 allows 1,024; the check adds a folder per schedule)")
-        return cls(str(Path(path).resolve()), key, body)
+        room = KEY_BYTES - (10 if sep else 20)  # the family names may rename it; a folder per schedule
+        if not key or len(key.encode()) > room:
+            raise BadObject(f"--object {spec!r}: the key must be 1 to {room} bytes of UTF-8 (S3 allows 1,024; "
+                            "the check renames the file for the family names, or adds a folder per schedule)")
+        return cls(str(Path(path).resolve()), key, body, exact=bool(sep))
 
     def key_for(self, number: int, nth: int = 1) -> str:
-        """The key of schedule `number`'s upload: KEY's folder, checkNNNNN/, KEY's file name. A
-        batch's `nth` upload (under --trigger sqs, the checked upload's neighbour) lands in
-        checkNNNNN-n/: its own name, so each message's failure can be told apart."""
+        """The key of schedule `number`'s upload: KEY itself when it was given (its `nth` upload of
+        an SQS batch, the neighbour, at KEY's name with -n: `neighbour_key`); else KEY's
+        folder, checkNNNNN/, KEY's file name, a batch's `nth` upload in checkNNNNN-n/: its own name,
+        so each message's failure can be told apart."""
+        if self.exact:
+            return self.key if nth == 1 else neighbour_key(self.key, nth)
         key = PurePosixPath(self.key)
         folder = "" if str(key.parent) == "." else f"{key.parent}/"
         return f"{folder}check{number:05d}{f'-{nth}' if nth > 1 else ''}/{key.name}"
@@ -83,14 +94,20 @@ def install(obj: UserObject) -> None:
     from ..sim.world import LocalWorld
 
     real_upload = getattr(LocalWorld.upload, "_real", LocalWorld.upload)
-    # (world, key this hook uploaded at) -> (schedule number, the body the check first gave)
-    made: dict[tuple[int, str], tuple[int, bytes | None]] = {}
+    global EXACT
+    EXACT = key_decoding.EXACT_KEY = obj.exact
+    # (world, key this hook uploaded at) -> (the world, schedule number, the body the check first gave)
+    made: dict[tuple[int, str], tuple[Any, int, bytes | None]] = {}
 
     def upload(self: Any, key: str, body: bytes | None = None, **kwargs: Any) -> Any:
+        for gone in [k for k, (world, _, _) in made.items() if k[0] == id(self) and world is not self]:
+            del made[gone]  # a world closed since, whose id a new one has
         match = CHECK_KEY.match(key)
         mine = obj.key_for(int(match.group(1)), _nth(key)) if match and (id(self), key) not in made else key
+        if match and mine != key and key.rsplit("/", 1)[-1] in key_decoding.NAMES:  # the family names
+            mine = key_decoding.renamed(mine, key.rsplit("/", 1)[-1])
         if (id(self), mine) in made:  # a second upload of that name: the same bytes again
-            number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
+            _, number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
             return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
         other = OTHER_KEY.match(key)
         if match is None and other is not None and body is not None:  # another account's order: the same file
@@ -98,11 +115,19 @@ def install(obj: UserObject) -> None:
         if match is None:  # not one of the check's uploads
             return real_upload(self, key, **kwargs) if body is None else real_upload(self, key, body, **kwargs)
         number = int(match.group(1))
-        made[(id(self), mine)] = (number, body)
+        made[(id(self), mine)] = (self, number, body)
         return real_upload(self, mine, obj.body_for(number), **kwargs)
 
     upload._real = real_upload  # type: ignore[attr-defined]
     LocalWorld.upload = upload  # type: ignore[method-assign]
+
+
+def neighbour_key(key: str, nth: int) -> str:
+    """The key of an SQS batch's `nth` upload beside KEY: its name with `-nth` before the extension."""
+    folder, slash, name = key.rpartition("/")
+    stem, dot, extension = name.rpartition(".")
+    name = f"{stem}-{nth}.{extension}" if dot and stem else f"{name}-{nth}"
+    return f"{folder}{slash}{name}"
 
 
 def _nth(key: str) -> int:

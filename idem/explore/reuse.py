@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Sequence
 def family(schedule: Any) -> tuple[Any, ...]:
     """What a schedule fixes besides its answers: how the event arrives, what lands, what is slow."""
     return (schedule.delivery, schedule.copy_at, schedule.overwrite, schedule.second, schedule.slow,
-            schedule.sent_twice, schedule.long_name, getattr(schedule, "timing", None), getattr(schedule, "later", None))
+            schedule.sent_twice, schedule.long_name, getattr(schedule, "name", ""),
+            getattr(schedule, "timing", None), getattr(schedule, "later", None))
 
 
 def failing(schedule: Any) -> frozenset[int]:

@@ -472,7 +472,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         message = (f"idem check needs {missing.name}, from the package's check extra: install it with "
                    "pip install '<path to this repository or its wheel>[check]'")
         return {"exit_code": 2, "text": message, "json": error_json(2, message)}
-    from . import dependencies, key_decoding, lambda_tmp, objects, stand_ins, template_run
+    from . import dependencies, lambda_tmp, objects, stand_ins, template_run
 
     root = request["task_root"]
     # Lambda: the function's folder first on sys.path (its packages import). The working
@@ -491,7 +491,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
     options = dict(request["options"])
     try:
         uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
-        template_run.prepare(request, uploads)  # --template: its resources, bucket and key filter
+        template_run.prepare(request, uploads, _run_setup)  # --template: its resources, bucket and key filter
         if request.get("setup"):
             options["env"] = {**_run_setup(request["setup"]), **options["env"]}
     except (objects.BadObject, SetupFailed, template_run.TemplateSetupFailed) as bad:
@@ -505,7 +505,6 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         clean.missing = None
         try:
             report = check.check_handler(request["target"], **options)
-            report = key_decoding.retried_with_plain_names(report, lambda: check.check_handler(request["target"], **options))
             if clean.resource_missing(report):  # the clean run failed on a resource that is nowhere:
                 raise check.CheckInputError("the handler fails on a clean run")  # input, not a break
         except check.CheckInputError as error:

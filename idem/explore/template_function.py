@@ -60,6 +60,8 @@ class TemplateFunction:
     #: what feeds it, as declared (`template_triggers.Trigger`s); the s3 trigger's bucket, as named
     triggers: list[Any] = field(default_factory=list)
     bucket: str = ""
+    #: its Layers: each a local folder (a LayerVersion's ContentUri or Content) or an ARN
+    layers: list[str] = field(default_factory=list)
 
 
 def _loader() -> Any:
@@ -166,7 +168,23 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
-                            names.get(s3.bucket, s3.bucket) if s3 else "")
+                            names.get(s3.bucket, s3.bucket) if s3 else "", _layers(path, props, resources, resolver.value))
+
+
+def _layers(path: str, props: dict[str, Any], resources: dict[str, Any], value: Any) -> list[str]:
+    """The function's Layers: a LayerVersion of the template as its folder, any other as its ARN."""
+    found = []
+    for layer in props.get("Layers") or []:
+        rid = layer.get("Ref") if isinstance(layer, dict) else layer
+        res = resources.get(rid) if isinstance(rid, str) else None
+        if res and res.get("Type") in ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion"):
+            lprops = res.get("Properties") or {}
+            content = lprops.get("ContentUri", lprops.get("Content"))
+            if isinstance(content, str) and "://" not in content:
+                found.append(str(Path(path).resolve().parent / content))
+                continue
+        found.append(str(value(layer)))
+    return found
 
 
 def _handler_file(path: str, logical_id: str, props: dict[str, Any], value: Any) -> tuple[Path, str]:

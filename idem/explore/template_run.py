@@ -15,8 +15,9 @@ class TemplateSetupFailed(Exception):
         self.handler_traceback = handler_traceback
 
 
-def prepare(request: dict[str, Any], objects: list[Any]) -> None:
-    """Set up what `request` (the sandbox's) asks of the template, for `objects` (--object's)."""
+def prepare(request: dict[str, Any], objects: list[Any], run_setup: Any = None) -> None:
+    """Set up what `request` (the sandbox's) asks of the template, for `objects` (--object's).
+    `run_setup`: how --setup runs (made again for each schedule with an exact --object KEY)."""
     from . import uploads
 
     if request.get("template_resources"):
@@ -30,10 +31,20 @@ def prepare(request: dict[str, Any], objects: list[Any]) -> None:
             raise TemplateSetupFailed(refused)
     if not objects:
         uploads.install_filter(prefix, suffix)
+    if any(obj.exact for obj in objects):  # --object FILE=KEY: each schedule in an emptied account
+        from . import check, exact_keys
+
+        exact_keys.install(check)
+        if request.get("template_resources"):
+            exact_keys.on_fresh_account(lambda: create(request["template_resources"], shared=True))
+        if request.get("setup") and run_setup is not None:  # its settings were read the first time
+            exact_keys.on_fresh_account(lambda: run_setup(request["setup"]))
 
 
-def create(resources: list[dict[str, Any]]) -> None:
-    """The template's resources, made on the check's AWS with their names."""
+def create(resources: list[dict[str, Any]], shared: bool = False) -> None:
+    """The template's resources, made on the check's AWS with their names. `shared`: with the
+    process's one session (made again for each schedule: a new session loads botocore's models
+    anew, about 0.4 s)."""
     import boto3
 
     from ..sim.world import REGION, ensure_moto
@@ -41,8 +52,17 @@ def create(resources: list[dict[str, Any]]) -> None:
 
     ensure_moto()
     try:
-        create_each(resources, boto3.Session(region_name=REGION))
+        create_each(resources, _SharedClients() if shared else boto3.Session(region_name=REGION))
     except Exception as error:
         # the check's own failure, not the handler's: no handler traceback
         raise TemplateSetupFailed(f"--template: creating its resources on the check's AWS failed: "
                                   f"{type(error).__name__}: {error}") from None
+
+
+class _SharedClients:
+    """A session-like object whose clients are the process's shared ones (`fake_client`)."""
+
+    def client(self, service: str) -> Any:
+        from ..sim.world import fake_client
+
+        return fake_client(service)

@@ -27,8 +27,9 @@ from ..sim.triggers import TRIGGERS, VISIBILITY_TIMEOUT, SqsFedLambda, SqsMappin
 from .verdicts import BOOKS, BREAKS, MONEY, Verdict, judge_upload
 
 #: The SQS schedules' batch: the checked upload and a neighbour, one message each (file names in
-#: the schedule's folder: see `object_name`).
-SQS_BATCH = ("order 1 \u00fc.json", "order 2 \u00fc.json")
+#: the schedule's folder: see `object_name`). Plain names, the same URL-encoded: names that need
+#: decoding are a family of their own (`idem.explore.key_decoding`).
+SQS_BATCH = ("order-1.json", "order-2.json")
 #: S3's longest object name: 1,024 bytes of UTF-8
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 MAX_NAME_BYTES = 1024
@@ -73,19 +74,24 @@ def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, pr
 
 
 def object_name(number: int, name: str = SQS_BATCH[0], longest: bool = False) -> str:
-    """The name of a schedule's upload: its own folder, then a file name with a space and non-ASCII
-    letters, as S3 allows (any UTF-8). `longest`: padded to S3's limit, 1,024 bytes of UTF-8, so a
-    name cut to fit a 255-character idempotency key (instead of hashed) loses what tells two
-    uploads apart."""
+    """The name of a schedule's upload: its own folder, then a plain file name (the family `names`
+    gives one that needs URL-decoding: `idem.explore.key_decoding`). `longest`: padded to S3's
+    limit, 1,024 bytes of UTF-8, so a name cut to fit a 255-character idempotency key (instead of
+    hashed) loses what tells two uploads apart."""
     folder = f"check{number:05d}/"
     if not longest:
         return folder + name
     stem, suffix = name.rsplit(".", 1)
     room = MAX_NAME_BYTES - len(folder.encode()) - len(suffix.encode()) - 1
-    filler = (stem + " \u00e9t\u00e9 ") * 200
+    filler = (stem + "-") * (room // (len(stem) + 1) + 1)
     padded = filler.encode()[:room].decode("utf-8", "ignore")  # never half a character
     padded += "x" * (room - len(padded.encode()))
     return f"{folder}{padded}.{suffix}"
+
+
+def name_for(number: int, schedule: Any) -> str:
+    """The name of schedule `number`'s upload: `object_name`, as its family asks."""
+    return object_name(number, getattr(schedule, "name", "") or SQS_BATCH[0], longest=schedule.long_name)
 
 
 def neighbours(trigger: str, world: Any, number: int, body: Any = None) -> list[S3Object]:

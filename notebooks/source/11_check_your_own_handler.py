@@ -224,9 +224,11 @@ views.schedule_frame(mismatch)
 fig = views.timeline(mismatch.attempts, title=f"broken_handler: {mismatch.verdict}")
 
 # %% [markdown]
-# The first attempt charged, and the answer never came back: an error after the charge. A
-# minute later the retry tried to claim the order, found its own claim, and stood down. The
-# charge stands, the books stay empty, and the failure queue is empty too.
+# The first attempt charged, and the answer never came back: an error after the charge. Lambda
+# retries a minute later at the earliest, and a throttled retry up to six hours later; the check
+# draws the time from that range (the column `t (s)`). The retry tried to claim the order, found
+# its own claim, and stood down. The charge stands, the books stay empty, and the failure queue
+# is empty too.
 
 # %% [markdown]
 # ## A first fix, checked
@@ -619,6 +621,54 @@ print(f"{broke}:\n  dynamodb:PutItem {same['effects']['dynamodb:PutItem']} (clea
 # `ConditionExpression="attribute_not_exists(job_id)"` to the put, and catch
 # `ConditionalCheckFailedException`: a job already started is left alone. A test in this
 # repository checks that version too: it holds.
+
+# %% [markdown]
+# ## A function from a public sample
+#
+# AWS publishes many S3-triggered functions as samples, each with its template. The folder
+# `notebooks/examples/speech_to_text/` holds one written the way the sample
+# `s3-lambda-transcribe-sam` in [aws-samples/serverless-patterns](https://github.com/aws-samples/serverless-patterns)
+# is written: our own code, in its shape. Each audio file uploaded starts an Amazon Transcribe
+# job. Its handler, copied into the scratch folder:
+
+# %%
+shutil.copytree(EXAMPLES / "speech_to_text", SCRATCH / "speech_to_text")
+views.show_text((SCRATCH / "speech_to_text" / "src" / "app.py").read_text(), "python")
+
+# %% [markdown]
+# The check runs it from its template, unchanged. Its effect is the job it starts:
+# `--effect transcribe:StartTranscriptionJob`.
+
+# %%
+import textwrap
+
+code, report = idem_check("--template", "scratch/speech_to_text/template.yaml", "--function",
+                          "SpeechToTextFunction", "--effect", "transcribe:StartTranscriptionJob")
+finding, rest = report.split("\n\n", 1)  # the finding first, then the report as above
+print(f"exit code {code}\n{textwrap.fill(finding, 100)}\n")
+print("\n".join(line for line in rest[:rest.index("  schedule:")].splitlines() if line.startswith("  ")))
+
+# %% [markdown]
+# The breaks have three causes, each a published fact:
+#
+# * **The key is not decoded.** S3 writes the file's name into its event with a space as `+` and
+#   other letters as `%` codes
+#   ([event message structure](https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html)).
+#   The clean run's name needs no decoding, so it passed. The schedules of the family `names`
+#   upload names that do, and `HeadObject` finds no such object. `urllib.parse.unquote_plus(key)`
+#   decodes it.
+# * **Silent losses and mismatches.** The handler catches every exception and returns a 500. Lambda retries an
+#   asynchronous invocation only when the function fails, and a returned 500 is no failure
+#   ([error handling](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
+#   So a failed call loses the upload, and nothing alerts. A second file at the same name in the
+#   same second gets the same job name, which Transcribe refuses: a job name is unique in an account
+#   ([StartTranscriptionJob](https://docs.aws.amazon.com/transcribe/latest/APIReference/API_StartTranscriptionJob.html)).
+#   That file is lost the same way.
+# * **Double effects.** The job name ends with the time. A retry, or a copy of the event a second
+#   later, starts a second job for the same file.
+#
+# The fixes are the ones above: let an error fail the invocation, and name the job after the
+# upload. `tests/public/README.md` lists public samples checked this way, from their own templates.
 
 # %% [markdown]
 # ## Try it

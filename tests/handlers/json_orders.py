@@ -1,7 +1,7 @@
 """Correct for the files it is written for: it charges the order a `.json` file under `incoming/`
 names (amount and customer from the file), keyed by the order, and skips any other file with a log
 line, as a team whose orders land in one folder writes it. Fed the check's default object
-(`checkNNNNN/order 1 \u00fc.json`, no folder `incoming/`) it makes no charge, and the check says what it
+(`checkNNNNN/order-1.json`, no folder `incoming/`) it makes no charge, and the check says what it
 returned and printed (exit 2); fed `--object tests/handlers/orders/A-1001.json=incoming/A-1001.json`
 it holds."""
 import json

@@ -1,6 +1,6 @@
 """Wrong, as many published functions are: it passes the event's key to GetObject as it came. S3's
-event carries the key URL-encoded, so any name with a space or a non-ASCII letter is never found
-(NoSuchKey), and that upload is never charged. Otherwise correct: keyed by the file's order_id."""
+event carries the key URL-encoded, so any name with a space, a '+' or a non-ASCII letter is never
+found (NoSuchKey), and that upload is never charged. Otherwise correct: keyed by the file's order_id."""
 import hashlib
 import json
 import os

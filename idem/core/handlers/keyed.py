@@ -90,12 +90,15 @@ class KeyedLedger:
                  now: Callable[[], float] = time.time) -> None:
         self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
 
-    def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
+    def claim(self, key: str, owner: str, lease_until: float, source: str = "", reference: str = "",
+              metadata: Mapping[str, str] | None = None) -> Claim:
         """Claim the order in one call, or learn who holds it (a duplicate costs one call). A
         claim has no expires_at: an in_progress record may stand for a charge made, so the
-        record never expires; only a lease that ran out lets another invocation take it over."""
+        record never expires; only a lease that ran out lets another invocation take it over.
+        The first claim writes the charge's `reference` and `metadata`; a takeover keeps them."""
         now = self.now()
-        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now)
+        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
+                      reference=reference, metadata=dict(metadata) if metadata else None)
         old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
                        ConditionExpression="attribute_not_exists(pk)", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
@@ -104,14 +107,17 @@ class KeyedLedger:
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
         if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) or existing.status is Status.RELEASED:
-            return self._take_over(existing, owner, lease_until, source)
+            return self._take_over(existing, mine)
         return Claim(won=False, existing=existing)
 
-    def _take_over(self, old: Record, owner: str, lease_until: float, source: str) -> Claim:
+    def _take_over(self, old: Record, new: Record) -> Claim:
         """Take over a claim whose lease ran out, or a record a person released, fenced to what we
-        read, keeping when the order's first attempt began and the payment method chosen then."""
+        read, keeping when the order's first attempt began, the payment method chosen then and the
+        charge's reference and metadata (a record from before they were kept takes ours)."""
+        owner, lease_until = new.owner, new.lease_until
         mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=lease_until,
-                       source=source or old.source, expires_at=0.0)
+                       source=new.source or old.source, expires_at=0.0,
+                       reference=old.reference or new.reference, metadata=old.metadata or new.metadata)
         fence = ("#o = :old AND lease_until = :lease AND #s = :was" if old.status is Status.IN_PROGRESS
                  else "#o = :old AND #s = :was")  # released: its lease was removed with it
         refused = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
@@ -234,7 +240,8 @@ class KeyedCharger:
         ref = ref or self.order_of(upload)
         owner = self.new_owner()
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
-        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source)
+        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source, ref.charge_reference,
+                                  ref.metadata)
         if not claim.won:
             assert claim.existing is not None
             return self._answered(ref, claim.existing)
@@ -304,7 +311,8 @@ class KeyedCharger:
         method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         try:
             charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
-                                          reference=ref.charge_reference, idempotency_key=key, metadata=ref.metadata,
+                                          reference=claimed.reference or ref.charge_reference, idempotency_key=key,
+                                          metadata=claimed.metadata or ref.metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)

@@ -11,7 +11,6 @@ of the file's amount, to the account's linked customer, or the order parked with
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -288,4 +287,3 @@ def test_no_secret_is_ever_logged(fake: FakeStripe, capsys: pytest.CaptureFixtur
     invoke(put("alice/order.json", order()))
     assert "sk_test_FAKE" not in capsys.readouterr().out
     assert fake.secret.endswith("sk_test_FAKE")  # (the SDK did send it, to Stripe alone)
-    assert os.environ["STAGE"] == "test"

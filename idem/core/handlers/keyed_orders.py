@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
 
@@ -132,6 +132,15 @@ class OrderRef:
         included): the order (its order_id; else what the key is made from), bucket and key."""
         return {"order_id": self.order.order_id if self.order else self.source,
                 "bucket": self.upload.bucket, "key": self.upload.key, "idem_account": self.account}
+
+
+def sent_as(ref: OrderRef, kept: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
+    """What the charge says it is for (its reference and metadata): the order's first claim's,
+    `kept` in its record, so that every attempt sends the same bucket and key under the order's
+    key, whatever name the order was sent again under (Stripe compares them); else this upload's."""
+    if not kept:
+        return ref.charge_reference, ref.metadata
+    return f"s3://{kept['bucket']}/{kept['key']}", dict(kept)
 
 
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:

@@ -22,12 +22,12 @@ FILES = sorted(HANDLERS.glob("keyed*.py"))
 #: name -> (pattern in keyed.py or a sibling, its replacement, retries to try, a verdict the check must give)
 CAUGHT = {
     "fresh key per attempt": (
-        "reference=ref.charge_reference, idempotency_key=key,",
-        "reference=ref.charge_reference, idempotency_key=uuid.uuid4().hex,",
+        "reference=reference, idempotency_key=key,",
+        "reference=reference, idempotency_key=uuid.uuid4().hex,",
         (0,), "double_charge"),
     "no key at all": (
-        "reference=ref.charge_reference, idempotency_key=key,",
-        "reference=ref.charge_reference,",
+        "reference=reference, idempotency_key=key,",
+        "reference=reference,",
         (0,), "double_charge"),
     "errors swallowed": (
         "            self.ledger.release(ref.idempotency_key, owner)\n            raise\n",

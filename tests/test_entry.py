@@ -15,7 +15,7 @@ from idem.core.handlers.keyed import KeyedLedger, Upload, identify
 from idem.sim.runtime import LambdaContext
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE = sorted((ROOT / "idem" / "core").rglob("*.py"))
+CORE = sorted(p for p in (ROOT / "idem" / "core").rglob("*.py") if not p.name.startswith("test_"))  # test_keyed.py: tests/test_keyed_shipped.py
 
 
 def make_app(world, mode="keyed", logs=None, provider=None):

@@ -8,7 +8,8 @@ import logging
 
 import pytest
 
-from idem.core.handlers import keyed, keyed_log, keyed_orders
+from idem.core.handlers import keyed, keyed_log
+from idem.core import order_csv
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -123,7 +124,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
     good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
     charge = keyed.KeyedCharger(world.dynamodb, world.provider(),  # a CSV order: one charge per upload
                                 keyed.Settings(world.ledger_table, order_identity="upload", price_per_upload_cents=500),
-                                now=world.clock.now, amount=lambda u: keyed_orders.amount_from_order_file(u, s3))
+                                now=world.clock.now, amount=lambda u: order_csv.amount_from_order_file(u, s3))
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
     with pytest.raises(keyed.NeedsAttention, match="malformed"):
         charge.charge_once(keyed.Upload.of(bad), 30_000)
@@ -135,7 +136,7 @@ def test_a_malformed_order_needs_attention_and_is_never_charged(world):
 def test_the_order_is_read_by_its_version_so_a_retry_reads_the_same_bytes(world):
     first = world.upload("alice/order.csv", b"amount_cents\n100\n")
     world.upload("alice/order.csv", b"amount_cents\n999\n")  # overwritten since: a new version
-    assert keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
+    assert order_csv.amount_from_order_file(keyed.Upload.of(first), world.s3) == 100
 
 
 def test_an_overwritten_unversioned_order_needs_attention():
@@ -143,7 +144,7 @@ def test_an_overwritten_unversioned_order_needs_attention():
         first = world.upload("alice/order.csv", b"amount_cents\n100\n")
         world.upload("alice/order.csv", b"amount_cents\n999\n")
         with pytest.raises(keyed.NeedsAttention, match="gone or was overwritten"):
-            keyed_orders.amount_from_order_file(keyed.Upload.of(first), world.s3)
+            order_csv.amount_from_order_file(keyed.Upload.of(first), world.s3)
 
 
 def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):

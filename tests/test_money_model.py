@@ -11,8 +11,8 @@ examples"): a hypothesis state machine drives random sequences over moto and the
 - P4 every upload that is neither charged-and-booked nor cleanly refused (declined) is parked (its
   invocation fails, a needs_attention record with a reason, the EMF `needs_attention` metric counts
   it), never silently lost;
-- P5 (issue 39, "answers by meaning") no false park (an order sent under two names excepted: a known
-  gap, pinned by a test of its own): an order whose files are all valid and alike,
+- P5 (issue 39, "answers by meaning") no false park: an order whose files are all valid and alike
+  (under one object name or several),
   of a linked account, that met no final answer (a decline, a saved 500), is charged and booked
   once quiet, whatever else failed on the way (a 401 after a key rotation, a 5xx on a read, a lost
   answer, a pruned key, a changed default card).
@@ -458,8 +458,6 @@ class MoneyModel(RuleBasedStateMachine):
                 if order in self.tainted or len({u.terms for u in mine}) > 1 \
                         or any(refusal(u.body, self.linked.get(u.account)) for u in mine):
                     continue
-                if "P5n" not in self.checked and len({u.obj.key for u in mine}) > 1:
-                    continue  # a known gap, pinned below (test_pins_bug_an_order_sent_again_under_another_name...)
                 line = booked.get(order)
                 intent = intents.get(line.charge_id) if line else None
                 why = [f"{u!r}: {type(outcomes[u.n].raised).__name__}: {str(outcomes[u.n].raised)[:300]}"
@@ -583,12 +581,11 @@ def test_replay_a_retry_after_the_default_card_changed_sends_the_same_parameters
            lambda m: m.default_card_changes_to("cus_alice"))  # was P5: idempotency_error, parked with a charge
 
 
-def test_pins_bug_an_order_sent_again_under_another_name_after_a_failed_attempt_is_parked():
-    """A known gap the model found (issue 39 stays open on it): the charge's reference and metadata
-    name the uploaded object, so the same order sent again under another name, after an attempt
-    whose record stayed in_progress, sends other parameters under the order's key; Stripe answers
-    idempotency_error and the order is parked for a person. Never a second charge (P1-P4 hold), but
-    a park no retry can clear. P5 skips such orders; "P5n" judges them, and fails here."""
-    with pytest.raises(AssertionError, match="P5: order"):
-        replay("P5,P5n", lambda m: m.fault_at_aws_call(kind="refused", nth=6), upload(),
-               lambda m: m.upload_again(earlier=last(m), change="same", same_name=False))
+def test_replay_an_order_sent_again_under_another_name_after_a_failed_attempt_is_charged_once():
+    """Found by the model: the first attempt's record stays in_progress (a refused write), and the
+    same order is sent again under another object name. The charge's reference and metadata name the
+    object, so the retry once sent other parameters under the order's key: Stripe's idempotency_error,
+    parked for good. The record now keeps the first claim's reference and metadata, and every
+    attempt sends them: the order is charged and booked once (P5), never twice (P1)."""
+    replay("P1,P4,P5", lambda m: m.fault_at_aws_call(kind="refused", nth=6), upload(),
+           lambda m: m.upload_again(earlier=last(m), change="same", same_name=False))

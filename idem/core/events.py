@@ -37,9 +37,22 @@ import json
 from typing import Any, Mapping
 from urllib.parse import quote_plus
 
-from .handlers.keyed_events import (BUCKET_NAME, ENVELOPES, MAX_FIELD_BYTES, MAX_KEY_BYTES, MAX_LOGGED_SKIPS,
-                             MAX_NESTING, MAX_OBJECT_SIZE, MAX_RECORDS, SUPPORTED_MAJOR_VERSION, EventBatch,
-                             EventError, S3Object, Skipped, is_eventbridge, is_test_event, read_event)
+from .handlers import keyed_event_shapes, keyed_events
+from .handlers.keyed_event_shapes import ENVELOPES, is_eventbridge
+from .handlers.keyed_events import (BUCKET_NAME, MAX_FIELD_BYTES, MAX_KEY_BYTES, MAX_LOGGED_SKIPS, MAX_OBJECT_SIZE,
+                                    MAX_RECORDS, SUPPORTED_MAJOR_VERSION, EventBatch, EventError, S3Object, Skipped,
+                                    is_test_event)
+from .handlers.keyed_settings import CHARGE_EVENTS
+
+
+def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS) -> EventBatch:
+    """The handler's own parser (keyed_events.read_event), with every shape it can read: SNS and
+    EventBridge too (keyed_event_shapes.py), as the handler reads them when that file is copied."""
+    return keyed_events.read_event(event, charge_events, keyed_event_shapes)
+
+#: How deep `load_event` lets JSON nest. An S3 event nests 5 levels (envelopes carry theirs
+#: as text); the local runtime copies events with copy.deepcopy, which recurses.
+MAX_NESTING = 100
 
 __all__ = ["BUCKET_NAME", "ENVELOPES", "MAX_FIELD_BYTES", "MAX_KEY_BYTES", "MAX_LOGGED_SKIPS", "MAX_NESTING",
            "MAX_OBJECT_SIZE", "MAX_RECORDS", "SUPPORTED_MAJOR_VERSION", "EventBatch", "EventError", "S3Object",

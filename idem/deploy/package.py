@@ -30,7 +30,8 @@ def core_files(package_dir: Path = PACKAGE_DIR, demo: bool = False) -> list[Path
     with `demo`, the deploy demo's failure wrapper too."""
     if not (package_dir / CORE / "entry.py").exists():
         raise FileNotFoundError(f"{package_dir} has no {CORE}/entry.py: is this idem's package folder?")
-    found = [package_dir / "__init__.py", *(package_dir / CORE).rglob("*.py")]
+    # (the handler's own tests, idem/core/handlers/test_keyed.py, ship with the copy, not to Lambda)
+    found = [package_dir / "__init__.py", *(p for p in (package_dir / CORE).rglob("*.py") if not p.name.startswith("test_"))]
     if demo:
         found.append(package_dir / DEMO_WRAPPER)
     return sorted(p.relative_to(package_dir.parent) for p in found)

@@ -2,3 +2,14 @@
 
 `idem.core.patterns` names them for the entry point's HANDLER_MODE.
 """
+
+#: The handler to copy: the files a reader copies into a function's folder (keyed.py and its
+#: siblings, which it imports by their plain names; keyed_stripe.py is its Stripe adapter).
+FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_dynamo.py", "keyed_log.py",
+                 "keyed_orders.py", "keyed_provider.py", "keyed_stripe.py")
+#: Optional beside them: the event shapes the stack never sends (SNS, EventBridge); without it,
+#: the handler refuses them as malformed.
+OPTIONAL_FILE = "keyed_event_shapes.py"
+#: The tests that ship with the copy: run in a folder holding only the files above (pytest, boto3,
+#: moto and stripe installed; nothing of idem).
+SHIPPED_TESTS = "test_keyed.py"

@@ -54,7 +54,7 @@ if COPIED:
                               from_item, ours)
     from keyed_log import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import (Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order,
-                              identify, terms_of, who_pays)
+                              identify, sent_as, terms_of, who_pays)
     from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
                                 find_charge, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY as DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership,
@@ -66,8 +66,8 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order, identify, terms_of,
-        who_pays)
+        Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order, identify, sent_as,
+        terms_of, who_pays)
     from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
@@ -90,12 +90,15 @@ class KeyedLedger:
                  now: Callable[[], float] = time.time) -> None:
         self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
 
-    def claim(self, key: str, owner: str, lease_until: float, source: str = "") -> Claim:
+    def claim(self, key: str, owner: str, lease_until: float, source: str = "",
+              metadata: Mapping[str, str] | None = None) -> Claim:
         """Claim the order in one call, or learn who holds it (a duplicate costs one call). A
         claim has no expires_at: an in_progress record may stand for a charge made, so the
-        record never expires; only a lease that ran out lets another invocation take it over."""
+        record never expires; only a lease that ran out lets another invocation take it over.
+        The first claim writes the charge's `metadata` (an order's); a takeover keeps it."""
         now = self.now()
-        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now)
+        mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
+                      metadata=dict(metadata) if metadata else None)
         old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
                        ConditionExpression="attribute_not_exists(pk)", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
@@ -104,14 +107,17 @@ class KeyedLedger:
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
         if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) or existing.status is Status.RELEASED:
-            return self._take_over(existing, owner, lease_until, source)
+            return self._take_over(existing, mine)
         return Claim(won=False, existing=existing)
 
-    def _take_over(self, old: Record, owner: str, lease_until: float, source: str) -> Claim:
+    def _take_over(self, old: Record, new: Record) -> Claim:
         """Take over a claim whose lease ran out, or a record a person released, fenced to what we
-        read, keeping when the order's first attempt began and the payment method chosen then."""
+        read, keeping when the order's first attempt began, the payment method chosen then and the
+        charge's metadata (a record from before it was kept takes ours)."""
+        owner, lease_until = new.owner, new.lease_until
         mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=lease_until,
-                       source=source or old.source, expires_at=0.0)
+                       source=new.source or old.source, expires_at=0.0,
+                       metadata=old.metadata or new.metadata)
         fence = ("#o = :old AND lease_until = :lease AND #s = :was" if old.status is Status.IN_PROGRESS
                  else "#o = :old AND #s = :was")  # released: its lease was removed with it
         refused = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
@@ -234,7 +240,8 @@ class KeyedCharger:
         ref = ref or self.order_of(upload)
         owner = self.new_owner()
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
-        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source)
+        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source,
+                                  ref.metadata if ref.order else None)  # an order may come under two names
         if not claim.won:
             assert claim.existing is not None
             return self._answered(ref, claim.existing)
@@ -302,9 +309,10 @@ class KeyedCharger:
             return self._commit(upload, claimed, str(found.id), int(found.amount), "found", customer, currency)
         claimed = self._method_for(ref, claimed, customer)
         method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
+        reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
         try:
             charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
-                                          reference=ref.charge_reference, idempotency_key=key, metadata=ref.metadata,
+                                          reference=reference, idempotency_key=key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)

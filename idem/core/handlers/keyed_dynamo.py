@@ -79,7 +79,7 @@ class Status(str, Enum):
 
 #: A record's optional attributes, as `Record.from_item` reads them back.
 RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at", "first_attempt_at",
-                 "payment_method", "customer", "currency", "cents")
+                 "payment_method", "customer", "currency", "cents", "metadata")
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,9 @@ class Record:
     customer: str = ""  # on a ledger line: who paid, in what currency, how much
     currency: str = ""
     cents: int = 0
+    # What the charge says it is for (its metadata, which names the uploaded object), written by an
+    # order's first claim (ORDER_IDENTITY=order-id) and kept: every attempt, under any name, sends it.
+    metadata: Any = None
 
     def to_plain(self) -> dict[str, Any]:
         """The record's attributes as stored (none that is empty)."""

@@ -2,6 +2,10 @@
 
 Every record is either an upload, a record that is not ours (logged, skipped), or malformed
 (logged, and the invocation fails after the good ones so the event reaches the failure queue).
+It reads the shapes the stack sends: S3's records, given to the function directly or in SQS
+messages (S3 -> SQS -> Lambda, the production profile), and S3's test event. The shapes the
+stack never sends (SNS messages, EventBridge events) are read by keyed_event_shapes.py when it is
+copied beside this file; without it they are refused as malformed, never guessed at.
 idem.core.events re-exports it: the workbook and the handler read events with the same code.
 Copy it beside keyed.py; it imports only the standard library and keyed_settings.py.
 """
@@ -11,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import ModuleType
 from typing import Any, Iterator, Mapping
 from urllib.parse import unquote_plus
 
@@ -40,13 +45,11 @@ MAX_FIELD_BYTES = 1024
 #: Bucket names: letters, digits, dots, hyphens (and, in old us-east-1 buckets, capitals
 #: and underscores, up to 255 characters); never a `/`, which would blur bucket and key.
 BUCKET_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
-#: How deep `load_event` lets JSON nest. An S3 event nests 5 levels (envelopes carry theirs
-#: as text); the local runtime copies events with copy.deepcopy, which recurses.
-MAX_NESTING = 100
 #: Skipped records logged one by one; the rest are counted in one more line.
 MAX_LOGGED_SKIPS = 20
-#: Envelope event sources: what they are called in a reason, and where the message is.
-ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns.Message")}
+#: What a shape this file does not read is told (keyed_event_shapes.py reads SNS and EventBridge).
+NOT_READ = "this handler reads S3's own events (direct, or in SQS); copy keyed_event_shapes.py to read it"
+#: `shapes`, below: keyed_event_shapes.py as a module when it was copied (keyed_log.py imports it), or None.
 
 
 class EventError(IdemError, ValueError):
@@ -118,15 +121,15 @@ def is_test_event(event: Any) -> bool:
     return isinstance(event, Mapping) and event.get("Event") == "s3:TestEvent"
 
 
-def is_eventbridge(event: Any) -> bool:
+def _is_eventbridge(event: Any) -> bool:
     """An event EventBridge delivers for S3 (`source: aws.s3`), whatever parts it lacks."""
-    return (isinstance(event, Mapping) and event.get("source") == "aws.s3"
-            and ("detail" in event or "detail-type" in event))
+    return isinstance(event, Mapping) and event.get("source") == "aws.s3" and ("detail" in event or "detail-type" in event)
 
 
 # -- reading an event --------------------------------------------------------------------
-def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS) -> EventBatch:
-    """Split an invocation's event into objects to process and records to skip.
+def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS, shapes: ModuleType | None = None) -> EventBatch:
+    """Split an invocation's event into objects to process and records to skip; `shapes` reads
+    SNS and EventBridge (keyed_event_shapes.py), or they are refused.
 
     Raises EventError only when the event as a whole is not an S3 notification; a bad
     record inside a good event is reported in `skipped` so the good ones are not lost.
@@ -136,8 +139,10 @@ def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS) -> Ev
         return EventBatch(test_event=True)
     if not isinstance(event, Mapping):
         raise EventError(f"expected a JSON object, got {_kind(event)}")
-    if is_eventbridge(event):
-        return _collect(((0, leaf) for leaf in [_eventbridge_leaf(event, 0, "EventBridge: ")]), charge_events)
+    if _is_eventbridge(event):
+        if shapes is None:
+            raise EventError(f"an EventBridge event: {NOT_READ}")
+        return _collect(((0, leaf) for leaf in [shapes.eventbridge_leaf(event, 0, "EventBridge: ")]), charge_events)
     records = event.get("Records")
     if records is None:
         keys = ", ".join(sorted(_show(k) for k in list(event)[:20])) or "none"
@@ -148,7 +153,7 @@ def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS) -> Ev
     if not isinstance(records, list):
         raise EventError(f"'Records' must be a list, got {_kind(records)}")
     return _collect(((index, leaf) for index, record in enumerate(records)
-                     for leaf in _record_leaves(record, index, "", envelopes=True)), charge_events)
+                     for leaf in _record_leaves(record, index, "", shapes, envelopes=True)), charge_events)
 
 
 def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]], charge_events: tuple[str, ...]) -> EventBatch:
@@ -173,7 +178,7 @@ def _collect(leaves: Iterator[tuple[int, S3Object | Skipped]], charge_events: tu
     return batch
 
 
-def _record_leaves(record: Any, index: int, where: str, *,
+def _record_leaves(record: Any, index: int, where: str, shapes: ModuleType | None = None, *,
                    envelopes: bool) -> Iterator[S3Object | Skipped]:
     """What one record holds: an object or a skip; for an SNS or SQS envelope, its records."""
     if not isinstance(record, Mapping):
@@ -182,10 +187,10 @@ def _record_leaves(record: Any, index: int, where: str, *,
     source = record.get("eventSource", record.get("EventSource"))  # SNS spells it EventSource
     if source == "aws:s3":
         yield _s3_leaf(record, index, where)
-    elif envelopes and isinstance(source, str) and source in ENVELOPES:
-        yield from _envelope_leaves(record, source, index, where)
+    elif envelopes and source in ("aws:sqs", "aws:sns"):
+        yield from _envelope_leaves(record, str(source), index, where, shapes)
     else:
-        readable = "'aws:s3'" + (", or 'aws:sns' / 'aws:sqs' carrying S3 events" if envelopes else "")
+        readable = "'aws:s3'" + (", or 'aws:sqs' / 'aws:sns' carrying S3 events" if envelopes else "")
         yield Skipped(index, f"{where}eventSource is {_show(source)}, not {readable}", True)
 
 
@@ -215,35 +220,6 @@ def _s3_leaf(record: Mapping[str, Any], index: int, where: str) -> S3Object | Sk
     return _unless_folder_marker(obj, index, where)
 
 
-def _eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Object | Skipped:
-    """EventBridge's `Object Created` event: the same facts, another shape, key not encoded.
-
-    Shape: https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html (only the
-    bucket name and the key are certain to be there; size, etag, version-id and sequencer
-    may be absent).
-    """
-    try:
-        kind = _text(event, "detail-type", required=True)
-        if kind != "Object Created":
-            return Skipped(index, f"{where}{kind!r} ignored (not an object creation)", False)
-        if not isinstance(event.get("detail"), Mapping):
-            raise EventError(f"detail must be a JSON object, got {_kind(event.get('detail'))}")
-        obj = S3Object(
-            bucket=_bucket(event, "detail.bucket.name"),
-            key=_key(_text(event, "detail.object.key", required=True, limit=MAX_KEY_BYTES)),
-            size=_size(event, "detail.object.size", required=False),
-            etag=_text(event, "detail.object.etag"),
-            sequencer=_sequencer(event, "detail.object.sequencer"),
-            version_id=_version(event, "detail.object.version-id"),
-            event_name="ObjectCreated:" + (_text(event, "detail.reason") or "PutObject"),
-            event_time=_text(event, "time"),
-            region=_text(event, "region") or "us-east-1",
-        )
-    except EventError as problem:
-        return Skipped(index, f"{where}{problem}", True)
-    return _unless_folder_marker(obj, index, where)
-
-
 def _unless_folder_marker(obj: S3Object, index: int, where: str) -> S3Object | Skipped:
     """The console's "Create folder" writes a zero-byte object whose key ends in `/`
     (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-folders.html): not an upload."""
@@ -253,16 +229,20 @@ def _unless_folder_marker(obj: S3Object, index: int, where: str) -> S3Object | S
     return obj
 
 
-def _envelope_leaves(record: Mapping[str, Any], source: str, index: int,
-                     where: str) -> Iterator[S3Object | Skipped]:
-    """The S3 records inside an SNS or SQS message; a skip when it holds no S3 event."""
-    label, path = ENVELOPES[source]
+def _envelope_leaves(record: Mapping[str, Any], source: str, index: int, where: str,
+                     shapes: ModuleType | None) -> Iterator[S3Object | Skipped]:
+    """The S3 records inside an SQS message (or, with keyed_event_shapes.py, an SNS message, and
+    an SNS notification or an EventBridge event inside either); a skip when it holds no S3 event."""
+    if source == "aws:sns" and shapes is None:
+        yield Skipped(index, f"{where}an SNS message: {NOT_READ}", True)
+        return
+    label, path = ("SQS message", "body") if source == "aws:sqs" else ("SNS message", "Sns.Message")
     where = f"{where}{label}: "
     try:
-        message = _json_message(record, path)
-        if source == "aws:sqs" and _is_sns_notification(message):  # S3 -> SNS -> SQS
+        message = json_message(record, path)
+        if shapes is not None and source == "aws:sqs" and shapes.is_sns_notification(message):  # S3 -> SNS -> SQS
             where += "SNS notification: "
-            message = _json_message(message, "Message")
+            message = json_message(message, "Message")
     except EventError as problem:
         yield Skipped(index, f"{where}{problem}", True)
         return
@@ -271,8 +251,11 @@ def _envelope_leaves(record: Mapping[str, Any], source: str, index: int,
         return
     if is_test_event(message):
         yield Skipped(index, f"{where}s3:TestEvent ignored", False)
-    elif is_eventbridge(message):
-        yield _eventbridge_leaf(message, index, f"{where}EventBridge: ")
+    elif _is_eventbridge(message):
+        yield (shapes.eventbridge_leaf(message, index, f"{where}EventBridge: ") if shapes is not None
+               else Skipped(index, f"{where}an EventBridge event: {NOT_READ}", True))
+    elif shapes is None and isinstance(message, Mapping) and message.get("Type") == "Notification":
+        yield Skipped(index, f"{where}an SNS notification: {NOT_READ}", True)
     elif not isinstance(message, Mapping) or not isinstance(message.get("Records"), list):
         yield Skipped(index, f"{where}not an S3 event (no 'Records' list)"  # SQS: failed, to the DLQ
                       + ("" if source == "aws:sqs" else ", ignored"), source == "aws:sqs")
@@ -283,7 +266,7 @@ def _envelope_leaves(record: Mapping[str, Any], source: str, index: int,
             yield from _record_leaves(inner, index, f"{where}record {n}: ", envelopes=False)
 
 
-def _json_message(container: Any, path: str) -> Any:
+def json_message(container: Any, path: str) -> Any:
     """The JSON text at `path`, decoded. EventError when it is not text; _Foreign when the
     text is not JSON (a plain-text message cannot be an S3 event)."""
     text = _text(container, path, required=True, limit=None)
@@ -291,11 +274,6 @@ def _json_message(container: Any, path: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         raise _Foreign(f"{path} is not JSON, so not an S3 event") from None
-
-
-def _is_sns_notification(message: Any) -> bool:
-    """SNS's message as SQS receives it (raw message delivery off): `Type: Notification`."""
-    return isinstance(message, Mapping) and message.get("Type") == "Notification" and "Message" in message
 
 
 # -- reading one field -------------------------------------------------------------------

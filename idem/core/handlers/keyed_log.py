@@ -4,6 +4,7 @@ Copy it beside keyed.py; it imports only the standard library and keyed_events.p
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -12,9 +13,20 @@ from typing import Any, Mapping, Protocol
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import EventBatch, EventError, read_event
+    from keyed_settings import CHARGE_EVENTS
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         EventBatch, EventError, read_event)
+    from .keyed_settings import CHARGE_EVENTS  # type: ignore[import-not-found, no-redef, unused-ignore]
+try:  # optional: the event shapes the stack never sends (SNS, EventBridge); without it, refused
+    if COPIED:
+        import keyed_event_shapes as SHAPES  # type: ignore[import-not-found, unused-ignore]
+    else:  # inside idem, where mypy of the copied folder cannot follow a relative `from . import`
+        SHAPES = importlib.import_module(f"{__package__}.keyed_event_shapes")
+except ModuleNotFoundError as missing:
+    if missing.name not in ("keyed_event_shapes", f"{__package__}.keyed_event_shapes"):
+        raise  # the file is there, and needs something missing: say so
+    SHAPES = None  # type: ignore[assignment, unused-ignore]
 
 log = logging.getLogger("keyed")
 
@@ -99,7 +111,8 @@ def log_line(level: int, message: str, request_id: str, upload: Named | None = N
 def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | None = None) -> EventBatch:
     """`read_event`, with a log line for an event it rejects and for every record it skips."""
     try:
-        batch = read_event(event, *([charge_events] if charge_events else []))  # EventError: not an S3 notification at all; Lambda retries it
+        # EventError: not an S3 notification at all; Lambda retries it
+        batch = read_event(event, charge_events or CHARGE_EVENTS, SHAPES)
     except EventError as bad:
         log_line(logging.ERROR, f"event rejected: {bad}", request_id)
         raise

@@ -12,12 +12,10 @@ Copy it beside keyed.py; it imports only the standard library and boto3.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping
 
 from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
 
@@ -33,23 +31,6 @@ else:
 
 #: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
 UNASSIGNED_ACCOUNT = "unassigned"
-
-
-class ObjectRef(Protocol):
-    """The exact upload to read (keyed.Upload has it)."""
-
-    @property
-    def bucket(self) -> str: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def version_id(self) -> str | None: ...
-    @property
-    def etag(self) -> str: ...
-    @property
-    def versioned(self) -> bool: ...
-    @property
-    def reference(self) -> str: ...
 
 
 # -- the order file ----------------------------------------------------------------------------------
@@ -153,6 +134,15 @@ class OrderRef:
                 "bucket": self.upload.bucket, "key": self.upload.key, "idem_account": self.account}
 
 
+def sent_as(ref: OrderRef, kept: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
+    """What the charge says it is for (its reference and metadata): the order's first claim's,
+    `kept` in its record, so that every attempt sends the same bucket and key under the order's
+    key, whatever name the order was sent again under (Stripe compares them); else this upload's."""
+    if not kept:
+        return ref.charge_reference, ref.metadata
+    return f"s3://{kept['bucket']}/{kept['key']}", dict(kept)
+
+
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
     """The order an upload names; when it names none (keyed_orders.read_order), the upload
     itself, with the problem, so that its record holds the reason for a person."""
@@ -184,7 +174,7 @@ def _order_key(recipe: str, source: str) -> str:
     return f"charge#{recipe}#{hashlib.sha256(source.encode('utf-8')).hexdigest()}"
 
 
-def read_exact(upload: ObjectRef, s3: Any, what: str = "the order") -> bytes:
+def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
     """The bytes of this very upload (never a later one at the same name), at most
     ORDER_MAX_BYTES + 1 of them. NeedsAttention when it is gone or was overwritten."""
     if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
@@ -201,7 +191,7 @@ def read_exact(upload: ObjectRef, s3: Any, what: str = "the order") -> bytes:
     return body
 
 
-def read_order(upload: ObjectRef, s3: Any) -> Order:
+def read_order(upload: Upload, s3: Any) -> Order:
     """The order this upload names. NeedsAttention, with the reason, when the file is not a
     JSON object with a usable `order_id` (or holds a wrong amount, currency or customer)."""
     body = read_exact(upload, s3)
@@ -292,27 +282,3 @@ def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Sett
         raise NeedsAttention(f"{ref.source}: charged {stored[0]} already ({stored[1]}, customer {stored[2]}), and "
                              f"this upload of the same order asks {asked[0]} ({asked[1]}, customer {asked[2]}): "
                              "refund or charge the difference by hand (`idem settle`), then close it")
-
-
-# -- an example amount seam: a CSV order with an amount per row -----------------------------------
-def amount_from_order_file(upload: ObjectRef, s3: Any) -> int:
-    """An `amount` that reads the uploaded order: a CSV with an `amount_cents` column, charged
-    as the sum of its rows. It reads the exact upload, by its VersionId (or, unversioned,
-    only if the eTag still matches, IfMatch), so every retry reads the same bytes. The role
-    needs s3:GetObject and s3:GetObjectVersion on the bucket. A malformed order raises
-    NeedsAttention (the upload is held for a person), never a charge of a wrong amount.
-    (With ORDER_IDENTITY=order-id the order file is JSON: `read_order` reads its amount.)"""
-    body = read_exact(upload, s3)
-    try:
-        if len(body) > ORDER_MAX_BYTES:
-            raise ValueError(f"the file is over {ORDER_MAX_BYTES:,} bytes")
-        rows = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
-        if not rows or "amount_cents" not in rows[0]:
-            raise ValueError("no rows with an amount_cents column")
-        cents = [int(row["amount_cents"] or "x") for row in rows]
-        if any(c <= 0 for c in cents):
-            raise ValueError("an amount_cents is zero or negative")
-    except (ValueError, UnicodeDecodeError, csv.Error) as problem:
-        raise NeedsAttention(f"the order {upload.reference} is malformed ({str(problem)[:120]}): "
-                             "fix it and upload it again; nothing was charged") from None
-    return sum(cents)

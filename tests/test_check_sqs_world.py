@@ -149,3 +149,20 @@ def test_pins_bug_without_the_23_hour_rule_a_redrive_or_a_12_hour_visibility_tim
     assert {r.schedule.dimension for r in broken} == {"again", "retry_ends"}
     assert all(r.verdict == "double_charge" for r in broken)
     assert all(r.schedule.timing == timings.HIGH_ENDS for r in broken if r.schedule.dimension == "retry_ends")
+
+
+def test_an_again_schedule_whose_failing_call_was_got_past_inside_each_attempt_says_so():
+    """sqs_retry_helper tries a throttled booking again itself: a throttle on every receive fails no
+    attempt, so nothing reached the dead-letter queue before the redrive, and the report says that
+    rather than "then the dead-letter queue redriven" alone (timed.result_label)."""
+    results = {r.schedule.fault.at: r for r in families("sqs_retry_helper", {"again"}, (0,))
+               if r.schedule.later.how == "redrive"}
+    absorbed = results[Boundary("dynamodb:UpdateItem")]
+    assert not any(a.failed for a in absorbed.attempts) and absorbed.verdict == "exactly_once"
+    assert timed.result_label(absorbed) == (
+        "exception before dynamodb:UpdateItem on arrival 1; no attempt failed (the failing call was tried again "
+        "inside each attempt and answered), so the failure queue held nothing; the dead-letter queue redriven "
+        "to the source queue 1 d 1 s later (past Stripe's 24-hour key window); 0 retries")
+    failed = results[Boundary("provider:charge")]  # the charge call is not tried again: the label as scheduled
+    assert timed.result_label(failed) == failed.schedule.label()
+    assert "then the dead-letter queue redriven to the source queue 1 d 1 s later" in failed.schedule.label()

@@ -863,10 +863,10 @@ class CheckReport:
                 "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,
                 "smallest_break": None if smallest is None else {
-                    "schedule": smallest.schedule.label(), "verdict": smallest.verdict,
+                    "schedule": timed.result_label(smallest), "verdict": smallest.verdict,
                     "effects": smallest.effects, "failure_queue": smallest.dlq,
                     "findings": smallest.findings, "timeline": timeline(smallest, self.baseline)},
-                "results": [{"schedule": r.schedule.label(), "verdict": r.verdict, "effects": r.effects,
+                "results": [{"schedule": timed.result_label(r), "verdict": r.verdict, "effects": r.effects,
                              "failure_queue": r.dlq, "findings": r.findings,
                              **({"same_run_as": r.ran_as.label()} if r.ran_as else {})} for r in self.results]}
 
@@ -879,7 +879,7 @@ def error_json(error: CheckInputError) -> dict[str, Any]:
 
 def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
     """One schedule as a person reads it: each invocation, the boundaries it crossed, the end."""
-    lines = [f"  schedule: {result.schedule.label()}"]
+    lines = [f"  schedule: {timed.result_label(result)}"]
     for a in result.attempts:
         where = f"{'cold' if a.cold else 'warm'} container {a.container}"
         lines.append(f"  t={a.start:>6.0f}s  delivery {a.delivery}, attempt {a.attempt} ({where})")

@@ -103,6 +103,25 @@ class Later:
         return "another account's order with the same order id" + where
 
 
+def result_label(result: Any) -> str:
+    """A result's schedule in words, worded for what happened where the schedule alone cannot say
+    it: an `again` schedule whose failing call was tried again inside each attempt and answered (a
+    throttle the handler's own retry got past, a lost answer the SDK's resend got) failed no attempt
+    before the failure queue was redriven or the order uploaded again, so the report says so rather
+    than let "then the failure queue redriven" read as if something had been in it."""
+    label = result.schedule.label()
+    later = result.schedule.later
+    if later is None or later.kind != "again" or not result.attempts:
+        return label
+    outage = [a for a in result.attempts if a.start < later.seconds]
+    if any(a.failed for a in outage):
+        return label
+    clause = later.label(result.schedule.timing)
+    found = ("no attempt failed (the failing call was tried again inside each attempt and answered), "
+             + ("so the failure queue held nothing; " if later.how == "redrive" else "and ") + clause[len("then "):])
+    return label.replace(clause, found, 1)
+
+
 def _every_resend(boundary: Any) -> int:
     """The run an again-family fault has at `boundary`: every SDK attempt's answer lost after a call."""
     return EVERY if boundary.side is Side.AFTER and boundary.call != END_CALL else 1

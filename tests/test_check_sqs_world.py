@@ -166,3 +166,17 @@ def test_an_again_schedule_whose_failing_call_was_got_past_inside_each_attempt_s
     failed = results[Boundary("provider:charge")]  # the charge call is not tried again: the label as scheduled
     assert timed.result_label(failed) == failed.schedule.label()
     assert "then the dead-letter queue redriven to the source queue 1 d 1 s later" in failed.schedule.label()
+
+
+# -- speed: what the check writes on the operator's side goes straight to moto's backend -----------
+def test_a_customer_link_put_in_the_backend_keeps_the_update_items_condition_and_other_attributes():
+    with LocalWorld(prefix="pib", provider_in_memory=True) as world:  # a check's world (provider in memory)
+        table, key = world.ledger_table, {"pk": {"S": "account#a"}}
+        world.dynamodb.put_item(TableName=table, Item={**key, "note": {"S": "kept"}})
+        world.put_in_backend(table, {**key, "customer": {"S": "cus_1"}}, unless="customer")
+        world.put_in_backend(table, {**key, "customer": {"S": "cus_2"}}, unless="customer")  # linked already
+        assert world.dynamodb.get_item(TableName=table, Key=key)["Item"] == {**key, "note": {"S": "kept"},
+                                                                            "customer": {"S": "cus_1"}}
+        world.upload("zed/order.json", b'{"order_id": "1"}')  # the demo account link, as onboarding makes it
+        linked = world.dynamodb.get_item(TableName=table, Key={"pk": {"S": "account#zed"}})["Item"]
+        assert (linked["customer"], linked["kind"]) == ({"S": "zed"}, {"S": "customer"})

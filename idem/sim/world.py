@@ -305,7 +305,8 @@ class LocalWorld:
         puts an upload: a write on the platform's or an operator's side (a customer linked), not
         the function's, so no request to sign and parse (an UpdateItem through the client cost
         about a third of a check's schedule). `unless`: skipped when the item at its key already
-        has that attribute (the condition attribute_not_exists(unless))."""
+        has that attribute (the condition attribute_not_exists(unless)); else its other attributes
+        are kept, as UpdateItem's SET keeps them."""
         from moto.dynamodb.models import dynamodb_backends  # moto's own state, as table_items reads it
 
         from .atomic import _LOCK  # the lock every write to the backend takes
@@ -313,8 +314,10 @@ class LocalWorld:
         with _LOCK:
             backend = dynamodb_backends[ACCOUNT][REGION]
             found = backend.get_item(table, {"pk": item["pk"]}) if unless else None
-            if found is None or unless not in found.attrs:
+            if found is None:
                 backend.put_item(table, item)
+            elif unless not in found.attrs:
+                backend.put_item(table, {**found.to_json()["Attributes"], **item})
 
     def send_to_queue(self, queue_url: str, body: str) -> None:
         """A message into one of this world's queues: straight into moto's SQS backend in

@@ -92,7 +92,7 @@ class Later:
             return f"SQS delivers each message of the batch again {when}"
         if self.kind == "retry_ends":
             end = "low end (the function's timeout)" if (timing or LOW_ENDS) == LOW_ENDS else "high end (12 h)"
-            return f"the queue's visibility timeout at its range's {end}"
+            return f"the queue's visibility timeout at its range's {end}, unless a template sets it"
         if self.kind == "again":
             what = ("the dead-letter queue redriven to the source queue" if self.how == "redrive"
                     else "the same order uploaded again")

@@ -112,8 +112,12 @@ def test_pins_bug_a_key_by_sqs_message_id_charges_s3s_duplicate_delivery_twice()
     report = check_handler(target("sqs_message_id_key"), retries=(0,), workers=1, trigger="sqs")
     (twice,) = [r for r in report.results if r.schedule.sent_twice]
     assert twice.verdict == "double_charge" and twice.breaks
-    # SQS's own redelivery keeps the id; the uploader's retried PUT is a new message (a new id) too
-    assert all(r.schedule.sent_twice or r.schedule.second == "retried_put" for r in report.broken)
+    # SQS's own redelivery keeps the id; the uploader's retried PUT is a new message (a new id) too.
+    # Past them, only where an order comes back past Stripe's 24-hour key window (a copy days later,
+    # a redrive or the order uploaded again: tests/test_check_sqs_world.py), guarded by Stripe's key alone
+    outside = [r for r in report.broken if r.schedule.dimension not in ("late", "again")]
+    assert all(r.schedule.sent_twice or r.schedule.second == "retried_put" for r in outside)
+    assert all(r.verdict == "double_charge" for r in report.broken if r not in outside)
 
 
 # -- a crash is a kill ---------------------------------------------------------------------------

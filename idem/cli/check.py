@@ -15,7 +15,8 @@ PATTERNS = ("naive", "claim_first", "robust", "keyed")
 #: What can feed the function (`idem.sim.triggers.TRIGGERS`, without importing moto).
 TRIGGERS = ("s3", "sqs", "eventbridge")
 #: What the schedules are, and how many each family adds (`idem.explore.check.DIMENSIONS`).
-SCHEDULES = ("schedules, in four families (the report counts each; under --trigger sqs, faults only): faults, exhaustive: every fault "
+SCHEDULES = ("schedules, in families (the report counts each; under --trigger sqs, the overwrite family is the "
+             "uploader's retried PUT and there is no slow family: docs/reliability.md): faults, exhaustive: every fault "
              "at every boundary x one upload delivered once, twice or as a copy at each boundary x "
              "each retry setting; overwrite: a second upload of the same name, in a versioned and an "
              "unversioned bucket, after the first or while it is at each place a copy can start, no "
@@ -24,7 +25,9 @@ SCHEDULES = ("schedules, in four families (the report counts each; under --trigg
              "setting; runs: one call failing 2, 3 or every time in a row (throttled each time the handler "
              "calls it again, or its answer lost on 2 or every one of the SDK's own attempts: botocore and "
              "Stripe's SDK resend a request whose answer was lost, as the handler's client is configured), "
-             "one delivery, per retry setting")
+             "one delivery, per retry setting; late, retry_ends, again, accounts: each delay drawn from its "
+             "documented range and at both its ends, the same order sent again a day and 3 days later, "
+             "redriven after every attempt failed, another account's order with the same order id")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -75,7 +75,8 @@ from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import accounts, books as books_per_charge, key_decoding, reuse, runs, state as states, timed, timings, triggers, worlds
+from . import (accounts, books as books_per_charge, key_decoding, reuse, runs, sqs_timed, state as states, timed,
+               timings, triggers, worlds)
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -323,13 +324,14 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> l
     PUT: https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html) that
     arrives after the first's message is done, or in the same batch. Judged per order: the
     retried PUT's charges count for the first order (the same name), which must be charged
-    as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then
-    told apart from one keyed by the order (in an unversioned bucket every versionId is "null")."""
-    retries = tuple(retries)
-    least = min(retries)
-    return (fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
-            + [Schedule(None, delivery, None, least, overwrite="versioned", second="retried_put")
-               for delivery in ("single", "same_batch")])
+    as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then told apart
+    from one keyed by the order (in an unversioned bucket every versionId is "null"). Then the runs, and
+    the families of time and accounts as SQS has them (`idem.explore.sqs_timed`)."""
+    retries, least = tuple(retries), min(retries)
+    found = fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
+    found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
+    return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
+        Schedule, retries, fault_places(crossed)[0], copy_places(crossed))
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
@@ -585,11 +587,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             uploads: list[tuple[Any, dict[str, Any], int]] = []
             batch: list[Any] = []
             with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
-                if trigger == "sqs":  # a batch: the checked upload and its neighbour
+                if trigger == "sqs":  # a batch: the checked upload, its neighbour (`again`: the first's retried PUT)
                     batch = [obj] + triggers.neighbours(trigger, world, number, order_body)
-                    # the uploader's retried PUT of the first order: a new version of the same name
                     again = (lambda obj=obj, number=number: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
-                    triggers.deliver_sqs(runtime, world, batch, schedule, again)
+                    batch = sqs_timed.deliver_batch(runtime, world, batch, schedule, again, number, order_body, link)
                 elif schedule.later is not None:
                     uploads = timed.run(runtime, world, obj, schedule, number, trigger, order_body, link)
                 elif schedule.overwrite:
@@ -714,8 +715,8 @@ def _judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[A
     dlq = triggers.failures_by_upload(_drain(world, world.queue_url), uploads)
     # with the uploader's retried PUT, a name's charges are its order's (ORDERS.md)
     verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
-                                             baseline, runtime.provider.declined,
-                                             unit="order" if schedule.overwrite else "upload")
+                                             baseline, runtime.provider.declined, "order" if schedule.overwrite
+                                             or schedule.later else "upload", len(triggers.SQS_BATCH))
     return Result(schedule, counted, sum(dlq), verdict, runtime.attempts, findings)
 
 
@@ -867,10 +868,10 @@ class CheckReport:
                 "verdicts": self.tally(), "breaks": len(self.broken),
                 "holds": self.holds,
                 "smallest_break": None if smallest is None else {
-                    "schedule": smallest.schedule.label(), "verdict": smallest.verdict,
+                    "schedule": timed.result_label(smallest), "verdict": smallest.verdict,
                     "effects": smallest.effects, "failure_queue": smallest.dlq,
                     "findings": smallest.findings, "timeline": timeline(smallest, self.baseline)},
-                "results": [{"schedule": r.schedule.label(), "verdict": r.verdict, "effects": r.effects,
+                "results": [{"schedule": timed.result_label(r), "verdict": r.verdict, "effects": r.effects,
                              "failure_queue": r.dlq, "findings": r.findings,
                              **({"same_run_as": r.ran_as.label()} if r.ran_as else {})} for r in self.results]}
 
@@ -883,7 +884,7 @@ def error_json(error: CheckInputError) -> dict[str, Any]:
 
 def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
     """One schedule as a person reads it: each invocation, the boundaries it crossed, the end."""
-    lines = [f"  schedule: {result.schedule.label()}"]
+    lines = [f"  schedule: {timed.result_label(result)}"]
     for a in result.attempts:
         where = f"{'cold' if a.cold else 'warm'} container {a.container}"
         lines.append(f"  t={a.start:>6.0f}s  delivery {a.delivery}, attempt {a.attempt} ({where})")

@@ -59,9 +59,12 @@ class Later:
     kind: str  # one of DIMENSIONS
     seconds: float = 0.0  # late, again: when (0 with a timing: the copy's point in its range)
     why: str = ""  # what that time is, in words
-    how: str = ""  # again: redrive or upload; accounts: after or concurrent
+    how: str = ""  # again: redrive or upload; accounts: after, concurrent or (sqs) same_batch
+    sqs: bool = False  # a schedule of --trigger sqs (idem.explore.sqs_timed): worded for its queue
 
     def label(self, timing: Timing | None, copy_at: Any = None) -> str:
+        if self.sqs:
+            return self._sqs_label(timing, copy_at)
         if self.kind == "late" and self.how == "upload":
             return f"the same order uploaded again {seconds(self.seconds)} after the first ({self.why})"
         if self.kind == "late":
@@ -77,6 +80,46 @@ class Later:
             return f"then {what} {seconds(self.seconds)} later ({self.why})"
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
+
+
+    def _sqs_label(self, timing: Timing | None, copy_at: Any) -> str:
+        """The same families under --trigger sqs, in the queue's words (idem.explore.sqs_timed)."""
+        if self.kind == "late" and self.how == "upload":
+            return f"the same order uploaded again {seconds(self.seconds)} after the first ({self.why}), a new message"
+        if self.kind == "late":
+            when = (f"{seconds(self.seconds)} later ({self.why})" if self.seconds
+                    else f"at its range's {self.why}")
+            return f"SQS delivers each message of the batch again {when}"
+        if self.kind == "retry_ends":
+            end = "low end (the function's timeout)" if (timing or LOW_ENDS) == LOW_ENDS else "high end (12 h)"
+            return f"the queue's visibility timeout at its range's {end}, unless a template sets it"
+        if self.kind == "again":
+            what = ("the dead-letter queue redriven to the source queue" if self.how == "redrive"
+                    else "the same order uploaded again")
+            return f"then {what} {seconds(self.seconds)} later ({self.why})"
+        where = {"after": ", its message after the batch is done",
+                 "same_batch": ", its message in the same batch as the first's"}.get(
+            self.how, f", received while the first is {copy_at}")
+        return "another account's order with the same order id" + where
+
+
+def result_label(result: Any) -> str:
+    """A result's schedule in words, worded for what happened where the schedule alone cannot say
+    it: an `again` schedule whose failing call was tried again inside each attempt and answered (a
+    throttle the handler's own retry got past, a lost answer the SDK's resend got) failed no attempt
+    before the failure queue was redriven or the order uploaded again, so the report says so rather
+    than let "then the failure queue redriven" read as if something had been in it."""
+    label = result.schedule.label()
+    later = result.schedule.later
+    if later is None or later.kind != "again" or not result.attempts:
+        return label
+    outage = [a for a in result.attempts if a.start < later.seconds]
+    if any(a.failed for a in outage):
+        return label
+    clause = later.label(result.schedule.timing)
+    found = ("no attempt failed (the failing call was tried again inside each attempt and answered), "
+             + ("so the failure queue held nothing; " if later.how == "redrive" else "and ") + clause[len("then "):])
+    return label.replace(clause, found, 1)
 
 
 def _every_resend(boundary: Any) -> int:

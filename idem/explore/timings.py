@@ -20,6 +20,9 @@ each range's two ends are schedules of their own (`idem.explore.timed`):
   (the same page), but a retry that is throttled or meets a system error goes back to the queue and
   is tried "for up to 6 hours": from the documented wait to what is left of the event's maximum age.
 
+- under --trigger sqs, the queue's visibility timeout (from the function's timeout to 12 h) and SQS's
+  copy of a message (up to a minute plus the queue's retention period): `idem.explore.sqs_timed`.
+
 The check's clock starts at CHECK_START, 2025-12-31 23:58:00 UTC: a retry or a copy two minutes later
 is on another day (and year), so a key with the date in it meets the next day. Delays are drawn on a
 log scale (seconds and hours are both reached). A draw is a fraction of its range (0 its low end, 1
@@ -107,6 +110,37 @@ def retry_delay(timing: Timing | None, max_event_age: float) -> RetryDelay:
     def delay(attempt: int, age: float) -> float:
         return between(*retry_range(attempt, age, max_event_age), u[attempt - 1])
     return delay
+
+
+# -- under --trigger sqs (idem.explore.sqs_timed: the pages behind these numbers) ---------------
+#: SQS's longest visibility timeout, 12 h
+#: (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ChangeMessageVisibility.html)
+VISIBILITY_MAX = 43_200.0
+#: SQS's default message retention period, 4 days (60 s to 14 days:
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html)
+RETENTION_DEFAULT = 345_600.0
+#: the function's timeout the check's runtime uses when no template gives one (LocalLambda's); Lambda
+#: refuses a queue whose visibility timeout is shorter (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html)
+FUNCTION_TIMEOUT = 30.0
+
+
+def visibility_range(timeout: float = FUNCTION_TIMEOUT) -> tuple[float, float]:
+    """The visibility timeouts a queue feeding a function of `timeout` seconds can have."""
+    return timeout, max(timeout, VISIBILITY_MAX)
+
+
+def visibility_timeout(timing: Timing | None, timeout: float = FUNCTION_TIMEOUT) -> float:
+    """The visibility timeout of a schedule whose timing is `timing` (None: the low end)."""
+    return between(*visibility_range(timeout), (timing or LOW_ENDS).retries[0])
+
+
+def sqs_copy_range(retention: float = RETENTION_DEFAULT) -> tuple[float, float]:
+    """When SQS's copy of a message can be received, in seconds after the first upload."""
+    return 0.0, S3_LAG + retention
+
+
+def sqs_copy_delay(timing: Timing | None, retention: float = RETENTION_DEFAULT) -> float:
+    return between(*sqs_copy_range(retention), (timing or LOW_ENDS).copy)
 
 
 def seconds(value: float) -> str:

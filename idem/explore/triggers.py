@@ -23,7 +23,8 @@ from typing import Any, Callable, Sequence
 from ..core.events import S3Object, encode_key
 from ..sim.runtime import LocalLambda
 from ..sim.world import pk_text
-from ..sim.triggers import TRIGGERS, VISIBILITY_TIMEOUT, SqsFedLambda, SqsMapping, eventbridge_event
+from ..sim.triggers import TRIGGERS, SqsFedLambda, SqsMapping, eventbridge_event
+from .timings import seconds, visibility_range, visibility_timeout
 from .verdicts import BOOKS, BREAKS, MONEY, Verdict, judge_upload
 
 #: The SQS schedules' batch: the checked upload and a neighbour, one message each (file names in
@@ -51,9 +52,10 @@ def describe(trigger: str, deployed: Any = None) -> str:
     if trigger == "sqs" and deployed is not None:
         return f"trigger: sqs (a batch of {len(SQS_BATCH)} messages, then the dead-letter queue)"
     if trigger == "sqs":
+        low, high = visibility_range()
         return (f"trigger: sqs (a batch of {len(SQS_BATCH)} messages, BatchSize 10, ReportBatchItemFailures on, "
-                f"visibility timeout {VISIBILITY_TIMEOUT:.0f} s, maxReceiveCount = retries + 1, "
-                "then the dead-letter queue)")
+                f"visibility timeout drawn from {seconds(low)} (the function's timeout) to {seconds(high)}, "
+                "maxReceiveCount = retries + 1, then the dead-letter queue)")
     if trigger == "eventbridge":
         return "trigger: eventbridge (S3 Object Created events, invoked asynchronously)"
     return "trigger: s3 (S3 event notifications, invoked asynchronously)"
@@ -64,11 +66,18 @@ def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, pr
     """The local Lambda fed by an SQS event source mapping whose maxReceiveCount is retries + 1,
     or, with `deployed` (`idem.explore.deployed.Deployed`), the template's mapping and queue.
     `seed`: its request ids (LocalLambda)."""
+    timing = getattr(schedule, "timing", None)
     if deployed is not None:
-        return SqsFedLambda(world, env, mapping=deployed.sqs_mapping(schedule.retries), fault=schedule.fault,
+        mapping = (deployed.sqs_mapping(schedule.retries) if deployed.queue  # the template's queue, as deployed
+                   else SqsMapping(visibility_timeout=visibility_timeout(timing, float(deployed.timeout)),
+                                   max_receive_count=schedule.retries + 1))
+        return SqsFedLambda(world, env, mapping=mapping, fault=schedule.fault,
                             retries=schedule.retries, handler=handler, provider_factory=provider_factory,
                             seed=seed, **deployed.runtime_options())
-    return SqsFedLambda(world, env, mapping=SqsMapping(max_receive_count=schedule.retries + 1),
+    # the visibility timeout drawn from its range, each end a schedule of its own (idem.explore.sqs_timed)
+    visibility = visibility_timeout(timing)
+    return SqsFedLambda(world, env, mapping=SqsMapping(visibility_timeout=visibility,
+                                                       max_receive_count=schedule.retries + 1),
                         fault=schedule.fault, retries=schedule.retries, handler=handler,
                         provider_factory=provider_factory, seed=seed)
 
@@ -136,11 +145,12 @@ def key_forms(key: str) -> tuple[str, ...]:
 
 
 def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any,
-                again: Callable[[], S3Object] | None = None) -> None:
+                again: Callable[[], S3Object] | None = None) -> list[S3Object]:
     """Each upload's S3 event as one message of the source queue, with the schedule's copies, and
-    runs them all. `again` (a schedule with `overwrite`): makes the second upload of the first
-    name, whose event S3 sends as one more message: in the same batch (`same_batch`), or 5 s
-    after the first batch's messages are done."""
+    runs them all; returns the uploads to judge. `again` (a schedule with `overwrite`): makes the
+    second upload of the first name, whose event S3 sends as one more message: in the same batch
+    (`same_batch`), or 5 s after the first batch's messages are done. (The families of time and
+    accounts: `idem.explore.sqs_timed.deliver`.)"""
     for obj in uploads:
         runtime.send_message(json.dumps(event_for("s3", world, obj)))
     if again is not None and schedule.delivery == "same_batch":
@@ -158,6 +168,7 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
         world.clock.advance(5.0)
         runtime.send_message(json.dumps(event_for("s3", world, again())))
         runtime.run()
+    return list(uploads)
 
 
 # -- judging a batch: each upload's money where it landed ------------------------------------------
@@ -222,11 +233,13 @@ def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3O
 
 def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges: int, lines: list[int],
                 unowned_lines: int, dlq: list[int], effects: dict[str, int], baseline: dict[str, int],
-                declined: list[str], unit: str = "upload") -> tuple[str, list[str]]:
+                declined: list[str], unit: str = "upload", clean_uploads: int = 0) -> tuple[str, list[str]]:
     """The batch's verdict: each upload judged on its own money (and books, where each line names
     its charge), named effects and unattributed books for the batch; the worst verdict wins.
-    `unit` "order": a name's counts are its order's (the uploader's retried PUT of it included)."""
-    n = len(uploads)
+    `unit` "order": a name's counts are its order's (the uploader's retried PUT of it included).
+    `clean_uploads`: how many uploads the clean run's batch had (another account's order adds one
+    upload to a schedule's batch, which must get what one upload of the clean run got)."""
+    n = clean_uploads or len(uploads)
     if not baseline:  # the clean run: only say what cannot be attributed
         wrong = []
         if unowned_charges or len(set(charges)) > 1:
@@ -243,7 +256,7 @@ def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges
         was_declined = any(_owner(ref, uploads) == i for ref in declined)
         verdict, wrong = judge_upload(counted, wanted, dlq[i], declined=was_declined)
         verdicts.append(verdict)
-        findings += [f"{obj.key.rsplit('/', 1)[-1]}: {w.replace('the upload', f'the {unit}').replace('one upload', f'one {unit}')}"
+        findings += [f"{_shown(obj, uploads)}: {w.replace('the upload', f'the {unit}').replace('one upload', f'one {unit}')}"
                      for w in wrong]
     if unowned_charges:
         verdicts.append(Verdict.DOUBLE_CHARGE.value)
@@ -264,6 +277,13 @@ def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges
                         (Verdict.NEEDS_ATTENTION if alerted else Verdict.SILENT_MISMATCH).value)
     worst = min(verdicts, key=SEVERITY.index)
     return worst, findings
+
+
+def _shown(obj: S3Object, uploads: Sequence[S3Object]) -> str:
+    """An upload's file name in a finding, or its whole key where another account's upload has
+    the same file name (`idem.explore.sqs_timed`'s accounts family)."""
+    name = obj.key.rsplit("/", 1)[-1]
+    return obj.key if sum(o.key.rsplit("/", 1)[-1] == name for o in {o.key: o for o in uploads}.values()) > 1 else name
 
 
 def breaks(verdict: str) -> bool:

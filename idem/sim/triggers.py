@@ -163,6 +163,12 @@ class SqsFedLambda(LocalLambda):
         self.messages += copies
         self._poll(only=copies)
 
+    def receive_now(self, body: str) -> None:
+        """A new message, sent and received at once by another of the mapping's pollers (a batch
+        of its own), while the invocation that reached this boundary is still running."""
+        self.send_message(body)
+        self._poll(only=[self.messages[-1]])
+
     # -- the mapping's side ----------------------------------------------------------------------
     def run(self) -> list[Attempt]:
         with on_clock(self.clock) if not self.wired else _Still() as move:

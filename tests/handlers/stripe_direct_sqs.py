@@ -1,10 +1,15 @@
 """Correct: an SQS-fed handler (S3 -> SQS -> Lambda, ReportBatchItemFailures on) that calls Stripe's
-SDK directly, keyed by the order the file names (docs/one_charge_per_order.md). A decline (402,
-`stripe.CardError`) is a final answer for that order: it is logged and not retried, and the other
-messages of the batch go on. Must HOLD under --trigger sqs, the provider's decline included."""
+SDK directly, keyed by the account and the order the file names (docs/one_charge_per_order.md). It
+claims the order first, keeping its first attempt's time, so an order booked (or declined) is skipped
+however late SQS delivers it again, and one first attempted over 23 hours ago and never booked is
+left to a person (Stripe may prune a key "at least 24 hours old": https://docs.stripe.com/idempotency).
+A decline (402, `stripe.CardError`) is a final answer for that order: it is noted and not retried,
+and the other messages of the batch go on. Must HOLD under --trigger sqs, the provider's decline
+included, in every family (tests/test_check_sqs_world.py has the families)."""
 import hashlib
 import json
 import os
+import time
 from urllib.parse import unquote_plus
 
 import boto3
@@ -13,6 +18,7 @@ from botocore.exceptions import ClientError
 
 stripe.api_key = os.environ.get("STRIPE_API_KEY", "sk_test_from_the_environment")
 TABLE = os.environ["LEDGER_TABLE"]
+KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours
 
 
 def lambda_handler(event, context):
@@ -33,7 +39,20 @@ def charge_once(dynamodb, s3, record):
     name = unquote_plus(obj["key"])
     read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
     order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
-    key = f"{bucket}/order/{order['order_id']}"
+    key, now = f"{bucket}/{name.split('/', 1)[0]}/order/{order['order_id']}", time.time()  # account and order
+    try:  # claim the order first, keeping its first attempt's time
+        dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "first_attempt_at": {"N": str(now)}},
+                          ConditionExpression="attribute_not_exists(pk)",
+                          ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        item = error.response.get("Item", {})
+        if "charge_id" in item or "declined" in item:
+            return  # booked or declined already: a redelivery, however late
+        if now - float(item["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+            raise RuntimeError(f"{key}: first attempted over 23 h ago and never booked; "
+                               "Stripe may have pruned its key: a person must look") from None
     try:
         intent = stripe.PaymentIntent.create(
             amount=500, currency="usd", payment_method="pm_card_visa", confirm=True,
@@ -41,10 +60,14 @@ def charge_once(dynamodb, s3, record):
             idempotency_key=hashlib.sha256(key.encode()).hexdigest())
     except stripe.CardError as error:
         print(f"{key} declined: {error.code}")  # final: retrying would get the same answer
+        dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": key}}, UpdateExpression="SET declined = :d",
+                             ExpressionAttributeValues={":d": {"S": str(error.code)}})
         return
     try:
-        dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": intent.id}},
-                          ConditionExpression="attribute_not_exists(pk)")
+        dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": key}}, UpdateExpression="SET charge_id = :c",
+                             ConditionExpression="attribute_not_exists(charge_id) OR charge_id = :c",
+                             ExpressionAttributeValues={":c": {"S": intent.id}})
     except ClientError as error:
-        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-            raise  # booked already (a redelivery) is fine; anything else fails the message
+        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            raise RuntimeError(f"{key}: booked with another charge than {intent.id}") from None
+        raise

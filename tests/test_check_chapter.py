@@ -202,3 +202,22 @@ def test_the_explorer_offers_the_smallest_breaks_and_follows_the_handler(given, 
     assert replay.result is smallest_first(given)[-1]
     missing = views.HandlerChoices({"gone": f"{folder}/nowhere.py:lambda_handler"}, patterns=False)
     assert "no file" in views.run_replay(missing, "gone").problem
+
+
+def test_a_double_charge_only_past_the_key_window_is_explained_by_the_window_not_by_a_missing_key():
+    """A handler whose key is made from the order breaks only where the order comes again a day
+    later (families late and again): telling it to "pass an idempotency key" would be a wrong
+    sentence. The explanation names Stripe's 24-hour window; one break elsewhere keeps the general
+    reason."""
+    from types import SimpleNamespace as NS
+
+    def report(*dimensions: str):
+        broken = [NS(verdict="double_charge", schedule=NS(dimension=d, label=lambda d=d: f"a {d} schedule"))
+                  for d in dimensions]
+        return NS(holds=False, broken=broken, results=broken * 3, tally=lambda: {"double_charge": len(broken)},
+                  smallest=lambda verdict: broken[0])
+
+    late_only = views.explain_breaks(report("late", "again"))
+    assert "24 hours" in late_only and "pass it an idempotency key" not in late_only
+    anywhere = views.explain_breaks(report("faults", "late"))
+    assert "pass it an idempotency key" in anywhere and "24 hours" not in anywhere

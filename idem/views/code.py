@@ -126,6 +126,14 @@ BREAK_REASONS = {
     "silent_loss": "no money moved and nothing alerts. A claim taken before the work stands down forever: "
                    "the retry finds it and skips work that never happened.",
 }
+#: The families that send an order again a day or more later (idem.explore.timed, sqs_timed).
+DAYS_LATER_FAMILIES = ("late", "again")
+#: A double charge seen only there: the key is right, and Stripe has forgotten it.
+PAST_KEY_WINDOW_REASON = (
+    "the order came again a day or more later and was charged again. Stripe keeps an idempotency "
+    "key for 24 hours, so the key alone guards one day: keep each order's first attempt, with its "
+    "time, in your own table, and look an order older than about 23 hours up at Stripe before "
+    "charging it, or leave it to a person.")
 
 
 def explain_breaks(report: Any) -> str:
@@ -139,7 +147,11 @@ def explain_breaks(report: Any) -> str:
         if verdict not in BREAK_REASONS:
             continue
         smallest = report.smallest(verdict)
-        reason = f"- {verdict} ({n}): {BREAK_REASONS[verdict]}"
+        why = BREAK_REASONS[verdict]
+        if verdict == "double_charge" and all(r.schedule.dimension in DAYS_LATER_FAMILIES
+                                              for r in report.broken if r.verdict == verdict):
+            why = PAST_KEY_WINDOW_REASON
+        reason = f"- {verdict} ({n}): {why}"
         lines += [textwrap.fill(reason, WIDTH, subsequent_indent="  "),
                   f"  smallest: {smallest.schedule.label()}"]
     return "\n".join(lines)

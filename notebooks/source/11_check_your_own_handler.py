@@ -431,9 +431,13 @@ raises = check_handler("sqs_raises:lambda_handler", trigger="sqs", retries=(1,),
 print(views.explain_breaks(raises))
 
 # %% [markdown]
-# The first handler holds. A message that failed comes back alone, and its key replays any charge
-# it made. The key is made from the order, so the retried PUT's message replays it too; a key
-# made from the upload (`?versionId=`) would charge that order twice. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
+# The first handler survives every fault and every copy within a day. A message that failed
+# comes back alone, and its key replays any charge it made. The key is made from the order, so
+# the retried PUT's message replays it too; a key made from the upload (`?versionId=`) would charge
+# that order twice. It breaks only where the order comes again a day or more later: a message
+# moved back from the dead-letter queue, or the same order uploaded again. Its key is right, but
+# Stripe has forgotten it after 24 hours, the key window. *Try it*, below, meets the same break
+# on S3 and fixes it. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
 # than 25 puts, or two puts of one key, in one call
 # ([BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)). The second has no key, and any error fails the whole batch. The batch comes back a
 # visibility timeout later, and the uploads it had charged are charged again. The check reads the

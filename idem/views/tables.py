@@ -148,8 +148,9 @@ TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_a
                    "expiration": 1, "in_progress_expiration": 1000}
 
 
-def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFrame:
-    """Items read back from a table, long keys shortened so they fit on screen.
+def items_frame(items: Iterable[dict[str, Any]], width: int = 30, hide: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Items read back from a table, long keys shortened so they fit on screen; the attributes
+    named in `hide` left out (a record's charge `metadata`, say, when the lesson is elsewhere).
 
     Times are stored as epoch seconds (what DynamoDB's TTL needs); they are shown here as
     seconds on the virtual clock, `t=600`, so they can be read against the timelines.
@@ -157,7 +158,7 @@ def items_frame(items: Iterable[dict[str, Any]], width: int = 30) -> pd.DataFram
     rows = []
     for item in items:
         row = {k: _on_the_clock(v, TIME_ATTRIBUTES[k]) if k in TIME_ATTRIBUTES else _shorten(v, width)
-               for k, v in item.items()}
+               for k, v in item.items() if k not in hide}
         rows.append(row)
     frame = Whole(rows, dtype=object).fillna("")
     first = [c for c in ("pk", "status") if c in frame.columns]

@@ -401,7 +401,7 @@ fig = views.lease_timelines(short, long)
 views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
 
 # %%
-views.items_frame(long.items).T
+views.items_frame(long.items, hide=("metadata",)).T  # the charge's metadata: shown above
 
 # %% [markdown]
 # Nothing is lost. The record is `in_progress` past its lease, and the auditor in chapter 07
@@ -475,7 +475,7 @@ views.rows_frame(money.key_age_table(money.key_age_rows()))
 # is one column, one attribute per row:
 
 # %%
-views.items_frame(world.ledger().items()).T
+views.items_frame(world.ledger().items(), hide=("metadata",)).T
 
 # %% [markdown]
 # Notice what the order's record holds:

@@ -15,7 +15,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_mypy_strict_passes_on_the_core():
-    result = run("mypy", "--strict", "idem/core")
+    # the handler's shipped tests are checked where they run, in an empty folder beside the copied
+    # files (tests/test_keyed_shipped.py): here their imports of the copied names do not resolve
+    result = run("mypy", "--strict", "--exclude", r"idem/core/handlers/test_keyed\.py$", "idem/core")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
 

@@ -1,12 +1,17 @@
 # The Ledger That Charged Twice: build, open, test.
 # `make lab` opens the workbook; `make test` runs the whole test suite. Both build .venv first.
 SHELL := /bin/bash
-# Binder runs Python 3.11 (environment.yml), so .venv uses it too when it is there.
-PYTHON ?= $(shell command -v python3.11 || echo python3)
+comma := ,
+# One Python for the suite, Binder (environment.yml) and the functions (template.yaml's Runtime):
+# tests/test_project.py holds them to this line. PYTHON=/path/to/python3.13 names one by hand.
+PYTHON_VERSION := 3.13
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell tools/find_python.sh $(PYTHON_VERSION) 2>/dev/null)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
 CONSTRAINTS := requirements/constraints.txt
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(PYTHON_VERSION)-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_NOTEBOOKS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 # `make lab PORT=8899 LAB_ARGS="--no-browser"`: the port and any other JupyterLab options.
@@ -20,8 +25,12 @@ install: $(STAMP)
 
 # What Binder installs (the workbook extra's closure) at the pinned versions; the rest floats.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
-		{ echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version)); set PYTHON=python3.11"; exit 1; }
+	@[ -n "$(PYTHON)" ] || { tools/find_python.sh $(PYTHON_VERSION); exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_VERSION))))' || \
+		{ echo "Python $(PYTHON_VERSION) is needed (found $$($(PYTHON) --version)): the suite, Binder and Lambda run it"; exit 1; }
+	@# A .venv of another Python (an older clone's) is built anew, not patched.
+	@[ ! -x $(PY) ] || $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_VERSION))))' || \
+		{ echo "$(VENV) runs $$($(PY) --version): building it anew on $(PYTHON_VERSION)"; rm -rf $(VENV); }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev]'
 	rm -f $(VENV)/.installed-* && touch $@

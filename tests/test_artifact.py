@@ -4,9 +4,10 @@
   the version the suite ran (requirements/constraints.txt), for Lambda's runtime and platform.
 - It is reproducible, its SHA-256 is recorded beside it, and a zip that is not the tested one is
   refused; the deploy template points every function at that zip, which `sam deploy` uploads as is.
-- It runs under the runtime's Python (template.yaml: python3.12) while this suite runs on another
-  (3.11, Binder's and the shared venv's): every module of the zip compiles with 3.12's warnings as
-  errors and imports from the zip, and Stripe's SDK verifies a signed event and refuses a forged one.
+- It runs under the runtime's Python (template.yaml: python3.13), the one this suite and Binder run
+  (one version: tests/test_project.py), in a process of its own with nothing but the zip on its path:
+  every module compiles with warnings as errors and imports from the zip, and Stripe's SDK verifies a
+  signed event and refuses a forged one.
 
 In CI, IDEM_ARTIFACT=DIR names the artifact the deploy jobs will ship (built with --pip): these
 tests then judge that one, and IDEM_REQUIRE_RUNTIME_PYTHON=1 makes a missing runtime Python a
@@ -14,13 +15,13 @@ failure rather than a skip.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 import zipfile
 from importlib import metadata
@@ -47,11 +48,11 @@ def built(tmp_path_factory) -> Path:
 
 
 def _runtime_python() -> str | None:
-    """An interpreter of the runtime's version: IDEM_RUNTIME_PYTHON, python3.12 on PATH, or pyenv's."""
+    """An interpreter of the runtime's version: IDEM_RUNTIME_PYTHON, this suite's own, or
+    tools/find_python.sh's (PATH, then pyenv's builds)."""
     version = artifact.runtime_version()
-    candidates = [os.environ.get("IDEM_RUNTIME_PYTHON", ""), shutil.which(f"python{version}") or ""]
-    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    candidates += sorted(glob.glob(f"{pyenv}/versions/{version}*/bin/python{version}"))
+    found = subprocess.run([str(ROOT / "tools" / "find_python.sh"), version], capture_output=True, text=True)
+    candidates = [os.environ.get("IDEM_RUNTIME_PYTHON", ""), sys.executable, found.stdout.strip()]
     for candidate in filter(None, candidates):
         probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                                capture_output=True, text=True)
@@ -110,7 +111,7 @@ def test_the_deploy_template_points_every_function_at_the_zip_and_changes_nothin
 
 def test_the_vendored_sdk_is_the_version_this_suite_ran_for_lambdas_runtime_and_platform(built):
     command = artifact.pip_command(Path("vendor"))
-    assert command[command.index("--python-version") + 1] == artifact.runtime_version() == "3.12"
+    assert command[command.index("--python-version") + 1] == artifact.runtime_version() == "3.13"
     assert command[command.index("--platform") + 1] == "manylinux2014_aarch64"
     assert tp.load()["Resources"][tp.FUNCTION]["Properties"]["Architectures"] == ["arm64"]
     assert "--only-binary=:all:" in command and command[command.index("-c") + 1] == str(artifact.CONSTRAINTS)
@@ -228,17 +229,29 @@ def test_sam_uploads_the_tested_zip_unchanged_for_every_function(built, server, 
     assert hashlib.sha256(body).hexdigest() == artifact.verify(built)
 
 
-def test_ci_runs_the_suite_on_binders_python_and_requires_the_runtimes_for_the_artifact():
-    """The suite's Python (Binder's, environment.yml) and the functions' differ (3.11, 3.12): CI has both,
-    the suite on the first, and a missing runtime Python fails the artifact's test instead of skipping it."""
+def test_the_suite_binder_ci_and_the_functions_run_one_python():
+    """One version everywhere: the Makefile's PYTHON_VERSION is the Python running this suite, Binder's
+    (environment.yml), every function's Runtime, the type checker's and the linter's target, and
+    every setup-python in CI's workflows; a missing runtime Python fails the artifact's test in CI."""
     from samtranslator.yaml_helper import yaml_parse
 
     from test_project import Environment
 
+    (version,) = re.findall(r"^PYTHON_VERSION := (\d+\.\d+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert "%d.%d" % sys.version_info[:2] == version
+    assert Environment.read().python == version
+    assert artifact.runtime() == f"python{version}"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'python_version = "{version}"' in pyproject
+    assert f'target-version = "py{version.replace(".", "")}"' in pyproject
+    assert f'requires-python = ">={version}"' in pyproject
+    assert f"--python-version {version}" in (ROOT / "function" / "Makefile").read_text()
+    for workflow in ("ci.yml", "deploy.yml"):
+        jobs = yaml_parse((ROOT / ".github/workflows" / workflow).read_text())["jobs"].values()
+        setups = [s for job in jobs for s in job["steps"] if "setup-python" in s.get("uses", "")]
+        assert setups and {str(s["with"]["python-version"]).strip() for s in setups} == {version}, workflow
     (job,) = yaml_parse((ROOT / ".github/workflows/ci.yml").read_text())["jobs"].values()
-    (setup,) = [s for s in job["steps"] if "setup-python" in s.get("uses", "")]
-    versions = setup["with"]["python-version"].split()
-    assert versions[-1] == Environment.read().python  # the default `python`: the suite's and Binder's
-    assert artifact.runtime_version() in versions
     (run,) = [s for s in job["steps"] if s.get("run") == "bash .ci/run"]
     assert run["env"]["IDEM_REQUIRE_RUNTIME_PYTHON"] == "1"
+    action = yaml_parse((ROOT / "action.yml").read_text())
+    assert action["inputs"]["python-version"]["default"] == version

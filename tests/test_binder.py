@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -68,15 +67,15 @@ def clean_env(venv: Path) -> dict[str, str]:
 
 
 def interpreter(version: str) -> Path:
-    """`python3.X` for environment.yml's `python=3.X`; skipped (failed under CI) when missing."""
-    found = shutil.which(f"python{version}")
-    if found is None:
-        why = (f"environment.yml asks for Python {version}; no python{version} on PATH "
-               f"(Debian: apt-get install python{version} python{version}-venv)")
+    """A Python X.Y for environment.yml's `python=X.Y` (tools/find_python.sh: PATH, then pyenv's
+    builds); skipped (failed under CI) when there is none."""
+    found = subprocess.run([str(ROOT / "tools" / "find_python.sh"), version], capture_output=True, text=True)
+    if found.returncode != 0:
+        why = f"environment.yml asks for Python {version}: {found.stderr.strip()}"
         if os.environ.get("IDEM_REQUIRE_BINDER_TEST"):
             pytest.fail(why)
         pytest.skip(why)
-    return Path(found)
+    return Path(found.stdout.strip())
 
 
 @pytest.fixture(scope="module")

@@ -183,6 +183,7 @@ ALARMS = {
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible", "ReconcileFailureQueue"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage", "ReconcileFailureQueue"),
     ("AWS/Lambda", "Errors", "WebhookFunction"), ("AWS/Lambda", "Throttles", "WebhookFunction"),
+    ("Idem", "WebhookSignatureRefused", "WebhookFunction"),
 }
 #: The declined share of charge attempts above which DeclinedAlarm fires (a rate, not one decline),
 #: and the pending share above which PendingAlarm does (the webhook settles each pending charge).
@@ -420,6 +421,6 @@ def test_the_readme_states_the_costs_the_code_computes():
     upload = sum(usd for _, usd in prices.per_million_uploads())
     assert f"${rest:.2f} a month at rest" in readme
     assert f"${upload:.2f} per million uploads" in readme
-    words = {8: "eight", 16: "sixteen", 18: "eighteen"}
+    words = {8: "eight", 16: "sixteen", 18: "eighteen", 19: "nineteen"}
     assert f"the {words[prices.Usage().alarms]} alarms" in readme
     assert len(tp.resources_of_type(tp.load(), "AWS::CloudWatch::Alarm")) == prices.Usage().alarms

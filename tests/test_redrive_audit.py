@@ -116,3 +116,25 @@ def test_without_a_reason_nothing_is_sent_and_nothing_recorded(stack):
     code, _, err = _redrive(world, "--function", FUNCTION, "--yes")
     assert code == 2 and "--reason is required" in one_error_line(err)
     assert invoked == [] and _waiting(world) == 3 and audits(world) == []
+
+
+def test_without_yes_a_redrive_shows_what_it_would_send_and_sends_nothing(stack):
+    """No --yes and no terminal (a pipe, a script): the plan is printed, nothing is sent or recorded."""
+    world, invoked = stack
+    code, out, err = _redrive(world, "--function", FUNCTION, "--reason", "PAGE-9")
+    assert (code, err) == (0, "")
+    assert f"would redrive: to {FUNCTION}: about 3 event(s) waiting" in out and "nothing was changed" in out
+    assert invoked == [] and _waiting(world) == 3 and audits(world) == []
+
+
+@pytest.mark.parametrize("answer, sent", [("no", 0), ("yes", 3)])
+def test_at_a_terminal_a_redrive_asks_and_only_a_yes_sends(stack, monkeypatch, answer, sent):
+    world, invoked = stack
+    asked: list[str] = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or answer)
+    code, out, err = _redrive(world, "--function", FUNCTION, "--reason", "PAGE-10")
+    assert (code, err) == (0, "") and asked == ["do it? type yes: "]
+    assert f"would redrive: to {FUNCTION}: about 3 event(s) waiting" in out
+    assert len(invoked) == sent and _waiting(world) == 3 - sent
+    assert [a["outcome"] for a in audits(world)] == ([] if sent == 0 else ["started", "done: 3 event(s) sent"])

@@ -215,7 +215,7 @@ def test_chapter_09s_alarms_each_have_something_to_do_and_their_real_trigger():
     assert set(ship.ALARM_TODO) == set(prod)  # a new alarm in the template needs its row here
     rows = {row["alarm"]: row for row in ship.alarm_rows("prod")}
     assert set(rows) == set(prod) and all(row["family"] in ship.ALARM_FAMILIES for row in rows.values())
-    demo_has_none = {"UploadQueueAgeAlarm", "WebhookErrorsAlarm", "WebhookThrottlesAlarm"}  # prod's resources
+    demo_has_none = {"UploadQueueAgeAlarm", "WebhookErrorsAlarm", "WebhookThrottlesAlarm", "WebhookSignatureAlarm"}  # prod's resources
     assert {row["alarm"] for row in ship.alarm_rows("demo")} == set(prod) - demo_has_none
     assert rows["FailureQueueAgeAlarm"]["fires on"] == "oldest > 1 day"
     assert rows["UploadQueueAgeAlarm"]["fires on"] == "oldest > 15 min"

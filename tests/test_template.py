@@ -186,10 +186,10 @@ def test_the_production_artifact_vendors_stripes_sdk():
     makefile = (ROOT / "function/Makefile").read_text()
     pinned = re.search(r'"(stripe[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
     assert f"STRIPE_REQUIREMENT := {pinned}" in makefile
-    assert "--platform manylinux2014_aarch64" in makefile and "--python-version 3.12" in makefile
+    assert "--platform manylinux2014_aarch64" in makefile and "--python-version 3.13" in makefile
     assert '-c "$(ROOT)/requirements/constraints.txt"' in makefile  # the SDK version the suite ran, as the artifact
     fn = tp.load()["Resources"][tp.FUNCTION]["Properties"]
-    assert (fn["Runtime"], fn["Architectures"]) == ("python3.12", ["arm64"])
+    assert (fn["Runtime"], fn["Architectures"]) == ("python3.13", ["arm64"])
 
 
 def _make_dry_run(function: str, tmp_path: Path) -> subprocess.CompletedProcess:

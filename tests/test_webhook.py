@@ -183,3 +183,52 @@ def test_the_template_gives_stripe_a_url_and_the_function_only_the_keys_it_write
     assert ledger["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["event#*", "charge#*", "refund#*", "dispute#*"]
     demo = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), {"Profile": "demo"}), {"Profile": "demo"})
     assert not [n for n in demo["Resources"] if n.startswith("Webhook")]  # the demo has no Stripe
+
+
+def _emf_lines(out: str) -> list[dict[str, Any]]:
+    return [line for line in map(json.loads, filter(None, out.splitlines())) if "_aws" in line]
+
+
+@pytest.mark.parametrize("forge, counted", [("other secret", 1), ("too old", 1), ("no header", 0)])
+def test_a_signed_request_the_secret_does_not_verify_is_counted_for_the_signing_secret_alarm(books, capsys, forge, counted):
+    """A wrong or rotated signing secret refuses every real event (Stripe retries, then disables the
+    endpoint): each refused request that carries a Stripe-Signature header is one EMF count the
+    template's WebhookSignatureAlarm reads. A request with no signature at all (a scanner) is not."""
+    event = intent_event("evt_s", "payment_intent.succeeded")
+    request = {"other secret": lambda: signed(event, secret="whsec_rotated"),
+               "too old": lambda: signed(event, at=int(time.time()) - 3600)}.get(forge, lambda: signed(event))()
+    if forge == "no header":
+        request["headers"] = {}
+    assert webhook.receive(request, SECRET, books, function_name="idem-prod-webhook")["statusCode"] == 400
+    documents = _emf_lines(capsys.readouterr().out)
+    if not counted:
+        assert documents == []
+        return
+    (document,) = documents
+    (directive,) = document["_aws"]["CloudWatchMetrics"]
+    assert (directive["Namespace"], directive["Dimensions"]) == ("Idem", [["FunctionName"]])
+    assert directive["Metrics"] == [{"Name": "WebhookSignatureRefused", "Unit": "Count"}]
+    assert (document["FunctionName"], document["WebhookSignatureRefused"]) == ("idem-prod-webhook", 1)
+
+
+def test_the_signing_secret_alarm_reads_the_webhooks_count():
+    from idem.deploy import template as tp
+
+    given = {"AlarmEmail": "ops@example.com"}
+    prod = tp.resolve(tp.translate(tp.with_code(tp.load(), "b", "k"), given), given)
+    alarm = prod["Resources"]["WebhookSignatureAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("Idem", "WebhookSignatureRefused", "Sum")
+    assert tp.ref_name(alarm["Dimensions"][0]["Value"]) == "WebhookFunction"
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_a_rotated_signing_secret_is_read_again_before_an_event_is_refused(books, capsys):
+    """The endpoint's secret rolled in Stripe and in SSM while a container holds the old one: the
+    event is verified under the secret read again, booked, and nothing is counted as refused."""
+    put(books, status="pending", charge_id="pi_1", cents=500)
+    reads: list[str] = []
+    request = signed(intent_event("evt_r", "payment_intent.succeeded"), secret="whsec_rolled")
+    response = webhook.receive(request, SECRET, books, function_name="f",
+                               reread=lambda: reads.append("ssm") or "whsec_rolled")
+    assert response["statusCode"] == 200 and reads == ["ssm"] and record(books)["status"] == "done"
+    assert _emf_lines(capsys.readouterr().out) == []

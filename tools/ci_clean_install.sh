@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
-PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+# The Makefile's PYTHON_VERSION: the one Python of the suite, Binder and the functions.
+PYTHON="${PYTHON:-$(tools/find_python.sh "$(sed -n 's/^PYTHON_VERSION := //p' Makefile)")}"
 work="$(mktemp -d /tmp/idem-clean-install.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 

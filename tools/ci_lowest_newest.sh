@@ -7,7 +7,8 @@
 #   tools/ci_lowest_newest.sh lowest-direct
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+# The Makefile's PYTHON_VERSION: the one Python of the suite, Binder and the functions.
+PYTHON="${PYTHON:-$(tools/find_python.sh "$(sed -n 's/^PYTHON_VERSION := //p' Makefile)")}"
 RESOLUTIONS=("${@:-lowest-direct}")
 [ "$#" -gt 0 ] || RESOLUTIONS=(lowest-direct highest)
 # The check's own tests, without the Powertools handler (Powertools is the workbook's, not the check's).

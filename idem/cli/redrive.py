@@ -1,6 +1,7 @@
-"""`python -m idem redrive`: re-send what sits in the failure queue. On a real queue: only with
---yes and --reason; it says how many events it sends, and records who sent them (STS) and why in the
-function's ledger: an `audit#...` item when it starts (none sent yet) and one when it ends (`done: N
+"""`python -m idem redrive`: re-send what sits in the failure queue. On a real queue it first shows
+what it would send (how many events, to which function) and asks at a terminal; without a terminal
+it only shows it, and `--yes` acts without asking (scripts). Acting needs --reason; it records who
+sent the events (STS) and why in the function's ledger: an `audit#...` item when it starts (none sent yet) and one when it ends (`done: N
 event(s) sent`, or `failed after N event(s) sent: ...`). A function with no LEDGER_TABLE is refused
 before anything is sent: a redrive nobody can trace does not start."""
 from __future__ import annotations
@@ -26,9 +27,10 @@ def configure(parser: Any) -> None:
     parser.add_argument("--region", help="with --queue-url: the queue's region (default: your AWS config)")
     parser.add_argument("--profile", help="with --queue-url: a named profile from your AWS config")
     parser.add_argument("--yes", action="store_true",
-                        help="with --queue-url: go ahead and invoke the real function")
-    parser.add_argument("--reason", default="", help="with --queue-url --yes: why (a ticket, an alarm), recorded "
-                        "in the function's ledger with who ran the command")
+                        help="with --queue-url: send without asking (scripts); without it the command shows what "
+                             "it would send and asks at a terminal, and only shows it elsewhere")
+    parser.add_argument("--reason", default="", help="with --queue-url: why (a ticket, an alarm), recorded "
+                        "in the function's ledger with who ran the command; required to send")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -52,29 +54,28 @@ def run(args: Any) -> int:
 
 
 def _real(args: Any) -> int:
-    """A deployed stack's failure queue into its function: real AWS, only with --yes and --reason.
+    """A deployed stack's failure queue into its function: real AWS. The plan first; sending needs a
+    "yes" at a terminal or --yes, and --reason.
     Who sent what, and why, goes into the function's ledger (LEDGER_TABLE) whatever becomes of it:
     a function with no ledger to record in is refused before anything is sent."""
     # boto3 and the deploy helpers: loaded when the command runs, not for --help
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from ..core.runbook import Plan, record_audit
+    from ..core.runbook import Plan, RunbookError, record_audit
     from ..deploy.connect import CLIENTS, MustFix, open_session
+    from .settle import confirmed
     from ..deploy.errors import DeployError, explain
     from ..explore import redrive
 
     if not (args.queue_url and args.function):
         return fail("--queue-url and --function go together: the queue to empty, the function to send to")
     try:
-        session = open_session(args.region, args.yes, args.profile,
-                               what="--queue-url re-sends real events to a real function, which charges")
+        # reading the queue and the function needs no --yes: only sending does (the plan says what)
+        session = open_session(args.region, True, args.profile)
     except MustFix as problem:
         return fail(str(problem))
     except DeployError as problem:
         return _trouble(str(problem))
-    if args.yes and not args.reason.strip():
-        return fail("--reason is required with --yes (a ticket or an alarm): it is recorded in the function's "
-                    "ledger with who ran the command; nothing was sent")
     try:
         sqs, lambda_client = session.client("sqs", config=CLIENTS), session.client("lambda", config=CLIENTS)
         env = lambda_client.get_function_configuration(FunctionName=args.function).get("Environment", {})
@@ -84,11 +85,16 @@ def _real(args: Any) -> int:
                         "what and why; nothing was sent (redrive into the stack's charge function)")
         waiting = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
         about = waiting["Attributes"]["ApproximateNumberOfMessages"]
-        print(f"redriving about {about} event(s) from {args.queue_url} to {args.function} "
-              "(keyed looks each order up before it charges again)")
-        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])
-        plan = Plan(f"queue {args.queue_url.rsplit('/', 1)[-1]}", "redrive",
+        plan = Plan(f"queue {args.queue_url.rsplit('/', 1)[-1]}", "redrive" if int(about) else "nothing",
                     f"to {args.function}: about {about} event(s) waiting")
+        try:
+            go = confirmed(args, plan)
+        except RunbookError as problem:
+            return fail(str(problem).replace("nothing was changed", "nothing was sent"))
+        if not go:
+            print(json.dumps({"redriven": 0, "waiting": int(about)}) if args.json else plan.render(False))
+            return 0
+        who = str(session.client("sts", config=CLIENTS).get_caller_identity()["Arn"])
         # who redrove what, and why, beside the books (never overwritten); a failure half-way is
         # recorded too, with how many were sent: each sent event is gone from the queue, so a rerun
         # sends only the rest

@@ -51,7 +51,7 @@ def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str, who: 
     return 0
 
 
-def confirmed(args: Any, plan: Any, ask: Callable[[str], str] = input) -> bool:
+def confirmed(args: Any, plan: Any, ask: Callable[[str], str] | None = None) -> bool:
     """Whether to act: --yes, or a person's "yes" at a terminal after seeing the plan. Acting
     needs --reason (RunbookError otherwise: nothing is done)."""
     from ..core.runbook import RunbookError
@@ -66,7 +66,7 @@ def confirmed(args: Any, plan: Any, ask: Callable[[str], str] = input) -> bool:
     if args.yes:
         return True
     print(plan.render(False).split("\ndry run:")[0])
-    return ask("do it? type yes: ").strip().lower() == "yes"
+    return (ask or input)("do it? type yes: ").strip().lower() == "yes"
 
 
 def act_and_record(dynamodb: Any, table: str, command: str, plan: Any, who: str, why: str,

@@ -68,7 +68,8 @@ class Plan:
     def render(self, done: bool = False) -> str:
         verb = {"book": "booked" if done else "would book", "release": "released" if done else "would release",
                 "book refund": "booked" if done else "would book",
-                "refund": "refunded" if done else "would refund", "nothing": "nothing to do"}[self.action]
+                "refund": "refunded" if done else "would refund", "nothing": "nothing to do",
+                "redrive": "redriven" if done else "would redrive"}[self.action]
         lines = [f"{self.subject}: {verb}{' ' if self.action == 'refund' else ': '}{self.because}"]
         lines += [f"also charged for this order: {o.id} ({o.cents} {o.currency}): python -m idem refund --charge {o.id}"
                   for o in self.others]

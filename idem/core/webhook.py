@@ -24,7 +24,7 @@ import base64
 import json
 import os
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import boto3
 import stripe
@@ -154,16 +154,40 @@ class Books:
                                          "reason": str(dispute.get("reason", "")), "opened_at": self.now()})}}
 
 
-def receive(request: Mapping[str, Any], secret: str, books: Books) -> dict[str, Any]:
-    """One function URL request: verify, then handle once."""
+def refused_signature_metric(function_name: str, now: float) -> dict[str, Any]:
+    """One refused Stripe-Signature, as a CloudWatch Embedded Metric Format document (printed, one
+    line): template.yaml's WebhookSignatureAlarm sums them. A wrong or rotated signing secret refuses
+    every real event, and Stripe stops sending to an endpoint that keeps failing
+    (https://docs.stripe.com/webhooks#retries): the books would fall behind in silence.
+    EMF: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html"""
+    return {"_aws": {"Timestamp": int(now * 1000), "CloudWatchMetrics": [{
+                "Namespace": "Idem", "Dimensions": [["FunctionName"]],
+                "Metrics": [{"Name": "WebhookSignatureRefused", "Unit": "Count"}]}]},
+            "FunctionName": function_name, "WebhookSignatureRefused": 1}
+
+
+def receive(request: Mapping[str, Any], secret: str, books: Books, function_name: str = "",
+            reread: Callable[[], str] | None = None) -> dict[str, Any]:
+    """One function URL request: verify, then handle once. A signature the cached secret refuses is
+    tried once more under the secret read again (`reread`: a secret rotated since the container
+    started); still refused, it is counted (refused_signature_metric). A request with no signature at
+    all (a scanner) is only logged."""
     body = str(request.get("body") or "")
     if request.get("isBase64Encoded"):
         body = base64.b64decode(body).decode("utf-8")
     headers = {str(k).lower(): str(v) for k, v in (request.get("headers") or {}).items()}
     try:
-        event = verified(body, headers.get("stripe-signature", ""), secret)
+        try:
+            event = verified(body, headers.get("stripe-signature", ""), secret)
+        except ValueError:
+            fresh = reread() if reread and headers.get("stripe-signature") else secret
+            if fresh == secret:
+                raise
+            event = verified(body, headers.get("stripe-signature", ""), fresh)
     except ValueError as refused:
         print(json.dumps({"level": "WARNING", "message": f"webhook refused: {refused}"}))
+        if headers.get("stripe-signature"):
+            print(json.dumps(refused_signature_metric(function_name, books.now())))
         return answer(400, str(refused))
     try:
         outcome = books.handle(event)
@@ -178,10 +202,16 @@ _secret: str | None = None
 
 
 def lambda_handler(request: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """What Lambda calls: the endpoint's signing secret from SSM (read once per container)."""
+    """What Lambda calls: the endpoint's signing secret from SSM (read once per container, and again
+    when it refuses a signature: a secret rotated in Stripe and SSM is taken without a redeploy)."""
     global _secret
-    if _secret is None:
+
+    def read() -> str:
+        global _secret
         ssm = boto3.client("ssm")
-        _secret = ssm.get_parameter(Name=os.environ["WEBHOOK_SECRET_PARAMETER"], WithDecryption=True)["Parameter"]["Value"]
+        _secret = str(ssm.get_parameter(Name=os.environ["WEBHOOK_SECRET_PARAMETER"], WithDecryption=True)["Parameter"]["Value"])
+        return _secret
+
     books = Books(boto3.client("dynamodb"), os.environ["LEDGER_TABLE"], os.environ.get("STACK_NAME", ""))
-    return receive(request, _secret, books)
+    return receive(request, _secret or read(), books, function_name=str(getattr(context, "function_name", "")),
+                   reread=read)

@@ -45,7 +45,7 @@ class ArtifactError(Exception):
 
 
 def runtime() -> str:
-    """The functions' Lambda runtime, as template.yaml names it (python3.12): one for all of them."""
+    """The functions' Lambda runtime, as template.yaml names it (python3.13): one for all of them."""
     from . import template as tp
 
     runtimes = {r["Properties"]["Runtime"] for r in tp.load()["Resources"].values()
@@ -57,7 +57,7 @@ def runtime() -> str:
 
 
 def runtime_version() -> str:
-    """`3.12` for python3.12."""
+    """`3.13` for python3.13."""
     return runtime().removeprefix("python")
 
 

@@ -63,7 +63,7 @@ class Usage:
     traced_share: float = 1.0  # an upper bound: every upload traced (sampling lowers it)
     reconcile_runs_per_month: float = HOURS_PER_MONTH  # every 60 minutes
     reconcile_seconds: float = 2.0
-    alarms: int = 18  # template.yaml's alarms (prod)
+    alarms: int = 19  # template.yaml's alarms (prod)
     ledger_gb: float = 1.0  # the books' size, for point-in-time recovery
 
 

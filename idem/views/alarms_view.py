@@ -30,6 +30,7 @@ ALARM_TODO = {
     "ReconcileFailureQueueAgeAlarm": "aws lambda invoke, then aws sqs purge-queue",
     "WebhookErrorsAlarm": "read why (sam logs); Stripe retries 3 days",
     "WebhookThrottlesAlarm": "retried: aws lambda get-function-concurrency",
+    "WebhookSignatureAlarm": "signing secret? compare; sam logs if it matches",
 }
 #: The alarms' families, in the order the chapter shows them.
 ALARM_FAMILIES = ("charge function", "queues", "payments", "webhook", "reconciliation")

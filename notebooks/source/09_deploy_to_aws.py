@@ -158,7 +158,7 @@ views.show_text(stack_tour.resource("ChargeFunction", keep=("FunctionName", "Han
 #   ([rate limits](https://docs.stripe.com/rate-limits)); the next chapter sizes the cap.
 # * In production each order becomes one PaymentIntent (chapter 06), first in Stripe's
 #   **test mode**, which moves no real money.
-# * The runtime is Python 3.12 on arm64 (the tests here run 3.11): test yours on 3.12.
+# * The runtime is Python 3.13 on arm64, the version these chapters and their tests run.
 #
 # The trigger is the bucket's. Versioning gives each upload its own `versionId` (chapter 03). The
 # bucket's `NotificationConfiguration` names the events that are orders, and where each goes: to

@@ -194,18 +194,20 @@ print(views.ship.alarms_text())
 # %% [markdown]
 # ## The runbook, in commands
 #
-# Three commands answer the alarms. Each takes `--region`, and changes nothing without `--yes`:
+# Three commands answer the alarms. Each takes `--region`:
 #
-# * `python -m idem redrive --queue-url URL --function NAME --region R --yes` sends each event of a
+# * `python -m idem redrive --queue-url URL --function NAME --region R` sends each event of a
 #   failure queue back to the function, as it was. The order's key, or keyed's look-up for an event
-#   older than Stripe's key window, keeps it from charging twice. Without `--yes` it refuses to start.
+#   older than Stripe's key window, keeps it from charging twice.
 # * `python -m idem settle --key KEY --stack S` looks an order's charge up at Stripe by its
 #   idempotency key. Then it books the charge in the ledger, or releases the record for a retry.
 #   `--charge pi_...` finds the order from a PaymentIntent's metadata instead.
 # * `python -m idem refund --charge pi_... --stack S` refunds one charge, usually an order's second.
 #   It sends its own idempotency key, and books the refund in the ledger.
 #
-# Without `--yes`, `settle` and `refund` print what they would do: a dry run.
+# Each shows what it would do and asks `do it? type yes:` at a terminal; `--yes` skips the question,
+# for scripts. Anywhere else, without `--yes`, it only prints the plan: a dry run. Acting needs a
+# `--reason`, which the ledger keeps beside who ran it.
 #
 # Two outcomes are Stripe's answer, not a fault. A decline is final for its key: the handler
 # records it with its decline code, counts it in the `declined` metric, and never retries the card.

@@ -15,12 +15,12 @@ from typing import Any, Iterator, Mapping
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import (EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of,
-                              sequencer_of, size_of, unless_folder_marker, version_of)
+                              sequencer_of, size_of, unless_folder_marker, _version)
     from keyed_events import message_leaves as s3_message_leaves
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of, sequencer_of, size_of,
-        unless_folder_marker, version_of)
+        unless_folder_marker, _version)
     from .keyed_events import message_leaves as s3_message_leaves  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 #: Envelope event sources: what they are called in a reason, and where the message is.
@@ -95,7 +95,7 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
             size=size_of(event, "detail.object.size", required=False),
             etag=_text(event, "detail.object.etag"),
             sequencer=sequencer_of(event, "detail.object.sequencer"),
-            version_id=version_of(event, "detail.object.version-id"),
+            version_id=_version(event, "detail.object.version-id"),
             event_name="ObjectCreated:" + (_text(event, "detail.reason") or "PutObject"),
             event_time=_text(event, "time"),
             region=_text(event, "region") or "us-east-1",

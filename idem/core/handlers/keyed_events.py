@@ -201,7 +201,7 @@ def s3_leaf(record: Mapping[str, Any], index: int, where: str) -> S3Object | Ski
                        key=key_of(unquote_plus(_text(record, "s3.object.key", required=True, limit=3 * MAX_KEY_BYTES))),
                        size=size_of(record, "s3.object.size", required=True), etag=_text(record, "s3.object.eTag"),
                        sequencer=sequencer_of(record, "s3.object.sequencer"),
-                       version_id=version_of(record, "s3.object.versionId"), event_name=name,
+                       version_id=_version(record, "s3.object.versionId"), event_name=name,
                        event_time=_text(record, "eventTime"), region=_text(record, "awsRegion") or "us-east-1")
     except EventError as problem:
         return Skipped(index, f"{where}{problem}", True)
@@ -291,7 +291,7 @@ def size_of(container: Any, path: str, *, required: bool) -> int:
     return value or 0
 
 
-def version_of(container: Any, path: str) -> str | None:
+def _version(container: Any, path: str) -> str | None:
     """A version id; None when absent, null or S3's "null" (versioning off or suspended)."""
     value = _text(container, path)
     return None if value in ("", "null") else value

@@ -63,15 +63,12 @@ class Upload:
     @property
     def source(self) -> str:
         """What an upload's key is made from: its version id; unversioned, its eTag and sequencer."""
-        if self.versioned:
-            return f"{self.bucket}/{self.key}#{self.version_id}"
-        return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"
+        return f"{self.bucket}/{self.key}#" + (str(self.version_id) if self.versioned else f"{self.etag}#{self.sequencer}")
 
     @property
     def idempotency_key(self) -> str:
         """This upload's key (ORDER_IDENTITY=upload), the same on every copy and retry of its event."""
-        recipe = "version" if self.versioned else "content"
-        return f"charge#{recipe}#{hashlib.sha256(self.source.encode('utf-8')).hexdigest()}"
+        return _order_key("version" if self.versioned else "content", self.source)
 
     @property
     def account(self) -> str:

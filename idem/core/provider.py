@@ -37,7 +37,7 @@ from typing import Any, Mapping, Protocol
 from botocore.exceptions import ClientError
 
 from .clock import Clock
-from .handlers.keyed import DAY
+from .handlers.keyed_settings import DAY
 from .dynamo import cancelled_by_condition, from_item, to_item, values
 from .errors import (CardDeclined, IdempotencyKeyReused, KeyInFlight, ProviderError, ProviderFailed,
                      ProviderUnavailable)

@@ -1,40 +1,16 @@
 """The keyed scribe: charge a customer once per ORDER, however often S3, Lambda and the uploader repeat it.
 
-This is the handler to copy: the protocol a reader studies (the claim, the charge with the key,
-the fenced commit, the handler), with its siblings beside it, imported by their plain names when
-copied (`if COPIED:`): keyed_orders.py (which order an upload is: ORDER_IDENTITY), keyed_events.py
-(the event parser), keyed_settings.py (settings, lifetimes, bounded clients), keyed_provider.py
-(what a provider's answer means; Stripe's client), keyed_log.py, keyed_dynamo.py, and
-keyed_stripe.py (Stripe's SDK; a restricted key needs PaymentIntents write and read, Customers
-read). Copy the folder's keyed*.py files into your function's folder, create the table from
-template.yaml (`LedgerTable`: partition key `pk`, TTL on `expires_at`, the `by_account` index),
-link each account to its Stripe customer (`idem customers link`), set LEDGER_TABLE,
-STRIPE_SECRET_PARAMETER and STAGE (README.md lists the rest).
-
-What it promises about money is docs/money_contract.md. Each order goes through three steps:
-1. Claim. One conditional put writes an `in_progress` record under the order's key (the account
-   and the order id) with a lease that ends at this invocation's deadline, and no expiry: it may
-   stand for a charge made. If the put fails, DynamoDB returns the record in the same call:
-   `done` means a duplicate (a retried PUT of the same order; one asking another amount,
-   currency or customer is parked), so return the stored result; a live lease means another
-   invocation is at work, so raise and let Lambda retry; a lease that ran out is taken over,
-   keeping when the order's first attempt began and the payment method chosen then.
-2. Charge the account's linked customer (the customer mapping, never the file), the file's
-   amount within the settings, with the order's key as the provider's idempotency key. If an
-   earlier attempt charged and died before its commit, the provider replays that charge; once
-   the key's first attempt is 23 h old (or the event past 24 h) the charge is searched for by
-   its key first, and with no answer from the search the order is parked, never charged blind.
-3. Commit, in one write, only if this invocation still owns the claim (the fence token): the
-   claim becomes the ledger line (`done`, account, amount, charge id). A write re-sent after its
-   answer was lost finds its own result: a success. A zombie cannot commit over a new owner.
-
-What the provider answers decides what happens next (keyed_provider.meaning_of, by Stripe's
-error `type` and `code`): a decline is final (`declined`); a rate limit, a lock, a key in flight
-or a lost connection is retried (the lease released); a refused secret key (401) is read again
-on the retry and counted (`auth_failed`); an idempotency_error, a saved 500 or an
-invalid request needs a person (`needs_attention`, and the event goes on to the failure queue);
-a PaymentIntent in `processing` is `pending`. Each upload logs one JSON line and each
-invocation prints one CloudWatch Embedded Metric Format document counting the outcomes.
+The handler to copy: the claim, the charge with the order's key, the fenced commit and the
+handler. Its siblings, imported by their plain names when copied: keyed_orders.py (which order
+an upload is), keyed_events.py, keyed_settings.py, keyed_provider.py (what Stripe's answers mean),
+keyed_log.py, keyed_dynamo.py and keyed_stripe.py (Stripe's SDK). What it promises about money,
+and why each step is there, is docs/money_contract.md; how to deploy it, README.md.
+1. Claim: one conditional put of an `in_progress` record under the order's key, with a lease
+   to this invocation's deadline; a refused put returns the record (a duplicate, a live lease,
+   or a lease run out, taken over keeping the first attempt's time and payment method).
+2. Charge the account's linked customer the file's amount, with the order's key as Stripe's
+   idempotency key; past the key window, search for the charge first.
+3. Commit in one write, only if this invocation still owns the claim: it becomes the ledger line.
 """
 from __future__ import annotations
 
@@ -53,38 +29,33 @@ if COPIED:
     from keyed_dynamo import (Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write,
                               from_item, ours)
     from keyed_log import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import (Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order,
-                              identify, sent_as, terms_of, who_pays)
+    from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
+                              who_pays)
     from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
                                 find_charge, make_provider, meaning_of, read_saved_method)
-    from keyed_settings import (DAY as DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership,
-                                NeedsAttention, ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress,
-                                aws_config, settings_from_env, enough_time)
+    from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention,
+                                ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress, aws_config, enough_time,
+                                settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_dynamo import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write, from_item, ours)
     from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        Order as Order, OrderRef, Upload as Upload, amount_for as amount_for, check_same_order, identify, sent_as,
-        terms_of, who_pays)
+        OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
     from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        DAY as DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention,
-        ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress, aws_config,
-        settings_from_env, enough_time)
+        DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention, ProviderAuthFailed,
+        RecordsFailed, Settings, WorkInProgress, aws_config, enough_time, settings_from_env)
 
-#: The table's sparse global secondary index of ledger lines: partition key `account`, sort
-#: key `booked_at`, holding only done records (only a commit writes `account`). template.yaml.
+#: The sparse index of ledger lines (partition key `account`, sort key `booked_at`; template.yaml).
 BOOKS_INDEX = "by_account"
 
 
 class KeyedLedger:
-    """The idempotency records and the books, in one DynamoDB table. Each write is conditional:
-    `conditional_write` (keyed_dynamo.py) makes it and returns None when it went through, else the record that
-    refused it ({} when there is none)."""
+    """The idempotency records and the books, in one DynamoDB table, every write conditional."""
 
     def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
                  now: Callable[[], float] = time.time) -> None:
@@ -92,15 +63,14 @@ class KeyedLedger:
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "",
               metadata: Mapping[str, str] | None = None) -> Claim:
-        """Claim the order in one call, or learn who holds it (a duplicate costs one call). A
-        claim has no expires_at: an in_progress record may stand for a charge made, so the
-        record never expires; only a lease that ran out lets another invocation take it over.
-        The first claim writes the charge's `metadata` (an order's); a takeover keeps it."""
+        """Claim the order in one call, or learn who holds it (a duplicate costs one call). A claim
+        never expires (it may stand for a charge made): only a lease that ran out is taken over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
                       metadata=dict(metadata) if metadata else None)
         old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
-                       ConditionExpression="attribute_not_exists(pk)", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+                                ConditionExpression="attribute_not_exists(pk)",
+                                ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
             return Claim(won=True, mine=mine)
         existing = Record.from_item(old)
@@ -111,20 +81,18 @@ class KeyedLedger:
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a claim whose lease ran out, or a record a person released, fenced to what we
-        read, keeping when the order's first attempt began, the payment method chosen then and the
-        charge's metadata (a record from before it was kept takes ours)."""
-        owner, lease_until = new.owner, new.lease_until
-        mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=lease_until,
-                       source=new.source or old.source, expires_at=0.0,
-                       metadata=old.metadata or new.metadata)
-        fence = ("#o = :old AND lease_until = :lease AND #s = :was" if old.status is Status.IN_PROGRESS
-                 else "#o = :old AND #s = :was")  # released: its lease was removed with it
-        refused = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
-                           ConditionExpression=fence, ExpressionAttributeNames={"#o": "owner", "#s": "status"},
-                           ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value, **(
-                               {"lease": old.lease_until} if old.status is Status.IN_PROGRESS else {})),
-                           ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        """Take over a run-out lease or a released record, fenced to what we read, keeping the first
+        attempt's time, its payment method and the charge's metadata."""
+        owner = new.owner
+        mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=new.lease_until,
+                       source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata)
+        leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
+        fence = "#o = :old AND lease_until = :lease AND #s = :was" if leased else "#o = :old AND #s = :was"
+        refused = conditional_write(
+            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()), ConditionExpression=fence,
+            ExpressionAttributeNames={"#o": "owner", "#s": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value,
+                                                **({"lease": old.lease_until} if leased else {})))
         if refused is None:
             return Claim(won=True, mine=mine)
         holder = Record.from_item(refused) if refused else None
@@ -133,62 +101,48 @@ class KeyedLedger:
         return Claim(won=False, existing=holder or replace(old, lease_until=self.now() + 1))
 
     def customer_of(self, account: str) -> str | None:
-        """Who pays for the account: its customer mapping (`account#<ACCOUNT>`, written only by the
-        runbook's `idem customers link`), read strongly consistent; None when it has none."""
+        """Who pays for the account: its customer mapping (`account#<ACCOUNT>`, written only by
+        `idem customers link`), read strongly consistent; None when it has none."""
         item = self.client.get_item(TableName=self.table, Key=as_item({"pk": f"account#{account}"}),
                                     ConsistentRead=True).get("Item")
         plain = from_item(item) if item else {}
         return str(plain["customer"]) if plain.get("kind") == "customer" and plain.get("customer") else None
 
+    def _owned_update(self, key: str, owner: str, update: str, **values: Any) -> dict[str, Any] | None:
+        """One UpdateItem, fenced to the owner of an in_progress record (as the commit is)."""
+        return conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
+                                 UpdateExpression=update, ConditionExpression="#o = :me AND #s = :in_progress",
+                                 ExpressionAttributeNames={"#s": "status", "#o": "owner",
+                                                           **({"#r": "result"} if ":result" in update else {})},
+                                 ExpressionAttributeValues=as_values(me=owner, in_progress=Status.IN_PROGRESS.value,
+                                                                     **values),
+                                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
+
     def remember_method(self, claimed: Record, method: str) -> Record:
         """Keep the payment method chosen on the order's first attempt in its record, if we own it."""
-        if conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": claimed.key}),
-                    UpdateExpression="SET payment_method = :method", ConditionExpression="#o = :me AND #s = :in_progress",
-                    ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-                    ExpressionAttributeValues=as_values(method=method, me=claimed.owner,
-                                                        in_progress=Status.IN_PROGRESS.value)) is not None:
+        if self._owned_update(claimed.key, claimed.owner, "SET payment_method = :method", method=method) is not None:
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
         return replace(claimed, payment_method=method)
 
     def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
-        """End the record without a charge (`declined`, `needs_attention`), if we still own it.
-        It loses its expires_at: such a record is an answer (or a person's to-do), kept for ever."""
-        old = conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
-                       UpdateExpression="SET #s = :status, #r = :result REMOVE expires_at",
-                       ConditionExpression="#o = :me AND #s = :in_progress",  # the same fence as commit
-                       ExpressionAttributeNames={"#s": "status", "#r": "result", "#o": "owner"},
-                       ExpressionAttributeValues=as_values(status=status.value, result=result, me=owner,
-                                                           in_progress=Status.IN_PROGRESS.value),
-                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        """End the record without a charge (`declined`, `needs_attention`), if we still own it; kept for ever."""
+        old = self._owned_update(key, owner, "SET #s = :status, #r = :result REMOVE expires_at",
+                                 status=status.value, result=result)
         if old is not None and not ours(old, owner, status):
             raise LostOwnership(f"{key} belongs to another invocation now")
 
     def release(self, key: str, owner: str) -> None:
-        """End our lease now, so that Lambda's retry can take over at once instead of meeting
-        a live lease until our deadline (up to 15 minutes). Only the owner may release (when
-        the write is refused, someone else holds the upload now, which is fine)."""
-        conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
-                 UpdateExpression="SET lease_until = :now", ConditionExpression="#o = :me AND #s = :in_progress",
-                 ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-                 ExpressionAttributeValues=as_values(now=self.now(), me=owner, in_progress=Status.IN_PROGRESS.value))
+        """End our lease now, so that Lambda's retry can take over at once (refused: not ours, fine)."""
+        self._owned_update(key, owner, "SET lease_until = :now", now=self.now())
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
-        """Replace our claim with the ledger line for the charge, in one write, if we still own it.
+        """Replace our claim with the ledger line for the charge, in one put fenced to the owner.
 
-        One conditional put, fenced to the owner: the record becomes `done` with its result
-        and carries the booking itself (account, cents, charge id). It has no `expires_at`, so
-        DynamoDB's TTL never deletes it: a copy of the event weeks later still finds it and is
-        turned away, and each charge is booked once (one record per key, one charge per key
-        at the provider). The line enters the sparse index `by_account` (only done lines have
-        an `account`), where `totals` reads it. Raises LostOwnership for a zombie.
-        If the claim is gone (swept by TTL), the line is written where no record is. A write
-        whose answer was lost and that is re-sent (botocore retries it) finds our own result,
-        told by the fence token (the owner): a success. A `pending` charge (not settled yet)
-        keeps its charge id but no `account`: it is booked when it settles.
-
-        Why not a transaction of the record, a booked-once entry and a totals counter? It
-        bills every item twice: 6 write units against this write's 1 and the index's 1.
+        The line has no `expires_at`: a copy of the event weeks later still finds it. A `done` line
+        enters the sparse index (it has an `account`); a `pending` one is booked when it settles.
+        A put re-sent after a lost answer finds our own result: a success. Raises LostOwnership for
+        a zombie. A transaction with a separate booked-once item would bill 6 write units, not 2.
         """
         now = self.now()  # booked_day: the reconciliation's by_day index (template.yaml) reads it
         booked = ({"account": account, "booked_at": now, "booked_day": time.strftime("%Y-%m-%d", time.gmtime(now))}
@@ -204,16 +158,16 @@ class KeyedLedger:
             ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old and not ours(old, claimed.owner, status):
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
-        if old == {}:  # no record at all: our claim expired and was deleted as we charged; book it anyway
+        if old == {}:  # no record at all: a person deleted our claim as we charged; book it anyway
             if conditional_write(self.client.put_item, TableName=self.table, Item=line,
-                        ConditionExpression="attribute_not_exists(pk)") is not None:
+                                 ConditionExpression="attribute_not_exists(pk)") is not None:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
-            log.warning("our claim expired and was deleted during the charge; booked it anyway",
+            log.warning("our claim was deleted during the charge; booked it anyway",
                         extra={"idempotency_key": claimed.key, "at": self.now()})
 
+
     def totals(self, account: str) -> tuple[int, int]:
-        """(charges, cents) booked for an account: a query on the sparse index of done lines.
-        The index is eventually consistent: a commit of the last second may not show yet."""
+        """(charges, cents) booked for an account, from the sparse index (eventually consistent)."""
         pages = self.client.get_paginator("query").paginate(
             TableName=self.table, IndexName=BOOKS_INDEX, KeyConditionExpression="account = :account",
             ExpressionAttributeValues=as_values(account=account))
@@ -221,7 +175,6 @@ class KeyedLedger:
         return len(lines), sum(int(item["cents"]["N"]) for item in lines)
 
 
-# -- the handler (who charges: `make_provider`, below) ---------------------------------------------
 class KeyedCharger:
     """One container's wiring: the ledger, the provider, S3 (to read orders) and the settings."""
 
@@ -282,8 +235,8 @@ class KeyedCharger:
         return parked
 
     def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
-        """The payment method of the order's first attempt, read once (the customer's saved default)
-        and kept in its record: a retry after a lost answer sends the same parameters."""
+        """The payment method of the order's first attempt (the customer's saved default), read
+        once and kept in its record: a retry after a lost answer sends the same parameters."""
         read = getattr(self.provider, "saved_method", None)
         if claimed.payment_method or (ref.order and ref.order.payment_method) or read is None \
                 or not customer.startswith("cus_"):
@@ -302,9 +255,7 @@ class KeyedCharger:
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._park(claimed, str(problem)) from None
-        # Past the provider's key window (the key's first attempt, or the event, older than it),
-        # the key may be pruned and could charge anew: a charge found is booked at its own amount.
-        found = look_up(self, upload, ref, claimed)
+        found = look_up(self, upload, ref, claimed)  # past the key window: a charge found is booked
         if found is not None:
             return self._commit(upload, claimed, str(found.id), int(found.amount), "found", customer, currency)
         claimed = self._method_for(ref, claimed, customer)
@@ -357,20 +308,16 @@ _charger: KeyedCharger | None = None
 
 
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
-    """What Lambda calls. Every order is charged once. A failed upload, or a record this code
-    cannot read, fails the invocation after the others have had their turn (they are
-    recognised as duplicates on the retry), so the event reaches the failure queue. From SQS,
-    the answer names each failed message instead (`batchItemFailures`: the event source
-    mapping needs ReportBatchItemFailures), so that only those come back, then go to the DLQ.
-    An upload after the first starts only while its slowest path still fits (`enough_time`)."""
+    """What Lambda calls. Every order is charged once. A failed upload fails the invocation after
+    the others have had their turn (a retry finds them done), so the event reaches the failure
+    queue; from SQS, the answer names the failed messages (`batchItemFailures`) instead."""
     global _charger
-    if _charger is None:  # a cold start: read the settings and build the clients once
-        settings = settings_from_env(os.environ)  # every client bounded: keyed_settings.aws_config
+    if _charger is None:  # a cold start: read the settings and build the clients once (bounded)
+        settings = settings_from_env(os.environ)
         _charger = KeyedCharger(boto3.client("dynamodb", config=aws_config()), make_provider(), settings,
                                 s3=boto3.client("s3", config=aws_config()))
     request_id = str(getattr(context, "aws_request_id", ""))
-    # raises EventError if it is no S3 notification at all
-    batch = read_logged(event, request_id, _charger.settings.charge_events)
+    batch = read_logged(event, request_id, _charger.settings.charge_events)  # EventError: no S3 notification
     counts: Counter[str] = Counter(ignored=len(batch.skipped) - len(batch.malformed), malformed=len(batch.malformed))
     processed: list[dict[str, Any]] = []
     failures: list[Exception] = []
@@ -405,15 +352,11 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     return {"status": "test_event" if batch.test_event else "ok", "processed": processed}
 
 
-# -- past the key window: look the charge up ------------------------------------------------------
 def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
-    """The charge already made with this order's key (its `id` and the `amount` it took), or
-    None: none was made, or the key is young enough to replay it itself.
-
-    Stripe forgets a KEY once it is 24 hours old, so the age that matters is the key's: the
-    record keeps `first_attempt_at` through every takeover. Once that is older than the key
-    window minus KEY_AGE_MARGIN_SECONDS (or unknown), or the event itself is older than the
-    window (a redrive), the provider is searched by the key in the charges' metadata first."""
+    """The charge already made with this order's key, or None: none was made, or the key is young
+    enough to replay it. Stripe may forget a KEY 24 hours old, so the record's `first_attempt_at`
+    (kept through takeovers) is what counts: past the window minus KEY_AGE_MARGIN_SECONDS (or
+    unknown), or with the event itself past it (a redrive), Stripe is searched by the key first."""
     now, window = charger.now(), charger.settings.provider_key_retention_seconds
     # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
     # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.
@@ -425,14 +368,12 @@ def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Recor
              "no known first attempt") + (f", the event {event_age / 3600:.1f} h old" if upload.event_time
                                           else ", the event of unknown age")
     try:
-        found = find_charge(charger.provider, ref.charge_reference, claimed.key)
+        return find_charge(charger.provider, ref.charge_reference, claimed.key)
     except Exception as unavailable:  # never charge blind: park it for a person (a refused key: retry)
         if meaning_of(unavailable).what == AUTH:
             raise auth_failed(meaning_of(unavailable)) from unavailable
-        # A charge is searchable within a minute, "up to an hour behind during outages"
-        # (https://docs.stripe.com/api/payment_intents/search); within that hour its key still
-        # replays it. Without an answer from the search nothing proves there was no charge.
+        # Search may run "up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search);
+        # within that hour the key still replays. Without an answer nothing proves there was no charge.
         raise charger._park(claimed, f"{ref.source}: {known}, past the provider's key window or not to be trusted, "
                             f"and the look-up failed ({str(unavailable)[:120]}): check whether it was charged "
                             "(`idem settle`), then re-send it or close it") from None
-    return found

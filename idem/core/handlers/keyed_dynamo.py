@@ -1,7 +1,5 @@
-"""DynamoDB for the handler to copy (keyed.py): its record (`Record`, with its `Status`), DynamoDB's
-typed values (plain Python on one side, attribute values on the other), and one conditional write.
-Copy it beside keyed.py; it imports only the standard library and boto3.
-"""
+"""DynamoDB for the handler to copy (keyed.py): the record of one order (`Record`, its `Status`),
+typed values to and from plain Python, and one conditional write."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,17 +29,13 @@ def as_values(**named: Any) -> dict[str, Any]:
 def _dynamo(value: Any) -> Any:
     if isinstance(value, float):
         return Decimal(repr(value))
-    if isinstance(value, dict):
-        return {k: _dynamo(v) for k, v in value.items()}
-    return value
+    return {k: _dynamo(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def error_code(error: Any) -> str:
@@ -50,9 +44,8 @@ def error_code(error: Any) -> str:
 
 
 def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
-    """Make one conditional write: None when it went through; when its condition failed, the
-    item that refused it (with ReturnValuesOnConditionCheckFailure=ALL_OLD), or {} when there
-    is none. Any other error is raised."""
+    """One conditional write: None when it went through; when its condition failed, the item that
+    refused it (with ReturnValuesOnConditionCheckFailure=ALL_OLD), or {}. Other errors are raised."""
     try:
         write(**request)
     except ClientError as error:
@@ -62,7 +55,6 @@ def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, An
     return None
 
 
-# -- the record of one order, as the table holds it ------------------------------------------------
 class Status(str, Enum):
     CLAIMED = "claimed"  # claim-first's record (chapter 04): seen, says nothing about the work
     IN_PROGRESS = "in_progress"  # the work started, under a lease
@@ -76,7 +68,6 @@ class Status(str, Enum):
         return self.value
 
 
-
 #: A record's optional attributes, as `Record.from_item` reads them back.
 RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at", "first_attempt_at",
                  "payment_method", "customer", "currency", "cents", "metadata")
@@ -84,6 +75,9 @@ RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "crea
 
 @dataclass(frozen=True)
 class Record:
+    """One order's record. `first_attempt_at` (the key's age) and `payment_method` are kept through
+    every takeover; `metadata` (what the charge is for) is the first claim's, sent on every attempt."""
+
     key: str
     status: Status
     owner: str = ""
@@ -92,15 +86,11 @@ class Record:
     result: Any = None
     source: str = ""
     created_at: float = 0.0
-    # When the order's first charge attempt began: kept through every takeover (the key's age,
-    # docs/money_contract.md); the payment method read for it on that attempt, sent on every retry.
     first_attempt_at: float = 0.0
     payment_method: str = ""
     customer: str = ""  # on a ledger line: who paid, in what currency, how much
     currency: str = ""
     cents: int = 0
-    # What the charge says it is for (its metadata, which names the uploaded object), written by an
-    # order's first claim (ORDER_IDENTITY=order-id) and kept: every attempt, under any name, sends it.
     metadata: Any = None
 
     def to_plain(self) -> dict[str, Any]:
@@ -117,8 +107,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Claim:
-    """The answer to every claim: won (with the record it wrote), or lost to the record that
-    holds the key."""
+    """The answer to every claim: won (with the record it wrote), or lost to the record holding the key."""
 
     won: bool
     existing: Record | None = None

@@ -10,26 +10,70 @@ It imports only the standard library and keyed_events.py.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_events import (EventError, S3Object, Skipped, _bucket, _is_eventbridge, _key, _kind, _sequencer,
-                              _size, _text, _unless_folder_marker, _version)
+    from keyed_events import (EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of,
+                              sequencer_of, size_of, unless_folder_marker, _version)
+    from keyed_events import message_leaves as s3_message_leaves
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        EventError, S3Object, Skipped, _bucket, _is_eventbridge, _key, _kind, _sequencer, _size, _text,
-        _unless_folder_marker, _version)
+        EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of, sequencer_of, size_of,
+        unless_folder_marker, _version)
+    from .keyed_events import message_leaves as s3_message_leaves  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 #: Envelope event sources: what they are called in a reason, and where the message is.
 ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns.Message")}
 
-is_eventbridge = _is_eventbridge
+
+def is_eventbridge(event: Any) -> bool:
+    """An event EventBridge delivers for S3 (`source: aws.s3`), whatever parts it lacks."""
+    return isinstance(event, Mapping) and event.get("source") == "aws.s3" and ("detail" in event or "detail-type" in event)
 
 
 def is_sns_notification(message: Any) -> bool:
     """SNS's message as SQS receives it (raw message delivery off): `Type: Notification`."""
     return isinstance(message, Mapping) and message.get("Type") == "Notification" and "Message" in message
+
+
+def top_level(event: Mapping[str, Any]) -> Iterator[tuple[int, S3Object | Skipped]] | None:
+    """An EventBridge event given to the function itself: its one upload; None for any other event."""
+    return iter([(0, eventbridge_leaf(event, 0, "EventBridge: "))]) if is_eventbridge(event) else None
+
+
+def sns_leaves(record: Mapping[str, Any], index: int, where: str) -> Iterator[S3Object | Skipped]:
+    """The S3 records in an SNS message (S3 -> SNS -> Lambda); a message that is no S3 event is ignored."""
+    where += "SNS message: "
+    try:
+        message = json_message(record, "Sns.Message")
+    except EventError as problem:
+        yield Skipped(index, f"{where}{problem}", True)
+        return
+    except _Foreign as problem:
+        yield Skipped(index, f"{where}{problem}", False)
+        return
+    yield from message_leaves_of(message, index, where, from_sqs=False)
+
+
+def message_leaves(message: Any, index: int, where: str, from_sqs: bool) -> Iterator[S3Object | Skipped]:
+    """An SQS message's S3 records, unwrapping an SNS notification or reading an EventBridge event."""
+    if from_sqs and is_sns_notification(message):  # S3 -> SNS -> SQS
+        where += "SNS notification: "
+        try:
+            message = json_message(message, "Message")
+        except (EventError, _Foreign) as problem:
+            yield Skipped(index, f"{where}{problem}", True)
+            return
+    yield from message_leaves_of(message, index, where, from_sqs)
+
+
+def message_leaves_of(message: Any, index: int, where: str, from_sqs: bool) -> Iterator[S3Object | Skipped]:
+    """An envelope's message: an EventBridge event's upload, or its S3 records."""
+    if is_eventbridge(message):
+        yield eventbridge_leaf(message, index, f"{where}EventBridge: ")
+    else:
+        yield from s3_message_leaves(message, index, where, malformed=from_sqs)
 
 
 def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Object | Skipped:
@@ -46,11 +90,11 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
         if not isinstance(event.get("detail"), Mapping):
             raise EventError(f"detail must be a JSON object, got {_kind(event.get('detail'))}")
         obj = S3Object(
-            bucket=_bucket(event, "detail.bucket.name"),
-            key=_key(_text(event, "detail.object.key", required=True)),
-            size=_size(event, "detail.object.size", required=False),
+            bucket=bucket_of(event, "detail.bucket.name"),
+            key=key_of(_text(event, "detail.object.key", required=True)),
+            size=size_of(event, "detail.object.size", required=False),
             etag=_text(event, "detail.object.etag"),
-            sequencer=_sequencer(event, "detail.object.sequencer"),
+            sequencer=sequencer_of(event, "detail.object.sequencer"),
             version_id=_version(event, "detail.object.version-id"),
             event_name="ObjectCreated:" + (_text(event, "detail.reason") or "PutObject"),
             event_time=_text(event, "time"),
@@ -58,4 +102,4 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
         )
     except EventError as problem:
         return Skipped(index, f"{where}{problem}", True)
-    return _unless_folder_marker(obj, index, where)
+    return unless_folder_marker(obj, index, where)

@@ -1,7 +1,5 @@
-"""What the operator of the handler to copy (keyed.py) sees: one JSON log line per upload and
-per skipped record, and one CloudWatch Embedded Metric Format document per invocation.
-Copy it beside keyed.py; it imports only the standard library and keyed_events.py.
-"""
+"""What the operator of the handler to copy (keyed.py) sees: one JSON log line per upload and per
+skipped record, and one CloudWatch Embedded Metric Format document per invocation."""
 from __future__ import annotations
 
 import importlib
@@ -33,7 +31,6 @@ log = logging.getLogger("keyed")
 
 class Named(Protocol):
     """What a log line names of an upload (keyed.Upload has it)."""
-
     @property
     def idempotency_key(self) -> str: ...
     @property
@@ -42,11 +39,9 @@ class Named(Protocol):
     def reference(self) -> str: ...
 
 
-#: The namespace of the handler's metrics (CloudWatch Embedded Metric Format).
 METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
-#: The outcomes an operator counts (one metric each, per invocation; see `metrics_document`).
-#: needs_attention counts an order the first time it is parked (the alarm's metric);
-#: still_needs_attention, each later upload or retry of it; auth_failed, a refused secret key.
+#: The outcomes counted, one metric each: needs_attention counts an order the first time it is parked
+#: (the alarm's metric), still_needs_attention each later try; auth_failed, a refused secret key.
 OUTCOMES = ("charged", "duplicate", "declined", "pending", "needs_attention", "work_in_progress", "ignored", "malformed",
             "lost_ownership", "failed", "still_needs_attention", "auth_failed")
 _OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
@@ -54,12 +49,9 @@ _OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_p
 
 
 def metrics_document(counts: Mapping[str, int], function_name: str, now: float) -> dict[str, Any]:
-    """One invocation's outcomes as a CloudWatch Embedded Metric Format document, printed as
-    one line: CloudWatch Logs turns it into metrics, with no PutMetricData call (the role
-    needs no CloudWatch permission). Spec: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
-    (Timestamp in epoch milliseconds; a dimension's value a string; metric values numbers on
-    the root). It is printed, not logged: with Lambda's JSON log format a logged line is
-    wrapped in another object and would not be read as metrics."""
+    """One invocation's outcomes as an Embedded Metric Format document (no PutMetricData call):
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+    Printed, not logged: Lambda's JSON log format would wrap a logged line and hide it."""
     return {"_aws": {"Timestamp": int(now * 1000), "CloudWatchMetrics": [{
                 "Namespace": METRICS_NAMESPACE, "Dimensions": [["FunctionName"]],
                 "Metrics": [{"Name": name, "Unit": "Count"} for name in OUTCOMES]}]},
@@ -67,15 +59,13 @@ def metrics_document(counts: Mapping[str, int], function_name: str, now: float) 
 
 
 class JsonLines(logging.Formatter):
-    """One JSON object a line, as Lambda's JSON log format writes them: the time, the level,
-    the message and the fields this handler adds (request id, idempotency key, account,
-    outcome). Lambda's format: https://docs.aws.amazon.com/lambda/latest/dg/python-logging.html"""
+    """One JSON object a line, as Lambda's JSON log format writes them, with this handler's fields
+    (https://docs.aws.amazon.com/lambda/latest/dg/python-logging.html)."""
 
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 
     def format(self, record: logging.LogRecord) -> str:
-        # The time is the record's, or `at`, the clock of the code that logged it (the same on
-        # Lambda; the workbook's virtual clock when its runtime drives the handler directly).
+        # `at`: the clock of the code that logged it (on Lambda the same; the workbook's virtual one)
         line = {"timestamp": utc(getattr(record, "at", record.created)),
                 "level": record.levelname, "message": record.getMessage(), "logger": record.name}
         line.update({name: str(getattr(record, name)) for name in self.FIELDS if getattr(record, name, None)})
@@ -128,8 +118,7 @@ def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | No
 
 
 def log_outcome(request_id: str, upload: Named, done: dict[str, Any] | BaseException) -> str:
-    """Log what became of one upload (its result, or the error it raised); return the
-    outcome counted in the metrics (one of OUTCOMES)."""
+    """Log what became of one upload (its result, or its error); return the outcome counted."""
     if isinstance(done, BaseException):
         outcome = "still_needs_attention" if getattr(done, "again", False) else _OUTCOME_OF.get(
             type(done).__name__, "failed")

@@ -1,14 +1,7 @@
-"""The order file, as the handler to copy (keyed.py) reads it: one upload names one order.
-
-With ORDER_IDENTITY=order-id (the default) the uploaded file is a JSON object that names its
-order, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}` (docs/money_contract.md):
-`order_id` and `amount_cents` (an integer) are required; `currency`, `customer` (if present, it
-must be the account's linked customer) and `payment_method` are optional; any other field is
-refused with its name, never ignored (`"amount": 1299` is not an amount). The file is read at its exact version (VersionId, or IfMatch on the eTag when the
-bucket is not versioned), so every retry of one event reads the same bytes. A file that names
-no readable order raises NeedsAttention: held for a person, never charged, never skipped.
-The function's role needs s3:GetObject and s3:GetObjectVersion on the bucket.
-Copy it beside keyed.py; it imports only the standard library and boto3.
+"""Which order an upload is, for the handler to copy (keyed.py): with ORDER_IDENTITY=order-id (the
+default) the file names it, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`
+(docs/money_contract.md), read at this upload's exact version; a file naming no readable order,
+or a field this code does not know, is held for a person (NeedsAttention), never charged.
 """
 from __future__ import annotations
 
@@ -29,19 +22,10 @@ else:
     from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_settings import NeedsAttention, Settings  # type: ignore[import-not-found, no-redef, unused-ignore]
 
-#: Who pays for an upload with no customer folder (`order.csv`): a name the books can show.
-UNASSIGNED_ACCOUNT = "unassigned"
-
-
-# -- the order file ----------------------------------------------------------------------------------
-#: The largest order file read (bytes): a bigger one is held for a person, not parsed.
-ORDER_MAX_BYTES = 1_000_000
-#: An order id is at most this long: it goes into the provider's metadata (Stripe: values up
-#: to 500 characters, https://docs.stripe.com/api/metadata) and into its search queries.
+UNASSIGNED_ACCOUNT = "unassigned"  # who pays for an upload with no customer folder (`order.csv`)
+ORDER_MAX_BYTES = 1_000_000  # the largest order file read; a bigger one is held, not parsed
+#: Order ids go into Stripe's metadata (values up to 500 characters, https://docs.stripe.com/api/metadata).
 MAX_ORDER_ID_CHARS = 200
-
-
-#: The fields an order file may hold; any other is refused with its name.
 ORDER_FIELDS = ("order_id", "amount_cents", "currency", "customer", "payment_method")
 
 
@@ -56,7 +40,6 @@ class Order:
     payment_method: str | None = None  # a saved payment method of that customer (Stripe: pm_...)
 
 
-# -- one upload, and the order it names -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Upload:
     """What one S3 ObjectCreated record says about one upload."""
@@ -79,19 +62,13 @@ class Upload:
 
     @property
     def source(self) -> str:
-        """What the key is made from, readable. With versioning on, the version id tells every
-        upload apart. Without it, two uploads of one name share the version `null`, so the
-        eTag and the sequencer (which grows with every event for a key) tell them apart."""
-        if self.versioned:
-            return f"{self.bucket}/{self.key}#{self.version_id}"
-        return f"{self.bucket}/{self.key}#{self.etag}#{self.sequencer}"
+        """What an upload's key is made from: its version id; unversioned, its eTag and sequencer."""
+        return f"{self.bucket}/{self.key}#" + (str(self.version_id) if self.versioned else f"{self.etag}#{self.sequencer}")
 
     @property
     def idempotency_key(self) -> str:
-        """A name for this upload's charge, the same on every copy and retry of its event,
-        and a fixed 80-odd bytes (DynamoDB allows 2,048 in a partition key)."""
-        recipe = "version" if self.versioned else "content"
-        return f"charge#{recipe}#{hashlib.sha256(self.source.encode('utf-8')).hexdigest()}"
+        """This upload's key (ORDER_IDENTITY=upload), the same on every copy and retry of its event."""
+        return _order_key("version" if self.versioned else "content", self.source)
 
     @property
     def account(self) -> str:
@@ -107,8 +84,8 @@ class Upload:
 
 @dataclass(frozen=True)
 class OrderRef:
-    """Which order an upload is (by ORDER_IDENTITY, keyed_settings.py): the key its charge is
-    made with, what that key is made from, and what the provider is told the money is for."""
+    """Which order an upload is: the key its charge is made with, what that key is made from, and
+    what the provider is told the money is for."""
 
     idempotency_key: str
     source: str
@@ -127,25 +104,22 @@ class OrderRef:
 
     @property
     def metadata(self) -> dict[str, str]:
-        """What the provider is told the charge is for, the same on every upload of the order
-        (never the version id: Stripe compares every parameter sent again with a key, metadata
-        included): the order (its order_id; else what the key is made from), bucket and key."""
+        """What Stripe is told the charge is for: never the version id (Stripe compares every
+        parameter sent again with a key, metadata included)."""
         return {"order_id": self.order.order_id if self.order else self.source,
                 "bucket": self.upload.bucket, "key": self.upload.key, "idem_account": self.account}
 
 
 def sent_as(ref: OrderRef, kept: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
-    """What the charge says it is for (its reference and metadata): the order's first claim's,
-    `kept` in its record, so that every attempt sends the same bucket and key under the order's
-    key, whatever name the order was sent again under (Stripe compares them); else this upload's."""
+    """The charge's reference and metadata: the first claim's, `kept` in its record (every attempt
+    sends the same, whatever name the order came again under), else this upload's."""
     if not kept:
         return ref.charge_reference, ref.metadata
     return f"s3://{kept['bucket']}/{kept['key']}", dict(kept)
 
 
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
-    """The order an upload names; when it names none (keyed_orders.read_order), the upload
-    itself, with the problem, so that its record holds the reason for a person."""
+    """The order an upload names; when it names none, the upload itself, with the problem."""
     name = f"{upload.bucket}/{upload.key}"
     if identity == "object-name":  # the name is written once (If-None-Match: *), so it is the order
         return OrderRef(_order_key("name", f"{upload.bucket}\n{upload.key}"), name, f"s3://{name}", upload)
@@ -165,8 +139,7 @@ def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
 
 
 def order_key(account: str, order_id: str) -> str:
-    """The idempotency key of an account's order (ORDER_IDENTITY=order-id): two accounts' order
-    "1001" are two orders (docs/money_contract.md). The reconciliation must use this very recipe."""
+    """An account's order's key: two accounts' order "1001" are two orders (the reconciliation uses it too)."""
     return _order_key("order", f"{account}\n{order_id}")
 
 
@@ -175,8 +148,8 @@ def _order_key(recipe: str, source: str) -> str:
 
 
 def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
-    """The bytes of this very upload (never a later one at the same name), at most
-    ORDER_MAX_BYTES + 1 of them. NeedsAttention when it is gone or was overwritten."""
+    """The bytes of this very upload (never a later one at its name), at most ORDER_MAX_BYTES + 1;
+    NeedsAttention when it is gone or was overwritten. The role needs s3:GetObject(Version)."""
     if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
         raise NeedsAttention(f"{what} {upload.reference} has no version id and no eTag: this very upload "
                              "cannot be read (a later one may have replaced it); nothing was charged")
@@ -192,8 +165,7 @@ def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
 
 
 def read_order(upload: Upload, s3: Any) -> Order:
-    """The order this upload names. NeedsAttention, with the reason, when the file is not a
-    JSON object with a usable `order_id` (or holds a wrong amount, currency or customer)."""
+    """The order this upload names; NeedsAttention, with the reason, when the file names none."""
     body = read_exact(upload, s3)
     try:
         if len(body) > ORDER_MAX_BYTES:
@@ -227,12 +199,9 @@ def read_order(upload: Upload, s3: Any) -> Order:
     return Order(order_id, amount, currency.lower() if currency else None, texts["customer"], texts["payment_method"])
 
 
-# -- what to charge: the amount and currency, within the settings --------------------------------
 def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -> int:
-    """How much to charge, in the currency's smallest unit: the order file's `amount_cents`
-    (required: read_order refuses a file without it), or, in the modes that read no file, the
-    setting PRICE_PER_UPLOAD_CENTS. Replace this if you price otherwise; raise NeedsAttention when
-    the amount cannot be known: the order is parked for a person, never charged a default."""
+    """How much to charge: the file's `amount_cents`, or where no file is read PRICE_PER_UPLOAD_CENTS;
+    NeedsAttention when it cannot be known (parked, never charged a default)."""
     if order is not None:
         return order.amount_cents
     if not settings.price_per_upload_cents:
@@ -241,8 +210,7 @@ def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -
 
 
 def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
-    """The order's currency, once its amount and currency are within the settings (CURRENCIES,
-    MIN_AMOUNT_CENTS, MAX_AMOUNT_CENTS); NeedsAttention, with the reason, when they are not."""
+    """The order's currency, once amount and currency are within the settings; else NeedsAttention."""
     currency = (ref.order.currency if ref.order else None) or settings.currency
     allowed = ",".join(settings.currencies)
     problem = ("names no currency, and CURRENCIES allows several" if not currency
@@ -258,8 +226,7 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
 
 
 def who_pays(linked: str | None, ref: OrderRef) -> str:
-    """The customer the account is linked to (`linked`, from the customer mapping); NeedsAttention
-    when it has none, or when the file names another: a file never chooses who pays."""
+    """The account's linked customer; NeedsAttention when it has none or the file names another."""
     account = ref.account
     if linked is None:
         raise NeedsAttention(f"{ref.source}: account {account} has no linked customer: run idem customers "
@@ -272,8 +239,7 @@ def who_pays(linked: str | None, ref: OrderRef) -> str:
 
 
 def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Settings) -> None:
-    """A duplicate of a charged order must ask what was charged: the same amount, currency and
-    customer (`stored`, from its ledger line); else NeedsAttention, never a second charge."""
+    """A duplicate must ask what was charged (`stored`: amount, currency, customer); else NeedsAttention."""
     order = ref.order
     if order is None:
         return

@@ -73,6 +73,9 @@ def test_chapter_00s_guess():
     assert "naive keeps no record" in check_charges_guess(1)  # the charge we want, not the one we get
     assert "close" in check_charges_guess(2)  # forgot the retry or the duplicate
     assert "too many" in check_charges_guess(4)
+    for wrong in (0, 1, 2, 4):  # a hint narrows, never states: no count, no word of the retry
+        said = check_charges_guess(wrong)
+        assert "3" not in said and "retr" not in said and "three" not in said, said
     assert "not a number" in check_charges_guess("3")
 
 
@@ -119,6 +122,12 @@ def test_chapter_02s_holder_check_never_prints_the_holder_before_a_right_answer(
         assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
         wrong = claims.check_holder_of(lambda r: (r["Item"]["pk"]["S"], 1), world)
         assert wrong.startswith("Not the holder") and "expected" not in wrong
+        # every hint narrows, none states the path or the conversion (issue 43)
+        hints = [text, wrong, claims.check_holder_of(lambda r: (r["Item"]["owner"], 0), world),
+                 claims.check_holder_of(lambda r: (r["Item"]["owner"]["S"], 1), world),
+                 claims.check_holder_of(lambda r: r["Owner"], world)]
+        for hint in hints:
+            assert not any(token in hint for token in ('int(', "['S']", '["S"]', "'N'", '"N"', "typed", "Item")), hint
 
 
 # -- 03: a key recipe ---------------------------------------------------------------------------

@@ -252,8 +252,11 @@ def test_chapter_13s_event_age_check():
     assert empty.startswith("No answer yet") and "EventAgeExceeded" not in empty
     assert local_aws.check_event_age(2, "EventAgeExceeded").count("right") == 2
     wrong = local_aws.check_event_age(3, "RetriesExhausted")  # the answer without the age
-    assert "too many" in wrong and "ran out of age" in wrong
+    assert "too many" in wrong and "Which limit stopped this event" in wrong
     assert "not a number" in local_aws.check_event_age("2", "EventAgeExceeded")
+    for attempts, condition in ((1, "RetriesExhausted"), (3, "RetriesExhausted"), (4, "x")):
+        said = local_aws.check_event_age(attempts, condition)  # a question that narrows, never the rule
+        assert "EventAgeExceeded" not in said and "120 s after" not in said and "older than" not in said, said
 
 
 #: The call that checks each exercise: every checker lives in idem, none in a chapter.

@@ -46,6 +46,10 @@ def truths(report: Any) -> Truths:
     """The three answers, read from a check report of the exercise's handler (books named as
     `dynamodb:UpdateItem`, retries=(1,))."""
     by_label = {r.schedule.label(): r for r in report.results}
+    missing = [label for label in (LOST_ANSWER, REDRIVEN) if label not in by_label]
+    if missing:
+        raise LookupError(f"the check built no schedule {missing[0]!r}: the exercise asks about it "
+                          "(retries=(1,) and the books named as dynamodb:UpdateItem build it)")
     lost, redriven = by_label[LOST_ANSWER], by_label[REDRIVEN]
     (account,) = [f.content for f in lost.left if f.effect == "dynamodb:UpdateItem" and COUNTER in f.content]
     return Truths(

@@ -218,9 +218,9 @@ views.matrix_table(headline)
 # ## Try it
 #
 # A row the table does not have: `naive`, with S3 delivering the event twice, a few seconds apart.
-# The function fails after the charge the first time only. Lambda retries the failed invocation a
-# minute later. How many times does the provider charge the customer? Put your guess in
-# `my_guess` and run the check.
+# The function fails after the charge once: the first time any invocation gets there, and never
+# again (`after_charge, once`). Lambda retries a failed invocation a minute later. How many times
+# does the provider charge the customer? Put your guess in `my_guess` and run the check.
 
 # %%
 my_guess = None  # your answer here: a number

@@ -78,7 +78,7 @@ def check_prediction(twice_within_a_day: Any, charges_attribute: Any, charged_af
              "charged_after_redrive": charged_after_redrive}
     empty = [name for name, value in given.items() if unfilled(value)]
     if empty:
-        return not_yet(f"fill in {', '.join(empty)} in the cell above, run it, then run this cell")
+        return textwrap.fill(not_yet(f"fill in {', '.join(empty)} in the cell above, run it, then run this cell"), 100)
     for name in ("twice_within_a_day", "charged_after_redrive"):
         if not isinstance(given[name], bool):
             return f"{name} is a yes or no: write True or False, not {given[name]!r}."

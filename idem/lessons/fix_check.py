@@ -23,6 +23,7 @@ only what to do: the reasons would give the fix away before the reader tried one
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,15 +93,15 @@ class FixReport:
 
     def explain(self) -> str:
         if self.unchanged:
-            return not_yet("handle is still robust's handler, as the chapter gives it: change it, run "
-                           "its cell to save the file, then run this check")
+            return textwrap.fill(not_yet("handle is still robust's handler, as the chapter gives it: change "
+                                         "it, run its cell to save the file, then run this check"), 100)
         wrong = self.first_wrong()
         if wrong is None:
             copies = sum(1 for r in self.runs if r.kind == "copy")
             return (f"Right: no copy charged twice ({copies} starting places tried), the retry after a "
                     "failed charge charged once, and a provider down for good or a process that died "
                     "left the event in the failure queue.")
-        return f"Not yet ({wrong.label}): {why(wrong)}"
+        return textwrap.fill(f"Not yet ({wrong.label}): {why(wrong)}", 100)
 
 
 def why(run: FixRun) -> str:

@@ -102,8 +102,8 @@ def event_age_run(max_event_age: int) -> AgeRun:
 def check_event_age(my_attempts: int, my_condition: str, max_event_age: int = 120) -> str:
     """The chapter 13 exercise: attempts and the failure queue's condition, predicted."""
     if unfilled(my_attempts) or unfilled(my_condition):
-        return not_yet("set my_attempts (a whole number) and my_condition (the condition's name, a "
-                       "string), run their cell, then run this one")
+        return textwrap.fill(not_yet("set my_attempts (a whole number) and my_condition (the condition's "
+                                     "name, a string), run their cell, then run this one"), WIDTH)
     if isinstance(my_attempts, bool) or not isinstance(my_attempts, int):
         return f"{my_attempts!r} is not a number of attempts: write a whole number."
     run = event_age_run(max_event_age)

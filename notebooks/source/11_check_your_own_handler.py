@@ -171,7 +171,8 @@ def lambda_handler(event, context):
 money = check_handler("broken_handler:lambda_handler", retries=(1,), workers=1)
 explained = money.explain()
 smallest_at = explained.index("  schedule:")  # printed in two parts, to keep each short
-print(explained[:smallest_at].rstrip())
+with views.folded_output():  # long lines wrapped to the page
+    print(explained[:smallest_at].rstrip())
 
 # %% [markdown]
 # The second line lists the boundaries the clean run crossed: the read of the order file, a put,
@@ -180,7 +181,8 @@ print(explained[:smallest_at].rstrip())
 # report is the smallest schedule that breaks:
 
 # %%
-print(explained[smallest_at:])
+with views.folded_output():
+    print(explained[smallest_at:])
 
 # %% [markdown]
 # The claim's answer was lost. Lambda retried, and the retry found the claim already taken and
@@ -426,11 +428,13 @@ def lambda_handler(event, context):
 
 # %%
 reports = check_handler("sqs_reports:lambda_handler", trigger="sqs", retries=(1,), workers=1)
-print(views.explain_breaks(reports))
+with views.folded_output():
+    print(views.explain_breaks(reports))
 
 # %%
 raises = check_handler("sqs_raises:lambda_handler", trigger="sqs", retries=(1,), workers=1)
-print(views.explain_breaks(raises))
+with views.folded_output():
+    print(views.explain_breaks(raises))
 
 # %% [markdown]
 # The first handler survives every fault and every copy within a day. A message that failed
@@ -519,7 +523,8 @@ def idem_check(*options):
 code, report = idem_check("--template", "scratch/job_starter/template.yaml", "--function", "StartJobFunction",
                           "--effect", "dynamodb:PutItem")
 smallest_at = report.index("  schedule:")  # printed in two parts, to keep each short
-print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
+with views.folded_output():
+    print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 
 # %% [markdown]
 # Exit code 1 means it breaks (the codes are listed in *What the check proves*, below). The first
@@ -537,7 +542,8 @@ print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 # The smallest break:
 
 # %%
-print(report[smallest_at:])
+with views.folded_output():
+    print(report[smallest_at:])
 
 # %% [markdown]
 # The put wrote its job, and then the handler's answer to Lambda was lost. Lambda retried, and the

@@ -171,8 +171,8 @@ views.show_text(json.dumps(message, indent=2), "json")
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
-print(f"stuck upload: {payload['key']} (version {payload['versionId']}), "
-      f"after {message['requestContext']['approximateInvokeCount']} invocations, "
+print(f"stuck upload: {payload['key']} (version {payload['versionId']})")
+print(f"after {message['requestContext']['approximateInvokeCount']} invocations, "
       f"last error {message['responsePayload']['errorType']}")
 views.compact_items(world.ledger().items())
 

@@ -127,8 +127,7 @@ def test_missing_files_and_functions_are_named(tmp_path):
 @pytest.mark.parametrize("handler", ["ROBUST", "STAND_DOWN", "KEEPS_RECORD", "STAND_DOWN_AND_DELETE"])
 def test_a_wrong_fix_gets_a_question_that_narrows_never_the_fix(tmp_path, handler):
     """Issue 43: a hint after a wrong answer narrows without stating the fix."""
-    said = check_fix(write(tmp_path, globals()[handler]), ).first_wrong()
-    hint = why(said)
+    hint = why(check_fix(write(tmp_path, globals()[handler])).first_wrong())
     assert "?" in hint
     for fix in ("Delete the record", "delete the record", "must raise", "conditional put alone",
                 "must not charge", "raise, not return", "then raise"):

@@ -1,5 +1,5 @@
 """Chapter 11's exercise solution, as the chapter prints it, really holds: the solution's code is
-read out of the chapter's source (so an edit there is checked here), put under the exercise's own
+read out of the chapter's source (so an edit there is checked here), put under the given handler's
 module header, and run through the check the chapter asks for."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ CHAPTER = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "11_
 
 def _solution_module() -> str:
     text = CHAPTER.read_text()
-    start = text.index("# %%writefile scratch/my_handler.py\n") + len("# %%writefile scratch/my_handler.py\n")
+    start = text.index("# %%writefile scratch/broken_handler.py\n") + len("# %%writefile scratch/broken_handler.py\n")
     header = text[start:text.index("\ndef lambda_handler", start)]  # imports, price, make_provider
     opened = text.index("# ```python\n", text.index("<summary>Solution</summary>")) + len("# ```python\n")
     block = text[opened:text.index("# ```\n", opened)]
@@ -32,9 +32,9 @@ def test_chapter_11s_solution_holds_with_its_books_named(tmp_path, monkeypatch):
     assert report.tally().get("exactly_once", 0) > 0
 
 
-def test_the_given_handler_breaks_so_the_exercise_has_something_to_fix(tmp_path, monkeypatch):
+def test_the_exercises_handler_breaks_so_the_prediction_has_something_to_find(tmp_path, monkeypatch):
     text = CHAPTER.read_text()
-    start = text.index("# %%writefile scratch/my_handler.py\n") + len("# %%writefile scratch/my_handler.py\n")
+    start = text.index("# %%writefile scratch/keyed.py\n") + len("# %%writefile scratch/keyed.py\n")
     (tmp_path / "ch11_given.py").write_text(text[start:text.index("\n# %%", start)])
     monkeypatch.syspath_prepend(str(tmp_path))
     try:

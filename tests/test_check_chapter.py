@@ -74,9 +74,17 @@ def no_claim(folder):
     return check(folder, "no_claim", written("no_claim.py"))
 
 
-def test_the_handlers_the_chapter_writes_are_the_given_one_and_the_one_without_its_claim():
-    assert written("my_handler.py") == written("broken_handler.py")
+HASHED = ('currency="usd", reference=order,\n'
+          '                        idempotency_key=hashlib.sha256(order.encode()).hexdigest())')
+
+
+def test_the_handlers_the_chapter_writes_are_the_given_one_without_its_claim_and_then_keyed():
     assert written("no_claim.py") == replaced(written("broken_handler.py"), CLAIM, "")
+    # Try it's handler: no claim, plus the key the check asked for, and nothing else
+    expected = replaced(written("no_claim.py"), UNKEYED, HASHED)
+    expected = replaced(expected, "import json\n", "import hashlib\nimport json\n")
+    expected = replaced(expected, "each uploaded order, then", "each uploaded order with a key made from the order, then")
+    assert written("keyed.py") == expected
 
 
 def test_the_given_handler_loses_work_and_books_silently_and_never_charges_twice(given):
@@ -114,8 +122,14 @@ def test_without_the_claim_and_without_a_key_every_retry_charges_again(no_claim)
     assert "idempotency key" in views.explain_breaks(no_claim)
 
 
-def test_with_the_key_but_unconditional_books_a_retry_books_twice(folder):
-    report = check(folder, "no_claim_keyed", replaced(written("no_claim.py"), UNKEYED, KEYED))
+@pytest.fixture(scope="module")
+def keyed(folder):
+    """Try it's handler: the chapter never runs its check; the reader predicts it."""
+    return check(folder, "keyed", written("keyed.py"))
+
+
+def test_with_the_key_but_unconditional_books_a_retry_books_twice(keyed):
+    report = keyed
     assert breaks_before_the_key_window(report) == {"double_effect", "silent_mismatch"}
     assert {r.verdict for r in report.broken if r.schedule.dimension not in ("late", "again")
             and r.verdict == "silent_mismatch"} and all(
@@ -221,3 +235,39 @@ def test_a_double_charge_only_past_the_key_window_is_explained_by_the_window_not
     assert "24 hours" in late_only and "pass it an idempotency key" not in late_only
     anywhere = views.explain_breaks(report("faults", "late"))
     assert "pass it an idempotency key" in anywhere and "24 hours" not in anywhere
+
+
+# -- Try it: predict, then run --------------------------------------------------------------------
+def test_try_its_truths_are_read_from_the_check_no_double_charge_within_a_day_books_twice_and_past_the_window(keyed):
+    from idem.lessons.check_prediction import truths
+
+    found = truths(keyed)
+    assert (found.twice_within_a_day, found.charges_attribute, found.charged_after_redrive) == (False, 2, True)
+
+
+def test_try_its_check_runs_nothing_until_every_prediction_is_filled():
+    from idem.lessons.check_prediction import check_prediction
+
+    def run():
+        raise AssertionError("the check ran before the predictions were in")
+
+    said = check_prediction(..., ..., ..., run=run)
+    assert said.startswith("No answer yet") and "twice_within_a_day" in said
+    half = check_prediction(False, ..., None, run=run)
+    assert half.startswith("No answer yet") and "twice_within_a_day" not in half
+    assert "charged_after_redrive" in half and "charges_attribute" in half
+    assert "True or False" in check_prediction("no", 2, True, run=run)
+    assert "whole number" in check_prediction(False, "2", True, run=run)
+
+
+def test_try_its_wrong_predictions_get_a_question_not_the_answer(keyed):
+    from idem.lessons.check_prediction import HINTS, check_prediction
+
+    wrong = check_prediction(True, 1, False, run=lambda: keyed)
+    assert all(HINTS[name].split(".")[0] in wrong for name in HINTS) and "right" not in wrong
+    for answer in ("2", "two", "24", "replay", "double_effect", "conditional", "prune", "False", "True"):
+        assert not re.search(rf"\b{answer}\b", wrong, re.I), (answer, wrong)
+    mixed = check_prediction(False, 3, False, run=lambda: keyed)
+    assert "twice_within_a_day: right" in mixed and "charges_attribute: Not" in mixed
+    right = check_prediction(False, 2, True, run=lambda: keyed)
+    assert right.startswith("Right on all three") and "at 2" in right

@@ -23,7 +23,9 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
            ("Delete the record",)),
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
     "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
-    "11": (("claim", "books", "idempotency", "silent_", "smallest"), ()),
+    "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
+           ("Make that write conditional", "24-hour key window", "charges_attribute: right")),
+    "13": (("2", "EventAgeExceeded", "Walk the clock", "60 s", "older than", "180"), ("EventAgeExceeded",)),
     "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
            ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),
 }

@@ -42,7 +42,7 @@ STARTS = {
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"invocations": None, "ledger entries": None',
     "10": "my_receives = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
-    "13": "my_attempts = None",
+    "11": "twice_within_a_day = ...  # True or False", "13": "my_attempts = None",
 }
 
 
@@ -73,6 +73,9 @@ def test_chapter_00s_guess():
     assert "naive keeps no record" in check_charges_guess(1)  # the charge we want, not the one we get
     assert "close" in check_charges_guess(2)  # forgot the retry or the duplicate
     assert "too many" in check_charges_guess(4)
+    for wrong in (0, 1, 2, 4):  # a hint narrows, never states: no count, no word of the retry
+        said = check_charges_guess(wrong)
+        assert "3" not in said and "retr" not in said and "three" not in said, said
     assert "not a number" in check_charges_guess("3")
 
 
@@ -119,6 +122,12 @@ def test_chapter_02s_holder_check_never_prints_the_holder_before_a_right_answer(
         assert claims.check_holder_of(lambda r: r["Owner"], world).startswith("holder_of raised KeyError")
         wrong = claims.check_holder_of(lambda r: (r["Item"]["pk"]["S"], 1), world)
         assert wrong.startswith("Not the holder") and "expected" not in wrong
+        # every hint narrows, none states the path or the conversion (issue 43)
+        hints = [text, wrong, claims.check_holder_of(lambda r: (r["Item"]["owner"], 0), world),
+                 claims.check_holder_of(lambda r: (r["Item"]["owner"]["S"], 1), world),
+                 claims.check_holder_of(lambda r: r["Owner"], world)]
+        for hint in hints:
+            assert not any(token in hint for token in ('int(', "['S']", '["S"]', "'N'", '"N"', "typed", "Item")), hint
 
 
 # -- 03: a key recipe ---------------------------------------------------------------------------
@@ -243,8 +252,11 @@ def test_chapter_13s_event_age_check():
     assert empty.startswith("No answer yet") and "EventAgeExceeded" not in empty
     assert local_aws.check_event_age(2, "EventAgeExceeded").count("right") == 2
     wrong = local_aws.check_event_age(3, "RetriesExhausted")  # the answer without the age
-    assert "too many" in wrong and "ran out of age" in wrong
+    assert "too many" in wrong and "Which limit stopped this event" in wrong
     assert "not a number" in local_aws.check_event_age("2", "EventAgeExceeded")
+    for attempts, condition in ((1, "RetriesExhausted"), (3, "RetriesExhausted"), (4, "x")):
+        said = local_aws.check_event_age(attempts, condition)  # a question that narrows, never the rule
+        assert "EventAgeExceeded" not in said and "120 s after" not in said and "older than" not in said, said
 
 
 #: The call that checks each exercise: every checker lives in idem, none in a chapter.

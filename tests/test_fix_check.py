@@ -73,9 +73,11 @@ def test_robust_unchanged_charges_twice_when_a_copy_starts_after_the_put(tmp_pat
     assert not report.holds
     wrong = report.first_wrong()
     assert (wrong.kind, wrong.outcome.verdict) == ("copy", "double_charge")
-    assert "after dynamodb:PutItem" in wrong.label and "must not charge" in why(wrong)
+    assert "after dynamodb:PutItem" in wrong.label and "what is left for the copy that loses it" in why(wrong)
     # the handler as the chapter gives it is the question: its check says what to do, not the fix
     assert report.unchanged and report.explain().startswith("No answer yet") and "must not" not in report.explain()
+    from idem import views
+    assert views.fix_frame(report) is None  # the unchanged handler's runs are not shown: the question's
 
 
 def test_standing_down_on_a_lost_put_loses_the_retry_silently(tmp_path):
@@ -95,7 +97,7 @@ def test_standing_down_loses_the_work_of_a_process_that_died(tmp_path):
     report = check_fix(write(tmp_path, STAND_DOWN_AND_DELETE))
     wrong = report.first_wrong()
     assert (wrong.kind, wrong.outcome.verdict) == ("dies", "silent_loss")
-    assert "must raise, not return" in report.explain()
+    assert "how can it end so that Lambda tries again" in report.explain()
 
 
 def test_the_solution_holds_everywhere(tmp_path):
@@ -120,3 +122,13 @@ def test_missing_files_and_functions_are_named(tmp_path):
     with pytest.raises(ConfigError, match="defines no function handle"):
         load_handle(f"{path}:handle")
     assert load_handle(str(write(tmp_path, RIGHT))).__name__ == "handle"
+
+
+@pytest.mark.parametrize("handler", ["ROBUST", "STAND_DOWN", "KEEPS_RECORD", "STAND_DOWN_AND_DELETE"])
+def test_a_wrong_fix_gets_a_question_that_narrows_never_the_fix(tmp_path, handler):
+    """Issue 43: a hint after a wrong answer narrows without stating the fix."""
+    hint = why(check_fix(write(tmp_path, globals()[handler])).first_wrong())
+    assert "?" in hint
+    for fix in ("Delete the record", "delete the record", "must raise", "conditional put alone",
+                "must not charge", "raise, not return", "then raise"):
+        assert fix not in hint, (fix, hint)

@@ -156,7 +156,7 @@ def test_the_event_age_check_explains_a_wrong_prediction():
     assert local_aws.check_event_age(2, "EventAgeExceeded") == ("Attempts: right, 2 (at t = 0, 60 s).\n"
                                                            "Condition: right, EventAgeExceeded.")
     wrong = local_aws.check_event_age(3, "RetriesExhausted")
-    assert "too many" in wrong and "ran out of age" in wrong
+    assert "too many" in wrong and "Which limit stopped this event" in wrong
     assert "too few" in local_aws.check_event_age(1, "EventAgeExceeded")
 
 

@@ -182,7 +182,7 @@ def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorl
             answer = holder_of(response)
         except Exception as error:  # noqa: BLE001 - the reader's code: report it, whatever it is
             return (f"holder_of raised {type(error).__name__}: {error}. Print the response it is given, "
-                    "and find the stored item in it.")
+                    "and read it before you pick a value out of it.")
         if unfilled(answer):
             return not_yet("holder_of returns nothing: return the holder's owner and its expires_at, as a pair")
         answers.append(answer)
@@ -195,11 +195,11 @@ def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorl
         return f"Not a pair: got {answer!r}. Return two values, the owner and the expires_at: (owner, expires_at)."
     owner, when = answer
     if owner == {"S": holder} or when == {"N": str(expires)}:
-        return (f"Close: {answer!r} holds DynamoDB's typed form of a value, a dict keyed by the value's "
-                "type. The low-level client returns every attribute like that: take the value inside.")
+        return (f"Close: {answer!r} still wraps a value in a dict. What is that dict's one key, and "
+                "what sits under it?")
     if owner == holder and when == str(expires):
-        return (f"Close: the owner is right, but {when!r} is text. DynamoDB's typed format sends a "
-                "number as a string: turn it into an int.")
+        return (f"Close: the owner is right, but {when!r} is text, and the exercise asks for a whole "
+                "number.")
     if owner == seen:
         return (f"That is the holder of the claim printed above ({seen!r}). This response is about "
                 "another claim: read the owner from the response you are given.")
@@ -207,5 +207,5 @@ def check_holder_of(holder_of: Callable[[dict[str, Any]], Any], world: LocalWorl
         return (f"Not the holder: your function returned {answer!r} for two claims that differ. "
                 "Read both values from each response.")
     if owner != holder:
-        return f"Not the holder: got {owner!r}. Look for the stored item that stopped the put."
-    return f"The owner is right, but not its expires_at: got {when!r}. It is in the same stored item."
+        return f"Not the holder: got {owner!r}. Which part of the response is about the claim that stopped the put?"
+    return f"The owner is right, but not its expires_at: got {when!r}. What else does that claim keep?"

@@ -23,6 +23,7 @@ only what to do: the reasons would give the fix away before the reader tried one
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,15 +93,15 @@ class FixReport:
 
     def explain(self) -> str:
         if self.unchanged:
-            return not_yet("handle is still robust's handler, as the chapter gives it: change it, run "
-                           "its cell to save the file, then run this check")
+            return textwrap.fill(not_yet("handle is still robust's handler, as the chapter gives it: change "
+                                         "it, run its cell to save the file, then run this check"), 100)
         wrong = self.first_wrong()
         if wrong is None:
             copies = sum(1 for r in self.runs if r.kind == "copy")
             return (f"Right: no copy charged twice ({copies} starting places tried), the retry after a "
                     "failed charge charged once, and a provider down for good or a process that died "
                     "left the event in the failure queue.")
-        return f"Not yet ({wrong.label}): {why(wrong)}"
+        return textwrap.fill(f"Not yet ({wrong.label}): {why(wrong)}", 100)
 
 
 def why(run: FixRun) -> str:
@@ -113,26 +114,27 @@ def why(run: FixRun) -> str:
     if run.kind == "copy" and verdict == Verdict.DOUBLE_CHARGE.value:
         return ("the copy charged too. It found the first invocation's record, and your handler "
                 "still went to work: to it, in_progress still means 'an earlier attempt failed'. "
-                "Let the conditional put alone decide who works; a copy that loses it must not charge.")
+                "Which one request can only one copy win (chapter 02), and what is left for the "
+                "copy that loses it?")
     if run.kind == "down once" and verdict == Verdict.SILENT_LOSS.value:
         return ("the retry lost the conditional put to the record of its own failed attempt, and "
                 "stood down. Nothing was charged and nothing alerts: claim-first's silent loss "
-                "(chapter 04). Delete the record when the charge fails, then raise, so the retry "
-                "can claim the work again.")
+                "(chapter 04). When a charge fails, what must the table look like for its retry to "
+                "win the work again?")
     if run.kind == "down once" and verdict == FAILED_VISIBLY:
         return ("the retry found the in_progress record of its own failed attempt, took it for a "
                 "copy at work, and never charged. The event ends in the failure queue, and a "
-                "redrive would meet the same record. Delete the record when the charge fails, then "
-                "raise, so the retry can claim the work again.")
+                "redrive would meet the same record. What could the failed attempt do about its own "
+                "record before it gives up?")
     if run.kind == "down always":
         return (f"the provider was down on every attempt, and the run ended in {verdict} ({seen}). "
-                "The handler must raise when the charge fails, so that Lambda retries and the event "
-                "reaches the failure queue.")
+                "Which invocations does Lambda retry, and which end in the failure queue: one that "
+                "returns, or one that raises?")
     if run.kind == "dies" and verdict == Verdict.SILENT_LOSS.value:
         return ("the first attempt died after writing its record, and its retry stood down on "
                 "that record. The work is lost and nothing alerts. A copy that finds in_progress "
-                "must raise, not return: Lambda retries it, and if nobody finishes the work, the "
-                "event reaches the failure queue.")
+                "cannot know whether anyone is still at work: how can it end so that Lambda tries "
+                "again, and a person hears if nobody finishes?")
     return (f"the run ended in {verdict} ({seen}); expected {' or '.join(EXPECTED[run.kind])}: "
             "one charge, one ledger entry, the record done.")
 

@@ -73,7 +73,7 @@ GUESS_SCENARIO = sc.Scenario("naive", "after_charge", "once", "duplicate")
 
 def check_charges_guess(my_guess: object) -> str:
     """Run naive with S3 sending the event twice and the first attempt failing after its charge;
-    compare the provider's charges with the guess. A wrong guess gets the count it missed."""
+    compare the provider's charges with the guess. A wrong guess gets a question, never the count."""
     if unfilled(my_guess):
         return not_yet("put a number in my_guess")
     if isinstance(my_guess, bool) or not isinstance(my_guess, int):
@@ -86,9 +86,9 @@ def check_charges_guess(my_guess: object) -> str:
         return ("Not 1: that is what the customer should pay, but naive keeps no record. Count the "
                 "invocations that reach the provider.")
     if my_guess == truth.charges - 1:
-        return (f"Not {my_guess}: close. Each copy of the event is one invocation, and the copy that "
-                "failed is retried a minute later. Did you count both copies and the retry?")
+        return (f"Not {my_guess}: close. Write down every invocation in time order, from both copies "
+                "of the event, and mark the ones that reach the provider.")
     if my_guess > truth.charges:
-        return (f"Not {my_guess}: too many. Only a failed invocation is retried, and the second copy "
-                "succeeded.")
-    return f"Not {my_guess}. Count the invocations: each copy of the event, and each retry of a failed one."
+        return (f"Not {my_guess}: too many. Which invocations fail, and which of those does Lambda "
+                "run again?")
+    return f"Not {my_guess}. Count the invocations that reach the provider, from both copies of the event."

@@ -9,9 +9,10 @@ import pandas as pd
 from ..lessons.auditor import short
 
 
-def fix_frame(report: Any) -> pd.DataFrame:
-    """A fix's runs (idem.lessons.fix_check.FixReport), one row each: what happened, what it left."""
-    return pd.DataFrame(report.rows())
+def fix_frame(report: Any) -> pd.DataFrame | None:
+    """A fix's runs (idem.lessons.fix_check.FixReport), one row each: what happened, what it left.
+    Nothing while the handler is still the one the chapter gives: its runs are the question's."""
+    return None if report.unchanged else pd.DataFrame(report.rows())
 
 
 def booked_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -173,18 +173,6 @@ def folded_output(width: int = 96) -> Iterator[None]:
         print(fold(line, width) if line else line, file=sys.stdout)
 
 
-def explain_your_fix(report: Any, mine: str | Path, given: str | Path, function: str = "lambda_handler") -> str:
-    """Chapter 11's exercise: `explain_breaks` for the reader's file, once it differs from the
-    given handler. Until then, only what to do: the reasons would state the fix before a try."""
-    from ..lessons.answers import not_yet
-    from ..lessons.fix_check import same_function
-
-    if same_function(Path(mine).read_text(encoding="utf-8"), Path(given).read_text(encoding="utf-8"), function):
-        return not_yet(f"{Path(mine).name} is still the given handler: change {function}, run its cell "
-                       "to save the file, then run this check")
-    return explain_breaks(report)
-
-
 def template_lines(*starts: str) -> Markdown:
     """The lines of template.yaml that start with each of `starts` (after their indent), as YAML:
     a template's one-line entries, such as its Transform or a condition, shown where a chapter

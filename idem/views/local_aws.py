@@ -102,28 +102,27 @@ def event_age_run(max_event_age: int) -> AgeRun:
 def check_event_age(my_attempts: int, my_condition: str, max_event_age: int = 120) -> str:
     """The chapter 13 exercise: attempts and the failure queue's condition, predicted."""
     if unfilled(my_attempts) or unfilled(my_condition):
-        return not_yet("set my_attempts and my_condition", "Walk the clock: the first attempt at t = 0 s, "
-                       "a retry 60 s after a failure, the next 120 s after that. Before each, compare the "
-                       "event's age with max_event_age.")
+        return textwrap.fill(not_yet("set my_attempts (a whole number) and my_condition (the condition's "
+                                     "name, a string), run their cell, then run this one"), WIDTH)
     if isinstance(my_attempts, bool) or not isinstance(my_attempts, int):
         return f"{my_attempts!r} is not a number of attempts: write a whole number."
     run = event_age_run(max_event_age)
     starts = ", ".join(f"{s:g}" for s in run.starts)
     lines = []
+    # a wrong prediction gets a question that narrows, never the count or the rule (issue 43)
     if my_attempts == run.attempts:
         lines.append(f"Attempts: right, {run.attempts} (at t = {starts} s).")
     elif my_attempts > run.attempts:
-        lines.append(f"Attempts: {my_attempts} is too many. The retry after the second failure is due "
-                     f"120 s after it, when the event is older than {max_event_age} s: `run` checks the "
-                     "age before it invokes, and drops the event instead.")
+        lines.append(f"Attempts: {my_attempts} is too many. How old is the event when each retry is "
+                     "due, and what does `run` do before it invokes?")
     else:
-        lines.append(f"Attempts: {my_attempts} is too few. The first retry comes 60 s after the first "
-                     f"failure, when the event is 60 s old, younger than {max_event_age} s: it runs.")
+        lines.append(f"Attempts: {my_attempts} is too few. How old is the event when the first retry "
+                     "is due?")
     if my_condition == run.condition:
         lines.append(f"Condition: right, {run.condition}.")
     else:
-        lines.append(f"Condition: not {my_condition!r}. The retries were not used up; the event ran out "
-                     "of age first, and the record that reaches the failure queue says so.")
+        lines.append(f"Condition: not {my_condition!r}. Which limit stopped this event: its retries, "
+                     "or another one? The record's condition names it.")
     return "\n".join(textwrap.fill(line, WIDTH) for line in lines)
 
 

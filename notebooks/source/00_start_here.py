@@ -66,17 +66,19 @@
 # %% [markdown]
 # S3 and Lambda give at-least-once delivery, twice over:
 #
-# * S3 sends an event notification for each upload. Now and then it sends the same one twice.
+# * S3 sends an event notification for each upload, "at least once": now and then it sends the
+#   same one twice ([S3 event notifications](https://docs.aws.amazon.com/AmazonS3/latest/userguide/NotificationHowTo.html)).
 # * S3 invokes the function by an **asynchronous invocation**: it hands the event to Lambda and
 #   does not wait for the answer. When such an invocation fails, Lambda runs it again: about a
-#   minute later, then about two minutes after that.
+#   minute later, then about two minutes after that
+#   ([Lambda's retries](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
 
 # %% [markdown]
 # Two more ways the platform repeats or gives up:
 #
-# * When those retries are used up, Lambda sends the event to a **failure queue**: an SQS queue
-#   set as the function's **on-failure destination**, where Lambda sends what it gave up on. A
-#   person can look at it there.
+# * When those retries are used up, Lambda sends a record of the event, the event inside, to a
+#   **failure queue**: an SQS queue set as the function's **on-failure destination**, where
+#   Lambda sends what it gave up on. A person can look at it there.
 # * Lambda's own queue of asynchronous events can hand the function the same event twice with no
 #   error at all, and when the function cannot keep up it can drop events
 #   ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
@@ -216,9 +218,9 @@ views.matrix_table(headline)
 # ## Try it
 #
 # A row the table does not have: `naive`, with S3 delivering the event twice, a few seconds apart.
-# The function fails after the charge the first time only. Lambda retries the failed invocation a
-# minute later. How many times does the provider charge the customer? Put your guess in
-# `my_guess` and run the check.
+# The function fails after the charge once: the first time any invocation gets there, and never
+# again (`after_charge, once`). Lambda retries a failed invocation a minute later. How many times
+# does the provider charge the customer? Put your guess in `my_guess` and run the check.
 
 # %%
 my_guess = None  # your answer here: a number

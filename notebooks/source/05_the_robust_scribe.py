@@ -96,7 +96,8 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # * `copy stands down`: any later retry or copy reads `done` and returns.
 # * `retries exhausted` / `redrive`: Lambda gives up and sends the event to the failure queue. The
 #   record stays `in_progress` until an operator sends the event back.
-#
+
+# %% [markdown]
 # Two states end the story. The happy ending is `done`. The other is `in_progress` with the event
 # in the failure queue. That one is loud on purpose. Something is unfinished, and both the record
 # and the queue say which upload it was. It is not loud for ever, though. The record carries an
@@ -104,7 +105,8 @@ views.show_source(Ledger.get_record, Ledger.put_in_progress, Ledger.put_if_absen
 # period ends: 4 days by default, 14 at most
 # ([SetQueueAttributes](https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html)).
 # Someone has to act before then.
-#
+
+# %% [markdown]
 # Chapter 00's one table runs every handler through the same trouble, a row per fault. The
 # chapters call it the matrix. Here is where each of its rows leaves the record, next to
 # claim-first. The `record_status` column is the record's status at the end:
@@ -169,8 +171,8 @@ views.show_text(json.dumps(message, indent=2), "json")
 
 # %%
 payload = message["requestPayload"]["Records"][0]["s3"]["object"]
-print(f"stuck upload: {payload['key']} (version {payload['versionId']}), "
-      f"after {message['requestContext']['approximateInvokeCount']} invocations, "
+print(f"stuck upload: {payload['key']} (version {payload['versionId']})")
+print(f"after {message['requestContext']['approximateInvokeCount']} invocations, "
       f"last error {message['responsePayload']['errorType']}")
 views.compact_items(world.ledger().items())
 
@@ -218,7 +220,7 @@ views.outcome_frame([half])[["handler", "fault", "charges", "ledger_charges", "i
 #
 # S3 delivers events at least once, and so does Lambda's own event queue. AWS's guide to
 # asynchronous invocation warns that a function may receive the same event twice even when nothing
-# failed (docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). And the copies
+# failed ([error handling](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)). And the copies
 # do not wait for each other.
 #
 # Here the second copy starts while the first invocation sits between writing `in_progress` and

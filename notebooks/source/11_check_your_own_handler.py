@@ -25,6 +25,7 @@ from pathlib import Path
 from idem import views
 from idem.core.handlers.keyed import KeyedCharger
 from idem.explore.check import check_handler
+from idem.lessons.check_prediction import check_prediction
 
 SCRATCH = Path("scratch")
 shutil.rmtree(SCRATCH, ignore_errors=True)  # a fresh start: no handler from an earlier run
@@ -170,7 +171,8 @@ def lambda_handler(event, context):
 money = check_handler("broken_handler:lambda_handler", retries=(1,), workers=1)
 explained = money.explain()
 smallest_at = explained.index("  schedule:")  # printed in two parts, to keep each short
-print(explained[:smallest_at].rstrip())
+with views.folded_output():  # long lines wrapped to the page
+    print(explained[:smallest_at].rstrip())
 
 # %% [markdown]
 # The second line lists the boundaries the clean run crossed: the read of the order file, a put,
@@ -179,7 +181,8 @@ print(explained[:smallest_at].rstrip())
 # report is the smallest schedule that breaks:
 
 # %%
-print(explained[smallest_at:])
+with views.folded_output():
+    print(explained[smallest_at:])
 
 # %% [markdown]
 # The claim's answer was lost. Lambda retried, and the retry found the claim already taken and
@@ -285,21 +288,22 @@ print(views.explain_breaks(no_claim))
 
 # %% [markdown]
 # The silent breaks are gone, and double charges took their place. Every retry, every copy and
-# every retried PUT of an order now charges again. The check says what that means: the provider needs a key. One fix moved the
-# break; it did not remove it. That is why you run the check again after every change.
+# every retried PUT of an order now charges again. One fix moved the break; it did not remove it.
+# That is why you run the check again after every change. *Try it*, below, takes the check's
+# advice one step further.
 
 # %% [markdown]
 # ## Explore
 #
 # Pick a handler and one of its five smallest breaks, and replay it. You see the schedule, each
 # boundary crossed, the effects against the clean run, and the invocations on the clock. The
-# choice `your fix` is the file you write in *Try it* below. The workbook's patterns are here too, each with its books
-# named. A handler is checked the first time you pick it; the more calls it makes, the longer
-# that takes.
+# choice `try it` is the handler of *Try it*, below: pick it after your prediction. The
+# workbook's patterns are here too, each with its books named. A handler is checked the first
+# time you pick it; the more calls it makes, the longer that takes.
 
 # %%
 handlers = views.HandlerChoices(
-    {"given handler": report, "no claim": no_claim, "your fix": "my_handler:lambda_handler"},
+    {"given handler": report, "no claim": no_claim, "try it": "keyed:lambda_handler"},
     effects=BOOKS, retries=(1,))
 
 # %% tags=["nbval-ignore-output"]
@@ -424,11 +428,13 @@ def lambda_handler(event, context):
 
 # %%
 reports = check_handler("sqs_reports:lambda_handler", trigger="sqs", retries=(1,), workers=1)
-print(views.explain_breaks(reports))
+with views.folded_output():
+    print(views.explain_breaks(reports))
 
 # %%
 raises = check_handler("sqs_raises:lambda_handler", trigger="sqs", retries=(1,), workers=1)
-print(views.explain_breaks(raises))
+with views.folded_output():
+    print(views.explain_breaks(raises))
 
 # %% [markdown]
 # The first handler survives every fault and every copy within a day. A message that failed
@@ -436,8 +442,8 @@ print(views.explain_breaks(raises))
 # the retried PUT's message replays it too; a key made from the upload (`?versionId=`) would charge
 # that order twice. It breaks only where the order comes again a day or more later: a message
 # moved back from the dead-letter queue, or the same order uploaded again. Its key is right, but
-# Stripe has forgotten it after 24 hours, the key window. *Try it*, below, meets the same break
-# on S3 and fixes it. It writes its books 25 lines a call, one line per key: `BatchWriteItem` refuses more
+# Stripe has forgotten it after 24 hours, the key window. It writes its books 25 lines a call,
+# one line per key: `BatchWriteItem` refuses more
 # than 25 puts, or two puts of one key, in one call
 # ([BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)). The second has no key, and any error fails the whole batch. The batch comes back a
 # visibility timeout later, and the uploads it had charged are charged again. The check reads the
@@ -517,7 +523,8 @@ def idem_check(*options):
 code, report = idem_check("--template", "scratch/job_starter/template.yaml", "--function", "StartJobFunction",
                           "--effect", "dynamodb:PutItem")
 smallest_at = report.index("  schedule:")  # printed in two parts, to keep each short
-print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
+with views.folded_output():
+    print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 
 # %% [markdown]
 # Exit code 1 means it breaks (the codes are listed in *What the check proves*, below). The first
@@ -535,7 +542,8 @@ print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
 # The smallest break:
 
 # %%
-print(report[smallest_at:])
+with views.folded_output():
+    print(report[smallest_at:])
 
 # %% [markdown]
 # The put wrote its job, and then the handler's answer to Lambda was lost. Lambda retried, and the
@@ -677,13 +685,14 @@ print("\n".join(line for line in rest[:rest.index("  schedule:")].splitlines() i
 # %% [markdown]
 # ## Try it
 #
-# Fix the given handler until the check holds. The cell below starts as a copy of it. Change it,
-# run it, then run the check cell, and repeat. The check names each kind of break that is left,
-# what it means, and the smallest schedule to replay in the explorer above.
+# The check told *no claim* to pass an idempotency key made from the order. The handler below
+# does just that, and nothing else: each charge now carries a hash of the order as its key. The
+# chapter has not checked it. Predict what the check finds, then run it.
 
 # %%
-# %%writefile scratch/my_handler.py
-"""Charge the customer for each uploaded order, then write the charge into the books."""
+# %%writefile scratch/keyed.py
+"""Charge the customer for each uploaded order with a key made from the order, then write the charge into the books."""
+import hashlib
 import json
 import os
 from urllib.parse import unquote_plus
@@ -714,42 +723,62 @@ def lambda_handler(event, context):
         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
         order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
         customer = key.split("/")[0]
-        try:  # the guard: claim the order before doing the work
-            dynamodb.put_item(TableName=table, Item={"pk": {"S": f"claim#{order}"}},
-                              ConditionExpression="attribute_not_exists(pk)")
-        except dynamodb.exceptions.ConditionalCheckFailedException:
-            continue  # claimed already: the work was done before
-        provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd", reference=order)
+        provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd", reference=order,
+                        idempotency_key=hashlib.sha256(order.encode()).hexdigest())
         dynamodb.update_item(  # the books: one more charge on the customer's account
             TableName=table, Key={"pk": {"S": f"account#{customer}"}},
             UpdateExpression="ADD charges :one, cents :cents",
             ExpressionAttributeValues={":one": {"N": "1"}, ":cents": {"N": str(PRICE_CENTS)}})
     return {"status": "done"}
 
+# %% [markdown]
+# Three predictions, each about one schedule the check builds. Replace each `...` and run the
+# cell.
+
 # %%
-mine = handlers.report("your fix")  # check_handler as above; again only if the file changed
-print(views.explain_your_fix(mine, "scratch/my_handler.py", "scratch/broken_handler.py"))
-if mine.holds:
-    print("That was one retry setting. For all three, run this (it takes longer):\n"
-          '    check_handler("my_handler:lambda_handler", effects=BOOKS, workers=1).explain()')
+# 1. Within a day of the upload, does any retry or copy of the event charge an order twice?
+twice_within_a_day = ...  # True or False
+# 2. The first attempt charges and books, then its answer to Lambda is lost; Lambda retries once.
+#    What number does the account's `charges` attribute hold at the end?
+charges_attribute = ...  # a whole number
+# 3. The first attempt charges, then fails before the books, and so does the retry: the event
+#    goes to the failure queue. An operator redrives it a day and a second later.
+#    Is the order charged a second time?
+charged_after_redrive = ...  # True or False
+
+# %% [markdown]
+# The check cell runs the check once your predictions are in (a few seconds), and compares.
+
+# %%
+print(check_prediction(twice_within_a_day, charges_attribute, charged_after_redrive,
+                       run=lambda: handlers.report("try it")))
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Three changes. Drop the claim that skips: it is what strands the work when a step after it
-# fails. Pass a hash of the ORDER as the provider's idempotency key: the account, its folder,
-# and the order id (two accounts' order "1001" are two orders). Then a retry's charge is a replay
-# of the first, and so is the charge of an uploader's retried PUT: the same order, and the same
-# key (docs/one_charge_per_order.md). Hash it: Stripe takes keys of at most 255 characters. Stripe
-# keeps a key only about 24 hours ([Idempotent requests](https://docs.stripe.com/idempotency)).
-# So the order gets a record of its own that keeps its first attempt's time. An order already
-# booked is skipped however late it comes again. One first attempted over 23 hours ago and never
-# booked is not charged blind: it fails, so the event waits in the failure queue for a
-# person. And book each charge once: the update is conditional on the charge's id not being
-# booked yet, so a retry that replays the charge books nothing new. The attribute `booked` is a
-# string set on the account's item. The condition `contains(booked, :id)` is true when the set
-# holds the id. `ADD` puts the id in the set in the same write. A test in this repository writes
-# this solution out and checks it: it holds.
+# **1. No.** Every retry and copy sends the same key, so Stripe replays the first charge and no
+# money moves again ([Idempotent requests](https://docs.stripe.com/idempotency)).
+#
+# **2. Two.** The replay answers the retry like the first charge, and the handler carries on to
+# its books. The `ADD` runs a second time, with nothing to stop it. The customer paid once, and
+# the books say twice: the check calls that a `double_effect`.
+#
+# **3. Yes.** Stripe may prune a key once it is 24 hours old, and a pruned key makes a new
+# request ([Idempotent requests](https://docs.stripe.com/idempotency)). So the redriven event
+# charges again. A redrive, a late copy and the uploader's retried PUT can all come after a day.
+#
+# A handler that holds makes three changes to the given one. Drop the claim that skips: it is
+# what strands the work when a step after it fails. Pass a hash of the ORDER as the provider's
+# idempotency key: the account, its folder, and the order id (two accounts' order "1001" are two
+# orders). Hash it: Stripe takes keys of at most 255 characters. Give the order a record of its
+# own that keeps its first attempt's time. An order already booked is skipped however late it
+# comes again. One first attempted over 23 hours ago and never booked is not charged blind: it
+# fails, so the event waits in the failure queue for a person. And book each charge once: the
+# update is conditional on the charge's id not being booked yet, so a retry that replays the
+# charge books nothing new. The attribute `booked` is a string set on the account's item. The
+# condition `contains(booked, :id)` is true when the set holds the id. `ADD` puts the id in the
+# set in the same write. A test in this repository writes this solution out and checks it: it
+# holds.
 #
 # ```python
 # import hashlib
@@ -800,7 +829,8 @@ if mine.holds:
 # have charged and died before its books. The `booked` set grows with every charge; for a busy
 # account, book each charge as an item of its own, as the keyed handler does. That handler,
 # `idem/core/handlers/keyed.py`, is the other answer: a claim with a lease, the same key, and a
-# commit only its owner can make.
+# commit only its owner can make. To check your own version, write it to `scratch/keyed.py`, run
+# that cell, and pick `try it` in the explorer.
 # </details>
 #
 # Keyed's three steps for one order, as the handler to copy ships them (chapter 06 built them):

@@ -10,6 +10,9 @@
 # appendix shows each gap, the code that fills it, and a run that shows it working. The code that
 # fills the gaps never ships to Lambda: it lives in `idem/sim/` (the local AWS), `idem/explore/`
 # and `idem/deploy/`. One section looks inside code that does ship, the entry point.
+
+# %% [markdown]
+# Each gap, and the section that opens it:
 #
 # | AWS does | moto alone | the workbook adds | section |
 # | --- | --- | --- | --- |
@@ -132,9 +135,11 @@ _ = views.runtime_explore(2, "always", "exception", "warm")
 views.show_source(boundary._before_call, boundary._after_call)
 
 # %% [markdown]
-# One call is not counted in `_after_call`: a publish to an SNS FIFO topic. Such a topic drops a
-# message whose deduplication ID it saw in the last five minutes. So the check counts what the
-# topic delivers, as it does for messages sent to a queue.
+# One call is not counted in `_after_call`: a publish to an SNS FIFO topic. Such a topic accepts,
+# but does not deliver, a message whose deduplication ID it saw within its deduplication interval,
+# five minutes at least
+# ([PublishBatchRequestEntry](https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html)).
+# So the check counts what the topic delivers, as it does for messages sent to a queue.
 #
 # The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
 

@@ -12,6 +12,8 @@ orders apart, and are all the check changes in the file:
   `A-1001-00042`), so each schedule is its own order; any other file lands byte for byte;
 - a second upload of the same name is the file again with the same bytes where the check sends
   the uploader's retried PUT, and a second order (`order_id` + `-2`) where it sends another order.
+  A file that is not a JSON order has no second order the check could write: those schedules are
+  not run, and the report says so (`idem.explore.object_schedules`).
 """
 from __future__ import annotations
 
@@ -28,13 +30,15 @@ from . import key_decoding
 CHECK_KEY = re.compile(r"^check(\d+)/")
 #: S3's limit on a key: 1,024 bytes of UTF-8 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 KEY_BYTES = 1024
-#: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`):
-#: the same file, the same bytes, under another account's folder.
-OTHER_KEY = re.compile(r"^other(\d+)/")
+#: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`,
+#: after the trigger's prefix): the same file, the same bytes, under another account's folder.
+OTHER_KEY = re.compile(r"(?:^|/)other(\d+)/")
 
 
 #: On while the check runs an --object with an exact KEY (`install`; idem.explore.exact_keys).
 EXACT = False
+#: The --object the check's uploads are now (`install`), or None.
+CURRENT: "UserObject | None" = None
 
 
 class BadObject(IdemError, ValueError):
@@ -77,6 +81,15 @@ class UserObject:
         folder = "" if str(key.parent) == "." else f"{key.parent}/"
         return f"{folder}check{number:05d}{f'-{nth}' if nth > 1 else ''}/{key.name}"
 
+    @property
+    def is_order(self) -> bool:
+        """Is the file a JSON order (an object with an `order_id`), of which the check can make another?"""
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return False
+        return isinstance(data, dict) and "order_id" in data
+
     def body_for(self, number: int, second_order: bool = False) -> bytes:
         """The file's bytes for schedule `number` (see the module: only an order_id changes)."""
         try:
@@ -94,8 +107,9 @@ def install(obj: UserObject) -> None:
     from ..sim.world import LocalWorld
 
     real_upload = getattr(LocalWorld.upload, "_real", LocalWorld.upload)
-    global EXACT
+    global EXACT, CURRENT
     EXACT = key_decoding.EXACT_KEY = obj.exact
+    CURRENT = obj
     # (world, key this hook uploaded at) -> (the world, schedule number, the body the check first gave)
     made: dict[tuple[int, str], tuple[Any, int, bytes | None]] = {}
 
@@ -109,7 +123,7 @@ def install(obj: UserObject) -> None:
         if (id(self), mine) in made:  # a second upload of that name: the same bytes again
             _, number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
             return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
-        other = OTHER_KEY.match(key)
+        other = OTHER_KEY.search(key)
         if match is None and other is not None and body is not None:  # another account's order: the same file
             return real_upload(self, key, obj.body_for(int(other.group(1))), **kwargs)
         if match is None:  # not one of the check's uploads

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 from ..console import UsageError
@@ -190,7 +191,12 @@ def run(args: argparse.Namespace) -> int:
         request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
-    return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))
+    outcome = sandbox.run_sandboxed(request, budget=args.budget, stall=stall)
+    if args.install_requirements and outcome.exit_code in (0, 1):  # what the packages were installed for
+        note = requirements_cache.platform_note(*((from_template.runtime, from_template.architectures)
+                                                  if from_template else ()))
+        outcome = replace(outcome, text=f"{outcome.text}\n{note}", json={**outcome.json, "requirements": note})
+    return _answer(args, outcome)
 
 
 def refuse_usage(message: str) -> int:

@@ -60,6 +60,7 @@ from typing import Any, Iterable, Sequence
 
 from ..sim.runtime import work_of
 from ..sim.writes import STATE_CALLS, writes_of
+from . import key_decoding
 from .triggers import key_forms
 from .verdicts import Verdict
 
@@ -111,6 +112,11 @@ class Names:
         if bucket:
             pairs.append((bucket, "<bucket>"))
         keys = list(dict.fromkeys(getattr(obj, "key", "") for obj in uploads))
+        renamed = key_decoding.plain_name(keys[0]) if keys and keys[0] else None
+        if renamed:  # the family names: its file name, read as the clean run's (as decoded or as S3 sent it)
+            name, plain = renamed
+            for form in key_forms(name):
+                pairs += [(form, plain), (form.rsplit(".", 1)[0], plain.rsplit(".", 1)[0])]
         for n, key in enumerate(keys, start=1):  # an upload's own name (S3's longest among them)
             # as the function may store it: decoded, or as S3's event carries it (URL-encoded), or
             # either inside JSON text (triggers.key_forms)

@@ -192,6 +192,9 @@ def test_the_report_says_which_platform_the_requirements_were_installed_for(tmp_
     assert report["baseline"]["provider:charge"] == 1, (out, err)
     assert report["requirements"].startswith(f"requirements: installed for {host()}, the Python that runs the "
                                              "function here; Lambda runs it on python3.12 on arm64 (Linux)")
+    from idem.explore.requirements_cache import platform_note
+
+    assert "Lambda runs it on the Runtime and Architectures it is deployed with" in platform_note()  # no template
 
 
 def test_a_layer_of_the_template_gives_its_python_folder(tmp_path):

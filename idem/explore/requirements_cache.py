@@ -110,7 +110,8 @@ def host() -> str:
 
 def platform_note(runtime: str = "", architectures: list[str] | None = None) -> str:
     """One line for the report: what --install-requirements installed for, and what Lambda runs."""
-    lam = f"{runtime or 'the Runtime the template names'} on {', '.join(architectures or ['x86_64'])} (Linux)"
+    lam = (f"{runtime or 'a Runtime the template does not name'} on {', '.join(architectures or ['x86_64'])} (Linux)"
+           if runtime or architectures else "the Runtime and Architectures it is deployed with (Linux)")
     return (f"requirements: installed for {host()}, the Python that runs the function here; Lambda runs it "
             f"on {lam}, and sam build installs for that: a package built only for one platform, or one "
             "that behaves otherwise there, is not what this check ran")

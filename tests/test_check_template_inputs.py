@@ -167,7 +167,8 @@ def test_an_object_lands_at_its_key_exactly_and_each_schedule_starts_from_an_emp
     assert report["dimensions"]["names"] == 0  # the reader's name is every schedule's (P7)
     # daily.csv is no JSON order: no second order of it is made (P12), and reports/daily.csv has no
     # account folder (P13); each left-out family is named with its reason
-    assert set(report["not_run"]) == {"overwrite (a second order at the same name)", "accounts", "names"}
+    assert set(report["not_run"]) == {"overwrite (a second order at the same name)", "accounts", "names",
+                                      "overwrite (a second order at a name of 1,024 bytes)"}
     assert report["dimensions"]["accounts"] == 0
     assert code == 0 and report["holds"], [(r["schedule"], r["verdict"]) for r in report["results"]
                                            if r["verdict"] in ("silent_loss", "double_effect", "silent_mismatch")]
@@ -193,7 +194,38 @@ def test_a_file_that_is_not_a_json_order_gets_the_retried_put_and_no_second_orde
     order = objects.UserObject("a.json", "a.json", b'{"order_id": "A-1"}')
     monkeypatch.setattr(objects, "CURRENT", order)
     assert order.is_order and order.body_for(7, second_order=True) != order.body_for(7)
-    assert object_schedules.kept(found) == list(found) and not object_schedules.reasons()
+    # every upload is at the object's name: no schedule claims a name of 1,024 bytes it never had
+    assert object_schedules.kept(found) == [s for s in found if not s.long_name]
+    assert list(object_schedules.reasons()) == ["overwrite (a second order at a name of 1,024 bytes)"]
+    # a second file at the same KEY is the second order's bytes; a third is refused
+    day1, day2 = (objects.UserObject(f"day{n}.csv", "reports/daily.csv", f"day {n}\n".encode(), exact=True)
+                  for n in (1, 2))
+    (both,) = objects.paired([day1, day2])
+    assert both.body_for(7) == b"day 1\n" and both.body_for(7, second_order=True) == b"day 2\n"
+    assert both.makes_second_orders and not day1.makes_second_orders
+    with pytest.raises(objects.BadObject, match="a third file at 'reports/daily.csv'"):
+        objects.paired([day1, day2, day1])
+
+
+def test_a_second_file_at_the_same_key_is_the_second_order_and_finds_a_report_keyed_by_its_name(tmp_path):
+    """P12: given the next day's report at the same KEY, the second order runs: daily_report (keyed
+    by name and eTag) imports both and holds; DailyReportByName (keyed by the name alone) never
+    imports the second, and breaks there only."""
+    (tmp_path / "day1.csv").write_text("date,amount\n2026-12-01,5\n")
+    (tmp_path / "day2.csv").write_text("date,amount\n2026-12-02,7\n")
+    reports = {}
+    for function in ("DailyReport", "DailyReportByName"):
+        code, out, err = cli("--template", str(EXACT), "--function", function, "--object",
+                             f"{tmp_path / 'day1.csv'}=reports/daily.csv", "--object",
+                             f"{tmp_path / 'day2.csv'}=reports/daily.csv", "--effect", "dynamodb:PutItem",
+                             "--retries", "0", "--workers", "1", "--json")
+        reports[function] = (code, json.loads(out))
+    code, report = reports["DailyReport"]
+    assert code == 0 and report["holds"] and "overwrite (a second order at the same name)" not in report["not_run"]
+    assert any("a second order at the same name" in r["schedule"] for r in report["results"])
+    code, report = reports["DailyReportByName"]
+    broken = [r for r in report["results"] if r["verdict"] in ("silent_loss", "double_effect", "silent_mismatch")]
+    assert code == 1 and broken and all("a second order at the same name" in r["schedule"] for r in broken)
 
 
 def test_another_accounts_upload_stays_inside_the_triggers_key_filter(tmp_path, monkeypatch):

@@ -85,7 +85,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "are kept apart by running each alone in an emptied local AWS (the template's "
                              "resources and --setup made again: about 0.12 s more per schedule). Without =KEY: "
                              "the file's name, one more folder checkNNNNN/ per schedule. A JSON order's order_id "
-                             "gets the schedule's number. Repeatable: the check runs once per object. Default: "
+                             "gets the schedule's number. Repeatable: the check runs once per object; a second FILE at the "
+                             "same KEY is a second order at that name (new bytes: needed for a file that is not a "
+                             "JSON order). Default: "
                              "the check's own order file, {\"order_id\": ...} with a new order per schedule, at "
                              "checkNNNNN/order-1.json (ORDERS.md)")
     parser.add_argument("--setup", default=None, metavar="MODULE:FUNCTION",

@@ -9,7 +9,11 @@ check to make a file or a name the reader did not give, and it cannot always:
   the check does not invent bytes of the reader's format: its "second order" would be the same
   bytes again, which is the uploader's retried PUT (the same eTag), and a function that rightly
   takes it for the same upload would read as having lost an order. Those schedules are left out;
-  the family still runs the retried PUT.
+  the family still runs the retried PUT. A second `--object` at the same KEY is the second order's
+  file (`objects.paired`), and they run.
+- **a second order at a name of S3's longest** (family `overwrite`): with an --object every
+  upload is at the object's name, so the schedule would be another at that name, labelled with a
+  name it never had. Left out.
 - **another account's upload** (family `accounts`) lands under another account's folder, the first
   folder after the trigger's prefix (`accounts.other_account_key`), so the trigger's filter still
   accepts it. With `--object FILE=KEY` the account's folder is KEY's: when KEY has no folder after
@@ -26,6 +30,7 @@ from typing import Any, Sequence
 from . import objects
 
 NOT_ORDER = "overwrite (a second order at the same name)"
+LONG_NAME = "overwrite (a second order at a name of 1,024 bytes)"
 
 
 def account_folder(key: str, prefix: str = "") -> str:
@@ -40,10 +45,13 @@ def reasons(trigger: str = "s3") -> dict[str, str]:
     from . import key_decoding, uploads
 
     obj, found = objects.CURRENT, {}
-    if obj is not None and not obj.is_order and trigger != "sqs":  # SQS runs no second order anyway
+    if obj is not None and not obj.makes_second_orders and trigger != "sqs":  # SQS runs no second order anyway
         found[NOT_ORDER] = (f"{obj.path.rsplit('/', 1)[-1]} is not a JSON order (an object with order_id), so the "
                             "check cannot write a second, different file of its kind; the same bytes again are the "
-                            "uploader's retried PUT, which the family runs")
+                            "uploader's retried PUT, which the family runs; give a second order's file as a second "
+                            f"--object at the same KEY ({obj.key}) to run it")
+    if obj is not None and trigger != "sqs":
+        found[LONG_NAME] = f"every upload is at the --object's name ({obj.key}), not at a name of S3's longest"
     if obj is not None and obj.exact and not account_folder(obj.key, uploads.KEY_PREFIX):
         under = f" after the trigger's prefix {uploads.KEY_PREFIX!r}" if uploads.KEY_PREFIX else ""
         found["accounts"] = (f"--object KEY {obj.key!r} has no folder{under} to stand for an account, so another "
@@ -62,6 +70,7 @@ def kept(found: Sequence[Any], trigger: str = "s3") -> list[Any]:
     left_out = reasons(trigger)
     wrap_report()
     return [s for s in found if not (NOT_ORDER in left_out and s.overwrite and s.second == "order")
+            and not (LONG_NAME in left_out and s.long_name)
             and not ("accounts" in left_out and s.later is not None and s.later.kind == "accounts")]
 
 

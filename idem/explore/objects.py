@@ -13,13 +13,14 @@ orders apart, and are all the check changes in the file:
 - a second upload of the same name is the file again with the same bytes where the check sends
   the uploader's retried PUT, and a second order (`order_id` + `-2`) where it sends another order.
   A file that is not a JSON order has no second order the check could write: those schedules are
-  not run, and the report says so (`idem.explore.object_schedules`).
+  not run, and the report says so (`idem.explore.object_schedules`), unless the reader gives the
+  second order's file as a second `--object` at the same KEY (`paired`): then it is that file.
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -53,6 +54,9 @@ class UserObject:
     key: str
     body: bytes
     exact: bool = False  # KEY was given: every schedule's upload is at KEY itself (exact_keys)
+    #: a second --object at the same KEY (`paired`): the bytes of a second order at that name
+    second: bytes | None = None
+    second_path: str = ""
 
     @classmethod
     def parse(cls, spec: str) -> "UserObject":
@@ -90,16 +94,45 @@ class UserObject:
             return False
         return isinstance(data, dict) and "order_id" in data
 
+    @property
+    def makes_second_orders(self) -> bool:
+        """Can the check send a second order at the same name: another file given, or a JSON order?"""
+        return self.second is not None or self.is_order
+
     def body_for(self, number: int, second_order: bool = False) -> bytes:
-        """The file's bytes for schedule `number` (see the module: only an order_id changes)."""
-        try:
-            data = json.loads(self.body)
-        except ValueError:
-            return self.body
-        if not isinstance(data, dict) or "order_id" not in data:
-            return self.body
-        data["order_id"] = f"{data['order_id']}-{number:05d}" + ("-2" if second_order else "")
-        return json.dumps(data).encode()
+        """The file's bytes for schedule `number` (see the module: only an order_id changes); a
+        second order's are the second file's, when one was given."""
+        if second_order and self.second is not None:
+            return _numbered(self.second, number, "")
+        return _numbered(self.body, number, "-2" if second_order else "")
+
+
+def _numbered(body: bytes, number: int, suffix: str) -> bytes:
+    """`body`, a JSON order's order_id made the schedule's own (+ `suffix`); any other file as it is."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(data, dict) or "order_id" not in data:
+        return body
+    data["order_id"] = f"{data['order_id']}-{number:05d}{suffix}"
+    return json.dumps(data).encode()
+
+
+def paired(found: list[UserObject]) -> list[UserObject]:
+    """--object's files, a second file at the same KEY made the first's second order (its bytes are
+    a second order at that name: `body_for`). Three at one KEY are refused."""
+    by_key: dict[tuple[str, bool], UserObject] = {}
+    for obj in found:
+        first = by_key.get((obj.key, obj.exact))
+        if first is None:
+            by_key[(obj.key, obj.exact)] = obj
+        elif first.second is None:
+            by_key[(obj.key, obj.exact)] = replace(first, second=obj.body, second_path=obj.path)
+        else:
+            raise BadObject(f"--object {obj.path}: a third file at {obj.key!r}; give one file per KEY, or two: "
+                            "the upload and a second order at the same name")
+    return list(by_key.values())
 
 
 def install(obj: UserObject) -> None:

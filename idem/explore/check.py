@@ -959,7 +959,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         found = object_schedules.kept((sqs_schedules(crossed, retries) if trigger == "sqs" else schedules_for(
-            crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger), trigger)  # an --object's
+            crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:
             def run(indexes: list[int]) -> list[Result]:

@@ -54,18 +54,15 @@ def schedules(schedule: Callable[..., Any], retries: Iterable[int], trigger: str
     return [schedule(None, "single", None, least, name=name) for name in NAMES]
 
 
-def plain_name(key: str) -> tuple[str, str] | None:
+def plain_name(key: str, obj: Any = None) -> tuple[str, str] | None:
     """For an upload of the family: (its file name, the file name the clean run's upload has at
-    the same place), so what the function names after the file (`processed/order 1.json`) is
-    compared with what the clean run named after its own (`idem.explore.state.Names`); None for
-    any other upload."""
-    from . import objects
-
+    the same place: `obj`'s, the --object's without a KEY, else the check's own), so what the
+    function names after the file (`processed/order 1.json`) is compared with what the clean run
+    named after its own (`idem.explore.state.Names`); None for any other upload."""
     name = key.rsplit("/", 1)[-1]
     stem, dot, extension = name.rpartition(".")
     if (stem if dot else name) not in {n.rsplit(".", 1)[0] for n in NAMES}:
         return None
-    obj = objects.CURRENT
     plain = obj.key.rsplit("/", 1)[-1] if obj is not None and not obj.exact else "order-1" + (f".{extension}" if dot else "")
     return name, plain
 

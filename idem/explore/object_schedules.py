@@ -65,23 +65,23 @@ def reasons(trigger: str = "s3") -> dict[str, str]:
     return found
 
 
-def kept(found: Sequence[Any], trigger: str = "s3") -> list[Any]:
-    """`found` (check.Schedule's) without the schedules `reasons` leaves out."""
+def kept(found: Sequence[Any], trigger: str = "s3", report_class: Any = None) -> list[Any]:
+    """`found` (check.Schedule's) without the schedules `reasons` leaves out; `report_class`
+    (check.CheckReport) says them (`wrap_report`)."""
     left_out = reasons(trigger)
-    wrap_report()
+    if report_class is not None:
+        wrap_report(report_class)
     return [s for s in found if not (NOT_ORDER in left_out and s.overwrite and s.second == "order")
             and not (LONG_NAME in left_out and s.long_name)
             and not ("accounts" in left_out and s.later is not None and s.later.kind == "accounts")]
 
 
-def wrap_report() -> None:
+def wrap_report(report_class: Any) -> None:
     """A report says which families it left out and why: a line under its first in the text, and
     `not_run` (family -> reason) in the JSON."""
-    from .check import CheckReport
-
-    if getattr(CheckReport, "_not_run", False):
+    if getattr(report_class, "_not_run", False):
         return
-    explain, to_json = CheckReport.explain, CheckReport.to_json
+    explain, to_json = report_class.explain, report_class.to_json
 
     def explain_with(self: Any) -> str:
         text = explain(self)
@@ -99,5 +99,5 @@ def wrap_report() -> None:
             answer["not_run"] = left_out
         return answer
 
-    CheckReport.explain, CheckReport.to_json = explain_with, to_json_with  # type: ignore[method-assign]
-    CheckReport._not_run = True  # type: ignore[attr-defined]
+    report_class.explain, report_class.to_json = explain_with, to_json_with
+    report_class._not_run = True

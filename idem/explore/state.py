@@ -112,7 +112,7 @@ class Names:
         if bucket:
             pairs.append((bucket, "<bucket>"))
         keys = list(dict.fromkeys(getattr(obj, "key", "") for obj in uploads))
-        renamed = key_decoding.plain_name(keys[0]) if keys and keys[0] else None
+        renamed = key_decoding.plain_name(keys[0], _current_object()) if keys and keys[0] else None
         if renamed:  # the family names: its file name, read as the clean run's (as decoded or as S3 sent it)
             name, plain = renamed
             for form in key_forms(name):
@@ -197,6 +197,13 @@ def read(world: Any, watch: Any, effects: Sequence[str], names: Names) -> list[F
 
 #: The placeholders of a run's own names (`Names`).
 _OWN = ("check#####", "other#####", "-#####", "<key", "<bucket>", "<sequencer>", "<etag>", "<version>")
+
+
+def _current_object() -> Any:
+    """The --object the check's uploads are (`objects.CURRENT`), or None."""
+    from . import objects
+
+    return objects.CURRENT
 
 
 def _exact_account() -> list[tuple[str, str]]:

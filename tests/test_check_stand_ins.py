@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from check_cli import cli, target
 
 
@@ -129,7 +131,10 @@ def test_install_requirements_builds_the_functions_requirements_once_into_a_cach
         shutil.rmtree(tmp_path / "wheels", ignore_errors=True)  # the second check: from the cache alone
 
 
-def test_a_requirement_pip_cannot_install_is_one_line_naming_the_file_and_the_option(tmp_path, monkeypatch):
+def test_a_requirement_pip_cannot_install_is_one_line_naming_the_requirement_the_file_and_the_option(
+        tmp_path, monkeypatch):
+    """docs/check_from_a_template.md P10: offline here (no index, find-links with nothing in it),
+    the one line names the requirement, its file, why, pip's reason and --python-path."""
     target = _function(tmp_path)
     (tmp_path / "fn" / "requirements.txt").write_text("no-such-lib-for-idem==9.9\n")
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -138,10 +143,58 @@ def test_a_requirement_pip_cannot_install_is_one_line_naming_the_file_and_the_op
     code, out, _ = cli(target, "--install-requirements", "--retries", "0", "--json")
     message = json.loads(out)["error"]
     assert code == 2 and "\n" not in message
-    assert message.startswith(f"--install-requirements: pip could not install {tmp_path / 'fn' / 'requirements.txt'} "
-                              "(ERROR: ")
+    assert message.startswith(f"--install-requirements: pip could not install requirement no-such-lib-for-idem==9.9 "
+                              f"of {tmp_path / 'fn' / 'requirements.txt'}: neither the index nor the find-links pip is "
+                              "configured with has it (ERROR: ")
     assert message.endswith("give --python-path DIR")
     assert not list((tmp_path / "cache" / "requirements").iterdir())  # nothing half-made is kept
+
+
+def test_an_index_that_does_not_answer_is_named_offline_and_an_unwritable_cache_is_one_line(tmp_path, monkeypatch):
+    """P10: pip's own words for an index it could not reach (as it prints them on each retry) are
+    read as offline; a cache folder that cannot be made is one line naming IDEM_CHECK_CACHE, never a
+    traceback."""
+    from idem.explore.requirements_cache import RequirementsError, installed, refusal
+
+    pip_said = ("WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after "
+                "connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object>: "
+                "Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': "
+                "/simple/pillow/\n"
+                "ERROR: Could not find a version that satisfies the requirement pillow==11.0.0 (from versions: none)\n"
+                "ERROR: No matching distribution found for pillow==11.0.0\n")
+    line = refusal(tmp_path / "requirements.txt", pip_said)
+    assert line.startswith(f"--install-requirements: pip could not install requirement pillow==11.0.0 of "
+                           f"{tmp_path / 'requirements.txt'}: no package index answered from here (offline) (ERROR: ")
+    (tmp_path / "requirements.txt").write_text("order-lib==1.0\n")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RequirementsError) as refused:
+        installed(tmp_path / "requirements.txt", tmp_path / "file" / "cache")  # under a file: cannot be made
+    assert "\n" not in str(refused.value) and "set IDEM_CHECK_CACHE to a folder you can write" in str(refused.value)
+
+
+def test_the_report_says_which_platform_the_requirements_were_installed_for(tmp_path, monkeypatch):
+    """P9: the packages are installed for the Python that runs the function here (host wheels);
+    the report says so, beside the Runtime and Architectures Lambda runs it on (the template's)."""
+    from idem.explore.requirements_cache import host
+
+    _function(tmp_path)
+    _wheel(tmp_path / "wheels", (tmp_path / "deps" / "order_lib.py").read_text())
+    (tmp_path / "template.yaml").write_text(
+        "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n"
+        "    Properties:\n      Runtime: python3.12\n      CodeUri: fn\n      Handler: app.lambda_handler\n"
+        "      Architectures: [arm64]\n")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    monkeypatch.setenv("IDEM_CHECK_CACHE", str(tmp_path / "cache"))
+    code, out, err = cli("--template", str(tmp_path / "template.yaml"), "--function", "Fn", "--install-requirements",
+                         "--retries", "0", "--workers", "1", "--books", "none", "--json")
+    report = json.loads(out)
+    assert report["baseline"]["provider:charge"] == 1, (out, err)
+    assert report["requirements"].startswith(f"requirements: installed for {host()}, the Python that runs the "
+                                             "function here; Lambda runs it on python3.12 on arm64 (Linux)")
+    from idem.explore.requirements_cache import platform_note
+
+    assert "Lambda runs it on the Runtime and Architectures it is deployed with" in platform_note()  # no template
 
 
 def test_a_layer_of_the_template_gives_its_python_folder(tmp_path):

@@ -30,6 +30,26 @@ def test_names_read_a_schedules_own_names_as_placeholders():
         {"k": "<key1>", "o": "A-1-#####-2", "s": "s3://<bucket>/x", "q": "<sequencer>000"}
 
 
+def test_another_accounts_upload_is_expected_under_its_own_folder_not_folded_into_the_first(monkeypatch):
+    """docs/check_from_a_template.md P13: the family accounts' second upload (other#####/, or under
+    an --object KEY's account folder) is an order of its own name: its output is expected beside the
+    first's. A copy written only once, under the first account's folder, is short of it."""
+    from idem.explore import objects
+
+    assert state.Names(42)("out/other00042/a.json") == "out/other#####/a.json"
+    assert state.Names(42, trigger="sqs")("out/other00042/a.json") == "out/check#####/a.json"  # one batch's state
+    monkeypatch.setattr(objects, "CURRENT", objects.UserObject("a.json", "alice/a.json", b"{}", exact=True))
+    assert state.Names(42)("out/alice/a.json") == "out/check#####/a.json"
+    first = state.Found("s3:PutObject", "object", "b", "out/check#####/a.json", "x")
+    other = state.Found("s3:PutObject", "object", "b", "out/other#####/a.json", "x")
+    c = clean([first])
+    assert state.judge(c, [first, other], ["s3:PutObject"], {"s3:PutObject": 1}, {"s3:PutObject": 2},
+                       orders=[1, 2], renamed=True).findings == []
+    short = state.judge(c, [first], ["s3:PutObject"], {"s3:PutObject": 1}, {"s3:PutObject": 2},
+                        orders=[1, 2], renamed=True)
+    assert short.findings and short.counts["s3:PutObject"] < 2
+
+
 def test_the_same_item_again_is_the_clean_runs_state():
     c = clean([found({"v": "1"})])
     judged = state.judge(c, [found({"v": "1"})], [PUT], {PUT: 1}, {PUT: 3})

@@ -122,6 +122,12 @@ def test_uploads_land_in_the_triggers_bucket_under_keys_its_filter_accepts():
     assert report["baseline"]["s3:PutObject"] == 1, err
     broken = [f for r in report["results"] for f in r["findings"]]
     assert code == 1 and all('team-uploads "processed/check#####/order-1.json"' in f for f in broken)
+    # it decodes the key (unquote_plus) and names its copy after it: at each name of the family names
+    # its copy is compared with the clean run's under the clean run's name, so it has no finding
+    # there (docs/check_from_a_template.md P4); compared by the name alone, it read as "not decoded"
+    named = [r for r in report["results"] if "the upload named" in r["schedule"]]
+    assert len(named) == 3 and all(r["verdict"] == "exactly_once" for r in named), named
+    assert "key_not_decoded" not in report
     from idem.explore.uploads import filtered_key
 
     assert filtered_key("check00001/order-1.json", "incoming/", ".json") == "incoming/check00001/order-1.json"
@@ -159,21 +165,90 @@ def test_an_object_lands_at_its_key_exactly_and_each_schedule_starts_from_an_emp
                   "no fault; the uploader's retried PUT (same bytes) (new version), after the first is done; 0 retries"):
         assert by_label[label]["verdict"] == "exactly_once", (label, by_label[label])
     assert report["dimensions"]["names"] == 0  # the reader's name is every schedule's (P7)
+    # daily.csv is no JSON order: no second order of it is made (P12), and reports/daily.csv has no
+    # account folder (P13); each left-out family is named with its reason
+    assert set(report["not_run"]) == {"overwrite (a second order at the same name)", "accounts", "names",
+                                      "overwrite (a second order at a name of 1,024 bytes)"}
+    assert report["dimensions"]["accounts"] == 0
+    assert code == 0 and report["holds"], [(r["schedule"], r["verdict"]) for r in report["results"]
+                                           if r["verdict"] in ("silent_loss", "double_effect", "silent_mismatch")]
+
+
+def test_a_file_that_is_not_a_json_order_gets_the_retried_put_and_no_second_order_of_the_same_bytes(monkeypatch):
+    """docs/check_from_a_template.md P12. Only a JSON order can be made into a second order (its
+    order_id changes); any other file's "second order" would be its bytes again, which a correct
+    function takes for the same upload. Those schedules are left out, the retried PUT kept, and the
+    report says why; a JSON order keeps both."""
+    from idem.explore import object_schedules, objects
+    from idem.explore.check import overwrite_schedules
+    from idem.sim.boundary import END
+
+    found = overwrite_schedules([END], retries=(0,))
+    assert {s.second for s in found} == {"order", "retried_put"}
+    csv = objects.UserObject("daily.csv", "reports/daily.csv", b"date,amount\n", exact=True)
+    assert not csv.is_order and csv.body_for(7, second_order=True) == b"date,amount\n"
+    monkeypatch.setattr(objects, "CURRENT", csv)
+    kept = object_schedules.kept(found)
+    assert kept and {s.second for s in kept} == {"retried_put"}
+    assert "daily.csv is not a JSON order" in object_schedules.reasons()["overwrite (a second order at the same name)"]
+    order = objects.UserObject("a.json", "a.json", b'{"order_id": "A-1"}')
+    monkeypatch.setattr(objects, "CURRENT", order)
+    assert order.is_order and order.body_for(7, second_order=True) != order.body_for(7)
+    # every upload is at the object's name: no schedule claims a name of 1,024 bytes it never had
+    assert object_schedules.kept(found) == [s for s in found if not s.long_name]
+    assert list(object_schedules.reasons()) == ["overwrite (a second order at a name of 1,024 bytes)"]
+    # a second file at the same KEY is the second order's bytes; a third is refused
+    day1, day2 = (objects.UserObject(f"day{n}.csv", "reports/daily.csv", f"day {n}\n".encode(), exact=True)
+                  for n in (1, 2))
+    (both,) = objects.paired([day1, day2])
+    assert both.body_for(7) == b"day 1\n" and both.body_for(7, second_order=True) == b"day 2\n"
+    assert both.makes_second_orders and not day1.makes_second_orders
+    with pytest.raises(objects.BadObject, match="a third file at 'reports/daily.csv'"):
+        objects.paired([day1, day2, day1])
+
+
+def test_a_second_file_at_the_same_key_is_the_second_order_and_finds_a_report_keyed_by_its_name(tmp_path):
+    """P12: given the next day's report at the same KEY, the second order runs: daily_report (keyed
+    by name and eTag) imports both and holds; DailyReportByName (keyed by the name alone) never
+    imports the second, and breaks there only."""
+    (tmp_path / "day1.csv").write_text("date,amount\n2026-12-01,5\n")
+    (tmp_path / "day2.csv").write_text("date,amount\n2026-12-02,7\n")
+    reports = {}
+    for function in ("DailyReport", "DailyReportByName"):
+        code, out, err = cli("--template", str(EXACT), "--function", function, "--object",
+                             f"{tmp_path / 'day1.csv'}=reports/daily.csv", "--object",
+                             f"{tmp_path / 'day2.csv'}=reports/daily.csv", "--effect", "dynamodb:PutItem",
+                             "--retries", "0", "--workers", "1", "--json")
+        reports[function] = (code, json.loads(out))
+    code, report = reports["DailyReport"]
+    assert code == 0 and report["holds"] and "overwrite (a second order at the same name)" not in report["not_run"]
+    assert any("a second order at the same name" in r["schedule"] for r in report["results"])
+    code, report = reports["DailyReportByName"]
     broken = [r for r in report["results"] if r["verdict"] in ("silent_loss", "double_effect", "silent_mismatch")]
-    # its only breaks: a second order at the same name (see the next test's name)
-    assert broken and all("a second order at the same name" in r["schedule"] for r in broken), \
-        [(r["schedule"], r["verdict"]) for r in broken]
+    assert code == 1 and broken and all("a second order at the same name" in r["schedule"] for r in broken)
 
 
-def test_pins_bug_a_second_order_of_a_file_that_is_not_a_json_order_is_the_same_bytes():
-    """objects.body_for: only a JSON order's order_id changes, so "a second order at the same name"
-    of a CSV is its bytes again (the same eTag): daily_report rightly takes it for the same report,
-    and the check reads its one import as a lost order (see the test above)."""
-    from idem.explore.objects import UserObject
+def test_another_accounts_upload_stays_inside_the_triggers_key_filter(tmp_path, monkeypatch):
+    """docs/check_from_a_template.md P13. filtered_copier refuses any key outside incoming/*.json:
+    another account's upload went to other#####/a.json, which S3 would never have sent it, and it
+    failed there. Under the trigger's prefix, in the account folder's place, it copies the order."""
+    from idem.explore import accounts, uploads
 
-    obj = UserObject("daily.csv", "reports/daily.csv", b"date,amount\n", exact=True)
-    assert obj.body_for(7, second_order=True) == obj.body_for(7) == b"date,amount\n"
-    assert obj.key_for(7) == "reports/daily.csv" and obj.key_for(7, nth=2) == "reports/daily-2.csv"
+    monkeypatch.setattr(uploads, "KEY_PREFIX", "incoming/")
+    assert accounts.other_account_key("incoming/check00042/order-1.json", 42) == "incoming/other00042/order-1.json"
+    assert accounts.other_account_key("incoming/alice/2026/a.json", 7) == "incoming/other00007/2026/a.json"
+    monkeypatch.setattr(uploads, "KEY_PREFIX", "")
+    assert accounts.other_account_key("check00042/order-1.json", 42) == "other00042/order-1.json"
+    (tmp_path / "a.json").write_text('{"order_id": "A-1"}')
+    code, out, err = cli("--template", str(OUTSIDE), "--function", "FromBucket", "--parameter",
+                         "UploadBucketName=team-uploads", "--object", f"{tmp_path / 'a.json'}=incoming/alice/a.json",
+                         "--effect", "s3:PutObject", "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert report["baseline"]["s3:PutObject"] == 1, err
+    others = [r for r in report["results"] if "another account's order" in r["schedule"]]
+    assert len(others) == report["dimensions"]["accounts"] == 4
+    assert all(r["verdict"] == "exactly_once" for r in others), [(r["schedule"], r["verdict"]) for r in others]
+    assert "accounts" not in report.get("not_run", {})
 
 
 def test_a_template_that_is_not_there_is_one_line():

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 from ..console import UsageError
@@ -84,7 +85,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "are kept apart by running each alone in an emptied local AWS (the template's "
                              "resources and --setup made again: about 0.12 s more per schedule). Without =KEY: "
                              "the file's name, one more folder checkNNNNN/ per schedule. A JSON order's order_id "
-                             "gets the schedule's number. Repeatable: the check runs once per object. Default: "
+                             "gets the schedule's number. Repeatable: the check runs once per object; a second FILE at the "
+                             "same KEY is a second order at that name (new bytes: needed for a file that is not a "
+                             "JSON order). Default: "
                              "the check's own order file, {\"order_id\": ...} with a new order per schedule, at "
                              "checkNNNNN/order-1.json (ORDERS.md)")
     parser.add_argument("--setup", default=None, metavar="MODULE:FUNCTION",
@@ -190,7 +193,12 @@ def run(args: argparse.Namespace) -> int:
         request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
-    return _answer(args, sandbox.run_sandboxed(request, budget=args.budget, stall=stall))
+    outcome = sandbox.run_sandboxed(request, budget=args.budget, stall=stall)
+    if args.install_requirements and outcome.exit_code in (0, 1):  # what the packages were installed for
+        note = requirements_cache.platform_note(*((from_template.runtime, from_template.architectures)
+                                                  if from_template else ()))
+        outcome = replace(outcome, text=f"{outcome.text}\n{note}", json={**outcome.json, "requirements": note})
+    return _answer(args, outcome)
 
 
 def refuse_usage(message: str) -> int:

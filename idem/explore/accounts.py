@@ -34,8 +34,15 @@ def account_of(key: str) -> str:
 
 
 def other_account_key(key: str, number: int) -> str:
-    """The same file name under another account's folder (bob's, beside alice's)."""
-    return f"other{number:05d}/{key.split('/', 1)[-1]}"
+    """The same file name under another account's folder (bob's, beside alice's): the key's first
+    folder after the trigger's prefix (`uploads.KEY_PREFIX`) is the account's, so the trigger's
+    filter accepts the other account's upload as it accepts the first
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-filtering.html):
+    `incoming/check00042/a.json` -> `incoming/other00042/a.json`."""
+    from .uploads import KEY_PREFIX
+
+    prefix = KEY_PREFIX if key.startswith(KEY_PREFIX) else ""
+    return f"{prefix}other{number:05d}/{key[len(prefix):].split('/', 1)[-1]}"
 
 
 def customer_for(account: str) -> str:

@@ -75,8 +75,8 @@ from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import (accounts, books as books_per_charge, key_decoding, reuse, runs, sqs_timed, state as states, timed,
-               timings, triggers, worlds)
+from . import (accounts, books as books_per_charge, key_decoding, object_schedules, reuse, runs, sqs_timed,
+               state as states, timed, timings, triggers, worlds)
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -619,7 +619,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                                                for url in runtime.watch.topics.values())
                 calls = dict(counted)
                 objs = batch if trigger == "sqs" else [o for o, _, _ in uploads]
-                left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket)) \
+                left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket, trigger)) \
                     if judged else []
                 orders = [1] if trigger == "sqs" else [o for _, _, o in uploads]
                 by_state = states.judge(clean_state, left, judged, baseline, calls, orders,
@@ -958,8 +958,8 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
-        found = (sqs_schedules(crossed, retries) if trigger == "sqs"
-                 else schedules_for(crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger)
+        found = object_schedules.kept((sqs_schedules(crossed, retries) if trigger == "sqs" else schedules_for(
+            crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:
             def run(indexes: list[int]) -> list[Result]:

@@ -22,6 +22,18 @@ NAMES = ("order 1.json", "order+1.json", "order-1-\u00fc.json")
 FAMILY = "names"
 #: On while the check runs an --object at an exact KEY (`objects.install`): no family names.
 EXACT_KEY = False
+#: Why the family is not run under EventBridge. S3's page for the EventBridge event
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html, "Event message detail
+#: field") describes `detail.object.key` without saying it is URL-encoded, and its examples hold no
+#: character that would tell; the page for the Lambda/SQS/SNS event (PAGE) says that one is. AWS's
+#: own Powertools for Python nonetheless decodes it (`S3EventBridgeNotificationObject.key` returns
+#: `unquote_plus(self["key"])`, aws-powertools/powertools-lambda-python,
+#: aws_lambda_powertools/utilities/data_classes/s3_event.py). Undocumented either way, so the check
+#: sends the key as stored (`idem.sim.triggers.eventbridge_event`) and judges neither decoding nor
+#: its absence: a function that does not decode an EventBridge key is not told apart here.
+EVENTBRIDGE = ("EventBridge's Object Created event: S3's page for it "
+               "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html) does not say "
+               "detail.object.key is URL-encoded, so the check sends the key as stored and does not judge decoding")
 DESCRIPTION = ("the clean run's upload at names S3's event carries URL-encoded (a space, a '+', a non-ASCII "
                "letter), no fault, one delivery, the fewest retries")
 
@@ -35,12 +47,24 @@ def schedules(schedule: Callable[..., Any], retries: Iterable[int], trigger: str
     """The family: one schedule per name of NAMES (`schedule` is check.Schedule). None with an
     --object at an exact KEY: every schedule then uploads at the name the reader gave
     (`idem.explore.exact_keys`), and a function may be written for that name alone. None under
-    EventBridge: its Object Created event carries the key as stored, not URL-encoded, as the
-    check's events do (`idem.sim.triggers.eventbridge_event`), so there is nothing to decode."""
+    EventBridge (EVENTBRIDGE says why)."""
     if EXACT_KEY or trigger == "eventbridge":
         return []
     least = min(retries)
     return [schedule(None, "single", None, least, name=name) for name in NAMES]
+
+
+def plain_name(key: str, obj: Any = None) -> tuple[str, str] | None:
+    """For an upload of the family: (its file name, the file name the clean run's upload has at
+    the same place: `obj`'s, the --object's without a KEY, else the check's own), so what the
+    function names after the file (`processed/order 1.json`) is compared with what the clean run
+    named after its own (`idem.explore.state.Names`); None for any other upload."""
+    name = key.rsplit("/", 1)[-1]
+    stem, dot, extension = name.rpartition(".")
+    if (stem if dot else name) not in {n.rsplit(".", 1)[0] for n in NAMES}:
+        return None
+    plain = obj.key.rsplit("/", 1)[-1] if obj is not None and not obj.exact else "order-1" + (f".{extension}" if dot else "")
+    return name, plain
 
 
 def label(name: str) -> str:

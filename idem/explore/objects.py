@@ -12,12 +12,15 @@ orders apart, and are all the check changes in the file:
   `A-1001-00042`), so each schedule is its own order; any other file lands byte for byte;
 - a second upload of the same name is the file again with the same bytes where the check sends
   the uploader's retried PUT, and a second order (`order_id` + `-2`) where it sends another order.
+  A file that is not a JSON order has no second order the check could write: those schedules are
+  not run, and the report says so (`idem.explore.object_schedules`), unless the reader gives the
+  second order's file as a second `--object` at the same KEY (`paired`): then it is that file.
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,13 +31,15 @@ from . import key_decoding
 CHECK_KEY = re.compile(r"^check(\d+)/")
 #: S3's limit on a key: 1,024 bytes of UTF-8 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 KEY_BYTES = 1024
-#: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`):
-#: the same file, the same bytes, under another account's folder.
-OTHER_KEY = re.compile(r"^other(\d+)/")
+#: Another account's copy of a schedule's upload (`accounts.other_account_key`: `otherNNNNN/...`,
+#: after the trigger's prefix): the same file, the same bytes, under another account's folder.
+OTHER_KEY = re.compile(r"(?:^|/)other(\d+)/")
 
 
 #: On while the check runs an --object with an exact KEY (`install`; idem.explore.exact_keys).
 EXACT = False
+#: The --object the check's uploads are now (`install`), or None.
+CURRENT: "UserObject | None" = None
 
 
 class BadObject(IdemError, ValueError):
@@ -49,6 +54,9 @@ class UserObject:
     key: str
     body: bytes
     exact: bool = False  # KEY was given: every schedule's upload is at KEY itself (exact_keys)
+    #: a second --object at the same KEY (`paired`): the bytes of a second order at that name
+    second: bytes | None = None
+    second_path: str = ""
 
     @classmethod
     def parse(cls, spec: str) -> "UserObject":
@@ -77,16 +85,54 @@ class UserObject:
         folder = "" if str(key.parent) == "." else f"{key.parent}/"
         return f"{folder}check{number:05d}{f'-{nth}' if nth > 1 else ''}/{key.name}"
 
-    def body_for(self, number: int, second_order: bool = False) -> bytes:
-        """The file's bytes for schedule `number` (see the module: only an order_id changes)."""
+    @property
+    def is_order(self) -> bool:
+        """Is the file a JSON order (an object with an `order_id`), of which the check can make another?"""
         try:
             data = json.loads(self.body)
         except ValueError:
-            return self.body
-        if not isinstance(data, dict) or "order_id" not in data:
-            return self.body
-        data["order_id"] = f"{data['order_id']}-{number:05d}" + ("-2" if second_order else "")
-        return json.dumps(data).encode()
+            return False
+        return isinstance(data, dict) and "order_id" in data
+
+    @property
+    def makes_second_orders(self) -> bool:
+        """Can the check send a second order at the same name: another file given, or a JSON order?"""
+        return self.second is not None or self.is_order
+
+    def body_for(self, number: int, second_order: bool = False) -> bytes:
+        """The file's bytes for schedule `number` (see the module: only an order_id changes); a
+        second order's are the second file's, when one was given."""
+        if second_order and self.second is not None:
+            return _numbered(self.second, number, "")
+        return _numbered(self.body, number, "-2" if second_order else "")
+
+
+def _numbered(body: bytes, number: int, suffix: str) -> bytes:
+    """`body`, a JSON order's order_id made the schedule's own (+ `suffix`); any other file as it is."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(data, dict) or "order_id" not in data:
+        return body
+    data["order_id"] = f"{data['order_id']}-{number:05d}{suffix}"
+    return json.dumps(data).encode()
+
+
+def paired(found: list[UserObject]) -> list[UserObject]:
+    """--object's files, a second file at the same KEY made the first's second order (its bytes are
+    a second order at that name: `body_for`). Three at one KEY are refused."""
+    by_key: dict[tuple[str, bool], UserObject] = {}
+    for obj in found:
+        first = by_key.get((obj.key, obj.exact))
+        if first is None:
+            by_key[(obj.key, obj.exact)] = obj
+        elif first.second is None:
+            by_key[(obj.key, obj.exact)] = replace(first, second=obj.body, second_path=obj.path)
+        else:
+            raise BadObject(f"--object {obj.path}: a third file at {obj.key!r}; give one file per KEY, or two: "
+                            "the upload and a second order at the same name")
+    return list(by_key.values())
 
 
 def install(obj: UserObject) -> None:
@@ -94,8 +140,9 @@ def install(obj: UserObject) -> None:
     from ..sim.world import LocalWorld
 
     real_upload = getattr(LocalWorld.upload, "_real", LocalWorld.upload)
-    global EXACT
+    global EXACT, CURRENT
     EXACT = key_decoding.EXACT_KEY = obj.exact
+    CURRENT = obj
     # (world, key this hook uploaded at) -> (the world, schedule number, the body the check first gave)
     made: dict[tuple[int, str], tuple[Any, int, bytes | None]] = {}
 
@@ -109,7 +156,7 @@ def install(obj: UserObject) -> None:
         if (id(self), mine) in made:  # a second upload of that name: the same bytes again
             _, number, first = made[(id(self), mine)]  # (the uploader's retried PUT) or a second order
             return real_upload(self, mine, obj.body_for(number, second_order=body != first), **kwargs)
-        other = OTHER_KEY.match(key)
+        other = OTHER_KEY.search(key)
         if match is None and other is not None and body is not None:  # another account's order: the same file
             return real_upload(self, key, obj.body_for(int(other.group(1))), **kwargs)
         if match is None:  # not one of the check's uploads

@@ -490,7 +490,7 @@ def _run_check(request: dict[str, Any], guard: _Guard) -> dict[str, Any]:
         check.SCHEDULE_SECONDS = float(request["schedule_seconds"])
     options = dict(request["options"])
     try:
-        uploads = [objects.UserObject.parse(spec) for spec in request.get("objects", [])]
+        uploads = objects.paired([objects.UserObject.parse(spec) for spec in request.get("objects", [])])
         template_run.prepare(request, uploads, _run_setup)  # --template: its resources, bucket and key filter
         if request.get("setup"):
             options["env"] = {**_run_setup(request["setup"]), **options["env"]}

@@ -60,6 +60,7 @@ from typing import Any, Iterable, Sequence
 
 from ..sim.runtime import work_of
 from ..sim.writes import STATE_CALLS, writes_of
+from . import key_decoding
 from .triggers import key_forms
 from .verdicts import Verdict
 
@@ -101,12 +102,21 @@ def _plain(value: Any) -> Any:
 class Names:
     """A schedule's own names, and the placeholders they are read as (see the module)."""
 
-    def __init__(self, number: int, uploads: Sequence[Any] = (), bucket: str = "") -> None:
-        pairs = [(f"check{number:05d}", "check#####"), (f"-{number:05d}", "-#####"),
-                 (f"other{number:05d}", "check#####")]  # another account's folder (idem.explore.accounts)
+    def __init__(self, number: int, uploads: Sequence[Any] = (), bucket: str = "", trigger: str = "s3") -> None:
+        # another account's folder (idem.explore.accounts) is a name of its own, so its upload's state
+        # is expected beside the first's (`CleanState.expected`, renamed), not folded into it; under
+        # SQS, whose state is judged as one batch's, it reads as the first account's folder
+        other = "check#####" if trigger == "sqs" else "other#####"
+        pairs = [(f"check{number:05d}", "check#####"), (f"-{number:05d}", "-#####"), (f"other{number:05d}", other)]
+        pairs += _exact_account()
         if bucket:
             pairs.append((bucket, "<bucket>"))
         keys = list(dict.fromkeys(getattr(obj, "key", "") for obj in uploads))
+        renamed = key_decoding.plain_name(keys[0], _current_object()) if keys and keys[0] else None
+        if renamed:  # the family names: its file name, read as the clean run's (as decoded or as S3 sent it)
+            name, plain = renamed
+            for form in key_forms(name):
+                pairs += [(form, plain), (form.rsplit(".", 1)[0], plain.rsplit(".", 1)[0])]
         for n, key in enumerate(keys, start=1):  # an upload's own name (S3's longest among them)
             # as the function may store it: decoded, or as S3's event carries it (URL-encoded), or
             # either inside JSON text (triggers.key_forms)
@@ -186,7 +196,26 @@ def read(world: Any, watch: Any, effects: Sequence[str], names: Names) -> list[F
 
 
 #: The placeholders of a run's own names (`Names`).
-_OWN = ("check#####", "-#####", "<key", "<bucket>", "<sequencer>", "<etag>", "<version>")
+_OWN = ("check#####", "other#####", "-#####", "<key", "<bucket>", "<sequencer>", "<etag>", "<version>")
+
+
+def _current_object() -> Any:
+    """The --object the check's uploads are (`objects.CURRENT`), or None."""
+    from . import objects
+
+    return objects.CURRENT
+
+
+def _exact_account() -> list[tuple[str, str]]:
+    """With --object FILE=KEY whose KEY has an account folder (`object_schedules.account_folder`):
+    that folder, read as the check's own account folder is (`check#####/`), so another account's
+    upload is expected under its own folder in its place."""
+    from . import objects, uploads
+    from .object_schedules import account_folder
+
+    obj = objects.CURRENT
+    folder = account_folder(obj.key, uploads.KEY_PREFIX) if obj is not None and obj.exact else ""
+    return [(f"{folder}/", "check#####/")] if folder else []
 
 
 def _own(key: Any) -> bool:
@@ -266,9 +295,10 @@ class CleanState:
         for order in dict.fromkeys(orders):
             for f in self.found:
                 where, content = self.entry(f)
-                if order > 1 and renamed:  # the clean run's entries, under the n-th upload's name
-                    where = tuple(w.replace("<key1", f"<key{order}") if isinstance(w, str) else w for w in where)
-                    content = content.replace("<key1", f"<key{order}")
+                if order > 1 and renamed:  # the clean run's entries, under the n-th upload's name and account
+                    where = tuple(w.replace("<key1", f"<key{order}").replace("check#####", "other#####")
+                                  if isinstance(w, str) else w for w in where)
+                    content = content.replace("<key1", f"<key{order}").replace("check#####", "other#####")
                 elif order > 1:  # its own order id, in its content and in its key (ledger/ORDER_ID.json)
                     content = content.replace("-#####", f"-#####-{order}")
                     if where[3] is not None:

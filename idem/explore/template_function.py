@@ -62,6 +62,10 @@ class TemplateFunction:
     bucket: str = ""
     #: its Layers: each a local folder (a LayerVersion's ContentUri or Content) or an ARN
     layers: list[str] = field(default_factory=list)
+    #: what Lambda runs it on: its Runtime ("" when the template names none) and Architectures
+    #: (x86_64 when not given: https://docs.aws.amazon.com/lambda/latest/dg/API_CreateFunction.html)
+    runtime: str = ""
+    architectures: list[str] = field(default_factory=lambda: ["x86_64"])
 
 
 def _loader() -> Any:
@@ -168,7 +172,9 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
-                            names.get(s3.bucket, s3.bucket) if s3 else "", _layers(path, props, resources, resolver.value))
+                            names.get(s3.bucket, s3.bucket) if s3 else "", _layers(path, props, resources, resolver.value),
+                            str(resolver.value(props.get("Runtime") or "")),
+                            [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])])
 
 
 def _layers(path: str, props: dict[str, Any], resources: dict[str, Any], value: Any) -> list[str]:

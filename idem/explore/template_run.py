@@ -25,6 +25,7 @@ def prepare(request: dict[str, Any], objects: list[Any], run_setup: Any = None) 
     if request.get("upload_bucket"):
         uploads.UPLOAD_BUCKET = request["upload_bucket"]
     prefix, suffix = request.get("key_filter") or ("", "")
+    uploads.KEY_PREFIX = prefix
     for obj in objects:
         refused = uploads.refuse_unfiltered(obj.key_for(1), prefix, suffix)
         if refused:

@@ -20,6 +20,9 @@ from .objects import CHECK_KEY, KEY_BYTES
 #: The bucket the function's trigger names (set in the check's process before any world): "" for
 #: each world's own.
 UPLOAD_BUCKET = ""
+#: The prefix of the trigger's key filter (set in the check's process before any world): another
+#: account's upload goes under it (`accounts.other_account_key`).
+KEY_PREFIX = ""
 
 
 def use_bucket(world: Any, name: str = "") -> Any:

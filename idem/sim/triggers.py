@@ -53,8 +53,10 @@ VISIBILITY_TIMEOUT = 180.0
 
 def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
                       request_id: str = "N4N7GDK58NMKJ12R") -> dict[str, Any]:
-    """The `Object Created` event EventBridge delivers for an upload: the key is not URL-encoded
-    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html). Its `id` is one per
+    """The `Object Created` event EventBridge delivers for an upload, with the key as stored: S3's
+    page for this event (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html) does
+    not say the key is URL-encoded, as its page for the Lambda event does; AWS's Powertools decodes
+    it all the same (`idem.explore.key_decoding.EVENTBRIDGE`). Its `id` is one per
     upload (the same in every copy EventBridge delivers of it), made from the object's facts;
     `request_id` is the PUT's x-amz-request-id (detail.request-id), one per upload too."""
     event_id = event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{obj.uri}#{obj.sequencer}"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import inspect
 import textwrap
 
 import pytest
@@ -14,14 +13,8 @@ from idem.cli import main
 from idem.sim.sdk_retries import EVERY
 from idem.sim.boundary import END, Boundary, Side
 from idem.explore.verdicts import judge_effects
-from idem.core.handlers import keyed as keyed_module
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
-#: The workbook's keyed charges once per ORDER (ORDERS.md) once the handler's ORDER_IDENTITY lands;
-#: keyed per upload, the uploader's retried PUT of one order is charged twice, and the check says so.
-ORDER_AWARE = "ORDER_IDENTITY" in open(inspect.getsourcefile(keyed_module)).read()
-needs_orders = pytest.mark.xfail(not ORDER_AWARE, strict=True,
-                                 reason="keyed keys per upload until ORDER_IDENTITY (ORDERS.md) is merged")
 #: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
 #: handler whose only guard is Stripe's key charges again there
 PAST_KEY_WINDOW = {"late", "again"}
@@ -86,14 +79,12 @@ def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, brea
     assert report["smallest_break"]["timeline"]
 
 
-@needs_orders
 def test_the_keyed_pattern_holds():
     code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
     assert code == 0, out
     assert "holds: no double effect" in out
 
 
-@needs_orders
 def test_the_handler_to_copy_holds_in_every_schedule():
     code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers
     report = json.loads(out)

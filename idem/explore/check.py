@@ -315,7 +315,8 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) ->
     return found
 
 
-def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
+                  retention: float = timings.RETENTION_DEFAULT) -> list[Schedule]:
     """The schedules under --trigger sqs. Each batch already carries two uploads, one message
     each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
     call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
@@ -326,12 +327,13 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> l
     retried PUT's charges count for the first order (the same name), which must be charged
     as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then told apart
     from one keyed by the order (in an unversioned bucket every versionId is "null"). Then the runs, and
-    the families of time and accounts as SQS has them (`idem.explore.sqs_timed`)."""
+    the families of time and accounts as SQS has them (`idem.explore.sqs_timed`), within the source
+    queue's `retention` period."""
     retries, least = tuple(retries), min(retries)
     found = fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
     found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
     return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
-        Schedule, retries, fault_places(crossed)[0], copy_places(crossed))
+        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention)
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
@@ -432,13 +434,17 @@ def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: s
                           handler=target.spec, provider_factory=provider_factory, seed=seed,
                           **(target.deployed.runtime_options() if target.deployed else {}))
     runtime.retry_delay = timings.retry_delay(schedule.timing, runtime.max_event_age)  # drawn from its range
+    # how long EventBridge retries the function as a rule target: the template's policy, or its default
+    runtime.eventbridge_window = (target.deployed.eventbridge_window() if target.deployed
+                                  else timings.EVENTBRIDGE_RETRY_AGE)
     return runtime
 
 
 def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: str = "s3") -> None:
     runtime.send(event)
     if schedule.delivery == "duplicate":  # the copy: drawn from its documented range (idem.explore.timings)
-        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age))
+        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                  runtime.eventbridge_window))
     elif schedule.delivery == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
 
@@ -958,7 +964,8 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
-        found = (sqs_schedules(crossed, retries) if trigger == "sqs"
+        retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
+        found = (sqs_schedules(crossed, retries, retention) if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger)
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:

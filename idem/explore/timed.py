@@ -171,7 +171,8 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
         runtime.send(uploads[-1][1])
         runtime.run()
     elif later.kind == "late":
-        at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age)
+        at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                 getattr(runtime, "eventbridge_window", timings.EVENTBRIDGE_RETRY_AGE))
         runtime.send(event, at=at)
         runtime.run()
     elif later.kind == "again":

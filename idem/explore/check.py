@@ -75,7 +75,7 @@ from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import (accounts, books as books_per_charge, key_decoding, reuse, runs, sqs_timed, state as states, timed,
+from . import (accounts, books as books_per_charge, family_choice, key_decoding, reuse, runs, sqs_timed, state as states, timed,
                timings, triggers, worlds)
 from .deployed import Deployed
 
@@ -671,10 +671,18 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     return results
 
 
+#: What a result keeps of each attempt's printed lines (the report reads the last few): a handler
+#: printing a 1,000-line tail on every invocation must not keep it for every schedule.
+RESULT_LOG_LINES = 20
+
+
 def _asked(result: Result, runtime: Any) -> None:
-    """Keep with a result the answers its run asked for (`idem.explore.reuse`)."""
+    """Keep with a result the answers its run asked for (`idem.explore.reuse`), and the last
+    RESULT_LOG_LINES of what each attempt printed."""
     result.reached = dict(runtime.watch.reached)
     result.retries_asked = frozenset(runtime.retries_asked)
+    for attempt in result.attempts:
+        del attempt.logs[:-RESULT_LOG_LINES]
 
 
 def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any], int]],
@@ -967,6 +975,10 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         found = (sqs_schedules(crossed, retries, retention) if trigger == "sqs"
                  else schedules_for(crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger)
+        try:  # a test knob: only some families (idem.explore.family_choice)
+            found = family_choice.chosen(found, DIMENSIONS)
+        except ValueError as bad:
+            raise CheckInputError(str(bad)) from None
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:
             def run(indexes: list[int]) -> list[Result]:

@@ -23,8 +23,8 @@ from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
-from .fastload import (cache_dataclass_compiles, cache_moto_condition_lexing, cache_moto_method_names,
-                       cache_moto_url_tables, cache_timestamp_parsing)
+from .fastload import (cache_dataclass_compiles, cache_moto_alias_keys, cache_moto_condition_lexing,
+                       cache_moto_method_names, cache_moto_url_tables, cache_timestamp_parsing)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -66,6 +66,7 @@ def ensure_moto() -> None:
         cache_moto_method_names()  # and its action among its class's methods
         cache_moto_condition_lexing()  # and each conditional write its expression's tokens
         cache_timestamp_parsing()  # and each client its responses' timestamps
+        cache_moto_alias_keys()  # and moto where each member of its answers is found
 
 
 @functools.cache

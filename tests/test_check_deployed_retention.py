@@ -71,6 +71,11 @@ def test_the_header_states_the_retry_policy_and_the_retention_period():
     defaults = Deployed.of(_deployed(TEMPLATE, "Defaults")).describe("eventbridge")
     assert "EventBridge target: MaximumRetryAttempts 185, MaximumEventAgeInSeconds 86400, no DeadLetterConfig" in defaults
     assert "EventBridge" not in Deployed.of(_deployed(SQS, "Plain")).describe("s3")  # S3 invokes it: no rule
+    assert "(no rule targets it in the template: EventBridge's defaults)" not in defaults  # PlainRule does
+    forced = Deployed.of(_deployed(SQS, "Plain")).describe("eventbridge")  # --trigger eventbridge, no rule
+    assert forced.endswith("MaximumEventAgeInSeconds 86400, no DeadLetterConfig (no rule targets it in the "
+                           "template: EventBridge's defaults)")
+    assert _deployed(TEMPLATE, "NeverRetried")["eventbridge_rule"] == "AWS::Events::Rule NoRetries"
     assert "MessageRetentionPeriod 600 s" in Deployed.of(_deployed(TEMPLATE, "Kept")).describe("sqs")
 
 

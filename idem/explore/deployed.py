@@ -67,6 +67,7 @@ class Deployed:
     eventbridge_retry_attempts: int = DEFAULT_EVENTBRIDGE_ATTEMPTS
     eventbridge_event_age: int = DEFAULT_EVENTBRIDGE_AGE
     eventbridge_dead_letter: str = ""
+    eventbridge_rule: str = ""  # where the template declares the rule that targets it ("": none)
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -148,17 +149,19 @@ class Deployed:
             dead = (f"DeadLetterConfig {self.eventbridge_dead_letter}" if self.eventbridge_dead_letter
                     else "no DeadLetterConfig")
             line += (f"; EventBridge target: MaximumRetryAttempts {self.eventbridge_retry_attempts}, "
-                     f"MaximumEventAgeInSeconds {self.eventbridge_event_age}, {dead}")
+                     f"MaximumEventAgeInSeconds {self.eventbridge_event_age}, {dead}"
+                     + ("" if self.eventbridge_rule else " (no rule targets it in the template: EventBridge's defaults)"))
         return line
 
 
 def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, source: str,
          value: Any, sqs_source: "tuple[str, dict[str, Any]] | None" = None,
-         rule_target: "dict[str, Any] | None" = None) -> Deployed:
+         rule_target: "dict[str, Any] | None" = None, rule: str = "") -> Deployed:
     """The settings of `function` (its properties, Globals merged) in `resources` (the resolved
     template's); `value` resolves an intrinsic; `sqs_source` is (the queue's logical id, the
     mapping's properties) when SQS feeds the function; `rule_target` the EventBridge rule target's
-    RetryPolicy and DeadLetterConfig (`template_triggers.Trigger.target`) when a rule does."""
+    RetryPolicy and DeadLetterConfig (`template_triggers.Trigger.target`) when a rule does, `rule`
+    where that rule is declared."""
     invoke = dict(function.get("EventInvokeConfig") or {})
     for res in resources.values():
         if res.get("Type") == "AWS::Lambda::EventInvokeConfig":
@@ -191,7 +194,7 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         settings.update(
             eventbridge_retry_attempts=int(policy.get("MaximumRetryAttempts", DEFAULT_EVENTBRIDGE_ATTEMPTS)),
             eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
-            eventbridge_dead_letter=_logical(dead) or str(value(dead) or ""))
+            eventbridge_dead_letter=_logical(dead) or str(value(dead) or ""), eventbridge_rule=rule)
     return Deployed(**settings)
 
 

@@ -138,3 +138,14 @@ def test_the_cli_report_states_the_rule_targets_policy_as_deployed():
     assert ("as deployed (deployed_retention.yaml, function NeverRetried): Timeout 30 s, MemorySize 128 MB; "
             "MaximumRetryAttempts 2, MaximumEventAgeInSeconds 21600; EventBridge target: MaximumRetryAttempts 0, "
             "MaximumEventAgeInSeconds 60, no DeadLetterConfig; the runs: --retries 0 (MaximumRetryAttempts)") in out
+
+
+def test_eventbridges_late_copy_is_named_for_its_own_range():
+    from idem.explore.check import schedules_for
+    from idem.sim.boundary import END
+
+    def highs(trigger):
+        return {s.label() for s in schedules_for([END], (0,), ("versioned",), trigger)
+                if s.dimension == "late" and s.timing == timings.HIGH_ENDS}
+    assert any("(EventBridge's retry window plus the maximum event age)" in label for label in highs("eventbridge"))
+    assert any("(a minute plus the maximum event age)" in label for label in highs("s3"))

@@ -279,14 +279,14 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
 
 
 def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
-                  overwrite: Iterable[str] = VERSIONING) -> list[Schedule]:
+                  overwrite: Iterable[str] = VERSIONING, trigger: str = "s3") -> list[Schedule]:
     """Every distinct schedule over the boundaries a clean run crossed: the faults dimension
     (exhaustive, as described in the module docstring), then the two bounded ones
     (`overwrite_schedules`, `slow_schedules`)."""
     retries = tuple(retries)
     return timed.drawn(fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
                        + slow_schedules(crossed, retries) + runs.run_schedules(crossed, retries, Schedule)) + timed.schedules(
-        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed))
+        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed), trigger)
 
 
 def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
@@ -974,7 +974,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         found = (sqs_schedules(crossed, retries, retention) if trigger == "sqs"
-                 else schedules_for(crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger)
+                 else schedules_for(crossed, retries, versioning, trigger)) + key_decoding.schedules(Schedule, retries, trigger)
         try:  # a test knob: only some families (idem.explore.family_choice)
             found = family_choice.chosen(found, DIMENSIONS)
         except ValueError as bad:

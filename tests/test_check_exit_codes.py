@@ -10,10 +10,17 @@ from pathlib import Path
 import pytest
 
 from check_cli import FAST, cli, target
+from idem.explore.check import DIMENSIONS
 
 README = Path(__file__).parent.parent / "README.md"
 #: What a case needs beyond FAST: the environment that bounds it in seconds (the CLI's test knobs).
-BOUNDS = {"own_alarm": {"IDEM_CHECK_STALL_SECONDS": "15"}, "waits_for_the_clock": {"IDEM_CHECK_SCHEDULE_SECONDS": "1"}}
+#: loud_lines proves the output contract (50 MB printed per invocation, kept to its last lines, and
+#: the exit code in one line whatever the output), not the handler: the families of time and
+#: accounts are its schedules (every attempt failing and redriven, copies, another account, names
+#: to decode: about 40, each printing 50 MB per invocation), not the 400 of the faults family
+#: (tests/test_check_sandbox.py runs a 50 MB dump through every family).
+BOUNDS = {"own_alarm": {"IDEM_CHECK_STALL_SECONDS": "15"}, "waits_for_the_clock": {"IDEM_CHECK_SCHEDULE_SECONDS": "1"},
+          "loud_lines": {"IDEM_CHECK_FAMILIES": "late,again,accounts,names"}}
 #: Every bad input in the suite: the handlers whose tests say exit 2 or 3.
 BAD_INPUTS = {"import_error": 2, "syntax_error": 2, "not_callable": 2, "one_argument": 2, "async_handler": 2,
               "generator_handler": 2, "needs_secret": 2, "json_orders": 2, "sns_notifier": 2,
@@ -49,3 +56,15 @@ def test_each_case_in_the_readme_table_exits_with_its_code(name, code, monkeypat
     else:
         assert ("holds: " if code == 0 else "breaks ") in out
     assert time.monotonic() - started < 300
+
+
+def test_the_families_knob_runs_only_the_named_families_and_refuses_an_unknown_one(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "late,names")
+    got, out, err = cli(target("keyed_books"), *FAST)
+    assert got == 0, (out + err)[-2000:]
+    header = out.splitlines()[0]
+    assert "12 schedules (0 faults, 0 overwrite, 0 slow, 9 late, " in header and "3 names)" in header, header
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "late,nope")
+    got, out, err = cli(target("keyed_books"), *FAST)
+    assert got == 2 and err.strip().splitlines() == [
+        f"idem check: IDEM_CHECK_FAMILIES: nope is not a family of schedules; the families: {', '.join(DIMENSIONS)}"]

@@ -207,3 +207,27 @@ def test_a_bad_timestamp_is_refused_every_time():
     for _ in range(2):
         with pytest.raises(ValueError):
             parsers.DEFAULT_TIMESTAMP_PARSER("not a time")
+
+
+def test_every_answer_moto_serializes_reads_the_same_keys_as_moto_and_its_own_values():
+    """cache_moto_alias_keys: the keys where a member's value may be found are moto's own for
+    each (class, member, shape), and each answer's values are still its own object's."""
+    from moto.core import serialize
+
+    ensure_moto()
+    picker = serialize.AttributePicker
+    assert picker.get_possible_keys.cached_by_idem
+    own = picker.get_possible_keys.moto_own
+    with LocalWorld(prefix="alias") as world:
+        for n in range(3):  # GetObject's answer: about forty members, each read through the picker
+            world.upload(f"acct/{n}.json", f'{{"n": {n}}}'.encode())
+            got = world.s3.get_object(Bucket=world.bucket, Key=f"acct/{n}.json")
+            assert got["Body"].read() == f'{{"n": {n}}}'.encode() and got["ContentLength"] == 8
+        # the same keys moto works out, for an object of its own kind, member and shape
+        model = world.s3.meta.service_model.operation_model("GetObject").output_shape
+        for name, shape in model.members.items():
+            context = serialize.AttributePickerContext(obj={"x": 1}, key=name, shape=shape)
+            instance = picker()
+            assert tuple(picker.get_possible_keys(instance, context)) == tuple(own(instance, context))
+    fastload.cache_moto_alias_keys()  # twice: the same one
+    assert picker.get_possible_keys.moto_own is own

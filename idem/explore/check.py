@@ -75,8 +75,8 @@ from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
 from ..sim.stripe_server import loopback_stripe
-from . import (accounts, books as books_per_charge, key_decoding, object_schedules, reuse, runs, sqs_timed,
-               state as states, timed, timings, triggers, worlds)
+from . import (accounts, books as books_per_charge, family_choice, key_decoding, object_schedules, reuse, runs,
+               sqs_timed, state as states, timed, timings, triggers, worlds)
 from .deployed import Deployed
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
@@ -279,14 +279,14 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
 
 
 def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
-                  overwrite: Iterable[str] = VERSIONING) -> list[Schedule]:
+                  overwrite: Iterable[str] = VERSIONING, trigger: str = "s3") -> list[Schedule]:
     """Every distinct schedule over the boundaries a clean run crossed: the faults dimension
     (exhaustive, as described in the module docstring), then the two bounded ones
     (`overwrite_schedules`, `slow_schedules`)."""
     retries = tuple(retries)
     return timed.drawn(fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
                        + slow_schedules(crossed, retries) + runs.run_schedules(crossed, retries, Schedule)) + timed.schedules(
-        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed))
+        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed), trigger)
 
 
 def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
@@ -315,7 +315,8 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) ->
     return found
 
 
-def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
+def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
+                  retention: float = timings.RETENTION_DEFAULT) -> list[Schedule]:
     """The schedules under --trigger sqs. Each batch already carries two uploads, one message
     each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
     call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
@@ -326,12 +327,13 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> l
     retried PUT's charges count for the first order (the same name), which must be charged
     as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then told apart
     from one keyed by the order (in an unversioned bucket every versionId is "null"). Then the runs, and
-    the families of time and accounts as SQS has them (`idem.explore.sqs_timed`)."""
+    the families of time and accounts as SQS has them (`idem.explore.sqs_timed`), within the source
+    queue's `retention` period."""
     retries, least = tuple(retries), min(retries)
     found = fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
     found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
     return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
-        Schedule, retries, fault_places(crossed)[0], copy_places(crossed))
+        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention)
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
@@ -432,13 +434,17 @@ def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: s
                           handler=target.spec, provider_factory=provider_factory, seed=seed,
                           **(target.deployed.runtime_options() if target.deployed else {}))
     runtime.retry_delay = timings.retry_delay(schedule.timing, runtime.max_event_age)  # drawn from its range
+    # how long EventBridge retries the function as a rule target: the template's policy, or its default
+    runtime.eventbridge_window = (target.deployed.eventbridge_window() if target.deployed
+                                  else timings.EVENTBRIDGE_RETRY_AGE)
     return runtime
 
 
 def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: str = "s3") -> None:
     runtime.send(event)
     if schedule.delivery == "duplicate":  # the copy: drawn from its documented range (idem.explore.timings)
-        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age))
+        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                  runtime.eventbridge_window))
     elif schedule.delivery == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
 
@@ -665,10 +671,18 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     return results
 
 
+#: What a result keeps of each attempt's printed lines (the report reads the last few): a handler
+#: printing a 1,000-line tail on every invocation must not keep it for every schedule.
+RESULT_LOG_LINES = 20
+
+
 def _asked(result: Result, runtime: Any) -> None:
-    """Keep with a result the answers its run asked for (`idem.explore.reuse`)."""
+    """Keep with a result the answers its run asked for (`idem.explore.reuse`), and the last
+    RESULT_LOG_LINES of what each attempt printed."""
     result.reached = dict(runtime.watch.reached)
     result.retries_asked = frozenset(runtime.retries_asked)
+    for attempt in result.attempts:
+        del attempt.logs[:-RESULT_LOG_LINES]
 
 
 def _per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any], int]],
@@ -958,8 +972,14 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
-        found = object_schedules.kept((sqs_schedules(crossed, retries) if trigger == "sqs" else schedules_for(
-            crossed, retries, versioning)) + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
+        retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
+        found = object_schedules.kept((sqs_schedules(crossed, retries, retention) if trigger == "sqs"
+                                       else schedules_for(crossed, retries, versioning, trigger))
+                                      + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
+        try:  # a test knob: only some families (idem.explore.family_choice)
+            found = family_choice.chosen(found, DIMENSIONS)
+        except ValueError as bad:
+            raise CheckInputError(str(bad)) from None
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with _pool(workers) as pool:
             def run(indexes: list[int]) -> list[Result]:

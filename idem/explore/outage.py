@@ -98,7 +98,8 @@ def run_outage(shape: str = "sqs", *, before_hours: float = 1, outage_hours: flo
             runtime = SqsFedLambda(
                 world, env, handler="idem.explore.outage_entry:lambda_handler", timeout=sizing.function_timeout_seconds,
                 mapping=SqsMapping(batch_size=sizing.batch_size, visibility_timeout=sizing.visibility_timeout_seconds,
-                                   max_receive_count=sizing.max_receive_count))
+                                   max_receive_count=sizing.max_receive_count,
+                                   retention=float(sizing.retention_seconds)))  # the buffer queue's own
         else:
             runtime = LocalLambda(world, env, handler="idem.core.handlers.keyed:lambda_handler",
                                   timeout=sizing.function_timeout_seconds)

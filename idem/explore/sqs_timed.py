@@ -14,15 +14,16 @@ The ranges (in `idem.explore.timings`), each end a schedule of its own (`timings
   copy not deleted where a server was unavailable "you might get ... again when you receive
   messages" (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html),
   for as long as the queue keeps a message: its retention period, 60 s to 14 days, 4 days
-  (345,600 s) by default
-  (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html).
-  S3's own notification may come "a minute or longer" late (timings.S3_LAG): from 0 s to a minute
-  plus the retention period.
+  (345,600 s) by default, after which SQS deletes it
+  (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html):
+  from 0 s to the retention period after the message was sent (S3's own lag, "a minute or longer",
+  delays the message and its copies alike). With `--template`, the source queue's own retention
+  period; a named copy time past it is not a schedule (the message is gone by then).
 
 The families (`schedules`; run by `deliver`):
 
 - `late`: SQS delivers every message of the batch again, at each end of its range, at COPY_DRAWS
-  draws, just past midnight and past 15 minutes; the same order uploaded again (a new version, a
+  draws, just past midnight and past 15 minutes (where the queue still keeps the message); the same order uploaded again (a new version, a
   new message) past Stripe's 24-hour key window and 3 days later.
 - `retry_ends`: a fault at each boundary on two receives, the visibility timeout at its low end
   (the function's timeout) and its high end (12 h: the third receive is a day after the first).
@@ -45,18 +46,19 @@ from ..sim.boundary import FaultPlan, How
 from . import accounts, timings, triggers
 from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY_WINDOW, PAST_MIDNIGHT, Later, \
     _every_resend
-from .timings import HIGH_ENDS, LOW_ENDS, sqs_copy_delay as copy_delay
+from .timings import HIGH_ENDS, LOW_ENDS, seconds, sqs_copy_delay as copy_delay
 
 def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Sequence[Any],
-              copy_at: Sequence[Any]) -> list[Any]:
-    """The SQS families' schedules (see the module docstring); `make` builds a check.Schedule."""
+              copy_at: Sequence[Any], retention: float = timings.RETENTION_DEFAULT) -> list[Any]:
+    """The SQS families' schedules (see the module docstring); `make` builds a check.Schedule;
+    `retention`: the source queue's retention period (seconds)."""
     retries = tuple(retries)
     most, least = max(retries), min(retries)
-    points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, "high end (a minute plus the retention period, 4 days)")]
+    points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, f"high end (the queue's retention period, {seconds(retention)})")]
     points += [(timings.draw(f"sqs-late/{n}"), f"seeded draw {n}") for n in range(1, timings.COPY_DRAWS + 1)]
     found = [make(None, "duplicate", None, least, timing=t, later=Later("late", why=why, sqs=True)) for t, why in points]
     found += [make(None, "duplicate", None, least, later=Later("late", at, why, sqs=True))
-              for at, why in (PAST_MIDNIGHT, PAST_15_MINUTES)]
+              for at, why in (PAST_MIDNIGHT, PAST_15_MINUTES) if at <= retention]  # a copy of a message still kept
     found += [make(None, "duplicate", None, least, later=Later("late", at, why, "upload", sqs=True))
               for at, why in (PAST_KEY_WINDOW, DAYS_LATER)]
     if most >= 2:
@@ -102,7 +104,7 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
     if later.kind == "accounts" and later.how == "same_batch":
         runtime.send_message(other())
     if later.kind == "late" and later.how != "upload":
-        runtime.copy_messages(at=later.seconds or copy_delay(schedule.timing))
+        runtime.copy_messages(at=later.seconds or copy_delay(schedule.timing, runtime.mapping.retention))
     if later.kind == "accounts" and later.how == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.receive_now(other()))
     runtime.run()

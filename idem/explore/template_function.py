@@ -166,8 +166,10 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
                             f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
                             "time: pick one with --trigger")
     sqs = next((t for t in found if t.kind == "sqs"), None)
+    rule = next((t for t in found if t.kind == "eventbridge"), None)
     settings = deployed.read(props, resources, logical_id, f"{Path(path).name}, function {logical_id}",
-                             resolver.value, (sqs.queue, sqs.mapping) if sqs else None)
+                             resolver.value, (sqs.queue, sqs.mapping) if sqs else None,
+                             rule.target if rule else None, rule.declared if rule else "")
     s3 = next((t for t in found if t.kind == "s3"), None)
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",

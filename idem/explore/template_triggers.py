@@ -4,7 +4,8 @@ On the function (SAM's `Events`): `S3`, `SQS`, `EventBridgeRule` / `CloudWatchEv
 - an `AWS::Lambda::EventSourceMapping` whose `FunctionName` names it (its `EventSourceArn` an SQS
   queue): sqs, with the mapping's `BatchSize` and `FunctionResponseTypes`;
 - an `AWS::Events::Rule` with a target whose `Arn` names it: eventbridge (the function gets
-  EventBridge's event, not S3's notification);
+  EventBridge's event, not S3's notification), with the target's `RetryPolicy` and `DeadLetterConfig`
+  (SAM's `EventBridgeRule` event takes the same two properties);
 - a bucket's `NotificationConfiguration.LambdaConfigurations` whose `Function` names it: s3, with
   the configuration's key filter.
 
@@ -32,6 +33,8 @@ class Trigger:
     suffix: str = ""
     queue: str = ""  # sqs: the queue's logical id
     mapping: dict[str, Any] = field(default_factory=dict)  # sqs: the mapping's own properties
+    #: eventbridge: the rule target's RetryPolicy and DeadLetterConfig, as declared (absent: EventBridge's defaults)
+    target: dict[str, Any] = field(default_factory=dict)
 
 
 def _logical(node: Any) -> str:
@@ -52,6 +55,11 @@ def _filter(node: Any) -> tuple[str, str]:
     return found.get("prefix", ""), found.get("suffix", "")
 
 
+def _target(props: dict[str, Any]) -> dict[str, Any]:
+    """A rule target's retry settings: its RetryPolicy and DeadLetterConfig, where declared."""
+    return {k: props[k] for k in ("RetryPolicy", "DeadLetterConfig") if isinstance(props.get(k), dict)}
+
+
 def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> list[Trigger]:
     """Every trigger of the function `logical_id` (its merged properties `props`)."""
     found: list[Trigger] = []
@@ -67,7 +75,7 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> l
         elif kind == "sqs":
             found.append(Trigger(kind, f"Events.{name}", queue=_logical(ep.get("Queue")), mapping=dict(ep)))
         else:
-            found.append(Trigger(kind, f"Events.{name}"))
+            found.append(Trigger(kind, f"Events.{name}", target=_target(ep)))
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
         if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
@@ -75,8 +83,10 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> l
             if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
                 found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
         elif kind == "AWS::Events::Rule":
-            if any(names_function(t.get("Arn"), logical_id) for t in rp.get("Targets") or []):
-                found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}"))
+            for target in rp.get("Targets") or []:
+                if isinstance(target, dict) and names_function(target.get("Arn"), logical_id):
+                    found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}", target=_target(target)))
+                    break
         elif kind == "AWS::S3::Bucket":
             notifications = (rp.get("NotificationConfiguration") or {}).get("LambdaConfigurations") or []
             for n in notifications:

@@ -128,12 +128,15 @@ def _every_resend(boundary: Any) -> int:
 
 
 def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterable[int],
-              exception_at: Sequence[Any], copy_at: Sequence[Any]) -> list[Any]:
+              exception_at: Sequence[Any], copy_at: Sequence[Any], trigger: str = "s3") -> list[Any]:
     """The four families' schedules over the boundaries a clean run crossed; `make` builds a
-    check.Schedule; `exception_at` and `copy_at` are where a fault and a copy can come."""
+    check.Schedule; `exception_at` and `copy_at` are where a fault and a copy can come; `trigger`
+    names the copy's range (`timings.copy_range`)."""
     retries = tuple(retries)
     most, least = max(retries), min(retries)
-    copy_points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, "high end (a minute plus the maximum event age)")]
+    high = ("high end (EventBridge's retry window plus the maximum event age)" if trigger == "eventbridge"
+            else "high end (a minute plus the maximum event age)")
+    copy_points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, high)]
     copy_points += [(timings.draw(f"late/{n}"), f"seeded draw {n}") for n in range(1, timings.COPY_DRAWS + 1)]
     found = [make(None, "duplicate", None, least, timing=timing, later=Later("late", why=why))
              for timing, why in copy_points]
@@ -171,7 +174,8 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
         runtime.send(uploads[-1][1])
         runtime.run()
     elif later.kind == "late":
-        at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age)
+        at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                 getattr(runtime, "eventbridge_window", timings.EVENTBRIDGE_RETRY_AGE))
         runtime.send(event, at=at)
         runtime.run()
     elif later.kind == "again":

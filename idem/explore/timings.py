@@ -12,16 +12,19 @@ each range's two ends are schedules of their own (`idem.explore.timed`):
   https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html): from 0 s to a
   minute plus the maximum event age (6 h by default, at most 6 h:
   https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-configuring.html);
-- through EventBridge, whose retry policy keeps trying a target for up to 24 h
-  (MaximumEventAgeInSeconds 60-86400, MaximumRetryAttempts 0-185:
+- through EventBridge, whose retry policy keeps trying a target for up to 24 h and 185 times by
+  default (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html;
+  MaximumEventAgeInSeconds 60-86400, MaximumRetryAttempts 0-185:
   https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_RetryPolicy.html): from 0 s to
-  24 h plus the maximum event age;
+  the policy's maximum age (24 h; with --template the rule target's own, 0 when it makes no retry
+  attempt) plus the maximum event age. The attempts are not counted down: their back-off is not
+  published, so any of them may come as late as the policy's age allows;
 - Lambda's retry after a function error: one minute before the second attempt, two before the third
   (the same page), but a retry that is throttled or meets a system error goes back to the queue and
   is tried "for up to 6 hours": from the documented wait to what is left of the event's maximum age.
 
 - under --trigger sqs, the queue's visibility timeout (from the function's timeout to 12 h) and SQS's
-  copy of a message (up to a minute plus the queue's retention period): `idem.explore.sqs_timed`.
+  copy of a message (until the queue's retention period ends): `idem.explore.sqs_timed`.
 
 The check's clock starts at CHECK_START, 2025-12-31 23:58:00 UTC: a retry or a copy two minutes later
 is on another day (and year), so a key with the date in it meets the next day. Delays are drawn on a
@@ -85,15 +88,18 @@ def between(low: float, high: float, u: float) -> float:
     return float(low * (high / low) ** u)
 
 
-def copy_range(trigger: str, max_event_age: float) -> tuple[float, float]:
-    """When a copy of the event can come, in seconds after the first: see the module docstring."""
-    lag = EVENTBRIDGE_RETRY_AGE if trigger == "eventbridge" else S3_LAG
+def copy_range(trigger: str, max_event_age: float,
+               eventbridge_window: float = EVENTBRIDGE_RETRY_AGE) -> tuple[float, float]:
+    """When a copy of the event can come, in seconds after the first: see the module docstring.
+    `eventbridge_window`: how long EventBridge retries the target (`Deployed.eventbridge_window`)."""
+    lag = eventbridge_window if trigger == "eventbridge" else S3_LAG
     return 0.0, lag + max_event_age
 
 
-def copy_delay(timing: Timing | None, trigger: str, max_event_age: float) -> float:
+def copy_delay(timing: Timing | None, trigger: str, max_event_age: float,
+               eventbridge_window: float = EVENTBRIDGE_RETRY_AGE) -> float:
     """Seconds after the first delivery that the copy comes (a schedule with no timing: the low end)."""
-    return between(*copy_range(trigger, max_event_age), (timing or LOW_ENDS).copy)
+    return between(*copy_range(trigger, max_event_age, eventbridge_window), (timing or LOW_ENDS).copy)
 
 
 def retry_range(attempt: int, age: float, max_event_age: float) -> tuple[float, float]:
@@ -135,8 +141,10 @@ def visibility_timeout(timing: Timing | None, timeout: float = FUNCTION_TIMEOUT)
 
 
 def sqs_copy_range(retention: float = RETENTION_DEFAULT) -> tuple[float, float]:
-    """When SQS's copy of a message can be received, in seconds after the first upload."""
-    return 0.0, S3_LAG + retention
+    """When SQS's copy of a message can be received, in seconds after the message was sent: until
+    the queue deletes it, at the end of its retention period (S3's lag delays the message and its
+    copies alike)."""
+    return 0.0, retention
 
 
 def sqs_copy_delay(timing: Timing | None, retention: float = RETENTION_DEFAULT) -> float:

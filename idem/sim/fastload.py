@@ -23,6 +23,10 @@ compiles again for every token; `cache_moto_condition_lexing` keeps each express
 And botocore's reading of S3's `Last-Modified` on every GetObject: `cache_timestamp_parsing`
 reads each text once.
 
+And moto's reading of each response member: for every member of every answer it serializes, it
+asks six alias rules in turn which attribute of its model holds the member (about forty members a
+GetObject); `cache_moto_alias_keys` keeps each rule's answer per member, model class and shape.
+
 And the garbage collector: a check makes millions of short-lived objects (each request's,
 each invocation's), and at Python's default thresholds the collector ran about 1,400 times in
 a check of the handler to copy, 6% of its time. `fewer_collections` raises the thresholds
@@ -161,6 +165,40 @@ def cache_timestamp_parsing() -> None:
     parse_timestamp.cached_by_idem = True  # type: ignore[attr-defined]
     parse_timestamp.botocore_own = parse  # type: ignore[attr-defined]
     parsers.DEFAULT_TIMESTAMP_PARSER = parse_timestamp
+
+
+def cache_moto_alias_keys() -> None:
+    """Make moto work out once per process where each response member's value may be found: its
+    AttributePicker asks every alias rule (`serialize.DEFAULT_ALIAS_PROVIDERS`) about each member of
+    each answer. The rules read only the member's name, the object's class (its name, its `Meta`),
+    the member's shape and the shape's parent: the same answer for the same of each, so the keys are
+    kept under them (with the objects themselves, so no id is reused while kept). Each answer's
+    values are still read from its own object. Safe to call twice."""
+    from moto.core import serialize
+
+    own = serialize.AttributePicker.get_possible_keys
+    if getattr(own, "cached_by_idem", False):
+        return
+    kept: dict[tuple[Any, ...], tuple[tuple[str, ...], Any]] = {}
+
+    def get_possible_keys(picker: Any, context: Any) -> tuple[str, ...]:
+        obj, shape = context.obj, context.shape
+        meta, parent = getattr(obj, "Meta", None), getattr(shape, "parent", None)
+        key = (tuple(picker.alias_providers), type(obj), id(meta), context.key, id(shape), id(parent))
+        found = kept.get(key)
+        if found is None:
+            if len(kept) >= ALIAS_KEYS:
+                kept.clear()
+            found = kept[key] = (tuple(own(picker, context)), (meta, shape, parent))
+        return found[0]
+
+    get_possible_keys.cached_by_idem = True  # type: ignore[attr-defined]
+    get_possible_keys.moto_own = own  # type: ignore[attr-defined]
+    serialize.AttributePicker.get_possible_keys = get_possible_keys  # type: ignore[method-assign, assignment]
+
+
+#: response members whose alias keys are kept (a check's answers have a few thousand)
+ALIAS_KEYS = 65_536
 
 
 def built_by_moto(backend: Any) -> dict[str, Callable[..., Any]]:

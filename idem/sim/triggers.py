@@ -27,7 +27,10 @@
     that message, not Lambda's on-failure destination, is the failure record;
   - a standard queue delivers at least once: a message can be received again, even while another
     invocation still works on it
-    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html).
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/standard-queues-at-least-once-delivery.html);
+  - a message older than the queue's retention period (MessageRetentionPeriod: 60 s to 14 days,
+    4 days by default) is deleted: never received again, and not moved to the dead-letter queue
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html).
 
 The source queue is modelled here, on the runtime's virtual clock (moto's queue keeps visibility
 on its own clock and gives no hook at a handler's boundaries); the dead-letter queue is the world's
@@ -49,6 +52,8 @@ from .world import ACCOUNT, REGION
 TRIGGERS = ("s3", "sqs", "eventbridge")
 #: Six times the runtime's 30 s function timeout (services-sqs-configure, above).
 VISIBILITY_TIMEOUT = 180.0
+#: SQS's default MessageRetentionPeriod: 4 days (API_SetQueueAttributes, above)
+RETENTION = 345_600.0
 
 
 def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
@@ -83,8 +88,11 @@ class SqsMapping:
     max_receive_count: int = 3  # the redrive policy's maxReceiveCount
     report_batch_item_failures: bool = True  # FunctionResponseTypes: [ReportBatchItemFailures]
     queue_name: str = "uploads"
+    retention: float = RETENTION  # the queue's MessageRetentionPeriod, in seconds
 
     def __post_init__(self) -> None:
+        if not 60 <= self.retention <= 1_209_600:
+            raise ValueError(f"MessageRetentionPeriod is 60-1209600 seconds; got {self.retention:.0f}")
         if not 1 <= self.batch_size <= 10_000:
             raise ValueError(f"BatchSize is 1-10000 for a standard queue; got {self.batch_size}")
         if not 1 <= self.max_receive_count <= 1000:
@@ -194,6 +202,9 @@ class SqsFedLambda(LocalLambda):
         batch, later = Batch([]), False
         for message in only if only is not None else self.messages:
             if message.gone or message.visible_at > now:
+                continue
+            if now - message.sent_at > self.mapping.retention:
+                message.gone = True  # SQS deleted it at the end of its retention period: no receive, no DLQ
                 continue
             if len(batch.messages) == self.mapping.batch_size or message.message_id in batch.receipts:
                 later = True  # the next poll takes it (one copy of a message per batch)

@@ -23,8 +23,8 @@ from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
-from .fastload import (cache_dataclass_compiles, cache_moto_condition_lexing, cache_moto_method_names,
-                       cache_moto_url_tables, cache_timestamp_parsing)
+from .fastload import (cache_dataclass_compiles, cache_moto_alias_keys, cache_moto_condition_lexing,
+                       cache_moto_method_names, cache_moto_url_tables, cache_timestamp_parsing)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -66,6 +66,7 @@ def ensure_moto() -> None:
         cache_moto_method_names()  # and its action among its class's methods
         cache_moto_condition_lexing()  # and each conditional write its expression's tokens
         cache_timestamp_parsing()  # and each client its responses' timestamps
+        cache_moto_alias_keys()  # and moto where each member of its answers is found
 
 
 @functools.cache
@@ -358,9 +359,14 @@ class LocalWorld:
         from .atomic import _LOCK  # the lock every write to the backend takes
 
         with _LOCK:
-            found = dynamodb_backends[ACCOUNT][REGION].get_table(table).all_items()
+            stored = dynamodb_backends[ACCOUNT][REGION].get_table(table)
+            # moto's all_items, but the items left out are dropped before the sort, not after: the
+            # same items in the same order, without sorting what a check has read already
+            found = [item for kept in stored.items.values()
+                     for item in (kept.values() if stored.range_key_attr else (kept,))]
             if leave_out:
                 found = [item for item in found if _stored_pk_text(item) not in leave_out]
+            found.sort(key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
             return [item.to_json()["Attributes"] for item in found]
 
     def provider_charges(self) -> list[tuple[str, str, str]]:

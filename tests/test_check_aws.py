@@ -169,9 +169,6 @@ def test_pins_bug_a_lock_released_in_finally_stays_behind_when_the_process_is_ki
 
 
 # -- calls from the handler's threads --------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
-                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
-                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 def test_a_handler_that_charges_in_a_thread_pool_holds_and_its_calls_are_boundaries():
     report = check_handler(target("threaded_pool"), **ONE)
     assert report.holds, report.explain()

@@ -46,15 +46,12 @@ def test_a_clean_run_with_no_effect_says_what_the_handler_returned_and_printed()
     assert "returned {'charged': []}" in line and "skipped check99999/order-1.json: not an order file in incoming/" in line
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: json_orders charges first with Stripe's key as its only guard "
-                   "(it charges again when the order comes back past Stripe's 24-hour key window) and keys by the "
-                   "order id alone (another account's order 1001 is lost): the late, again and accounts families")
 def test_the_readers_own_object_is_what_lands_and_the_handler_holds():
-    code, out, err = cli(target("json_orders"), "--object", f"{ORDER}=incoming/A-1001.json", *FAST, "--json")
+    code, out, err = cli(target("json_orders"), "--object", f"{ORDER}=alice/incoming/A-1001.json", *FAST, "--json")
     assert code == 0, err
     report = json.loads(out)
     assert report["holds"] and report["baseline"]["provider:charge"] == 1
-    assert report["object"] == {"file": str(ORDER), "key": "incoming/A-1001.json"}
+    assert report["object"] == {"file": str(ORDER), "key": "alice/incoming/A-1001.json"}
 
 
 def test_a_resource_that_exists_nowhere_is_named_with_the_options_that_create_it():

@@ -80,9 +80,6 @@ def test_handler_shape_reads_the_source_without_running_it(tmp_path):
     assert sandbox.handler_shape(f"{path}:other") == "async generator"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: this fixture charges first with Stripe's key as its only guard, and charges again when the "
-                   "order comes back past Stripe's 24-hour key window (the late and again families); it holds "
-                   "again once it keeps the first attempt's time as tests/handlers/keyed_books.py now does")
 def test_a_handler_printing_50_mb_per_invocation_holds_in_bounded_time():
     started = time.monotonic()
     code, out, err = cli(target("loud_printer"), *FAST)

@@ -1,14 +1,18 @@
-"""Correct (keyed_books' charge and booking), and prints a 50 MB debug dump on every invocation,
-as Lambda ships to CloudWatch and goes on: the check keeps the last lines and holds, in time."""
+"""Correct (keyed_books' claim, charge and booking: keyed by the account and the order, an order
+already booked never charged again, one first attempted over 23 hours ago and never booked left to a
+person), and prints a 50 MB debug dump on every invocation, as Lambda ships to CloudWatch and goes
+on: the check keeps the last lines and holds, in time."""
 import hashlib
 import json
 import os
+import time
 from urllib.parse import unquote_plus
 
 import boto3
 
 TABLE = os.environ["LEDGER_TABLE"]
 DUMP = "debug " * 8_400_000  # about 50 MB
+KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours: https://docs.stripe.com/idempotency
 
 
 def make_provider():
@@ -23,13 +27,28 @@ def lambda_handler(event, context):
         name = unquote_plus(obj["key"])
         read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
         order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
-        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{order['order_id']}".encode()).hexdigest()
+        account = name.split("/", 1)[0]
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}".encode()).hexdigest()
+        now = time.time()
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)}},
+                              ConditionExpression="attribute_not_exists(pk)",
+                              ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except dynamodb.exceptions.ConditionalCheckFailedException as taken:
+            claim = taken.response.get("Item", {})
+            if claim.get("booked", {}).get("BOOL"):
+                continue  # booked already: a copy, a retry, or the same order sent again
+            if now - float(claim["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+                raise RuntimeError(f"{key}: first attempted over 23 h ago and never booked; Stripe may "
+                                   "have pruned its key: a person must look") from None
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=f"{bucket}/{name}",
                                  idempotency_key=key)
         try:
             dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": charge.id}},
                               ConditionExpression="attribute_not_exists(pk)")
         except dynamodb.exceptions.ConditionalCheckFailedException:
-            pass
+            pass  # booked already: this is a retry of a charge the provider replayed
+        dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": f"claim#{key}"}}, UpdateExpression="SET booked = :t",
+                             ExpressionAttributeValues={":t": {"BOOL": True}})
         print(f"charged {key}")
     return {"ok": True}

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import ipywidgets as widgets
+import pytest
 
 from idem import views
 
@@ -298,3 +299,19 @@ def test_fields_frame_and_items_by_handler_label_every_row():
     assert list(table.columns) == ["handler", "item", "status", "holds"]
     assert table["handler"].tolist() == ["naive", "claim_first", "claim_first"]
     assert table["item"].tolist() == ["account#alice", "charge#k", "charge#j"]
+
+
+def test_a_lesson_names_its_columns_and_gets_how_each_scenario_was_set_up_beside_what_it_counted():
+    """`columns=` keeps pandas out of the chapters: the named columns, in that order, including how a
+    scenario was set up (SCENARIO_COLUMNS), and a KeyError for a column nobody holds."""
+    from idem.explore import scenarios as sc
+    from idem.views import tables
+
+    runs = [sc.run(sc.Scenario("naive", "after_charge", "once", how=how, timeout=30)) for how in ("exception", "crash")]
+    frame = tables.outcome_frame(runs, columns=("how", "timeout", "containers", "charges", "verdict"))
+    assert list(frame.columns) == ["how", "timeout", "containers", "charges", "verdict"]
+    assert list(frame["how"]) == ["exception", "crash"] and list(frame["timeout"]) == [30, 30]
+    assert list(frame["containers"]) == ["reused", "reused"] and list(frame["charges"]) == [2, 2]
+    assert list(tables.attempts_frame(runs[0], columns=("attempt", "outcome")).columns) == ["attempt", "outcome"]
+    with pytest.raises(KeyError):
+        tables.outcome_frame(runs, columns=("no such column",))

@@ -1,7 +1,7 @@
 """Tables for the chapters: pandas frames, and styled tables that keep a plain text form."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -71,11 +71,30 @@ OUTCOME_COLUMNS = {
 }
 
 
-def outcome_frame(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
+#: Columns a table may ask for that the outcome's row does not hold: how its scenario was set up.
+SCENARIO_COLUMNS = {
+    "how": lambda s: s.how,  # how the function ends: an exception, or a crash
+    "timeout": lambda s: s.timeout,  # the function's timeout, in seconds
+    "containers": lambda s: "reused" if s.reuse_containers else "fresh",
+}
+
+
+def outcome_frame(outcomes: Iterable[sc.Outcome], columns: Sequence[str] = ()) -> pd.DataFrame:
     """One row per scenario, with the outcome fields under names that say what they count
-    (OUTCOME_COLUMNS; `dynamodb_calls` counts every DynamoDB call the function made)."""
-    frame = pd.DataFrame([o.row() for o in outcomes], columns=list(sc.OUTCOME_FIELDS))
-    return frame.rename(columns=OUTCOME_COLUMNS)
+    (OUTCOME_COLUMNS; `dynamodb_calls` counts every DynamoDB call the function made); only
+    `columns`, in that order, when given, which may also name how a scenario was set up
+    (SCENARIO_COLUMNS)."""
+    runs = list(outcomes)
+    frame = pd.DataFrame([o.row() for o in runs], columns=list(sc.OUTCOME_FIELDS)).rename(columns=OUTCOME_COLUMNS)
+    for name in columns:
+        if name in SCENARIO_COLUMNS and name not in frame.columns:
+            frame[name] = [SCENARIO_COLUMNS[name](o.scenario) for o in runs]
+    return _only(frame, columns)
+
+
+def _only(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The frame, or only the named columns of it (KeyError naming any it lacks)."""
+    return frame[list(columns)] if columns else frame
 
 
 def _row_label(row: dict[str, Any]) -> str:
@@ -117,16 +136,16 @@ def attempts_of(run: sc.Outcome | Iterable[Attempt]) -> list[Attempt]:
     return list(run.trace) if isinstance(run, sc.Outcome) else list(run)
 
 
-def attempts_frame(run: sc.Outcome | Iterable[Attempt]) -> pd.DataFrame:
-    """Every invocation (of a scenario, or a runtime's `attempts`): when, where, what, how it ended.
-    An error is shown whole (`Whole`): its message says where it was raised."""
-    return Whole([{
+def attempts_frame(run: sc.Outcome | Iterable[Attempt], columns: Sequence[str] = ()) -> pd.DataFrame:
+    """Every invocation (of a scenario, or a runtime's `attempts`): when, where, what, how it ended;
+    only `columns` when given. An error is shown whole (`Whole`): its message says where it was raised."""
+    return _only(Whole([{
         "t (s)": a.start, "delivery": a.delivery, "attempt": a.attempt,
         "container": f"{a.container} ({'cold' if a.cold else 'warm'})",
         "steps": " > ".join(step for _, step in a.steps) or "-",
         "outcome": a.outcome, "dynamodb_calls": a.dynamodb_calls,
         "result": a.error or _statuses(a.result),
-    } for a in attempts_of(run)])
+    } for a in attempts_of(run)]), columns)
 
 
 def _statuses(result: Any) -> str:
@@ -148,9 +167,11 @@ TIME_ATTRIBUTES = {"created_at": 1, "expires_at": 1, "lease_until": 1, "booked_a
                    "expiration": 1, "in_progress_expiration": 1000}
 
 
-def items_frame(items: Iterable[dict[str, Any]], width: int = 30, hide: tuple[str, ...] = ()) -> pd.DataFrame:
+def items_frame(items: Iterable[dict[str, Any]], width: int = 30, hide: tuple[str, ...] = (),
+                columns: Sequence[str] = ()) -> pd.DataFrame:
     """Items read back from a table, long keys shortened so they fit on screen; the attributes
-    named in `hide` left out (a record's charge `metadata`, say, when the lesson is elsewhere).
+    named in `hide` left out (a record's charge `metadata`, say, when the lesson is elsewhere), or
+    only those in `columns`.
 
     Times are stored as epoch seconds (what DynamoDB's TTL needs); they are shown here as
     seconds on the virtual clock, `t=600`, so they can be read against the timelines.
@@ -162,7 +183,7 @@ def items_frame(items: Iterable[dict[str, Any]], width: int = 30, hide: tuple[st
         rows.append(row)
     frame = Whole(rows, dtype=object).fillna("")
     first = [c for c in ("pk", "status") if c in frame.columns]
-    return frame[first + [c for c in frame.columns if c not in first]]
+    return _only(frame[first + [c for c in frame.columns if c not in first]], columns)
 
 
 #: What a compact view says about an item, in this order (the rest is left to `items_frame`).

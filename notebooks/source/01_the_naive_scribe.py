@@ -84,7 +84,7 @@ views.show_json(event, hide=("userIdentity", "requestParameters", "responseEleme
 # %%
 test_run = LocalLambda(world, world.env("naive"))
 test_run.send(s3_test_event(world.bucket))
-print(views.attempts_frame(test_run.run())[["t (s)", "attempt", "outcome", "dynamodb_calls", "result"]])
+print(views.attempts_frame(test_run.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls", "result")))
 print(test_run.attempts[0].logs[0])
 
 # %% [markdown]
@@ -111,7 +111,7 @@ views.show_source(naive.handle)
 runtime = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
 runtime.send(event)
 attempts = runtime.run()
-views.attempts_frame(attempts)[["t (s)", "attempt", "steps", "outcome", "dynamodb_calls"]]
+views.attempts_frame(attempts, columns=("t (s)", "attempt", "steps", "outcome", "dynamodb_calls"))
 
 # %% [markdown]
 # Two invocations. The `steps` column lists the points each one reached. The first charged, then
@@ -170,7 +170,7 @@ views.show_json(every_time.failures[0], hide=("requestPayload",))
 pair = world.event(world.upload("bob/order-0002.csv"), world.upload("carol/order-0003.csv"))
 batch = LocalLambda(world, world.env("naive"), fault=FaultPlan.at_point("after_charge", "once"))
 batch.send(pair)
-print(views.attempts_frame(batch.run())[["t (s)", "attempt", "outcome", "dynamodb_calls"]])
+print(views.attempts_frame(batch.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls")))
 for account in ("bob", "carol"):
     charged = sum(charge.customer == account for charge in world.provider().charges())
     print(f"{account}: charged {charged} times, the ledger counts {world.ledger().entry(account)[0]}")
@@ -189,9 +189,8 @@ for account in ("bob", "carol"):
 # The handler cannot tell the copies apart unless it looks.
 
 # %%
-views.result_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES]
-                   ).assign(delivery=sc.DELIVERIES).set_index("delivery")[
-    ["charges", "ledger_charges", "invocations", "verdict"]]
+views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES],
+                    columns=("delivery", "charges", "ledger_charges", "invocations", "verdict"))
 
 # %% [markdown]
 # A duplicate delivery, one after the other, charges twice. So does a copy that runs at the same
@@ -208,9 +207,7 @@ views.result_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for deli
 # %%
 trap = [sc.run(sc.Scenario("naive", "after_charge", "always", reuse_containers=warm))
         for warm in (True, False)]
-views.result_frame(trap).assign(
-    containers=["reused" if o.scenario.reuse_containers else "fresh" for o in trap],
-)[["containers", "charges", "invocations", "in_failure_queue", "verdict"]]
+views.outcome_frame(trap, columns=("containers", "charges", "invocations", "in_failure_queue", "verdict"))
 
 # %% [markdown]
 # The verdict is the same: naive remembers nothing, so where it runs cannot matter. What differs
@@ -218,7 +215,7 @@ views.result_frame(trap).assign(
 # new container, with nothing remembered from the last.
 
 # %%
-views.attempts_frame(trap[1])[["t (s)", "attempt", "container", "outcome"]]
+views.attempts_frame(trap[1], columns=("t (s)", "attempt", "container", "outcome"))
 
 # %% [markdown]
 # So picture a handler that keeps "I already charged for this" in a module-level set. The retry

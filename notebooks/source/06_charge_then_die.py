@@ -52,8 +52,8 @@ views.show_source(common.charge_step)
 # %%
 window = [sc.run(sc.Scenario(handler, "after_charge", "once", how=how))
           for handler in ("robust", "keyed") for how in ("exception", "crash")]
-views.outcome_frame(window).assign(how=[o.scenario.how for o in window])[
-    ["handler", "how", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+views.outcome_frame(window, columns=("handler", "how", "charges", "ledger_charges", "invocations",
+                                     "in_failure_queue", "record_status", "verdict"))
 
 # %% [markdown]
 # Robust charges twice either way. Its retry reads `in_progress`, which is exactly what the record
@@ -232,7 +232,8 @@ print("charges at the provider:", len(provider.charges()))
 # %%
 theirs = [sc.run(sc.Scenario("keyed", fault, "once"))
           for fault in ("provider_down", "provider_500", "provider_409", "declined")]
-views.outcome_frame(theirs)[["fault", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+views.outcome_frame(theirs, columns=("fault", "charges", "ledger_charges", "invocations", "in_failure_queue",
+                                     "record_status", "verdict"))
 
 # %% [markdown]
 # * Down before executing, and 409, are retried a minute later and end exactly once.
@@ -383,8 +384,8 @@ with views.folded_output():
 # %%
 short = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=30))
 long = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=900))
-views.outcome_frame([short, long]).assign(timeout=[30, 900])[
-    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+views.outcome_frame([short, long], columns=("handler", "timeout", "charges", "ledger_charges", "invocations",
+                                             "in_failure_queue", "record_status", "verdict"))
 
 # %%
 fig = views.lease_timelines(short, long)
@@ -413,8 +414,8 @@ views.items_frame(long.items, hide=("metadata",)).T  # the charge's metadata: sh
 
 # %%
 caught = sc.run(sc.Scenario("keyed", "at_charge", "once", timeout=900))
-views.outcome_frame([caught]).assign(timeout=[900])[
-    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+views.outcome_frame([caught], columns=("handler", "timeout", "charges", "ledger_charges", "invocations",
+                                        "in_failure_queue", "record_status", "verdict"))
 
 # %% [markdown]
 # The retry at t = 60 s took the work over at once. Still, set the function timeout close to what

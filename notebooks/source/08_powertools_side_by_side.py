@@ -106,8 +106,8 @@ runtime = pt.runtime_for(world, pt.env_for(world, first_run, table), first_run)
 event = world.event(world.upload(sc.ORDER_KEY, b"sku,qty\nledger,1\n"))
 runtime.send(event)
 runtime.send(event, at=5.0)
-views.attempts_frame(runtime.run())[["t (s)", "delivery", "container", "steps", "outcome",
-                                     "dynamodb_calls", "result"]]
+views.attempts_frame(runtime.run(), columns=("t (s)", "delivery", "container", "steps", "outcome",
+                                            "dynamodb_calls", "result"))
 
 # %% [markdown]
 # The first delivery makes a conditional `PutItem` of an `INPROGRESS` record, then the ledger
@@ -218,8 +218,8 @@ fig = views.timeline(gap)
 # %%
 crashes = [sc.run(sc.Scenario(h, "after_charge", "once", how="crash", timeout=t))
            for h in ("keyed", "powertools") for t in (30, 900)]
-views.outcome_frame(crashes).assign(timeout=[o.scenario.timeout for o in crashes])[
-    ["handler", "timeout", "charges", "ledger_charges", "invocations", "in_failure_queue", "record_status", "verdict"]]
+views.outcome_frame(crashes, columns=("handler", "timeout", "charges", "ledger_charges", "invocations",
+                                      "in_failure_queue", "record_status", "verdict"))
 
 # %% [markdown]
 # And the whole matrix (every fault point, times and delivery), verdicts counted per handler:

@@ -233,11 +233,11 @@ views.powertools_reads(clock)
 
 # %%
 crash = pt.run(sc.Scenario("powertools", "after_charge", "once", how="crash"))
-views.attempts_frame(crash)[["t (s)", "attempt", "container", "outcome"]]
+views.attempts_frame(crash, columns=("t (s)", "attempt", "container", "outcome"))
 
 # %%
-views.items_frame([item for item in crash.items if "expiration" in item])[
-    ["status", "expiration", "in_progress_expiration"]]
+views.items_frame([item for item in crash.items if "expiration" in item],
+                  columns=("status", "expiration", "in_progress_expiration"))
 
 # %% [markdown]
 # The retry came after the first deadline on the virtual clock, so it took the record over. Both

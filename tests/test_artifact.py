@@ -255,3 +255,17 @@ def test_the_suite_binder_ci_and_the_functions_run_one_python():
     assert run["env"]["IDEM_REQUIRE_RUNTIME_PYTHON"] == "1"
     action = yaml_parse((ROOT / "action.yml").read_text())
     assert action["inputs"]["python-version"]["default"] == version
+
+
+def test_find_python_prints_a_working_interpreter_of_the_version_or_says_what_to_install():
+    """The Makefile, .ci/run and tools/ci_*.sh find the one Python with tools/find_python.sh: a
+    candidate is run, not trusted (pyenv's shim for an unselected version exists and fails)."""
+    version = "%d.%d" % sys.version_info[:2]
+    found = subprocess.run([str(ROOT / "tools" / "find_python.sh"), version], capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    probe = subprocess.run([found.stdout.strip(), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                           capture_output=True, text=True)
+    assert probe.stdout.strip() == version
+    missing = subprocess.run([str(ROOT / "tools" / "find_python.sh"), "2.99"], capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert len(missing.stderr.strip().splitlines()) == 1 and "install Python 2.99" in missing.stderr

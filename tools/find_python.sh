@@ -6,7 +6,8 @@
 set -uo pipefail
 want="${1:?usage: tools/find_python.sh X.Y}"
 candidates=("$(command -v "python$want" || true)")
-for built in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$want".*/bin/"python$want" \
+home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+for built in "${PYENV_ROOT:-$home/.pyenv}"/versions/"$want".*/bin/"python$want" \
              /usr/local/bin/"python$want" /usr/bin/"python$want"; do
   candidates+=("$built")
 done

@@ -167,6 +167,17 @@ def test_a_duplicate_with_another_amount_currency_or_customer_is_parked(world, c
     assert len(world.provider().charges()) == 1
 
 
+def test_a_second_upload_of_a_charged_order_that_names_no_currency_where_several_are_allowed_is_refused(world):
+    """Found by the money model (P4): the file cannot be charged as it stands (which currency?), so it
+    is no duplicate of the order charged in usd: it is refused with its reason, and nothing is charged."""
+    link(world, "alice")
+    assert charge(world, world.upload("alice/1001.json", order("1001", amount_cents=1250, currency="usd")),
+                  currencies=("usd", "eur"))["status"] == "charged"
+    with pytest.raises(keyed.NeedsAttention, match="names no currency, and CURRENCIES allows several"):
+        charge(world, world.upload("alice/1001.json", order("1001", amount_cents=1250)), currencies=("usd", "eur"))
+    assert len(world.provider().charges()) == 1
+
+
 # -- (d) the order file is strict: no default amount ----------------------------------------------
 @pytest.mark.parametrize("body, says", [
     (order("A-1", amount=129900), "unknown field 'amount'"),

@@ -243,6 +243,9 @@ def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Sett
     order = ref.order
     if order is None:
         return
+    if not (order.currency or settings.currency):  # a file that could not be charged is not a duplicate
+        raise NeedsAttention(f"{ref.source}: the order names no currency, and CURRENCIES allows several "
+                             f"({','.join(settings.currencies)}); fix it and upload it again; nothing was charged")
     asked = (order.amount_cents, order.currency or settings.currency or stored[1], order.customer or stored[2])
     if any(a and s and a != s for a, s in zip(asked, stored)):
         raise NeedsAttention(f"{ref.source}: charged {stored[0]} already ({stored[1]}, customer {stored[2]}), and "

@@ -1,4 +1,4 @@
-"""The checks AWS makes when it creates the stack (idem/deploy/create_rules.py), on the
+"""The checks AWS makes when it creates the stack (idem/deploy/aws_rules/create_rules.py), on the
 template as CloudFormation would create it: both profiles, both samconfig stacks and the
 longest stack name the deploy tool accepts, in a region with the longest name. moto's
 CloudFormation checks none of them; each rule is also shown to catch a planted breach."""
@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from idem.deploy import create_rules as rules
+from idem.deploy.aws_rules import create_rules as rules
 from idem.deploy import names
 from idem.deploy import template as tp
 

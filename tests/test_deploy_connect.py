@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from idem.deploy import connect
+from idem.deploy.aws import connect
 from test_deploy_server import loopback_only, machine_free_aws_env, one_error_line, run_cli
 
 

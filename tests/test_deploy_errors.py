@@ -26,7 +26,7 @@ from botocore.stub import Stubber
 from idem.cli import deploy as command
 from idem.deploy import errors, flow, names
 from idem.deploy import template as tp
-from idem.deploy.aws_target import AwsDeployment
+from idem.deploy.aws.aws_target import AwsDeployment
 from idem.deploy.stack import TAGS, DeployError, Stack
 from test_deploy_server import loopback_only, machine_free_aws_env, one_error_line, run_cli
 

@@ -26,7 +26,8 @@ from idem.core.clock import VirtualClock
 from idem.core.handlers.keyed_provider import check_key_mode
 from idem.core.handlers.keyed_settings import ConfigError
 from idem.core.provider import Provider
-from idem.deploy import emulated, gaps
+from idem.deploy.aws import emulated
+from idem.deploy.aws_rules import gaps
 from idem.deploy import template as tp
 from idem.deploy.package import build_zip
 from idem.deploy.errors import DeployError

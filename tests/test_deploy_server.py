@@ -2,7 +2,7 @@
 in server mode (ThreadedMotoServer on 127.0.0.1), reached the way boto3 reaches any endpoint:
 AWS_ENDPOINT_URL. A guard fails the test if anything tries a host that is not loopback, so a
 mistake here cannot reach amazonaws.com. What moto leaves out (the SAM transform, dropped
-settings, running Lambda code) is done by idem.deploy.emulated, and the output says so."""
+settings, running Lambda code) is done by idem.deploy.aws.emulated, and the output says so."""
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +19,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idem import cli
-from idem.deploy import aws_target
+from idem.deploy.aws import aws_target
 from idem.deploy import template as tp
 from idem.deploy.stack import TAGS
 

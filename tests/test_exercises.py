@@ -224,7 +224,7 @@ def test_chapter_09s_stack_prediction_check():
 
 def test_chapter_09_measures_what_the_checker_is_told():
     """The stack the chapter deploys on moto gives the values the checker's right answer expects."""
-    from idem.deploy import lab
+    from idem.deploy.local import lab
 
     result = lab.try_stack("keyed", "after_charge", "always")
     assert (len(result.attempts), result.ledger_charges, result.dlq, result.record) == (3, 0, 1, "in_progress")

@@ -1,5 +1,5 @@
 """Each deployed function's calls, run under its own role's policy with IAM enforced by
-moto (idem/deploy/enforced.py): the role template.yaml gives it is enough, and a role with
+moto (idem/deploy/aws_rules/enforced.py): the role template.yaml gives it is enough, and a role with
 one statement less is refused with AccessDenied, so the enforcement is real."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from idem.core import reconcile_job
-from idem.deploy import enforced
+from idem.deploy.aws_rules import enforced
 from idem.deploy import template as tp
 from idem.sim.runtime import LocalLambda, on_clock
 from idem.sim.world import LocalWorld, fake_client

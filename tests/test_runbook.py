@@ -149,7 +149,7 @@ def test_each_act_is_recorded_with_who_ran_it_and_why_and_a_dry_run_is_not(stack
 def test_a_refund_whose_booking_failed_is_booked_by_the_rerun_and_not_refunded_again(stack, monkeypatch):
     world, server = stack
     pi = charge(server, KEY)
-    import idem.deploy.connect as connect
+    import idem.deploy.aws.connect as connect
     real_open = connect.open_session
 
     def session_with_failing_ledger(*a, **k):  # the first run's ledger write fails, after Stripe refunded

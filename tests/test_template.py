@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from idem.deploy import calls, package
+from idem.deploy.aws_rules import calls
+from idem.deploy import package
 from idem.deploy import template as tp
 
 ROOT = Path(__file__).resolve().parent.parent

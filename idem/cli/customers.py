@@ -32,7 +32,7 @@ def run(args: Any) -> int:
     from botocore.exceptions import BotoCoreError, ClientError  # loaded when the command runs
 
     from ..core import customers
-    from ..deploy.connect import CLIENTS, MustFix, open_session
+    from ..deploy.aws.connect import CLIENTS, MustFix, open_session
     from ..deploy.errors import explain
 
     try:

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--delete already empties the bucket; give one of them", code=2)
     if args.sam and not (args.delete or args.empty_bucket):
         return _fail("--sam goes with --delete or --empty-bucket", code=2)
-    from ..deploy.connect import MustFix
+    from ..deploy.aws.connect import MustFix
 
     try:
         if args.target == "moto":
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _moto(args: argparse.Namespace) -> int:
-    from ..deploy.moto_target import dry_run
+    from ..deploy.local.moto_target import dry_run
 
     print("target moto: an AWS of its own inside this process; nothing leaves the machine\n")
     deployment = dry_run(args.stack)
@@ -87,7 +87,7 @@ def _moto(args: argparse.Namespace) -> int:
 
 
 def _aws(args: argparse.Namespace) -> int:
-    from ..deploy import aws_target
+    from ..deploy.aws import aws_target
 
     if args.wait <= 0:
         return _fail("--wait must be a positive number of seconds", code=2)

@@ -62,7 +62,7 @@ def _real(args: Any) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from ..core.runbook import Plan, RunbookError, record_audit
-    from ..deploy.connect import CLIENTS, MustFix, open_session
+    from ..deploy.aws.connect import CLIENTS, MustFix, open_session
     from .settle import confirmed
     from ..deploy.errors import DeployError, explain
     from ..explore import redrive

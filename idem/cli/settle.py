@@ -99,7 +99,7 @@ def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str, str]], int]) 
     from botocore.exceptions import BotoCoreError, ClientError  # loaded when the command runs
 
     from ..core.runbook import RunbookError, StripeApi
-    from ..deploy.connect import CLIENTS, MustFix, open_session
+    from ..deploy.aws.connect import CLIENTS, MustFix, open_session
     from ..deploy.errors import DeployError, explain
 
     try:

@@ -24,7 +24,8 @@ from ..core.patterns import HANDLERS
 from ..cost import bill
 from ..core import reconcile_job
 from ..core.handlers import keyed_log
-from ..deploy import emulated, template as tp
+from ..deploy.aws import emulated
+from ..deploy import template as tp
 from ..explore import powertools as pt, scenarios as sc
 from ..lessons.answers import not_yet, unfilled
 from ..sim.runtime import LocalLambda
@@ -511,7 +512,7 @@ def lose_upload(deployment: Any, key: str) -> str:
     """Put an order file into the stack's bucket, on the stack's clock, as if S3's event for it
     were lost: the function never runs, so only the reconciliation's list of uploads sees it.
     Returns the upload's s3:// address."""
-    from ..deploy.moto_target import s3_lambda_notifications
+    from ..deploy.local.moto_target import s3_lambda_notifications
     from ..sim.runtime import on_clock
 
     with s3_lambda_notifications(), on_clock(deployment.clock):  # the notification goes nowhere

@@ -29,9 +29,11 @@ import os
 from idem import views
 from idem.core import reconcile_job
 from idem.core.ledger import Ledger
-from idem.deploy import calls, flow, lab, package
+from idem.deploy.aws_rules import calls
+from idem.deploy import flow, package
+from idem.deploy.local import lab
 from idem.deploy import template as tp
-from idem.deploy.moto_target import MotoDeployment
+from idem.deploy.local.moto_target import MotoDeployment
 from idem.lessons import stack_tour
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
@@ -452,7 +454,7 @@ print("\n".join(twin.attempts))
 if REAL_AWS:
     import datetime
 
-    from idem.deploy import aws_target
+    from idem.deploy.aws import aws_target
 
     session = aws_target.preflight(region=None, yes=True)
     print(f"captured on AWS, region {session.region_name}, "

@@ -32,7 +32,8 @@ from idem import views
 from idem.core.clock import VirtualClock
 from idem.core.entry import App
 from idem.core.provider import Provider
-from idem.deploy import emulated, gaps
+from idem.deploy.aws import emulated
+from idem.deploy.aws_rules import gaps
 from idem.sim import atomic, boundary
 from idem.explore import powertools as pt
 from idem.explore import scenarios as sc

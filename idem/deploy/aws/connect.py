@@ -15,7 +15,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import CREDENTIAL_CODES, DeployError, explain
+from ..errors import CREDENTIAL_CODES, DeployError, explain
 
 #: The probe: at most 2 attempts of 5 s to connect and 5 s to read: 20 s, under the 30 promised.
 PROBE = Config(connect_timeout=5, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import flow
+from .. import flow
 from .moto_target import MotoDeployment
 
 
@@ -31,7 +31,7 @@ def stack_explorer(mode: str = "naive", failure_point: str = "after_charge",
     import ipywidgets as widgets
     from IPython.display import display
 
-    from .template import load
+    from ..template import load
 
     allowed = {name: p["AllowedValues"] for name, p in load()["Parameters"].items() if "AllowedValues" in p}
     label = {"description_width": "initial"}  # the parameter names in full, not cut off

@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 from unittest import mock
 
-from ..core.clock import VirtualClock
-from ..sim.boundary import FaultPlan, local_entry
-from ..sim.runtime import LocalLambda, on_clock
-from ..sim.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
-from . import emulated, flow, gaps
-from . import template as tp
-from .package import build_zip, core_files
-from .stack import Stack
+from ...core.clock import VirtualClock
+from ...sim.boundary import FaultPlan, local_entry
+from ...sim.runtime import LocalLambda, on_clock
+from ...sim.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
+from ..aws import emulated
+from .. import flow
+from ..aws_rules import gaps
+from .. import template as tp
+from ..package import build_zip, core_files
+from ..stack import Stack
 
 ARTIFACT_KEY = "idem-core.zip"
 

@@ -5,7 +5,7 @@ names and credentials before any call leaves the machine. The stack is sent with
 transform (CloudFormation expands it on AWS), tagged, and deleted at the end unless --keep.
 Uploads are real, so the function runs on real Lambda: this waits for the ledger.
 
-Pointed at a moto server (AWS_ENDPOINT_URL), the same code runs, and idem.deploy.emulated
+Pointed at a moto server (AWS_ENDPOINT_URL), the same code runs, and idem.deploy.aws.emulated
 does the three things moto leaves out; every line they affect says so. Every botocore
 error becomes one line (idem.deploy.errors), and a run that fails half-way still deletes
 what it made, and says what, if anything, it could not delete.
@@ -20,12 +20,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.clock import SystemClock, VirtualClock
-from . import connect, emulated, flow, gaps, names, prices, sam
-from . import template as tp
-from .errors import DeployError, reported
-from .package import build_zip
-from .stack import TAG_KEY, TAG_VALUE, TAGS, Stack, wait_until
+from ...core.clock import SystemClock, VirtualClock
+from . import connect, emulated
+from .. import flow, names, prices, sam
+from ..aws_rules import gaps
+from .. import template as tp
+from ..errors import DeployError, reported
+from ..package import build_zip
+from ..stack import TAG_KEY, TAG_VALUE, TAGS, Stack, wait_until
 
 COST_NOTE = (
     "Leaving the stack running costs little: Lambda, DynamoDB (on demand), SQS and S3 bill per "
@@ -169,7 +171,7 @@ class AwsDeployment:
         if self.emulator and missing:
             gaps.apply(missing, self.clients)
             if any(g.missing for g in self._gaps()):
-                raise DeployError("could not set the settings moto dropped; see idem.deploy.gaps")
+                raise DeployError("could not set the settings moto dropped; see idem.deploy.aws_rules.gaps")
             self.say(f"settings  SIMULATED: moto dropped {', '.join(dict.fromkeys(g.setting for g in missing))}; "
                      "set by hand as the template says (AWS keeps them)")
             return []
@@ -188,7 +190,7 @@ class AwsDeployment:
     def _onboard(self, account: str) -> None:
         """Link the demo account to the stand-in customer of its name, once, as onboarding would
         (`idem customers link`; the charge function parks an account with no customer)."""
-        from ..core import customers
+        from ...core import customers
 
         table = self.outputs["LedgerTableName"]
         if customers.show(self.clients["dynamodb"], table, account) is None:

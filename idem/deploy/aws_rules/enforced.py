@@ -27,8 +27,8 @@ from typing import Any, Iterator
 from unittest import mock
 
 
-from ..sim.boundary import WatchedSession
-from ..sim.world import ACCOUNT, REGION
+from ...sim.boundary import WatchedSession
+from ...sim.world import ACCOUNT, REGION
 from .create_rules import Names
 
 

@@ -10,10 +10,10 @@ the role: send the failure record to the queue and write the logs.
 from __future__ import annotations
 
 from typing import Any
-from ..core.patterns import HANDLERS
-from ..sim.boundary import FaultPlan, watched_session
-from ..sim.runtime import LocalLambda
-from ..sim.world import LocalWorld
+from ...core.patterns import HANDLERS
+from ...sim.boundary import FaultPlan, watched_session
+from ...sim.runtime import LocalLambda
+from ...sim.world import LocalWorld
 
 #: What the Lambda service does with the function's role, beside the function's own calls.
 SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "ChargeFunctionLogs"),

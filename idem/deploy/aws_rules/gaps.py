@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from . import template as tp
+from .. import template as tp
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ out three things AWS does, and this module supplies them, saying so:
 
 - the SAM transform: moto's CloudFormation ignores it, so it is expanded here first;
 - settings moto's CloudFormation drops (versioning, notification, TTL, event-invoke config):
-  set with the boto3 call a person would make (idem.deploy.gaps);
+  set with the boto3 call a person would make (idem.deploy.aws_rules.gaps);
 - running the function: moto runs Lambda code only inside docker. Here idem.sim.runtime
   runs idem.core.entry in this process, with the deployed function's environment and async
   settings, against the server's own bucket, tables and queue, on a virtual clock.
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from ..core.clock import Clock, iso8601
-from ..core.provider import Provider
-from ..core.events import S3Object, s3_event
+from ...core.clock import Clock, iso8601
+from ...core.provider import Provider
+from ...core.events import S3Object, s3_event
 
 SIMULATED = ("SIMULATED: moto runs Lambda code only in docker, so idem.core.entry ran in this "
              "process with the deployed function's environment and retry settings, against "
@@ -103,7 +103,7 @@ class EndpointWorld:
     def function_session(self) -> Any:
         """The function's session: watched at its boundaries, aimed where boto3's settings
         aim it (the emulator's AWS_ENDPOINT_URL)."""
-        from ..sim.boundary import WatchedSession
+        from ...sim.boundary import WatchedSession
 
         return WatchedSession(self.session.region_name)
 
@@ -119,8 +119,8 @@ class EndpointWorld:
 def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str], obj: S3Object,
                  world: EndpointWorld, seed: int = 0) -> list[Any]:
     """Deliver the upload's event to the deployed function, as S3 and Lambda would."""
-    from ..sim.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
-    from ..sim.runtime import LocalLambda
+    from ...sim.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
+    from ...sim.runtime import LocalLambda
 
     fn = function_settings(clients["lambda"], outputs["FunctionName"])
     if fn["on_failure"] != outputs["FailureQueueArn"]:

@@ -128,8 +128,8 @@ def test_pending_charges_alarm_on_a_share_of_attempts_since_the_webhook_settles_
 def test_a_stuck_pending_charge_is_still_alarmed_by_the_reconciliation_not_left_to_the_rate():
     """PendingAlarm no longer pages on one pending charge: that is safe only because a charge still
     pending when its window is judged is a reconciliation finding, and findings raise Differences."""
-    from idem.core import reconcile_compare
-    from idem.core.reconcile_report import UploadSeen
+    from idem.core.reconcile import compare as reconcile_compare
+    from idem.core.reconcile.report import UploadSeen
 
     upload = UploadSeen(bucket="uploads", key="alice/A-1.json", version_id="v1", etag="e", at=100.0)
     key = "charge#order#" + "a" * 64

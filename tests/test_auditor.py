@@ -1,4 +1,4 @@
-"""Chapter 07's exercise: a reconciliation query checked against idem.core.reconcile."""
+"""Chapter 07's exercise: a reconciliation query checked against idem.core.reconcile.audit."""
 from __future__ import annotations
 
 from collections import Counter

@@ -21,7 +21,7 @@ import boto3
 import pytest
 
 from idem.core import customers
-from idem.core import reconcile_job
+from idem.core.reconcile import job as reconcile_job
 from idem.core.clock import VirtualClock
 from idem.core.handlers.keyed_provider import check_key_mode
 from idem.core.handlers.keyed_settings import ConfigError
@@ -157,7 +157,7 @@ def test_the_production_profile_end_to_end_on_a_moto_server(endpoint, tmp_path):
     provider.charge(customer="bob", amount=700, currency="usd", reference="s3://elsewhere/x")
     c["ssm"].put_parameter(Name=SECRET, Value="sk_test_x", Type="SecureString")
     reconciler = emulated.function_settings(c["lambda"], outputs["ReconcileFunctionName"])
-    assert reconciler["handler"] == "idem.core.reconcile_job.lambda_handler"
+    assert reconciler["handler"] == "idem.core.reconcile.job.lambda_handler"
     job_env = {**reconciler["env"], "AWS_LAMBDA_FUNCTION_NAME": reconciler["name"]}
     lag = reconcile_job.lag_of(job_env)
     # keyed's commit writes booked_day, so the migration for older ledgers has nothing to do

@@ -13,7 +13,7 @@ from idem.core.clock import EPOCH
 from idem.lessons.leases import last_status, zombie
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
-from idem.core.reconcile import reconcile
+from idem.core.reconcile.audit import reconcile
 
 TTL = 3600
 TIMEOUT = 30.0

@@ -281,7 +281,7 @@ def test_a_record_a_person_released_is_taken_over_and_charged_once(world):
     """`idem settle` releases an order nobody charged by writing status `released` (it never
     deletes): the handler's next claim takes the record over, fenced on what it read, keeps the
     first attempt's time (so the key's age rule still counts from it) and charges the order once."""
-    from idem.core import runbook
+    from idem.core.reconcile import runbook
     from idem.core.handlers.keyed_orders import order_key
 
     link(world, "alice")

@@ -6,7 +6,7 @@ import pytest
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
-from idem.core.reconcile import reconcile
+from idem.core.reconcile.audit import reconcile
 from idem.lessons import batches, expiry, leases
 from idem.explore import redrive
 

@@ -268,7 +268,7 @@ def test_the_upload_queue_outlives_a_six_hour_outage_and_is_capped_to_stripes_ra
 def test_the_handlers_metric_is_what_the_alarm_reads():
     """The handler's EMF metric (namespace Idem, dimension FunctionName) and the reconciler's
     use the names the alarms read: one constant each side."""
-    from idem.core import reconcile_job
+    from idem.core.reconcile import job as reconcile_job
 
     assert (reconcile_job.NAMESPACE, reconcile_job.DIMENSION) == ("Idem", "FunctionName")
 
@@ -281,7 +281,7 @@ def test_the_reconciliation_runs_on_a_schedule_over_its_window(prod):
     env = props(prod, tp.RECONCILER)["Environment"]["Variables"]
     assert env["WINDOW_MINUTES"] == 60 or env["WINDOW_MINUTES"] == "60"
     assert "PROVIDER_TABLE" not in env and env["STRIPE_SECRET_PARAMETER"] == "/idem/stripe/secret-key"
-    assert props(prod, tp.RECONCILER)["Handler"] == "idem.core.reconcile_job.lambda_handler"
+    assert props(prod, tp.RECONCILER)["Handler"] == "idem.core.reconcile.job.lambda_handler"
     scheduler_role = props(prod, tp.ref_name(p["Target"]["RoleArn"]))
     (statement,) = scheduler_role["Policies"][0]["PolicyDocument"]["Statement"]
     assert (statement["Action"], tp.ref_name(statement["Resource"])) == ("lambda:InvokeFunction", tp.RECONCILER)

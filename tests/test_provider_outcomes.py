@@ -10,7 +10,7 @@ import pytest
 from idem.core.errors import ConfigError
 from idem.core.handlers import keyed
 from idem.core.provider import DAY
-from idem.core.reconcile import reconcile
+from idem.core.reconcile.audit import reconcile
 from idem.core.settings import Settings
 from idem.sim.boundary import FaultPlan
 from idem.explore.redrive import redrive_local

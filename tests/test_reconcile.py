@@ -7,7 +7,7 @@ from idem.core.handlers.keyed import KeyedLedger
 from idem.core.keys import idempotency_key
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
-from idem.core.reconcile import Report, reconcile, scheduled_handler
+from idem.core.reconcile.audit import Report, reconcile, scheduled_handler
 
 
 def process(world: LocalWorld, handler: str, *keys: str, deliveries: int = 1, **env: str) -> list:

@@ -57,7 +57,7 @@ def test_the_model_counts_the_calls_a_window_makes_per_order():
 def test_a_run_begins_no_window_it_could_not_finish_at_100000_orders_a_day():
     import math
 
-    from idem.core import reconcile_job
+    from idem.core.reconcile import job as reconcile_job
     from idem.cost.reconcile_cost import window_seconds_on_calls
 
     seconds = window_seconds_on_calls(math.ceil(100_000 / 24))

@@ -1,4 +1,4 @@
-"""The scheduled reconciliation (idem/core/reconcile_job.py): windows, the three sides read from
+"""The scheduled reconciliation (idem/core/reconcile/job.py): windows, the three sides read from
 moto (uploads, the ledger's day index, the provider), one planted case of each kind found with
 its command, the cursor, S3 Inventory, Stripe's search paged, and IAM: every boto3 call it makes
 is granted by template.yaml's ReconcileFunctionRole in each profile, and nothing more."""
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from idem.core import reconcile_job as job
+from idem.core.reconcile import job
 from idem.core.dynamo import from_item, to_item
 from idem.core.handlers.keyed_orders import Upload, identify  # the handler's key recipe, whatever it is
 from idem.deploy import template as tp

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from idem.core import reconcile_job as job
+from idem.core.reconcile import job
 from idem.core.dynamo import to_item
 from idem.sim.runtime import on_clock
 from idem.sim.world import LocalWorld, fake_session

@@ -8,7 +8,7 @@ import copy
 import pytest
 from botocore.exceptions import ClientError
 
-from idem.core import reconcile_job
+from idem.core.reconcile import job as reconcile_job
 from idem.deploy.aws_rules import enforced
 from idem.deploy import template as tp
 from idem.sim.runtime import LocalLambda, on_clock

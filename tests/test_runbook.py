@@ -11,7 +11,7 @@ import time
 import pytest
 import stripe
 
-from idem.core import runbook
+from idem.core.reconcile import runbook
 from idem.core.dynamo import from_item, to_item
 from idem.sim.stripe_server import loopback_stripe
 from idem.sim.world import LocalWorld

@@ -278,8 +278,8 @@ def test_chapter_09_and_10s_first_lines_count_the_resolved_template():
 
 
 def test_the_reconciliation_view_lists_each_difference_with_its_finding():
-    from idem.core import reconcile_job
-    from idem.core.reconcile_job import Entry
+    from idem.core.reconcile import job as reconcile_job
+    from idem.core.reconcile.job import Entry
 
     def entry(charge_id: str, at: float) -> Entry:
         return Entry(charge_id=charge_id, key=f"charge#{charge_id}", account="alice", cents=500, at=at)
@@ -305,7 +305,7 @@ def test_the_reconciliation_view_lists_each_difference_with_its_finding():
 def test_the_chapters_state_the_listing_limit_past_which_the_job_reads_the_inventory(chapter):
     from pathlib import Path
 
-    from idem.core import reconcile_job
+    from idem.core.reconcile import job as reconcile_job
 
     text = (Path(__file__).resolve().parents[1] / "notebooks" / "source" / f"{chapter}.py").read_text()
     prose = " ".join(line.lstrip("# ").strip() for line in text.splitlines())  # the cells' lines joined

@@ -131,7 +131,7 @@ def test_zip_holds_only_idems_core(tmp_path):
         names = archive.namelist()
         sources = {n: archive.read(n).decode() for n in names}
     assert {"idem/core/entry.py", "idem/core/handlers/keyed.py", "idem/core/ledger.py"} <= set(names)
-    assert all(re.fullmatch(r"idem/(core/(handlers/)?)?[a-z_]+\.py", n) for n in names), names
+    assert all(re.fullmatch(r"idem/(core/((handlers|reconcile)/)?)?[a-z_]+\.py", n) for n in names), names
     assert not [n for n in names if "boundary" in n or "fail" in n]  # no fault code ships
     with zipfile.ZipFile(package.build_zip(tmp_path / "demo.zip", demo=True)) as archive:
         assert set(archive.namelist()) - set(names) == {"idem/demo_failure.py"}

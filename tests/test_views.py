@@ -216,7 +216,7 @@ def test_a_sequence_chart_names_the_cross_of_a_lost_answer():
 
 
 def test_the_reconciliation_report_cells_fit_uncut():
-    from idem.core.reconcile import Report
+    from idem.core.reconcile.audit import Report
 
     frame = views.report_frame(Report("idem-uploads", 0.0))
     assert list(frame.columns) == ["finding", "what", "detail"]

@@ -61,7 +61,7 @@ def _real(args: Any) -> int:
     # boto3 and the deploy helpers: loaded when the command runs, not for --help
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from ..core.runbook import Plan, RunbookError, record_audit
+    from ..core.reconcile.runbook import Plan, RunbookError, record_audit
     from ..deploy.aws.connect import CLIENTS, MustFix, open_session
     from .settle import confirmed
     from ..deploy.errors import DeployError, explain

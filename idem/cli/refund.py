@@ -20,7 +20,7 @@ def run(args: Any) -> int:
 
 
 def _refund(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str, who: str) -> int:
-    from ..core.runbook import apply_refund, plan_refund
+    from ..core.reconcile.runbook import apply_refund, plan_refund
 
     plan = plan_refund(dynamodb, table, stripe, args.charge, stack)
     done = confirmed(args, plan)

@@ -41,7 +41,7 @@ def run(args: Any) -> int:
 
 
 def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str, who: str) -> int:
-    from ..core.runbook import apply_settle, plan_settle
+    from ..core.reconcile.runbook import apply_settle, plan_settle
 
     plan = plan_settle(dynamodb, table, stripe, key=args.key or "", charge=args.charge or "", stack=stack)
     done = confirmed(args, plan)
@@ -54,7 +54,7 @@ def _settle(args: Any, dynamodb: Any, table: str, stripe: Any, stack: str, who: 
 def confirmed(args: Any, plan: Any, ask: Callable[[str], str] | None = None) -> bool:
     """Whether to act: --yes, or a person's "yes" at a terminal after seeing the plan. Acting
     needs --reason (RunbookError otherwise: nothing is done)."""
-    from ..core.runbook import RunbookError
+    from ..core.reconcile.runbook import RunbookError
 
     if plan.action == "nothing":
         return False
@@ -72,7 +72,7 @@ def confirmed(args: Any, plan: Any, ask: Callable[[str], str] | None = None) -> 
 def act_and_record(dynamodb: Any, table: str, command: str, plan: Any, who: str, why: str,
                    act: Callable[[], Any]) -> Any:
     """Do it, then record who did it and why, whatever became of it (a failure is recorded too)."""
-    from ..core.runbook import record_audit
+    from ..core.reconcile.runbook import record_audit
 
     try:
         result = act()
@@ -98,7 +98,7 @@ def with_stack(args: Any, act: Callable[[tuple[Any, str, Any, str, str]], int]) 
     one line and exit code 2. Reading needs no --yes; only writing does (the plan says what)."""
     from botocore.exceptions import BotoCoreError, ClientError  # loaded when the command runs
 
-    from ..core.runbook import RunbookError, StripeApi
+    from ..core.reconcile.runbook import RunbookError, StripeApi
     from ..deploy.aws.connect import CLIENTS, MustFix, open_session
     from ..deploy.errors import DeployError, explain
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from ..core.buffer import PROD
-from ..core.reconcile_job import LOOKUP_THREADS, MAX_CLAUSES, MAX_LISTED_VERSIONS
+from ..core.reconcile.job import LOOKUP_THREADS, MAX_CLAUSES, MAX_LISTED_VERSIONS
 from ..deploy.prices import PRICES
 from .capacity import US_EAST_1, item_size, read_units, write_units
 
@@ -48,7 +48,7 @@ MEMORY_GB = 0.25
 
 
 def stripe_searches(orders_in_window: int) -> int:
-    """The searches one window makes at Stripe (reconcile_charges): the window's PaymentIntents,
+    """The searches one window makes at Stripe (idem/core/reconcile/charges.py): the window's PaymentIntents,
     100 a page, then every charge of its orders, MAX_CLAUSES orders a search (each answered in
     one page: an order has one charge, or a few)."""
     return max(1, math.ceil(orders_in_window / 100)) + math.ceil(orders_in_window / MAX_CLAUSES)

@@ -40,7 +40,7 @@ from ..core.patterns import HANDLERS, HAS_DONE_STATE
 from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
 from ..core.ledger import Record, booked
-from ..core.reconcile import compare, list_objects, scan
+from ..core.reconcile.audit import compare, list_objects, scan
 from ..sim.boundary import PROVIDER_POINTS, FaultPlan
 from ..sim.stripe_server import loopback_stripe
 from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of

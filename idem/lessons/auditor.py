@@ -1,4 +1,4 @@
-"""Chapter 07's exercise: the reconciliation query you write, checked against `idem.core.reconcile`.
+"""Chapter 07's exercise: the reconciliation query you write, checked against `idem.core.reconcile.audit`.
 
 What the query is given, as the chapter reads it:
 - `booked(world)`: what the ledger holds, one row per account: `account`, `charges`, `cents`,
@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..core import ledger, reconcile
+from ..core import ledger
+from ..core.reconcile import audit as reconcile
 from . import batches
 from .answers import not_yet, unfilled
 from ..sim.world import LocalWorld

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.reconcile import MAX_INVOCATION_SECONDS
+from ..core.reconcile.audit import MAX_INVOCATION_SECONDS
 from ..sim.runtime import DEFAULT_MAX_EVENT_AGE
 from .key_stories import STRIPE_MAX_KEY_CHARS
 

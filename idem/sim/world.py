@@ -19,7 +19,7 @@ from ..core.clock import VirtualClock, iso8601
 from ..core.dynamo import from_item
 from ..core.events import S3Object, s3_event
 from ..core.handlers.keyed import BOOKS_INDEX
-from ..core.reconcile_job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
+from ..core.reconcile.job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped

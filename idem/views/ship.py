@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..core.patterns import HANDLERS
 from ..cost import bill
-from ..core import reconcile_job
+from ..core.reconcile import job as reconcile_job
 from ..core.handlers import keyed_log
 from ..deploy.aws import emulated
 from ..deploy import template as tp

@@ -250,7 +250,7 @@ def _object_name(text: str) -> str:
 
 
 def report_frame(report: Any) -> pd.DataFrame:
-    """The reconciliation report (idem.core.reconcile.Report), one finding a row, each cell short
+    """The reconciliation report (idem.core.reconcile.audit.Report), one finding a row, each cell short
     enough to show whole (pandas cuts a cell at 50 characters)."""
     rows = [{"finding": "missing work", "what": _object_name(m.object),
              "detail": f"no done record and no charge (record: {m.record})"} for m in report.missing]

@@ -23,7 +23,7 @@
 import pandas as pd
 
 from idem import views
-from idem.core import reconcile
+from idem.core.reconcile import audit as reconcile
 from idem.core.errors import ConfigError
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.settings import Settings

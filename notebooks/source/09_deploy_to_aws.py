@@ -27,7 +27,7 @@
 import os
 
 from idem import views
-from idem.core import reconcile_job
+from idem.core.reconcile import job as reconcile_job
 from idem.core.ledger import Ledger
 from idem.deploy.aws_rules import calls
 from idem.deploy import flow, package
@@ -354,7 +354,7 @@ views.items_frame([run.row() for run in dry.runs])
 # %% [markdown]
 # ### The hourly reconciliation, on this stack
 #
-# `ReconcileFunction` runs `idem/core/reconcile_job.py` every hour. It compares three lists for one
+# `ReconcileFunction` runs `idem/core/reconcile/job.py` every hour. It compares three lists for one
 # closed hour: the uploads the bucket holds, the ledger lines booked, and this stack's charges at
 # the provider. Lines and charges are read a little wider, since a retry may book a charge later.
 # Each finding comes with the command that settles it, in a report in the report bucket.

@@ -2,14 +2,14 @@
 window; each difference a `Finding` with the command that settles it.
 
 The charges given are the window's and, for each order seen in it, every charge of that order
-ever made (reconcile_charges.order_charges), plus each older charge a line of the window names:
+ever made (charges.order_charges), plus each older charge a line of the window names:
 so one order's charges are grouped whatever the time between them, and a line booked today for
 an older charge is matched with it."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from .reconcile_report import Entry, Finding, UploadSeen, WindowReport
+from .report import Entry, Finding, UploadSeen, WindowReport
 
 #: A charge in one of these statuses has not settled: one finding, `pending`, until it does
 #: (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status).

@@ -26,11 +26,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .dynamo import from_item, to_item
-from .events import S3Object
-from .keys import RECIPES, describe, idempotency_key, recipe_for
-from .handlers.keyed import Record, Status
-from .ledger import booked
+from ..dynamo import from_item, to_item
+from ..events import S3Object
+from ..keys import RECIPES, describe, idempotency_key, recipe_for
+from ..handlers.keyed import Record, Status
+from ..ledger import booked
 
 #: Lambda's longest timeout: an in_progress record without a lease, older than this, is stuck.
 MAX_INVOCATION_SECONDS = 900
@@ -158,7 +158,7 @@ def reconcile(s3: Any, dynamodb: Any, bucket: str, ledger_table: str, provider_t
 
 def order_keys(s3: Any, objects: Iterable[S3Object]) -> dict[str, str]:
     """uri -> the order's idempotency key, for every upload whose file names an order_id."""
-    from .reconcile_job import UploadSeen, order_key
+    from .job import UploadSeen, order_key
 
     found = {}
     for obj in objects:

@@ -6,8 +6,8 @@ from typing import Any, Iterable, Mapping
 
 from botocore.exceptions import ClientError
 
-from .dynamo import from_item, to_item, values
-from .reconcile_report import Entry, day_of
+from ..dynamo import from_item, to_item, values
+from .report import Entry, day_of
 
 #: The ledger's time-bucketed index of done lines: partition `booked_day` (the UTC day of
 #: `booked_at`, YYYY-MM-DD), sort `booked_at`. Sparse: only a commit writes `booked_day`. One

@@ -16,8 +16,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping
 
-from .dynamo import from_item, values
-from .reconcile_report import Entry
+from ..dynamo import from_item, values
+from .report import Entry
 
 #: Stripe's search of PaymentIntents. Query language: clauses `field:value` joined by AND or by
 #: OR ("You can't combine AND and OR in the same query"; at most 10 clauses), metadata as

@@ -12,12 +12,12 @@ once its report is written. A window is compared three ways:
 - ledger lines: done records booked in the window, read by Query on the time-bucketed index
   `by_day` (partition `booked_day` = YYYY-MM-DD, sort `booked_at`), never a Scan; then each
   line's customer and currency and its account's customer mapping (`account#ACCOUNT`) by key;
-- the provider's charges for THIS stack (reconcile_charges): Stripe's search of the window,
+- the provider's charges for THIS stack (charges.py): Stripe's search of the window,
   `metadata['idem_stack']:'NAME'` and its `created` range, then every charge ever made for each
   order charged or booked in the window (by the order's key in the metadata), and a line's older
   charge by its id; or the demo's stand-in table.
 
-It reports (reconcile_compare; KINDS, each with the command that settles it): an upload with no
+It reports (compare.py; KINDS, each with the command that settles it): an upload with no
 line, a line with no charge, a charge with no line, an order charged more than once however far
 apart its charges (refund all but the first), a line and its charge that disagree on the amount
 or the currency, a line whose account does not map to its charge's customer, an order left in
@@ -44,18 +44,18 @@ from typing import Any, Callable, Mapping
 import boto3
 
 # The job's parts, by side; their names are re-exported here (one import for callers and tests).
-from .reconcile_charges import (CHARGED, LOOKUP_THREADS, MAX_CLAUSES, SEARCHES_PER_SECOND, STRIPE_API,  # noqa: F401
+from .charges import (CHARGED, LOOKUP_THREADS, MAX_CLAUSES, SEARCHES_PER_SECOND, STRIPE_API,  # noqa: F401
                                 Fetch, Pace, _fetch_json, _order_of,
                                 entry_of, order_charges, orders_query, retrieve_charge, standin_charges,
                                 stripe_charges, stripe_query)
-from .reconcile_compare import _settle_one, compare  # noqa: F401
-from .reconcile_ledger import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,  # noqa: F401
+from .compare import _settle_one, compare  # noqa: F401
+from .lines import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,  # noqa: F401
                                MAPPING_PREFIX, _cursor_item, advance_cursor, backfill_booked_day, days,
                                ledger_lines, line_terms, mark_inventory, read_cursor, read_items,
                                reads_inventory, record_status)
-from .reconcile_report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
+from .report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
-from .reconcile_uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
+from .uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
                                 _parse_time, inventory_uploads, listed_uploads, newest_manifest, order_key)
 
 __all__ = [  # re-exported: callers and tests import the job's parts from here

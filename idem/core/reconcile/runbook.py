@@ -14,7 +14,7 @@
 
 Every write is conditional on what the plan read, so a plan made stale by the handler (or by a
 second person) is refused, never applied over newer state. Stripe is called with the standard
-library, as the reconciliation calls it (reconcile_job.py), with the secret key as a Bearer token
+library, as the reconciliation calls it (job.py), with the secret key as a Bearer token
 (https://docs.stripe.com/api/authentication).
 """
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any, Callable, Mapping
 
 from botocore.exceptions import ClientError
 
-from .dynamo import from_item, to_item, values
-from .reconcile_job import CHARGED, STRIPE_API, day_of
+from ..dynamo import from_item, to_item, values
+from .job import CHARGED, STRIPE_API, day_of
 
 #: PaymentIntent statuses where money will move or not, not yet known: settle waits.
 PENDING = ("processing", "requires_capture")

@@ -14,8 +14,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .reconcile_ledger import days
-from .reconcile_report import UploadSeen
+from .lines import days
+from .report import UploadSeen
 
 #: The most versions one run lists with ListObjectVersions (1,000 a page: 200 requests, about
 #: 20-60 s of a 300 s run). Past it the job stops listing and asks for S3 Inventory
@@ -118,7 +118,7 @@ def order_key(s3: Any, upload: UploadSeen, identity: str = "order-id") -> str:
     version), never a copy of it: when the handler's key changes (an account in it), so does
     this. "" when the file names no order the handler would charge (the handler parks such a
     file under its upload's key, with the reason); the "upload" identity: the per-version key."""
-    from .handlers.keyed_orders import Upload, identify  # the handler's own recipe
+    from ..handlers.keyed_orders import Upload, identify  # the handler's own recipe
 
     seen = Upload(upload.bucket, upload.key, upload.version_id, upload.etag, "")
     if identity == "upload":

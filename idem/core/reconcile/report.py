@@ -1,7 +1,7 @@
 """The reconciliation's vocabulary: what each side says (`Entry`, `UploadSeen`), what does not
 add up (`Finding`, one of `KINDS`, each with the command that settles it), a window's report and
-its metrics (EMF). Used by reconcile_job.py and its sides (reconcile_ledger, reconcile_uploads,
-reconcile_charges) and by the comparison (reconcile_compare)."""
+its metrics (EMF). Used by job.py, its sides (lines, uploads, charges) and the comparison
+(compare)."""
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from idem.lessons import auditor
+from idem.lessons.auditing import auditor
 from idem.sim.world import LocalWorld
 
 

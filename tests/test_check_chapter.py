@@ -239,14 +239,14 @@ def test_a_double_charge_only_past_the_key_window_is_explained_by_the_window_not
 
 # -- Try it: predict, then run --------------------------------------------------------------------
 def test_try_its_truths_are_read_from_the_check_no_double_charge_within_a_day_books_twice_and_past_the_window(keyed):
-    from idem.lessons.check_prediction import truths
+    from idem.lessons.shipping.check_prediction import truths
 
     found = truths(keyed)
     assert (found.twice_within_a_day, found.charges_attribute, found.charged_after_redrive) == (False, 2, True)
 
 
 def test_try_its_check_runs_nothing_until_every_prediction_is_filled():
-    from idem.lessons.check_prediction import check_prediction
+    from idem.lessons.shipping.check_prediction import check_prediction
 
     def run():
         raise AssertionError("the check ran before the predictions were in")
@@ -261,7 +261,7 @@ def test_try_its_check_runs_nothing_until_every_prediction_is_filled():
 
 
 def test_try_its_wrong_predictions_get_a_question_not_the_answer(keyed):
-    from idem.lessons.check_prediction import HINTS, check_prediction
+    from idem.lessons.shipping.check_prediction import HINTS, check_prediction
 
     wrong = check_prediction(True, 1, False, run=lambda: keyed)
     assert all(HINTS[name].split(".")[0] in wrong for name in HINTS) and "right" not in wrong

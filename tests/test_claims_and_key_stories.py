@@ -9,7 +9,7 @@ from idem.sim import atomic
 from idem.explore import scenarios as sc
 from idem.explore.verdicts import judge_run
 from idem.sim.world import LocalWorld
-from idem.lessons import alarms, claims, key_stories
+from idem.lessons.scribes import alarms, claims, key_stories
 
 
 @pytest.fixture()

@@ -81,7 +81,7 @@ def test_no_stored_output_near_an_exercise_holds_its_answer(chapter):
 def test_chapter_05s_unchanged_handler_gets_what_to_do_not_the_fix(tmp_path):
     """The exercise cell starts as robust's handler (the question): its check must not explain the
     hole's fix before the reader changed anything; the notebook's cell is STARTING_HANDLE."""
-    from idem.lessons.fix_check import STARTING_HANDLE, FixReport, same_function
+    from idem.lessons.scribes.fix_check import STARTING_HANDLE, FixReport, same_function
 
     (source,) = (ROOT / "notebooks" / "source").glob("05_*.py")
     text = source.read_text(encoding="utf-8")

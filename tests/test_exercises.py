@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from idem.lessons import alarms, auditor, claims, leases
+from idem.lessons.scribes import alarms, claims, leases
+from idem.lessons.auditing import auditor
 from idem.lessons.answers import all_unfilled, not_yet, unfilled
-from idem.lessons.recipe_check import check_recipe
-from idem.lessons.retries import check_charges_guess, check_retries, check_retry_prediction
+from idem.lessons.scribes.recipe_check import check_recipe
+from idem.lessons.scribes.retries import check_charges_guess, check_retries, check_retry_prediction
 from idem.views import local_aws, ship
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -279,7 +280,7 @@ def test_each_exercise_is_checked_by_a_checker_in_idem(chapter):
 # -- 10: sizing the upload queue's maxReceiveCount for a longer outage (Run it in production) -----
 def test_the_production_chapters_numbers_come_from_the_template():
     from idem.deploy import template as tp
-    from idem.lessons import production
+    from idem.lessons.shipping import production
 
     sam = tp.load()
     reserved = int(sam["Parameters"]["ReservedConcurrency"]["Default"])
@@ -298,7 +299,7 @@ def test_the_production_chapters_numbers_come_from_the_template():
 
 
 def test_the_receive_count_exercise_refuses_empty_and_wrong_answers_with_a_reason():
-    from idem.lessons import production
+    from idem.lessons.shipping import production
 
     q = production.upload_queue_numbers()
     right = production.receives_needed()
@@ -318,7 +319,7 @@ def test_the_receive_count_exercise_refuses_empty_and_wrong_answers_with_a_reaso
 
 
 def test_an_order_outlives_an_outage_in_prod_not_in_the_demo():
-    from idem.lessons import production
+    from idem.lessons.shipping import production
 
     hours = production.upload_queue_numbers()["last try s"] / 3600
     assert production.outage_fate(hours, "prod").startswith("prod (UploadQueue): charged")  # its last try

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from idem.core.clock import EPOCH
-from idem.lessons.leases import last_status, zombie
+from idem.lessons.scribes.leases import last_status, zombie
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 from idem.core.reconcile.audit import reconcile

@@ -150,7 +150,7 @@ def test_an_overwritten_unversioned_order_needs_attention():
 def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
     """Driven through the entry point (as chapter 06's zombie is), the charger logs on the
     virtual clock: the stalled invocation's warning is 45 s after the start, on 2026-01-01."""
-    from idem.lessons import leases
+    from idem.lessons.scribes import leases
 
     leases.zombie("keyed", pause=45)
     (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith("{")]

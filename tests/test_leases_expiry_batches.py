@@ -7,7 +7,8 @@ from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 from idem.core.reconcile.audit import reconcile
-from idem.lessons import batches, expiry, leases
+from idem.lessons.auditing import batches, expiry
+from idem.lessons.scribes import leases
 from idem.explore import redrive
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from idem.lessons import money
+from idem.lessons.scribes import money
 
 SOURCES = Path(__file__).resolve().parent.parent / "notebooks" / "source"
 

@@ -274,7 +274,7 @@ def test_readers_handler_books_once_after_an_error_after_its_ledger_write(how):
 
 
 def test_readers_handler_key_fits_stripes_255_characters():
-    from idem.lessons.key_stories import STRIPE_MAX_KEY_CHARS
+    from idem.lessons.scribes.key_stories import STRIPE_MAX_KEY_CHARS
 
     outcome = pt.run_handler([b"v1"])
     keys = [i["pk"] for i in outcome.items if "pk" in i and i["pk"].startswith("charge#")]

@@ -1,4 +1,4 @@
-"""Chapter 06's protocol on one screen (idem/lessons/protocol.py) behaves as the handler to copy
+"""Chapter 06's protocol on one screen (idem/lessons/scribes/protocol.py) behaves as the handler to copy
 does, judged by the same runs as chapter 05's fix: copies at every call, the provider down once
 and for good, a crash before and after the charge. A teaching skeleton must not promise more
 than it keeps."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from idem.explore import scenarios as sc
-from idem.lessons import protocol
-from idem.lessons.fix_check import check_fix, run_once
+from idem.lessons.scribes import protocol
+from idem.lessons.scribes.fix_check import check_fix, run_once
 
 HANDLE = f"{Path(protocol.__file__).resolve()}:handle"
 
@@ -38,7 +38,7 @@ def test_the_protocol_fits_on_one_screen():
 def test_a_zombies_commit_is_refused_and_the_charge_is_booked_once():
     """The first invocation stalls 45 s after its charge (its 30 s lease is over); a copy takes the
     work over and commits; the zombie's fenced commit fails. One charge, one ledger entry."""
-    from idem.lessons.fix_check import ENTRY
+    from idem.lessons.scribes.fix_check import ENTRY
     from idem.sim.runtime import LocalLambda
     from idem.sim.world import LocalWorld
 

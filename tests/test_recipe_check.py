@@ -13,8 +13,8 @@ import pytest
 
 from idem.core import keys
 from idem.core.events import read_event
-from idem.lessons import recipe_check
-from idem.lessons.recipe_check import check_recipe
+from idem.lessons.scribes import recipe_check
+from idem.lessons.scribes.recipe_check import check_recipe
 
 SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "03_choosing_a_key.py"
 RETRY, DUPLICATE, VERSIONED, UNVERSIONED, LONG = recipe_check.PITFALLS
@@ -182,7 +182,7 @@ def test_the_grid_has_a_legend_entry_for_each_colour_it_shows():
     import matplotlib.pyplot as plt
 
     from idem import views
-    from idem.lessons import key_stories
+    from idem.lessons.scribes import key_stories
 
     runs = key_stories.run_grid(["version", "clock"], ["retry and duplicate", "same bytes, versioning off"])
     fig = views.recipe_grid(runs)
@@ -195,6 +195,6 @@ def test_the_grid_has_a_legend_entry_for_each_colour_it_shows():
 
 def test_the_stories_table_has_a_row_per_story():
     from idem import views
-    from idem.lessons import key_stories
+    from idem.lessons.scribes import key_stories
 
     assert list(views.stories_frame()["story"]) == list(key_stories.STORIES)

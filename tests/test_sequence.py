@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from idem import views  # noqa: E402
-from idem.lessons import leases  # noqa: E402
+from idem.lessons.scribes import leases  # noqa: E402
 from idem.explore import scenarios as sc  # noqa: E402
 from idem.views import sequence as sq  # noqa: E402
 

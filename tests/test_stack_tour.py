@@ -3,7 +3,7 @@ the template, and the alarms as the production profile makes them."""
 from __future__ import annotations
 
 from idem.deploy import template as tp
-from idem.lessons import stack_tour
+from idem.lessons.shipping import stack_tour
 
 
 def test_a_listing_keeps_the_template_text_but_not_the_lint_suppressions():

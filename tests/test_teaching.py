@@ -138,7 +138,7 @@ def test_an_eventually_consistent_read_of_up_to_4_kb_costs_half_a_read_unit():
 def test_stripes_key_limit_is_the_reason_to_hash_a_key():
     """docs.stripe.com/idempotency: "Idempotency keys are up to 255 characters long."; S3 names
     are up to 1,024 bytes of UTF-8. The %20 form S3 never writes is not taught."""
-    from idem.lessons.key_stories import STRIPE_MAX_KEY_CHARS
+    from idem.lessons.scribes.key_stories import STRIPE_MAX_KEY_CHARS
 
     text = _chapter_text("03")
     assert STRIPE_MAX_KEY_CHARS == 255
@@ -185,7 +185,7 @@ def test_the_cut_cell_check_can_fail(tmp_path):
 def test_chapter_02_counts_the_unrigged_race_beside_the_rigged_one():
     """02 promises to count how often the unlucky order comes by itself. Without the barrier the
     count varies from run to run, so the chapter pins only that a round with two winners comes."""
-    from idem.lessons import claims
+    from idem.lessons.scribes import claims
 
     text = _chapter_text("02")
     assert "counts how often the order comes by itself" in text
@@ -200,7 +200,7 @@ def test_chapter_02_counts_the_unrigged_race_beside_the_rigged_one():
 def test_chapter_02_s_unrigged_race_comes_by_a_double_win():
     """Whether the unlucky order comes by itself is the scheduler's choice (measured: within 1 to
     22 rounds, with both cores busy), so it is a soak run, not a test that may fail at random."""
-    from idem.lessons import claims
+    from idem.lessons.scribes import claims
 
     assert claims.rounds_until_a_double_win(threads=8, limit=2000) is not None
 
@@ -220,7 +220,7 @@ def test_each_exercise_of_01_to_07_is_checked_by_a_lesson_checker(chapter):
 
 
 def test_chapter_01s_retry_check_explains_a_wrong_setting():
-    from idem.lessons.retries import check_retries
+    from idem.lessons.scribes.retries import check_retries
 
     assert check_retries(2).startswith("With 2 retries the customer pays 2 times")
     assert check_retries(0).startswith("One charge.") and "failure queue (1 message)" in check_retries(0)
@@ -228,7 +228,7 @@ def test_chapter_01s_retry_check_explains_a_wrong_setting():
 
 
 def test_chapter_02s_holder_check_explains_each_wrong_answer():
-    from idem.lessons import claims
+    from idem.lessons.scribes import claims
     from idem.sim.world import LocalWorld
 
     with LocalWorld() as world:
@@ -240,7 +240,7 @@ def test_chapter_02s_holder_check_explains_each_wrong_answer():
 
 
 def test_chapter_06s_lease_check_accepts_a_lease_between_the_work_and_the_first_retry():
-    from idem.lessons import leases
+    from idem.lessons.scribes import leases
 
     assert leases.check_lease(50).startswith("Right")
     assert leases.check_lease(30).startswith("Not yet (1)")
@@ -316,7 +316,7 @@ def test_chapter_03s_order_stories_charge_once_per_order_only_when_keyed_by_the_
     keyed by the upload and one keyed by the order; a new order at the same name is charged
     under order-id and refused by S3 (412) under object-name; a corrected re-upload is never a
     second charge under order-id, and reaches a person."""
-    from idem.lessons import orders
+    from idem.lessons.scribes import orders
 
     runs = {(t, i): orders.run_order_story(t, i) for t in orders.STORIES for i in orders.IDENTITIES}
     retried, second, corrected = "retried PUT", "second order, same name", "corrected re-upload"
@@ -334,7 +334,7 @@ def test_chapter_03s_order_stories_charge_once_per_order_only_when_keyed_by_the_
 def test_chapter_03_cites_s3s_conditional_writes_and_shows_the_deny_that_enforces_them():
     """Issue 43: only a Deny refuses a PUT without If-None-Match (an Allow adds nothing for an
     uploader whose own policy allows s3:PutObject); the chapter shows the policy, from idem."""
-    from idem.lessons import orders
+    from idem.lessons.scribes import orders
 
     text = _chapter_text("03")
     assert "https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html" in text
@@ -371,7 +371,7 @@ def test_chapter_03s_corrected_upload_before_the_books_is_refused_by_the_provide
     """The corrected re-upload that meets the provider before the first charge was booked: the
     same key with another amount is refused (Stripe: idempotency_error), one charge in all, and
     the order waits for a person."""
-    from idem.lessons import orders
+    from idem.lessons.scribes import orders
 
     run = orders.corrected_before_booked()
     assert run.charged_cents == [1250]

@@ -196,7 +196,7 @@ def test_the_lease_timelines_name_the_crash_marker_and_the_lease():
 
 
 def test_the_record_life_chart_shows_an_expired_record_ttl_has_not_swept_yet():
-    from idem.lessons import expiry
+    from idem.lessons.auditing import expiry
 
     late = [expiry.late_duplicate("robust", ttl_seconds=600, delay=7200),
             expiry.late_duplicate("robust", ttl_seconds=600, delay=7200, swept=True)]
@@ -246,7 +246,7 @@ def test_a_whole_frame_shows_a_long_cell_uncut_where_a_plain_frame_cuts_it():
 
 
 def test_the_views_that_cut_cells_before_show_them_whole():
-    from idem.lessons import key_stories
+    from idem.lessons.scribes import key_stories
 
     stories = views.stories_frame()
     assert isinstance(stories, views.Whole)

@@ -1,7 +1,7 @@
 """What ships to Lambda: idem's core, and nothing else.
 
-The core is every module directly in idem/ and the idem/core/handlers/ package: the standard
-library and boto3 only. The local AWS and what runs on it (idem/sim, explore, cost, lessons:
+The core is idem/__init__.py and the idem/core/ package with its subfolders (handlers/,
+reconcile/): the standard library and boto3 only. The local AWS and what runs on it (idem/sim, explore, cost, lessons:
 moto), idem/views/ (pandas, widgets), the command line (idem/cli/, idem/console.py, idem/__main__.py) and idem/deploy (this tool) stay behind, as do notebooks,
 tests and the virtualenv.
 

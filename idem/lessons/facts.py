@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..core.reconcile.audit import MAX_INVOCATION_SECONDS
 from ..sim.runtime import DEFAULT_MAX_EVENT_AGE
-from .key_stories import STRIPE_MAX_KEY_CHARS
+from .scribes.key_stories import STRIPE_MAX_KEY_CHARS
 
 WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 10: "ten"}
 #: Stripe: "API endpoints have a default limit of 25 requests per second" (rate-limits page).

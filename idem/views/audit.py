@@ -6,23 +6,23 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..lessons.auditor import short
+from ..lessons.auditing.auditor import short
 
 
 def fix_frame(report: Any) -> pd.DataFrame | None:
-    """A fix's runs (idem.lessons.fix_check.FixReport), one row each: what happened, what it left.
+    """A fix's runs (idem.lessons.scribes.fix_check.FixReport), one row each: what happened, what it left.
     Nothing while the handler is still the one the chapter gives: its runs are the question's."""
     return None if report.unchanged else pd.DataFrame(report.rows())
 
 
 def booked_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """What the ledger holds, one row per account (idem.lessons.auditor.booked)."""
+    """What the ledger holds, one row per account (idem.lessons.auditing.auditor.booked)."""
     return pd.DataFrame(list(rows), columns=["account", "charges", "cents"]).rename(
         columns={"charges": "charges in the ledger", "cents": "cents in the ledger"})
 
 
 def charged_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """What the provider charged, one row per charge (idem.lessons.auditor.charged); the upload
+    """What the provider charged, one row per charge (idem.lessons.auditing.auditor.charged); the upload
     is shown by its object key, the key sent by whether there was one."""
     frame = pd.DataFrame(list(rows), columns=["charge_id", "account", "cents", "upload", "key"])
     frame["upload"] = frame["upload"].map(short)

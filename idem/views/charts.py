@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 import pandas as pd
 
-from ..lessons import expiry, key_stories, leases
+from ..lessons.auditing import expiry
+from ..lessons.scribes import key_stories, leases
 from ..explore import race
 from ..explore import scenarios as sc
 from ..sim.runtime import DEFAULT_MAX_EVENT_AGE, Attempt

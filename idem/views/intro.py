@@ -12,7 +12,7 @@ from IPython.display import display
 
 from ..explore import scenarios as sc
 from . import charts, tables
-from ..lessons.claims import ClaimCost, claim_costs, lost_put  # noqa: F401 (chapter 02 reads them as views.*)
+from ..lessons.scribes.claims import ClaimCost, claim_costs, lost_put  # noqa: F401 (chapter 02 reads them as views.*)
 from .widgets import explorer, pinned, run_scenario
 
 #: What a run did, one column a count (tables.OUTCOME_COLUMNS says what each counts).

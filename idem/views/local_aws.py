@@ -21,7 +21,7 @@ from IPython.display import display
 from ..core.clock import EPOCH, VirtualClock, iso8601
 from ..core.dynamo import to_item
 from ..sim import atomic
-from ..lessons import claims
+from ..lessons.scribes import claims
 from ..lessons.answers import not_yet, unfilled
 from ..explore import scenarios as sc
 from ..sim.boundary import FaultPlan

@@ -8,7 +8,7 @@ from urllib.parse import unquote, unquote_plus
 import pandas as pd
 from matplotlib.patches import Patch
 
-from ..lessons import key_stories
+from ..lessons.scribes import key_stories
 from .charts import STORY_COLOURS, story_grid
 from .tables import Whole
 

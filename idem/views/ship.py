@@ -463,7 +463,7 @@ def _show_fates(lines: list[str]) -> None:
 
 def outage_fates(outage_hours: float = 2.0) -> list[str]:
     """Chapter 10: an order uploaded as a provider outage starts, in each profile."""
-    from ..lessons.production import outage_fate
+    from ..lessons.shipping.production import outage_fate
     return [outage_fate(outage_hours, profile) for profile in ("prod", "demo")]
 
 

@@ -7,7 +7,8 @@ import pandas as pd
 
 from ..explore.check import VERDICTS
 from ..core.clock import EPOCH
-from ..lessons import expiry, leases
+from ..lessons.auditing import expiry
+from ..lessons.scribes import leases
 from ..explore.verdicts import BREAKS
 from ..explore import scenarios as sc
 from ..sim.runtime import Attempt
@@ -266,7 +267,7 @@ def report_frame(report: Any) -> pd.DataFrame:
 
 
 def footprints_frame(counts: dict[str, int]) -> pd.DataFrame:
-    """The footprint counts (idem.lessons.batches.footprints) as a one-column table."""
+    """The footprint counts (idem.lessons.auditing.batches.footprints) as a one-column table."""
     return pd.DataFrame({"count": counts}).rename_axis("footprint")
 
 

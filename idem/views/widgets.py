@@ -21,7 +21,8 @@ from IPython.display import display
 
 from ..explore.check import CheckInputError, check_handler, resolve
 from ..core.keys import RECIPES
-from ..lessons import expiry, key_stories, leases
+from ..lessons.auditing import expiry
+from ..lessons.scribes import key_stories, leases
 from ..explore import race
 from ..explore import scenarios as sc
 from . import charts, tables

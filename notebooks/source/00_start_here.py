@@ -139,7 +139,7 @@
 # %%
 from idem import views
 from idem.explore import scenarios as sc
-from idem.lessons.retries import check_charges_guess
+from idem.lessons.scribes.retries import check_charges_guess
 
 # %% [markdown]
 # ## How to read the one table

@@ -21,7 +21,7 @@ from idem import views
 from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
-from idem.lessons.retries import check_retry_prediction
+from idem.lessons.scribes.retries import check_retry_prediction
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld

@@ -26,7 +26,7 @@
 from idem import views
 from idem.core.ledger import Ledger
 from idem.explore.race import race, read_then_write
-from idem.lessons import claims
+from idem.lessons.scribes import claims
 from idem.sim.world import LocalWorld
 
 world = LocalWorld()

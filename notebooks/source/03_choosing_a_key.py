@@ -26,8 +26,8 @@ from idem import views
 from idem.core import keys
 from idem.core.events import encode_key
 from idem.core.handlers import keyed_events
-from idem.lessons import key_stories, money, orders
-from idem.lessons.recipe_check import check_recipe
+from idem.lessons.scribes import key_stories, money, orders
+from idem.lessons.scribes.recipe_check import check_recipe
 from idem.sim.world import LocalWorld
 
 world = LocalWorld()

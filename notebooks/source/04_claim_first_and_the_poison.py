@@ -19,7 +19,7 @@
 from idem import views
 from idem.core.handlers import claim_first
 from idem.core.ledger import Ledger
-from idem.lessons import alarms
+from idem.lessons.scribes import alarms
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld

@@ -31,7 +31,7 @@ from idem.core.ledger import Ledger
 from idem.explore import redrive
 from idem.explore import scenarios as sc
 from idem.sim.boundary import FaultPlan
-from idem.lessons.fix_check import check_fix
+from idem.lessons.scribes.fix_check import check_fix
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

@@ -22,7 +22,7 @@ from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused
 from idem.core.handlers import keyed
-from idem.lessons import leases, money
+from idem.lessons.scribes import leases, money
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
@@ -72,7 +72,7 @@ views.outcome_frame(window, columns=("handler", "how", "charges", "ledger_charge
 # 05's fix. It makes three calls: a claim, a charge with a key, and a commit.
 
 # %%
-from idem.lessons import protocol
+from idem.lessons.scribes import protocol
 
 views.show_source(protocol.handle)
 

@@ -27,7 +27,7 @@ from idem.core.reconcile import audit as reconcile
 from idem.core.errors import ConfigError
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.settings import Settings
-from idem.lessons import auditor, batches, expiry
+from idem.lessons.auditing import auditor, batches, expiry
 from idem.explore import redrive
 from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.sim.world import LocalWorld

@@ -24,7 +24,7 @@ from idem.core.handlers.keyed import KeyedLedger
 from idem.cost import bill
 from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
-from idem.lessons import powertools_runs as runs
+from idem.lessons.shipping import powertools_runs as runs
 from idem.explore import scenarios as sc
 
 world, table = runs.chapter_world()  # a fresh local world, with a table for Powertools' records

@@ -34,7 +34,7 @@ from idem.deploy import flow, package
 from idem.deploy.local import lab
 from idem.deploy import template as tp
 from idem.deploy.local.moto_target import MotoDeployment
-from idem.lessons import stack_tour
+from idem.lessons.shipping import stack_tour
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 print(views.ship.template_summary(REAL_AWS))

@@ -21,7 +21,7 @@
 from idem import views
 from idem.deploy import prices
 from idem.deploy import template as tp
-from idem.lessons import production
+from idem.lessons.shipping import production
 
 print(views.ship.production_summary())
 

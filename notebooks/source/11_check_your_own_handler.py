@@ -25,7 +25,7 @@ from pathlib import Path
 from idem import views
 from idem.core.handlers.keyed import KeyedCharger
 from idem.explore.check import check_handler
-from idem.lessons.check_prediction import check_prediction
+from idem.lessons.shipping.check_prediction import check_prediction
 
 SCRATCH = Path("scratch")
 shutil.rmtree(SCRATCH, ignore_errors=True)  # a fresh start: no handler from an earlier run

@@ -19,7 +19,8 @@
 from idem import views
 from idem.core.handlers import (keyed, keyed_dynamo, keyed_events, keyed_log, keyed_orders, keyed_provider,
                                 keyed_settings, keyed_stripe)
-from idem.lessons import money, production
+from idem.lessons.scribes import money
+from idem.lessons.shipping import production
 
 print("patterns:", ", ".join(views.ship.PATTERNS))
 

@@ -3,12 +3,12 @@ stalls, and when each invocation held the lease (chapters 05 and 06).
 """
 from __future__ import annotations
 
-from ..core.patterns import HANDLERS, HAS_DONE_STATE
-from .answers import not_yet, unfilled
-from ..explore import scenarios as sc
-from ..sim.boundary import Step
-from ..sim.runtime import LocalLambda
-from ..sim.world import LocalWorld
+from ...core.patterns import HANDLERS, HAS_DONE_STATE
+from ..answers import not_yet, unfilled
+from ...explore import scenarios as sc
+from ...sim.boundary import Step
+from ...sim.runtime import LocalLambda
+from ...sim.world import LocalWorld
 
 #: The checkpoints every handler passes through, in order: where a concurrent copy can land.
 STEPS = tuple(step.value for step in Step)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from ..deploy import template as tp
-from .answers import not_yet, unfilled
-from .facts import STRIPE_ENDPOINT_REQUESTS_PER_SECOND
+from ...deploy import template as tp
+from ..answers import not_yet, unfilled
+from ..facts import STRIPE_ENDPOINT_REQUESTS_PER_SECOND
 
 #: Lambda keeps this much of an account's concurrency unreserved: "Lambda reserves 100 units of
 #: concurrency for functions that don't have reserved concurrency"
@@ -110,7 +110,7 @@ def outage_fate(outage_hours: float, profile: str = "prod") -> str:
     """What happens to an order uploaded in the first second of a provider outage of
     `outage_hours`: through prod's UploadQueue, or the demo's direct asynchronous invocation
     (the local runtime's retry delays, Lambda's: one minute, then two)."""
-    from ..sim.runtime import RETRY_DELAYS
+    from ...sim.runtime import RETRY_DELAYS
 
     if profile not in ("prod", "demo"):
         raise ValueError(f"profile must be prod or demo, not {profile!r}")

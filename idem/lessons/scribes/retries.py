@@ -7,8 +7,8 @@ the chapter does not run); the check runs the three and explains each miss witho
 """
 from __future__ import annotations
 
-from ..explore import scenarios as sc
-from .answers import not_yet, unfilled
+from ...explore import scenarios as sc
+from ..answers import not_yet, unfilled
 
 #: Lambda's MaximumRetryAttempts for asynchronous invocation: 0 to 2
 #: (https://docs.aws.amazon.com/lambda/latest/api/API_PutFunctionEventInvokeConfig.html).

@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..core import customers
-from ..core.handlers import keyed_settings
-from ..explore import scenarios as sc
-from ..sim.runtime import LocalLambda
-from ..sim.stripe_keys import DAY, prune_idempotency_keys
-from ..sim.stripe_server import decode_form, loopback_stripe, seed_customer
-from ..sim.world import LocalWorld
+from ...core import customers
+from ...core.handlers import keyed_settings
+from ...explore import scenarios as sc
+from ...sim.runtime import LocalLambda
+from ...sim.stripe_keys import DAY, prune_idempotency_keys
+from ...sim.stripe_server import decode_form, loopback_stripe, seed_customer
+from ...sim.world import LocalWorld
 
 HOUR = 3600
 #: Who ran the runbook's `idem customers link` in these runs (STS GetCallerIdentity's ARN).

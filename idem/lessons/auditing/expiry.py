@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dynamo import to_item
-from ..core.patterns import HAS_DONE_STATE
-from ..explore import scenarios as sc
-from .leases import known_handler, last_status
-from ..sim.runtime import DEFAULT_MAX_EVENT_AGE, LocalLambda
-from ..sim.world import LocalWorld
+from ...core.dynamo import to_item
+from ...core.patterns import HAS_DONE_STATE
+from ...explore import scenarios as sc
+from ..scribes.leases import known_handler, last_status
+from ...sim.runtime import DEFAULT_MAX_EVENT_AGE, LocalLambda
+from ...sim.world import LocalWorld
 
 
 def _late_status(outcome: sc.Outcome) -> str:

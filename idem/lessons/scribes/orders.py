@@ -16,10 +16,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..core.clock import iso8601
-from ..core.events import S3Object
-from ..sim.runtime import LocalLambda
-from ..sim.world import LocalWorld, demo_account
+from ...core.clock import iso8601
+from ...core.events import S3Object
+from ...sim.runtime import LocalLambda
+from ...sim.world import LocalWorld, demo_account
 
 #: ORDER_IDENTITY's three values (keyed_settings.ORDER_IDENTITIES), in the order chapter 03 tells them.
 IDENTITIES = ("upload", "order-id", "object-name")
@@ -134,7 +134,7 @@ def corrected_before_booked(second_at: float = 40.0) -> CorrectedRun:
     right after the provider's answer). The corrected upload (1500) arrives `second_at` seconds
     later, once the first claim's lease has ended: it claims the order, and sends the provider the
     same key with another amount. The provider refuses it (Stripe: idempotency_error)."""
-    from ..explore import scenarios as sc  # the crash of chapter 06's runs, at the same place
+    from ...explore import scenarios as sc  # the crash of chapter 06's runs, at the same place
 
     story = STORIES["corrected re-upload"]
     crash = sc.fault_of(sc.Scenario("keyed", "after_charge", "once", how="crash"))

@@ -12,12 +12,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 from botocore.exceptions import ClientError
 
-from ..core import keys
-from ..core.entry import App
-from ..core.events import S3Object, newer_sequencer, read_event
-from ..core.keys import describe, idempotency_key
-from ..sim.runtime import LambdaContext
-from ..sim.world import LocalWorld
+from ...core import keys
+from ...core.entry import App
+from ...core.events import S3Object, newer_sequencer, read_event
+from ...core.keys import describe, idempotency_key
+from ...sim.runtime import LambdaContext
+from ...sim.world import LocalWorld
 
 ORDER = b"sku,qty\nledger,1\n"
 #: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from .answers import not_yet, unfilled
+from ..answers import not_yet, unfilled
 
 #: Why each verdict matters, said only for a verdict the reader's alarm got wrong.
 WHY = {
@@ -43,8 +43,8 @@ def two_uploads(first_lost: bool) -> Case:
     """claim_first on two uploads of alice's, one after the other: both charged, or the first one's
     charge call failing once (its retry finds the claim and stands down: a silent loss beside a
     good charge). Run on moto through the local Lambda, read back as the exercise's outcomes are."""
-    from ..sim.runtime import FaultPlan, LocalLambda
-    from ..sim.world import LocalWorld
+    from ...sim.runtime import FaultPlan, LocalLambda
+    from ...sim.world import LocalWorld
 
     fault = FaultPlan.at_point("at_charge", "once") if first_lost else None
     with LocalWorld(prefix="alarm") as world:

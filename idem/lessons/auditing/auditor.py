@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..core import ledger
-from ..core.reconcile import audit as reconcile
+from ...core import ledger
+from ...core.reconcile import audit as reconcile
 from . import batches
-from .answers import not_yet, unfilled
-from ..sim.world import LocalWorld
+from ..answers import not_yet, unfilled
+from ...sim.world import LocalWorld
 
 KINDS = ("no ledger line", "no charge", "double charge")
 Query = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Iterable[tuple[str, str]]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..deploy import template as tp
+from ...deploy import template as tp
 
 #: The Metadata blocks that only tell a linter which rule to skip, and why.
 LINT_BLOCKS = ("checkov:", "cfn-lint:")

@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from botocore.exceptions import ClientError
 
-from ..core.dynamo import from_item, to_item
-from ..core.ledger import Ledger
-from ..sim import atomic
-from ..sim.boundary import calls_made, watched_session
-from ..explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
-from ..sim.world import LocalWorld
-from .answers import not_yet, unfilled
+from ...core.dynamo import from_item, to_item
+from ...core.ledger import Ledger
+from ...sim import atomic
+from ...sim.boundary import calls_made, watched_session
+from ...explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
+from ...sim.world import LocalWorld
+from ..answers import not_yet, unfilled
 
 
 def race_with_condition(condition: str | None, threads: int = 8, rounds: int = 20) -> RaceReport:

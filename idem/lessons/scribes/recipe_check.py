@@ -43,13 +43,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from unittest import mock
 
-from ..core.clock import VirtualClock
-from ..core.events import s3_record
-from ..core.keys import MAX_PARTITION_KEY_BYTES
-from .answers import not_yet, unfilled
+from ...core.clock import VirtualClock
+from ...core.events import s3_record
+from ...core.keys import MAX_PARTITION_KEY_BYTES
+from ..answers import not_yet, unfilled
 from .key_stories import STRIPE_MAX_KEY_CHARS
-from ..sim.runtime import LambdaContext
-from ..sim.world import LocalWorld
+from ...sim.runtime import LambdaContext
+from ...sim.world import LocalWorld
 
 KeyRecipe = Callable[..., str]  # (record) or (record, context) -> the idempotency key
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from ..explore import powertools as pt
-from ..sim.boundary import Boundary, FaultPlan, Side
-from ..sim.world import LocalWorld
+from ...explore import powertools as pt
+from ...sim.boundary import Boundary, FaultPlan, Side
+from ...sim.world import LocalWorld
 
 #: The chapter's world and Powertools table, held open for the kernel's life (as every chapter's
 #: world is): a context manager left unreferenced would delete its table when collected.

@@ -20,7 +20,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .answers import not_yet, unfilled
+from ..answers import not_yet, unfilled
 
 #: The families whose schedules send an order again a day or more later (idem/explore/timed.py).
 DAYS_LATER = ("late", "again")

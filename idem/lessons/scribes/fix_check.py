@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..explore.check import copy_places
-from ..core.errors import ConfigError
-from ..explore import scenarios as sc
-from ..sim.runtime import LocalLambda
-from ..explore.verdicts import Verdict
-from ..sim.world import LocalWorld
-from .answers import not_yet
+from ...explore.check import copy_places
+from ...core.errors import ConfigError
+from ...explore import scenarios as sc
+from ...sim.runtime import LocalLambda
+from ...explore.verdicts import Verdict
+from ...sim.world import LocalWorld
+from ..answers import not_yet
 
 #: The handle function chapter 05's exercise cell starts with: robust's, the question itself.
 STARTING_HANDLE = '''

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..core.ledger import booked
-from ..sim.boundary import FaultPlan
-from .leases import known_handler
-from ..sim.runtime import Attempt, LocalLambda
-from ..sim.world import LocalWorld
+from ...core.ledger import booked
+from ...sim.boundary import FaultPlan
+from ..scribes.leases import known_handler
+from ...sim.runtime import Attempt, LocalLambda
+from ...sim.world import LocalWorld
 
 
 @dataclass(frozen=True)

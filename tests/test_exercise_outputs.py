@@ -127,3 +127,13 @@ def test_chapter_10s_solution_and_prose_follow_the_templates_queue():
     solution = text[text.index("<details><summary>Solution"):]
     assert f"`my_receives = {right}`" in solution and f"every {q['visibility s']} s" in solution
     assert f"so {q['max receives']} tries span {q['max receives'] - 1} waits" in text
+
+
+def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
+    """A wrong lease used to print keyed's JSON warning (a 280-character log line) above the
+    check's own lines; the reader sees only the check's answer."""
+    from idem.lessons import leases
+
+    said = leases.check_lease(30, work=45)
+    assert said.startswith("Not yet (1)")
+    assert capsys.readouterr().out == ""

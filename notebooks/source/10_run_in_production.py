@@ -118,11 +118,13 @@ _ = views.ship.outage_explore(2.0)
 # Try the production profile with a *test* key (`rk_test_...`) first: test mode moves no
 # real money, and its objects never mix with live ones ([Stripe](https://docs.stripe.com/test-mode)).
 # Deploy it with `Stage=staging`: at cold start the function refuses a test key where `STAGE` is
-# `prod`, and a live key anywhere else. Make it a restricted key with PaymentIntents write and read,
-# and Customers read: what the function calls, and nothing more. Add Refunds write if you will run
-# `idem refund`, which reads the same key.
-# The key goes into Parameter Store as a SecureString, never into the template, the environment or
-# a log line. The function reads it at cold start, by the name in `StripeSecretParameter`.
+# `prod`, and a live key anywhere else.
+#
+# Make the key a restricted one with PaymentIntents write and read, and Customers read: what the
+# function calls, and nothing more. Add Refunds write if you will run `idem refund`, which reads
+# the same key. The key goes into Parameter Store as a SecureString, never into the template, the
+# environment or a log line. The function reads it at cold start, by the name in
+# `StripeSecretParameter`.
 #
 # ### The account's concurrency
 #
@@ -155,8 +157,10 @@ _ = views.ship.outage_explore(2.0)
 #
 # The order is a JSON file that names the order and its amount:
 # `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. It does not say who pays. The
-# account, the folder `alice/`, is linked first to a test customer with a saved payment method
-# (`idem customers link`, chapter 03).
+# account, the folder `alice/`, is linked first to a test customer (`idem customers link`,
+# chapter 03). That customer needs a payment method saved for off-session charges, set as its
+# default (chapter 12's step 4); in test mode, a test card does.
+#
 # Each order becomes one PaymentIntent, Stripe's object for one payment. In Stripe's Dashboard,
 # in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
 # metadata names the stack, the order and its idempotency key. Upload the same file again with

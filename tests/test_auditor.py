@@ -44,12 +44,21 @@ def test_the_right_query_agrees_with_reconcile_on_every_day():
     assert report.explain().splitlines()[-1].startswith("Right")
 
 
-def test_an_empty_answer_is_told_what_it_missed_and_why():
+def test_an_empty_answer_is_told_what_it_missed_and_where_to_look_not_the_rule():
     report = auditor.check_query(lambda b, c: set())
     text = report.explain()
     assert not report.right
-    assert "missed double charge 'bob/order-0102.csv'" in text and "Group the charges by upload" in text
+    assert "missed double charge 'bob/order-0102.csv'" in text and "for this one upload" in text
     assert "dave has no row in the ledger at all" in text
+    # a hint narrows (which rows, which accounts) without stating the solution's rule (issue 43)
+    for rule in ("Group the charges", "loop over", "both sides", "per account", "per upload"):
+        assert rule not in text, rule
+
+
+def test_an_unanswered_query_is_told_only_what_to_return():
+    said = auditor.check_query(lambda b, c: None).explain()
+    assert said.startswith("No answer yet") and "set of (kind, account or upload) pairs" in said
+    assert not any(word in said for word in ("Total", "per account", "per upload", "both sides"))
 
 
 def test_a_query_that_skips_unknown_accounts_misses_dave_and_frank():

@@ -22,7 +22,10 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "05": (("alone decide", "must not charge", "Delete the record", "must raise", "stand down"),
            ("Delete the record",)),
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
+    "07": (("Total", "per account", "per upload", "both sides", "Counter"),
+           ("'no ledger line'", "'double charge'")),
     "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
+    "10": (("121", "360", "VisibilityTimeout", "first try", "wait"), ("121",)),
     "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
            ("Make that write conditional", "24-hour key window", "charges_attribute: right")),
     "13": (("2", "EventAgeExceeded", "Walk the clock", "60 s", "older than", "180"), ("EventAgeExceeded",)),
@@ -98,3 +101,39 @@ def test_chapter_05s_solution_says_why_deleting_on_any_failure_is_wrong():
     text = " ".join(line.lstrip("# ").strip() for line in source.read_text(encoding="utf-8").splitlines())
     solution = text[text.index("<details><summary>Solution"):]
     assert "answer been lost" in solution and "charge a second time" in solution
+
+
+def _stored_outputs(prefix: str) -> str:
+    (path,) = (ROOT / "notebooks").glob(f"{prefix}_*.ipynb")
+    return "\n".join(_texts(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"])
+
+
+def test_chapter_02_never_shows_where_the_owner_sits_in_a_lost_puts_response():
+    """The exercise asks for the owner and expires_at out of a failed put's response: no stored
+    output of the chapter may show the item in DynamoDB's typed format (`"owner": {"S": ...}`)."""
+    outputs = _stored_outputs("02")
+    assert not re.search(r'"owner":\s*\{', outputs), "an output shows the typed owner: the exercise's answer"
+    assert '"Item": "..."' in outputs  # the response is shown, its item hidden
+
+
+def test_chapter_10s_solution_and_prose_follow_the_templates_queue():
+    """The receive-count solution and the sentence before it are worked from template.yaml's
+    numbers (they once said 180 s and 241 while the template said 360 s and 75)."""
+    from idem.lessons import production
+
+    q, right = production.upload_queue_numbers(), production.receives_needed()
+    (source,) = (ROOT / "notebooks" / "source").glob("10_*.py")
+    text = " ".join(line.lstrip("# ").strip() for line in source.read_text(encoding="utf-8").splitlines())
+    solution = text[text.index("<details><summary>Solution"):]
+    assert f"`my_receives = {right}`" in solution and f"every {q['visibility s']} s" in solution
+    assert f"so {q['max receives']} tries span {q['max receives'] - 1} waits" in text
+
+
+def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
+    """A wrong lease used to print keyed's JSON warning (a 280-character log line) above the
+    check's own lines; the reader sees only the check's answer."""
+    from idem.lessons import leases
+
+    said = leases.check_lease(30, work=45)
+    assert said.startswith("Not yet (1)")
+    assert capsys.readouterr().out == ""

@@ -399,3 +399,14 @@ def test_chapter_08_states_the_first_delivery_write_units_its_cell_prints():
     assert "keyed's first delivery costs one write unit more" in text
     assert f"writes the entry: {words[powertools]}." in text and f"two indexes: {words[keyed]}." in text
     assert "costs what Powertools costs" not in text and "`by_day`" in text
+
+
+def test_chapter_10_counts_the_alarms_the_demo_lacks():
+    """Chapter 10 said "three alarms fewer" while the demo lacked four (the webhook's three and
+    UploadQueueAge): the sentence follows the template."""
+    from idem.lessons import stack_tour
+
+    missing = ({r["alarm"] for r in stack_tour.alarm_rows("prod")}
+               - {r["alarm"] for r in stack_tour.alarm_rows("demo")})
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    assert f"The demo has {words[len(missing)]} alarms fewer" in _chapter_text("10")

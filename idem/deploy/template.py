@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,16 @@ def translate(template: dict[str, Any], parameters: dict[str, str] | None = None
     from samtranslator.translator.translator import Translator
 
     translator = Translator({}, Parser(), boto_session=_region_only(region))
-    expanded = translator.translate(copy.deepcopy(template), parameter_values=dict(parameters or {}),
-                                    get_managed_policy_map=dict)
+    # With no feature-toggle config (CloudFormation has its own), the translator logs a warning
+    # for each feature it asks about; the answer, off, is the same either way.
+    toggles = logging.getLogger("samtranslator.feature_toggle.feature_toggle")
+    level = toggles.level
+    toggles.setLevel(logging.ERROR)
+    try:
+        expanded = translator.translate(copy.deepcopy(template), parameter_values=dict(parameters or {}),
+                                        get_managed_policy_map=dict)
+    finally:
+        toggles.setLevel(level)
     # The translator counts metrics for a publisher that, here, sends nothing; unpublished,
     # they make it log a warning whenever the object happens to be garbage-collected.
     translator.metrics.publish()

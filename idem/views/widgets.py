@@ -404,8 +404,15 @@ def show_replay(replay: Replay) -> None:
         print(f"{replay.handler}: cannot be checked yet: {replay.problem}")
         return
     report, result = replay.report, replay.result
-    tally = ", ".join(f"{verdict} {n}" for verdict, n in report.tally().items())
-    print(f"{replay.handler}, {len(report.results)} schedules: {tally}")
+    lines = [f"{replay.handler}, {len(report.results)} schedules:"]
+    for verdict, n in report.tally().items():  # a line over 100 characters goes on, indented
+        entry = f"{verdict} {n}"
+        if len(lines[-1]) + 2 + len(entry) > 100:
+            lines[-1] += ","
+            lines.append("    " + entry)
+        else:
+            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + entry
+    print("\n".join(lines))
     if result is None:
         print("it holds: no double effect, silent mismatch or silent loss to replay")
         return

@@ -27,8 +27,8 @@ from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 
 world = LocalWorld()
-print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
-      f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
+print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}")
+print(f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
 # ## What S3 hands the function
@@ -85,10 +85,11 @@ views.show_json(event, hide=("userIdentity", "requestParameters", "responseEleme
 test_run = LocalLambda(world, world.env("naive"))
 test_run.send(s3_test_event(world.bucket))
 print(views.attempts_frame(test_run.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls", "result")))
-print(test_run.attempts[0].logs[0])
+print(views.fold(test_run.attempts[0].logs[0]))  # one JSON log line, folded to the page
 
 # %% [markdown]
-# One invocation, no DynamoDB call, no charge, and one log line that says why.
+# One invocation, no DynamoDB call, no charge, and one log line that says why. The entry point
+# writes each log line as one JSON object, folded here to fit the page.
 
 # %% [markdown]
 # ## The handler
@@ -121,7 +122,7 @@ views.attempts_frame(attempts, columns=("t (s)", "attempt", "steps", "outcome", 
 
 # %%
 for charge in world.provider().charges():
-    print(f"{charge.id}  {charge.customer}  {charge.amount / 100:.2f}  for {charge.reference}")
+    print(f"{charge.id}  {charge.customer}  {charge.amount / 100:.2f}\n    for {charge.reference}")
 print("ledger entry for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]
@@ -153,11 +154,17 @@ fig = views.timeline(every_time)
 # Three attempts at t = 0, 60 and 180 s, three charges. Then Lambda sends the event to the failure
 # queue. The message is Lambda's account of the failed invocation. It carries the original event
 # (left out here), so nothing is lost, but the customer has already paid three times. Its
-# `responsePayload` is the last error: `InjectedFault` is the local runtime's fault, and
-# `arrival 3` counts how often this upload's work reached the fault point.
+# `responsePayload` is the last error: `InjectedFault` is the local runtime's fault.
 
 # %%
-views.show_json(every_time.failures[0], hide=("requestPayload",))
+views.show_json(every_time.failures[0], hide=("requestPayload", "errorMessage"))
+
+# %% [markdown]
+# The `errorMessage` is the text of the exception. Here it is the local runtime's, and
+# `arrival 3` counts how often this upload's work reached the fault point:
+
+# %%
+print(every_time.failures[0]["responsePayload"]["errorMessage"])
 
 # %% [markdown]
 # ## One event, two uploads

@@ -122,15 +122,18 @@ print("Without the barrier, a round with two or more winners came within 2,000 r
 #
 # A conditional put that fails raises `ConditionalCheckFailedException`. Add
 # `ReturnValuesOnConditionCheckFailure="ALL_OLD"`, and the same response also carries the item
-# that stopped it. Here is what boto3 hands back to the second of two puts of one key. The
-# `ResponseMetadata` is left out: its request id and headers change on every call.
+# that stopped it, under `Item`.
 #
 # These two puts write a claim with one attribute `claim_once` does not write: `owner`, the
 # invocation that holds the claim (`first-invocation`, then `second-invocation`). They write no
 # `source` and no `expires_at`. Chapter 06's handler writes an `owner` too.
+#
+# Here is what boto3 hands back to the second put. `Item` is hidden: how to read the owner out of
+# it is this chapter's exercise. The `ResponseMetadata` is left out too: its request id and headers
+# change on every call.
 
 # %%
-views.show_json(views.lost_put(world, "charge#demo", holder="first-invocation"))
+views.show_json(views.lost_put(world, "charge#demo", holder="first-invocation"), hide=("Item",))
 
 # %% [markdown]
 # The copy that loses should **stand down**: stop, without doing the work. It also learns who holds
@@ -191,9 +194,9 @@ print("failure queue depth:", world.failure_queue_depth())
 # Your handler lost a claim, and its log should say who holds the work, and until when. Write
 # `holder_of(response)`: given what boto3 hands back to a failed put with `ALL_OLD`, return a pair,
 # the holder's `owner` as a plain string and its claim's `expires_at` as a whole number of
-# seconds. The response printed above has no `expires_at`. The check makes new claims that do,
-# held by holders you have not seen, loses a put to each, and calls your function. Predict the
-# shape of the number in the response before you print one.
+# seconds. The check makes new claims with an `expires_at`, held by holders you have not seen,
+# loses a put to each, and calls your function. First predict how the response writes the owner
+# and the number. Then print the response inside your function and compare.
 
 # %%
 def holder_of(response):

@@ -28,8 +28,8 @@ from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 
 world = LocalWorld()
-print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
-      f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
+print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}")
+print(f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
 # ## The window
@@ -208,7 +208,7 @@ try:
     provider.charge(customer="alice", amount=700, currency="usd", reference=first.reference,
                     idempotency_key=first.idempotency_key)
 except IdempotencyKeyReused as refused:
-    print(f"same key, 700 cents: {type(refused).__name__}: {refused}")
+    print(views.fold(f"same key, 700 cents: {type(refused).__name__}: {refused}"))
 print("charges at the provider:", len(provider.charges()))
 
 # %% [markdown]

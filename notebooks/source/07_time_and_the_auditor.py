@@ -20,8 +20,6 @@
 # ## Setup
 
 # %%
-import pandas as pd
-
 from idem import views
 from idem.core.reconcile import audit as reconcile
 from idem.core.errors import ConfigError
@@ -33,8 +31,8 @@ from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE, RETRY_DELAYS
 from idem.sim.world import LocalWorld
 
 world = LocalWorld()
-print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}, "
-      f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
+print(f"bucket {world.bucket}, ledger {world.ledger_table}, provider {world.provider_table}")
+print(f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
 # %% [markdown]
 # ## How long a copy can still arrive
@@ -130,8 +128,9 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 # * Lambda retries and delivers an event again until its maximum event age.
 # * Your record turns copies away until its TTL, where the record has one.
 # * The provider replays a key until it prunes it. How long it remembers a key is its key window
-#   (chapter 06); Stripe keeps keys for at least 24 hours. After that, the same key is a new
-#   request, and it charges again.
+#   (chapter 06). Stripe may prune a key once it is 24 hours old
+#   ([idempotent requests](https://docs.stripe.com/api/idempotent_requests)). After that, the
+#   same key is a new request, and it charges again.
 # * The failure queue keeps a message until its retention ends, so a person can redrive it for that
 #   long.
 #
@@ -140,7 +139,7 @@ _ = views.explore_late_duplicate("robust", 600, 7200, True)
 # a redrive that may come after the key window asks the provider before it charges.
 
 # %%
-pd.DataFrame(redrive.lifetimes())
+views.rows_frame(redrive.lifetimes())
 
 # %% [markdown]
 # The first three obey one rule. As long as Lambda can still deliver a copy, the record must turn it
@@ -152,7 +151,7 @@ try:
     Settings.from_env({"LEDGER_TABLE": "ledger", "PROVIDER_TABLE": "provider",
                        "RECORD_TTL_SECONDS": "3600", "MAX_EVENT_AGE_SECONDS": "21600"})
 except ConfigError as refused:
-    print(f"ConfigError: {refused}")
+    print(views.fold(f"ConfigError: {refused}"))
 
 # %% [markdown]
 # The queue's fourteen days keep every rule, but a redrive can come long after the key is gone. Here

@@ -20,8 +20,7 @@
 # %%
 from idem import views
 from idem.deploy import prices
-from idem.deploy import template as tp
-from idem.lessons.shipping import production
+from idem.lessons.shipping import production, stack_tour
 
 print(views.ship.production_summary())
 
@@ -53,9 +52,12 @@ print(views.ship.production_settings(part=1, parts=2))
 # one fails, SQS moves the record to the failure queue.
 
 # %%
-views.show_text("\n\n".join(tp.section(name) for name in ("UploadQueue", "ChargeFunctionUploads")), "yaml")
+views.show_text(stack_tour.resources("UploadQueue", "ChargeFunctionUploads"), "yaml")
 
 # %% [markdown]
+# The conditions and `RetainedReady` are chapter 09's: both resources exist only in production,
+# and the queue outlives a deleted stack (`Retain`), to be adopted by the next one.
+#
 # The picture, in production: an upload waits in the queue until the function has charged it, or
 # until its tries run out.
 #
@@ -78,7 +80,7 @@ views.show_source(production.upload_queue_numbers)
 print(production.outage_lines())
 
 # %% [markdown]
-# Notice the two clocks. The first receive is the first try, so 150 tries span 149 waits. The
+# Notice the two clocks. The first receive is the first try, so 75 tries span 74 waits. The
 # retries last hours, so an outage of an afternoon costs nothing but time: the uploads charge when
 # Stripe answers again. The queue keeps a message for days, so the
 # failure queue still holds what a longer outage left, until someone redrives it.
@@ -116,11 +118,13 @@ _ = views.ship.outage_explore(2.0)
 # Try the production profile with a *test* key (`rk_test_...`) first: test mode moves no
 # real money, and its objects never mix with live ones ([Stripe](https://docs.stripe.com/test-mode)).
 # Deploy it with `Stage=staging`: at cold start the function refuses a test key where `STAGE` is
-# `prod`, and a live key anywhere else. Make it a restricted key with PaymentIntents write and read,
-# and Customers read: what the function calls, and nothing more. Add Refunds write if you will run
-# `idem refund`, which reads the same key.
-# The key goes into Parameter Store as a SecureString, never into the template, the environment or
-# a log line. The function reads it at cold start, by the name in `StripeSecretParameter`.
+# `prod`, and a live key anywhere else.
+#
+# Make the key a restricted one with PaymentIntents write and read, and Customers read: what the
+# function calls, and nothing more. Add Refunds write if you will run `idem refund`, which reads
+# the same key. The key goes into Parameter Store as a SecureString, never into the template, the
+# environment or a log line. The function reads it at cold start, by the name in
+# `StripeSecretParameter`.
 #
 # ### The account's concurrency
 #
@@ -153,8 +157,10 @@ _ = views.ship.outage_explore(2.0)
 #
 # The order is a JSON file that names the order and its amount:
 # `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`. It does not say who pays. The
-# account, the folder `alice/`, is linked first to a test customer with a saved payment method
-# (`idem customers link`, chapter 03).
+# account, the folder `alice/`, is linked first to a test customer (`idem customers link`,
+# chapter 03). That customer needs a payment method saved for off-session charges, set as its
+# default (chapter 12's step 4); in test mode, a test card does.
+#
 # Each order becomes one PaymentIntent, Stripe's object for one payment. In Stripe's Dashboard,
 # in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
 # metadata names the stack, the order and its idempotency key. Upload the same file again with
@@ -186,7 +192,7 @@ _ = views.ship.outage_explore(2.0)
 print(views.ship.alarms_text())
 
 # %% [markdown]
-# The demo has three alarms fewer: it has no `UploadQueue` and no webhook. In production, `AsyncEventsDropped` watches
+# The demo has four alarms fewer: it has no `UploadQueue` and no webhook. In production, `AsyncEventsDropped` watches
 # only the events `idem redrive` sends, which reach the function as asynchronous invocations.
 # Each row names the commands that answer the alarm. `README.md`'s alarm table writes each one in
 # full, with its options.
@@ -222,15 +228,20 @@ print(views.ship.alarms_text())
 # window: the uploads in the bucket, the ledger lines, and this stack's charges at Stripe, found
 # by their `idem_stack` metadata. An upload that never produced a line or a charge, a lost event or
 # a filter mistake, shows only in the first list. Each finding comes with the command that settles
-# it. It finds an upload with no line, a line with no charge and a charge with no line. It also
-# finds a line and a charge that disagree on the amount, two charges for one order, and an upload
-# whose record waits for a person. A charge still `pending` when its window is judged is a finding
-# of its own: Stripe has not decided yet, and `idem settle --key KEY` books it once Stripe has.
+# it. It finds:
+#
+# * an upload with no line, a line with no charge, and a charge with no line;
+# * a line and a charge that disagree on the amount, and two charges for one order;
+# * an upload whose record waits for a person;
+# * a charge still `pending` when its window is judged: Stripe has not decided yet, and
+#   `idem settle --key KEY` books it once Stripe has.
 #
 # It judges a window only once its uploads' tries are over, about 7.75 hours after it closes. It
 # reads the ledger by a Query on an index by day, never a Scan, and resumes each run from a stored
-# cursor. It lists the uploads from the bucket, 1,000 versions a request, while the bucket holds
-# up to 200,000. The bucket only grows, since current versions never expire. So the first run
+# cursor.
+#
+# It lists the uploads from the bucket, 1,000 versions a request, as long as the bucket holds no
+# more than 200,000. The bucket only grows, since current versions never expire. So the first run
 # that finds more marks its cursor, and every run after reads S3's daily inventory of the bucket
 # instead ([S3 Inventory](https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-inventory.html)).
 # A window is then judged only once an inventory made after it exists: the reports come a day or
@@ -295,9 +306,9 @@ print(production.check_receive_count(my_receives))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_receives = 241`. A try comes every 180 s, and the first comes at once, so N tries reach
-# (N - 1) × 180 s. Twelve hours are 43,200 s, or 240 waits, so 241 tries. With 240, the last try
-# comes at 11.95 hours and fails; at 12 hours the queue moves the upload to the failure queue.
+# `my_receives = 121`. A try comes every 360 s, and the first comes at once, so N tries reach
+# (N - 1) × 360 s. Twelve hours are 43,200 s, or 120 waits, so 121 tries. With 120, the last try
+# comes at 11.9 hours and fails; at 12 hours the queue moves the upload to the failure queue.
 # Retention is how long a message may wait in all, not how often it is tried: 14 days covers it.
 # </details>
 #

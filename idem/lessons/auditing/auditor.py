@@ -138,14 +138,12 @@ def _counts(day: DayResult, account: str) -> tuple[int, int]:
 def why_missed(kind: str, what: str, day: DayResult) -> str:
     if kind == "double charge":
         ids = [c["charge_id"] for c in day.charged if c["upload"] == what]
-        return (f"charges {', '.join(ids)} are for the same upload. Group the charges by upload, "
-                "and flag every upload with more than one.")
+        return f"charges {', '.join(ids)} are for this one upload. Which rows does your query compare?"
     theirs, ours = _counts(day, what)
     if kind == "no ledger line":
         absent = all(b["account"] != what for b in day.booked)
-        hint = (f" {what} has no row in the ledger at all: an account missing from one side counts "
-                "as zero there, so loop over the accounts of both sides." if absent else
-                " Count the charges per account on both sides, and compare the counts.")
+        hint = (f" {what} has no row in the ledger at all: which accounts does your query visit?" if absent
+                else " What does your query compare for this account?")
         return f"the provider charged {what} {theirs} time(s), the ledger holds {ours}.{hint}"
     return (f"the ledger holds {ours} charge(s) for {what}, the provider made {theirs}. A line with "
             "no charge behind it is found only by reading the ledger's side too.")
@@ -180,6 +178,5 @@ def check_query(query: Query) -> QueryReport:
     (or ...) on every day is the exercise's starting state: it gets a hint, not the findings."""
     report = QueryReport([run_day(name, query) for name in DAYS])
     if all(day.unfilled for day in report.days):
-        report.hint = not_yet("differences returns None", "Total the charges per "
-                              "account on both sides, and compare. Then count the charges per upload.")
+        report.hint = not_yet("differences returns None: return a set of (kind, account or upload) pairs")
     return report

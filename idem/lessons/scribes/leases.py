@@ -3,6 +3,9 @@ stalls, and when each invocation held the lease (chapters 05 and 06).
 """
 from __future__ import annotations
 
+import contextlib
+import io
+
 from ...core.patterns import HANDLERS, HAS_DONE_STATE
 from ..answers import not_yet, unfilled
 from ...explore import scenarios as sc
@@ -88,7 +91,8 @@ def check_lease(my_timeout: float, work: float = 45.0) -> str:
     if isinstance(my_timeout, bool) or not isinstance(my_timeout, (int, float)) or not 0 < my_timeout <= 900:
         return (f"{my_timeout!r} is not a Lambda timeout: it is a number of seconds from 1 to 900 "
                 "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).")
-    stalled = zombie("keyed", pause=work, timeout=my_timeout)
+    with contextlib.redirect_stdout(io.StringIO()):  # keyed's log lines: the check's lines say it all
+        stalled = zombie("keyed", pause=work, timeout=my_timeout)
     crashed = sc.run(sc.Scenario("keyed", "after_charge", "once", how="crash", timeout=my_timeout))
     live_kept = last_status(stalled, delivery=2) == "WorkInProgress"
     lines = []

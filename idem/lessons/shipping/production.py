@@ -38,10 +38,11 @@ def upload_queue_numbers() -> dict[str, int]:
     it comes back, how many receives before the failure queue, when its last try comes (after
     receives - 1 waits) and when the queue moves it on (one more wait)."""
     queue = tp.load()["Resources"]["UploadQueue"]["Properties"]
-    visibility, receives = int(queue["VisibilityTimeout"]), int(queue["RedrivePolicy"]["maxReceiveCount"])
-    return {"retention days": int(queue["MessageRetentionPeriod"]) // 86400, "visibility s": visibility,
-            "max receives": receives, "last try s": visibility * (receives - 1),
-            "moved after s": visibility * receives}
+    visibility = int(queue["VisibilityTimeout"])
+    receives = int(queue["RedrivePolicy"]["maxReceiveCount"])
+    return {"retention days": int(queue["MessageRetentionPeriod"]) // 86400,
+            "visibility s": visibility, "max receives": receives,
+            "last try s": visibility * (receives - 1), "moved after s": visibility * receives}
 
 
 def outage_lines() -> str:
@@ -74,8 +75,7 @@ def check_receive_count(my_receives: Any) -> str:
     second of a 12-hour Stripe outage, in UploadQueue until Stripe answers again, with the
     visibility timeout unchanged. Wrong answers get the reason."""
     if unfilled(my_receives):
-        return not_yet("my_receives is None", "Find the queue's VisibilityTimeout in the template: "
-                       "how long is one wait between tries, and when does the first try come?")
+        return not_yet("my_receives is None: set it to a whole number of receives")
     if isinstance(my_receives, float) and my_receives.is_integer():
         my_receives = int(my_receives)
     if isinstance(my_receives, bool) or not isinstance(my_receives, int):

@@ -24,6 +24,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
     "07": (("Total", "per account", "per upload", "both sides", "Counter"),
            ("'no ledger line'", "'double charge'")),
+    "08": (("3", "4", "round", "larger", "twice", "rule", "list above"), ("rounds up to", "the larger of")),
     "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
     "10": (("121", "360", "VisibilityTimeout", "first try", "wait"), ("121",)),
     "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
@@ -71,6 +72,20 @@ def test_an_unanswered_check_says_what_to_fill_in_and_no_more(chapter):
     check_tokens, _ = ANSWER_TOKENS[chapter]
     found = [t for t in check_tokens if _holds(t, check)]
     assert not found, f"chapter {chapter}'s unanswered check gives away {found}: {check}"
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))
+def test_an_unanswered_check_is_one_sentence_with_no_direction(chapter):
+    """Only what to fill in: no second sentence that says where to start or which rules to apply
+    (03 once added "Start with the bucket and the object's name", 08 "Apply the rules of the list
+    above ... rounded up")."""
+    check, _ = _exercise(chapter)
+    said = " ".join(check.split())
+    assert said.startswith("No answer yet: ") and said.endswith("."), said
+    body = said.removeprefix("No answer yet: ")
+    assert not re.search(r"[.!?] \S", body), f"chapter {chapter}'s unanswered check says more than one sentence: {said}"
+    found = [w for w in ("start with", "apply", "rule", "look at", "find the", "hint") if w in body.lower()]
+    assert not found, f"chapter {chapter}'s unanswered check gives directions ({found}): {said}"
 
 
 @pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))

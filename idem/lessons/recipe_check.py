@@ -258,9 +258,7 @@ def check_recipe(recipe: KeyRecipe) -> RecipeReport:
     except Exception:  # noqa: BLE001 - the reader's code: the pitfalls below report it
         first = ""
     if unfilled(first):
-        return RecipeReport(hint=not_yet(
-            "my_recipe returns no key", "Return a string built from the record's fields: print(record) "
-            "shows them. Start with the bucket and the object's name, and the check says what is missing."))
+        return RecipeReport(hint=not_yet("my_recipe returns no key: return the idempotency key, a string"))
     findings = []
     for name, pitfall in PITFALLS.items():
         try:

@@ -239,8 +239,7 @@ def check_units(prediction: dict[str, float | None], client: Any) -> str:
     if missing:
         return f"Predict every request: {', '.join(missing)} has no prediction."
     if unfilled(prediction):
-        return not_yet("my_prediction holds no number", "Apply the rules of the list above to each "
-                       "request: the item's size, rounded up, and what a failed write and a transaction bill.")
+        return not_yet("my_prediction holds no number: put a number of write units beside each request")
     lines = []
     for request, units in meter_examples(client).items():
         guess = prediction[request]

@@ -152,3 +152,32 @@ def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
     said = leases.check_lease(30, work=45)
     assert said.startswith("Not yet (1)")
     assert capsys.readouterr().out == ""
+
+
+def _printed_lines(prefix: str) -> list[tuple[int, str]]:
+    (path,) = (ROOT / "notebooks").glob(f"{prefix}_*.ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [(i, line) for i, cell in enumerate(cells) for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" for line in "".join(output["text"]).splitlines()]
+
+
+@pytest.mark.parametrize("chapter", ["03", "08", "09"])
+def test_every_printed_line_fits_the_page(chapter):
+    """Chapter 09's deploy report once printed lines of up to 248 characters (cells 2, 34, 36, 38,
+    42, 51, 54); 03's story summary 129 and 08's setup, price and receipt lines up to 174."""
+    wide = [(i, len(line)) for i, line in _printed_lines(chapter) if len(line) > 100]
+    assert not wide, f"chapter {chapter}: (cell, characters) of lines over 100: {wide}"
+
+
+def test_a_report_line_folds_at_its_natural_breaks_and_keeps_every_word():
+    from idem import views
+
+    line = ("gap       UploadBucket notification: s3:ObjectCreated:CompleteMultipartUpload -> idem-demo-charge, "
+            "s3:ObjectCreated:Post -> idem-demo-charge, s3:ObjectCreated:Put -> idem-demo-charge "
+            "(moto had 'none'; set with put_bucket_notification_configuration)")
+    rows = views.fold_report(line).splitlines()
+    assert all(len(row) <= 100 for row in rows) and len(rows) == 3
+    assert rows[0].endswith("idem-demo-charge,") and rows[2] == "          (moto had 'none'; set with " \
+                                                                 "put_bucket_notification_configuration)"
+    assert " ".join(views.fold_report(line).split()) == " ".join(line.split())
+    assert views.fold_report("short line") == "short line"

@@ -7,7 +7,7 @@ below is re-exported here.
 """
 from __future__ import annotations
 
-from .code import (BREAK_REASONS, explain_breaks, find_calls, fold, folded_output, show_call, show_json, show_lines,
+from .code import (BREAK_REASONS, explain_breaks, find_calls, fold, fold_report, folded_output, say_folded, show_call, show_json, show_lines,
                    show_source, show_text, template_lines)
 from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, Whole, attempts_frame, colour_key, attempts_of,
                      compact_items, fields_frame, footprints_frame, invocations_frame, items_by_handler,
@@ -37,7 +37,7 @@ from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, s
 
 __all__ = [
     # code and text
-    "BREAK_REASONS", "explain_breaks", "find_calls", "fold", "folded_output", "show_call", "show_json", "show_lines", "show_source", "show_text", "template_lines",
+    "BREAK_REASONS", "explain_breaks", "find_calls", "fold", "fold_report", "folded_output", "say_folded", "show_call", "show_json", "show_lines", "show_source", "show_text", "template_lines",
     # tables
     "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "Whole", "attempts_frame", "colour_key", "attempts_of",
     "compact_items", "fields_frame", "footprints_frame", "invocations_frame", "items_by_handler", "items_frame", "late_frame", "matrix_table",

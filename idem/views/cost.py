@@ -83,9 +83,9 @@ def bill_chart(bills: Iterable[Any], title: str = "What one upload costs on Dyna
 
 def price_note(price: OnDemandPrice = US_EAST_1) -> str:
     """The price the dollars use: region, figures, the date they were read as current, the page."""
-    return (f"on-demand prices, {price.region}, read as current on {price.as_of}: "
-            f"${price.usd_per_million_wru:g} per million write units, "
-            f"${price.usd_per_million_rru:g} per million read units ({price.source})")
+    return (f"on-demand prices, {price.region}: ${price.usd_per_million_wru:g} per million write units, "
+            f"${price.usd_per_million_rru:g} per million read units\n"
+            f"read as current on {price.as_of} ({price.source})")
 
 
 # -- keyed's commit, three designs ----------------------------------------------------------------
@@ -147,13 +147,13 @@ def itemise_designs(designs: Iterable[Any] = commit_designs.DESIGNS) -> pd.DataF
 
 
 def receipt_lines(parts: pd.DataFrame) -> list[str]:
-    """One line per design: its parts' write units, added up."""
+    """One entry per design: its name, then on the next line its parts' write units, added up."""
     lines = []
     for design, rows in parts.groupby("commit design", sort=False):
         paid = [f"{row['part']} ({row['request']}) {row['write units']:g}" if row["request"]
                 else f"{row['part']} {row['write units']:g}"
                 for _, row in rows.iterrows() if row["write units"]]
-        lines.append(f"{design}: {' + '.join(paid)} = {rows['write units'].sum():g} write units")
+        lines.append(f"{design}:\n  {' + '.join(paid)} = {rows['write units'].sum():g} write units")
     return lines
 
 

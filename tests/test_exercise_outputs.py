@@ -24,6 +24,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
     "07": (("Total", "per account", "per upload", "both sides", "Counter"),
            ("'no ledger line'", "'double charge'")),
+    "08": (("3", "4", "round", "larger", "twice", "rule", "list above"), ("rounds up to", "the larger of")),
     "09": (("same key", "replay", "three", "provider", "in_progress", "3"), ("replay", "in_progress")),
     "10": (("121", "360", "VisibilityTimeout", "first try", "wait"), ("121",)),
     "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
@@ -71,6 +72,20 @@ def test_an_unanswered_check_says_what_to_fill_in_and_no_more(chapter):
     check_tokens, _ = ANSWER_TOKENS[chapter]
     found = [t for t in check_tokens if _holds(t, check)]
     assert not found, f"chapter {chapter}'s unanswered check gives away {found}: {check}"
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))
+def test_an_unanswered_check_is_one_sentence_with_no_direction(chapter):
+    """Only what to fill in: no second sentence that says where to start or which rules to apply
+    (03 once added "Start with the bucket and the object's name", 08 "Apply the rules of the list
+    above ... rounded up")."""
+    check, _ = _exercise(chapter)
+    said = " ".join(check.split())
+    assert said.startswith("No answer yet: ") and said.endswith("."), said
+    body = said.removeprefix("No answer yet: ")
+    assert not re.search(r"[.!?] \S", body), f"chapter {chapter}'s unanswered check says more than one sentence: {said}"
+    found = [w for w in ("start with", "apply", "rule", "look at", "find the", "hint") if w in body.lower()]
+    assert not found, f"chapter {chapter}'s unanswered check gives directions ({found}): {said}"
 
 
 @pytest.mark.parametrize("chapter", sorted(ANSWER_TOKENS))
@@ -137,3 +152,32 @@ def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
     said = leases.check_lease(30, work=45)
     assert said.startswith("Not yet (1)")
     assert capsys.readouterr().out == ""
+
+
+def _printed_lines(prefix: str) -> list[tuple[int, str]]:
+    (path,) = (ROOT / "notebooks").glob(f"{prefix}_*.ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [(i, line) for i, cell in enumerate(cells) for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" for line in "".join(output["text"]).splitlines()]
+
+
+@pytest.mark.parametrize("chapter", ["03", "08", "09"])
+def test_every_printed_line_fits_the_page(chapter):
+    """Chapter 09's deploy report once printed lines of up to 248 characters (cells 2, 34, 36, 38,
+    42, 51, 54); 03's story summary 129 and 08's setup, price and receipt lines up to 174."""
+    wide = [(i, len(line)) for i, line in _printed_lines(chapter) if len(line) > 100]
+    assert not wide, f"chapter {chapter}: (cell, characters) of lines over 100: {wide}"
+
+
+def test_a_report_line_folds_at_its_natural_breaks_and_keeps_every_word():
+    from idem import views
+
+    line = ("gap       UploadBucket notification: s3:ObjectCreated:CompleteMultipartUpload -> idem-demo-charge, "
+            "s3:ObjectCreated:Post -> idem-demo-charge, s3:ObjectCreated:Put -> idem-demo-charge "
+            "(moto had 'none'; set with put_bucket_notification_configuration)")
+    rows = views.fold_report(line).splitlines()
+    assert all(len(row) <= 100 for row in rows) and len(rows) == 3
+    assert rows[0].endswith("idem-demo-charge,") and rows[2] == "          (moto had 'none'; set with " \
+                                                                 "put_bucket_notification_configuration)"
+    assert " ".join(views.fold_report(line).split()) == " ".join(line.split())
+    assert views.fold_report("short line") == "short line"

@@ -100,8 +100,14 @@ def test_the_reasons_name_the_cause():
     assert "a clock or a random id" in why(WRONG["clock"][0], DUPLICATE)
     assert "KeyError" in why(WRONG["version field read directly"][0], UNVERSIONED)
     assert "no versionId field" in why(WRONG["version field read directly"][0], UNVERSIONED)
-    assert "add the sequencer" in why(WRONG["version, no fallback"][0], UNVERSIONED)
-    assert "add the versionId" in why(WRONG["etag only"][0], VERSIONED)
+    # each reason ends in a question that narrows; it once named the fix ("add the sequencer",
+    # "add the versionId", "hash the recipe's text (sha256)", "leave the context out")
+    assert why(WRONG["version, no fallback"][0], UNVERSIONED).endswith("which field still differs per upload there?")
+    assert why(WRONG["etag only"][0], VERSIONED).endswith("which field of the record is new for every upload?")
+    for wrong in WRONG.values():
+        for finding in check_recipe(wrong[0]).findings:
+            assert not any(fix in finding.why for fix in ("add the", "sha256", "hash", "leave the context out",
+                                                          "sequencer,", "versionId,")), finding.why
     assert re.search(r"is [\d,]+ characters, over Stripe's 255-character limit", why(WRONG["json, not hashed"][0], LONG))
 
 

@@ -7,7 +7,7 @@ below is re-exported here.
 """
 from __future__ import annotations
 
-from .code import (BREAK_REASONS, explain_breaks, find_calls, fold, folded_output, show_call, show_json, show_lines,
+from .code import (BREAK_REASONS, explain_breaks, find_calls, fold, fold_report, folded_output, say_folded, show_call, show_json, show_lines,
                    show_source, show_text, template_lines)
 from .tables import (OUTCOME_COLUMNS, TIME_ATTRIBUTES, VERDICT_COLOURS, Styled, Whole, attempts_frame, colour_key, attempts_of,
                      compact_items, fields_frame, footprints_frame, invocations_frame, items_by_handler,
@@ -28,7 +28,7 @@ from .widgets import (FAULTS, PATTERN_BOOKS, REPLAYS, HandlerChoices, Replay, ch
 from .intro import (RESULT_COLUMNS, ClaimCost, claim_costs, explore_outcome, lost_put, outcome_explorer,
                     result_frame, show_outcome)
 from .cost import (CASE_COLOURS, CASE_LABELS, EXAMPLES, PART_COLOURS, bill_chart, bill_frame, bill_summary, designs_chart,
-                   designs_frame, itemise_design, itemise_designs, meter_examples, check_units, EXAMPLE_RULES, price_note, receipt_lines,
+                   designs_frame, itemise_design, itemise_designs, meter_examples, check_units, EXAMPLE_HINTS, price_note, receipt_lines,
                    scratch_table, sized_item, units_table)
 from .ship import (CHOICES, SYSTEMS, check_choices, pattern_rows, pattern_table, recommend, recommend_explore, recommend_explorer)
 from .local_aws import (check_event_age, crossings_frame, lock_chart, lock_races, powertools_reads, probe_moto, run_runtime, runtime_explore, runtime_explorer)
@@ -37,7 +37,7 @@ from .sequence import (KINDS, Message, Sequence, attempt_name, sequence_chart, s
 
 __all__ = [
     # code and text
-    "BREAK_REASONS", "explain_breaks", "find_calls", "fold", "folded_output", "show_call", "show_json", "show_lines", "show_source", "show_text", "template_lines",
+    "BREAK_REASONS", "explain_breaks", "find_calls", "fold", "fold_report", "folded_output", "say_folded", "show_call", "show_json", "show_lines", "show_source", "show_text", "template_lines",
     # tables
     "OUTCOME_COLUMNS", "TIME_ATTRIBUTES", "VERDICT_COLOURS", "Styled", "Whole", "attempts_frame", "colour_key", "attempts_of",
     "compact_items", "fields_frame", "footprints_frame", "invocations_frame", "items_by_handler", "items_frame", "late_frame", "matrix_table",
@@ -58,7 +58,7 @@ __all__ = [
     "show_story", "show_zombie", "story_explore", "story_explorer", "zombie_explorer",
     # the first chapters (intro)
     "RESULT_COLUMNS", "ClaimCost", "claim_costs", "explore_outcome", "lost_put", "outcome_explorer", "result_frame", "show_outcome",
-    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "bill_summary", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "check_units", "EXAMPLE_RULES", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
+    "CASE_COLOURS", "CASE_LABELS", "EXAMPLES", "PART_COLOURS", "bill_chart", "bill_frame", "bill_summary", "designs_chart", "designs_frame", "itemise_design", "itemise_designs", "meter_examples", "check_units", "EXAMPLE_HINTS", "price_note", "receipt_lines", "scratch_table", "sized_item", "units_table",  # cost
     "CHOICES", "SYSTEMS", "check_choices", "check_event_age", "crossings_frame", "lock_chart", "lock_races", "pattern_rows", "pattern_table", "powertools_reads", "probe_moto", "recommend", "recommend_explore", "recommend_explorer", "run_runtime", "runtime_explore", "runtime_explorer",  # chapter 11 (ship) and chapter 12 (local_aws)
     # sequence diagrams of a run
     "KINDS", "Message", "Sequence", "attempt_name", "sequence_chart", "sequence_of", "show_code",

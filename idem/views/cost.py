@@ -83,9 +83,9 @@ def bill_chart(bills: Iterable[Any], title: str = "What one upload costs on Dyna
 
 def price_note(price: OnDemandPrice = US_EAST_1) -> str:
     """The price the dollars use: region, figures, the date they were read as current, the page."""
-    return (f"on-demand prices, {price.region}, read as current on {price.as_of}: "
-            f"${price.usd_per_million_wru:g} per million write units, "
-            f"${price.usd_per_million_rru:g} per million read units ({price.source})")
+    return (f"on-demand prices, {price.region}: ${price.usd_per_million_wru:g} per million write units, "
+            f"${price.usd_per_million_rru:g} per million read units\n"
+            f"read as current on {price.as_of} ({price.source})")
 
 
 # -- keyed's commit, three designs ----------------------------------------------------------------
@@ -147,13 +147,13 @@ def itemise_designs(designs: Iterable[Any] = commit_designs.DESIGNS) -> pd.DataF
 
 
 def receipt_lines(parts: pd.DataFrame) -> list[str]:
-    """One line per design: its parts' write units, added up."""
+    """One entry per design: its name, then on the next line its parts' write units, added up."""
     lines = []
     for design, rows in parts.groupby("commit design", sort=False):
         paid = [f"{row['part']} ({row['request']}) {row['write units']:g}" if row["request"]
                 else f"{row['part']} {row['write units']:g}"
                 for _, row in rows.iterrows() if row["write units"]]
-        lines.append(f"{design}: {' + '.join(paid)} = {rows['write units'].sum():g} write units")
+        lines.append(f"{design}:\n  {' + '.join(paid)} = {rows['write units'].sum():g} write units")
     return lines
 
 
@@ -222,25 +222,26 @@ def meter_examples(client: Any) -> dict[str, float]:
     return {label: request.wru for label, request in zip(EXAMPLES, meter.requests)}
 
 
-#: Why each of chapter 08's exercise requests bills what it does, for a wrong prediction.
-EXAMPLE_RULES = {
-    "put a 2.5 KB item": "a write unit covers 1 KB and the item's size is rounded up to whole KB",
-    "put it again, condition failing": "a failed conditional write still bills, on the larger of "
-                                       "the stored item and the new one",
-    "transaction putting two 600-byte items": "each item rounds up to 1 KB on its own, and a "
-                                              "transaction writes every item twice (prepare, commit)",
+#: A wrong prediction's hint for each of chapter 08's exercise requests: a question that points
+#: to the rule of the chapter's list it missed, without stating the rule or the number.
+EXAMPLE_HINTS = {
+    "put a 2.5 KB item": "A write unit covers 1 KB: what becomes of the half KB left over?",
+    "put it again, condition failing": "Is a write whose condition fails free, and whose size "
+                                       "does it bill on?",
+    "transaction putting two 600-byte items": "Does each item round on its own, and how many times "
+                                              "does a transaction bill each one?",
 }
 
 
 def check_units(prediction: dict[str, float | None], client: Any) -> str:
     """Chapter 08's exercise: the predicted write units of each EXAMPLES request against the
-    meter's, one line each. A wrong or missing prediction gets the rule it missed, not the number."""
+    meter's, one line each. A wrong prediction gets a question that points to the rule it
+    missed; neither the rule nor the number."""
     missing = [request for request in EXAMPLES if request not in prediction]
     if missing:
         return f"Predict every request: {', '.join(missing)} has no prediction."
     if unfilled(prediction):
-        return not_yet("my_prediction holds no number", "Apply the rules of the list above to each "
-                       "request: the item's size, rounded up, and what a failed write and a transaction bill.")
+        return not_yet("my_prediction holds no number: put a number of write units beside each request")
     lines = []
     for request, units in meter_examples(client).items():
         guess = prediction[request]
@@ -249,5 +250,6 @@ def check_units(prediction: dict[str, float | None], client: Any) -> str:
         elif guess == units:
             lines.append(f"{request}: right, the meter says {units:g}.")
         else:
-            lines.append(f"{request}: not {guess:g}. The rule: {EXAMPLE_RULES[request]}.")
+            whole = "" if float(guess).is_integer() else " Write units come in whole numbers."
+            lines.append(f"{request}: not {guess:g}.{whole}\n  {EXAMPLE_HINTS[request]}")
     return "\n".join(lines)

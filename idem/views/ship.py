@@ -411,11 +411,11 @@ def expanded_template(parameters: Mapping[str, str] | None = None) -> dict[str, 
 
 
 def template_summary(real_aws: bool = False) -> str:
-    """Chapter 09's first line: the template's parameters, each profile's resources after the SAM
-    transform, and whether the chapter's real-AWS cells run."""
+    """Chapter 09's first lines: the template's parameters, each profile's resources after the SAM
+    transform; then whether the chapter's real-AWS cells run."""
     counts = ", ".join(f"{len(tp.resolve(expanded_template(), {'Profile': name})['Resources'])} resources in {name}"
                        for name in tp.PROFILES)
-    return (f"template.yaml: {len(tp.load()['Parameters'])} parameters, {counts} after the SAM transform; "
+    return (f"template.yaml: {len(tp.load()['Parameters'])} parameters, {counts} after the SAM transform\n"
             f"real AWS cells {'ON' if real_aws else 'off'}")
 
 
@@ -521,8 +521,9 @@ def lose_upload(deployment: Any, key: str) -> str:
 
 
 def reconcile_line(report: Any) -> str:
-    """One reconciliation report in a line: its window, the three sides it counted, and what it found."""
-    return (f"window {report.to_dict()['window']}: {report.uploads} upload(s), {report.ledger_lines} "
+    """One reconciliation report in two lines: its window; the three sides it counted, and what it
+    found."""
+    return (f"window {report.to_dict()['window']}:\n  {report.uploads} upload(s), {report.ledger_lines} "
             f"ledger line(s), {report.provider_charges} charge(s), {report.differences} difference(s)")
 
 

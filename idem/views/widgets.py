@@ -180,7 +180,7 @@ def race_explorer(threads: int = 8, rounds: int = 50) -> widgets.Widget:
 
 def show_story(run: key_stories.StoryRun) -> None:
     """One story's arrivals, each with its key and verdict, wrong ones in red."""
-    print(f"{run.story.title} ({run.story.note}), recipe {run.recipe}"
+    print(f"{run.story.title} ({run.story.note})\n  recipe {run.recipe}"
           f"{'' if run.story.versioned else ', bucket NOT versioned'}: {run.summary()}")
     display(tables.Styled(tables.rows_frame(run.rows).style.set_uuid("story").hide(axis="index")
                           .format({"t": "{:g}"}).map(

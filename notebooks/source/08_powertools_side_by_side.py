@@ -28,8 +28,8 @@ from idem.lessons.shipping import powertools_runs as runs
 from idem.explore import scenarios as sc
 
 world, table = runs.chapter_world()  # a fresh local world, with a table for Powertools' records
-print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}, "
-      f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
+print(f"ledger {world.ledger_table}, provider {world.provider_table}, Powertools table {table}")
+print(f"failure queue {world.queue_name}, clock at t={world.clock.t:.0f} s")
 
 
 # %% [markdown]

@@ -287,10 +287,11 @@ print(sorted({path.parent.as_posix() for path in shipped}),
 #
 # `MotoDeployment` does what a deploy does, in order, against moto's CloudFormation: it packages
 # the code, expands the SAM transform and creates the stack. The names it prints are the stack's
-# own. It stages a failure: the first attempt fails after its charge.
+# own. It stages a failure: the first attempt fails after its charge. Its report prints a line per
+# step, folded to the page by `views.say_folded`.
 
 # %%
-dry = MotoDeployment("idem-demo")
+dry = MotoDeployment("idem-demo", say=views.say_folded)
 _ = dry.package()
 _ = dry.deploy("naive")
 

@@ -193,8 +193,7 @@ def lambda_retry(call: _Caller, ev: Events) -> str | None:
     first = call.key(ev.upload)
     if call.key(ev.upload, later=RETRY_DELAY) != first:
         return ("Lambda's retry, a minute later with the same record and request id, got a new key "
-                "and would charge again, so build the key from the event's fields only, not the "
-                "clock or a random id")
+                "and would charge again: what in your key changes from one call to the next?")
     return None
 
 
@@ -204,7 +203,7 @@ def s3_duplicate(call: _Caller, ev: Events) -> str | None:
         return None
     if call.key(ev.upload, "first-invocation", later=DUPLICATE_DELAY) == first:
         return ("S3's second delivery is a new invocation with a new request id, and the key "
-                "changed with it, so the duplicate would charge again: leave the context out")
+                "changed with it, so the duplicate would charge again: what does the key take from the context?")
     return ("the key changed between two deliveries of the same record (a clock or a random id?), "
             "so S3's second delivery would charge again")
 
@@ -213,7 +212,7 @@ def same_bytes_versioned(call: _Caller, ev: Events) -> str | None:
     first, second = (call.key(r) for r in ev.versioned_pair)
     if first == second:
         return (f"two uploads of {NAME} with the same bytes got one key, so the second upload "
-                "would never be charged: add the versionId, which is new for every upload")
+                "would never be charged: which field of the record is new for every upload?")
     return None
 
 
@@ -222,8 +221,7 @@ def same_bytes_unversioned(call: _Caller, ev: Events) -> str | None:
     first, second = (call.key(r, where=where) for r in ev.unversioned_pair)
     if first == second:
         return (f"two uploads of {NAME} to a bucket without versioning (no versionId) got one key, "
-                "so the second upload would never be charged: add the sequencer, which differs per "
-                "upload")
+                "so the second upload would never be charged: which field still differs per upload there?")
     return None
 
 
@@ -234,7 +232,7 @@ def long_name(call: _Caller, ev: Events) -> str | None:
             if "%C3%A9" in key else ""
         return (f"the key for a 1,024-byte name is {len(key):,} characters{encoded}, over Stripe's "
                 f"{STRIPE_MAX_KEY_CHARS}-character limit for the idempotency key the provider "
-                "gets, so hash the recipe's text (sha256) to a fixed size")
+                "gets: what turns any text into a string of one fixed size?")
     # 255 characters are at most 1,020 bytes of UTF-8: within DynamoDB's partition key as well.
     assert STRIPE_MAX_KEY_CHARS * 4 <= MAX_PARTITION_KEY_BYTES
     return None
@@ -258,9 +256,7 @@ def check_recipe(recipe: KeyRecipe) -> RecipeReport:
     except Exception:  # noqa: BLE001 - the reader's code: the pitfalls below report it
         first = ""
     if unfilled(first):
-        return RecipeReport(hint=not_yet(
-            "my_recipe returns no key", "Return a string built from the record's fields: print(record) "
-            "shows them. Start with the bucket and the object's name, and the check says what is missing."))
+        return RecipeReport(hint=not_yet("my_recipe returns no key: return the idempotency key, a string"))
     findings = []
     for name, pitfall in PITFALLS.items():
         try:

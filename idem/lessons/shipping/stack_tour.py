@@ -8,6 +8,7 @@ for the production profile.
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from ...deploy import template as tp
@@ -73,7 +74,8 @@ def resource(logical_id: str, keep: tuple[str, ...] | None = None) -> str:
     shown = [line for name, block in entries if name in keep for line in block]
     left = [name for name, _ in entries if name not in keep]
     if left:
-        shown.append(f"    # ... and {len(left)} more in template.yaml: {', '.join(left)}")
+        shown.extend(textwrap.wrap(f"# ... and {len(left)} more in template.yaml: {', '.join(left)}", 96,
+                                   initial_indent="    ", subsequent_indent="    #   "))
     return "\n".join(head + shown)
 
 

@@ -23,13 +23,16 @@ LAB_ARGS ?=
 
 install: $(STAMP)
 
+# `PY $(RUNS_VERSION)` succeeds when PY is Python $(PYTHON_VERSION).
+RUNS_VERSION = -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_VERSION))))'
+
 # What Binder installs (the workbook extra's closure) at the pinned versions; the rest floats.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@[ -n "$(PYTHON)" ] || { tools/find_python.sh $(PYTHON_VERSION); exit 1; }
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_VERSION))))' || \
+	@$(PYTHON) $(RUNS_VERSION) || \
 		{ echo "Python $(PYTHON_VERSION) is needed (found $$($(PYTHON) --version)): the suite, Binder and Lambda run it"; exit 1; }
 	@# A .venv of another Python (an older clone's) is built anew, not patched.
-	@[ ! -x $(PY) ] || $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma) ,$(PYTHON_VERSION))))' || \
+	@[ ! -x $(PY) ] || $(PY) $(RUNS_VERSION) || \
 		{ echo "$(VENV) runs $$($(PY) --version): building it anew on $(PYTHON_VERSION)"; rm -rf $(VENV); }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[dev]'

@@ -30,8 +30,8 @@ CAUGHT = {
         "reference=reference,",
         (0,), "double_charge"),
     "errors swallowed": (
-        "            self.ledger.release(ref.idempotency_key, owner)\n            raise\n",
-        "            self.ledger.release(ref.idempotency_key, owner)\n            return {\"status\": \"failed\"}\n",
+        "            self.ledger.release(claimed)\n            raise\n",
+        "            self.ledger.release(claimed)\n            return {\"status\": \"failed\"}\n",
         (0,), "silent_loss"),
     "failures not raised": (
         "    if len(failures) == 1 and not batch.malformed:\n        raise failures[0]\n"
@@ -89,8 +89,8 @@ CAUGHT = {
 #: reaches no item keyed writes: that mutant changed nothing a schedule could run.
 NOT_CAUGHT = {
     "no lease (a copy takes over at once)": (
-        "if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) or existing.status is Status.RELEASED:",
-        "if existing.status is Status.IN_PROGRESS or existing.status is Status.RELEASED:", True),
+        "if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \\\n",
+        "if existing.status is Status.IN_PROGRESS \\\n", True),
     "lease shorter than the work": (
         "lease_until = self.now() + remaining_ms / 1000",
         "lease_until = self.now() + 1", True),

@@ -12,7 +12,7 @@ import pytest
 import stripe
 
 from idem.core.events import s3_record
-from idem.core.handlers import keyed, keyed_log
+from idem.core.handlers import keyed, keyed_events
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600
@@ -233,7 +233,7 @@ def test_a_pending_order_is_not_charged_again(world, monkeypatch):
 
 
 def test_declines_and_pendings_are_metrics():
-    doc = keyed_log.metrics_document({"declined": 2, "pending": 1}, "charge", 0)
+    doc = keyed_events.metrics_document({"declined": 2, "pending": 1}, "charge", 0)
     names = {m["Name"] for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert {"declined", "pending", "ignored", "malformed"} <= names and doc["declined"] == 2
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from idem.core.handlers import keyed, keyed_log
+from idem.core.handlers import keyed, keyed_events
 from idem.core import order_csv
 from idem.sim.boundary import FaultPlan
 from idem.sim.runtime import LocalLambda
@@ -82,9 +82,9 @@ def test_each_invocation_prints_one_valid_metric_document_counting_its_outcome(w
     objects, _ = parsed(runtime)
     (doc,) = emf_documents(objects)
     validate_emf(doc)
-    counted = {name: doc[name] for name in keyed_log.OUTCOMES}
-    assert counted == {name: int(name == outcome) for name in keyed_log.OUTCOMES}
-    assert set(keyed_log.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
+    counted = {name: doc[name] for name in keyed_events.OUTCOMES}
+    assert counted == {name: int(name == outcome) for name in keyed_events.OUTCOMES}
+    assert set(keyed_events.OUTCOMES) >= {"charged", "duplicate", "declined", "needs_attention",
                                    "work_in_progress", "lost_ownership"}
 
 
@@ -156,4 +156,4 @@ def test_a_log_line_carries_the_handlers_clock_not_the_machines(capsys):
     (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines() if text.startswith("{")]
     assert line["message"].startswith("lost ownership") and line["timestamp"] == "2026-01-01T00:00:45Z"
     record = logging.LogRecord("keyed", logging.INFO, "", 0, "m", None, None)
-    assert json.loads(keyed_log.JsonLines().format(record))["timestamp"] == keyed_log.utc(record.created)
+    assert json.loads(keyed_events.JsonLines().format(record))["timestamp"] == keyed_events.utc(record.created)

@@ -146,8 +146,10 @@ def test_every_sibling_is_listed_and_imported_by_plain_name_when_copied():
     on_disk = {p.name for p in HANDLERS.glob("keyed*.py")}
     assert on_disk == set(FILES)
     sources = "".join((HANDLERS / name).read_text() for name in FILES)
-    for name in FILES[1:]:  # each one imported (by keyed.py, or a sibling) by its plain name
+    for name in FILES_TO_COPY[1:]:  # each one imported (by keyed.py, or a sibling) by its plain name
         assert f"from {name[:-3]} import" in sources or f"import {name[:-3]} as" in sources, name
+    # the optional file, found by its plain name when it is there (keyed_settings.optional_file)
+    assert f'else "{OPTIONAL_FILE[:-3]}"' in (HANDLERS / "keyed_settings.py").read_text()
 
 
 def test_mypy_strict_passes_on_the_copied_folder(copied):

@@ -17,7 +17,7 @@
 
 # %%
 from idem import views
-from idem.core.handlers import (keyed, keyed_dynamo, keyed_events, keyed_log, keyed_orders, keyed_provider,
+from idem.core.handlers import (keyed, keyed_event_shapes, keyed_events, keyed_orders, keyed_provider,
                                 keyed_settings, keyed_stripe)
 from idem.lessons.scribes import money
 from idem.lessons.shipping import production
@@ -156,11 +156,15 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy the folder's `keyed*.py` files into your function's folder, then change them for
+# You copy the folder's six `keyed*.py` files into your function's folder, then change them for
 # production. `keyed.py` is the handler: the claim, the charge with the key, the commit and the
 # entry point. Its siblings hold the rest: which order an upload is (`keyed_orders.py`), the event
-# parser, the settings, what a provider's answer means (`keyed_provider.py`), the log lines, and
-# `keyed_stripe.py`, the Stripe adapter. As shipped they charge each order once: the customer the
+# parser with the log lines (`keyed_events.py`), the settings and the DynamoDB record
+# (`keyed_settings.py`), what a provider's answer means (`keyed_provider.py`), and
+# `keyed_stripe.py`, the Stripe adapter. A seventh file, `keyed_event_shapes.py`, is what you may
+# drop: the shapes and modes the production stack never uses (SNS and EventBridge events; the
+# order modes of chapter 03 that read no order file). Without it those events are refused as
+# malformed and those modes refuse to start. As shipped they charge each order once: the customer the
 # account is linked to, at the amount the file names, within the limits. Before a real customer is
 # charged you set, as *Make it yours* below shows:
 #
@@ -175,8 +179,9 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # modules it imports. None imports `idem`, so they run from any folder:
 
 # %%
-print(views.ship.files_to_copy(keyed, keyed_orders, keyed_events, keyed_settings, keyed_provider, keyed_log,
-                               keyed_dynamo, keyed_stripe))
+print(views.ship.files_to_copy(keyed, keyed_orders, keyed_events, keyed_settings, keyed_provider, keyed_stripe))
+print("optional:")
+print(views.ship.files_to_copy(keyed_event_shapes))
 
 # %% [markdown]
 # `keyed.py` is the file to read before you copy: the protocol of chapters 02 to 07, and nothing

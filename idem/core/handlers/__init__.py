@@ -2,14 +2,26 @@
 
 `idem.core.patterns` names them for the entry point's HANDLER_MODE.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 #: The handler to copy: the files a reader copies into a function's folder (keyed.py and its
 #: siblings, which it imports by their plain names; keyed_stripe.py is its Stripe adapter).
-FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_dynamo.py", "keyed_log.py",
-                 "keyed_orders.py", "keyed_provider.py", "keyed_stripe.py")
-#: Optional beside them: the event shapes the stack never sends (SNS, EventBridge); without it,
-#: the handler refuses them as malformed.
+FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_orders.py", "keyed_provider.py",
+                 "keyed_stripe.py")
+#: Optional beside them, what a reader may drop: the shapes and modes the production stack never uses
+#: (SNS, EventBridge; ORDER_IDENTITY=object-name, upload). Without it, the handler refuses those events
+#: as malformed, and those modes at cold start.
 OPTIONAL_FILE = "keyed_event_shapes.py"
 #: The tests that ship with the copy: run in a folder holding only the files above (pytest, boto3,
 #: moto and stripe installed; nothing of idem).
 SHIPPED_TESTS = "test_keyed.py"
+
+
+def __getattr__(name: str) -> Any:
+    """`keyed_log`, the old name of the log lines and metrics, now in keyed_events.py (for idem's older imports)."""
+    if name == "keyed_log":
+        return importlib.import_module(f"{__name__}.keyed_events")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

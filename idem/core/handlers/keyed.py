@@ -1,10 +1,8 @@
 """The keyed scribe: charge a customer once per ORDER, however often S3, Lambda and the uploader repeat it.
 
-The handler to copy: the claim, the charge with the order's key, the fenced commit and the
-handler. Its siblings, imported by their plain names when copied: keyed_orders.py (which order
-an upload is), keyed_events.py, keyed_settings.py, keyed_provider.py (what Stripe's answers mean),
-keyed_log.py, keyed_dynamo.py and keyed_stripe.py (Stripe's SDK). What it promises about money,
-and why each step is there, is docs/money_contract.md; how to deploy it, README.md.
+The handler to copy: the claim, the charge with the order's key, the fenced commit and the handler.
+Its siblings, imported by their plain names when copied, are listed in README.md; what it promises
+about money, and why each step is there, is docs/money_contract.md.
 1. Claim: one conditional put of an `in_progress` record under the order's key, with a lease
    to this invocation's deadline; a refused put returns the record (a duplicate, a live lease,
    or a lease run out, taken over keeping the first attempt's time and payment method).
@@ -26,20 +24,17 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_dynamo import (Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write,
-                              from_item, ours)
-    from keyed_log import log, log_outcome, metrics_document, read_logged, utc
+    from keyed_events import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
                               who_pays)
     from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
                                 find_charge, make_provider, meaning_of, read_saved_method)
-    from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention,
-                                ProviderAuthFailed, RecordsFailed, Settings, WorkInProgress, aws_config, enough_time,
-                                settings_from_env)
+    from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
+                                LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
+                                Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
+                                conditional_write, enough_time, from_item, ours, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
-    from .keyed_dynamo import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        Claim as Claim, Record as Record, Status as Status, as_item, as_values, conditional_write, from_item, ours)
-    from .keyed_log import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
@@ -47,11 +42,14 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        DAY, KEY_AGE_MARGIN_SECONDS, ConfigError as ConfigError, LostOwnership, NeedsAttention, ProviderAuthFailed,
-        RecordsFailed, Settings, WorkInProgress, aws_config, enough_time, settings_from_env)
+        DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
+        ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
+        as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
 
 #: The sparse index of ledger lines (partition key `account`, sort key `booked_at`; template.yaml).
 BOOKS_INDEX = "by_account"
+#: The fence of every write to a claimed record: only its owner, while it is in progress.
+FENCE = "#o = :me AND #s = :in_progress"
 
 
 class KeyedLedger:
@@ -63,8 +61,7 @@ class KeyedLedger:
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "",
               metadata: Mapping[str, str] | None = None) -> Claim:
-        """Claim the order in one call, or learn who holds it (a duplicate costs one call). A claim
-        never expires (it may stand for a charge made): only a lease that ran out is taken over."""
+        """Claim the order in one call, or learn who holds it; only a lease that ran out is taken over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
                       metadata=dict(metadata) if metadata else None)
@@ -76,15 +73,14 @@ class KeyedLedger:
         existing = Record.from_item(old)
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
-        if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) or existing.status is Status.RELEASED:
+        if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \
+                or existing.status is Status.RELEASED:
             return self._take_over(existing, mine)
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a run-out lease or a released record, fenced to what we read, keeping the first
-        attempt's time, its payment method and the charge's metadata."""
-        owner = new.owner
-        mine = replace(old, status=Status.IN_PROGRESS, owner=owner, lease_until=new.lease_until,
+        """Take over a run-out lease or a released record, fenced to what we read, keeping what it keeps."""
+        mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
                        source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata)
         leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
         fence = "#o = :old AND lease_until = :lease AND #s = :was" if leased else "#o = :old AND #s = :was"
@@ -96,57 +92,50 @@ class KeyedLedger:
         if refused is None:
             return Claim(won=True, mine=mine)
         holder = Record.from_item(refused) if refused else None
-        if holder and holder.owner == owner and holder.status is Status.IN_PROGRESS:
+        if holder and holder.owner == new.owner and holder.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=holder)  # our takeover, re-sent after its answer was lost
         return Claim(won=False, existing=holder or replace(old, lease_until=self.now() + 1))
 
     def customer_of(self, account: str) -> str | None:
-        """Who pays for the account: its customer mapping (`account#<ACCOUNT>`, written only by
-        `idem customers link`), read strongly consistent; None when it has none."""
+        """Who pays for the account: its customer mapping (`idem customers link`), read consistent; or None."""
         item = self.client.get_item(TableName=self.table, Key=as_item({"pk": f"account#{account}"}),
                                     ConsistentRead=True).get("Item")
         plain = from_item(item) if item else {}
         return str(plain["customer"]) if plain.get("kind") == "customer" and plain.get("customer") else None
 
-    def _owned_update(self, key: str, owner: str, update: str, **values: Any) -> dict[str, Any] | None:
-        """One UpdateItem, fenced to the owner of an in_progress record (as the commit is)."""
-        return conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": key}),
-                                 UpdateExpression=update, ConditionExpression="#o = :me AND #s = :in_progress",
-                                 ExpressionAttributeNames={"#s": "status", "#o": "owner",
-                                                           **({"#r": "result"} if ":result" in update else {})},
-                                 ExpressionAttributeValues=as_values(me=owner, in_progress=Status.IN_PROGRESS.value,
-                                                                     **values),
-                                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    def _owned_update(self, claimed: Record, update: str, must: bool = True, **values: Any) -> None:
+        """One UpdateItem, fenced to the owner of an in_progress record; LostOwnership (if `must`) when refused."""
+        old = conditional_write(self.client.update_item, TableName=self.table, Key=as_item({"pk": claimed.key}),
+                                UpdateExpression=update, ConditionExpression=FENCE,
+                                ExpressionAttributeNames={"#s": "status", "#o": "owner",
+                                                          **({"#r": "result"} if ":result" in update else {})},
+                                ExpressionAttributeValues=as_values(me=claimed.owner,
+                                                                    in_progress=Status.IN_PROGRESS.value, **values),
+                                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        status = Status(values.get("status", Status.IN_PROGRESS))  # what our own write, re-sent, left there
+        if must and old is not None and not (old and ours(old, claimed.owner, status)):
+            raise LostOwnership(f"{claimed.key} belongs to another invocation now")
 
     def remember_method(self, claimed: Record, method: str) -> Record:
         """Keep the payment method chosen on the order's first attempt in its record, if we own it."""
-        if self._owned_update(claimed.key, claimed.owner, "SET payment_method = :method", method=method) is not None:
-            raise LostOwnership(f"{claimed.key} belongs to another invocation now")
+        self._owned_update(claimed, "SET payment_method = :method", method=method)
         return replace(claimed, payment_method=method)
 
-    def finish(self, key: str, owner: str, status: Status, result: dict[str, Any]) -> None:
+    def finish(self, claimed: Record, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it; kept for ever."""
-        old = self._owned_update(key, owner, "SET #s = :status, #r = :result REMOVE expires_at",
-                                 status=status.value, result=result)
-        if old is not None and not ours(old, owner, status):
-            raise LostOwnership(f"{key} belongs to another invocation now")
+        self._owned_update(claimed, "SET #s = :status, #r = :result REMOVE expires_at",
+                           status=status.value, result=result)
 
-    def release(self, key: str, owner: str) -> None:
+    def release(self, claimed: Record) -> None:
         """End our lease now, so that Lambda's retry can take over at once (refused: not ours, fine)."""
-        self._owned_update(key, owner, "SET lease_until = :now", now=self.now())
+        self._owned_update(claimed, "SET lease_until = :now", must=False, now=self.now())
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
-        """Replace our claim with the ledger line for the charge, in one put fenced to the owner.
-
-        The line has no `expires_at`: a copy of the event weeks later still finds it. A `done` line
-        enters the sparse index (it has an `account`); a `pending` one is booked when it settles.
-        A put re-sent after a lost answer finds our own result: a success. Raises LostOwnership for
-        a zombie. A transaction with a separate booked-once item would bill 6 write units, not 2.
-        """
+        """Replace our claim with the ledger line, in one put fenced to the owner (docs/money_contract.md, 1 and 3)."""
         now = self.now()  # booked_day: the reconciliation's by_day index (template.yaml) reads it
         booked = ({"account": account, "booked_at": now, "booked_day": time.strftime("%Y-%m-%d", time.gmtime(now))}
-                  if status is Status.DONE else {})
+                  if status is Status.DONE else {})  # a `pending` line is booked when it settles
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
                         "currency": currency or claimed.currency or None, **booked})
@@ -156,7 +145,7 @@ class KeyedLedger:
             ExpressionAttributeNames={"#s": "status", "#o": "owner"},
             ExpressionAttributeValues=as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
             ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        if old and not ours(old, claimed.owner, status):
+        if old and not ours(old, claimed.owner, status):  # else: our own put, re-sent after a lost answer
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
         if old == {}:  # no record at all: a person deleted our claim as we charged; book it anyway
             if conditional_write(self.client.put_item, TableName=self.table, Item=line,
@@ -164,7 +153,6 @@ class KeyedLedger:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
             log.warning("our claim was deleted during the charge; booked it anyway",
                         extra={"idempotency_key": claimed.key, "at": self.now()})
-
 
     def totals(self, account: str) -> tuple[int, int]:
         """(charges, cents) booked for an account, from the sparse index (eventually consistent)."""
@@ -191,25 +179,25 @@ class KeyedCharger:
     def charge_once(self, upload: Upload, remaining_ms: int, ref: OrderRef | None = None) -> dict[str, Any]:
         """Name the order, claim it, charge with its key, commit: the steps for one upload."""
         ref = ref or self.order_of(upload)
-        owner = self.new_owner()
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
-        claim = self.ledger.claim(ref.idempotency_key, owner, lease_until, ref.source,
+        claim = self.ledger.claim(ref.idempotency_key, self.new_owner(), lease_until, ref.source,
                                   ref.metadata if ref.order else None)  # an order may come under two names
         if not claim.won:
             assert claim.existing is not None
             return self._answered(ref, claim.existing)
         assert claim.mine is not None
+        claimed = claim.mine
         try:
             if ref.problem is not None:  # no order to charge: held for a person, with the reason
-                self.ledger.finish(ref.idempotency_key, owner, Status.NEEDS_ATTENTION, {"reason": str(ref.problem)})
+                self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": str(ref.problem)})
                 raise ref.problem
-            return self._charge_and_commit(upload, ref, claim.mine)
+            return self._charge_and_commit(upload, ref, claimed)
         except (NeedsAttention, LostOwnership):
             raise  # the record says why already, or it is not ours any more
         except Exception:
             # Give the upload back at once: Lambda retries in about a minute, and a lease
             # that runs to our deadline (a 900 s timeout) would turn every retry away.
-            self.ledger.release(ref.idempotency_key, owner)
+            self.ledger.release(claimed)
             raise
 
     def _answered(self, ref: OrderRef, existing: Record) -> dict[str, Any]:
@@ -227,16 +215,13 @@ class KeyedCharger:
         raise WorkInProgress(f"{ref.source} is being worked on until {utc(existing.lease_until)}; failing, "
                              "so that a retry of this event, if Lambda has one left, finds it finished")
 
-    def _park(self, claimed: Record, reason: str, cause: BaseException | None = None) -> NeedsAttention:
+    def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
-        self.ledger.finish(claimed.key, claimed.owner, Status.NEEDS_ATTENTION, {"reason": reason})
-        parked = NeedsAttention(reason)
-        parked.__cause__ = cause
-        return parked
+        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason})
+        return NeedsAttention(reason)
 
     def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
-        """The payment method of the order's first attempt (the customer's saved default), read
-        once and kept in its record: a retry after a lost answer sends the same parameters."""
+        """The payment method of the order's first attempt, read once and kept (docs/money_contract.md, 1)."""
         read = getattr(self.provider, "saved_method", None)
         if claimed.payment_method or (ref.order and ref.order.payment_method) or read is None \
                 or not customer.startswith("cus_"):
@@ -248,10 +233,9 @@ class KeyedCharger:
         return self.ledger.remember_method(claimed, method) if method else claimed
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
-        key, owner = claimed.key, claimed.owner
         try:
             customer = who_pays(self.ledger.customer_of(upload.account), ref)
-            cents = self.amount(upload) if self.amount else amount_for(upload, self.settings, ref.order)
+            cents = self.amount(upload) if self.amount else amount_for(ref, self.settings)
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._park(claimed, str(problem)) from None
@@ -261,6 +245,7 @@ class KeyedCharger:
         claimed = self._method_for(ref, claimed, customer)
         method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
+        key = claimed.key
         try:
             charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
                                           reference=reference, idempotency_key=key, metadata=metadata,
@@ -271,23 +256,23 @@ class KeyedCharger:
                 raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
-            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code,
-                      "reason": meaning.reason}
+            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code}
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
-                self.ledger.finish(key, owner, Status.DECLINED, result)
-                return result
+                return self._decline(claimed, {**result, "reason": meaning.reason})
             result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
                                 f"key {key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
                                 "charge at the provider (`idem settle`), then book or refund it")
-            self.ledger.finish(key, owner, Status.NEEDS_ATTENTION, result)
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method
-            result = {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id}
-            self.ledger.finish(key, owner, Status.DECLINED, result)
-            return result
+            return self._decline(claimed, {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id})
         return self._commit(upload, claimed, charge.id, cents, what, customer, currency)
+
+    def _decline(self, claimed: Record, result: dict[str, Any]) -> dict[str, Any]:
+        self.ledger.finish(claimed, Status.DECLINED, result)
+        return result
 
     def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
                 status: str = "charged", customer: str = "", currency: str = "") -> dict[str, Any]:
@@ -308,9 +293,7 @@ _charger: KeyedCharger | None = None
 
 
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
-    """What Lambda calls. Every order is charged once. A failed upload fails the invocation after
-    the others have had their turn (a retry finds them done), so the event reaches the failure
-    queue; from SQS, the answer names the failed messages (`batchItemFailures`) instead."""
+    """What Lambda calls: every order charged once; a failed upload fails the invocation after the others."""
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once (bounded)
         settings = settings_from_env(os.environ)
@@ -342,6 +325,7 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
         _charger = None  # the next invocation reads the secret again (a rolled key), as a cold start does
     records = event.get("Records") if isinstance(event, Mapping) else None
     if records and all(isinstance(r, Mapping) and r.get("eventSource") == "aws:sqs" for r in records):
+        # from SQS: the answer names the failed messages, which alone come back
         return {"batchItemFailures": [{"itemIdentifier": str(records[i].get("messageId", ""))}
                                       for i in sorted(failed_at)]}
     if len(failures) == 1 and not batch.malformed:
@@ -353,10 +337,7 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
 
 
 def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
-    """The charge already made with this order's key, or None: none was made, or the key is young
-    enough to replay it. Stripe may forget a KEY 24 hours old, so the record's `first_attempt_at`
-    (kept through takeovers) is what counts: past the window minus KEY_AGE_MARGIN_SECONDS (or
-    unknown), or with the event itself past it (a redrive), Stripe is searched by the key first."""
+    """The charge made with this order's key, searched for once the key may be forgotten (the key's age rule)."""
     now, window = charger.now(), charger.settings.provider_key_retention_seconds
     # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
     # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.

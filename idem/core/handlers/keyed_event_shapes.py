@@ -1,12 +1,14 @@
-"""The event shapes the stack never sends, for the handler to copy (keyed.py): optional.
+"""What a reader may drop from the handler to copy (keyed.py): shapes and modes the production stack never uses.
 
 The stack gives the function S3's records directly, or in SQS messages (keyed_events.py reads
-both). Other deployments wrap the same news otherwise: S3 -> SNS -> Lambda, S3 -> SNS -> SQS ->
-Lambda, and EventBridge's `Object Created` events. Copy this file beside keyed_events.py to read
-those too (keyed_log.py imports it when it is there); leave it out, and they are refused as malformed (the event reaches the failure queue),
-never guessed at. Shapes as Powertools for AWS Lambda's parser models them (SnsEvent,
-SnsSqsEnvelope): https://docs.aws.amazon.com/powertools/typescript/2.14.0/api/types/_aws-lambda-powertools_parser.types.SnsEvent.html
-It imports only the standard library and keyed_events.py.
+both), and names each order in its file (ORDER_IDENTITY=order-id, keyed_orders.py). Other
+deployments wrap the same news otherwise: S3 -> SNS -> Lambda, S3 -> SNS -> SQS -> Lambda, and
+EventBridge's `Object Created` events; and the workbook teaches two modes that read no order file
+(ORDER_IDENTITY=object-name, upload: chapter 03). Copy this file beside keyed_events.py to read
+those too (keyed_settings.optional_file finds it); leave it out, and those events are refused as
+malformed (the event reaches the failure queue), never guessed at, and those modes refuse to start.
+Shapes as Powertools for AWS Lambda's parser models them (SnsEvent, SnsSqsEnvelope):
+https://docs.aws.amazon.com/powertools/typescript/2.14.0/api/types/_aws-lambda-powertools_parser.types.SnsEvent.html
 """
 from __future__ import annotations
 
@@ -17,11 +19,16 @@ if COPIED:
     from keyed_events import (EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of,
                               sequencer_of, size_of, unless_folder_marker, _version)
     from keyed_events import message_leaves as s3_message_leaves
+    from keyed_orders import OrderRef, Upload, _order_key
+    from keyed_settings import NeedsAttention
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of, sequencer_of, size_of,
         unless_folder_marker, _version)
-    from .keyed_events import message_leaves as s3_message_leaves  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        message_leaves as s3_message_leaves)
+    from .keyed_orders import OrderRef, Upload, _order_key  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import NeedsAttention  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 #: Envelope event sources: what they are called in a reason, and where the message is.
 ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns.Message")}
@@ -29,7 +36,8 @@ ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns
 
 def is_eventbridge(event: Any) -> bool:
     """An event EventBridge delivers for S3 (`source: aws.s3`), whatever parts it lacks."""
-    return isinstance(event, Mapping) and event.get("source") == "aws.s3" and ("detail" in event or "detail-type" in event)
+    return isinstance(event, Mapping) and event.get("source") == "aws.s3" \
+        and ("detail" in event or "detail-type" in event)
 
 
 def is_sns_notification(message: Any) -> bool:
@@ -103,3 +111,17 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
     except EventError as problem:
         return Skipped(index, f"{where}{problem}", True)
     return unless_folder_marker(obj, index, where)
+
+
+# -- the ORDER_IDENTITY modes that read no order file: every upload costs PRICE_PER_UPLOAD_CENTS ------------
+def identify(upload: Upload, identity: str) -> OrderRef:
+    """The order of an upload in a mode that reads no file: its name (object-name) or the upload itself (upload)."""
+    name = f"{upload.bucket}/{upload.key}"
+    if identity == "object-name":  # the name is written once (If-None-Match: *), so it is the order
+        return OrderRef(_order_key("name", f"{upload.bucket}\n{upload.key}"), name, f"s3://{name}", upload)
+    if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
+        return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
+            f"{upload.reference}: unversioned and with no sequencer, this upload cannot be told from another "
+            "upload of the same name with the same bytes; nothing was charged: enable versioning, or use "
+            "ORDER_IDENTITY=order-id"))
+    return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload)  # one charge per upload

@@ -1,31 +1,37 @@
-"""Reading S3's events for the handler to copy (keyed.py), failing closed: the stack's two shapes,
-S3's records given to the function directly or in SQS messages, and S3's test event. Each record
-is an upload, one not ours (skipped, logged) or malformed (logged; the invocation fails after the
-good ones, so the event reaches the failure queue). SNS and EventBridge are read only by the
-optional keyed_event_shapes.py (keyed_log.py imports it when copied); without it, refused.
+"""S3's events in, and what the operator sees out, for the handler to copy (keyed.py).
+
+In: S3's records given to the function directly or in SQS messages (the stack's two shapes), and S3's
+test event, read failing closed. A record is an upload, one not ours (skipped, logged) or malformed
+(logged; the invocation fails after the good ones). SNS and EventBridge: only with the optional
+keyed_event_shapes.py; without it, refused. Out: one JSON log line per upload and per skipped record,
+and one CloudWatch Embedded Metric Format document per invocation.
 """
 from __future__ import annotations
 
 import json
+import logging
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import ModuleType
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 from urllib.parse import unquote_plus
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_settings import CHARGE_EVENTS, IdemError
+    from keyed_settings import CHARGE_EVENTS, IdemError, optional_file
 else:
-    from .keyed_settings import CHARGE_EVENTS, IdemError  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        CHARGE_EVENTS, IdemError, optional_file)
 
 SUPPORTED_MAJOR_VERSION = "2"
 #: Records read per invocation: an SQS batch may hold 10,000 messages
 #: (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html); 500 uploads fill
 #: much of the function's timeout. The rest are skipped as malformed: the event fails visibly.
 MAX_RECORDS = 500
-#: Object keys: "a maximum length of 1,024 bytes" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
+#: Object keys: "a maximum length of 1,024 bytes"
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
 MAX_KEY_BYTES = 1024
 #: "Maximum object size 48.8 TiB" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html).
 MAX_OBJECT_SIZE = 10_000 * 5 * 1024**3
@@ -86,14 +92,15 @@ class EventBatch:
         return [s for s in self.skipped if s.malformed]
 
     def log_lines(self, limit: int = MAX_LOGGED_SKIPS) -> list[tuple[str, str]]:
-        """(level, message) for at most `limit` skipped records, malformed first, then one line for the rest."""
+        """(level, message) for at most `limit` skipped records, malformed first; one line for the rest."""
         errors = self.malformed[:limit]
         chosen = {id(s) for s in errors + [s for s in self.skipped if not s.malformed][:limit - len(errors)]}
         lines = [("error" if s.malformed else "info", f"record {s.index} skipped: {s.reason}")
                  for s in self.skipped if id(s) in chosen]
         rest, bad = len(self.skipped) - len(chosen), len(self.malformed) - len(errors)
         if rest:
-            lines.append(("error" if bad else "info", f"{rest} more records skipped ({bad} malformed), not logged one by one"))
+            lines.append(("error" if bad else "info",
+                          f"{rest} more records skipped ({bad} malformed), not logged one by one"))
         return lines
 
 
@@ -101,10 +108,9 @@ def is_test_event(event: Any) -> bool:
     return isinstance(event, Mapping) and event.get("Event") == "s3:TestEvent"
 
 
-def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS, shapes: ModuleType | None = None) -> EventBatch:
-    """Split an event into uploads and skipped records (`shapes`: keyed_event_shapes, or None).
-    EventError only when the event as a whole is no S3 notification; a bad record is skipped,
-    so the good ones are not lost. At most MAX_RECORDS records are read."""
+def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS,
+               shapes: ModuleType | None = None) -> EventBatch:
+    """Uploads and skipped records (`shapes`: keyed_event_shapes or None); EventError: no S3 notification."""
     if is_test_event(event):
         return EventBatch(test_event=True)
     if not isinstance(event, Mapping):
@@ -140,8 +146,7 @@ def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS, shape
 
 def record_leaves(record: Any, index: int, where: str, shapes: ModuleType | None,
                   envelopes: bool) -> Iterator[S3Object | Skipped]:
-    """What one record holds: an upload or a skip; for an SQS message (or, with `shapes`, an SNS
-    one), the records inside it."""
+    """What one record holds: an upload or a skip; for an SQS (or, with `shapes`, SNS) message, its records."""
     if not isinstance(record, Mapping):
         yield Skipped(index, f"{where}a record must be a JSON object, got {_kind(record)}", True)
         return
@@ -209,8 +214,7 @@ def s3_leaf(record: Mapping[str, Any], index: int, where: str) -> S3Object | Ski
 
 
 def unless_folder_marker(obj: S3Object, index: int, where: str) -> S3Object | Skipped:
-    """The console's "Create folder" writes a zero-byte key ending in `/`: not an upload
-    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-folders.html)."""
+    """A folder marker is not an upload (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-folders.html)."""
     if obj.key.endswith("/") and obj.size == 0:
         return Skipped(index, f"{where}{obj.key!r} is a folder marker (a zero-byte key ending in '/'), not an upload",
                        False)
@@ -240,8 +244,7 @@ def _field(container: Any, path: str) -> Any:
 
 
 def _text(container: Any, path: str, *, required: bool = False, limit: int | None = MAX_FIELD_BYTES) -> str:
-    """A string field ("" when absent); EventError when required and absent, not text, not
-    valid Unicode, or over `limit` bytes of UTF-8."""
+    """A string field ("" when absent); EventError when missing but required, not Unicode text, or too long."""
     value = _field(container, path)
     if value is None or value == "":
         if required:
@@ -329,3 +332,117 @@ def event_epoch(text: Any) -> float:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return 0.0
+
+
+# -- what the operator sees: log lines and metrics ----------------------------------------------------
+log = logging.getLogger("keyed")
+
+
+class Named(Protocol):
+    """What a log line names of an upload (keyed.Upload has it)."""
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def account(self) -> str: ...
+    @property
+    def reference(self) -> str: ...
+
+
+# The Embedded Metric Format (EMF), one document per invocation, no PutMetricData call:
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
+METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
+#: The outcomes counted, one metric each: needs_attention counts an order the first time it is parked
+#: (the alarm's metric), still_needs_attention each later try; auth_failed, a refused secret key.
+OUTCOMES = ("charged", "duplicate", "declined", "pending", "needs_attention", "work_in_progress", "ignored",
+            "malformed", "lost_ownership", "failed", "still_needs_attention", "auth_failed")
+_OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
+               "LostOwnership": "lost_ownership", "ProviderAuthFailed": "auth_failed"}
+
+
+def metrics_document(counts: Mapping[str, int], function_name: str, now: float) -> dict[str, Any]:
+    """One invocation's outcomes as an Embedded Metric Format document, printed (a logged line is wrapped)."""
+    return {"_aws": {"Timestamp": int(now * 1000), "CloudWatchMetrics": [{
+                "Namespace": METRICS_NAMESPACE, "Dimensions": [["FunctionName"]],
+                "Metrics": [{"Name": name, "Unit": "Count"} for name in OUTCOMES]}]},
+            "FunctionName": str(function_name), **{name: int(counts.get(name, 0)) for name in OUTCOMES}}
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object a line, as Lambda's JSON log format (python-logging.html) writes them, with our fields."""
+
+    FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
+
+    def format(self, record: logging.LogRecord) -> str:
+        # `at`: the clock of the code that logged it (on Lambda the same; the workbook's virtual one)
+        line = {"timestamp": utc(getattr(record, "at", record.created)),
+                "level": record.levelname, "message": record.getMessage(), "logger": record.name}
+        line.update({name: str(getattr(record, name)) for name in self.FIELDS if getattr(record, name, None)})
+        return json.dumps(line, ensure_ascii=False)
+
+
+class _Stdout(logging.Handler):
+    """Writes to whatever sys.stdout is now (Lambda's, or a test's capture)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), flush=True)
+        except Exception:  # as logging's own handlers do: a broken log line never stops the work
+            self.handleError(record)
+
+
+if not log.handlers:
+    _handler = _Stdout()
+    _handler.setFormatter(JsonLines())
+    log.addHandler(_handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # one line per record, whatever the root logger does
+
+
+def log_line(level: int, message: str, request_id: str, upload: Named | None = None, outcome: str = "") -> None:
+    """One log line. Never a secret, a card detail or an object's body: only names and ids."""
+    log.log(level, message, extra={
+        "request_id": request_id, "outcome": outcome,
+        **({"idempotency_key": upload.idempotency_key, "account": upload.account, "object": upload.reference}
+           if upload else {})})
+
+
+def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | None = None) -> EventBatch:
+    """`read_event`, with a log line for an event it rejects and for every record it skips."""
+    try:
+        # EventError: not an S3 notification at all; Lambda retries it
+        batch = read_event(event, charge_events or CHARGE_EVENTS, optional_file())
+    except EventError as bad:
+        log_line(logging.ERROR, f"event rejected: {bad}", request_id)
+        raise
+    if batch.test_event:
+        log_line(logging.INFO, "s3:TestEvent ignored (S3 sends one to SNS and SQS destinations when "
+                 "notifications are configured)", request_id)
+    elif not batch.objects and not batch.skipped:
+        log_line(logging.INFO, "the event holds no records: nothing to do", request_id)
+    for level, line in batch.log_lines():  # bounded, however many records were skipped
+        malformed = level == "error"
+        log_line(logging.ERROR if malformed else logging.INFO, line, request_id,
+             outcome="malformed" if malformed else "skipped")
+    return batch
+
+
+def log_outcome(request_id: str, upload: Named, done: dict[str, Any] | BaseException) -> str:
+    """Log what became of one upload (its result, or its error); return the outcome counted."""
+    if isinstance(done, BaseException):
+        again = getattr(done, "again", False)
+        outcome = "still_needs_attention" if again else _OUTCOME_OF.get(type(done).__name__, "failed")
+        log_line(logging.ERROR, f"{type(done).__name__}: {reason_of(done)}", request_id, upload, outcome)
+        return outcome
+    outcome = {"found": "charged", "superseded": "lost_ownership"}.get(done["status"], str(done["status"]))
+    log_line(logging.INFO, f"{upload.reference}: {done['status']}", request_id, upload, outcome)
+    return outcome
+
+
+def utc(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def reason_of(error: BaseException) -> str:
+    """What an error says, cut short (a provider's message, never its request body)."""
+    text = str(getattr(error, "user_message", None) or error)
+    return text if len(text) <= 300 else text[:300] + "..."

@@ -1,8 +1,7 @@
-"""Which order an upload is, for the handler to copy (keyed.py): with ORDER_IDENTITY=order-id (the
-default) the file names it, `{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`
-(docs/money_contract.md), read at this upload's exact version; a file naming no readable order,
-or a field this code does not know, is held for a person (NeedsAttention), never charged.
-"""
+"""Which order an upload is, for the handler to copy (keyed.py): the file names it,
+`{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`, read at this upload's exact version;
+who pays, and on what terms. Anything else is held for a person (NeedsAttention), never charged
+(docs/money_contract.md, section 2)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,13 +13,12 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_dynamo import error_code
     from keyed_events import S3Object, event_epoch
-    from keyed_settings import NeedsAttention, Settings
+    from keyed_settings import NeedsAttention, Settings, error_code, optional_file
 else:
-    from .keyed_dynamo import error_code  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_settings import NeedsAttention, Settings  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        NeedsAttention, Settings, error_code, optional_file)
 
 UNASSIGNED_ACCOUNT = "unassigned"  # who pays for an upload with no customer folder (`order.csv`)
 ORDER_MAX_BYTES = 1_000_000  # the largest order file read; a bigger one is held, not parsed
@@ -63,11 +61,12 @@ class Upload:
     @property
     def source(self) -> str:
         """What an upload's key is made from: its version id; unversioned, its eTag and sequencer."""
-        return f"{self.bucket}/{self.key}#" + (str(self.version_id) if self.versioned else f"{self.etag}#{self.sequencer}")
+        made_of = str(self.version_id) if self.versioned else f"{self.etag}#{self.sequencer}"
+        return f"{self.bucket}/{self.key}#{made_of}"
 
     @property
     def idempotency_key(self) -> str:
-        """This upload's key (ORDER_IDENTITY=upload), the same on every copy and retry of its event."""
+        """This upload's key, the same on every copy and retry of its event."""
         return _order_key("version" if self.versioned else "content", self.source)
 
     @property
@@ -84,8 +83,7 @@ class Upload:
 
 @dataclass(frozen=True)
 class OrderRef:
-    """Which order an upload is: the key its charge is made with, what that key is made from, and
-    what the provider is told the money is for."""
+    """Which order an upload is: its key, what the key is made from, and what the charge is for."""
 
     idempotency_key: str
     source: str
@@ -104,15 +102,13 @@ class OrderRef:
 
     @property
     def metadata(self) -> dict[str, str]:
-        """What Stripe is told the charge is for: never the version id (Stripe compares every
-        parameter sent again with a key, metadata included)."""
+        """What Stripe is told the charge is for: never the version id (Stripe compares it per key)."""
         return {"order_id": self.order.order_id if self.order else self.source,
                 "bucket": self.upload.bucket, "key": self.upload.key, "idem_account": self.account}
 
 
 def sent_as(ref: OrderRef, kept: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
-    """The charge's reference and metadata: the first claim's, `kept` in its record (every attempt
-    sends the same, whatever name the order came again under), else this upload's."""
+    """The charge's reference and metadata: the first claim's, `kept` in its record, else this upload's."""
     if not kept:
         return ref.charge_reference, ref.metadata
     return f"s3://{kept['bucket']}/{kept['key']}", dict(kept)
@@ -120,22 +116,14 @@ def sent_as(ref: OrderRef, kept: Mapping[str, str] | None) -> tuple[str, dict[st
 
 def identify(upload: Upload, identity: str, s3: Any) -> OrderRef:
     """The order an upload names; when it names none, the upload itself, with the problem."""
-    name = f"{upload.bucket}/{upload.key}"
-    if identity == "object-name":  # the name is written once (If-None-Match: *), so it is the order
-        return OrderRef(_order_key("name", f"{upload.bucket}\n{upload.key}"), name, f"s3://{name}", upload)
-    if identity == "order-id":
-        try:
-            order = read_order(upload, s3)
-        except NeedsAttention as problem:
-            return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
-        return OrderRef(order_key(upload.account, order.order_id),
-                        f"{upload.account}#order#{order.order_id}", f"s3://{name}", upload, order)
-    if not upload.versioned and not upload.sequencer:  # EventBridge may omit it (ev-events.html)
-        return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=NeedsAttention(
-            f"{upload.reference}: unversioned and with no sequencer, this upload cannot be told from another "
-            "upload of the same name with the same bytes; nothing was charged: enable versioning, or use "
-            "ORDER_IDENTITY=order-id"))
-    return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload)  # one charge per upload
+    if identity != "order-id":  # object-name, upload: modes the stack never uses (keyed_event_shapes.py)
+        return optional_file().identify(upload, identity)  # type: ignore[no-any-return]
+    try:
+        order = read_order(upload, s3)
+    except NeedsAttention as problem:
+        return OrderRef(upload.idempotency_key, upload.source, upload.reference, upload, problem=problem)
+    return OrderRef(order_key(upload.account, order.order_id),
+                    f"{upload.account}#order#{order.order_id}", f"s3://{upload.bucket}/{upload.key}", upload, order)
 
 
 def order_key(account: str, order_id: str) -> str:
@@ -148,13 +136,12 @@ def _order_key(recipe: str, source: str) -> str:
 
 
 def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
-    """The bytes of this very upload (never a later one at its name), at most ORDER_MAX_BYTES + 1;
-    NeedsAttention when it is gone or was overwritten. The role needs s3:GetObject(Version)."""
+    """The bytes of this very upload (never a later one at its name), at most ORDER_MAX_BYTES + 1."""
     if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
         raise NeedsAttention(f"{what} {upload.reference} has no version id and no eTag: this very upload "
                              "cannot be read (a later one may have replaced it); nothing was charged")
     where = {"VersionId": upload.version_id} if upload.versioned else {"IfMatch": '"' + upload.etag.strip('"') + '"'}
-    try:
+    try:  # the role needs s3:GetObject and s3:GetObjectVersion
         body: bytes = s3.get_object(Bucket=upload.bucket, Key=upload.key, **where)["Body"].read(ORDER_MAX_BYTES + 1)
     except ClientError as error:
         if error_code(error) in ("NoSuchKey", "NoSuchVersion", "PreconditionFailed", "412"):
@@ -190,23 +177,18 @@ def read_order(upload: Upload, s3: Any) -> Order:
         currency = data.get("currency")
         if currency is not None and (not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha()):
             raise ValueError("its currency is not a three-letter ISO code")
-        texts = {name: data.get(name) for name in ("customer", "payment_method")}
-        if any(v is not None and (not isinstance(v, str) or not v.isprintable() or len(v) > 255) for v in texts.values()):
+        ids = {name: data.get(name) for name in ("customer", "payment_method")}
+        if any(v is not None and (not isinstance(v, str) or not v.isprintable() or len(v) > 255) for v in ids.values()):
             raise ValueError("its customer or payment_method is not an id")
     except (ValueError, UnicodeDecodeError, RecursionError) as problem:
         raise NeedsAttention(f"the order file {upload.reference} names no order this function can charge "
                              f"({str(problem)[:160]}): fix it and upload it again; nothing was charged") from None
-    return Order(order_id, amount, currency.lower() if currency else None, texts["customer"], texts["payment_method"])
+    return Order(order_id, amount, currency.lower() if currency else None, ids["customer"], ids["payment_method"])
 
 
-def amount_for(upload: Upload, settings: Settings, order: Order | None = None) -> int:
-    """How much to charge: the file's `amount_cents`, or where no file is read PRICE_PER_UPLOAD_CENTS;
-    NeedsAttention when it cannot be known (parked, never charged a default)."""
-    if order is not None:
-        return order.amount_cents
-    if not settings.price_per_upload_cents:
-        raise NeedsAttention(f"{upload.reference}: no order file and no PRICE_PER_UPLOAD_CENTS; nothing was charged")
-    return settings.price_per_upload_cents
+def amount_for(ref: OrderRef, settings: Settings) -> int:
+    """The file's `amount_cents`; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)."""
+    return ref.order.amount_cents if ref.order else settings.price_per_upload_cents or 0
 
 
 def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:

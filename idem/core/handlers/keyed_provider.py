@@ -10,10 +10,10 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_log import log
+    from keyed_events import log
     from keyed_settings import ConfigError, NeedsAttention, ProviderAuthFailed, aws_config
 else:
-    from .keyed_log import log  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_events import log  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ConfigError, NeedsAttention, ProviderAuthFailed, aws_config)
 
@@ -27,13 +27,13 @@ class PaymentProvider(Protocol):
 
 
 def make_provider() -> PaymentProvider:
-    """Stripe's client (keyed_stripe.py), built once per container with the secret key read from SSM
-    (STRIPE_SECRET_PARAMETER); without it the function refuses to start."""
+    """Stripe's client, built once per container with the secret key read from SSM (STRIPE_SECRET_PARAMETER)."""
     parameter = os.environ.get("STRIPE_SECRET_PARAMETER", "")
     if not parameter:
         raise ConfigError("STRIPE_SECRET_PARAMETER is not set: name the SSM SecureString that holds "
                           "your Stripe secret key, or replace make_provider() with your provider's client")
-    secret = boto3.client("ssm", config=aws_config()).get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
+    ssm = boto3.client("ssm", config=aws_config())
+    secret = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
     check_key_mode(secret, os.environ.get("STAGE", ""))
     if COPIED:  # imported here: only a function that charges through Stripe needs the `stripe` package
         from keyed_stripe import StripeProvider
@@ -51,8 +51,7 @@ LIVE_KEYS, TEST_KEYS = ("sk_live_", "rk_live_"), ("sk_test_", "rk_test_")
 
 
 def check_key_mode(secret: str, stage: str) -> None:
-    """At cold start: a live key only where STAGE is prod, a test key elsewhere; else ConfigError,
-    with a log line naming the key's mode (never the key)."""
+    """At cold start: a live key only where STAGE is prod, a test key elsewhere; else ConfigError (never the key)."""
     live, test = secret.startswith(LIVE_KEYS), secret.startswith(TEST_KEYS)
     problem = ("the Stripe key is neither a live nor a test secret or restricted key" if not (live or test)
                else f"a live Stripe key where STAGE is {stage or 'unset'}, not prod: it would charge real "
@@ -73,8 +72,9 @@ AUTH = "auth_failed"
 INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": CHARGED, "processing": PENDING,
                 "requires_action": DECLINED, "requires_payment_method": DECLINED, "requires_confirmation": DECLINED,
                 "canceled": DECLINED}
-#: Codes for which a later try can succeed (https://docs.stripe.com/rate-limits, https://docs.stripe.com/error-codes#lock-timeout,
-#: 409 idempotency_key_in_use: https://docs.stripe.com/error-low-level#idempotency).
+#: Codes for which a later try can succeed (https://docs.stripe.com/rate-limits,
+#: https://docs.stripe.com/error-codes#lock-timeout, 409 idempotency_key_in_use:
+#: https://docs.stripe.com/error-low-level#idempotency).
 RETRY_CODES = ("rate_limit", "lock_timeout", "idempotency_key_in_use")
 
 
@@ -88,10 +88,7 @@ class Meaning:
 
 
 def meaning_of(error: BaseException) -> Meaning:
-    """What a provider's error means, by Stripe's error `type` and `code` (https://docs.stripe.com/api/errors),
-    the HTTP status only where there is no type: a card_error is a final decline; a rate limit, a lock,
-    a key in flight, an api_error before execution or no answer is retried with the same key; a 401
-    re-reads the key; an idempotency_error, a saved 500 or an invalid request needs a person."""
+    """What a provider's error means, by Stripe's error `type` and `code` (https://docs.stripe.com/api/errors)."""
     detail = getattr(error, "error", None)  # stripe-python: the ErrorObject of the response
     kind = str(getattr(detail, "type", None) or getattr(error, "type", None) or "")
     code = str(getattr(error, "code", None) or getattr(detail, "code", None) or "")
@@ -114,15 +111,6 @@ def meaning_of(error: BaseException) -> Meaning:
     return Meaning(ATTENTION, code or kind or str(status), "", reason)
 
 
-def meaning_of_read(error: BaseException) -> Meaning:
-    """What an error on a READ means: it sends no key, so Stripe saves nothing; a 5xx is retried."""
-    meaning = meaning_of(error)
-    status = getattr(error, "http_status", None)
-    if meaning.what == ATTENTION and (status is None or (isinstance(status, int) and status >= 500)):
-        return Meaning(RETRY, meaning.code, "", meaning.reason)
-    return meaning
-
-
 def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
     """The error a refused secret key raises: a retry reads the secret again; counted, never parked."""
     return ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); "
@@ -130,15 +118,14 @@ def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
 
 
 def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
-    """The customer's saved default payment method; a transient error is raised as it came (retried),
-    a 401 as ProviderAuthFailed, anything else (no such customer) as NeedsAttention."""
+    """The customer's saved default method; a 5xx is raised as it came (a read sends no key: retried)."""
     try:
         return read(customer)
     except Exception as error:
-        meaning = meaning_of_read(error)
+        meaning, status = meaning_of(error), getattr(error, "http_status", None)
         if meaning.what == AUTH:
             raise auth_failed(meaning) from error
-        if meaning.what == RETRY:
+        if meaning.what == RETRY or (meaning.what == ATTENTION and int(status or 500) >= 500):  # a 5xx, no answer
             raise
         raise NeedsAttention(f"reading customer {customer}'s payment method failed ({meaning.code}: "
                              f"{meaning.reason}); nothing was charged") from None

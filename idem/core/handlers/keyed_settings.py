@@ -1,9 +1,17 @@
-"""The settings of the handler to copy (keyed.py), read once per container from the environment and
-checked at cold start (the lifetimes rule, the time budget), and the handler's exceptions."""
+"""The settings of the handler to copy (keyed.py), read once per container and checked at cold start,
+its exceptions, and its DynamoDB record (`Record`, its `Status`, one conditional write)."""
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer  # type: ignore[import-untyped, unused-ignore]
+from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
+from botocore.exceptions import ClientError  # type: ignore[import-untyped, unused-ignore]
 
 DAY = 24 * 60 * 60
 
@@ -21,15 +29,14 @@ AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH, AWS_CALLS_ON_RARER_PA
 
 def aws_config() -> Any:
     """The botocore Config every AWS client of the handler is built with."""
-    from botocore.config import Config  # type: ignore[import-untyped, unused-ignore]
-
     return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
                   retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
 
 
 def aws_call_seconds() -> float:
     """The longest one AWS call can take: every attempt timing out, and the backoffs between."""
-    return AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + sum(2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
+    backoffs = sum(2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
+    return AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + backoffs
 
 
 def slowest_path_seconds() -> float:
@@ -38,6 +45,7 @@ def slowest_path_seconds() -> float:
 
 
 def worst_path_seconds() -> float:
+    """The slowest path with the rarer calls too (a takeover, the saved method, a re-booking)."""
     return slowest_path_seconds() + AWS_CALLS_ON_RARER_PATHS * aws_call_seconds()
 
 
@@ -47,16 +55,14 @@ def upload_path_seconds() -> float:
 
 
 def enough_time(remaining_ms: int) -> None:
-    """WorkInProgress when one more upload may not end before the function does: the uploads left
-    of a batch are retried (batchItemFailures) instead of timing out in the middle of a charge."""
+    """WorkInProgress when one more upload may not end before the function does (it is retried)."""
     if remaining_ms / 1000 < upload_path_seconds():
         raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
                              f"upload can take {upload_path_seconds():g} s; it is retried")
 
 
 #: ORDER_IDENTITY, what makes one order: order-id (default: the file names it; a retried PUT is the
-#: same order), object-name (a name written once, If-None-Match: *; no file read), or upload (each
-#: upload its own order: wrong for orders, kept to show why in the workbook's chapter 03).
+#: same order). object-name and upload read no order file: keyed_event_shapes.py holds them.
 ORDER_IDENTITIES = ("order-id", "object-name", "upload")
 #: The events that create an order (CHARGE_EVENTS): a PUT, a POST and a completed multipart upload
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html),
@@ -69,6 +75,18 @@ CLAIM_MARGIN_SECONDS = 60
 #: From 1 h before the key window ends, the charge is searched for before any charge: Stripe's search
 #: "can be up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search).
 KEY_AGE_MARGIN_SECONDS = 3600
+
+
+@functools.cache
+def optional_file() -> Any:
+    """keyed_event_shapes.py (what a reader may drop: shapes and modes the stack never uses), or None."""
+    name = f"{__package__}.keyed_event_shapes" if __package__ else "keyed_event_shapes"
+    try:  # inside idem, where mypy of the copied folder cannot follow a relative `from . import`
+        return importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        if missing.name != name:
+            raise  # the file is there, and needs something missing: say so
+        return None
 
 
 class IdemError(Exception):
@@ -88,8 +106,7 @@ class LostOwnership(IdemError):
 
 
 class NeedsAttention(IdemError):
-    """No retry can finish this upload safely: a person must look (the message says why). `again`:
-    parked before, so the metric needs_attention does not count it twice (still_needs_attention does)."""
+    """No retry can finish it: a person must look. `again`: parked before (counted once)."""
 
     def __init__(self, *args: object, again: bool = False) -> None:
         super().__init__(*args)
@@ -106,12 +123,13 @@ class RecordsFailed(IdemError):
 
 @dataclass(frozen=True)
 class Settings:
-    """The money settings (docs/money_contract.md: MIN is Stripe's USD minimum, $0.50,
-    https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts) and the lifetimes."""
+    """The money settings and the lifetimes (docs/money_contract.md, section 2)."""
 
     table: str
     currencies: tuple[str, ...] = ("usd",)  # CURRENCIES, lower case
-    min_amount_cents: int = 50  # MIN_AMOUNT_CENTS and MAX_AMOUNT_CENTS: one order's bounds
+    # MIN_AMOUNT_CENTS, Stripe's USD minimum (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts),
+    # and MAX_AMOUNT_CENTS: one order's bounds
+    min_amount_cents: int = 50
     max_amount_cents: int = 100_000
     price_per_upload_cents: int | None = None  # PRICE_PER_UPLOAD_CENTS: only where no order file is read
     record_ttl_seconds: int = DAY
@@ -123,12 +141,16 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.order_identity not in ORDER_IDENTITIES:
-            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of {', '.join(ORDER_IDENTITIES)}")
+            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; "
+                              f"it must be one of {', '.join(ORDER_IDENTITIES)}")
+        if self.order_identity != "order-id" and optional_file() is None:
+            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
         if self.order_identity != "order-id" and not self.price_per_upload_cents:
             raise ConfigError(f"ORDER_IDENTITY={self.order_identity} reads no order file: set PRICE_PER_UPLOAD_CENTS, "
                               "the price of one upload (nothing is charged without it)")
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
-            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, e.g. usd,eur")
+            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: "
+                              "name ISO codes in lower case, e.g. usd,eur")
         if not 1 <= self.min_amount_cents <= self.max_amount_cents:
             raise ConfigError(f"MIN_AMOUNT_CENTS ({self.min_amount_cents}) must be 1 or more and at most "
                               f"MAX_AMOUNT_CENTS ({self.max_amount_cents})")
@@ -157,26 +179,24 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
                           "(and currency, from CURRENCIES); a mode with no order file uses PRICE_PER_UPLOAD_CENTS")
     optional = {name: _whole(env, name, 1) if env.get(name) else None
                 for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS", "PRICE_PER_UPLOAD_CENTS")}
-    return Settings(table, tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip()),
+    currencies = tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip())
+    events = tuple(n.strip() for n in (env.get("CHARGE_EVENTS") or ",".join(CHARGE_EVENTS)).split(",") if n.strip())
+    return Settings(table, currencies,
                     _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
                     optional["PRICE_PER_UPLOAD_CENTS"],
                     _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
                     optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
-                    env.get("ORDER_IDENTITY") or "order-id",
-                    tuple(n.strip() for n in env["CHARGE_EVENTS"].split(",") if n.strip())
-                    if env.get("CHARGE_EVENTS") else CHARGE_EVENTS)
+                    env.get("ORDER_IDENTITY") or "order-id", events)
 
 
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
                     timeout: int | None = None) -> None:
-    """The rule every lifetime obeys (docs/money_contract.md): while Lambda may still deliver a copy
-    of an event, its record must turn it away and Stripe must know its key (copies re-sent later are
-    looked up first); a claim must outlive the invocation that holds it."""
+    """The rule every lifetime obeys: a copy of an event is turned away, or looked up (docs/money_contract.md)."""
     if max_event_age is not None:
         if not 60 <= max_event_age <= 21_600:
             raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-        for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"),
-                                  ("PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
+        for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"), (
+                "PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
             if value < max_event_age:
                 raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
                                   f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
@@ -193,3 +213,112 @@ def _whole(env: Mapping[str, str], name: str, default: int) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
     return int(raw)
+
+
+# -- DynamoDB: the record of one order, typed values, one conditional write -----------------------------
+_SERIALIZE, _DESERIALIZE = TypeSerializer(), TypeDeserializer()
+
+
+def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An item as DynamoDB returns it, as plain values (whole numbers as int)."""
+    return {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
+
+
+def as_item(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _SERIALIZE.serialize(_dynamo(value)) for name, value in values.items() if value is not None}
+
+
+def as_values(**named: Any) -> dict[str, Any]:
+    return {f":{name}": _SERIALIZE.serialize(_dynamo(value)) for name, value in named.items()}
+
+
+def _dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return {k: _dynamo(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def error_code(error: Any) -> str:
+    """The error code of a botocore ClientError."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def conditional_write(write: Callable[..., Any], **request: Any) -> dict[str, Any] | None:
+    """None when the write went through; when its condition failed, the item that refused it, or {}."""
+    try:
+        write(**request)
+    except ClientError as error:
+        if error_code(error) != "ConditionalCheckFailedException":
+            raise
+        return dict(error.response.get("Item") or {})
+    return None
+
+
+class Status(str, Enum):
+    CLAIMED = "claimed"  # claim-first's record (chapter 04): seen, says nothing about the work
+    IN_PROGRESS = "in_progress"  # the work started, under a lease
+    DONE = "done"  # the work finished: the result is stored
+    DECLINED = "declined"  # the provider declined the charge: a final answer, nothing to retry
+    NEEDS_ATTENTION = "needs_attention"  # no retry can finish it: a person must (see `result`)
+    PENDING = "pending"  # the provider took the charge but has not settled it (Stripe: processing)
+    RELEASED = "released"  # a person found no charge and released it (`idem settle`): the next claim takes it
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: A record's optional attributes, as `Record.from_item` reads them back.
+RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at", "first_attempt_at",
+                 "payment_method", "customer", "currency", "cents", "metadata")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One order's record; what each field keeps through a takeover: docs/money_contract.md, section 1."""
+
+    key: str
+    status: Status
+    owner: str = ""
+    lease_until: float = 0.0
+    expires_at: float = 0.0
+    result: Any = None
+    source: str = ""
+    created_at: float = 0.0
+    first_attempt_at: float = 0.0
+    payment_method: str = ""
+    customer: str = ""  # on a ledger line: who paid, in what currency, how much
+    currency: str = ""
+    cents: int = 0
+    metadata: Any = None
+
+    def to_plain(self) -> dict[str, Any]:
+        """The record's attributes as stored (none that is empty)."""
+        return {"pk": self.key, "status": self.status.value, "result": self.result,
+                **{name: getattr(self, name) or None for name in RECORD_FIELDS if name != "result"}}
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Record:
+        plain = from_item(item)
+        return cls(plain["pk"], Status(plain.get("status", Status.CLAIMED.value)),
+                   **{name: plain[name] for name in RECORD_FIELDS if name in plain})
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to every claim: won (with the record it wrote), or lost to the record holding the key."""
+
+    won: bool
+    existing: Record | None = None
+    mine: Record | None = None  # on a win: the claim as it is stored, which the commit replaces
+
+
+def ours(item: Mapping[str, Any], owner: str, status: Status) -> bool:
+    """The record that refused a fenced write is that very write, made already (re-sent)."""
+    record = Record.from_item(item)
+    return record.owner == owner and record.status is status

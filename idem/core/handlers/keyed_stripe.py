@@ -1,11 +1,7 @@
-"""Stripe, through its own SDK (`stripe` 16.x in the function's requirements), as the payment provider
-of the handler to copy (keyed.py): a PaymentIntent created and confirmed in one call with the order's
-key as Stripe's Idempotency-Key, and metadata naming the order (never the version id: every upload of
-an order sends the same parameters). Stripe's errors are not translated (keyed_provider.meaning_of
-reads them). Past the key window, `find_charges` searches by the key in the metadata; Stripe's search
-may run "up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search),
-so the key, not the search, guards the first 24 h. It imports nothing from keyed.py.
-"""
+"""Stripe, through its own SDK (`stripe` 16.x), as the payment provider of the handler to copy (keyed.py):
+a PaymentIntent created and confirmed in one call with the order's key as Stripe's Idempotency-Key;
+past the key window, `find_charges` searches by the key in the metadata. Stripe's errors are not
+translated (keyed_provider.meaning_of reads them). It imports nothing from keyed.py."""
 from __future__ import annotations
 
 import hashlib
@@ -52,10 +48,9 @@ class NoPaymentMethod(Exception):
 
 
 class StripeProvider:
-    """keyed.py's PaymentProvider over a `stripe.StripeClient`: the account's linked customer charged
-    off-session with the order's payment method or the customer's saved default. Only in test mode
-    is a customer that is not a cus_ id charged with pm_card_visa (https://docs.stripe.com/testing).
-    A restricted key needs PaymentIntents write and read, Customers read, nothing more."""
+    """keyed.py's PaymentProvider over a `stripe.StripeClient`: the linked customer charged off-session."""
+    # Only in test mode is a customer that is not a cus_ id charged with pm_card_visa
+    # (https://docs.stripe.com/testing). A restricted key needs PaymentIntents write and read, Customers read.
 
     def __init__(self, client: stripe.StripeClient, payment_method: str | None = "pm_card_visa",
                  live: bool = False) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from idem.core.handlers import keyed_log
+from idem.core.handlers import keyed_events
 from idem.deploy import template as tp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def test_every_alarm_in_the_template_has_a_readme_row_that_says_what_it_means_an
 
 def test_a_parked_order_is_alarmed_on_the_metric_counted_once_per_order(alarms):
     props = alarms["NeedsAttentionAlarm"]
-    assert (props["Namespace"], props["MetricName"]) == (keyed_log.METRICS_NAMESPACE, "needs_attention")
+    assert (props["Namespace"], props["MetricName"]) == (keyed_events.METRICS_NAMESPACE, "needs_attention")
     assert props["Statistic"] == "Sum" and props["TreatMissingData"] == "notBreaching"
     # a parked order's message received three times: counted once, so the alarm clears
     counted_once = np.array([1, 0, 0], dtype=float)  # 5-minute sums of needs_attention
@@ -75,9 +75,9 @@ def test_every_idem_metric_an_alarm_reads_is_one_the_handler_emits(alarms):
     read = set()
     for props in alarms.values():
         metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
-        read |= {m["MetricName"] for m in metrics if m["Namespace"] == keyed_log.METRICS_NAMESPACE
+        read |= {m["MetricName"] for m in metrics if m["Namespace"] == keyed_events.METRICS_NAMESPACE
                  and tp.ref_name(m["Dimensions"][0]["Value"]) == tp.FUNCTION}
-    assert read <= set(keyed_log.OUTCOMES)
+    assert read <= set(keyed_events.OUTCOMES)
 
 
 def test_declines_alarm_on_a_share_of_attempts_not_on_one_decline(alarms):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from idem.core.handlers import keyed_log
+from idem.core.handlers import keyed_events
 from idem.deploy import template as tp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,9 +174,9 @@ ALARMS = {
     ("AWS/Lambda", "Errors", tp.FUNCTION), ("AWS/Lambda", "Throttles", tp.FUNCTION),
     ("AWS/Lambda", "AsyncEventsDropped", tp.FUNCTION),
     ("AWS/Lambda", "DestinationDeliveryFailures", tp.FUNCTION),
-    (keyed_log.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metrics
-    (keyed_log.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed_log.METRICS_NAMESPACE, "charged", tp.FUNCTION),
-    (keyed_log.METRICS_NAMESPACE, "pending", tp.FUNCTION),
+    (keyed_events.METRICS_NAMESPACE, "needs_attention", tp.FUNCTION),  # the handler's own EMF metrics
+    (keyed_events.METRICS_NAMESPACE, "declined", tp.FUNCTION), (keyed_events.METRICS_NAMESPACE, "charged", tp.FUNCTION),
+    (keyed_events.METRICS_NAMESPACE, "pending", tp.FUNCTION),
     ("Idem", "Differences", tp.RECONCILER), ("AWS/Lambda", "Errors", tp.RECONCILER),
     ("AWS/Lambda", "Throttles", tp.RECONCILER), ("AWS/Lambda", "DestinationDeliveryFailures", tp.RECONCILER),
     ("AWS/SQS", "NumberOfMessagesSent", "ReconcileFailureQueue"),

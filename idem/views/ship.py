@@ -23,7 +23,7 @@ import pandas as pd
 from ..core.patterns import HANDLERS
 from ..cost import bill
 from ..core.reconcile import job as reconcile_job
-from ..core.handlers import keyed_log
+from ..core.handlers import keyed_events
 from ..deploy.aws import emulated
 from ..deploy import template as tp
 from ..explore import powertools as pt, scenarios as sc
@@ -551,7 +551,7 @@ def stack_metrics(report: Any = None) -> str:
     (one per outcome) and the reconciliation's (one per number in `report`, an empty window's
     report by default)."""
     report = reconcile_job.compare([], [], 0, 3600) if report is None else report
-    handler = len(keyed_log.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+    handler = len(keyed_events.metrics_document({}, "ChargeFunction", 0)["_aws"]["CloudWatchMetrics"][0]["Metrics"])
     line = json.loads(reconcile_job.emf(report, "ReconcileFunction", 0))
     return custom_metrics_note(handler, len(line["_aws"]["CloudWatchMetrics"][0]["Metrics"]))
 

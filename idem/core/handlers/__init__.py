@@ -4,9 +4,6 @@
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 #: The handler to copy: the files a reader copies into a function's folder (keyed.py and its
 #: siblings, which it imports by their plain names; keyed_stripe.py is its Stripe adapter).
 FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_orders.py", "keyed_provider.py",
@@ -19,9 +16,3 @@ OPTIONAL_FILE = "keyed_event_shapes.py"
 #: moto and stripe installed; nothing of idem).
 SHIPPED_TESTS = "test_keyed.py"
 
-
-def __getattr__(name: str) -> Any:
-    """`keyed_log`, the old name of the log lines and metrics, now in keyed_events.py (for idem's older imports)."""
-    if name == "keyed_log":
-        return importlib.import_module(f"{__name__}.keyed_events")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

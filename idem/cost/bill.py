@@ -29,7 +29,7 @@ from ..sim.boundary import FaultPlan, watched_session
 from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
 from ..deploy.prices import PRICES
 from ..sim.runtime import LocalLambda
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from ..sim.world import LocalWorld
 from .commit_designs import measure as measure_designs
 from ..explore.powertools import ENTRY, idempotency_table

@@ -74,7 +74,7 @@ from ..sim.fastload import fewer_collections
 from ..sim.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from . import (accounts, books as books_per_charge, family_choice, key_decoding, object_schedules, reuse, runs,
                sqs_timed, state as states, timed, timings, triggers, worlds)
 from .deployed import Deployed

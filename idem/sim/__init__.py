@@ -3,9 +3,8 @@
 `world` builds the resources (and fills moto's gaps: AWS-shaped S3 events, TTL on read), `runtime`
 is Lambda's asynchronous side (retries, containers, maximum event age, the failure queue),
 `boundary` watches every call a handler makes and injects faults there, `atomic` makes moto's
-conditional writes atomic under threads, and `stripe_server` is a loopback Stripe: Stripe's API v1
-rules (`stripe_rules`, each cited) over the stand-in's money, its shapes checked against what
-Stripe publishes (`stripe_shapes`). The `*_entry` and `powertools_handler` modules are the functions it runs
+conditional writes atomic under threads, and `stripe/` is a loopback Stripe: Stripe's API v1
+rules (each cited) over the stand-in's money, its shapes checked against what Stripe publishes. The `*_entry` and `powertools_handler` modules are the functions it runs
 besides the core's entry point: Powertools' decorator as a reader writes it, Powertools behind
 the workbook's switches, and a no-op for the benchmark.
 

@@ -46,7 +46,7 @@ HELP = "calls per event and events per second for each handler, side by side"
 HANDLERS = ("naive", "claim_first", "robust", "keyed", "keyed_stripe", "powertools")
 PHASES = ("first", "duplicate")
 RUNTIME_SHARE_LIMIT = 0.10
-NOOP_ENTRY = "idem.sim.noop_entry"
+NOOP_ENTRY = "idem.sim.runtime.noop_entry"
 #: The benchmark is CPU-bound and in-process: it times the CPU this process spends, so that
 #: other processes sharing the machine do not show up as slowness of the handler at hand.
 CLOCK = time.process_time

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from ..sim.boundary import FaultPlan, watched_session
-from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
+from .capacity import Units, dollars_per_million_uploads
+from .recorder import CapacityRecorder
 from ..deploy.prices import PRICES
 from ..sim.runtime import LocalLambda
 from ..sim.stripe.server import loopback_stripe

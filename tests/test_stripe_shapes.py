@@ -97,7 +97,7 @@ def test_the_handlers_requests_are_stripes_shape():
     a charge, then (the answer lost on every attempt, redriven 25 hours later, past the key window)
     the look-up by search. Through the runtime, so it holds whatever the adapter's own signature."""
     from idem.explore.redrive import redrive_local
-    from idem.sim.boundary import FaultPlan
+    from idem.sim.faults import FaultPlan
     from idem.sim.runtime import LocalLambda
 
     with LocalWorld(provider_in_memory=True) as world, loopback_stripe(world) as server:

@@ -25,7 +25,8 @@ import contextlib
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from ..sim.boundary import FaultPlan, watched_session
+from ..sim.faults import FaultPlan
+from ..sim.sessions import watched_session
 from .capacity import Units, dollars_per_million_uploads
 from .recorder import CapacityRecorder
 from ..deploy.prices import PRICES

@@ -66,7 +66,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
 from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload, judge_uploads
-from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side, release_handler_threads
+from ..sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ..sim.sessions import release_handler_threads
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock

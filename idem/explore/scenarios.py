@@ -13,7 +13,7 @@ import itertools
 from typing import Iterable
 
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
-from ..sim.boundary import PROVIDER_POINTS, Point
+from ..sim.faults import PROVIDER_POINTS, Point
 from ..sim.runtime import LocalLambda
 from ..sim.stripe.server import loopback_stripe
 from ..sim.world import LocalWorld

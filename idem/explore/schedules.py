@@ -41,7 +41,7 @@ from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
 from ..core.ledger import Record, booked
 from ..core.reconcile import compare, list_objects, scan
-from ..sim.boundary import PROVIDER_POINTS, FaultPlan
+from ..sim.faults import PROVIDER_POINTS, FaultPlan
 from ..sim.stripe.server import loopback_stripe
 from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of
 from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run

@@ -131,7 +131,8 @@ def _executed(server: Any) -> int:
 def sdk_client_class() -> type:
     """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
     from ..sim.stripe import server as stripe_server
-    from ..sim.boundary import CHARGE_CALL, Crossing, current
+    from ..sim.boundary import Crossing, current
+    from ..sim.faults import CHARGE_CALL
     from ..sim.sdk_retries import is_lost_answer, lose_stripe_answer
 
     class WatchedSdkClient(stripe_server.NoRealSleep):

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 from ..core.ledger import booked
-from ..sim.boundary import FaultPlan
+from ..sim.faults import FaultPlan
 from .leases import known_handler
 from ..sim.runtime import Attempt, LocalLambda
 from ..sim.world import LocalWorld

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ...core.clock import iso8601
-from ..boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
-                        Visit, Watch, WatchedProvider, choice, watched_session)
+from ..boundary import current, Crossing, Visit, Watch, WatchedProvider
+from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, FaultPlan, Side, Step, choice
+from ..sessions import watched_session
 from ..sdk_retries import install as install_sdk_retries
 from ..world import ACCOUNT, REGION, LocalWorld
 from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterator
 import boto3
 import time_machine
 
-from ..boundary import current, every_session_watched, inherit_invocations
+from ..boundary import current
+from ..sessions import every_session_watched, inherit_invocations
 
 
 #: The time-machine travellers in force (outermost first): when the virtual clock moves inside

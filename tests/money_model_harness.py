@@ -26,9 +26,9 @@ from idem.core.clock import VirtualClock
 from idem.core.dynamo import from_item, to_item
 from idem.core.provider import MemoryStore, Provider
 from idem.sim.runtime import LambdaContext
-from idem.sim.stripe_keys import expire_api_key, prune_idempotency_keys
-from idem.sim.stripe_rules import StripeAccount
-from idem.sim.stripe_server import StripeServer, seed_customer
+from idem.sim.stripe.keys import expire_api_key, prune_idempotency_keys
+from idem.sim.stripe.account import StripeAccount
+from idem.sim.stripe.server import StripeServer, seed_customer
 from idem.sim.world import REGION, LocalWorld, fake_client
 
 #: Faults at an AWS call of one invocation: the call refused (a 500, nothing written), or its

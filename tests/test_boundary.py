@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from idem.core.dynamo import to_item
-from idem.sim.boundary import (END, Boundary, Crash, FaultPlan, InjectedFault, Side, Visit, Watch,
-                               WatchedProvider, watched_session)
+from idem.sim.boundary import Visit, Watch, WatchedProvider
+from idem.sim.faults import END, Boundary, Crash, FaultPlan, InjectedFault, Side
+from idem.sim.sessions import watched_session
 
 
 def put(world, key):

@@ -17,7 +17,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from idem.cost import capacity as cap
-from idem.cost.capacity import CapacityRecorder, item_size, number_size, read_units, write_units
+from idem.cost.capacity import item_size, number_size, read_units, write_units
+from idem.cost.recorder import CapacityRecorder
 
 TABLE = "ledger"
 FAKE = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

@@ -11,7 +11,7 @@ import pytest
 from idem.explore.check import check_handler, schedules_for
 from idem.cli import main
 from idem.sim.sdk_retries import EVERY
-from idem.sim.boundary import END, Boundary, Side
+from idem.sim.faults import END, Boundary, Side
 from idem.explore.verdicts import judge_effects
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick

@@ -13,7 +13,7 @@ import pytest
 from idem.explore import triggers
 from idem.explore.check import Books, Schedule, check_handler, discover, order_body, resolve, run_batch
 from idem.sim.sdk_retries import EVERY
-from idem.sim.boundary import Boundary, FaultPlan, Side
+from idem.sim.faults import Boundary, FaultPlan, Side
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

@@ -24,7 +24,7 @@ import pytest
 from idem.explore import sqs_timed, timings
 from idem.explore.check import Schedule, resolve, run_batch
 from idem.explore.deployed import Deployed
-from idem.sim.boundary import Boundary, FaultPlan, Side
+from idem.sim.faults import Boundary, FaultPlan, Side
 from idem.sim.runtime import on_clock
 from idem.sim.triggers import SqsFedLambda, SqsMapping
 from idem.sim.world import LocalWorld
@@ -142,7 +142,7 @@ def test_the_cli_report_states_the_rule_targets_policy_as_deployed():
 
 def test_eventbridges_late_copy_is_named_for_its_own_range():
     from idem.explore.check import schedules_for
-    from idem.sim.boundary import END
+    from idem.sim.faults import END
 
     def highs(trigger):
         return {s.label() for s in schedules_for([END], (0,), ("versioned",), trigger)

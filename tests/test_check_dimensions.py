@@ -11,7 +11,7 @@ import pytest
 
 from idem.explore.check import check_handler
 from idem.explore.verdicts import judge_uploads
-from idem.sim.boundary import CHARGE_CALL, Boundary, Side
+from idem.sim.faults import CHARGE_CALL, Boundary, Side
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

@@ -80,17 +80,17 @@ def test_a_helper_module_s_memory_does_not_outlive_its_execution_environment():
 def test_a_cold_start_imports_the_function_s_own_modules_afresh_and_no_one_else_s(tmp_path, monkeypatch):
     import sys
 
-    from idem.sim import runtime
+    from idem.sim.runtime import cold_start
 
     (tmp_path / "helper.py").write_text("made = []\n")
     (tmp_path / "app.py").write_text("import helper\nimport json\nhelper.made.append(1)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "helper", raising=False)
-    first = runtime._load_fresh(str(tmp_path / "app.py"))
-    second = runtime._load_fresh(str(tmp_path / "app.py"))
+    first = cold_start._load_fresh(str(tmp_path / "app.py"))
+    second = cold_start._load_fresh(str(tmp_path / "app.py"))
     assert first.helper is not second.helper and second.helper.made == [1]  # a fresh helper, as Lambda's
     assert first.json is second.json  # the standard library (an installed package too) is shared
-    keyed = runtime._load_fresh("idem.core.handlers.keyed")
+    keyed = cold_start._load_fresh("idem.core.handlers.keyed")
     from idem.core.handlers import keyed_settings
     assert keyed.ConfigError is keyed_settings.ConfigError  # the workbook's own helpers: one copy
 

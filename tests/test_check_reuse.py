@@ -13,7 +13,7 @@ import pytest
 
 from idem.explore import reuse
 from idem.explore.check import Schedule, check_handler
-from idem.sim.boundary import CHARGE_CALL, END, Boundary, FaultPlan, How, Side
+from idem.sim.faults import CHARGE_CALL, END, Boundary, FaultPlan, How, Side
 
 HANDLERS = Path(__file__).parent / "handlers"
 CHARGE = Boundary(CHARGE_CALL, 1, Side.BEFORE)

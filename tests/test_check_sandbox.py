@@ -13,7 +13,7 @@ import pytest
 
 from check_cli import FAST, cli, target
 from idem.explore import sandbox
-from idem.sim.logtail import LogTail
+from idem.sim.runtime.logtail import LogTail
 
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from idem.explore import timed, timings, triggers
 from idem.explore.check import Books, Schedule, discover, resolve, run_batch, sqs_schedules
 from idem.explore.deployed import Deployed
-from idem.sim.boundary import END, Boundary, Side
+from idem.sim.faults import END, Boundary, Side
 from idem.sim.world import LocalWorld
 
 HANDLERS = Path(__file__).parent / "handlers"

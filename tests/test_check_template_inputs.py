@@ -181,7 +181,7 @@ def test_a_file_that_is_not_a_json_order_gets_the_retried_put_and_no_second_orde
     report says why; a JSON order keeps both."""
     from idem.explore import object_schedules, objects
     from idem.explore.check import overwrite_schedules
-    from idem.sim.boundary import END
+    from idem.sim.faults import END
 
     found = overwrite_schedules([END], retries=(0,))
     assert {s.second for s in found} == {"order", "retried_put"}

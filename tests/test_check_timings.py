@@ -13,8 +13,8 @@ import pytest
 
 from idem.explore import accounts, timed, timings
 from idem.explore.check import DIMENSIONS, check_handler, schedules_for
-from idem.sim.boundary import END, Boundary, Side
-from idem.sim.delays import RETRY_DELAYS
+from idem.sim.faults import END, Boundary, Side
+from idem.sim.runtime.delays import RETRY_DELAYS
 from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE
 
 HANDLERS = Path(__file__).parent / "handlers"

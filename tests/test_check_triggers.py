@@ -17,7 +17,7 @@ from idem.explore.check import (Books, CheckInputError, Schedule, check_handler,
 from idem.explore import timed
 from idem.explore.verdicts import BREAKS
 from idem.sim.runtime import on_clock
-from idem.sim.boundary import Boundary, FaultPlan, How, Side
+from idem.sim.faults import Boundary, FaultPlan, How, Side
 from idem.sim.triggers import SqsFedLambda, SqsMapping, eventbridge_event
 from idem.sim.world import LocalWorld
 

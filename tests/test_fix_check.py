@@ -8,7 +8,7 @@ import pytest
 
 from idem.core.errors import ConfigError
 from idem.lessons.scribes.fix_check import check_fix, why
-from idem.sim.handle_entry import load_handle
+from idem.sim.runtime.handle_entry import load_handle
 
 HEAD = '''from idem.core.handlers.common import charge_step, order_for, receipt
 from idem.core.ledger import Status

@@ -15,7 +15,8 @@ import pytest
 
 from idem.core.handlers import keyed
 from idem.deploy import template as tp
-from idem.sim.boundary import FaultPlan, watched_session
+from idem.sim.faults import FaultPlan
+from idem.sim.sessions import watched_session
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

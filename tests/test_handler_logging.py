@@ -10,7 +10,7 @@ import pytest
 
 from idem.core.handlers import keyed, keyed_events
 from idem.core import order_csv
-from idem.sim.boundary import FaultPlan
+from idem.sim.faults import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

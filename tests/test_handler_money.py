@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from idem.core import customers
 from idem.core.handlers import keyed
-from idem.sim.stripe_server import loopback_stripe, seed_customer
+from idem.sim.stripe.server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 HOUR = 3600

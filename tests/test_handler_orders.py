@@ -8,7 +8,7 @@ import pytest
 
 from idem.core.handlers import keyed
 from idem.sim.runtime import LocalLambda
-from idem.sim.stripe_server import loopback_stripe
+from idem.sim.stripe.server import loopback_stripe
 from idem.sim.world import LocalWorld
 
 HANDLER = "idem.core.handlers.keyed:lambda_handler"

@@ -15,7 +15,7 @@ import stripe._http_client
 from idem.core.dynamo import from_item
 from idem.core import customers
 from idem.core.handlers import keyed
-from idem.sim.stripe_server import loopback_stripe, seed_customer
+from idem.sim.stripe.server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600

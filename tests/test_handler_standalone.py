@@ -18,7 +18,7 @@ import pytest
 
 from idem.core import errors, events
 from idem.core.handlers import FILES_TO_COPY, OPTIONAL_FILE, keyed, keyed_events, keyed_settings
-from idem.sim.stripe_server import loopback_stripe, seed_customer
+from idem.sim.stripe.server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 ROOT = Path(__file__).resolve().parent.parent

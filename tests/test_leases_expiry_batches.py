@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from idem.sim.boundary import FaultPlan
+from idem.sim.faults import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 from idem.core.reconcile.audit import reconcile

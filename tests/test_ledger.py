@@ -8,7 +8,8 @@ import pytest
 from idem.core.errors import LostOwnership
 from idem.core.handlers.keyed import KeyedLedger
 from idem.core.ledger import Ledger, Status
-from idem.sim.boundary import Visit, Watch, watched_session
+from idem.sim.boundary import Visit, Watch
+from idem.sim.sessions import watched_session
 
 
 def keyed_ledger(world, client=None, ttl_seconds=86400):

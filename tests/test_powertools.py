@@ -21,7 +21,7 @@ from idem.core.entry import ConfigError
 from idem.explore import powertools as pt
 from idem.sim import powertools_entry as pe
 from idem.explore import scenarios as sc
-from idem.sim.boundary import Boundary, FaultPlan, Side
+from idem.sim.faults import Boundary, FaultPlan, Side
 
 # (fault, times, delivery) -> (charges, ledger, attempts, dlq, record, dynamodb_calls, verdict)
 # dynamodb_calls counts every DynamoDB call the function makes, at its boundary: Powertools'

@@ -12,7 +12,7 @@ from idem.core.handlers import keyed
 from idem.core.provider import DAY
 from idem.core.reconcile.audit import reconcile
 from idem.core.settings import Settings
-from idem.sim.boundary import FaultPlan
+from idem.sim.faults import FaultPlan
 from idem.explore.redrive import redrive_local
 from idem.sim.runtime import LocalLambda
 from idem.explore.scenarios import Scenario, run

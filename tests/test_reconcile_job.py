@@ -483,7 +483,7 @@ def test_a_missing_setting_names_itself():
 def test_the_prod_profile_reads_only_this_stacks_charges_by_stripe_search():
     import stripe
 
-    from idem.sim.stripe_server import loopback_stripe, seed_customer
+    from idem.sim.stripe.server import loopback_stripe, seed_customer
 
     with LocalWorld(prefix="reconcile-stripe") as world, loopback_stripe(world) as server:
         client = stripe.StripeClient("sk_test_recon", base_addresses={"api": server.url}, max_network_retries=0)

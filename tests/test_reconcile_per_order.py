@@ -35,7 +35,7 @@ class StripeStack:
         self.client = stripe.StripeClient("sk_test_recon", base_addresses={"api": server.url}, max_network_retries=0)
 
     def customer(self, customer_id: str, payment_method: str = "pm_card_visa") -> str:
-        from idem.sim.stripe_server import seed_customer
+        from idem.sim.stripe.server import seed_customer
 
         return seed_customer(self.server, customer_id=customer_id, payment_method=payment_method)[1]
 
@@ -91,7 +91,7 @@ def stack() -> Iterator[StripeStack]:
 
 @contextlib.contextmanager
 def stripe_stack() -> Iterator[StripeStack]:
-    from idem.sim.stripe_server import loopback_stripe
+    from idem.sim.stripe.server import loopback_stripe
 
     with LocalWorld(prefix="reconcile-order") as world, loopback_stripe(world) as server:
         reports = f"{world.prefix}-reports"

@@ -1,6 +1,6 @@
 """`python -m idem settle` and `refund` on a local stack: a CloudFormation stack on moto (its
 LedgerTableName output, its StripeSecretParameter parameter), the key in SSM, and the loopback
-Stripe (idem/sim/stripe_server.py) behind STRIPE_API_BASE. Dry run first (or asked at a terminal),
+Stripe (idem/sim/stripe/server.py) behind STRIPE_API_BASE. Dry run first (or asked at a terminal),
 --yes --reason to act, each act recorded with who and why; bad input is one line and exit code 2,
 with nothing changed."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import stripe
 
 from idem.core.reconcile import runbook
 from idem.core.dynamo import from_item, to_item
-from idem.sim.stripe_server import loopback_stripe
+from idem.sim.stripe.server import loopback_stripe
 from idem.sim.world import LocalWorld
 from test_deploy_server import machine_free_aws_env, one_error_line, run_cli
 

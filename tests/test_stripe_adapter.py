@@ -20,7 +20,7 @@ from idem.cost import bench, bill
 from idem.explore import scenarios as sc
 from idem.explore.check import CheckInputError, check_handler
 from idem.explore import schedules
-from idem.sim.stripe_server import LoopbackStripe, intent_id, loopback_stripe
+from idem.sim.stripe.server import LoopbackStripe, intent_id, loopback_stripe
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600

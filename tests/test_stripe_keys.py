@@ -1,4 +1,4 @@
-"""What Stripe does to keys over time, on the loopback Stripe (idem.sim.stripe_keys): an
+"""What Stripe does to keys over time, on the loopback Stripe (idem.sim.stripe.keys): an
 idempotency key pruned once 24 h old charges anew (both layers forget it), a younger one is
 kept; an expired API key is answered 401 api_key_expired, while a new key works; a read's 500
 is answered and saves nothing."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import stripe
 
-from idem.sim.stripe_keys import DAY, expire_api_key, prune_idempotency_keys
-from idem.sim.stripe_server import NoRealSleep, loopback_stripe, seed_customer
+from idem.sim.stripe.keys import DAY, expire_api_key, prune_idempotency_keys
+from idem.sim.stripe.server import NoRealSleep, loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 

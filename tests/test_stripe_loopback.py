@@ -1,14 +1,15 @@
 """The loopback Stripe held to Stripe's published rules (issue 27), through Stripe's own SDK:
 customers and saved payment methods, live and test objects apart, restricted keys, error types
 and codes, what is and is not saved for a key, PaymentIntent statuses, search (with its lag) and
-lists, refunds, the rate limiter. Each rule is cited in idem/sim/stripe_rules.py."""
+lists, refunds, the rate limiter. Each rule is cited in idem/sim/stripe/."""
 from __future__ import annotations
 
 import pytest
 import stripe
 
-from idem.sim.stripe_rules import FAULTS, RateLimiter, key_mode
-from idem.sim.stripe_server import NoRealSleep, loopback_stripe, seed_customer
+from idem.sim.stripe.access import RateLimiter, key_mode
+from idem.sim.stripe.errors import FAULTS
+from idem.sim.stripe.server import NoRealSleep, loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600

@@ -1,7 +1,7 @@
 """Every answer the loopback Stripe serves, and every request the handler's adapter and idem send it,
 checked against what Stripe publishes of their shape: stripe-python 16's types (generated from
 Stripe's OpenAPI description) and the fields of Stripe's own fixtures (stripe/openapi, vendored in
-idem/sim/stripe_openapi_fields.json with its commit)."""
+idem/sim/stripe/openapi_fields.json with its commit)."""
 from __future__ import annotations
 
 import copy
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import stripe
 
-from idem.sim import stripe_shapes as shapes
-from idem.sim.stripe_rules import FAULTS, _route
-from idem.sim.stripe_server import NoRealSleep, loopback_stripe, seed_customer
+from idem.sim.stripe import shapes
+from idem.sim.stripe.errors import FAULTS
+from idem.sim.stripe.params import _route
+from idem.sim.stripe.server import NoRealSleep, loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
 
@@ -96,7 +97,7 @@ def test_the_handlers_requests_are_stripes_shape():
     a charge, then (the answer lost on every attempt, redriven 25 hours later, past the key window)
     the look-up by search. Through the runtime, so it holds whatever the adapter's own signature."""
     from idem.explore.redrive import redrive_local
-    from idem.sim.boundary import FaultPlan
+    from idem.sim.faults import FaultPlan
     from idem.sim.runtime import LocalLambda
 
     with LocalWorld(provider_in_memory=True) as world, loopback_stripe(world) as server:
@@ -155,7 +156,7 @@ def test_a_wrong_request_is_caught(params, says):
 
 
 def test_the_vendored_fields_name_their_source():
-    vendored = json.loads((Path(shapes.__file__).with_name("stripe_openapi_fields.json")).read_text())
+    vendored = json.loads((Path(shapes.__file__).with_name("openapi_fields.json")).read_text())
     assert "stripe/openapi" in vendored["source"] and "f6c2a48fbac2819d1feba8143d942ffc65e1c0d2" in vendored["source"]
     assert set(vendored["resources"]) == set(shapes.RESOURCES)
     assert stripe.VERSION.startswith("16.")  # the generated types these checks read

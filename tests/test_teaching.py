@@ -254,7 +254,7 @@ def test_chapter_08s_poison_row_counts_the_event_in_the_failure_queue():
     (months after the virtual epoch) moto would drop it as past the queue's retention, so the
     read-back runs on the virtual clock too."""
     from idem.explore import powertools as pt
-    from idem.sim.boundary import Boundary, FaultPlan, Side
+    from idem.sim.faults import Boundary, FaultPlan, Side
 
     poison = FaultPlan(Boundary("provider:charge", 1, Side.AFTER), "always")
     outcome = pt.run_handler([b"v1"], fault=poison)

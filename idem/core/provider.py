@@ -1,7 +1,7 @@
 """A payment provider stand-in that keeps Stripe's idempotency rules (API v1), in its own table.
 
 The rules are `Provider`'s, one implementation of them (the loopback Stripe of
-idem.sim.stripe_server carries them over HTTP). What they need kept lives in a store: the
+idem.sim.stripe.server carries them over HTTP). What they need kept lives in a store: the
 provider's DynamoDB table (`TableStore`: the demo stack's, which the reconciliation job reads), or
 a dict (`MemoryStore`: a local world's for `idem check`, where the table's three calls per
 charge cost more than the rest of a schedule).

@@ -37,16 +37,16 @@ from ..core.clock import iso8601
 from ..console import align
 from ..explore.powertools import ENTRY, idempotency_table
 from ..sim.runtime import LambdaContext, LocalLambda
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from ..sim.world import LocalWorld
 
 HELP = "calls per event and events per second for each handler, side by side"
 #: keyed_stripe: keyed charging through Stripe's SDK (the handler's adapter) against the loopback
-#: Stripe (idem.sim.stripe_server): the same DynamoDB calls, plus an HTTP round trip per charge.
+#: Stripe (idem.sim.stripe.server): the same DynamoDB calls, plus an HTTP round trip per charge.
 HANDLERS = ("naive", "claim_first", "robust", "keyed", "keyed_stripe", "powertools")
 PHASES = ("first", "duplicate")
 RUNTIME_SHARE_LIMIT = 0.10
-NOOP_ENTRY = "idem.sim.noop_entry"
+NOOP_ENTRY = "idem.sim.runtime.noop_entry"
 #: The benchmark is CPU-bound and in-process: it times the CPU this process spends, so that
 #: other processes sharing the machine do not show up as slowness of the handler at hand.
 CLOCK = time.process_time

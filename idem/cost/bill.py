@@ -25,11 +25,13 @@ import contextlib
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from ..sim.boundary import FaultPlan, watched_session
-from .capacity import CapacityRecorder, Units, dollars_per_million_uploads
+from ..sim.faults import FaultPlan
+from ..sim.sessions import watched_session
+from .capacity import Units, dollars_per_million_uploads
+from .recorder import CapacityRecorder
 from ..deploy.prices import PRICES
 from ..sim.runtime import LocalLambda
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from ..sim.world import LocalWorld
 from .commit_designs import measure as measure_designs
 from ..explore.powertools import ENTRY, idempotency_table

@@ -25,8 +25,9 @@ from typing import Any, Callable
 
 from ..core.dynamo import to_item, values
 from ..core.handlers.keyed import BOOKS_INDEX, KeyedLedger, Record, Status
-from ..sim.boundary import watched_session
-from .capacity import CapacityRecorder, dollars_per_million_uploads
+from ..sim.sessions import watched_session
+from .capacity import dollars_per_million_uploads
+from .recorder import CapacityRecorder
 from ..sim.world import LEDGER_TABLE_SHAPE, LocalWorld
 
 ACCOUNT = "alice"

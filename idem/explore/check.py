@@ -37,7 +37,7 @@ How it works:
    version (`triggers.event_for`); every copy of one event is that same event.
 3. Each schedule runs in the local runtime, on moto and a virtual clock. Each invocation runs in
    a thread of its own, so a crash is a kill (no except, finally or atexit of the handler runs:
-   `idem.sim.runtime._Run`); calls from the handler's own threads and asyncio tasks are its
+   `idem.sim.runtime.invocation_thread._Run`); calls from the handler's own threads and asyncio tasks are its
    boundaries; time.sleep moves the clock, and a wait past the deadline is Lambda's timeout. Its effects are
    counted where they land: the charges in the provider's own record, the ledger lines in the
    handler's table (the books), and any AWS call named as an effect; a write named as an effect
@@ -66,15 +66,16 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..core.errors import IdemError
 from .verdicts import BOOKS as LINES, BREAKS, MONEY, Verdict, judge_upload, judge_uploads
-from ..sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side, release_handler_threads
+from ..sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ..sim.sessions import release_handler_threads
 from ..sim.runtime import (HandlerExited, HandlerNotLoaded, LocalLambda, ScheduleTimedOut, loopback_only,
                            on_clock, schedule_deadline, work_of)
 from ..core.clock import VirtualClock
 from ..sim.fastload import fewer_collections
-from ..sim.handler_guard import missing_setting, no_subprocesses
+from ..sim.runtime.handler_guard import missing_setting, no_subprocesses
 from ..sim.writes import count_same_effects_once
 from ..sim.world import empty_queue, ensure_moto, pk_text
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from . import (accounts, books as books_per_charge, family_choice, key_decoding, object_schedules, reuse, runs,
                sqs_timed, state as states, timed, timings, triggers, worlds)
 from .deployed import Deployed
@@ -609,7 +610,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
                                           "the check refuses every socket but the loopback "
                                           f"(schedule: {schedule.label()})")
-            if spawned:  # idem.sim.handler_guard: another process escapes every boundary
+            if spawned:  # idem.sim.runtime.handler_guard: another process escapes every boundary
                 raise CheckCouldNotFinish(f"the handler started a process ({spawned[0]}): what it does escapes "
                                           "every boundary the check watches; do the work in the function itself")
             count_same_effects_once(runtime.watch)  # the same execution answered again is one effect

@@ -8,7 +8,7 @@ Two shapes of the same stack meet the same outage (the provider answers 503 to e
   maxReceiveCount receives, then the dead-letter queue. Sized by idem/core/buffer.py (PROD: 360 s,
   75 receives: 7.4 hours of retries), which template.yaml's UploadQueue carries too.
 - **s3** (the demo): S3 invokes the function asynchronously. Lambda retries an error twice, about
-  1 and 3 minutes later (idem/sim/runtime.py RETRY_DELAYS), then sends the event to the on-failure
+  1 and 3 minutes later (idem/sim/runtime/delays.py RETRY_DELAYS), then sends the event to the on-failure
   queue: every order of the outage is parked there, for a person to redrive.
 
 `run_outage` returns what became of every order: charged once, twice, not at all; in the

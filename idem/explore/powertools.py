@@ -22,7 +22,7 @@ from ..core.dynamo import from_item
 from ..core.clock import VirtualClock
 from . import scenario as scenarios
 from . import schedules as S
-from ..sim.boundary import Boundary, FaultPlan, Side
+from ..sim.faults import Boundary, FaultPlan, Side
 from ..sim.powertools_entry import FIXES, MODE, powertools_time
 from ..sim.runtime import LocalLambda, on_clock
 from ..sim.world import REGION, LocalWorld

@@ -38,7 +38,7 @@ from ..core.patterns import HANDLERS
 from ..core.ledger import Ledger
 from ..sim.world import LocalWorld
 from ..core import entry
-from ..sim.boundary import watched_session
+from ..sim.sessions import watched_session
 from ..sim.runtime import LambdaContext
 
 CLAIM_STRATEGIES = ("conditional_put", "read_then_write")

@@ -19,7 +19,7 @@ import json
 from typing import Any, Callable
 
 from ..core.clock import iso8601
-from ..sim.boundary import FaultPlan
+from ..sim.faults import FaultPlan
 from ..sim.runtime import LocalLambda
 from ..sim.world import LocalWorld
 from ..core.provider import DAY

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ..sim.boundary import CHARGE_CALL, END_CALL, FaultPlan, How, Side
+from ..sim.faults import CHARGE_CALL, END_CALL, FaultPlan, How, Side
 from ..sim.sdk_retries import EVERY
 
 #: The runs tried before a call (the handler's own retries) and after an AWS call (the SDK's).

@@ -14,7 +14,7 @@ parent prints it. Whatever the handler does, the parent answers within a bounded
 - the whole check runs past `budget` seconds: exit 3, killed.
 
 What the child prints goes to pipes the parent drains, keeping only the last lines
-(`idem.sim.logtail` bounds what each invocation prints inside the child). The child's
+(`idem.sim.runtime.logtail` bounds what each invocation prints inside the child). The child's
 reports of what the handler did (notes) and its heartbeats come over a pipe of their own.
 """
 from __future__ import annotations
@@ -362,7 +362,7 @@ class _Guard:
 
         def signal_(signum: int, handler: Any) -> Any:
             if signum == signal.SIGALRM:
-                # the runtime runs each invocation in a thread of its own (idem.sim.runtime._Run),
+                # the runtime runs each invocation in a thread of its own (idem.sim.runtime.invocation_thread._Run),
                 # where Python refuses a signal handler: on Lambda it is the main thread's
                 noted("signal.signal(SIGALRM, ...)",
                       refused=threading.current_thread() is not threading.main_thread())

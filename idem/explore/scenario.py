@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..sim.boundary import FaultPlan
+from ..sim.faults import FaultPlan
 from ..sim.runtime import Attempt, LocalLambda
 from ..sim.world import LocalWorld
 from .verdicts import MATRIX_VERDICTS, completed, judge_run

@@ -13,9 +13,9 @@ import itertools
 from typing import Iterable
 
 from ..core.patterns import HANDLERS, HAS_DONE_STATE
-from ..sim.boundary import PROVIDER_POINTS, Point
+from ..sim.faults import PROVIDER_POINTS, Point
 from ..sim.runtime import LocalLambda
-from ..sim.stripe_server import loopback_stripe
+from ..sim.stripe.server import loopback_stripe
 from ..sim.world import LocalWorld
 from .scenario import (DELIVERIES, DUPLICATE_AFTER, HEADLINE, ORDER_KEY, OUTCOME_FIELDS, POWERTOOLS, TIMES,
                        VERDICTS, Outcome, Scenario, deliver, fault_of, read_outcome)
@@ -38,7 +38,7 @@ def handler_names() -> tuple[str, ...]:
 def run(scenario: Scenario, *, over_stripe: bool = False) -> Outcome:
     """Run one scenario in a fresh world and read its outcome back. `over_stripe`: the
     function charges through Stripe's SDK (the handler's adapter), aimed at a loopback Stripe
-    that keeps the stand-in's rules (idem.sim.stripe_server)."""
+    that keeps the stand-in's rules (idem.sim.stripe.server)."""
     _check(scenario)
     if scenario.handler == POWERTOOLS:
         from . import powertools  # optional: needs aws-lambda-powertools, which the core never does

@@ -41,8 +41,8 @@ from ..core.dynamo import to_item
 from ..core.keys import idempotency_key
 from ..core.ledger import Record, booked
 from ..core.reconcile.audit import compare, list_objects, scan
-from ..sim.boundary import PROVIDER_POINTS, FaultPlan
-from ..sim.stripe_server import loopback_stripe
+from ..sim.faults import PROVIDER_POINTS, FaultPlan
+from ..sim.stripe.server import loopback_stripe
 from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of
 from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
 from ..sim.world import LocalWorld
@@ -156,7 +156,7 @@ class Result:
 
 def run_schedules(schedules: Iterable[Scenario], batch: int = 20, *, over_stripe: bool = False) -> list[Result]:
     """Run the schedules, `batch` to a world, and return their results in order. `over_stripe`:
-    the function charges through Stripe's SDK against a loopback Stripe (idem.sim.stripe_server).
+    the function charges through Stripe's SDK against a loopback Stripe (idem.sim.stripe.server).
 
     Small batches keep the tables small: moto copies a whole table to run a transaction.
     """

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Sequence
 
-from ..sim.boundary import FaultPlan, How
+from ..sim.faults import FaultPlan, How
 from . import accounts, timings, triggers
 from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY_WINDOW, PAST_MIDNIGHT, Later, \
     _every_resend

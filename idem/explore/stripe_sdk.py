@@ -5,7 +5,7 @@ module level and `stripe.PaymentIntent.create(...)`, or `stripe.StripeClient(key
 `client.v1.payment_intents.create(...)`. Both go to `stripe.api_base` / the client's
 `base_addresses["api"]`, https://api.stripe.com by default
 (https://github.com/stripe/stripe-python#configuring-a-client). During a check with the Stripe
-provider, every loopback Stripe the check starts (`idem.sim.stripe_server.StripeServer`) becomes
+provider, every loopback Stripe the check starts (`idem.sim.stripe.server.StripeServer`) becomes
 where both point, so the handler's own calls land where the check counts charges; its HTTP
 client's retries do not sleep on the real clock (`NoRealSleep`). `idem check` turns this on
 with `--provider stripe`, or by itself when the handler's module imports stripe (`uses_stripe`).
@@ -64,7 +64,7 @@ def aim_sdk_at_loopback() -> None:
     import stripe
 
     from ..core.handlers.keyed_stripe import TIMEOUT_SECONDS
-    from ..sim import stripe_server
+    from ..sim.stripe import server as stripe_server
 
     server_class: Any = stripe_server.StripeServer
     if getattr(server_class.start, "_aims_sdk", False):
@@ -130,8 +130,9 @@ def _executed(server: Any) -> int:
 @functools.cache
 def sdk_client_class() -> type:
     """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
-    from ..sim import stripe_server
-    from ..sim.boundary import CHARGE_CALL, Crossing, current
+    from ..sim.stripe import server as stripe_server
+    from ..sim.boundary import Crossing, current
+    from ..sim.faults import CHARGE_CALL
     from ..sim.sdk_retries import is_lost_answer, lose_stripe_answer
 
     class WatchedSdkClient(stripe_server.NoRealSleep):

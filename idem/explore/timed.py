@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
-from ..sim.boundary import END_CALL, FaultPlan, How, Side
+from ..sim.faults import END_CALL, FaultPlan, How, Side
 from ..sim.sdk_retries import EVERY
 from . import accounts, timings, triggers
 from .reuse import family

@@ -37,7 +37,7 @@ import random
 from dataclasses import dataclass
 
 from ..core.clock import EPOCH
-from ..sim.delays import RETRY_DELAYS, RetryDelay
+from ..sim.runtime.delays import RETRY_DELAYS, RetryDelay
 
 #: 2025-12-31T23:58:00Z: the day (and the year) ends 120 s into every schedule
 CHECK_START = EPOCH - 120.0

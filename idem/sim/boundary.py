@@ -18,190 +18,25 @@ The runtime keeps one `Watch` per run. It counts arrivals at each boundary per p
 work (which arrival fails is the fault plan's `times`), starts a concurrent copy of an
 event when a chosen invocation reaches a chosen boundary, and records every crossing so a
 person can read the timeline afterwards. Outside an invocation the hooks do nothing.
+
+The boundaries' names and the fault plan are `idem.sim.faults`'; the sessions and threads that
+carry the hooks (`watched_session`, `every_session_watched`, `inherit_invocations`) `idem.sim.sessions`'.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hashlib
 import threading
-import weakref
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
-import boto3
 from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
+from .faults import _STEP_NAMES, CHARGE_CALL, END_CALL, Boundary, Crash, FaultPlan, How, InjectedFault, Side
 from .sdk_retries import aws_error, is_lost_answer, resent_by_sdk
-
-REGION = "us-east-1"
-
-
-class Side(str, Enum):
-    BEFORE = "before"  # the call has not been sent: nothing happened
-    AFTER = "after"  # the call did its work; a fault here loses its answer
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class How(str, Enum):
-    EXCEPTION = "exception"  # an error the handler's except clauses can see
-    CRASH = "crash"  # the process dies: no except or finally of the handler runs
-
-    def __str__(self) -> str:
-        return self.value
-
-
-#: The provider call every charging handler makes.
-CHARGE_CALL = "provider:charge"
-#: The pseudo-call crossed when the handler returns.
-END_CALL = "end"
-
-
-@dataclass(frozen=True, order=True)
-class Boundary:
-    """One place in an invocation: before or after the `nth` call named `call`."""
-
-    call: str
-    nth: int = 1
-    side: Side = Side.BEFORE
-
-    def __str__(self) -> str:
-        if self.call == END_CALL:
-            return "after the handler returned"
-        return f"{self.side} {self.call}" + (f" #{self.nth}" if self.nth > 1 else "")
-
-
-END = Boundary(END_CALL, 1, Side.AFTER)
-
-
-class Point(str, Enum):
-    """The fault points of the scenario matrix: names for three boundaries."""
-
-    NONE = "none"
-    AT_CHARGE = "at_charge"  # before the provider call: no money moves
-    AFTER_CHARGE = "after_charge"  # after it: money moved, the function does not know
-    AFTER_COMMIT = "after_commit"  # after the handler's last write
-
-    def __str__(self) -> str:
-        return self.value
-
-
-POINT_BOUNDARIES: dict[Point, Boundary] = {
-    Point.AT_CHARGE: Boundary(CHARGE_CALL, 1, Side.BEFORE),
-    Point.AFTER_CHARGE: Boundary(CHARGE_CALL, 1, Side.AFTER),
-    Point.AFTER_COMMIT: END,
-}
-
-
-class Step(str, Enum):
-    """Where a concurrent copy can start, named for the charge step every handler has."""
-
-    BEFORE_CHARGE = "before_charge"
-    CHARGED = "charged"
-    RECORDED = "recorded"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-STEP_BOUNDARIES: dict[Step, Boundary] = {
-    Step.BEFORE_CHARGE: POINT_BOUNDARIES[Point.AT_CHARGE],
-    Step.CHARGED: POINT_BOUNDARIES[Point.AFTER_CHARGE],
-    Step.RECORDED: END,
-}
-_STEP_NAMES = {boundary: step.value for step, boundary in STEP_BOUNDARIES.items()}
-
-#: The provider's own outcomes, as fault points: the provider answers the charge call with
-#: them (see idem.core.provider). Not an exception the runtime raises: the provider's answer.
-PROVIDER_POINTS = tuple(o.value for o in ProviderOutcome if o is not ProviderOutcome.OK)
-
-
-def choice(kind: type[Enum], value: Any) -> Any:
-    """`kind(value)`, or a ValueError that lists the valid names."""
-    try:
-        return kind(value)
-    except ValueError:
-        names = ", ".join(member.value for member in kind)
-        raise ValueError(f"unknown {kind.__name__.lower()} {value!r}; choose one of {names}") from None
-
-
-class InjectedFault(Exception):
-    """The error the runtime raises at a boundary: an ordinary exception, as a timeout is."""
-
-
-class Crash(BaseException):
-    """The process dies at a boundary: not an Exception, so no handler code catches it."""
-
-
-@dataclass(frozen=True)
-class FaultPlan:
-    """Fail at `at` on the arrivals `times` names: once, always, or numbers like "1,3"."""
-
-    at: Boundary | None = None
-    times: str = "once"
-    how: How = How.EXCEPTION
-    outcome: str = ""  # a provider outcome (PROVIDER_POINTS): the provider answers with it at `at`
-    #: how many times in a row it strikes: a lost answer, the SDK's attempts at the call (sdk_retries);
-    #: before a call, the same call made again in the invocation (#n, #n+1, ...: a handler's own retries)
-    run: int = 1
-
-    def strikes(self, boundary: "Boundary") -> bool:
-        """Is `boundary` one of the places this plan fails (its own, or the next in its run)?"""
-        at = self.at
-        return at == boundary or (self.run > 1 and at is not None and at.side is Side.BEFORE and at.call == boundary.call
-                                  and boundary.side is Side.BEFORE and at.nth < boundary.nth < at.nth + self.run)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "how", choice(How, self.how))
-        self.fails_on(1)  # validates `times`
-
-    @classmethod
-    def at_point(cls, point: str, times: str = "once", how: str = "exception") -> "FaultPlan":
-        """The plan for one of the matrix's named points (`none` is no fault), or one of the
-        provider's outcomes, which the provider gives at the charge call's boundary."""
-        if point in PROVIDER_POINTS:
-            return cls(POINT_BOUNDARIES[Point.AT_CHARGE], times, How.EXCEPTION, outcome=point)
-        if point not in {p.value for p in Point}:
-            names = ", ".join([p.value for p in Point] + list(PROVIDER_POINTS))
-            raise ValueError(f"unknown point {point!r}; choose one of {names}")
-        named = choice(Point, point)
-        return cls(POINT_BOUNDARIES.get(named), times, how)
-
-    @classmethod
-    def from_demo_settings(cls, env: Mapping[str, str]) -> "FaultPlan":
-        """The deploy demo's failure, from the stack's FAILURE_POINT and FAIL_TIMES settings:
-        injected by whoever runs the function, never by the function itself."""
-        return cls.at_point(env.get("FAILURE_POINT") or "none", env.get("FAIL_TIMES") or "once")
-
-    @property
-    def point(self) -> str:
-        """The matrix name of this plan's boundary, or the boundary itself."""
-        if self.outcome:
-            return self.outcome
-        for name, boundary in POINT_BOUNDARIES.items():
-            if boundary == self.at:
-                return name.value
-        return "none" if self.at is None else str(self.at)
-
-    def fails_on(self, arrival: int) -> bool:
-        """Does the `arrival`-th arrival at the boundary fail?"""
-        if self.times == "once":
-            return arrival == 1
-        if self.times == "always":
-            return True
-        try:
-            chosen = {int(part) for part in self.times.split(",") if part.strip()}
-        except ValueError:
-            raise ValueError(f"fault times {self.times!r}: use once, always, or numbers like 1,3") from None
-        if not chosen or min(chosen) < 1:
-            raise ValueError(f"fault times {self.times!r}: arrivals are counted from 1")
-        return arrival in chosen
 
 
 @dataclass(frozen=True)
@@ -366,51 +201,6 @@ def current() -> tuple[Watch, Visit] | None:
     return stack[-1] if stack else None
 
 
-#: Threads a handler started during an invocation (its pools' workers among them).
-HANDLER_THREADS: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
-
-
-def release_handler_threads() -> None:
-    """Leave the handlers' pool threads out of the joins at exit: a pool whose invocation was
-    killed is never shut down, and concurrent.futures would wait for its workers forever."""
-    import concurrent.futures.thread as pools
-
-    for thread in list(HANDLER_THREADS):
-        pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
-
-
-@contextlib.contextmanager
-def inherit_invocations() -> Iterator[None]:
-    """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
-    a copy of the context of the code that started or submitted it: its calls belong to the same
-    invocation (and a pool's thread, reused later by another invocation, takes that one's)."""
-    import concurrent.futures
-
-    start, submit = threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit
-    if getattr(start, "_idem_inherits", False):
-        yield
-        return
-
-    def started(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
-        if _CURRENT.get():
-            HANDLER_THREADS.add(self)
-            context, run = contextvars.copy_context(), self.run
-            self.run = lambda: context.run(run)  # type: ignore[method-assign]
-        start(self, *args, **kwargs)
-
-    def submitted(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        if _CURRENT.get():
-            return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
-        return submit(self, fn, *args, **kwargs)
-
-    started._idem_inherits = True  # type: ignore[attr-defined]
-    threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = started, submitted  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = start, submit  # type: ignore[method-assign]
-
-
 def _call_name(model: Any) -> str:
     return f"{model.service_model.endpoint_prefix}:{model.name}"
 
@@ -504,125 +294,6 @@ def watch_events(events: Any) -> None:
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
 
     watch_writes(events, current)
-
-
-@contextlib.contextmanager
-def every_session_watched() -> Iterator[None]:
-    """While it lasts, every boto3 session made anywhere (`boto3.session.Session()`, as
-    Powertools builds its own) carries the boundary hooks, so its clients' calls are boundaries
-    too. Sessions made before it (the default one is swapped for the watched one) need none."""
-    original = boto3.session.Session.__init__
-    if getattr(original, "_idem_watched", False):  # already inside (a concurrent copy)
-        yield
-        return
-
-    shared = watched_session()._session.get_component("data_loader")
-
-    @functools.wraps(original)
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        watch_events(self.events)
-        # botocore's data files (endpoints, service models) read once per process, not once per
-        # session: Powertools builds a session at every cold start, and parsing them again each
-        # time was most of a Powertools handler's check (minutes)
-        if kwargs.get("botocore_session") is None and not args:
-            self._session.register_component("data_loader", shared)
-
-    init._idem_watched = True  # type: ignore[attr-defined]
-    boto3.session.Session.__init__ = init  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        boto3.session.Session.__init__ = original  # type: ignore[method-assign]
-
-
-class WatchedSession(boto3.Session):
-    """A boto3 session whose clients cross the runtime's boundaries.
-
-    Made-up credentials: requests can only ever reach moto. Clients are made once per
-    service and options and shared (botocore clients are thread-safe), because building one
-    costs more than many calls to moto; the hooks find the running invocation per thread.
-    Each time a client is asked for, its retry quota is whole again, as a new client's is.
-    """
-
-    def __init__(self, region: str = REGION, credentials: Mapping[str, str] | None = None) -> None:
-        keys = credentials or {"AccessKeyId": "testing", "SecretAccessKey": "testing", "SessionToken": "testing"}
-        super().__init__(aws_access_key_id=keys["AccessKeyId"], aws_secret_access_key=keys["SecretAccessKey"],
-                         aws_session_token=keys["SessionToken"], region_name=region)
-        watch_events(self.events)
-        self._clients: dict[tuple[Any, ...], Any] = {}
-        self._lock = threading.Lock()
-        # a client copies the session's event hooks when it is built: one built before a hook was
-        # registered (or after it was taken away) must not be handed out afterwards
-        for name in ("register", "register_first", "register_last", "unregister"):
-            setattr(self.events, name, self._forgetting_clients(getattr(self.events, name)))
-
-    def _forgetting_clients(self, method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def changed(*args: Any, **kwargs: Any) -> Any:
-            self._clients.clear()
-            return method(*args, **kwargs)
-        return changed
-
-    def client(self, service_name: str, region_name: str | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
-        options = _options_key(kwargs)
-        if options is None:  # options that cannot be compared: a client of its own
-            return super().client(service_name, region_name=region_name, **kwargs)
-        with self._lock:
-            key = (service_name, region_name, options)
-            if key not in self._clients:
-                with _quotas_kept() as quotas:
-                    made = super().client(service_name, region_name=region_name, **kwargs)
-                self._clients[key] = (made, quotas)
-            made, quotas = self._clients[key]
-            # as a client built now would have it: the whole retry quota of the standard retry mode
-            # (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html; botocore
-            # keeps one per client), since a cold start builds its clients anew
-            for kept in quotas:
-                kept._available_capacity = kept._max_capacity
-            return made
-
-
-def _options_key(kwargs: Mapping[str, Any]) -> str | None:
-    """The client options as a comparable text (a botocore Config by the options it was given),
-    or None when one of them is something else."""
-    from botocore.config import Config
-
-    plain = (str, int, float, bool, type(None), dict, list, tuple)
-    parts = []
-    for name, value in sorted(kwargs.items()):
-        if isinstance(value, Config):
-            value = ("Config", sorted(getattr(value, "_user_provided_options", {}).items()))
-        elif not isinstance(value, plain):
-            return None
-        parts.append(f"{name}={value!r}")
-    return "&".join(parts)
-
-
-@contextlib.contextmanager
-def _quotas_kept() -> Iterator[list[Any]]:
-    """Collect the retry quotas botocore makes meanwhile (standard retry mode makes one per client)."""
-    from botocore.retries import quota
-
-    made: list[Any] = []
-    original = quota.RetryQuota
-
-    class Kept(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    quota.RetryQuota = Kept  # type: ignore[misc]
-    try:
-        yield made
-    finally:
-        quota.RetryQuota = original  # type: ignore[misc]
-
-
-@functools.cache
-def watched_session() -> WatchedSession:
-    """The process's one watched session."""
-    return WatchedSession()
 
 
 def executed(error: BaseException) -> bool:

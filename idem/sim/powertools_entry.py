@@ -79,11 +79,11 @@ _GUARD = threading.Lock()
 
 
 def _parked(thread: threading.Thread) -> bool:
-    """An invocation thread the runtime parked at a crash (idem.sim.runtime._Run.die): it never
+    """An invocation thread the runtime parked at a crash (idem.sim.runtime.invocation_thread._Run.die): it never
     runs again, so the `with` it is inside never exits."""
-    from . import runtime  # here: runtime imports the handlers' entry points
+    from .runtime import invocation_thread  # here: the runtime imports the handlers' entry points
 
-    return thread in runtime._parked or not thread.is_alive()
+    return thread in invocation_thread._parked or not thread.is_alive()
 
 
 def _live_clock() -> Clock | None:
@@ -99,7 +99,7 @@ def powertools_time(clock: Clock) -> Iterator[None]:
 
     A no-op for the system clock: on AWS, Powertools reads real time as it always does.
     Robust to an invocation that never leaves it: a crash parks the invocation's thread inside
-    the `with` for good (idem.sim.runtime._Run), so what is entered is kept in `_ENTERED` and
+    the `with` for good (idem.sim.runtime.invocation_thread._Run), so what is entered is kept in `_ENTERED` and
     an entry of a parked thread is ignored and dropped; the last live one to leave puts
     Powertools' own `datetime` back.
     """

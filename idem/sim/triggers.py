@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..core.events import S3Object
-from .runtime import Attempt, LocalLambda, _Pending, on_clock, work_of
+from .runtime import Attempt, LocalLambda, on_clock, work_of
+from .runtime.local_lambda import _Pending
 from .world import ACCOUNT, REGION
 
 #: The triggers `idem check --trigger` knows.

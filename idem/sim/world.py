@@ -134,7 +134,7 @@ def demo_account(key: str) -> str:
 class LocalWorld:
     """The AWS resources one run of the workbook needs, created fresh on moto."""
 
-    #: Set by `idem.sim.stripe_server.loopback_stripe`: what `provider()` hands out instead of
+    #: Set by `idem.sim.stripe.server.loopback_stripe`: what `provider()` hands out instead of
     #: the stand-in (Stripe's SDK aimed at a loopback server that keeps the stand-in's rules).
     wrap_provider: Callable[[Provider], Any] | None = None
 

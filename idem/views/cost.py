@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..core.handlers.keyed import KeyedLedger
 from ..cost import commit_designs
-from ..cost.capacity import US_EAST_1, CapacityRecorder, OnDemandPrice
+from ..cost.capacity import US_EAST_1, OnDemandPrice
+from ..cost.recorder import CapacityRecorder
 from ..lessons.answers import not_yet, unfilled
 from ..sim.world import LocalWorld
 

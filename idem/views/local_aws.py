@@ -24,7 +24,7 @@ from ..sim import atomic
 from ..lessons.scribes import claims
 from ..lessons.answers import not_yet, unfilled
 from ..explore import scenarios as sc
-from ..sim.boundary import FaultPlan
+from ..sim.faults import FaultPlan
 from ..explore.race import RaceReport, race
 from ..sim.runtime import LocalLambda
 from ..sim.world import LocalWorld

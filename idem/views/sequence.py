@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 from IPython.display import Markdown
 
 from ..explore import scenarios as sc
-from ..sim.boundary import CHARGE_CALL, END_CALL, PROVIDER_POINTS, STEP_BOUNDARIES, Side, Step
+from ..sim.faults import CHARGE_CALL, END_CALL, PROVIDER_POINTS, STEP_BOUNDARIES, Side, Step
 from ..sim.runtime import Attempt
 
 FAILURE_QUEUE = "failure queue"

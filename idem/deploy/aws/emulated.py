@@ -103,7 +103,7 @@ class EndpointWorld:
     def function_session(self) -> Any:
         """The function's session: watched at its boundaries, aimed where boto3's settings
         aim it (the emulator's AWS_ENDPOINT_URL)."""
-        from ...sim.boundary import WatchedSession
+        from ...sim.sessions import WatchedSession
 
         return WatchedSession(self.session.region_name)
 
@@ -119,7 +119,8 @@ class EndpointWorld:
 def run_function(session: Any, clients: dict[str, Any], outputs: dict[str, str], obj: S3Object,
                  world: EndpointWorld, seed: int = 0) -> list[Any]:
     """Deliver the upload's event to the deployed function, as S3 and Lambda would."""
-    from ...sim.boundary import FaultPlan, local_entry  # moto-side code: only on an emulator
+    from ...sim.boundary import local_entry  # moto-side code: only on an emulator
+    from ...sim.faults import FaultPlan
     from ...sim.runtime import LocalLambda
 
     fn = function_settings(clients["lambda"], outputs["FunctionName"])

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 from ...core.patterns import HANDLERS
-from ...sim.boundary import FaultPlan, watched_session
+from ...sim.faults import FaultPlan
+from ...sim.sessions import watched_session
 from ...sim.runtime import LocalLambda
 from ...sim.world import LocalWorld
 

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 from unittest import mock
 
 
-from ...sim.boundary import WatchedSession
+from ...sim.sessions import WatchedSession
 from ...sim.world import ACCOUNT, REGION
 from .create_rules import Names
 

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterator
 from unittest import mock
 
 from ...core.clock import VirtualClock
-from ...sim.boundary import FaultPlan, local_entry
+from ...sim.boundary import local_entry
+from ...sim.faults import FaultPlan
 from ...sim.runtime import LocalLambda, on_clock
 from ...sim.world import ACCOUNT, REGION, LocalWorld, ensure_moto, fake_client
 from ..aws import emulated

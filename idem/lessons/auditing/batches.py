@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 
 from ...core.ledger import booked
-from ...sim.boundary import FaultPlan
-from ..scribes.leases import known_handler
+from ...sim.faults import FaultPlan
 from ...sim.runtime import Attempt, LocalLambda
 from ...sim.world import LocalWorld
+from ..scribes.leases import known_handler
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ def two_uploads(first_lost: bool) -> Case:
     """claim_first on two uploads of alice's, one after the other: both charged, or the first one's
     charge call failing once (its retry finds the claim and stands down: a silent loss beside a
     good charge). Run on moto through the local Lambda, read back as the exercise's outcomes are."""
-    from ...sim.runtime import FaultPlan, LocalLambda
+    from ...sim.faults import FaultPlan
+    from ...sim.runtime import LocalLambda
     from ...sim.world import LocalWorld
 
     fault = FaultPlan.at_point("at_charge", "once") if first_lost else None

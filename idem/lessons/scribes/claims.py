@@ -14,9 +14,10 @@ from botocore.exceptions import ClientError
 from ...core.dynamo import from_item, to_item
 from ...core.ledger import Ledger
 from ...sim import atomic
-from ...sim.boundary import calls_made, watched_session
-from ...explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
+from ...sim.boundary import calls_made
+from ...sim.sessions import watched_session
 from ...sim.world import LocalWorld
+from ...explore.race import RaceReport, race, read_then_write, run_rounds, switch_interval
 from ..answers import not_yet, unfilled
 
 

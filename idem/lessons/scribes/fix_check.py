@@ -4,7 +4,7 @@
     print(report.explain())
 
 The file defines `handle(obj, svc, context)`, the shape of `idem.core.handlers.robust.handle`.
-It runs as the function's handler (`idem.sim.handle_entry`) in the local runtime, one fresh
+It runs as the function's handler (`idem.sim.runtime.handle_entry`) in the local runtime, one fresh
 world per run, and each run is judged as the scenario matrix judges (the provider's charges,
 the ledger entry, the record, the failure queue):
 
@@ -51,7 +51,7 @@ def handle(obj, svc, context):
     return receipt(charge)
 '''
 
-ENTRY = "idem.sim.handle_entry"
+ENTRY = "idem.sim.runtime.handle_entry"
 EXACTLY_ONCE, FAILED_VISIBLY = Verdict.EXACTLY_ONCE.value, Verdict.FAILED_VISIBLY.value
 #: What each kind of run may end in.
 EXPECTED = {"clean": (EXACTLY_ONCE,), "copy": (EXACTLY_ONCE,), "down once": (EXACTLY_ONCE,),

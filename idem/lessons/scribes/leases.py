@@ -9,7 +9,7 @@ import io
 from ...core.patterns import HANDLERS, HAS_DONE_STATE
 from ..answers import not_yet, unfilled
 from ...explore import scenarios as sc
-from ...sim.boundary import Step
+from ...sim.faults import Step
 from ...sim.runtime import LocalLambda
 from ...sim.world import LocalWorld
 

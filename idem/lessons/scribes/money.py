@@ -1,7 +1,7 @@
 """Who pays, how much, and how long a key protects an order (chapters 03, 06 and 12).
 
 The handler to copy, keyed, runs through the local Lambda on moto and charges through Stripe's
-own SDK, aimed at the loopback Stripe (idem.sim.stripe_server). Each account is onboarded as the
+own SDK, aimed at the loopback Stripe (idem.sim.stripe.server). Each account is onboarded as the
 runbook does it: a Stripe customer with a saved card, linked to the account with
 `idem.core.customers.link` (the code behind `idem customers link`). docs/money_contract.md states
 the rules these runs show: who pays comes from that link, never from the file (property 2), and
@@ -19,8 +19,8 @@ from ...core import customers
 from ...core.handlers import keyed_settings
 from ...explore import scenarios as sc
 from ...sim.runtime import LocalLambda
-from ...sim.stripe_keys import DAY, prune_idempotency_keys
-from ...sim.stripe_server import decode_form, loopback_stripe, seed_customer
+from ...sim.stripe.keys import DAY, prune_idempotency_keys
+from ...sim.stripe.server import decode_form, loopback_stripe, seed_customer
 from ...sim.world import LocalWorld
 
 HOUR = 3600

@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from ...explore import powertools as pt
-from ...sim.boundary import Boundary, FaultPlan, Side
+from ...sim.faults import Boundary, FaultPlan, Side
 from ...sim.world import LocalWorld
 
 #: The chapter's world and Powertools table, held open for the kernel's life (as every chapter's

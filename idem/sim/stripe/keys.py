@@ -1,4 +1,4 @@
-"""What Stripe does to keys over time, for the loopback Stripe (idem.sim.stripe_rules): it prunes
+"""What Stripe does to keys over time, for the loopback Stripe (idem.sim.stripe.account): it prunes
 idempotency keys once they are old enough, and an API key rolled in the Dashboard expires.
 
 - `prune_idempotency_keys(account, older_than_seconds)`: "You can remove keys from the system
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.dynamo import from_item, to_item
-from ..core.provider import MemoryStore, TableStore
-from .stripe_rules import StripeAccount
+from ...core.dynamo import from_item, to_item
+from ...core.provider import MemoryStore, TableStore
+from .account import StripeAccount
 
 __all__ = ["DAY", "expire_api_key", "prune_idempotency_keys"]
 

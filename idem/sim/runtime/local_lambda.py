@@ -3,7 +3,7 @@
 What it reproduces from the Lambda service, and nothing more:
 - an async queue: S3 hands the event over and gets no answer back;
 - on a function error, up to `retries` (MaximumRetryAttempts, 0-2) more attempts, 60 s and then
-  120 s after the failure by default, or as `retry_delay` says (idem.sim.delays), same event and id;
+  120 s after the failure by default, or as `retry_delay` says (idem.sim.runtime.delays), same event and id;
 - events older than `max_event_age` (MaximumEventAgeInSeconds) are dropped;
 - a function timeout (30 s by default) that sets the context's remaining time;
 - containers: a warm one keeps its module globals between invocations, a cold one loads
@@ -16,41 +16,30 @@ its AWS calls, its provider calls, and the moment it returns. The handler knows 
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import copy
-import functools
 import hashlib
 import heapq
-import importlib.util
 import itertools
 import json
-import linecache
-import os
 import random
-import sys
-import threading
-import time
-import traceback
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable, Iterator
 
-import boto3
-import time_machine
-
+from ...core.clock import iso8601
+from ..boundary import current, Crossing, Visit, Watch, WatchedProvider
+from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, FaultPlan, Side, Step, choice
+from ..sessions import watched_session
+from ..sdk_retries import install as install_sdk_retries
+from ..world import ACCOUNT, REGION, LocalWorld
+from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback
+from .delays import RetryDelay, documented_retry_delay
 from .handler_guard import callable_problem
-from .sdk_retries import install as install_sdk_retries
+from .invocation_thread import _Run
 from .logtail import LogTail
-from ..core.clock import iso8601
-from .boundary import (CHARGE_CALL, current, END, STEP_BOUNDARIES, Boundary, Crossing, FaultPlan, Side, Step,
-                       Visit, Watch, WatchedProvider, choice, every_session_watched, inherit_invocations,
-                       watched_session)
-from .world import ACCOUNT, REGION, LocalWorld
+from .on_lambda import _still, as_lambda, move_clocks, on_clock
 
-from .delays import RETRY_DELAYS, RetryDelay, documented_retry_delay  # noqa: F401 (RETRY_DELAYS: its readers)
 DEFAULT_MAX_EVENT_AGE = 6 * 60 * 60
 
 
@@ -121,385 +110,6 @@ class LambdaContext:
         return max(0, int((self._deadline - self._clock.now()) * 1000))
 
 
-class Container:
-    """An execution environment: its own copy of the entry module and its globals."""
-
-    def __init__(self, name: str, entry: str) -> None:
-        self.name = name
-        self.module = _load_fresh(entry)
-        self.busy = False
-        self.invocations = 0
-
-
-def _load_fresh(module_name: str) -> ModuleType:
-    """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
-    its top-level code runs again in fresh globals (compiled once per process)."""
-    found = os.stat(module_name) if module_name.endswith(".py") else None
-    stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
-    spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
-    module = importlib.util.module_from_spec(spec)
-    # The function's own other modules (its helpers beside it) are imported afresh too, as in a
-    # new process: a new execution environment's Init phase runs the function's static code
-    # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one
-    # of them keeps at module level (a cache, a remembered key) must not outlive the environment
-    # that made it. Those its top level does not import again are put back.
-    earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
-    # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
-    # or typing) looks its module up there. The previous entry is put back afterwards.
-    previous = sys.modules.get(spec.name)
-    sys.modules[spec.name] = module
-    try:
-        exec(code, module.__dict__)
-    finally:
-        if previous is None:
-            sys.modules.pop(spec.name, None)
-        else:
-            sys.modules[spec.name] = previous
-        for name, kept in earlier.items():
-            sys.modules.setdefault(name, kept)
-    return module
-
-
-def _own_modules(module_name: str, spec: Any) -> list[str]:
-    """The modules already imported that are the function's own code besides its entry module:
-    for a file, those in its folder (not an installed package there); for a dotted name, the rest
-    of its top-level package, or, for a top-level module, those beside it. The workbook's own
-    handlers (`idem.`) are left out: their helpers keep no state between invocations, and the check
-    tells their errors by class, which a second copy of each module would make a different class."""
-    top = spec.name.split(".")[0]
-    if top == "idem":
-        return []
-    # read again only when a module was imported or dropped since (a cold start's fresh copies
-    # replace the earlier ones under the same names)
-    key = (module_name, spec.name, len(sys.modules))
-    if key not in _OWN_FOUND:
-        _OWN_FOUND.clear()
-        _OWN_FOUND[key] = _find_own_modules(module_name, spec, top)
-    return _OWN_FOUND[key]
-
-
-_OWN_FOUND: dict[tuple[str, str, int], list[str]] = {}
-
-
-def _find_own_modules(module_name: str, spec: Any, top: str) -> list[str]:
-    if "." in spec.name and not module_name.endswith(".py"):
-        return [name for name in list(sys.modules) if name != spec.name and name.split(".")[0] == top]
-    entry = spec.origin or module_name
-    # the folder as given and as resolved: a module's __file__ starts with the sys.path entry it
-    # was found under, either one
-    folders = tuple({os.path.dirname(os.path.abspath(entry)) + os.sep, os.path.dirname(os.path.realpath(entry)) + os.sep})
-
-    def beside(loaded: Any) -> bool:
-        where = getattr(loaded, "__file__", None)
-        return isinstance(where, str) and where.startswith(folders) and not where.startswith(_OURS) \
-            and "site-packages" not in where and "dist-packages" not in where
-
-    return [name for name, loaded in list(sys.modules.items()) if name != spec.name and beside(loaded)]
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(module_name: str, stamp: tuple[int, int]) -> tuple[Any, Any]:
-    if module_name.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
-    else:
-        spec = importlib.util.find_spec(module_name)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot find the entry module {module_name}")
-    if spec.origin and spec.origin.endswith(".py"):
-        # Compiled from its source here, not by the loader: under pytest, the plugin's entry point
-        # puts idem's modules behind assertion rewriting, whose loader has no get_code.
-        return spec, compile(Path(spec.origin).read_bytes(), spec.origin, "exec", dont_inherit=True)
-    return spec, spec.loader.get_code(spec.name)  # type: ignore[attr-defined]
-
-
-class HandlerExited(Exception):
-    """The handler ended the process itself (sys.exit, os._exit is not caught): Lambda would
-    report Runtime.ExitError; the check cannot say what the platform does next."""
-
-
-class HandlerNotLoaded(Exception):
-    """The handler's module failed at import (a syntax error, a missing package, an error in
-    its top-level code). `handler_traceback` is the handler's own traceback."""
-
-    def __init__(self, message: str, handler_traceback: str) -> None:
-        super().__init__(message)
-        self.handler_traceback = handler_traceback
-
-
-#: The time-machine travellers in force (outermost first): when the virtual clock moves inside
-#: an invocation (a slow call), every one of them moves with it (`move_clocks`).
-_TRAVELLERS: list[Any] = []
-
-
-@contextlib.contextmanager
-def _travelling(clock: Any) -> Iterator[Any]:
-    traveller = time_machine.travel(clock.now(), tick=False)
-    travelling = traveller.start()
-    _TRAVELLERS.append(travelling)
-    try:
-        yield travelling
-    finally:
-        _TRAVELLERS.remove(travelling)
-        traveller.stop()
-
-
-def move_clocks(now: float) -> None:
-    """Move every clock the process reads (time.time, datetime, moto's) to `now`."""
-    for travelling in _TRAVELLERS:
-        travelling.move_to(now)
-
-
-@contextlib.contextmanager
-def on_clock(clock: Any) -> Iterator[Callable[[float], Any]]:
-    """Every clock in the process (time.time, datetime.now, moto's own) at `clock`'s now;
-    yields the function that moves them all, for when the virtual clock moves."""
-    with _travelling(clock):
-        yield move_clocks
-
-
-class ScheduleTimedOut(BaseException):
-    """A schedule ran past its bound in real time (a handler waiting on a clock that only moves
-    when the runtime moves it): not an Exception, so the handler's except clauses let it by."""
-
-
-@contextlib.contextmanager
-def schedule_deadline(seconds: float, what: str) -> Iterator[None]:
-    """Bound one schedule in real time (SIGALRM, where this is the main thread of a POSIX process)."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def ring(*_: Any) -> None:
-        raise ScheduleTimedOut(f"a schedule ran {seconds:.0f} s of real time without finishing ({what}): "
-                               "does the handler wait for the clock to move, or loop forever?")
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@contextlib.contextmanager
-def loopback_only() -> Iterator[list[str]]:
-    """Refuse every socket to anything but the loopback while it lasts; yields the hosts refused.
-    moto answers in-process, so a check needs no network: a call out is the handler's."""
-    import ipaddress
-    import socket
-
-    refused: list[str] = []
-    real_connect, real_connect_ex, real_getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
-                                                       socket.getaddrinfo)
-
-    def local(host: Any) -> bool:
-        if not isinstance(host, str) or host in ("localhost", ""):
-            return True  # a Unix socket's path is no host
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return host.endswith(".localhost")
-
-    def refuse(host: str) -> OSError:
-        refused.append(host)
-        return ConnectionRefusedError(f"idem check refuses a connection to {host}: only the loopback "
-                                      "is reachable during a check")
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not local(host.decode() if isinstance(host, bytes) else host):
-            raise refuse(str(host))
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def connect(self: Any, address: Any) -> Any:
-        if isinstance(address, tuple) and not local(address[0]):
-            raise refuse(str(address[0]))
-        return real_connect(self, address)
-
-    def connect_ex(self: Any, address: Any) -> Any:
-        if isinstance(address, tuple) and not local(address[0]):
-            raise refuse(str(address[0]))
-        return real_connect_ex(self, address)
-
-    socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex = getaddrinfo, connect, connect_ex  # type: ignore[method-assign,assignment]
-    try:
-        yield refused
-    finally:
-        socket.getaddrinfo = real_getaddrinfo
-        socket.socket.connect, socket.socket.connect_ex = real_connect, real_connect_ex  # type: ignore[method-assign]
-
-
-@contextlib.contextmanager
-def _still() -> Iterator[Callable[[float], Any]]:
-    yield lambda _when: None
-
-
-_OURS = str(Path(__file__).resolve().parent.parent)
-
-
-def handler_traceback(error: BaseException) -> str:
-    """The traceback of `error` as the handler's own: the runtime's frames left out."""
-    # as (file, line, function, text), read straight from the frames: without the column
-    # carets, whose placing (traceback.extract_tb) walks each frame's code positions again (a
-    # traceback per failed attempt, hundreds in a check)
-    plain = [(frame.f_code.co_filename, line, frame.f_code.co_name,
-              linecache.getline(frame.f_code.co_filename, line, frame.f_globals).strip())
-             for frame, line in traceback.walk_tb(error.__traceback__)
-             if not frame.f_code.co_filename.startswith(_OURS)
-             or "/core/" in frame.f_code.co_filename]  # the workbook's own handlers are handlers too
-    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(plain))
-            + "".join(traceback.format_exception_only(type(error), error)))
-
-
-def _dropped(function: Callable[..., Any], *_: Any, **__: Any) -> Callable[..., Any]:
-    """atexit.register as the handler sees it: the function back, registered nowhere."""
-    return function
-
-
-_UUIDS = itertools.count()
-
-
-def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
-    """uuid.uuid1 on the virtual clock, unique in this process: the clock stands still inside an
-    invocation, where the real uuid1 would differ only in 14 random bits (repeats within a check,
-    and counts that change between two runs). The time field is the virtual time plus a count."""
-    n = next(_UUIDS)
-    ticks = int(time.time() * 10_000_000) + 0x01B21DD213814000 + n  # 100-ns steps since 1582-10-15
-    seq = (clock_seq if clock_seq is not None else n) & 0x3FFF
-    fields = (ticks & 0xFFFFFFFF, (ticks >> 32) & 0xFFFF, ((ticks >> 48) & 0x0FFF) | 0x1000,
-              (seq >> 8) | 0x80, seq & 0xFF, node if node is not None else 0x0242AC110002)
-    return uuid.UUID(fields=fields)
-
-
-@contextlib.contextmanager
-def as_lambda(env: dict[str, str], clock: Any, session: Any,
-              sleep: Callable[[float], None] | None = None) -> Iterator[None]:
-    """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
-    settings in os.environ, boto3's default session (the watched one, on moto), every other
-    boto3 session watched too (`every_session_watched`), and one clock: `time.time`,
-    `datetime.now/utcnow/today` and the rest through time-machine
-    (https://time-machine.readthedocs.io), and `time.monotonic`, which time-machine leaves
-    alone, by hand, all reading the virtual clock. Everything is put back afterwards."""
-    saved_env = {name: os.environ.get(name) for name in env}
-    saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
-    saved_register, saved_sleep, saved_uuid1 = atexit.register, time.sleep, uuid.uuid1
-    # time.sleep in an invocation moves the virtual clock (LocalLambda.sleep); elsewhere it sleeps
-    time.sleep = lambda seconds: (sleep or (lambda _s: None))(seconds) if current() else saved_sleep(seconds)  # type: ignore[assignment]
-    uuid.uuid1 = _uuid1  # type: ignore[assignment]
-    # Lambda never runs a function's atexit handlers (its process is frozen, then killed): what
-    # the handler registers is dropped, so the check's own exit runs none of it either.
-    atexit.register = _dropped  # type: ignore[assignment]
-    os.environ.update(env)
-    boto3.DEFAULT_SESSION = session
-    # The runtime moves the clock between invocations, and inside one only during a slow call
-    # (`LocalLambda.in_flight`); otherwise it stands still (tick=False).
-    travelling = _travelling(clock)
-    travelling.__enter__()
-    start = clock.now()
-    time.monotonic = lambda: 1_000.0 + clock.now() - start  # type: ignore[assignment]
-    time.monotonic_ns = lambda: int((1_000.0 + clock.now() - start) * 1e9)  # type: ignore[assignment]
-    try:
-        with every_session_watched(), inherit_invocations():
-            yield
-    finally:
-        travelling.__exit__(None, None, None)
-        atexit.register, time.sleep, uuid.uuid1 = saved_register, saved_sleep, saved_uuid1  # type: ignore[assignment]
-        boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns = saved
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-class _Run:
-    """One invocation's thread, as the code that started it sees it.
-
-    Why a thread: a crash must be a kill. An exception, even a BaseException the handler's
-    `except Exception` lets by, still runs every `finally` and `with` exit on its way out, so a
-    lock released in `finally` never shows as left behind. Python cannot end a thread from outside
-    without running them either; a thread that simply never runs again can. So the invocation runs
-    in its own (daemon) thread, the caller waits for it, and a crash parks the thread at the fatal
-    boundary for good (`die`): nothing after that point of the handler runs, ever. A child process
-    killed with SIGKILL would be as sound but costs a fork and moto's state per invocation; a
-    greenlet cannot be parked once the handler waits on its own worker threads (the one OS thread
-    would block). A parked thread costs its stack until the process ends; the check's worker
-    processes end with each check.
-    """
-
-    def __init__(self, visit: Visit) -> None:
-        self.visit = visit
-        self.done = threading.Event()
-        self.died = ""  # why the process died, if it did
-        self.timed_out = False
-        self.raised: BaseException | None = None
-        self.thread: threading.Thread | None = None
-
-    def start(self, body: Callable[[], Any], name: str) -> None:
-        """Run `body` in a new thread and wait until it returns, raises or dies."""
-        def main() -> None:
-            try:
-                body()
-            except BaseException as error:  # noqa: B036 - carried to the caller, which decides
-                if not self.done.is_set():
-                    self.raised = error
-            finally:
-                self.done.set()  # runs only when the thread was not parked (a parked one never ends)
-
-        self.visit.kill = self.die
-        self.thread = threading.Thread(target=main, name=name, daemon=True)
-        _LIVE.add(self.thread)
-        self.thread.start()
-        try:
-            self.done.wait()
-        except BaseException:  # the schedule's real-time bound rang: stop every invocation thread too
-            for thread in list(_LIVE):
-                _stop(thread)
-            raise
-        finally:
-            _LIVE.discard(self.thread)
-
-    def die(self, why: str, timed_out: bool = False) -> None:
-        """The process died here: tell the caller, then never run again (see the class docstring).
-        `timed_out`: Lambda stopped it at its deadline (the environment is reset the same way)."""
-        if not self.died:
-            self.died, self.timed_out = why, timed_out
-        self.done.set()
-        _parked.append(_unjoined(threading.current_thread()))
-        threading.Event().wait()  # forever: no frame above this one ever resumes
-
-
-def _unjoined(thread: threading.Thread) -> threading.Thread:
-    """Let the process end with `thread` parked: a handler's own non-daemon thread (a pool's worker
-    is one) is joined at exit by threading and by concurrent.futures, which would wait forever.
-    (CPython's own bookkeeping: its shutdown locks and the pools' thread registry.)"""
-    import concurrent.futures.thread as pools
-
-    pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
-    lock = getattr(thread, "_tstate_lock", None)
-    registry, guard = getattr(threading, "_shutdown_locks", None), getattr(threading, "_shutdown_locks_lock", None)
-    if lock is not None and registry is not None and guard is not None:
-        with guard:
-            registry.discard(lock)
-    return thread
-
-
-#: Invocation threads running now, and those a crash parked for good.
-_LIVE: set[threading.Thread] = set()
-_parked: list[threading.Thread] = []
-
-
-def _stop(thread: threading.Thread) -> None:
-    """Raise ScheduleTimedOut in a thread that ran past the schedule's bound (it may be spinning)."""
-    import ctypes
-
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ScheduleTimedOut))
-
-
 class LocalLambda:
     def __init__(
         self,
@@ -532,7 +142,7 @@ class LocalLambda:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_event_age = max_event_age
-        self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.delays
+        self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.runtime.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name
         self.entry, self.function = (handler.rsplit(":", 1) if handler else (entry, "lambda_handler"))
@@ -760,7 +370,7 @@ class LocalLambda:
         if self.wired:
             yield
             return
-        printed = LogTail()  # the last lines only, however much it prints (idem.sim.logtail)
+        printed = LogTail()  # the last lines only, however much it prints (idem.sim.runtime.logtail)
         try:
             with contextlib.redirect_stdout(printed):
                 yield

@@ -6,7 +6,7 @@ Two sources, both generated from or part of Stripe's OpenAPI description:
   (`stripe.params.PaymentIntentCreateParams`, ...): "File generated from our OpenAPI spec". They give
   each field's type (Literal enums included) and, for requests, which parameters exist and which are
   required.
-- `stripe_openapi_fields.json`: the top-level fields of each resource in Stripe's own fixtures
+- `openapi_fields.json`: the top-level fields of each resource in Stripe's own fixtures
   (stripe/openapi `openapi/fixtures3.json`, commit noted in the file): Stripe serves every field of
   an object, null or not, so each of them must be in what the loopback serves.
 """
@@ -26,7 +26,7 @@ from stripe._stripe_object import StripeObject
 __all__ = ["FIELDS", "RESOURCES", "REQUESTS", "check_request", "check_response", "unknown_parameters"]
 
 FIELDS: dict[str, list[str]] = json.loads(
-    (Path(__file__).with_name("stripe_openapi_fields.json")).read_text())["resources"]
+    (Path(__file__).with_name("openapi_fields.json")).read_text())["resources"]
 
 #: The resource class of each `object` the loopback serves.
 RESOURCES: dict[str, type] = {"payment_intent": stripe.PaymentIntent, "customer": stripe.Customer,

@@ -19,9 +19,9 @@ import subprocess
 import traceback
 from typing import Any, Iterator
 
-from .boundary import current
+from ..boundary import current
 
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def callable_problem(module: Any, name: str) -> str:
@@ -114,3 +114,51 @@ def no_subprocesses() -> Iterator[list[str]]:
         subprocess.Popen._execute_child = real_child  # type: ignore[attr-defined]
         for name, function in real.items():
             setattr(os, name, function)
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[list[str]]:
+    """Refuse every socket to anything but the loopback while it lasts; yields the hosts refused.
+    moto answers in-process, so a check needs no network: a call out is the handler's."""
+    import ipaddress
+    import socket
+
+    refused: list[str] = []
+    real_connect, real_connect_ex, real_getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
+                                                       socket.getaddrinfo)
+
+    def local(host: Any) -> bool:
+        if not isinstance(host, str) or host in ("localhost", ""):
+            return True  # a Unix socket's path is no host
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return host.endswith(".localhost")
+
+    def refuse(host: str) -> OSError:
+        refused.append(host)
+        return ConnectionRefusedError(f"idem check refuses a connection to {host}: only the loopback "
+                                      "is reachable during a check")
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not local(host.decode() if isinstance(host, bytes) else host):
+            raise refuse(str(host))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self: Any, address: Any) -> Any:
+        if isinstance(address, tuple) and not local(address[0]):
+            raise refuse(str(address[0]))
+        return real_connect(self, address)
+
+    def connect_ex(self: Any, address: Any) -> Any:
+        if isinstance(address, tuple) and not local(address[0]):
+            raise refuse(str(address[0]))
+        return real_connect_ex(self, address)
+
+    socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex = getaddrinfo, connect, connect_ex  # type: ignore[method-assign,assignment]
+    try:
+        yield refused
+    finally:
+        socket.getaddrinfo = real_getaddrinfo
+        socket.socket.connect, socket.socket.connect_ex = real_connect, real_connect_ex  # type: ignore[method-assign]
+

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..core import entry as core
-from ..core.errors import ConfigError
+from ...core import entry as core
+from ...core.errors import ConfigError
 
 HANDLE_FILE = "HANDLE_FILE"
 

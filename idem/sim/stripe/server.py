@@ -1,7 +1,7 @@
 """A loopback Stripe: the part of Stripe's HTTP API v1 the handler, `idem settle`/`refund` and the
 reconciliation use, on 127.0.0.1, in Stripe's wire format (form-encoded requests, JSON answers,
 `{"error": {...}}` bodies), so that the real `stripe` SDK, its HTTP client and its retries run
-against it. The rules are idem.sim.stripe_rules.StripeAccount's (each cited there); behind them the
+against it. The rules are idem.sim.stripe.account.StripeAccount's (each cited there); behind them the
 provider stand-in (`idem.core.provider.Provider`) keeps the money, so a run over the loopback and a
 run over the stand-in count the same charges.
 
@@ -15,7 +15,7 @@ For tests:
   customer with a saved method, set as its default (`invoice_settings.default_payment_method`);
   `mode="live"` and `payment_method="card"` for a live customer's saved card.
 - `server.inject("rate_limit", "lock_timeout", ...)`: the next requests' answers (FAULTS in
-  stripe_rules: rate_limit (429), rate_limit_400, lock_timeout, api_error (500 after execution:
+  stripe.errors: rate_limit (429), rate_limit_400, lock_timeout, api_error (500 after execution:
   saved), unavailable (503 before: not saved), in_flight (409), invalid_request, drop_before,
   drop_after (lost connections), card_declined, insufficient_funds, expired_card,
   authentication_required (402 card_error), requires_action, processing); `path=`/`method=` aim them.
@@ -41,16 +41,18 @@ from urllib.parse import parse_qsl, urlsplit
 
 import stripe
 
-from ..core.handlers.keyed_stripe import TIMEOUT_SECONDS, StripeProvider, stripe_key
-from ..core.provider import Charge, Provider
-from .stripe_rules import FAULTS, OUTCOMES, Answer, RateLimiter, StripeAccount, StripeError, key_mode
+from ...core.handlers.keyed_stripe import TIMEOUT_SECONDS, StripeProvider, stripe_key
+from ...core.provider import Charge, Provider
+from .access import RateLimiter, key_mode
+from .account import StripeAccount
+from .errors import FAULTS, OUTCOMES, Answer, StripeError
 
 __all__ = ["FAULTS", "LoopbackStripe", "NoRealSleep", "RateLimiter", "StripeAccount", "StripeError",
            "StripeServer", "decode_form", "intent_id", "key_mode", "loopback_stripe", "seed_customer"]
 
 
 class StripeServer:
-    """Stripe's v1 API (idem.sim.stripe_rules.StripeAccount) served from a thread on 127.0.0.1 (a
+    """Stripe's v1 API (idem.sim.stripe.account.StripeAccount) served from a thread on 127.0.0.1 (a
     free port). The account's settings and hooks are reachable here too: `outcome`, `inject`,
     `search_lag_seconds`, `rate_limiter`, `settle`, `restrict`, `replayed`."""
 

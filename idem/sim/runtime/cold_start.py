@@ -1,0 +1,136 @@
+"""A cold start: the function's module loaded afresh in a new container, as Lambda's Init phase
+loads it, and what the runtime reports when it cannot be loaded (the handler's own traceback)."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import linecache
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+class Container:
+    """An execution environment: its own copy of the entry module and its globals."""
+
+    def __init__(self, name: str, entry: str) -> None:
+        self.name = name
+        self.module = _load_fresh(entry)
+        self.busy = False
+        self.invocations = 0
+
+
+def _load_fresh(module_name: str) -> ModuleType:
+    """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
+    its top-level code runs again in fresh globals (compiled once per process)."""
+    found = os.stat(module_name) if module_name.endswith(".py") else None
+    stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
+    spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
+    module = importlib.util.module_from_spec(spec)
+    # The function's own other modules (its helpers beside it) are imported afresh too, as in a
+    # new process: a new execution environment's Init phase runs the function's static code
+    # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one
+    # of them keeps at module level (a cache, a remembered key) must not outlive the environment
+    # that made it. Those its top level does not import again are put back.
+    earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
+    # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
+    # or typing) looks its module up there. The previous entry is put back afterwards.
+    previous = sys.modules.get(spec.name)
+    sys.modules[spec.name] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if previous is None:
+            sys.modules.pop(spec.name, None)
+        else:
+            sys.modules[spec.name] = previous
+        for name, kept in earlier.items():
+            sys.modules.setdefault(name, kept)
+    return module
+
+
+def _own_modules(module_name: str, spec: Any) -> list[str]:
+    """The modules already imported that are the function's own code besides its entry module:
+    for a file, those in its folder (not an installed package there); for a dotted name, the rest
+    of its top-level package, or, for a top-level module, those beside it. The workbook's own
+    handlers (`idem.`) are left out: their helpers keep no state between invocations, and the check
+    tells their errors by class, which a second copy of each module would make a different class."""
+    top = spec.name.split(".")[0]
+    if top == "idem":
+        return []
+    # read again only when a module was imported or dropped since (a cold start's fresh copies
+    # replace the earlier ones under the same names)
+    key = (module_name, spec.name, len(sys.modules))
+    if key not in _OWN_FOUND:
+        _OWN_FOUND.clear()
+        _OWN_FOUND[key] = _find_own_modules(module_name, spec, top)
+    return _OWN_FOUND[key]
+
+
+_OWN_FOUND: dict[tuple[str, str, int], list[str]] = {}
+
+
+def _find_own_modules(module_name: str, spec: Any, top: str) -> list[str]:
+    if "." in spec.name and not module_name.endswith(".py"):
+        return [name for name in list(sys.modules) if name != spec.name and name.split(".")[0] == top]
+    entry = spec.origin or module_name
+    # the folder as given and as resolved: a module's __file__ starts with the sys.path entry it
+    # was found under, either one
+    folders = tuple({os.path.dirname(os.path.abspath(entry)) + os.sep, os.path.dirname(os.path.realpath(entry)) + os.sep})
+
+    def beside(loaded: Any) -> bool:
+        where = getattr(loaded, "__file__", None)
+        return isinstance(where, str) and where.startswith(folders) and not where.startswith(_OURS) \
+            and "site-packages" not in where and "dist-packages" not in where
+
+    return [name for name, loaded in list(sys.modules.items()) if name != spec.name and beside(loaded)]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(module_name: str, stamp: tuple[int, int]) -> tuple[Any, Any]:
+    if module_name.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+    else:
+        spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot find the entry module {module_name}")
+    if spec.origin and spec.origin.endswith(".py"):
+        # Compiled from its source here, not by the loader: under pytest, the plugin's entry point
+        # puts idem's modules behind assertion rewriting, whose loader has no get_code.
+        return spec, compile(Path(spec.origin).read_bytes(), spec.origin, "exec", dont_inherit=True)
+    return spec, spec.loader.get_code(spec.name)  # type: ignore[attr-defined]
+
+
+class HandlerExited(Exception):
+    """The handler ended the process itself (sys.exit, os._exit is not caught): Lambda would
+    report Runtime.ExitError; the check cannot say what the platform does next."""
+
+
+class HandlerNotLoaded(Exception):
+    """The handler's module failed at import (a syntax error, a missing package, an error in
+    its top-level code). `handler_traceback` is the handler's own traceback."""
+
+    def __init__(self, message: str, handler_traceback: str) -> None:
+        super().__init__(message)
+        self.handler_traceback = handler_traceback
+
+
+#: the package's own folder (idem/): frames from here are the runtime's, not the handler's
+_OURS = str(Path(__file__).resolve().parents[2])
+
+
+def handler_traceback(error: BaseException) -> str:
+    """The traceback of `error` as the handler's own: the runtime's frames left out."""
+    # as (file, line, function, text), read straight from the frames: without the column
+    # carets, whose placing (traceback.extract_tb) walks each frame's code positions again (a
+    # traceback per failed attempt, hundreds in a check)
+    plain = [(frame.f_code.co_filename, line, frame.f_code.co_name,
+              linecache.getline(frame.f_code.co_filename, line, frame.f_globals).strip())
+             for frame, line in traceback.walk_tb(error.__traceback__)
+             if not frame.f_code.co_filename.startswith(_OURS)
+             or "/core/" in frame.f_code.co_filename]  # the workbook's own handlers are handlers too
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(plain))
+            + "".join(traceback.format_exception_only(type(error), error)))

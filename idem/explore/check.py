@@ -12,7 +12,7 @@ being checked: faults happen at its calls (see `idem.sim.boundary`).
 How it works:
 1. One clean run discovers the boundaries the handler reaches: every AWS call and
    provider call it makes, in order, and the moment it returns.
-2. Every schedule is then built from them, in three families (DIMENSIONS):
+2. Every schedule is then built from them, in families (`idem.explore.families`, DIMENSIONS):
    - faults, exhaustive: a fault (an exception before or after a call, the process dying,
      or the provider's own answers) on any set of arrivals, S3 delivering the event once,
      twice, or a second copy while the first invocation sits at any boundary, and Lambda
@@ -32,9 +32,9 @@ How it works:
      after an AWS call is resent by botocore as the handler's client is configured, and the
      handler gets the resend's answer (`idem.sim.sdk_retries`); so is a charge sent with Stripe's SDK.
    - names: the clean run's upload at names that need URL-decoding (`idem.explore.families.key_decoding`).
-   Every upload is an order file (`order_body`), at a plain name, and its event carries what
+   Every upload is an order file (`run.runner.order_body`), at a plain name, and its event carries what
    S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
-   version (`triggers.event_for`); every copy of one event is that same event.
+   version (`run.triggers.event_for`); every copy of one event is that same event.
 3. Each schedule runs in the local runtime, on moto and a virtual clock. Each invocation runs in
    a thread of its own, so a crash is a kill (no except, finally or atexit of the handler runs:
    `idem.sim.runtime._Run`); calls from the handler's own threads and asyncio tasks are its
@@ -74,8 +74,6 @@ from .run.pool import in_batches, processes, run_batches
 from .run.runner import CLEAN_RUN
 from .target.deployed import Deployed
 from .target.target import PROVIDERS, Target, resolve
-
-HELP = "check any Lambda handler against every schedule of faults and deliveries"
 
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,

@@ -120,7 +120,7 @@ def test_the_conditional_put_the_chapter_advises_holds_too(tmp_path_factory):
 def test_the_chapter_states_the_advice_this_file_checks():
     text = " ".join(line.lstrip("# ").strip() for line in SOURCE.read_text().splitlines())
     assert 'ConditionExpression="attribute_not_exists(job_id)"' in text
-    assert "`ConditionalCheckFailedException`" in text and "idem/explore/state.py" in text
+    assert "`ConditionalCheckFailedException`" in text and "idem/explore/judge/state.py" in text
 
 
 def test_the_public_sample_style_function_breaks_in_the_three_ways_the_chapter_names(tmp_path):

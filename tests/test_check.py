@@ -8,14 +8,15 @@ import textwrap
 
 import pytest
 
-from idem.explore.check import check_handler, schedules_for
+from idem.explore.check import check_handler
+from idem.explore.families.build import schedules_for
 from idem.cli import main
 from idem.sim.sdk_retries import EVERY
 from idem.sim.faults import END, Boundary, Side
-from idem.explore.verdicts import judge_effects
+from idem.explore.judge.verdicts import judge_effects
 
 FAST = dict(retries=(1,), workers=1)  # one retry setting keeps the suite quick
-#: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
+#: the families that send an order again past Stripe's 24-hour key window (idem/explore/families/timed.py): a
 #: handler whose only guard is Stripe's key charges again there
 PAST_KEY_WINDOW = {"late", "again"}
 

@@ -10,8 +10,12 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from idem.explore import triggers
-from idem.explore.check import Books, Schedule, check_handler, discover, order_body, resolve, run_batch
+from idem.explore.run import triggers
+from idem.explore.check import check_handler, discover
+from idem.explore.families.schedule import Schedule
+from idem.explore.judge.books import Books
+from idem.explore.run.runner import order_body, run_batch
+from idem.explore.target.target import resolve
 from idem.sim.sdk_retries import EVERY
 from idem.sim.faults import Boundary, FaultPlan, Side
 from idem.sim.runtime import LocalLambda
@@ -32,7 +36,7 @@ def broken_by(report, **fields):
 
 
 #: The families the merged money contract added where a handler guarded past Stripe's 24-hour key
-#: window by Stripe's key alone charges twice (idem/explore/timed.py; test_check_handlers' MERGED_CONTRACT).
+#: window by Stripe's key alone charges twice (idem/explore/families/timed.py; test_check_handlers' MERGED_CONTRACT).
 KEY_WINDOW = {"late": "double_charge", "again": "double_charge"}
 
 

@@ -53,7 +53,7 @@ def folder(tmp_path_factory):
 
 def breaks_before_the_key_window(report) -> set[str]:
     """The kinds of break a report names, but in the families that send an order again past Stripe's
-    24-hour key window (late, again: idem/explore/timed.py), where a key alone charges twice."""
+    24-hour key window (late, again: idem/explore/families/timed.py), where a key alone charges twice."""
     return {r.verdict for r in report.broken if r.schedule.dimension not in ("late", "again")
             and r.verdict in views.BREAK_REASONS}
 
@@ -109,7 +109,7 @@ def test_the_key_alone_changes_nothing_while_the_claim_stands(folder, given):
 def by_botocore_resending_the_books(report) -> set[str]:
     """The kinds of break a report names outside the schedules where the books' UpdateItem lost its
     answer and botocore resent the ADD (the books then count a charge twice though it was made once: a
-    silent_mismatch, real since the check's SDK resends, idem/explore/runs.py; not a retry's charge)."""
+    silent_mismatch, real since the check's SDK resends, idem/explore/families/runs.py; not a retry's charge)."""
     return {r.verdict for r in report.broken if r.verdict in views.BREAK_REASONS
             and not r.schedule.label().startswith("exception after dynamodb:UpdateItem")}
 

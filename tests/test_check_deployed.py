@@ -1,6 +1,6 @@
 """`idem check --template`: the function as deployed. Its Timeout, MemorySize, async retry settings,
 SQS mapping and queue settings are the template's (Globals included, AWS's defaults where it says
-nothing), used by every run and stated in the report's header (idem.explore.deployed)."""
+nothing), used by every run and stated in the report's header (idem.explore.target.deployed)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ FIFO = HANDLERS / "sns_fifo_deployed.yaml"
 
 
 def _deployed(template: Path, function: str) -> dict:
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     return read(str(template), function).deployed
 
@@ -41,7 +41,7 @@ def test_an_sqs_event_gives_batch_size_report_batch_item_failures_visibility_and
 
 
 def test_an_event_source_mapping_outside_the_function_is_its_sqs_trigger_with_sqs_defaults():
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     found = read(str(SQS), "Mapped")
     assert found.trigger == "sqs" and found.triggers[0].declared == "AWS::Lambda::EventSourceMapping Mapping"
@@ -52,7 +52,7 @@ def test_an_event_source_mapping_outside_the_function_is_its_sqs_trigger_with_sq
 
 
 def test_the_runs_use_the_deployed_settings():
-    from idem.explore.deployed import Deployed
+    from idem.explore.target.deployed import Deployed
 
     batch = Deployed.of(_deployed(SQS, "Batch"))
     mapping = batch.sqs_mapping(batch.retries("sqs")[0])
@@ -89,7 +89,7 @@ def test_sns_fifo_dedup_window_against_the_deployed_timeout(function, slow_answe
     With Timeout 30 the copy comes 29 s later and is dropped (holds). Same code, same template but
     the Timeout. Both functions break elsewhere since the check draws its delays from their documented
     ranges: S3's copy can come up to a minute plus the maximum event age later (3600 s here) and a
-    retry of an event up to its maximum age, both past SNS's five minutes (`idem.explore.timings`). So
+    retry of an event up to its maximum age, both past SNS's five minutes (`idem.explore.families.timings`). So
     the Timeout's effect is pinned where it is the only difference: the slow answer's schedule (measured:
     it is the one schedule of 175 whose verdict differs between the two functions)."""
     code, out, err = cli("--template", str(FIFO), "--function", function, "--effect", "sns:Publish",
@@ -117,7 +117,7 @@ def test_the_report_header_states_the_deployed_settings():
 
 
 def test_explicit_retries_override_the_template_and_the_header_says_so():
-    from idem.explore.deployed import Deployed
+    from idem.explore.target.deployed import Deployed
 
     batch = Deployed.of(_deployed(SQS, "Batch"))
     assert batch.retries("sqs") == (2,) and batch.sqs_mapping(2).max_receive_count == 5  # the template's

@@ -21,9 +21,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from idem.explore import sqs_timed, timings
-from idem.explore.check import Schedule, resolve, run_batch
-from idem.explore.deployed import Deployed
+from idem.explore.families import sqs_timed, timings
+from idem.explore.families.schedule import Schedule
+from idem.explore.run.runner import run_batch
+from idem.explore.target.target import resolve
+from idem.explore.target.deployed import Deployed
 from idem.sim.faults import Boundary, FaultPlan, Side
 from idem.sim.runtime import on_clock
 from idem.sim.triggers import SqsFedLambda, SqsMapping
@@ -38,7 +40,7 @@ DAY, FOUR_DAYS, SIX_HOURS = 86_400, 345_600, 21_600
 
 
 def _deployed(template: Path, function: str) -> dict:
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     return read(str(template), function).deployed
 
@@ -119,7 +121,7 @@ def test_an_sqs_message_past_its_retention_period_is_never_received_again_nor_de
         runtime = SqsFedLambda(world, env, fault=FaultPlan(Boundary("provider:charge", 1, Side.BEFORE), "always"),
                                handler=str(HERE / "handlers" / "sqs_keyed.py") + ":lambda_handler",
                                mapping=SqsMapping(visibility_timeout=40.0, max_receive_count=10, retention=100.0))
-        from idem.explore.check import order_body
+        from idem.explore.run.runner import order_body
 
         runtime.send_message(json.dumps(world.event(world.upload("acct/a.json", order_body(1)))))
         runtime.copy_messages(at=150.0)  # SQS's own copy, after the message was deleted: never received
@@ -141,7 +143,7 @@ def test_the_cli_report_states_the_rule_targets_policy_as_deployed():
 
 
 def test_eventbridges_late_copy_is_named_for_its_own_range():
-    from idem.explore.check import schedules_for
+    from idem.explore.families.build import schedules_for
     from idem.sim.faults import END
 
     def highs(trigger):

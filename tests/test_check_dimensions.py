@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from idem.explore.check import check_handler
-from idem.explore.verdicts import judge_uploads
+from idem.explore.judge.verdicts import judge_uploads
 from idem.sim.faults import CHARGE_CALL, Boundary, Side
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 
 HANDLERS = Path(__file__).parent / "handlers"
-#: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py): a
+#: the families that send an order again past Stripe's 24-hour key window (idem/explore/families/timed.py): a
 #: handler whose only guard is Stripe's key charges again there, whatever else it gets right
 PAST_KEY_WINDOW = {"late", "again"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from check_cli import FAST, cli, target
-from idem.explore.check import DIMENSIONS
+from idem.explore.families.build import DIMENSIONS
 
 README = Path(__file__).parent.parent / "README.md"
 #: What a case needs beyond FAST: the environment that bounds it in seconds (the CLI's test knobs).

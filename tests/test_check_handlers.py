@@ -13,8 +13,10 @@ import jsonschema
 import pytest
 
 from idem.cli import main
-from idem.explore import check
-from idem.explore.check import CheckCouldNotFinish, CheckInputError, check_handler
+from idem.explore.check import check_handler
+from idem.explore.errors import CheckCouldNotFinish, CheckInputError
+from idem.explore.report.check_report import SCHEMA_VERSION
+from idem.explore.run import runner
 
 HANDLERS = Path(__file__).parent / "handlers"
 FAST = dict(retries=(0,), workers=1)  # no retry setting but 0: each check is ~200 schedules
@@ -52,7 +54,7 @@ def test_a_handler_that_loses_money_or_books_breaks_and_the_break_is_named(name,
     assert any(re.search(finding, f) for f in smallest.findings), smallest.findings
 
 
-#: the families that send an order again past Stripe's 24-hour key window (idem/explore/timed.py)
+#: the families that send an order again past Stripe's 24-hour key window (idem/explore/families/timed.py)
 PAST_KEY_WINDOW = {"late", "again"}
 
 
@@ -127,7 +129,7 @@ def test_a_call_to_the_internet_is_refused_and_named():
 
 @pytest.mark.concurrency
 def test_a_handler_that_waits_on_the_clock_is_bounded_and_exit_3(monkeypatch):
-    monkeypatch.setattr(check, "SCHEDULE_SECONDS", 1.0)
+    monkeypatch.setattr(runner, "SCHEDULE_SECONDS", 1.0)
     with pytest.raises(CheckCouldNotFinish, match="without finishing"):
         check_handler(target("waits_for_the_clock"), **FAST)
 
@@ -140,7 +142,7 @@ def test_json_is_always_printed_and_matches_its_schema(args, code):
     got, out, _ = cli(target(args[0]), *args[1:], "--retries", "0", "--workers", "1", "--json")
     report = json.loads(out)
     jsonschema.validate(report, SCHEMA)
-    assert got == code == report["exit_code"] and report["schema_version"] == check.SCHEMA_VERSION
+    assert got == code == report["exit_code"] and report["schema_version"] == SCHEMA_VERSION
     if code < 2:
         assert len(report["results"]) == report["schedules"]  # one entry per schedule
 
@@ -148,7 +150,7 @@ def test_json_is_always_printed_and_matches_its_schema(args, code):
 def test_pins_bug_a_fifo_deduplication_window_is_shorter_than_a_copy_can_come():
     """SQS FIFO drops a second send with the same deduplication id for 5 minutes
     (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html);
-    a copy of S3's event can come hours later (idem/explore/timings.py), and then the notice goes twice."""
+    a copy of S3's event can come hours later (idem/explore/families/timings.py), and then the notice goes twice."""
     report = check_handler(target("fifo_notifier"), effects=("sqs:SendMessage",), **FAST)
     late = [r for r in report.broken if r.schedule.dimension == "late" and r.schedule.later.seconds == 901.0]
     assert late and late[0].verdict == "double_effect" and late[0].effects["sqs:SendMessage"] == 2
@@ -179,7 +181,7 @@ def test_a_powertools_handler_is_watched_through_its_own_session_and_clock():
                 and str(r.schedule.fault.how) == "crash" and str(r.schedule.fault.at) == "after provider:charge"
                 and r.schedule.fault.times == "1"]
     assert crash.verdict == "exactly_once", crash.findings  # the retry takes over, whenever it comes:
-    first, retry = (a.start for a in crash.attempts)  # drawn from Lambda's range (idem/explore/timings.py)
+    first, retry = (a.start for a in crash.attempts)  # drawn from Lambda's range (idem/explore/families/timings.py)
     assert first == 0.0 and 60.0 <= retry <= 6 * 3600
 
 

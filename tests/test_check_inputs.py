@@ -8,14 +8,14 @@ import json
 import pytest
 
 from check_cli import FAST, HANDLERS, cli, target
-from idem.explore.objects import BadObject, UserObject
+from idem.explore.run.objects import BadObject, UserObject
 
 ORDER = HANDLERS / "orders" / "A-1001.json"
 
 
 def test_an_object_lands_at_its_key_and_each_schedule_is_its_own_order():
     """docs/check_from_a_template.md P6 and P8: at KEY exactly when KEY is given (schedules kept
-    apart by emptied accounts: idem.explore.exact_keys); without one, a folder per schedule."""
+    apart by emptied accounts: idem.explore.run.exact_keys); without one, a folder per schedule."""
     obj = UserObject.parse(f"{ORDER}=incoming/A-1001.json")
     assert obj.exact and obj.key_for(42) == obj.key_for(7) == "incoming/A-1001.json"
     assert obj.key_for(42, nth=2) == "incoming/A-1001-2.json"  # an SQS batch's neighbour
@@ -82,7 +82,7 @@ TEMPLATE = HANDLERS / "sns_notifier.yaml"
 
 
 def test_a_template_gives_the_handler_its_environment_trigger_memory_and_resources():
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     found = read(str(TEMPLATE), "Notifier")
     assert found.target == f"{HANDLERS / 'sns_notifier.py'}:lambda_handler"
@@ -105,7 +105,7 @@ def test_a_template_declared_sns_notifier_runs_with_its_topic_and_is_judged():
 
 
 def test_a_template_table_is_made_with_its_keys_and_indexes(tmp_path):
-    from idem.explore.template_function import create, read
+    from idem.explore.target.template_function import create, read
     from idem.sim.world import ensure_moto, fake_session
 
     (tmp_path / "app.py").write_text("def handler(event, context):\n    return None\n")

@@ -1,7 +1,7 @@
 """Names as S3 has them: a function that stores the key as S3's event carries it (URL-encoded) is
-compared under that name at every length (idem.explore.state.Names); names that need
-URL-decoding are their own family (idem.explore.key_decoding, docs/check_from_a_template.md); a key over S3's 1,024 bytes is
-refused as S3 refuses it, which moto does not (idem.explore.s3_limits)."""
+compared under that name at every length (idem.explore.judge.state.Names); names that need
+URL-decoding are their own family (idem.explore.families.key_decoding, docs/check_from_a_template.md); a key over S3's 1,024 bytes is
+refused as S3 refuses it, which moto does not (idem.explore.sandbox.s3_limits)."""
 from __future__ import annotations
 
 import json
@@ -28,7 +28,7 @@ def test_a_write_past_s3s_key_limit_is_refused_as_s3_refuses_it():
 
 
 def test_the_limit_counts_bytes_of_utf8():
-    from idem.explore.s3_limits import too_long
+    from idem.explore.sandbox.s3_limits import too_long
 
     assert not too_long("PutObject", {"Key": "a" * 1024})
     assert too_long("PutObject", {"Key": "\u00e9" * 513})  # 1,026 bytes in 513 characters
@@ -37,7 +37,7 @@ def test_the_limit_counts_bytes_of_utf8():
 
 def _names(report):
     """The results of the family names, by the file name each uploaded."""
-    from idem.explore.key_decoding import NAMES
+    from idem.explore.families.key_decoding import NAMES
 
     found = {name: r for r in report["results"] for name in NAMES if f"the upload named {name!r}" in r["schedule"]}
     assert len(found) == len(NAMES) and report["dimensions"]["names"] == len(NAMES)
@@ -90,8 +90,8 @@ def test_the_check_s_own_names_need_no_decoding():
     1,024 bytes of the same letters; each of the family's names reads otherwise once encoded."""
     from urllib.parse import quote_plus
 
-    from idem.explore import triggers
-    from idem.explore.key_decoding import NAMES
+    from idem.explore.run import triggers
+    from idem.explore.families.key_decoding import NAMES
 
     short, longest = triggers.object_name(7), triggers.object_name(7, longest=True)
     neighbour = triggers.object_name(7, triggers.SQS_BATCH[1])
@@ -103,7 +103,7 @@ def test_the_check_s_own_names_need_no_decoding():
 
 def test_the_names_family_keeps_an_objects_folder_and_extension():
     """P5: an --object without KEY keeps its folders and extension in the family names."""
-    from idem.explore.key_decoding import renamed
+    from idem.explore.families.key_decoding import renamed
 
     assert renamed("incoming/check00001/photo.jpeg", "order 1.json") == "incoming/check00001/order 1.jpeg"
     assert renamed("photo", "order+1.json") == "order+1"

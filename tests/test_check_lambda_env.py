@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from idem.explore.verdicts import BREAKS
+from idem.explore.judge.verdicts import BREAKS
 
 from check_cli import FAST, HANDLERS, cli, target
-from idem.explore import lambda_env, stripe_sdk
+from idem.explore.target import lambda_env
+from idem.explore.sandbox import stripe_sdk
 
 
 
@@ -27,7 +28,7 @@ def test_lambdas_reserved_variables_are_set_from_the_target():
 
 
 def past_key_window_only(report: dict) -> bool:
-    """Every break is an order sent again past Stripe's 24-hour key window (idem/explore/timed.py): a
+    """Every break is an order sent again past Stripe's 24-hour key window (idem/explore/families/timed.py): a
     handler whose only guard is Stripe's key charges again there."""
     broken = [r["schedule"] for r in report["results"] if r["verdict"] in BREAKS]
     return bool(broken) and all(map(_past, broken))

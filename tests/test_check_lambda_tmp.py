@@ -1,5 +1,5 @@
 """Each execution environment has its own /tmp in the check, as on Lambda, and the check leaves
-none of it behind (idem.explore.lambda_tmp)."""
+none of it behind (idem.explore.sandbox.lambda_tmp)."""
 from __future__ import annotations
 
 import json
@@ -28,7 +28,7 @@ def test_a_marker_in_tmp_does_not_stop_a_copy_served_by_another_environment():
 
 
 def test_paths_under_tmp_map_to_the_running_environment_only():
-    from idem.explore import lambda_tmp
+    from idem.explore.sandbox import lambda_tmp
 
     lambda_tmp._keep[:] = ["/tmp/code"]
     assert lambda_tmp.mapped("/tmp/x") == "/tmp/x"  # no environment running: the host's

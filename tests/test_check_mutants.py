@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from idem.explore.check import CheckInputError, check_handler
+from idem.explore.check import check_handler
+from idem.explore.errors import CheckInputError
 
 HANDLERS = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers"
 KEYED = HANDLERS / "keyed.py"

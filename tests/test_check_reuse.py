@@ -1,5 +1,5 @@
 """The check runs a schedule only when no earlier run gave the same answers to every question the
-schedule asks (idem.explore.reuse). These tests hold that to the full run: every schedule's
+schedule asks (idem.explore.run.reuse). These tests hold that to the full run: every schedule's
 verdict, effects and failure-queue count are the same with and without reuse, on handlers whose
 bugs show in each family of schedules (faults, a second upload, a slow call, SQS), and on a
 handler that holds."""
@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from idem.explore import reuse
-from idem.explore.check import Schedule, check_handler
+from idem.explore.run import reuse
+from idem.explore.check import check_handler
+from idem.explore.families.schedule import Schedule
 from idem.sim.faults import CHARGE_CALL, END, Boundary, FaultPlan, How, Side
 
 HANDLERS = Path(__file__).parent / "handlers"

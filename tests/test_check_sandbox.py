@@ -12,15 +12,16 @@ import jsonschema
 import pytest
 
 from check_cli import FAST, cli, target
-from idem.explore import sandbox
+from idem.explore.report import schema
+from idem.explore.target.handler_shape import handler_shape
 from idem.sim.runtime.logtail import LogTail
 
 
 
 def test_the_schema_ships_in_the_package_and_is_the_documented_one():
     documented = json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text())
-    assert sandbox.schema() == documented
-    assert sandbox.schema_version() == documented["properties"]["schema_version"]["const"]
+    assert schema.schema() == documented
+    assert schema.schema_version() == documented["properties"]["schema_version"]["const"]
 
 
 def test_os_exit_in_the_handler_is_exit_3_naming_the_call_and_lambdas_answer():
@@ -52,7 +53,7 @@ def test_a_handler_with_its_own_sigalrm_that_then_waits_is_exit_3_in_bounded_tim
     code, out, err = cli(target("own_alarm"), *FAST, "--json")
     assert code == 3
     report = json.loads(out)
-    jsonschema.validate(report, sandbox.schema())
+    jsonschema.validate(report, schema.schema())
     assert "its own SIGALRM timer (signal.signal(SIGALRM, ...) at own_alarm.py:22)" in report["error"]
     assert time.monotonic() - started < 90
 
@@ -76,8 +77,8 @@ def test_handler_shape_reads_the_source_without_running_it(tmp_path):
     path = tmp_path / "h.py"
     path.write_text("import sys\nsys.exit(9)\ndef lambda_handler(e, c):\n    def inner():\n        yield 1\n"
                     "    return list(inner())\nasync def other(e, c):\n    yield 2\n")
-    assert sandbox.handler_shape(f"{path}:lambda_handler") == ""  # a yield inside an inner def is not its own
-    assert sandbox.handler_shape(f"{path}:other") == "async generator"
+    assert handler_shape(f"{path}:lambda_handler") == ""  # a yield inside an inner def is not its own
+    assert handler_shape(f"{path}:other") == "async generator"
 
 
 def test_a_handler_printing_50_mb_per_invocation_holds_in_bounded_time():
@@ -107,12 +108,12 @@ def test_what_an_invocation_prints_is_kept_bounded_to_its_last_lines():
 def test_json_is_printed_and_valid_on_every_exit_path(args, code):
     got, out, _ = cli(target(args[0]), *args[1:], *FAST, "--json")
     report = json.loads(out)
-    jsonschema.validate(report, sandbox.schema())
+    jsonschema.validate(report, schema.schema())
     assert got == code == report["exit_code"]
 
 
 def test_an_effect_in_the_names_users_know_is_counted_and_a_typo_gets_the_nearest():
-    from idem.explore.service_names import effect_name
+    from idem.explore.target.service_names import effect_name
 
     assert effect_name("ses:SendEmail") == "email:SendEmail"
     assert effect_name("sesv2:SendEmail") == "email:SendEmail"

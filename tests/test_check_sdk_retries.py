@@ -1,6 +1,6 @@
 """botocore's own retries at the check's boundaries (idem.sim.sdk_retries): a lost answer is resent as
 the handler's client is configured and the handler gets the resend's answer; only when every attempt's
-answer is lost does it see the ReadTimeoutError. Faults come in runs (idem.explore.runs)."""
+answer is lost does it see the ReadTimeoutError. Faults come in runs (idem.explore.families.runs)."""
 from __future__ import annotations
 
 import textwrap

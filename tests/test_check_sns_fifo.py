@@ -18,7 +18,7 @@ def _check(function: str) -> tuple[int, dict, str]:
     return code, json.loads(out), err
 
 
-#: a copy of S3's event at each end of its range, and 15 minutes later (idem/explore/timed.py)
+#: a copy of S3's event at each end of its range, and 15 minutes later (idem/explore/families/timed.py)
 AT_ONCE = "no fault; a copy of the event at its range's low end (0 s); 0 retries"
 LATER = "no fault; a copy of the event 15 min 1 s later (past a 15-minute window); 0 retries"
 
@@ -26,7 +26,7 @@ LATER = "no fault; a copy of the event 15 min 1 s later (past a 15-minute window
 def test_pins_bug_a_fifo_notifier_with_a_deduplication_id_from_the_upload_publishes_a_late_copy_twice():
     """The topic drops an id it has seen for 5 minutes only; a copy of S3's event can come hours
     later (S3 delivers at least once, and Lambda's queue keeps an event up to 6 hours:
-    idem/explore/timings.py), and then the notice is delivered twice. Issue 41 names this false
+    idem/explore/families/timings.py), and then the notice is delivered twice. Issue 41 names this false
     "holds"."""
     code, report, err = _check("Notifier")
     assert code == 1, err
@@ -57,7 +57,7 @@ def test_pins_bug_a_fresh_uuid_deduplication_id_per_publish_is_double_effect():
 
 
 def test_a_template_fifo_topic_is_made_with_its_fifo_name_and_attributes():
-    from idem.explore.template_function import create, read
+    from idem.explore.target.template_function import create, read
     from idem.sim.world import ensure_moto, fake_client, fake_session
 
     found = read(str(TEMPLATE), "ContentNotifier")

@@ -1,5 +1,5 @@
 """Issue 41 under `--trigger sqs` (S3 -> SQS -> Lambda): the check's world is SQS's as documented
-(docs/reliability.md, "The SQS trigger's world"; idem/explore/sqs_timed.py). The visibility timeout is
+(docs/reliability.md, "The SQS trigger's world"; idem/explore/families/sqs_timed.py). The visibility timeout is
 drawn from its range (the function's timeout to 12 h) with both ends as schedules, SQS's copy of a
 message comes up to its retention period later, a failed message is redriven from the dead-letter
 queue a day later, another account sends an order with the same id, and faults come in runs. Each
@@ -11,10 +11,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-
-from idem.explore import timed, timings, triggers
-from idem.explore.check import Books, Schedule, discover, resolve, run_batch, sqs_schedules
-from idem.explore.deployed import Deployed
+from idem.explore.families import timed, timings
+from idem.explore.run import triggers
+from idem.explore.check import discover
+from idem.explore.families.build import sqs_schedules
+from idem.explore.families.schedule import Schedule
+from idem.explore.judge.books import Books
+from idem.explore.run.runner import run_batch
+from idem.explore.target.target import resolve
+from idem.explore.target.deployed import Deployed
 from idem.sim.faults import END, Boundary, Side
 from idem.sim.world import LocalWorld
 

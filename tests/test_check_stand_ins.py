@@ -1,6 +1,6 @@
 """Calls moto does not implement are answered by a stand-in and named in the report
-(idem.explore.stand_ins); a function's dependencies come from --python-path, and a missing one is
-one line naming it, its requirements.txt and the option (idem.explore.dependencies)."""
+(idem.explore.sandbox.stand_ins); a function's dependencies come from --python-path, and a missing one is
+one line naming it, its requirements.txt and the option (idem.explore.target.dependencies)."""
 from __future__ import annotations
 
 import json
@@ -45,7 +45,7 @@ def test_a_bad_answer_file_is_one_line(tmp_path):
 def test_the_output_shape_answer_fills_what_a_caller_reads():
     import boto3
 
-    from idem.explore.stand_ins import shaped
+    from idem.explore.sandbox.stand_ins import shaped
 
     model = boto3.Session(region_name="us-east-1").client("mediaconvert").meta.service_model
     endpoints = shaped(model.operation_model("DescribeEndpoints").output_shape, "mediaconvert")
@@ -118,7 +118,7 @@ def test_install_requirements_builds_the_functions_requirements_once_into_a_cach
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     monkeypatch.setenv("IDEM_CHECK_CACHE", str(tmp_path / "cache"))
-    from idem.explore.requirements_cache import key_of
+    from idem.explore.target.requirements_cache import key_of
 
     folder = tmp_path / "cache" / "requirements" / key_of(tmp_path / "fn" / "requirements.txt")
     for _ in range(2):
@@ -154,7 +154,7 @@ def test_an_index_that_does_not_answer_is_named_offline_and_an_unwritable_cache_
     """P10: pip's own words for an index it could not reach (as it prints them on each retry) are
     read as offline; a cache folder that cannot be made is one line naming IDEM_CHECK_CACHE, never a
     traceback."""
-    from idem.explore.requirements_cache import RequirementsError, installed, refusal
+    from idem.explore.target.requirements_cache import RequirementsError, installed, refusal
 
     pip_said = ("WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after "
                 "connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object>: "
@@ -175,7 +175,7 @@ def test_an_index_that_does_not_answer_is_named_offline_and_an_unwritable_cache_
 def test_the_report_says_which_platform_the_requirements_were_installed_for(tmp_path, monkeypatch):
     """P9: the packages are installed for the Python that runs the function here (host wheels);
     the report says so, beside the Runtime and Architectures Lambda runs it on (the template's)."""
-    from idem.explore.requirements_cache import host
+    from idem.explore.target.requirements_cache import host
 
     _function(tmp_path)
     _wheel(tmp_path / "wheels", (tmp_path / "deps" / "order_lib.py").read_text())
@@ -192,15 +192,15 @@ def test_the_report_says_which_platform_the_requirements_were_installed_for(tmp_
     assert report["baseline"]["provider:charge"] == 1, (out, err)
     assert report["requirements"].startswith(f"requirements: installed for {host()}, the Python that runs the "
                                              "function here; Lambda runs it on python3.12 on arm64 (Linux)")
-    from idem.explore.requirements_cache import platform_note
+    from idem.explore.target.requirements_cache import platform_note
 
     assert "Lambda runs it on the Runtime and Architectures it is deployed with" in platform_note()  # no template
 
 
 def test_a_layer_of_the_template_gives_its_python_folder(tmp_path):
     """A LayerVersion in the template: its ContentUri's python/ folder (as Lambda's /opt/python)."""
-    from idem.explore.requirements_cache import folders
-    from idem.explore.template_function import read
+    from idem.explore.target.requirements_cache import folders
+    from idem.explore.target.template_function import read
 
     (tmp_path / "layer" / "python").mkdir(parents=True)
     (tmp_path / "src").mkdir()
@@ -214,7 +214,7 @@ def test_a_layer_of_the_template_gives_its_python_folder(tmp_path):
     assert found.layers == [str(tmp_path / "layer"), "arn:aws:lambda:us-east-1:123456789012:layer:shared:3"]
     assert folders(str(tmp_path / "src"), found.layers[:1]) == [str(tmp_path / "layer" / "python")]
     import pytest as _pytest
-    from idem.explore.requirements_cache import RequirementsError
+    from idem.explore.target.requirements_cache import RequirementsError
 
     with _pytest.raises(RequirementsError, match="named by its ARN, which the check cannot read: unpack its python/"):
         folders(str(tmp_path / "src"), found.layers)

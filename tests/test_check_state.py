@@ -1,4 +1,4 @@
-"""Effects judged by what they leave (idem.explore.state): a write that leaves the clean run's
+"""Effects judged by what they leave (idem.explore.judge.state): a write that leaves the clean run's
 state is not a second effect; an item too many is; other content is a break."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
-from idem.explore import state
+from idem.explore.judge import state
 from idem.explore.check import check_handler
-from idem.explore.verdicts import Verdict
+from idem.explore.judge.verdicts import Verdict
 
 HANDLERS = Path(__file__).resolve().parent / "handlers"
 PUT = "dynamodb:PutItem"
@@ -34,7 +34,7 @@ def test_another_accounts_upload_is_expected_under_its_own_folder_not_folded_int
     """docs/check_from_a_template.md P13: the family accounts' second upload (other#####/, or under
     an --object KEY's account folder) is an order of its own name: its output is expected beside the
     first's. A copy written only once, under the first account's folder, is short of it."""
-    from idem.explore import objects
+    from idem.explore.run import objects
 
     assert state.Names(42)("out/other00042/a.json") == "out/other#####/a.json"
     assert state.Names(42, trigger="sqs")("out/other00042/a.json") == "out/check#####/a.json"  # one batch's state

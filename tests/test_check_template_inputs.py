@@ -1,6 +1,6 @@
 """`idem check --template` on templates as written: parameters given as `sam deploy` takes them
-(idem.explore.template_parameters) and triggers declared outside the function
-(idem.explore.template_triggers)."""
+(idem.explore.target.template_parameters) and triggers declared outside the function
+(idem.explore.target.template_triggers)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ OUTSIDE = TEMPLATES / "outside_triggers.yaml"
 
 
 def _read(function: str, **given: str):
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     return read(str(OUTSIDE), function, given)
 
@@ -40,7 +40,7 @@ def test_parameter_values_name_resources_and_settings():
     ({"UploadBucketName": "b", "Nope": "1"}, "--parameter Nope: outside_triggers.yaml declares no such parameter"),
 ])
 def test_a_wrong_parameter_is_refused_naming_it(given, wrong):
-    from idem.explore.template_function import TemplateError
+    from idem.explore.target.template_function import TemplateError
 
     with pytest.raises(TemplateError) as refused:
         _read("FromBucket", **given)
@@ -57,7 +57,7 @@ def test_a_wrong_parameter_is_refused_naming_it(given, wrong):
                     ' {"ParameterKey": "Stage", "ParameterValue": "prod"}]'),
 ])
 def test_a_parameters_file_in_each_form_sam_and_cloudformation_read(tmp_path, name, text):
-    from idem.explore.template_parameters import from_file
+    from idem.explore.target.template_parameters import from_file
 
     (tmp_path / name).write_text(text)
     assert from_file(str(tmp_path / name)) == {"UploadBucketName": "team-uploads", "Stage": "prod"}
@@ -93,7 +93,7 @@ INLINE = TEMPLATES / "inline_code.yaml"
 
 @pytest.mark.parametrize("function, name", [("Plain", "handler"), ("Sam", "forward")])
 def test_inline_code_is_written_to_index_py_as_cloudformation_writes_it(function, name):
-    from idem.explore.template_function import read
+    from idem.explore.target.template_function import read
 
     found = read(str(INLINE), function)
     file, _, handler = found.target.rpartition(":")
@@ -128,7 +128,7 @@ def test_uploads_land_in_the_triggers_bucket_under_keys_its_filter_accepts():
     named = [r for r in report["results"] if "the upload named" in r["schedule"]]
     assert len(named) == 3 and all(r["verdict"] == "exactly_once" for r in named), named
     assert "key_not_decoded" not in report
-    from idem.explore.uploads import filtered_key
+    from idem.explore.run.uploads import filtered_key
 
     assert filtered_key("check00001/order-1.json", "incoming/", ".json") == "incoming/check00001/order-1.json"
     assert filtered_key("check00001/order-1.json", "", ".jpg") == "check00001/order-1.jpg"
@@ -179,8 +179,9 @@ def test_a_file_that_is_not_a_json_order_gets_the_retried_put_and_no_second_orde
     order_id changes); any other file's "second order" would be its bytes again, which a correct
     function takes for the same upload. Those schedules are left out, the retried PUT kept, and the
     report says why; a JSON order keeps both."""
-    from idem.explore import object_schedules, objects
-    from idem.explore.check import overwrite_schedules
+    from idem.explore.families import object_schedules
+    from idem.explore.run import objects
+    from idem.explore.families.build import overwrite_schedules
     from idem.sim.faults import END
 
     found = overwrite_schedules([END], retries=(0,))
@@ -232,7 +233,8 @@ def test_another_accounts_upload_stays_inside_the_triggers_key_filter(tmp_path, 
     """docs/check_from_a_template.md P13. filtered_copier refuses any key outside incoming/*.json:
     another account's upload went to other#####/a.json, which S3 would never have sent it, and it
     failed there. Under the trigger's prefix, in the account folder's place, it copies the order."""
-    from idem.explore import accounts, uploads
+    from idem.explore.families import accounts
+    from idem.explore.run import uploads
 
     monkeypatch.setattr(uploads, "KEY_PREFIX", "incoming/")
     assert accounts.other_account_key("incoming/check00042/order-1.json", 42) == "incoming/other00042/order-1.json"
@@ -257,7 +259,7 @@ def test_a_template_that_is_not_there_is_one_line():
 
 
 def test_a_table_with_a_stream_specification_is_created_as_cloudformation_creates_it():
-    from idem.explore.template_function import create, read
+    from idem.explore.target.template_function import create, read
     from idem.sim.world import ensure_moto, fake_client, fake_session
 
     found = read(str(TEMPLATES / "deployed_sqs.yaml"), "Plain")
@@ -270,7 +272,7 @@ def test_a_table_with_a_stream_specification_is_created_as_cloudformation_create
 
 
 def test_a_state_machine_is_created_and_its_ref_is_its_arn():
-    from idem.explore.template_function import create, read
+    from idem.explore.target.template_function import create, read
     from idem.sim.world import ensure_moto, fake_client, fake_session
 
     found = read(str(OUTSIDE), "Starter", {"UploadBucketName": "b"})

@@ -1,8 +1,8 @@
 """Issue 41: the check's world as AWS and Stripe document it, for time and accounts. Each delay is
-drawn from its documented range with its ends as schedules of their own (idem/explore/timings.py),
+drawn from its documented range with its ends as schedules of their own (idem/explore/families/timings.py),
 the clock starts two minutes before midnight, an order is sent again hours and days later and after
 it went to the failure queue, and another account uploads an order with the same order id
-(idem/explore/timed.py). Each handler here is written as teams write them, with the published fact
+(idem/explore/families/timed.py). Each handler here is written as teams write them, with the published fact
 behind its verdict in its docstring (tests/handlers/)."""
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from idem.explore import accounts, timed, timings
-from idem.explore.check import DIMENSIONS, check_handler, schedules_for
+from idem.explore.families import accounts, timed, timings
+from idem.explore.check import check_handler
+from idem.explore.families.build import DIMENSIONS, schedules_for
 from idem.sim.faults import END, Boundary, Side
 from idem.sim.runtime.delays import RETRY_DELAYS
 from idem.sim.runtime import DEFAULT_MAX_EVENT_AGE

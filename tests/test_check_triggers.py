@@ -12,10 +12,14 @@ import jsonschema
 import pytest
 
 from idem.cli import main
-from idem.explore.check import (Books, CheckInputError, Schedule, check_handler, discover, order_body, resolve,
-                                run_batch)
-from idem.explore import timed
-from idem.explore.verdicts import BREAKS
+from idem.explore.check import check_handler, discover
+from idem.explore.errors import CheckInputError
+from idem.explore.families.schedule import Schedule
+from idem.explore.judge.books import Books
+from idem.explore.run.runner import order_body, run_batch
+from idem.explore.target.target import resolve
+from idem.explore.families import timed
+from idem.explore.judge.verdicts import BREAKS
 from idem.sim.runtime import on_clock
 from idem.sim.faults import Boundary, FaultPlan, How, Side
 from idem.sim.triggers import SqsFedLambda, SqsMapping, eventbridge_event
@@ -140,7 +144,7 @@ def test_a_correct_sqs_handler_holds():
     assert report.trigger == "sqs" and report.baseline == {"provider:charge": 2, "books:line": 2}
     # the exploration's size for this handler, retries 0: the faults, S3 sending the notification
     # twice, and the uploader's retried PUT (after the first order's message is done; in its batch),
-    # the three names that need URL-decoding (idem.explore.key_decoding), then the runs and the
+    # the three names that need URL-decoding (idem.explore.families.key_decoding), then the runs and the
     # families of time and accounts (tests/test_check_sqs_world.py; retry_ends needs 2 retries).
     # Its faults: 801 (each message reads, claims, charges and books)
     assert report.dimensions() == {"faults": 801 + 1, "overwrite": 2, "slow": 0, "late": 9, "retry_ends": 0,
@@ -187,7 +191,7 @@ def test_pins_bug_raising_on_one_message_retries_the_batch_and_charges_its_neigh
     assert neighbour.verdict == "double_charge"
     assert "order-1.json: 2 charges for one upload" in neighbour.findings
     # the whole batch, a visibility timeout later (a schedule without a draw: its range's low end,
-    # the function's 30 s timeout; idem.explore.sqs_timed)
+    # the function's 30 s timeout; idem.explore.families.sqs_timed)
     assert [a.start for a in neighbour.attempts] == [0.0, 30.0]
     assert not check_handler(target("sqs_batch_raises"), retries=(0,), trigger="sqs").holds
 
@@ -207,7 +211,7 @@ def test_an_s3_fed_handler_under_the_sqs_trigger_fails_its_clean_run_exit_1():
 
 # -- verdicts: EventBridge-fed handlers ------------------------------------------------------
 def _past_key_window(schedule: str) -> bool:
-    """An order sent again past Stripe's 24-hour key window (idem/explore/timed.py), or a copy drawn
+    """An order sent again past Stripe's 24-hour key window (idem/explore/families/timed.py), or a copy drawn
     from EventBridge's range, which reaches 30 hours (24 of EventBridge's retries, 6 in Lambda's queue)."""
     return ("Stripe's 24-hour key window" in schedule or "(3 days later)" in schedule
             or "a copy of the event at its range's" in schedule)
@@ -216,16 +220,16 @@ def _past_key_window(schedule: str) -> bool:
 def test_a_correct_eventbridge_handler_holds():
     report = check_handler(target("eventbridge_keyed"), retries=(0,), trigger="eventbridge")
     # it holds but where the order comes back past Stripe's 24-hour key window (charged first, with
-    # Stripe's key as its only guard): the late and again families (idem/explore/timed.py)
+    # Stripe's key as its only guard): the late and again families (idem/explore/families/timed.py)
     assert report.broken and all(_past_key_window(r.schedule.label()) for r in report.broken), report.explain()
     # 131 fault schedules, and the overwrite and slow families s3 has (at one retry setting, 0:
     # 2 buckets x a second order or the retried PUT x after the first or at each of 3 places, and a
     # second order at a name of 1,024 bytes in each bucket; 4 slow), and the runs: 3 at each of the
-    # 2 calls' request side, 2 at the AWS call's answer side, 1 at the charge's (idem.explore.runs)
+    # 2 calls' request side, 2 at the AWS call's answer side, 1 at the charge's (idem.explore.families.runs)
     families = {kind: sum(1 for r in report.results if kind(r.schedule)) for kind in (
         lambda s: bool(s.overwrite), lambda s: s.slow, lambda s: s.dimension == "runs")}
     added = sum(report.dimensions()[name] for name in timed.DIMENSIONS)  # late, retry_ends, again, accounts
-    # and no family names: EventBridge's event carries the key as stored (idem.explore.key_decoding)
+    # and no family names: EventBridge's event carries the key as stored (idem.explore.families.key_decoding)
     assert report.dimensions()["names"] == 0
     assert len(report.results) == 131 + 16 + 2 + 4 + 9 + added and all(families.values()), families
 

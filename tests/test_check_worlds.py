@@ -1,11 +1,17 @@
-"""idem.explore.worlds: a process keeps its world between batches, and no result depends on it."""
+"""idem.explore.run.worlds: a process keeps its world between batches, and no result depends on it."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from idem.explore import check, worlds
+from idem.explore.check import discover
+from idem.explore.families.build import schedules_for
+from idem.explore.families.schedule import Schedule
+from idem.explore.judge.result import Result
+from idem.explore.run import pool, worlds
+from idem.explore.run.runner import run_batch
+from idem.explore.target.target import resolve
 from idem.sim.world import LocalWorld, _live_prefixes, ensure_moto, pk_text
 
 KEYED = "idem.core.handlers.keyed:lambda_handler"
@@ -66,7 +72,7 @@ def test_a_number_run_again_gets_a_fresh_world():
     assert second is first and again is not first and again.numbers == {2}
 
 
-def _seen(result: check.Result) -> tuple:
+def _seen(result: Result) -> tuple:
     """Everything a report shows of one schedule's result."""
     return (result.verdict, result.effects, result.dlq, result.findings,
             [(a.outcome, a.error, a.logs, a.calls) for a in result.attempts])
@@ -75,15 +81,15 @@ def _seen(result: check.Result) -> tuple:
 @pytest.mark.parametrize("target", [KEYED, LOCK_IN_FINALLY])
 def test_a_schedule_s_result_is_the_same_whatever_ran_before_it_in_its_world(target: str):
     ensure_moto()
-    resolved = check.resolve(target)
-    crossed, baseline, _ = check.discover(resolved, (), "make_provider")
-    found = check.schedules_for(crossed, (1,), ("versioned",))
+    resolved = resolve(target)
+    crossed, baseline, _ = discover(resolved, (), "make_provider")
+    found = schedules_for(crossed, (1,), ("versioned",))
     picked = [i for i, s in enumerate(found) if s.fault is not None][:6]
     alone = {i: _seen(r) for i in picked
-             for r in (worlds.close(), check.run_batch(resolved, [found[i]], baseline, (), "make_provider", [i]))[1]}
+             for r in (worlds.close(), run_batch(resolved, [found[i]], baseline, (), "make_provider", [i]))[1]}
     worlds.close()
-    together = check.run_batch(resolved, [found[i] for i in reversed(picked)], baseline, (), "make_provider",
-                               list(reversed(picked)))
+    together = run_batch(resolved, [found[i] for i in reversed(picked)], baseline, (), "make_provider",
+                         list(reversed(picked)))
     assert {i: _seen(r) for i, r in zip(reversed(picked), together)} == alone
     assert any(outcome != "ok" for i in picked for outcome, *_ in alone[i][4])  # faults struck: not all alike
 
@@ -108,17 +114,17 @@ def test_chapter_11_says_how_often_the_check_makes_a_fresh_world():
 
 @pytest.mark.parametrize("count,unversioned,workers", [(210, 0, 2), (41, 11, 2), (3, 1, 2), (500, 60, 4), (7, 0, 1)])
 def test_a_phase_s_batches_hold_every_schedule_once_largest_first(count, unversioned, workers):
-    schedules = [check.Schedule(retries=0, overwrite="unversioned" if n < unversioned else "")
+    schedules = [Schedule(retries=0, overwrite="unversioned" if n < unversioned else "")
                  for n in range(count)]
     indexes = list(range(count))[::-1]  # any order the phase lists them in
-    batches = check._batches(schedules, indexes, workers)
+    batches = pool.in_batches(schedules, indexes, workers)
     assert sorted(i for batch in batches for i in batch) == sorted(indexes)  # each once
     kinds = [{schedules[i].overwrite == "unversioned" for i in batch} for batch in batches]
     assert all(len(kind) == 1 for kind in kinds)  # one bucket each
     for kind in ({False}, {True}):
         sizes = [len(b) for b, k in zip(batches, kinds) if k == kind]
-        assert all(size <= check.BATCH for size in sizes)
-        assert all(size >= check.BATCH_SMALLEST for size in sizes[:-1])  # only a part's last is smaller
+        assert all(size <= pool.BATCH for size in sizes)
+        assert all(size >= pool.BATCH_SMALLEST for size in sizes[:-1])  # only a part's last is smaller
         assert sizes == sorted(sizes, reverse=True)  # the phase ends on its smallest batches
     if count >= 100:
         assert len(batches[0]) > len(batches[-1])  # large batches first, small ones at the end

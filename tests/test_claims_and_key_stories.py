@@ -7,7 +7,7 @@ from idem.core import keys
 from idem.core.events import newer_sequencer
 from idem.sim import atomic
 from idem.explore import scenarios as sc
-from idem.explore.verdicts import judge_run
+from idem.explore.judge.verdicts import judge_run
 from idem.sim.world import LocalWorld
 from idem.lessons.scribes import alarms, claims, key_stories
 

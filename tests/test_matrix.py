@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from idem.explore import scenarios as sc
-from idem.explore.verdicts import judge_run
+from idem.explore.judge.verdicts import judge_run
 
 # (fault, times, delivery) -> handler -> (charges, verdict); the table.
 EXPECTED = {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from idem.explore import schedules as S
-from idem.explore.verdicts import PROVIDER_VERDICTS
+from idem.explore.judge.verdicts import PROVIDER_VERDICTS
 
 #: Verdict counts per handler over every distinct provider-outcome schedule (236 each).
 PINNED = {

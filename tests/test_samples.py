@@ -22,7 +22,7 @@ SAMPLES = ROOT / "tests" / "samples"
 #: One retry setting keeps each check well under a minute; every verdict below shows at 0 retries.
 FAST = ("--retries", "0")
 #: How a handler declares its ordering rule ("an older upload of the same name is skipped, by S3's
-#: sequencer"): `idem check --ordering sequencer` (idem.explore.state).
+#: sequencer"): `idem check --ordering sequencer` (idem.explore.judge.state).
 ORDERING = ("--ordering", "sequencer")
 #: Verdicts that mean work was lost or half-done with nothing to alert anyone.
 SILENT = ("silent_loss", "silent_mismatch")

@@ -18,7 +18,8 @@ from idem.core.handlers import keyed
 from idem.core.handlers.keyed_stripe import MAX_KEY_CHARS, StripeProvider, stripe_key
 from idem.cost import bench, bill
 from idem.explore import scenarios as sc
-from idem.explore.check import CheckInputError, check_handler
+from idem.explore.check import check_handler
+from idem.explore.errors import CheckInputError
 from idem.explore import schedules
 from idem.sim.stripe.server import LoopbackStripe, intent_id, loopback_stripe
 from idem.sim.world import LocalWorld

@@ -17,8 +17,8 @@ trap 'rm -rf "$work"' EXIT
 
 "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$work/dist" .
 wheel="$(ls "$work"/dist/charged_twice-*.whl)"
-unzip -l "$wheel" | grep -q 'idem/explore/check-report.schema.json' \
-  || { echo "the wheel has no idem/explore/check-report.schema.json"; exit 1; }
+unzip -l "$wheel" | grep -q 'idem/explore/report/check-report.schema.json' \
+  || { echo "the wheel has no idem/explore/report/check-report.schema.json"; exit 1; }
 
 "$PYTHON" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[check]"
@@ -40,7 +40,7 @@ from importlib import resources
 import jsonschema
 
 report = json.load(open(sys.argv[1]))
-schema = json.loads(resources.files("idem.explore").joinpath("check-report.schema.json").read_text())
+schema = json.loads(resources.files("idem.explore.report").joinpath("check-report.schema.json").read_text())
 jsonschema.validate(report, schema)
 code = int(sys.argv[2])
 assert report["exit_code"] == code, (report["exit_code"], code)

@@ -11,11 +11,11 @@ from typing import Any
 from ..console import UsageError
 
 HELP = "check any Lambda handler against every schedule of faults and deliveries"
-#: The workbook's own patterns, by name (`idem.explore.check.PATTERNS`, without importing moto).
+#: The workbook's own patterns, by name (`idem.explore.target.target.PATTERNS`, without importing moto).
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
 #: What can feed the function (`idem.sim.triggers.TRIGGERS`, without importing moto).
 TRIGGERS = ("s3", "sqs", "eventbridge")
-#: What the schedules are, and how many each family adds (`idem.explore.check.DIMENSIONS`).
+#: What the schedules are, and how many each family adds (`idem.explore.families.build.DIMENSIONS`).
 SCHEDULES = ("schedules, in families (the report counts each; under --trigger sqs, the overwrite family is the "
              "uploader's retried PUT and there is no slow family: docs/reliability.md): faults, exhaustive: every fault "
              "at every boundary x one upload delivered once, twice or as a copy at each boundary x "
@@ -136,7 +136,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check in a child process the handler cannot end, hang or silence (`idem.explore.sandbox`);
     this process prints the answer, JSON under --json on every exit path."""
-    from ..explore import lambda_env, requirements_cache, sandbox, stripe_sdk  # no moto here: the child imports it
+    from ..explore.report.schema import error_json  # no moto here: the child imports it
+    from ..explore.sandbox import stripe_sdk
+    from ..explore.sandbox.parent import STALL_SECONDS, Outcome, run_sandboxed
+    from ..explore.target import lambda_env, requirements_cache
+    from ..explore.target.handler_shape import handler_shape, refuse_shape
 
     try:
         given = dict(_pair(item) for item in args.env)
@@ -152,15 +156,15 @@ def run(args: argparse.Namespace) -> int:
         if args.budget <= 0:
             raise UsageError(f"--budget takes a number of seconds above 0, got {args.budget}")
     except UsageError as bad:
-        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, str(bad)), str(bad)))
+        return _answer(args, Outcome(2, error_json(2, str(bad)), str(bad)))
     try:
         target, from_template = _target(args)
     except UsageError as bad:
-        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, str(bad)), str(bad)))
-    shape = sandbox.handler_shape(target) if ":" in target else ""
+        return _answer(args, Outcome(2, error_json(2, str(bad)), str(bad)))
+    shape = handler_shape(target) if ":" in target else ""
     if shape:
-        message = sandbox.refuse_shape(target, shape)
-        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, message), message))
+        message = refuse_shape(target, shape)
+        return _answer(args, Outcome(2, error_json(2, message), message))
     provider = args.provider if target in PATTERNS else stripe_sdk.provider_for(target, args.provider)
     root = lambda_env.task_root(target)
     env = given if target in PATTERNS else lambda_env.environment(
@@ -168,14 +172,14 @@ def run(args: argparse.Namespace) -> int:
         **({"memory_mb": from_template.memory_mb} if from_template else {}))
     trigger = args.trigger or (from_template.trigger if from_template else "s3")
     if from_template and args.retries is None:  # the function as deployed: the template's retries
-        from ..explore.deployed import Deployed
+        from ..explore.target.deployed import Deployed
 
         retries = list(Deployed.of(from_template.deployed).retries(trigger))  # type: ignore[union-attr]
     try:
         python_path = [os.path.abspath(path) for path in args.python_path] + (requirements_cache.folders(
             root, from_template.layers if from_template else []) if args.install_requirements else [])
     except requirements_cache.RequirementsError as bad:
-        return _answer(args, sandbox.Outcome(2, sandbox.error_json(2, str(bad)), str(bad)))
+        return _answer(args, Outcome(2, error_json(2, str(bad)), str(bad)))
     request = {"target": target, "task_root": root, "objects": [_object(spec) for spec in args.objects],
                "answers": [_answer_file(spec) for spec in args.answer],
                "python_path": python_path,
@@ -192,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
         s3 = next((t for t in from_template.triggers if t.kind == "s3"), None)
         request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
-    stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or sandbox.STALL_SECONDS)
-    outcome = sandbox.run_sandboxed(request, budget=args.budget, stall=stall)
+    stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or STALL_SECONDS)
+    outcome = run_sandboxed(request, budget=args.budget, stall=stall)
     if args.install_requirements and outcome.exit_code in (0, 1):  # what the packages were installed for
         note = requirements_cache.platform_note(*((from_template.runtime, from_template.architectures)
                                                   if from_template else ()))
@@ -203,9 +207,9 @@ def run(args: argparse.Namespace) -> int:
 
 def refuse_usage(message: str) -> int:
     """A command line argparse refused, under --json: the schema's error object, and exit 2."""
-    from ..explore import sandbox
+    from ..explore.report.schema import error_json
 
-    print(json.dumps(sandbox.error_json(2, message), indent=2))
+    print(json.dumps(error_json(2, message), indent=2))
     print(f"idem check: {message}", file=sys.stderr)
     return 2
 
@@ -232,9 +236,9 @@ def _target(args: argparse.Namespace) -> tuple[str, Any]:
             raise UsageError("--template and --function go together: the template, and the function's logical id in it")
         if args.target:
             raise UsageError("give a target or --template with --function, not both")
-        from ..explore.template_function import TemplateError, read
+        from ..explore.target.template_function import TemplateError, read
 
-        from ..explore.template_parameters import ParameterError, from_file, pair
+        from ..explore.target.template_parameters import ParameterError, from_file, pair
 
         try:
             given = from_file(args.parameters_file) if args.parameters_file else {}
@@ -251,7 +255,7 @@ def _target(args: argparse.Namespace) -> tuple[str, Any]:
 
 def _object(spec: str) -> str:
     """--object FILE[=KEY], checked here and with FILE made absolute for the child."""
-    from ..explore.objects import BadObject, UserObject
+    from ..explore.run.objects import BadObject, UserObject
 
     try:
         found = UserObject.parse(spec)
@@ -262,7 +266,7 @@ def _object(spec: str) -> str:
 
 def _answer_file(spec: str) -> str:
     """--answer service:Operation=FILE, checked here, with FILE made absolute for the child."""
-    from ..explore.stand_ins import BadAnswer, parse
+    from ..explore.sandbox.stand_ins import BadAnswer, parse
 
     try:
         parse(spec)
@@ -273,7 +277,7 @@ def _answer_file(spec: str) -> str:
 
 
 def _effect(text: str) -> str:
-    from ..explore.service_names import UnknownEffect, effect_name
+    from ..explore.target.service_names import UnknownEffect, effect_name
 
     try:
         return effect_name(text)

@@ -30,7 +30,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from . import bill as _bill
-from ..explore.check import BATCH, RETRIES, check_handler, discover, resolve, run_batch, schedules_for
+from ..explore.check import check_handler, discover
+from ..explore.families.build import schedules_for
+from ..explore.families.schedule import RETRIES
+from ..explore.run.pool import BATCH
+from ..explore.run.runner import run_batch
+from ..explore.target.target import resolve
 from ..explore.schedules import all_schedules, run_schedules
 from ..core.events import S3Object
 from ..core.clock import iso8601
@@ -164,7 +169,7 @@ def check_speed(workers: int = CHECK_WORKERS, retries: tuple[int, ...] = RETRIES
     """`idem check` on `target`, as a team's CI runs it: every schedule (with MaximumRetryAttempts
     `retries`), on `workers` processes. Wall time, and the CPU-seconds of this process and its
     workers together; wall time depends on what else the machine runs, so the load average at
-    the start is reported beside it. `runs`: the schedules the check ran (idem.explore.reuse)."""
+    the start is reported beside it. `runs`: the schedules the check ran (idem.explore.run.reuse)."""
     load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     cpu_before, start = _cpu_with_children(), time.perf_counter()
     report = check_handler(target, workers=workers, retries=retries, trigger=trigger)

@@ -13,7 +13,7 @@ from typing import Any
 from ..sim.faults import FaultPlan
 from ..sim.runtime import Attempt, LocalLambda
 from ..sim.world import LocalWorld
-from .verdicts import MATRIX_VERDICTS, completed, judge_run
+from .judge.verdicts import MATRIX_VERDICTS, completed, judge_run
 
 DELIVERIES = ("single", "duplicate", "concurrent")
 TIMES = ("once", "always")

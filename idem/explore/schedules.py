@@ -44,7 +44,7 @@ from ..core.reconcile.audit import compare, list_objects, scan
 from ..sim.faults import PROVIDER_POINTS, FaultPlan
 from ..sim.stripe.server import loopback_stripe
 from .scenario import POWERTOOLS, Outcome, Scenario, deliver, fault_of
-from .verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
+from .judge.verdicts import BREAKS, KEYED_OK, MATRIX_VERDICTS, PROVIDER_VERDICTS, completed, judge_run
 from ..sim.world import LocalWorld
 from ..sim.runtime import LocalLambda
 

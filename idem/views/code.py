@@ -127,7 +127,7 @@ BREAK_REASONS = {
     "silent_loss": "no money moved and nothing alerts. A claim taken before the work stands down forever: "
                    "the retry finds it and skips work that never happened.",
 }
-#: The families that send an order again a day or more later (idem.explore.timed, sqs_timed).
+#: The families that send an order again a day or more later (idem.explore.families.timed, sqs_timed).
 DAYS_LATER_FAMILIES = ("late", "again")
 #: A double charge seen only there: the key is right, and Stripe has forgotten it.
 PAST_KEY_WINDOW_REASON = (
@@ -138,7 +138,7 @@ PAST_KEY_WINDOW_REASON = (
 
 
 def explain_breaks(report: Any) -> str:
-    """What a check report (`idem.explore.check.CheckReport`) says about the handler: for each kind of
+    """What a check report (`idem.explore.report.check_report.CheckReport`) says about the handler: for each kind of
     break, how often, the smallest schedule it happened in, and what that means."""
     if report.holds:
         return textwrap.fill(f"holds: in all {len(report.results)} schedules every effect happened as "

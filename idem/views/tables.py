@@ -5,11 +5,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from ..explore.check import VERDICTS
+from ..explore.report.check_report import VERDICTS
 from ..core.clock import EPOCH
 from ..lessons.auditing import expiry
 from ..lessons.scribes import leases
-from ..explore.verdicts import BREAKS
+from ..explore.judge.verdicts import BREAKS
 from ..explore import scenarios as sc
 from ..sim.runtime import Attempt
 
@@ -292,7 +292,7 @@ def items_by_handler(outcomes: Iterable[sc.Outcome]) -> pd.DataFrame:
 
 # -- chapter 11: a check's report ------------------------------------------------------------
 def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
-    """Schedules per verdict, one column per check report (`idem.explore.check.CheckReport`), breaks marked.
+    """Schedules per verdict, one column per check report (`idem.explore.report.check_report.CheckReport`), breaks marked.
 
     Verdicts run in the check's order; a verdict no report has is left out.
     """
@@ -305,7 +305,7 @@ def verdicts_frame(reports: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def schedule_frame(result: Any) -> pd.DataFrame:
-    """One schedule of a check (`idem.explore.check.Result`), a row per boundary crossed: when, by which
+    """One schedule of a check (`idem.explore.judge.result.Result`), a row per boundary crossed: when, by which
     invocation, where, what was injected there, and how the invocation ended (on its last row)."""
     rows = []
     for a in result.attempts:

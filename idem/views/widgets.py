@@ -19,7 +19,9 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ..explore.check import CheckInputError, check_handler, resolve
+from ..explore.check import check_handler
+from ..explore.errors import CheckInputError
+from ..explore.target.target import resolve
 from ..core.keys import RECIPES
 from ..lessons.auditing import expiry
 from ..lessons.scribes import key_stories, leases

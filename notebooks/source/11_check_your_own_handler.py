@@ -82,7 +82,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # Each break also names what went wrong: two charges for one upload, no charge for an upload, a
 # charge with no ledger line. With two uploads in one schedule, each upload's money is judged on
 # its own, and the worst verdict counts. The **check holds** for a handler when no schedule breaks. (The
-# rules in code: `idem.explore.verdicts.judge_upload`.)
+# rules in code: `idem.explore.judge.verdicts.judge_upload`.)
 
 # %% [markdown]
 # ## A handler to check
@@ -474,7 +474,7 @@ import os
 import subprocess
 
 import idem
-from idem.explore.template_function import read
+from idem.explore.target.template_function import read
 
 EXAMPLES = Path(idem.__file__).resolve().parent.parent / "notebooks" / "examples"
 for name in ("job_starter", "job_keyed"):  # as it is, and a copy to fix below
@@ -621,7 +621,7 @@ print(f"{broke}:\n  dynamodb:PutItem {same['effects']['dynamodb:PutItem']} (clea
 # That is why the check judges a write by the state it leaves, not by its calls. After each
 # schedule it reads back the items the named writes touched. It compares them with the clean
 # run's items, leaving out fields that differ between two clean runs, such as `submitted_at`
-# and `client_token` (the docstring of `idem/explore/state.py` says it in full). A state equal to
+# and `client_token` (the docstring of `idem/explore/judge/state.py` says it in full). A state equal to
 # the clean run's is reported with the clean run's count: the `1` above. The same state
 # is not a second effect; an item too many is. A message is different. Every `sns:Publish` to
 # a standard topic is another message: only a FIFO topic drops a repeat, by its deduplication

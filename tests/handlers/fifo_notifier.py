@@ -1,7 +1,7 @@
 """Wrong past 5 minutes: the charge as keyed_books once did it (Stripe's key its only guard), then a
 notice on a FIFO queue with a deduplication id made from the upload, so a retry's second send within
 5 minutes is dropped by SQS itself. Must BREAK with --effect sqs:SendMessage: a copy of S3's event
-can come later than 5 minutes (hours, idem/explore/timings.py), and the queue delivers the notice
+can come later than 5 minutes (hours, idem/explore/families/timings.py), and the queue delivers the notice
 twice; past Stripe's 24-hour key window the charge goes twice too."""
 import os
 

@@ -3,7 +3,7 @@ account in the ledger table, `pk` = `account#<ACCOUNT>`, read with GetItem(Consi
 account with no linked customer is refused (it fails, so it reaches the failure queue), never
 charged. Otherwise it is account_order.py. Under `idem check` it must HOLD: the check links a
 customer to every account it uploads under, the other account's in the accounts family included
-(idem/explore/accounts.py), as `idem customers link` would have."""
+(idem/explore/families/accounts.py), as `idem customers link` would have."""
 import hashlib
 import json
 import os

@@ -6,7 +6,7 @@ delivering an event twice, or a retry after a lost answer, publishes the same id
 topic delivers it once: a message with an id already sent is "accepted successfully but [isn't]
 delivered" within the 5-minute deduplication interval
 (https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html). The check breaks:
-a copy of S3's event can come hours later, past the 5-minute interval (idem/explore/timings.py).
+a copy of S3's event can come hours later, past the 5-minute interval (idem/explore/families/timings.py).
 
 `lambda_handler_fresh_id` is the same notifier with a fresh uuid4 as its deduplication id at each
 publish: every retry is a new message, and the topic delivers it twice (double_effect).

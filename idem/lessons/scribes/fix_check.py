@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...explore.check import copy_places
+from ...explore.families.build import copy_places
 from ...core.errors import ConfigError
 from ...explore import scenarios as sc
 from ...sim.runtime import LocalLambda
-from ...explore.verdicts import Verdict
+from ...explore.judge.verdicts import Verdict
 from ...sim.world import LocalWorld
 from ..answers import not_yet
 

@@ -1,0 +1,223 @@
+"""The schedules where time and accounts matter: four named families of `idem check`.
+
+- `late`: no fault; a copy of the event at each end of its documented range, at COPY_DRAWS seeded
+  draws inside it (`idem.explore.families.timings`), just past midnight (the clock starts at 23:58 UTC) and
+  past a 15-minute window; then, later than any copy can come, the same order uploaded again (the
+  same bytes, a new version: the same order, ORDERS.md) past Stripe's 24-hour key window and three
+  days later. One succeeded charge per account and order over the order's whole life.
+- `retry_ends`: a fault at each boundary on the first two arrivals, so Lambda retries twice, with
+  both retries at the low ends of their ranges (the documented one and two minutes) and at the high
+  ends (the end of the event's maximum age).
+- `again`: the same order after the first went to the failure queue: every attempt fails at a
+  boundary (an exception), then, the outage over, the event is redriven from the failure queue, or
+  the uploader uploads the same order again (same bytes, a new version), a day and 1 s later (past
+  Stripe's key window).
+- `accounts`: another account's order with the same order id and the same bytes (`alice/...` and
+  `bob/...`, see `idem.explore.families.accounts`), after the first is done or while the first invocation sits
+  at each place a copy can start. Two orders: each must be charged as the clean run was.
+
+Every other schedule's delays are drawn too: a copy's and Lambda's retries' (`timings.draw`, keyed by
+the schedule's shape, so schedules that share a run still do: `idem.explore.run.reuse`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Sequence
+
+from ...sim.faults import END_CALL, FaultPlan, How, Side
+from ...sim.sdk_retries import EVERY
+from . import accounts, timings
+from ..run import triggers
+from ..run.reuse import family
+from .timings import HIGH_ENDS, LOW_ENDS, Timing, seconds
+
+#: the families, as the report names and counts them (build.DIMENSIONS)
+DIMENSIONS = {
+    "late": "a copy of the event at each end of its documented range, at seeded draws in it, just past midnight "
+            "and 15 minutes later; the same order uploaded again 24 hours (Stripe's key window) and 3 days later",
+    "retry_ends": "a fault at each boundary on two arrivals, Lambda's two retries both at the low ends of their "
+                  "ranges (1 and 2 minutes) and both at the high ends (the event's maximum age)",
+    "again": "every attempt fails at a boundary, then the event is redriven from the failure queue or the same "
+             "order uploaded again, 24 hours later (past Stripe's key window)",
+    "accounts": "another account's order with the same order id (the same bytes under another folder), after "
+                "the first or while it sits at each boundary",
+}
+#: named times for the `late` and `again` families: (seconds after the first delivery, why)
+PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
+PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
+PAST_KEY_WINDOW = (timings.STRIPE_KEY_WINDOW + 1.0, "past Stripe's 24-hour key window")
+DAYS_LATER = (3 * 86_400.0, "3 days later")
+#: a record that is kept 15 minutes is met by the late family; the again family looks past Stripe's window
+AGAIN_AFTER = (PAST_KEY_WINDOW,)
+AGAIN_HOW = ("redrive", "upload")
+
+
+@dataclass(frozen=True)
+class Later:
+    """What a schedule of these families does besides its fault (Schedule.later)."""
+
+    kind: str  # one of DIMENSIONS
+    seconds: float = 0.0  # late, again: when (0 with a timing: the copy's point in its range)
+    why: str = ""  # what that time is, in words
+    how: str = ""  # again: redrive or upload; accounts: after, concurrent or (sqs) same_batch
+    sqs: bool = False  # a schedule of --trigger sqs (idem.explore.families.sqs_timed): worded for its queue
+
+    def label(self, timing: Timing | None, copy_at: Any = None) -> str:
+        if self.sqs:
+            return self._sqs_label(timing, copy_at)
+        if self.kind == "late" and self.how == "upload":
+            return f"the same order uploaded again {seconds(self.seconds)} after the first ({self.why})"
+        if self.kind == "late":
+            when = (f"{seconds(self.seconds)} later ({self.why})" if self.seconds
+                    else f"at its range's {self.why}")
+            return f"a copy of the event {when}"
+        if self.kind == "retry_ends":
+            return f"Lambda's retries at the {(timing or LOW_ENDS).name} of their ranges"
+        if self.kind == "again":
+            # a fault the SDK's own resend recovers fails no attempt: the label says what is done, not
+            # what it found (the queue is redriven as it is; the order is uploaded again either way)
+            what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
+            return f"then {what} {seconds(self.seconds)} later ({self.why})"
+        return "another account's order with the same order id" + (
+            ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
+
+
+    def _sqs_label(self, timing: Timing | None, copy_at: Any) -> str:
+        """The same families under --trigger sqs, in the queue's words (idem.explore.families.sqs_timed)."""
+        if self.kind == "late" and self.how == "upload":
+            return f"the same order uploaded again {seconds(self.seconds)} after the first ({self.why}), a new message"
+        if self.kind == "late":
+            when = (f"{seconds(self.seconds)} later ({self.why})" if self.seconds
+                    else f"at its range's {self.why}")
+            return f"SQS delivers each message of the batch again {when}"
+        if self.kind == "retry_ends":
+            end = "low end (the function's timeout)" if (timing or LOW_ENDS) == LOW_ENDS else "high end (12 h)"
+            return f"the queue's visibility timeout at its range's {end}, unless a template sets it"
+        if self.kind == "again":
+            what = ("the dead-letter queue redriven to the source queue" if self.how == "redrive"
+                    else "the same order uploaded again")
+            return f"then {what} {seconds(self.seconds)} later ({self.why})"
+        where = {"after": ", its message after the batch is done",
+                 "same_batch": ", its message in the same batch as the first's"}.get(
+            self.how, f", received while the first is {copy_at}")
+        return "another account's order with the same order id" + where
+
+
+def result_label(result: Any) -> str:
+    """A result's schedule in words, worded for what happened where the schedule alone cannot say
+    it: an `again` schedule whose failing call was tried again inside each attempt and answered (a
+    throttle the handler's own retry got past, a lost answer the SDK's resend got) failed no attempt
+    before the failure queue was redriven or the order uploaded again, so the report says so rather
+    than let "then the failure queue redriven" read as if something had been in it."""
+    label = result.schedule.label()
+    later = result.schedule.later
+    if later is None or later.kind != "again" or not result.attempts:
+        return label
+    outage = [a for a in result.attempts if a.start < later.seconds]
+    if any(a.failed for a in outage):
+        return label
+    clause = later.label(result.schedule.timing)
+    found = ("no attempt failed (the failing call was tried again inside each attempt and answered), "
+             + ("so the failure queue held nothing; " if later.how == "redrive" else "and ") + clause[len("then "):])
+    return label.replace(clause, found, 1)
+
+
+def _every_resend(boundary: Any) -> int:
+    """The run an again-family fault has at `boundary`: every SDK attempt's answer lost after a call."""
+    return EVERY if boundary.side is Side.AFTER and boundary.call != END_CALL else 1
+
+
+def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterable[int],
+              exception_at: Sequence[Any], copy_at: Sequence[Any], trigger: str = "s3") -> list[Any]:
+    """The four families' schedules over the boundaries a clean run crossed; `make` builds a
+    schedule.Schedule; `exception_at` and `copy_at` are where a fault and a copy can come; `trigger`
+    names the copy's range (`timings.copy_range`)."""
+    retries = tuple(retries)
+    most, least = max(retries), min(retries)
+    high = ("high end (EventBridge's retry window plus the maximum event age)" if trigger == "eventbridge"
+            else "high end (a minute plus the maximum event age)")
+    copy_points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, high)]
+    copy_points += [(timings.draw(f"late/{n}"), f"seeded draw {n}") for n in range(1, timings.COPY_DRAWS + 1)]
+    found = [make(None, "duplicate", None, least, timing=timing, later=Later("late", why=why))
+             for timing, why in copy_points]
+    found += [make(None, "duplicate", None, least, later=Later("late", at, why))
+              for at, why in (PAST_MIDNIGHT, PAST_15_MINUTES)]  # copies: inside the copy range
+    found += [make(None, "duplicate", None, least, later=Later("late", at, why, "upload"))
+              for at, why in (PAST_KEY_WINDOW, DAYS_LATER)]  # past any copy: the order sent again
+    if most >= 2:
+        found += [make(FaultPlan(b, "1,2", How.EXCEPTION), "single", None, most, timing=ends,
+                       later=Later("retry_ends")) for b in exception_at for ends in (LOW_ENDS, HIGH_ENDS)]
+    every = ",".join(str(n) for n in range(1, most + 2))
+    # every attempt fails: a lost answer after an AWS call is lost on each of the SDK's own resends
+    # too (sdk_retries), else botocore's resend answers and the attempt ends ok, with nothing to redrive
+    found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
+                   later=Later("again", at, why, how))
+              for b in exception_at for at, why in AGAIN_AFTER for how in AGAIN_HOW]
+    found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
+    found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]
+    return found
+
+
+def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigger: str,
+        body: Callable[[int, int], bytes], link: Callable[[str], None]) -> list[tuple[Any, dict[str, Any], int]]:
+    """Run one schedule of these families; returns each upload, its event and its order (1, or 2 for
+    another account's order), as runner._overwrite does."""
+    later = schedule.later
+    uploads = [(first, triggers.event_for(trigger, world, first), 1)]
+    event = uploads[0][1]
+    runtime.send(event)
+    if later.kind == "late" and later.how == "upload":  # the same order again, its copies long gone
+        runtime.run()
+        world.clock.advance_to(world.clock.start + later.seconds)
+        obj = world.upload(first.key, body(number, 1))
+        uploads.append((obj, triggers.event_for(trigger, world, obj), 1))
+        runtime.send(uploads[-1][1])
+        runtime.run()
+    elif later.kind == "late":
+        at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                 getattr(runtime, "eventbridge_window", timings.EVENTBRIDGE_RETRY_AGE))
+        runtime.send(event, at=at)
+        runtime.run()
+    elif later.kind == "again":
+        runtime.run()  # every attempt fails: the event is in the failure queue
+        world.clock.advance(later.seconds)
+        runtime.watch.plan = FaultPlan()  # the outage is over
+        if later.how == "redrive":  # as `idem redrive` does: each message's event, sent again
+            for message in world.take_messages(world.queue_url):
+                runtime.send(json.loads(message["Body"]).get("requestPayload", event))
+        else:
+            obj = world.upload(first.key, body(number, 1))
+            uploads.append((obj, triggers.event_for(trigger, world, obj), 1))
+            runtime.send(uploads[-1][1])
+        runtime.run()
+    elif later.kind == "accounts":
+        def other() -> dict[str, Any]:
+            key = accounts.other_account_key(first.key, number)
+            link(key)
+            obj = world.upload(key, body(number, 1))  # the same order id, the same bytes
+            uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
+            return uploads[-1][1]
+        if later.how == "concurrent":
+            runtime.during(schedule.copy_at, lambda: runtime.send_now(other()))
+            runtime.run()
+        else:
+            runtime.run()
+            world.clock.advance(5.0)
+            runtime.send(other())
+            runtime.run()
+    else:  # retry_ends: the fault and the timing do it
+        runtime.run()
+    return uploads
+
+
+def drawn(found: Sequence[Any]) -> list[Any]:
+    """Each schedule with its delays drawn (`timings.draw`), keyed by its shape: how the event
+    arrives, what lands, what is slow (`reuse.family`), so schedules that share a run still do."""
+    return [replace(s, timing=timings.draw(repr(family(s)))) if s.timing is None else s for s in found]
+
+
+def renamed(schedule: Any) -> bool:
+    """Are a schedule's uploads each at a name of its own (another account's order), so that each
+    order's expected state is the clean run's under its own name (`idem.explore.judge.state.judge`)?"""
+    return schedule.later is not None and schedule.later.kind == "accounts"

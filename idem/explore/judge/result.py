@@ -1,0 +1,32 @@
+"""What became of one schedule: its effects, its verdict, what is wrong, and the answers its run asked for."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .verdicts import BREAKS
+
+if TYPE_CHECKING:
+    from ..families.schedule import Schedule
+
+
+@dataclass
+class Result:
+    schedule: Schedule
+    effects: dict[str, int]
+    dlq: int
+    verdict: str
+    attempts: list[Any] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # what is wrong, named: "a charge with no ledger line"
+    clean: bool = False  # the clean run itself, reported because it is already wrong (CleanRunBreaks)
+    left: list[Any] = field(default_factory=list)  # what its judged writes left (idem.explore.judge.state)
+    #: the answers its run asked for (`same_run`): the most arrivals at each boundary, and the
+    #: attempt numbers whose retry was decided
+    reached: dict[Any, int] = field(default_factory=dict)
+    retries_asked: frozenset[int] = frozenset()
+    #: the schedule whose run this result is (itself, or an earlier schedule that ran the same)
+    ran_as: "Schedule | None" = None
+
+    @property
+    def breaks(self) -> bool:
+        return self.verdict in BREAKS or self.clean

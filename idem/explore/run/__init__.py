@@ -1,0 +1,4 @@
+"""Running the schedules: each batch in one kept world (`runner`, `worlds`), batches shared among
+processes (`pool`), a run given once to every schedule that asks the same (`reuse`), each trigger's
+way of handing uploads to the function (`triggers`), and what is uploaded where (`objects`,
+`uploads`, `exact_keys`)."""

@@ -1,0 +1,228 @@
+"""Run schedules in one world, one upload (and account) each, and count what each left where it landed."""
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from typing import Any, Sequence
+
+from ...core.clock import VirtualClock
+from ...sim.sessions import release_handler_threads
+from ...sim.fastload import fewer_collections
+from ...sim.runtime.handler_guard import no_subprocesses
+from ...sim.runtime import LocalLambda, loopback_only, on_clock, schedule_deadline
+from ...sim.stripe.server import loopback_stripe
+from ...sim.writes import count_same_effects_once
+from ..errors import CheckCouldNotFinish, CheckInputError
+from ..families import accounts, sqs_timed, timed, timings
+from ..families.schedule import Schedule
+from ..judge import state as states
+from ..judge.books import Books
+from ..judge.effects import (QUEUE_SENDS, TOPIC_PUBLISHES, charges_recorded, delivered, failures_for, judge_sqs,
+                             lines_booked, per_order, per_upload)
+from ..judge.result import Result
+from ..judge.verdicts import BOOKS as LINES, MONEY as CHARGES, judge_upload, judge_uploads
+from ..target.target import Target
+from . import triggers, worlds
+
+#: Real seconds one schedule may run before the check gives up on it (exit 3).
+SCHEDULE_SECONDS = 60.0  # a schedule takes well under a second; 60 s keeps a loaded CI machine from exit 3
+CLEAN_RUN = 99_999  # the clean run's upload number
+
+
+def _env_for(world: Any, target: Target) -> dict[str, str]:
+    """What the handler finds in its environment: the world's resources, then the user's settings."""
+    return {**world.env(), "BUCKET": world.bucket, "FAILURE_QUEUE_URL": world.queue_url,
+            "AWS_DEFAULT_REGION": "us-east-1", **dict(target.env)}
+
+
+def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str, seed: int) -> Any:
+    runtime = LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
+                          handler=target.spec, provider_factory=provider_factory, seed=seed,
+                          **(target.deployed.runtime_options() if target.deployed else {}))
+    runtime.retry_delay = timings.retry_delay(schedule.timing, runtime.max_event_age)  # drawn from its range
+    # how long EventBridge retries the function as a rule target: the template's policy, or its default
+    runtime.eventbridge_window = (target.deployed.eventbridge_window() if target.deployed
+                                  else timings.EVENTBRIDGE_RETRY_AGE)
+    return runtime
+
+
+def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: str = "s3") -> None:
+    runtime.send(event)
+    if schedule.delivery == "duplicate":  # the copy: drawn from its documented range (idem.explore.families.timings)
+        runtime.send(event, at=timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
+                                                  runtime.eventbridge_window))
+    elif schedule.delivery == "concurrent":
+        runtime.during(schedule.copy_at, lambda: runtime.send_now(event), in_flight=schedule.slow)
+
+
+def order_body(number: int, nth: int = 1) -> bytes:
+    """The order file the check uploads for schedule `number` (ORDERS.md): JSON naming its order,
+    `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
+    bytes every run; an uploader's retried PUT sends these bytes again."""
+    order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")
+    return json.dumps({"order_id": order_id, "amount_cents": 1250, "currency": "usd"}).encode()
+
+
+def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number: int,
+               trigger: str = "s3") -> list[tuple[Any, dict[str, Any], int]]:
+    """The first upload's event, and a second upload of the same name: a second order (new bytes)
+    or the uploader's retried PUT (the same bytes: the same order, a new version, request id and
+    sequencer, the same eTag), a new version or, in an unversioned bucket, the same key with a new
+    sequencer. Its event is sent 5 s after the first upload's invocations are over, while the first
+    invocation sits at `copy_at`, or (`between`) after the first invocation failed, halfway to
+    Lambda's retry. Runs them all; returns each upload, its event and its order."""
+    order = 1 if schedule.second == "retried_put" else 2
+    uploads = [(first, triggers.event_for(trigger, world, first), 1)]
+
+    def second() -> dict[str, Any]:
+        obj = world.upload(first.key, order_body(number, order))
+        uploads.append((obj, triggers.event_for(trigger, world, obj), order))
+        return uploads[-1][1]
+
+    runtime.send(uploads[0][1])
+    if schedule.delivery == "concurrent":
+        runtime.during(schedule.copy_at, lambda: runtime.send_now(second()))
+        runtime.run()
+    elif schedule.delivery == "between":
+        runtime.at(runtime.retry_delay(1, 0.0) / 2, lambda: runtime.send_now(second()))  # before the retry
+        runtime.run()
+    else:
+        runtime.run()
+        world.clock.advance(5.0)
+        runtime.send(second())
+        runtime.run()
+    return uploads
+
+
+def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
+              effects: Sequence[str], provider_factory: str, first: int | Sequence[int] = 0,
+              books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None) -> list[Result]:
+    """Run `schedules` in one world (this process's, kept between batches: `idem.explore.run.worlds`),
+    one upload (and account) each, numbered from `first` (or numbered `first`, a number for
+    each); count each schedule's effects where they landed, right after it ran, on its own clock. Writes named as effects are
+    judged by the state they leave against `clean_state` (`idem.explore.judge.state`)."""
+    judged = states.state_effects(effects)
+    results = []
+    versioned = not schedules or schedules[0].overwrite != "unversioned"
+    if any((s.overwrite != "unversioned") != versioned for s in schedules):
+        raise ValueError("one batch runs in one bucket: versioned or unversioned schedules, not both")
+    over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
+    numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
+    with fewer_collections(), worlds.world_for(versioned, numbers) as kept, \
+            loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world):
+        world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
+        env = _env_for(world, target)
+        table = env.get(books.table_env) if books else None
+        if books and not table:
+            raise CheckInputError(f"--books {books}: the handler's environment has no {books.table_env}; "
+                                  "name a table the check provisions (LEDGER_TABLE) or pass --books none")
+        link = accounts.linker(world, env.get("LEDGER_TABLE"), target.module)
+        for number, schedule in zip(numbers, schedules):
+            world.clock = VirtualClock(timings.CHECK_START)  # t=0 on its own clock, 2 minutes before midnight
+            random.seed(f"idem-check/{number}")  # botocore's retry backoff (and the handler's draws): seeded
+            # moto's version and message ids from the schedule's number: the same whichever
+            # world, batch or process it runs in, and after whichever schedules
+            world.seed_ids(number)
+            # its request ids from its number too
+            runtime = (triggers.sqs_runtime(world, _env_for(world, target), schedule, target.spec, provider_factory,
+                                            number, target.deployed)
+                       if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
+            runtime.watch.effects = set(effects)
+            # a plain name, one that needs decoding (the family names) or the longest S3 allows where
+            # the schedule says (a handler that cannot take it fails visibly there, and only there)
+            obj = world.upload(triggers.name_for(number, schedule), order_body(number))
+            link(obj.key)  # the account's customer, for a function that reads the mapping (idem.explore.families.accounts)
+            uploads: list[tuple[Any, dict[str, Any], int]] = []
+            batch: list[Any] = []
+            with schedule_deadline(SCHEDULE_SECONDS, schedule.label()):
+                if trigger == "sqs":  # a batch: the checked upload, its neighbour (`again`: the first's retried PUT)
+                    batch = [obj] + triggers.neighbours(trigger, world, number, order_body)
+                    again = (lambda obj=obj, number=number: world.upload(obj.key, order_body(number, 1))) if schedule.overwrite else None
+                    batch = sqs_timed.deliver_batch(runtime, world, batch, schedule, again, number, order_body, link)
+                elif schedule.later is not None:
+                    uploads = timed.run(runtime, world, obj, schedule, number, trigger, order_body, link)
+                elif schedule.overwrite:
+                    uploads = _overwrite(runtime, world, obj, schedule, number, trigger)
+                else:
+                    uploads = [(obj, triggers.event_for(trigger, world, obj), 1)]
+                    _deliver(runtime, uploads[0][1], schedule, trigger)
+                    runtime.run()
+            if refused:
+                raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
+                                          "the check refuses every socket but the loopback "
+                                          f"(schedule: {schedule.label()})")
+            if spawned:  # idem.sim.runtime.handler_guard: another process escapes every boundary
+                raise CheckCouldNotFinish(f"the handler started a process ({spawned[0]}): what it does escapes "
+                                          "every boundary the check watches; do the work in the function itself")
+            count_same_effects_once(runtime.watch)  # the same execution answered again is one effect
+            with on_clock(world.clock):  # what the handler's calls wrote carries the virtual time
+                counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()
+                           if name not in QUEUE_SENDS}
+                for name in set(effects) & set(QUEUE_SENDS):
+                    counted[name] = sum(delivered(world, url) for url in runtime.watch.queues
+                                        if url != world.queue_url)
+                for name in sorted(set(effects) & set(TOPIC_PUBLISHES)) if runtime.watch.topics else ():
+                    # each topic's queue is drained once: both calls' messages go to the first name
+                    counted[name] = counted.get(name, 0) + sum(delivered(world, url)
+                                                               for url in runtime.watch.topics.values())
+                calls = dict(counted)
+                objs = batch if trigger == "sqs" else [o for o, _, _ in uploads]
+                left = states.read(world, runtime.watch, judged, states.Names(number, objs, world.bucket, trigger)) \
+                    if judged else []
+                orders = [1] if trigger == "sqs" else [o for _, _, o in uploads]
+                by_state = states.judge(clean_state, left, judged, baseline, calls, orders,
+                                        renamed=timed.renamed(schedule)) \
+                    if judged and clean_state is not None else None
+                if by_state:
+                    counted.update(by_state.counts)
+                if trigger == "sqs":  # a batch of uploads: each judged on its own money
+                    results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
+                                             books, charges_seen, lines_seen))
+                    if by_state:
+                        results[-1].verdict = states.worse(results[-1].verdict, by_state, results[-1].dlq,
+                                                           calls, baseline)
+                        results[-1].findings += by_state.findings
+                    results[-1].left = left
+                    _asked(results[-1], runtime)
+                    continue
+                recorded = charges_recorded(world) - charges_seen
+                charges_seen |= recorded
+                counted[CHARGES] = len(recorded)
+                if table:
+                    lines = lines_booked(world, table, books.attribute, lines_seen)
+                    lines_seen |= lines
+                    counted[LINES] = len(lines)
+                dlqs = failures_for(world, [o for o, _, _ in uploads])
+            declined = schedule.fault is not None and schedule.fault.outcome == "declined"
+            if len(uploads) == 1:
+                verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
+            else:  # judged per ORDER: an uploader's retried PUT is the same order again
+                per, failed = per_order(per_upload(runtime, uploads, counted), dlqs, orders)
+                for i, counts in enumerate(per if by_state else []):  # a write per order, by its state
+                    for name in clean_state.by_state(judged):
+                        landed = counts.get(name, 0) or states.landed_for_order(runtime.watch, uploads, orders, name, i)
+                        counts[name] = states.order_count(by_state, name, landed, i, orders,
+                                                          clean_state.ordering, baseline)
+                verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
+            if by_state:
+                verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)
+                findings = findings + by_state.findings
+            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left))
+            _asked(results[-1], runtime)
+    release_handler_threads()  # a killed invocation's pool must not hold the process at exit
+    return results
+
+
+#: What a result keeps of each attempt's printed lines (the report reads the last few): a handler
+#: printing a 1,000-line tail on every invocation must not keep it for every schedule.
+RESULT_LOG_LINES = 20
+
+
+def _asked(result: Result, runtime: Any) -> None:
+    """Keep with a result the answers its run asked for (`idem.explore.run.reuse`), and the last
+    RESULT_LOG_LINES of what each attempt printed."""
+    result.reached = dict(runtime.watch.reached)
+    result.retries_asked = frozenset(runtime.retries_asked)
+    for attempt in result.attempts:
+        del attempt.logs[:-RESULT_LOG_LINES]

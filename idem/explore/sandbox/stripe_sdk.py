@@ -1,0 +1,200 @@
+"""Stripe's SDK used directly by a handler, aimed at the loopback Stripe during a check.
+
+Most teams call Stripe without a factory the check could replace: `stripe.api_key = ...` at
+module level and `stripe.PaymentIntent.create(...)`, or `stripe.StripeClient(key)` and
+`client.v1.payment_intents.create(...)`. Both go to `stripe.api_base` / the client's
+`base_addresses["api"]`, https://api.stripe.com by default
+(https://github.com/stripe/stripe-python#configuring-a-client). During a check with the Stripe
+provider, every loopback Stripe the check starts (`idem.sim.stripe.server.StripeServer`) becomes
+where both point, so the handler's own calls land where the check counts charges; its HTTP
+client's retries do not sleep on the real clock (`NoRealSleep`). `idem check` turns this on
+with `--provider stripe`, or by itself when the handler's module imports stripe (`uses_stripe`).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+_aimed: list[str] = []  # the loopback Stripe now serving, in this process
+_serving: list[Any] = []  # and the server itself (a StripeServer)
+
+#: The request that creates a charge: POST /v1/payment_intents (with confirm=true, a charge)
+#: (https://docs.stripe.com/api/payment_intents/create). The loopback Stripe serves no other.
+CHARGE_PATH = "/v1/payment_intents"
+
+
+def uses_stripe(target: str) -> bool:
+    """Whether the handler's own module imports Stripe's SDK (read from its source)."""
+    module = target.rpartition(":")[0]
+    path: str | None = module if module.endswith(".py") else None
+    if path is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            return False
+        path = spec.origin if spec else None
+    try:
+        tree = ast.parse(Path(path or "").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "stripe" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "stripe":
+            return True
+    return False
+
+
+def provider_for(target: str, provider: str) -> str:
+    """What the check gives `target` to pay with: `provider` as asked, except that a handler whose
+    module imports Stripe's SDK gets it aimed at the loopback Stripe ("stripe") rather than the
+    stand-in, since its own Stripe calls would otherwise leave the machine."""
+    return "stripe" if provider == "stand-in" and uses_stripe(target) else provider
+
+
+def aim_sdk_at_loopback() -> None:
+    """From now on in this process, each loopback Stripe becomes, while it serves, where Stripe's
+    SDK sends requests: module-level calls and every StripeClient made without an address of its
+    own. When it stops, the SDK is aimed back where it was."""
+    import stripe
+
+    from ...core.handlers.keyed_stripe import TIMEOUT_SECONDS
+    from ...sim.stripe import server as stripe_server
+
+    server_class: Any = stripe_server.StripeServer
+    if getattr(server_class.start, "_aims_sdk", False):
+        return
+    real_start = server_class.start
+
+    real_stop = server_class.stop
+    before: dict[int, tuple[Any, Any]] = {}  # each server's SDK settings as they were when it started
+
+    def start(self: Any) -> Any:
+        started = real_start(self)
+        before[id(self)] = (stripe.api_base, stripe.default_http_client)
+        _aimed[:], _serving[:] = [self.url], [self]
+        stripe.api_base = self.url
+        stripe.default_http_client = sdk_client_class()(timeout=TIMEOUT_SECONDS)
+        return started
+
+    def stop(self: Any) -> None:
+        """Stop serving, and aim the SDK back where it was (a test process goes on using it)."""
+        try:
+            real_stop(self)
+        finally:
+            if id(self) in before:
+                stripe.api_base, stripe.default_http_client = before.pop(id(self))
+            if _serving and _serving[-1] is self:
+                _aimed.clear()
+                _serving.clear()
+
+    start._aims_sdk = True  # type: ignore[attr-defined]
+    server_class.start, server_class.stop = start, stop
+
+    real_init = stripe.StripeClient.__init__
+
+    def init(self: Any, *args: Any, base_addresses: Any = None, http_client: Any = None, **kwargs: Any) -> None:
+        addresses = dict(base_addresses or {})
+        if _aimed:
+            addresses["api"] = _aimed[-1]
+            http_client = http_client or sdk_client_class()(timeout=TIMEOUT_SECONDS)
+        real_init(self, *args, base_addresses=addresses, http_client=http_client, **kwargs)
+
+    stripe.StripeClient.__init__ = init  # type: ignore[method-assign]
+
+
+def _form(post_data: Any) -> str:
+    """The body of a request of Stripe's SDK, as text (it sends it form-encoded)."""
+    return post_data.decode("utf-8", "replace") if isinstance(post_data, bytes) else str(post_data or "")
+
+
+def _texts(node: Any) -> list[str]:
+    """Every value in a decoded form (the order's reference in `metadata` among them)."""
+    if isinstance(node, dict):
+        return [text for value in node.values() for text in _texts(value)]
+    if isinstance(node, list):
+        return [text for value in node for text in _texts(value)]
+    return [str(node)]
+
+
+def _executed(server: Any) -> int:
+    """How many charges the loopback Stripe's provider has executed so far (a saved 500's too)."""
+    return len(server.provider.store.charge_items())
+
+
+@functools.cache
+def sdk_client_class() -> type:
+    """`WatchedSdkClient`, made on first use: Stripe's SDK is imported only by a check that needs it."""
+    from ...sim.stripe import server as stripe_server
+    from ...sim.boundary import Crossing, current
+    from ...sim.faults import CHARGE_CALL
+    from ...sim.sdk_retries import is_lost_answer, lose_stripe_answer
+
+    class WatchedSdkClient(stripe_server.NoRealSleep):
+        """The HTTP client of Stripe's SDK when the handler calls it directly during a check. A
+        request that creates a charge is the same boundary `provider:charge` a provider client
+        built with the factory crosses (`boundary.WatchedProvider.charge`): the fault plan can
+        fail the invocation before or after it, or have the provider answer it badly (503, a
+        saved 500, 409, a decline) for the whole SDK call, retries included; a request with a key
+        in flight gets 409. The charges it executed are put on the invocation that sent it, so
+        two uploads of one name are each judged on their own charges. Other requests, and a
+        request made outside any invocation, go as they are."""
+
+        def request(self, method: str, url: str, headers: Any, post_data: Any = None) -> Any:
+            """One attempt of the SDK's: a lost answer (the fault plan's, after the charge call) is
+            the APIConnectionError the SDK retries, its own `max_network_retries` times
+            (`sdk_retries.lose_stripe_answer`); then the handler sees it."""
+            answer = super(WatchedSdkClient, self).request(method, url, headers, post_data)
+            lose_stripe_answer(answer, current, Crossing)
+            return answer
+
+        def request_with_retries(self, method: str, url: str, headers: Any, post_data: Any = None,
+                                 max_network_retries: Any = None, *, _usage: Any = None) -> Any:
+            def send() -> Any:
+                return super(WatchedSdkClient, self).request_with_retries(
+                    method, url, headers, post_data, max_network_retries, _usage=_usage)
+
+            running, server = current(), (_serving[-1] if _serving else None)
+            if running is None or server is None or running[0].provider is None \
+                    or method.upper() != "POST" or urlsplit(url).path != CHARGE_PATH:
+                return send()
+            watch, visit = running
+            provider = watch.provider
+            outcome = provider.before_charge(watch, visit, dict(headers or {}).get("Idempotency-Key"))
+            before = _executed(server)
+            if outcome:
+                server.outcome = outcome
+            visit.sdk_attempts = 0  # type: ignore[attr-defined]  # this SDK call's attempts (sdk_retries)
+            try:
+                answer = send()
+            except BaseException as error:
+                provider.count(_executed(server) - before, visit.work)
+                if is_lost_answer(error):  # every attempt's answer lost: the call did its work
+                    watch.after(visit, CHARGE_CALL)
+                else:
+                    watch.abandon(visit)
+                raise
+            finally:
+                visit.sdk_attempts = None  # type: ignore[attr-defined]
+                if outcome:
+                    server.outcome = "ok"
+            made = _executed(server) - before
+            provider.count(made, visit.work)
+            if answer[1] >= 400:  # the SDK raises Stripe's error: no answer reaches the handler
+                watch.abandon(visit)
+                if answer[1] == 402 and watch.declines is not None:  # a decline: final, for this order only
+                    watch.declines.append("\n".join(_texts(stripe_server.decode_form(_form(post_data)))))
+            else:
+                # Stripe marks a replayed answer with `Idempotent-Replayed: true`
+                # (https://docs.stripe.com/api/idempotent_requests)
+                replayed = any(name.lower() == "idempotent-replayed" and str(value).lower() == "true"
+                               for name, value in dict(answer[2] or {}).items())
+                watch.after(visit, CHARGE_CALL, step="replayed" if replayed else None)
+            return answer
+
+    return WatchedSdkClient

@@ -1,0 +1,224 @@
+"""The function as its template deploys it: the settings `idem check --template` runs it with.
+
+Read from the template (the function's own properties over `Globals.Function`, as SAM merges
+them, and the resources that configure it from outside), each with AWS's default where the
+template says nothing:
+
+- `Timeout` (default 3 s, at most 900 s) and `MemorySize` (default 128 MB)
+  (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html,
+  https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html);
+- for an asynchronous trigger (S3, EventBridge), `MaximumRetryAttempts` (default 2) and
+  `MaximumEventAgeInSeconds` (default 21,600, six hours) from the function's `EventInvokeConfig`
+  or an `AWS::Lambda::EventInvokeConfig` naming it
+  (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html);
+- for SQS, the mapping's `BatchSize` (default 10) and `FunctionResponseTypes`
+  (`ReportBatchItemFailures`, off by default), and the source queue's `VisibilityTimeout`
+  (default 30 s) and `RedrivePolicy.maxReceiveCount` (none: no dead-letter queue)
+  (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html,
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-sqs-queue.html),
+  and the queue's `MessageRetentionPeriod` (60 s to 14 days, 4 days by default: SQS deletes a
+  message that old, so no copy or redelivery of it comes later, and it never reaches the
+  dead-letter queue:
+  https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html);
+- for EventBridge, the rule target's `RetryPolicy`: `MaximumRetryAttempts` (0-185) and
+  `MaximumEventAgeInSeconds` (60-86,400), by default 185 times over 24 hours
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html,
+  https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_RetryPolicy.html), and its
+  `DeadLetterConfig` (where EventBridge puts an event it could not deliver to the function: the
+  check names it; no schedule makes EventBridge's own delivery to Lambda fail).
+
+The runs use them (`runtime_options`, `sqs_mapping`, `retries`) and the report's header says them
+(`describe`). Lambda refuses an SQS mapping whose queue hides a message for less time than the
+function may run (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html): so
+does the check, in one line (`refusal`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: AWS's defaults, where a template says nothing (the pages in the module docstring).
+DEFAULT_TIMEOUT, DEFAULT_MEMORY = 3, 128
+DEFAULT_RETRIES, DEFAULT_EVENT_AGE = 2, 21_600
+DEFAULT_BATCH_SIZE, DEFAULT_VISIBILITY = 10, 30
+#: SQS's default MessageRetentionPeriod, 4 days (API_SetQueueAttributes, above)
+DEFAULT_RETENTION = 345_600
+#: EventBridge's default retry policy for a rule target: 185 attempts over 24 hours (eb-rule-retry-policy, above)
+DEFAULT_EVENTBRIDGE_ATTEMPTS, DEFAULT_EVENTBRIDGE_AGE = 185, 86_400
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """One function's settings as deployed (see the module)."""
+
+    source: str  # "template.yaml, function Notifier": where they were read
+    timeout: int = DEFAULT_TIMEOUT
+    memory_mb: int = DEFAULT_MEMORY
+    max_retry_attempts: int = DEFAULT_RETRIES
+    max_event_age: int = DEFAULT_EVENT_AGE
+    batch_size: int = DEFAULT_BATCH_SIZE
+    report_batch_item_failures: bool = False
+    visibility_timeout: int = DEFAULT_VISIBILITY
+    max_receive_count: int = 0  # 0: the queue has no redrive policy (no dead-letter queue)
+    queue: str = ""  # the SQS source queue's name, when an SQS trigger feeds the function
+    message_retention: int = DEFAULT_RETENTION  # the SQS source queue's MessageRetentionPeriod
+    #: the EventBridge rule target's RetryPolicy, and its DeadLetterConfig queue ("": none)
+    eventbridge_retry_attempts: int = DEFAULT_EVENTBRIDGE_ATTEMPTS
+    eventbridge_event_age: int = DEFAULT_EVENTBRIDGE_AGE
+    eventbridge_dead_letter: str = ""
+    eventbridge_rule: str = ""  # where the template declares the rule that targets it ("": none)
+
+    @classmethod
+    def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
+        if given is None or isinstance(given, Deployed):
+            return given
+        return cls(**given)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def runtime_options(self) -> dict[str, Any]:
+        """What `LocalLambda` takes from these settings."""
+        return {"timeout": float(self.timeout), "max_event_age": float(self.max_event_age),
+                "memory_mb": self.memory_mb}
+
+    def eventbridge_window(self) -> float:
+        """How long after the first delivery EventBridge may still deliver the event to the function
+        again: its retry policy's maximum age, or 0 when it makes no retry attempt."""
+        return float(self.eventbridge_event_age) if self.eventbridge_retry_attempts else 0.0
+
+    def retries(self, trigger: str) -> tuple[int, ...]:
+        """The retry settings the schedules try: the template's own. Under SQS, a schedule's
+        retries r stand for r + 1 receives of a failing message; the faults fail arrivals 1-3,
+        so a maxReceiveCount above 3 runs as 2 (the receives after the third are not faulted)."""
+        if trigger == "sqs":
+            if not self.queue:  # --trigger sqs on a function the template feeds otherwise
+                return (0, 1, 2)
+            receives = self.max_receive_count or 3
+            return (min(2, receives - 1),)
+        return (self.max_retry_attempts,)
+
+    def sqs_mapping(self, retries: int) -> Any:
+        """The event source mapping and source queue as deployed (`idem.sim.triggers.SqsMapping`)."""
+        from ...sim.triggers import VISIBILITY_TIMEOUT, SqsMapping  # the runtime's: the check's process only
+
+        if not self.queue:  # no SQS source in the template: the check's own, long enough for the Timeout
+            return SqsMapping(visibility_timeout=max(VISIBILITY_TIMEOUT, 6.0 * self.timeout),
+                              max_receive_count=retries + 1, retention=float(self.message_retention))
+        # the template's maxReceiveCount, unless --retries asked for another (then retries + 1)
+        deployed = self.max_receive_count and retries == self.retries("sqs")[0]
+        return SqsMapping(batch_size=self.batch_size, visibility_timeout=float(self.visibility_timeout),
+                          max_receive_count=self.max_receive_count if deployed else retries + 1,
+                          report_batch_item_failures=self.report_batch_item_failures,
+                          retention=float(self.message_retention))
+
+    def refusal(self, trigger: str) -> str:
+        """Why AWS would refuse to deploy this function as the template has it, or ""."""
+        if trigger == "sqs" and self.queue and self.visibility_timeout < self.timeout:
+            return (f"{self.source}: the queue {self.queue or '(its SQS source)'} has VisibilityTimeout "
+                    f"{self.visibility_timeout} s, less than the function's Timeout {self.timeout} s: Lambda "
+                    "refuses such an event source mapping "
+                    "(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html); "
+                    "raise the queue's VisibilityTimeout (AWS advises six times the Timeout)")
+        return ""
+
+    def describe(self, trigger: str, ran: tuple[int, ...] = ()) -> str:
+        """The report's header line: the settings the runs used, as deployed (`ran`: the retry
+        settings the schedules ran with, when --retries asked for others)."""
+        line = self._describe(trigger)
+        if ran and tuple(ran) != self.retries(trigger):
+            what = "maxReceiveCount = retries + 1" if trigger == "sqs" else "MaximumRetryAttempts"
+            line += f"; the runs: --retries {','.join(map(str, ran))} ({what})"
+        return line
+
+    def _describe(self, trigger: str) -> str:
+        head = f"as deployed ({self.source}): Timeout {self.timeout} s, MemorySize {self.memory_mb} MB"
+        if trigger == "sqs" and not self.queue:
+            return f"{head}; SQS: no SQS source in the template: the check's own mapping (BatchSize 10)"
+        if trigger == "sqs":
+            redrive = (f"maxReceiveCount {self.max_receive_count}" if self.max_receive_count
+                       else "no RedrivePolicy (run with maxReceiveCount 3; on AWS a failing message "
+                            "returns until its retention period ends, then is lost)")
+            return (f"{head}; SQS: BatchSize {self.batch_size}, ReportBatchItemFailures "
+                    f"{'on' if self.report_batch_item_failures else 'off'}, VisibilityTimeout "
+                    f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s")
+        line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
+                f"{self.max_event_age}")
+        if trigger == "eventbridge":
+            dead = (f"DeadLetterConfig {self.eventbridge_dead_letter}" if self.eventbridge_dead_letter
+                    else "no DeadLetterConfig")
+            line += (f"; EventBridge target: MaximumRetryAttempts {self.eventbridge_retry_attempts}, "
+                     f"MaximumEventAgeInSeconds {self.eventbridge_event_age}, {dead}"
+                     + ("" if self.eventbridge_rule else " (no rule targets it in the template: EventBridge's defaults)"))
+        return line
+
+
+def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, source: str,
+         value: Any, sqs_source: "tuple[str, dict[str, Any]] | None" = None,
+         rule_target: "dict[str, Any] | None" = None, rule: str = "") -> Deployed:
+    """The settings of `function` (its properties, Globals merged) in `resources` (the resolved
+    template's); `value` resolves an intrinsic; `sqs_source` is (the queue's logical id, the
+    mapping's properties) when SQS feeds the function; `rule_target` the EventBridge rule target's
+    RetryPolicy and DeadLetterConfig (`template_triggers.Trigger.target`) when a rule does, `rule`
+    where that rule is declared."""
+    invoke = dict(function.get("EventInvokeConfig") or {})
+    for res in resources.values():
+        if res.get("Type") == "AWS::Lambda::EventInvokeConfig":
+            props = res.get("Properties") or {}
+            if names_function(props.get("FunctionName"), logical_id):
+                invoke = {**invoke, **props}
+    settings: dict[str, Any] = {
+        "source": source,
+        "timeout": int(value(function.get("Timeout", DEFAULT_TIMEOUT))),
+        "memory_mb": int(value(function.get("MemorySize", DEFAULT_MEMORY))),
+        "max_retry_attempts": int(value(invoke.get("MaximumRetryAttempts", DEFAULT_RETRIES))),
+        "max_event_age": int(value(invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE))),
+    }
+    if sqs_source:
+        queue_id, mapping = sqs_source
+        queue = (resources.get(queue_id) or {}).get("Properties") or {}
+        redrive = value(queue.get("RedrivePolicy")) or {}
+        if isinstance(redrive, str):  # CloudFormation takes the policy as JSON text too
+            redrive = json.loads(redrive)
+        types = value(mapping.get("FunctionResponseTypes")) or []
+        settings.update(
+            batch_size=int(value(mapping.get("BatchSize", DEFAULT_BATCH_SIZE))),
+            report_batch_item_failures="ReportBatchItemFailures" in types,
+            visibility_timeout=int(value(queue.get("VisibilityTimeout", DEFAULT_VISIBILITY))),
+            max_receive_count=int(redrive.get("maxReceiveCount", 0) or 0), queue=queue_id,
+            message_retention=int(value(queue.get("MessageRetentionPeriod", DEFAULT_RETENTION))))
+    if rule_target is not None:
+        policy = value(rule_target.get("RetryPolicy")) or {}
+        dead = (rule_target.get("DeadLetterConfig") or {}).get("Arn")
+        settings.update(
+            eventbridge_retry_attempts=int(policy.get("MaximumRetryAttempts", DEFAULT_EVENTBRIDGE_ATTEMPTS)),
+            eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
+            eventbridge_dead_letter=_logical(dead) or str(value(dead) or ""), eventbridge_rule=rule)
+    return Deployed(**settings)
+
+
+def _logical(node: Any) -> str:
+    """The logical id a Ref or GetAtt names, else ""."""
+    if isinstance(node, dict) and len(node) == 1:
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            return str(arg)
+        if fn == "Fn::GetAtt":
+            return str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0])
+    return ""
+
+
+def names_function(node: Any, logical_id: str) -> bool:
+    """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), or a
+    !Sub of either."""
+    if isinstance(node, dict) and len(node) == 1:
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            return arg == logical_id
+        if fn == "Fn::GetAtt":
+            return (arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0]) == logical_id
+        if fn == "Fn::Sub":
+            text = arg if isinstance(arg, str) else arg[0]
+            return f"${{{logical_id}}}" in text or f"${{{logical_id}.Arn}}" in text
+    return False

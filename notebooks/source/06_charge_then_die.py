@@ -22,6 +22,7 @@ from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused
 from idem.core.handlers import keyed
+from idem.core.ledger import booked_totals
 from idem.lessons.scribes import leases, money
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
@@ -314,7 +315,7 @@ views.show_code(KeyedLedger.commit)
 # ledger fields.
 
 # %%
-views.show_source(KeyedLedger.totals)
+views.show_source(booked_totals)
 
 # %% [markdown]
 # To see the fence work, make a zombie. A **zombie** is an invocation that lost its lease but

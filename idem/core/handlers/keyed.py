@@ -46,8 +46,6 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
         as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
 
-#: The sparse index of ledger lines (partition key `account`, sort key `booked_at`; template.yaml).
-BOOKS_INDEX = "by_account"
 #: The fence of every write to a claimed record: only its owner, while it is in progress.
 FENCE = "#o = :me AND #s = :in_progress"
 
@@ -153,14 +151,6 @@ class KeyedLedger:
                 raise LostOwnership(f"{claimed.key}: our claim was swept and another invocation holds it now")
             log.warning("our claim was deleted during the charge; booked it anyway",
                         extra={"idempotency_key": claimed.key, "at": self.now()})
-
-    def totals(self, account: str) -> tuple[int, int]:
-        """(charges, cents) booked for an account, from the sparse index (eventually consistent)."""
-        pages = self.client.get_paginator("query").paginate(
-            TableName=self.table, IndexName=BOOKS_INDEX, KeyConditionExpression="account = :account",
-            ExpressionAttributeValues=as_values(account=account))
-        lines = [item for page in pages for item in page["Items"]]
-        return len(lines), sum(int(item["cents"]["N"]) for item in lines)
 
 
 class KeyedCharger:

@@ -362,6 +362,6 @@ def test_the_test_card_is_never_a_default_outside_test_mode():
     fake = FakeStripe()
     StripeProvider(fake).charge(customer="alice", amount=500, currency="usd", reference="r")
     assert fake.created[0]["payment_method"] == "pm_card_visa" and "customer" not in fake.created[0]
-    from idem.core.handlers.keyed_provider import meaning_of
+    from idem.core.handlers.keyed_stripe import meaning_of
 
     assert meaning_of(NoPaymentMethod("x")).what == "needs_attention"  # a person adds a method

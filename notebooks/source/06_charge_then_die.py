@@ -258,9 +258,9 @@ views.outcome_frame(theirs, columns=("fault", "charges", "ledger_charges", "invo
 # its provider module. Retry later with the same key, a decline, or a person's turn:
 
 # %%
-from idem.core.handlers import keyed_provider
+from idem.core.handlers import keyed_stripe
 
-views.show_source(keyed_provider.meaning_of)
+views.show_source(keyed_stripe.meaning_of)
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner

@@ -27,8 +27,8 @@ if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
                               who_pays)
-    from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                                find_charge, make_provider, meaning_of, read_saved_method)
+    from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
+                              find_charge, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -38,7 +38,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
-    from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -241,7 +241,7 @@ class KeyedCharger:
                                           reference=reference, idempotency_key=key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
-            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)
+            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_stripe.py)
             if meaning.what == AUTH:  # a rolled key: read again on the retry, counted, never parked
                 raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer

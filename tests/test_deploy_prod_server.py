@@ -23,7 +23,7 @@ import pytest
 from idem.core import customers
 from idem.core.reconcile import job as reconcile_job
 from idem.core.clock import VirtualClock
-from idem.core.handlers.keyed_provider import check_key_mode
+from idem.core.handlers.keyed_stripe import check_key_mode
 from idem.core.handlers.keyed_settings import ConfigError
 from idem.core.provider import Provider
 from idem.deploy.aws import emulated

@@ -13,6 +13,7 @@ import stripe
 
 from idem.core.events import s3_record
 from idem.core.handlers import keyed, keyed_events
+from idem.core.ledger import booked_totals
 from idem.sim.world import LocalWorld
 
 DAY = 24 * 3600
@@ -220,7 +221,7 @@ def test_payment_intent_statuses_mean_what_stripe_says(world, monkeypatch, capsy
     assert doc[outcome] == 1 and sum(doc[n] for n in ("charged", "pending", "declined")) == 1
     (stored,) = world.ledger().records()
     assert stored.status.value == {"charged": "done"}.get(outcome, outcome)
-    booked = keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice")
+    booked = booked_totals(world.dynamodb, world.ledger_table, "alice")
     assert booked == ((1, 500) if outcome == "charged" else (0, 0))  # pending is booked when it settles
 
 
@@ -266,7 +267,7 @@ def test_a_commit_resent_after_its_answer_was_lost_counts_the_order_charged(worl
         result = charger.charge_once(keyed.Upload.of(world.upload("alice/order.json")), 30_000)
     assert result["status"] == "charged"  # not "superseded": it was our own write
     assert "lost ownership" not in caplog.text
-    assert keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice") == (1, 500)
+    assert booked_totals(world.dynamodb, world.ledger_table, "alice") == (1, 500)
 
 
 def test_a_decline_resent_after_its_answer_was_lost_is_still_a_decline(world):
@@ -361,6 +362,6 @@ def test_the_test_card_is_never_a_default_outside_test_mode():
     fake = FakeStripe()
     StripeProvider(fake).charge(customer="alice", amount=500, currency="usd", reference="r")
     assert fake.created[0]["payment_method"] == "pm_card_visa" and "customer" not in fake.created[0]
-    from idem.core.handlers.keyed_provider import meaning_of
+    from idem.core.handlers.keyed_stripe import meaning_of
 
     assert meaning_of(NoPaymentMethod("x")).what == "needs_attention"  # a person adds a method

@@ -113,12 +113,10 @@ def test_every_client_the_handler_builds_is_bounded(monkeypatch):
     ("sk_live_x", "prod", None), ("rk_test_x", "dev", None),
 ])
 def test_a_key_of_the_wrong_mode_for_the_stage_is_refused(capsys, key, stage, refused):
-    from idem.core.handlers import keyed_provider
-
     if refused is None:
-        keyed_provider.check_key_mode(key, stage)
+        keyed_stripe.check_key_mode(key, stage)
         return
     with pytest.raises(keyed.ConfigError, match=refused):
-        keyed_provider.check_key_mode(key, stage)
+        keyed_stripe.check_key_mode(key, stage)
     lines = [line for line in capsys.readouterr().out.splitlines() if "refused to start" in line]
     assert len(lines) == 1 and key not in lines[0]

@@ -15,6 +15,7 @@ import stripe._http_client
 from idem.core.dynamo import from_item
 from idem.core import customers
 from idem.core.handlers import keyed
+from idem.core.ledger import booked_totals
 from idem.sim.stripe.server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
 
@@ -87,7 +88,7 @@ def test_a_live_customer_is_charged_once_per_order_with_its_saved_method(world, 
         customer, saved, 1250, "succeeded")
     assert intent["metadata"]["idem_stack"] == "idem-scenario"
     assert intents(server, TEST_KEY) == []  # live money only: the test card is never a live default
-    assert keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice") == (1, 1250)
+    assert booked_totals(world.dynamodb, world.ledger_table, "alice") == (1, 1250)
     assert LIVE_KEY not in capsys.readouterr().out
 
 
@@ -191,7 +192,7 @@ def test_a_payment_intents_status_is_read_by_what_it_means(world, server, fault,
     assert charger(world).charge_once(upload, 30_000)["status"] == outcome
     (stored,) = world.ledger().records()
     assert stored.status.value == record
-    assert keyed.KeyedLedger(world.dynamodb, world.ledger_table).totals("alice") == (0, 0)  # nothing booked yet
+    assert booked_totals(world.dynamodb, world.ledger_table, "alice") == (0, 0)  # nothing booked yet
 
 
 # -- an upload whose identity is incomplete fails closed ------------------------------------------------

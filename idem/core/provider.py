@@ -70,7 +70,7 @@ class Charge:
     reference: str  # what was bought: the object the charge is for
     idempotency_key: str = ""
     replayed: bool = False  # True when the provider answered from an earlier request
-    status: str = "succeeded"  # Stripe's PaymentIntent status (keyed_provider.INTENT_MEANS reads it)
+    status: str = "succeeded"  # Stripe's PaymentIntent status (keyed_stripe.INTENT_MEANS reads it)
 
 
 class Provider:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.dynamo import to_item, values
-from ..core.handlers.keyed import BOOKS_INDEX, KeyedLedger, Record, Status
+from ..core.handlers.keyed import KeyedLedger, Record, Status
+from ..core.ledger import BOOKS_INDEX, booked_totals
 from ..sim.sessions import watched_session
 from .capacity import dollars_per_million_uploads
 from .recorder import CapacityRecorder
@@ -89,7 +90,7 @@ def _totals_by_counter(ledger: KeyedLedger) -> None:
 
 
 def _totals_by_index(ledger: KeyedLedger) -> None:
-    ledger.totals(ACCOUNT)
+    booked_totals(ledger.client, ledger.table, ACCOUNT)
 
 
 def _totals_by_scan(ledger: KeyedLedger) -> None:

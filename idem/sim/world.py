@@ -18,7 +18,7 @@ from moto.moto_api._internal import mock_random
 from ..core.clock import VirtualClock, iso8601
 from ..core.dynamo import from_item
 from ..core.events import S3Object, s3_event
-from ..core.handlers.keyed import BOOKS_INDEX
+from ..core.ledger import BOOKS_INDEX
 from ..core.reconcile.job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider

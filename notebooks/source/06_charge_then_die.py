@@ -22,6 +22,7 @@ from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
 from idem.core.provider import IdempotencyKeyReused
 from idem.core.handlers import keyed
+from idem.core.ledger import booked_totals
 from idem.lessons.scribes import leases, money
 from idem.explore import scenarios as sc
 from idem.sim.runtime import LocalLambda
@@ -257,9 +258,9 @@ views.outcome_frame(theirs, columns=("fault", "charges", "ledger_charges", "invo
 # its provider module. Retry later with the same key, a decline, or a person's turn:
 
 # %%
-from idem.core.handlers import keyed_provider
+from idem.core.handlers import keyed_stripe
 
-views.show_source(keyed_provider.meaning_of)
+views.show_source(keyed_stripe.meaning_of)
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -314,7 +315,7 @@ views.show_code(KeyedLedger.commit)
 # ledger fields.
 
 # %%
-views.show_source(KeyedLedger.totals)
+views.show_source(booked_totals)
 
 # %% [markdown]
 # To see the fence work, make a zombie. A **zombie** is an invocation that lost its lease but

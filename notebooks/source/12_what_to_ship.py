@@ -17,8 +17,7 @@
 
 # %%
 from idem import views
-from idem.core.handlers import (keyed, keyed_event_shapes, keyed_events, keyed_orders, keyed_provider,
-                                keyed_settings, keyed_stripe)
+from idem.core.handlers import keyed, keyed_event_shapes, keyed_events, keyed_orders, keyed_settings, keyed_stripe
 from idem.lessons.scribes import money
 from idem.lessons.shipping import production
 
@@ -156,12 +155,12 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy the folder's six `keyed*.py` files into your function's folder, then change them for
+# You copy the folder's five `keyed*.py` files into your function's folder, then change them for
 # production. `keyed.py` is the handler: the claim, the charge with the key, the commit and the
 # entry point. Its siblings hold the rest: which order an upload is (`keyed_orders.py`), the event
 # parser with the log lines (`keyed_events.py`), the settings and the DynamoDB record
-# (`keyed_settings.py`), what a provider's answer means (`keyed_provider.py`), and
-# `keyed_stripe.py`, the Stripe adapter. A seventh file, `keyed_event_shapes.py`, is what you may
+# (`keyed_settings.py`), and `keyed_stripe.py`, the Stripe adapter and what each of Stripe's answers
+# means. A sixth file, `keyed_event_shapes.py`, is what you may
 # drop: the shapes and modes the production stack never uses (SNS and EventBridge events; the
 # order modes of chapter 03 that read no order file). Without it those events are refused as
 # malformed and those modes refuse to start. As shipped they charge each order once: the customer the
@@ -179,7 +178,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # modules it imports. None imports `idem`, so they run from any folder:
 
 # %%
-print(views.ship.files_to_copy(keyed, keyed_orders, keyed_events, keyed_settings, keyed_provider, keyed_stripe))
+print(views.ship.files_to_copy(keyed, keyed_orders, keyed_events, keyed_settings, keyed_stripe))
 print("optional:")
 print(views.ship.files_to_copy(keyed_event_shapes))
 
@@ -216,7 +215,7 @@ views.show_source(keyed.KeyedCharger.charge_once)
 # function. Its `charge` must take an `idempotency_key`:
 
 # %%
-views.show_source(keyed_provider.make_provider)
+views.show_source(keyed_stripe.make_provider)
 
 # %% [markdown]
 # Before it builds the client, it checks the key against `STAGE`. A live key (`sk_live_`,
@@ -224,7 +223,7 @@ views.show_source(keyed_provider.make_provider)
 # function logs one line and refuses to start, so nothing is charged:
 
 # %%
-views.show_source(keyed_provider.check_key_mode)
+views.show_source(keyed_stripe.check_key_mode)
 
 # %% [markdown]
 # The adapter charges through Stripe's own SDK. It sends the order's key as Stripe's
@@ -255,7 +254,7 @@ print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {l
 # One PaymentIntent: the search found the charge, and keyed booked it without a charge call.
 #
 # Stripe's answers are read by their error `type` and `code`, not by HTTP status alone
-# (`keyed_provider.meaning_of`). A card error is a final decline, recorded with its decline code. A
+# (`keyed_stripe.meaning_of`). A card error is a final decline, recorded with its decline code. A
 # rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
 # Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
 # default method, which sends no key. A refused secret key (401) fails the invocation, is counted

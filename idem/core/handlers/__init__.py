@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 #: The handler to copy: the files a reader copies into a function's folder (keyed.py and its
-#: siblings, which it imports by their plain names; keyed_stripe.py is its Stripe adapter).
-FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_orders.py", "keyed_provider.py",
-                 "keyed_stripe.py")
+#: siblings, which it imports by their plain names; keyed_stripe.py is Stripe and what its answers mean).
+FILES_TO_COPY = ("keyed.py", "keyed_events.py", "keyed_settings.py", "keyed_orders.py", "keyed_stripe.py")
 #: Optional beside them, what a reader may drop: the shapes and modes the production stack never uses
 #: (SNS, EventBridge; ORDER_IDENTITY=object-name, upload). Without it, the handler refuses those events
 #: as malformed, and those modes at cold start.

@@ -27,8 +27,8 @@ if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
                               who_pays)
-    from keyed_provider import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                                find_charge, make_provider, meaning_of, read_saved_method)
+    from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
+                              find_charge, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -38,7 +38,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
-    from .keyed_provider import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -46,8 +46,6 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
         as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
 
-#: The sparse index of ledger lines (partition key `account`, sort key `booked_at`; template.yaml).
-BOOKS_INDEX = "by_account"
 #: The fence of every write to a claimed record: only its owner, while it is in progress.
 FENCE = "#o = :me AND #s = :in_progress"
 
@@ -154,14 +152,6 @@ class KeyedLedger:
             log.warning("our claim was deleted during the charge; booked it anyway",
                         extra={"idempotency_key": claimed.key, "at": self.now()})
 
-    def totals(self, account: str) -> tuple[int, int]:
-        """(charges, cents) booked for an account, from the sparse index (eventually consistent)."""
-        pages = self.client.get_paginator("query").paginate(
-            TableName=self.table, IndexName=BOOKS_INDEX, KeyConditionExpression="account = :account",
-            ExpressionAttributeValues=as_values(account=account))
-        lines = [item for page in pages for item in page["Items"]]
-        return len(lines), sum(int(item["cents"]["N"]) for item in lines)
-
 
 class KeyedCharger:
     """One container's wiring: the ledger, the provider, S3 (to read orders) and the settings."""
@@ -251,7 +241,7 @@ class KeyedCharger:
                                           reference=reference, idempotency_key=key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
-            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_provider.py)
+            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_stripe.py)
             if meaning.what == AUTH:  # a rolled key: read again on the retry, counted, never parked
                 raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer

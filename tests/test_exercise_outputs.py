@@ -155,16 +155,27 @@ def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
 
 
 def _printed_lines(prefix: str) -> list[tuple[int, str]]:
+    """(cell, line) of what a chapter prints: its streams, plain-text results (a widget's text
+    fallback, a returned string) and JSON it shows; not the source it shows (code or YAML)."""
     (path,) = (ROOT / "notebooks").glob(f"{prefix}_*.ipynb")
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, line) for i, cell in enumerate(cells) for output in cell.get("outputs", [])
-            if output.get("output_type") == "stream" for line in "".join(output["text"]).splitlines()]
+    found = []
+    for i, cell in enumerate(cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            texts = [output.get("text", ""), data.get("text/plain", "")]
+            if "".join(data.get("text/markdown", "")).startswith("```json"):
+                texts.append(data["text/markdown"])
+            found += [(i, line) for text in texts for line in "".join(text).splitlines()]
+    return found
 
 
-@pytest.mark.parametrize("chapter", ["03", "08", "09"])
+@pytest.mark.parametrize("chapter", ["03", "05", "06", "08", "09", "12"])
 def test_every_printed_line_fits_the_page(chapter):
     """Chapter 09's deploy report once printed lines of up to 248 characters (cells 2, 34, 36, 38,
-    42, 51, 54); 03's story summary 129 and 08's setup, price and receipt lines up to 174."""
+    42, 51, 54); 03's story summary 129, 05's copy summary 108 (cell 34), 06's failure payload 172
+    (cell 49), 08's setup, price and receipt lines up to 174, and 12's widget text 135 (cell 8),
+    path 121 (10), late re-upload 119 (27), chat prompt 194 (41) and empty check 115 (43)."""
     wide = [(i, len(line)) for i, line in _printed_lines(chapter) if len(line) > 100]
     assert not wide, f"chapter {chapter}: (cell, characters) of lines over 100: {wide}"
 
@@ -181,3 +192,16 @@ def test_a_report_line_folds_at_its_natural_breaks_and_keeps_every_word():
                                                                  "put_bucket_notification_configuration)"
     assert " ".join(views.fold_report(line).split()) == " ".join(line.split())
     assert views.fold_report("short line") == "short line"
+
+
+def test_chapter_12s_chat_prompt_states_facts_not_the_diagrams_branch():
+    """The chat system once said "a weekly job re-posts any that are missing" and "each call
+    costs": the decision diagram's "losing acceptable: yes, reconciled, and cost matters most"
+    in other words. The prompt gives the facts; the reader walks the diagram."""
+    from idem.views import ship
+
+    chat = ship.SYSTEMS["chat"].lower()
+    said = [w for w in ("re-post", "missing", "reconcil", "acceptable", "cost", "weekly") if w in chat]
+    assert not said, said
+    empty = ship.check_choices(dict.fromkeys(ship.SYSTEMS), [])
+    assert empty == "No answer yet: write one of overwrite, claim_first, transaction or keyed for each system."

@@ -16,7 +16,7 @@ LAST_CHAPTER = 13
 sys.path.insert(0, str(ROOT / "tools"))
 
 from binder import Environment  # noqa: E402
-from widgetstate import FALLBACK, STATE_MIME, VIEW_MIME, reachable, stable_id  # noqa: E402
+from widgetstate import FALLBACK, STATE_MIME, VIEW_MIME, fallback_text, reachable, stable_id  # noqa: E402
 
 CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
 # Binder's base image runs these (repo2docker's lock); environment.yml must never pin them.
@@ -262,3 +262,18 @@ def test_chapter_has_its_parts(path):
     number = int(path.stem[:2])
     onwards = "00" if number == LAST_CHAPTER else f"{number + 1:02d}"
     assert re.search(rf"\]\({onwards}_[a-z0-9_]+\.ipynb\)", text), f"no link to chapter {onwards}"
+
+
+def test_a_widgets_text_fallback_folds_its_settings_to_the_page():
+    """Chapter 12's explorer once showed its settings as one line of 135 characters."""
+    state = {"box": {"state": {"children": [f"IPY_MODEL_{n}" for n in "abcde"]}}}
+    state |= {n: {"state": {"description": f"setting {n}", "value": "thirty characters of value!"}}
+              for n in "abcde"}
+    rows = fallback_text("box", state).splitlines()
+    assert rows[0] == FALLBACK and all(len(row) <= 100 for row in rows) and len(rows) == 4
+    assert rows[1].startswith("Set to setting a: ") and rows[1].endswith(";")
+    assert rows[3] == "  setting e: thirty characters of value!."
+    assert " ".join(rows[1:]).count("setting") == 5
+    short = {"box": {"state": {"children": ["IPY_MODEL_a"]}},
+             "a": {"state": {"description": "x", "value": 1}}}
+    assert fallback_text("box", short) == FALLBACK + "\nSet to x: 1."

@@ -95,10 +95,20 @@ def settings(model_id: str, state: dict[str, Any]) -> list[str]:
     return found
 
 
-def fallback_text(model_id: str, state: dict[str, Any]) -> str:
-    """What a plain-text viewer shows for a widget view: what it is and how it is set."""
+def fallback_text(model_id: str, state: dict[str, Any], width: int = 100) -> str:
+    """What a plain-text viewer shows for a widget view: what it is and how it is set, its
+    settings folded after a `;` where the line would pass `width`."""
     shown = settings(model_id, state)
-    return FALLBACK + (f"\nSet to {'; '.join(shown)}." if shown else "")
+    if not shown:
+        return FALLBACK
+    rows, row = [], "Set to"
+    for number, setting in enumerate(shown, 1):
+        setting += "." if number == len(shown) else ";"
+        if len(row) + 1 + len(setting) > width and row != "Set to":
+            rows, row = rows + [row], "  " + setting
+        else:
+            row += " " + setting
+    return "\n".join([FALLBACK, *rows, row])
 
 
 def stable_widget_state(notebook: Any, widgets: dict[str, Any], name: str) -> dict[str, Any]:

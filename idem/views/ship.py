@@ -193,7 +193,9 @@ class Recommendation:
 
     def text(self) -> str:
         lines = [f"Build: {self.pattern}  (its measured row: {self.row})",
-                 "Path: " + " > ".join(self.path)]
+                 textwrap.fill(" > ".join(step.replace(" ", "\0") for step in self.path), WIDTH,
+                               initial_indent="Path: ", subsequent_indent="      ",
+                               break_on_hyphens=False).replace("\0", " ")]
         for reason in self.reasons:
             lines.append(textwrap.fill(reason, WIDTH, initial_indent="- ", subsequent_indent="  "))
         return "\n".join(lines)
@@ -320,9 +322,9 @@ SYSTEMS = {
     "thumbnail": "save a small preview of each uploaded photo as thumbs/<the photo's name>.jpg",
     "card": "take the order's payment with Stripe's PaymentIntents API",
     "balance": "add the order's total to the customer's store credit, an item in the app's DynamoDB table",
-    "chat": "post 'thanks for your order' to a team chat's webhook, which has no request ids; "
-            "millions a day, each call costs; a weekly job re-posts any that are missing, and two "
-            "posts look sloppy",
+    "chat": "post 'thanks for your order' to a team chat's webhook, which has no request ids and "
+            "cannot list past posts; millions of orders a day; a thank-you a day late harms no one, "
+            "two look sloppy",
 }
 CHOICES = ("overwrite", "claim_first", "transaction", "keyed")
 ANSWERS = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}
@@ -363,7 +365,8 @@ def _why(system: str, choice: str, r: Mapping[str, PatternRow]) -> tuple[str, st
                                                    "call outside your table, and here there is none."),
         ("chat", "overwrite"): ("wrong", "each post adds a message to the channel: posting again is a "
                                          "second message."),
-        ("chat", "claim_first"): ("right", "it never posts twice, and the weekly job re-posts what a "
+        ("chat", "claim_first"): ("right", "it never posts twice, and a late post is harmless: a job "
+                                           "that finds the claims never finished posts what a "
                                            "failure lost."),
         ("chat", "transaction"): ("wrong", f"the post goes to the chat API: {outside}."),
         ("chat", "keyed"): ("wrong", f"keyed leans on the provider's key, and this API has none: a retry "
@@ -379,7 +382,7 @@ def check_choices(choices: Mapping[str, str], rows: Iterable[PatternRow]) -> str
     if unknown:
         return f"unknown systems {unknown}: answer for {', '.join(SYSTEMS)}"
     if unfilled(dict(choices)):
-        return not_yet(f"my_choices holds no choice: write one of {', '.join(CHOICES)} for each system")
+        return not_yet(f"write one of {', '.join(CHOICES[:-1])} or {CHOICES[-1]} for each system")
     r = _by_name(rows)
     lines, right = [], 0
     for system in SYSTEMS:

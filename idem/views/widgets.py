@@ -231,8 +231,12 @@ def fault_explorer(fault: str = "at_charge", times: str = "once") -> widgets.Wid
 
 # -- chapters 05-07: concurrent copies, zombies, leases, late duplicates --------------------
 def _summary(outcome: sc.Outcome, what: str) -> None:
-    print(f"{outcome.scenario.handler}, {what}: {outcome.charges} charge(s), ledger {outcome.ledger}, "
-          f"record {outcome.record}, failure queue {outcome.dlq} -> {outcome.verdict}")
+    """One line of what a run did; the facts go on an indented second line when it would pass
+    the page's 100 characters."""
+    head = f"{outcome.scenario.handler}, {what}:"
+    facts = (f"{outcome.charges} charge(s), ledger {outcome.ledger}, record {outcome.record}, "
+             f"failure queue {outcome.dlq} -> {outcome.verdict}")
+    print(f"{head} {facts}" if len(head) + 1 + len(facts) <= 100 else f"{head}\n    {facts}")
 
 
 def show_copy(outcome: sc.Outcome) -> None:

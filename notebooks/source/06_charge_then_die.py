@@ -15,8 +15,6 @@
 # ## Setup
 
 # %%
-import json
-
 from idem import views
 from idem.core.handlers import common
 from idem.core.handlers.keyed import KeyedCharger, KeyedLedger
@@ -400,7 +398,8 @@ fig = views.lease_timelines(short, long)
 # takes `idem2-...`: another versioned bucket, with a name of its own.)
 
 # %%
-views.show_text(json.dumps(long.failures[0]["responsePayload"], indent=2), "json")
+for field, value in long.failures[0]["responsePayload"].items():  # the error Lambda returned
+    print(views.fold(f"{field}: {value}"))
 
 # %%
 views.items_frame(long.items, hide=("metadata",)).T  # the charge's metadata: shown above

@@ -247,8 +247,8 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 # %%
 late = money.resent_later(25)
 print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {late.keys_stripe_pruned}; "
-      f"searched Stripe: {late.searched_stripe}; keyed says: {late.handler_says}; "
-      f"PaymentIntents for the order: {late.payment_intents}")
+      f"searched Stripe: {late.searched_stripe}")
+print(f"keyed says: {late.handler_says}; PaymentIntents for the order: {late.payment_intents}")
 
 # %% [markdown]
 # One PaymentIntent: the search found the charge, and keyed booked it without a charge call.
@@ -418,7 +418,7 @@ print(production.outage_lines())
 
 # %%
 for name, system in views.SYSTEMS.items():
-    print(f"{name:9}  {system}")
+    print(views.fold_report(f"{name:9}  {system}"))
 
 # %%
 my_choices = {"thumbnail": None, "card": None, "balance": None, "chat": None}  # your answer here
@@ -432,9 +432,10 @@ print(views.check_choices(my_choices, rows))
 # `my_choices = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}`.
 # The thumbnail is an overwrite: writing it again is harmless. The card needs the provider's key,
 # which only keyed passes. The balance lives in your own table, so one transaction writes it with
-# the `done` record. The chat API has no key, so a retry could post twice. A missed post is
-# acceptable and a weekly job finds it, so claim_first fits. "Keyed everywhere" is safe for three
-# of the four, and wrong for the chat.
+# the `done` record. The chat API has no key, so a retry could post twice. A post a day late
+# harms no one, so a lost post is acceptable once a scheduled job finds the claims that never
+# finished and posts them. claim_first fits, and it costs least for millions a day. "Keyed
+# everywhere" is safe for three of the four, and wrong for the chat.
 # </details>
 
 # %% [markdown]

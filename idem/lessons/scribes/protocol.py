@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from idem.core.handlers.common import order_for  # absolute: the runtime loads this file as a handler
+from idem.core.handlers.common import order_for  # absolute: the runtime loads this file alone
 
 
 class WorkInProgress(Exception):
@@ -23,15 +23,17 @@ class WorkInProgress(Exception):
 
 
 def handle(obj: Any, svc: Any, context: Any) -> dict[str, Any]:
-    db, table, order, me = svc.ledger.client, svc.ledger.table, order_for(obj, svc), uuid.uuid4().hex
-    now = int(svc.clock.now())  # the function's clock: the wall clock on Lambda, the virtual one here
-    lease_until = now + context.get_remaining_time_in_millis() // 1000  # the lease ends at the deadline
+    db, table, order = svc.ledger.client, svc.ledger.table, order_for(obj, svc)
+    me, record, now = uuid.uuid4().hex, {"pk": {"S": order.key}}, int(svc.clock.now())
+    lease_until = now + context.get_remaining_time_in_millis() // 1000  # ends at the deadline
     try:  # 1. claim with a lease: no record yet, or an unfinished one whose lease is over
-        db.put_item(TableName=table, Item={"pk": {"S": order.key}, "status": {"S": "in_progress"},
-                                           "owner": {"S": me}, "lease_until": {"N": str(lease_until)}},
-                    ConditionExpression="attribute_not_exists(pk) OR (#s = :busy AND lease_until < :now)",
-                    ExpressionAttributeNames={"#s": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    ExpressionAttributeValues={":busy": {"S": "in_progress"}, ":now": {"N": str(now)}})
+        db.put_item(
+            TableName=table, ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            Item={**record, "status": {"S": "in_progress"}, "owner": {"S": me},
+                  "lease_until": {"N": str(lease_until)}},
+            ConditionExpression="attribute_not_exists(pk) OR (#s = :busy AND lease_until < :now)",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":busy": {"S": "in_progress"}, ":now": {"N": str(now)}})
     except ClientError as lost:  # the loser's three answers, read from the record that refused it
         status = lost.response.get("Item", {}).get("status", {}).get("S")
         if status == "done":
@@ -39,24 +41,24 @@ def handle(obj: Any, svc: Any, context: Any) -> dict[str, Any]:
         if status == "in_progress":
             raise WorkInProgress(order.key) from None  # a live copy: retry later
         raise  # anything else is for a person: the event goes on to the failure queue
-    # 2. charge with the order's own key: a retry's charge is the provider's replay of the first
-    try:
-        charge = svc.provider.charge(customer=order.account, amount=order.amount_cents, currency=svc.currency,
-                                     reference=order.reference, idempotency_key=order.key)
+    try:  # 2. charge with the order's key: a retry's charge is the provider's replay of the first
+        charge = svc.provider.charge(customer=order.account, amount=order.amount_cents,
+                                     currency=svc.currency, reference=order.reference,
+                                     idempotency_key=order.key)
     except Exception:  # release: give the lease back, so Lambda's retry takes over at once
-        db.update_item(TableName=table, Key={"pk": {"S": order.key}}, UpdateExpression="SET lease_until = :now",
+        db.update_item(TableName=table, Key=record, UpdateExpression="SET lease_until = :now",
                        ConditionExpression="#o = :me", ExpressionAttributeNames={"#o": "owner"},
                        ExpressionAttributeValues={":now": {"N": str(now)}, ":me": {"S": me}})
         raise
-    # 3. commit, fenced to the owner: the record turns done and the books count the charge, or neither
-    db.transact_write_items(TransactItems=[
-        {"Update": {"TableName": table, "Key": {"pk": {"S": order.key}},
-                    "UpdateExpression": "SET #s = :done, charge_id = :id", "ConditionExpression": "#o = :me",
+    # 3. commit, fenced to the owner: the record turns done and the books count it, or neither
+    done = {":done": {"S": "done"}, ":id": {"S": charge.id}, ":me": {"S": me}}
+    cents = {":one": {"N": "1"}, ":cents": {"N": str(order.amount_cents)}}
+    db.transact_write_items(TransactItems=[  # a zombie's commit fails here: the new owner books it
+        {"Update": {"TableName": table, "Key": record, "ConditionExpression": "#o = :me",
+                    "UpdateExpression": "SET #s = :done, charge_id = :id",
                     "ExpressionAttributeNames": {"#s": "status", "#o": "owner"},
-                    "ExpressionAttributeValues": {":done": {"S": "done"}, ":id": {"S": charge.id},
-                                                  ":me": {"S": me}}}},
+                    "ExpressionAttributeValues": done}},
         {"Update": {"TableName": table, "Key": {"pk": {"S": f"account#{order.account}"}},
                     "UpdateExpression": "ADD charges :one, cents :cents",
-                    "ExpressionAttributeValues": {":one": {"N": "1"}, ":cents": {"N": str(order.amount_cents)}}}},
-    ])  # a zombie's commit fails here (TransactionCanceledException): the new owner books the charge
+                    "ExpressionAttributeValues": cents}}])
     return {"status": "charged", "charge_id": charge.id, "amount_cents": charge.amount}

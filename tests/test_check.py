@@ -34,7 +34,7 @@ def lambda_handler(event, context):
     _provider = _provider or make_provider()
     dynamodb = boto3.client("dynamodb")
     for record in event["Records"]:
-        obj = record["s3"]["object"]  # the order: its file's name and content (ORDERS.md: an
+        obj = record["s3"]["object"]  # the order: its file's name and content (docs/one_charge_per_order.md: an
         key = obj["key"] + "#" + obj["eTag"]  # uploader's retried PUT of the same bytes is the same order)
         seen = dynamodb.get_item(TableName=os.environ["LEDGER_TABLE"], Key={"pk": {"S": key}})
         if "Item" in seen:

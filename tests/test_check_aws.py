@@ -1,5 +1,5 @@
 """The check's schedules are true to AWS (#29): each upload carries its own S3 request, names reach
-S3's limits, an uploader's retried PUT is judged by order (ORDERS.md), a second order can land
+S3's limits, an uploader's retried PUT is judged by order (docs/one_charge_per_order.md), a second order can land
 between two attempts, S3's duplicate delivery under SQS is two messages, a crash is a kill, calls
 from the handler's threads are its boundaries, and the clean run is judged too. Each handler in
 tests/handlers/ gets the verdict a correct checker must give."""

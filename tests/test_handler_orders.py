@@ -1,4 +1,4 @@
-"""One charge per ORDER (/work/wt/ORDERS.md, ORDER_IDENTITY): the handler to copy, on moto and
+"""One charge per ORDER (/work/wt/docs/one_charge_per_order.md, ORDER_IDENTITY): the handler to copy, on moto and
 the loopback Stripe (Stripe's own SDK over HTTP), against what uploaders really do."""
 from __future__ import annotations
 

@@ -137,3 +137,28 @@ def test_help_starts_without_moto_pandas_or_matplotlib(tmp_path):
                               env=env, timeout=60)
         assert done.returncode == 0, (args, done.stderr[-500:])
         assert "usage:" in done.stdout
+
+
+#: The size of a room: a newcomer holds one module, and one folder's list of modules, in their head.
+MODULE_LINES_LIMIT = 600
+FOLDER_MODULES_LIMIT = 16
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_600_lines(name):
+    lines = len(MODULES[name].read_text().splitlines())
+    assert lines <= MODULE_LINES_LIMIT, (
+        f"{MODULES[name].relative_to(PACKAGE.parent)} has {lines} lines: split it along its own seams")
+
+
+def test_no_folder_holds_more_than_16_modules():
+    crowded = {str(folder.relative_to(PACKAGE.parent)): count
+               for folder in [PACKAGE, *sorted(p for p in PACKAGE.rglob("*") if p.is_dir())]
+               if (count := len(list(folder.glob("*.py")))) > FOLDER_MODULES_LIMIT}
+    assert not crowded, f"folders with more than {FOLDER_MODULES_LIMIT} modules: {crowded}"
+
+
+def test_every_folder_says_its_one_job():
+    silent = [str(init.relative_to(PACKAGE.parent)) for init in sorted(PACKAGE.rglob("__init__.py"))
+              if ast.get_docstring(ast.parse(init.read_text())) is None]
+    assert not silent, f"packages whose __init__ has no docstring saying its job: {silent}"

@@ -54,7 +54,7 @@ def test_each_kind_of_difference_is_reported_once():
 
 
 # -- on moto: the stand-in provider (the demo profile) ---------------------------------------
-#: The order identity each key recipe of keyed's stands for (ORDERS.md).
+#: The order identity each key recipe of keyed's stands for (docs/one_charge_per_order.md).
 IDENTITIES = {"order": "order-id", "name": "object-name", "version": "upload", "content": "upload"}
 
 
@@ -101,7 +101,7 @@ SERVICE_GRANTS = {("logs:CreateLogStream", "ReconcileFunctionLogs"),
 
 def upload(world: LocalWorld, key: str, body: bytes | None = None) -> Any:
     """An upload whose LastModified is on the world's virtual clock (moto reads the clock)."""
-    with on_clock(world.clock):  # without a body, the world's own (an order file, ORDERS.md)
+    with on_clock(world.clock):  # without a body, the world's own (an order file, docs/one_charge_per_order.md)
         return world.upload(key, body) if body is not None else world.upload(key)
 
 
@@ -116,7 +116,7 @@ def stand_in():
         # keyed's commit writes booked_day itself: the one-time migration (for a ledger older
         # than the index) finds nothing to do
         assert job.backfill_booked_day(world.dynamodb, world.ledger_table) == 0
-        # what keyed keys by (per upload today; per order once it follows ORDERS.md), read off its lines
+        # what keyed keys by (per upload today; per order once it follows docs/one_charge_per_order.md), read off its lines
         (recipe,) = {from_item(i)["pk"].split("#")[1] for i in world.table_items(world.ledger_table)
                      if from_item(i)["pk"].startswith("charge#")}  # not the customer mapping (account#)
         reports = f"{world.prefix}-reports"

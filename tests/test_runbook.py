@@ -42,7 +42,7 @@ def stack(monkeypatch, tmp_path):
 
 
 def charge(server, key: str = KEY, *, idempotency_key: str | None = None, stack_name: str = STACK) -> str:
-    """A PaymentIntent as the handler makes one (ORDERS.md's metadata), at the loopback Stripe."""
+    """A PaymentIntent as the handler makes one (docs/one_charge_per_order.md's metadata), at the loopback Stripe."""
     client = stripe.StripeClient("sk_test_runbook", base_addresses={"api": server.url}, max_network_retries=0)
     intent = client.v1.payment_intents.create(params={
         "amount": 1250, "currency": "usd", "confirm": True, "off_session": True, "payment_method": "pm_card_visa",

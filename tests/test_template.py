@@ -63,7 +63,7 @@ def test_function_runs_the_entry_point_with_the_settings_it_reads(expanded, cfn)
     # reads its money settings (docs/money_contract.md).
     keyed_reads = {"FUNCTION_TIMEOUT_SECONDS", "CURRENCIES", "MIN_AMOUNT_CENTS", "MAX_AMOUNT_CENTS"}
     assert all(name in (ROOT / "idem/core/handlers/keyed_settings.py").read_text() for name in keyed_reads)
-    # ORDER_IDENTITY has a safe default (order-id, ORDERS.md); the stack sets it with its bucket policy.
+    # ORDER_IDENTITY has a safe default (order-id, docs/one_charge_per_order.md); the stack sets it with its bucket policy.
     optional = {"ORDER_IDENTITY"} - set(env)
     assert (read - optional) | demo | keyed_reads == set(env), "the template sets exactly the variables the function reads"
     assert env["HANDLER_MODE"] == "keyed"

@@ -89,7 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "same KEY is a second order at that name (new bytes: needed for a file that is not a "
                              "JSON order). Default: "
                              "the check's own order file, {\"order_id\": ...} with a new order per schedule, at "
-                             "checkNNNNN/order-1.json (ORDERS.md)")
+                             "checkNNNNN/order-1.json (docs/one_charge_per_order.md)")
     parser.add_argument("--setup", default=None, metavar="MODULE:FUNCTION",
                         help="your own set-up, run once on the check's AWS before the clean run: FUNCTION "
                              "gets a boto3 Session there and creates what the handler needs (topics, "

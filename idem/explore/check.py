@@ -45,7 +45,7 @@ How it works:
    run's (`idem.explore.judge.state`: the same item again is not a second effect). Money is judged per upload
    against the books (`idem.explore.judge.verdicts`): two charges, no charge, a charge with no line,
    a line with no charge, each named; with nothing in the failure queue, a silent break. Per
-   ORDER (ORDERS.md): the charges and lines of an order's uploads must EQUAL the clean run's.
+   ORDER (docs/one_charge_per_order.md): the charges and lines of an order's uploads must EQUAL the clean run's.
    The clean run is judged too: one that fails, or books other than one line per charge, is the
    report (exit 1, with its timeline).
 

@@ -107,7 +107,7 @@ def run_outage(shape: str = "sqs", *, before_hours: float = 1, outage_hours: flo
         with on_clock(world.clock):
             for n in range(uploads):  # each upload's event arrives `at` seconds after the start
                 at = n * every_seconds
-                order = {"order_id": f"O-{n:05d}", "amount_cents": 500, "currency": "usd"}  # ORDERS.md
+                order = {"order_id": f"O-{n:05d}", "amount_cents": 500, "currency": "usd"}  # docs/one_charge_per_order.md
                 obj = world.upload(f"customer-{n % 7}/order-{n:05d}.json", json.dumps(order).encode())
                 objects.append(obj)
                 if isinstance(runtime, SqsFedLambda):

@@ -18,7 +18,7 @@ def make_provider():
 def lambda_handler(event, context):
     provider, dynamodb = make_provider(), boto3.client("dynamodb")
     detail = event["detail"]  # EventBridge's key is not URL-encoded
-    source = f"s3://{detail['bucket']['name']}/{detail['object']['key']}#{detail['object']['etag']}"  # the order's content (ORDERS.md)
+    source = f"s3://{detail['bucket']['name']}/{detail['object']['key']}#{detail['object']['etag']}"  # the order's content (docs/one_charge_per_order.md)
     key = hashlib.sha256(source.encode()).hexdigest()
     try:
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=source,

@@ -20,7 +20,7 @@ def lambda_handler(event, context):
     provider, dynamodb = make_provider(), boto3.client("dynamodb")
     for record in event["Records"]:
         s3 = record["s3"]
-        # one charge per order (ORDERS.md): the order file's content, its eTag, is the same in the
+        # one charge per order (docs/one_charge_per_order.md): the order file's content, its eTag, is the same in the
         # uploader's retried PUT of the same bytes
         key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['eTag']}"
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,

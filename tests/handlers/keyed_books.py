@@ -1,4 +1,4 @@
-"""Correct: one charge per ORDER (ORDERS.md), an order being an account's (the first folder of the
+"""Correct: one charge per ORDER (docs/one_charge_per_order.md), an order being an account's (the first folder of the
 key) order id. It reads the exact version of the uploaded order file, claims the order with a
 conditional put that keeps the first attempt's time (the key hashed from the bucket, the account
 and the order_id: any length fits the provider's 255 characters), charges under the key, then books

@@ -1,4 +1,4 @@
-"""Wrong for orders, on purpose (ORDERS.md): keyed by the upload (bucket, name, version), hashed.
+"""Wrong for orders, on purpose (docs/one_charge_per_order.md): keyed by the upload (bucket, name, version), hashed.
 The uploader's retried PUT of the same order is a new version, so a second charge. Every other
 schedule holds: the books and the key are otherwise right."""
 import hashlib

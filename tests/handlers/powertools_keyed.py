@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.idempotency import (DynamoDBPersistenceLaye
 
 TABLE = os.environ["LEDGER_TABLE"]
 persistence = DynamoDBPersistenceLayer(table_name=TABLE, key_attr="pk")
-config = IdempotencyConfig(event_key_jmespath="Records[0].s3.[bucket.name, object.key, object.eTag]")  # one per order (ORDERS.md)
+config = IdempotencyConfig(event_key_jmespath="Records[0].s3.[bucket.name, object.key, object.eTag]")  # one per order (docs/one_charge_per_order.md)
 
 
 def make_provider():

@@ -1,5 +1,5 @@
 """Keyed by the S3 request that created the object (x-amz-request-id + x-amz-id-2, unique per request):
-right for uploads, wrong for orders (ORDERS.md). A second order at the same name is a new request and
+right for uploads, wrong for orders (docs/one_charge_per_order.md). A second order at the same name is a new request and
 gets its own charge (no false break there); the uploader's retried PUT is a new request too, so the
 same order is charged twice."""
 import hashlib

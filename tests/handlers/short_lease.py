@@ -24,7 +24,7 @@ def lambda_handler(event, context):
     provider, dynamodb = make_provider(), boto3.client("dynamodb")
     for record in event["Records"]:
         s3 = record["s3"]["object"]
-        key = f"{record['s3']['bucket']['name']}/{s3['key']}#{s3['eTag']}"  # the order's content (ORDERS.md)
+        key = f"{record['s3']['bucket']['name']}/{s3['key']}#{s3['eTag']}"  # the order's content (docs/one_charge_per_order.md)
         try:
             dynamodb.put_item(
                 TableName=TABLE,

@@ -15,7 +15,7 @@ def lambda_handler(event, context):
     provider, dynamodb = make_provider(), boto3.client("dynamodb")
     for record in event["Records"]:
         s3 = record["s3"]
-        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['eTag']}"  # one per order (ORDERS.md)
+        key = f"{s3['bucket']['name']}/{s3['object']['key']}#{s3['object']['eTag']}"  # one per order (docs/one_charge_per_order.md)
         charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=key,
                                  idempotency_key=key)
         try:

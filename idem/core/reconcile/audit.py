@@ -149,7 +149,7 @@ def scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
 def reconcile(s3: Any, dynamodb: Any, bucket: str, ledger_table: str, provider_table: str, *,
               now: float, recipe: str = "version", operation: str = "charge") -> Report:
     """Read the bucket, the ledger and the provider, and report what does not add up. An upload
-    whose file names an order (ORDERS.md) is matched by its order's key first, as keyed charges it."""
+    whose file names an order (docs/one_charge_per_order.md) is matched by its order's key first, as keyed charges it."""
     _check_recipe(recipe)
     objects = list_objects(s3, bucket)
     return compare(bucket, objects, scan(dynamodb, ledger_table), scan(dynamodb, provider_table),

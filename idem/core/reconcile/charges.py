@@ -193,7 +193,7 @@ def entry_of(intent: Mapping[str, Any]) -> Entry:
 def _order_of(metadata: Mapping[str, Any]) -> str:
     """The order a charge's metadata names, or "": its account (BRIEF decision 3: two accounts'
     order "1001" are two orders) and order_id; an older charge without `idem_account`, its
-    bucket and order_id (ORDERS.md)."""
+    bucket and order_id (docs/one_charge_per_order.md)."""
     if not metadata.get("order_id"):
         return ""
     if metadata.get("idem_account"):

@@ -1,6 +1,6 @@
 """The reconciliation's upload side: the versions S3 holds that were written in a window
 (ListObjectVersions, or S3 Inventory past MAX_LISTED_VERSIONS), and the order key each upload is
-charged under (as the handler keys it, ORDERS.md)."""
+charged under (as the handler keys it, docs/one_charge_per_order.md)."""
 from __future__ import annotations
 
 import calendar
@@ -113,7 +113,7 @@ def _parse_time(text: str) -> float:
 
 
 def order_key(s3: Any, upload: UploadSeen, identity: str = "order-id") -> str:
-    """The idempotency key the handler charges this upload under (ORDERS.md), made by the
+    """The idempotency key the handler charges this upload under (docs/one_charge_per_order.md), made by the
     handler's own recipe (keyed_orders.identify, which reads the order file by its exact
     version), never a copy of it: when the handler's key changes (an account in it), so does
     this. "" when the file names no order the handler would charge (the handler parks such a

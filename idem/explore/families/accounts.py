@@ -5,7 +5,7 @@ orders with the same `order_id` are two orders: a handler that keys by the bucke
 alone answers the second as the first's duplicate, and that order is never charged (a silent loss).
 The `accounts` family (`idem.explore.families.timed`) uploads, beside the schedule's own order, the same bytes
 under another account's folder, after the first is done or while its invocation sits at a boundary;
-each order is judged on its own money (ORDERS.md).
+each order is judged on its own money (docs/one_charge_per_order.md).
 
 Who pays is read from a mapping the uploader cannot write: one item per account in the ledger table,
 `pk` = `account#<ACCOUNT>`, `kind` "customer", `account`, `customer`, `linked_by`, `linked_at`,

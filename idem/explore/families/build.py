@@ -96,7 +96,7 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
                         versioning: Iterable[str] = VERSIONING) -> list[Schedule]:
-    """Two uploads of one name, each a second order or the uploader's retried PUT (ORDERS.md): the
+    """Two uploads of one name, each a second order or the uploader's retried PUT (docs/one_charge_per_order.md): the
     second arrives after the first is done, or while the first invocation sits at any place a
     copy can start (no fault is added: a key that takes the second upload for the first shows
     without one), or between the first's failed attempt and Lambda's retry, after an exception or

@@ -34,7 +34,7 @@ class Schedule:
     overwrite: str = ""
     #: what the second upload is (with `overwrite`): "order", a second order at the same name (a
     #: new order_id, new bytes: it gets its own charge), or "retried_put", the uploader's retried
-    #: PUT of the same bytes (the same order: no charge beyond the clean run's). See ORDERS.md.
+    #: PUT of the same bytes (the same order: no charge beyond the clean run's). See docs/one_charge_per_order.md.
     second: str = "order"
     #: under --trigger sqs: S3 delivered the notification twice, two messages with two ids
     sent_twice: bool = False

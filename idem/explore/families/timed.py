@@ -3,7 +3,7 @@
 - `late`: no fault; a copy of the event at each end of its documented range, at COPY_DRAWS seeded
   draws inside it (`idem.explore.families.timings`), just past midnight (the clock starts at 23:58 UTC) and
   past a 15-minute window; then, later than any copy can come, the same order uploaded again (the
-  same bytes, a new version: the same order, ORDERS.md) past Stripe's 24-hour key window and three
+  same bytes, a new version: the same order, docs/one_charge_per_order.md) past Stripe's 24-hour key window and three
   days later. One succeeded charge per account and order over the order's whole life.
 - `retry_ends`: a fault at each boundary on the first two arrivals, so Lambda retries twice, with
   both retries at the low ends of their ranges (the documented one and two minutes) and at the high

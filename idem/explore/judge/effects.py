@@ -97,7 +97,7 @@ def per_upload(runtime: Any, uploads: Sequence[tuple[Any, dict[str, Any], int]],
 
 def per_order(per_upload: Sequence[dict[str, int]], dlqs: Sequence[int],
                orders: Sequence[int]) -> tuple[list[dict[str, int]], list[int]]:
-    """The uploads' counts and failure-queue messages summed per order (ORDERS.md: one charge per
+    """The uploads' counts and failure-queue messages summed per order (docs/one_charge_per_order.md: one charge per
     order, so an uploader's retried PUT adds nothing to what its order should get)."""
     names = list(dict.fromkeys(orders))
     per: list[dict[str, int]] = [{} for _ in names]
@@ -122,7 +122,7 @@ def judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[An
                                                         lines_seen)
         counted[LINES] = sum(lines) + unowned_lines
     dlq = triggers.failures_by_upload(drain(world, world.queue_url), uploads)
-    # with the uploader's retried PUT, a name's charges are its order's (ORDERS.md)
+    # with the uploader's retried PUT, a name's charges are its order's (docs/one_charge_per_order.md)
     verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
                                              baseline, runtime.provider.declined, "order" if schedule.overwrite
                                              or schedule.later else "upload", len(triggers.SQS_BATCH))

@@ -140,7 +140,7 @@ def judge_uploads(uploads: Sequence[Mapping[str, int]], whole: Mapping[str, int]
     delivers, cannot be told apart by upload: they are judged over the schedule (`whole`), lines
     against charges as many per charge as the clean run booked, messages against the clean run's
     count for each upload. The worst verdict wins (SEVERITY); each finding names its upload
-    (`unit`: "order" when the counts are an order's, its uploads summed: ORDERS.md)."""
+    (`unit`: "order" when the counts are an order's, its uploads summed: docs/one_charge_per_order.md)."""
     verdicts, findings = [], []
     for n, (effects, dlq) in enumerate(zip(uploads, dlqs), start=1):
         verdict, found = judge_upload(effects, {k: v for k, v in baseline.items() if k in effects}, dlq, declined)

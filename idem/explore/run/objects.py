@@ -1,6 +1,6 @@
 """`--object FILE[=KEY]`: the reader's own file is what lands in the bucket, in every schedule.
 
-By default each schedule uploads the check's own order file (ORDERS.md: `{"order_id": ...}` with a
+By default each schedule uploads the check's own order file (docs/one_charge_per_order.md: `{"order_id": ...}` with a
 new order per schedule) at `checkNNNNN/order-1.json`. With `--object orders/big.json=incoming/a.json`
 each schedule uploads the bytes of orders/big.json instead, at `incoming/a.json` exactly: schedules
 are kept apart by running each in an emptied account (`idem.explore.run.exact_keys`). Without a KEY

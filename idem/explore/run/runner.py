@@ -57,7 +57,7 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: s
 
 
 def order_body(number: int, nth: int = 1) -> bytes:
-    """The order file the check uploads for schedule `number` (ORDERS.md): JSON naming its order,
+    """The order file the check uploads for schedule `number` (docs/one_charge_per_order.md): JSON naming its order,
     `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
     bytes every run; an uploader's retried PUT sends these bytes again."""
     order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")

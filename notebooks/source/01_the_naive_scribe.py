@@ -22,7 +22,7 @@ from idem.core.events import s3_test_event
 from idem.core.handlers import naive
 from idem.explore import scenarios as sc
 from idem.lessons.scribes.retries import check_retry_prediction
-from idem.sim.boundary import FaultPlan
+from idem.sim.faults import FaultPlan
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld
 

@@ -30,7 +30,7 @@ from idem.core.handlers import robust
 from idem.core.ledger import Ledger
 from idem.explore import redrive
 from idem.explore import scenarios as sc
-from idem.sim.boundary import FaultPlan
+from idem.sim.faults import FaultPlan
 from idem.lessons.scribes.fix_check import check_fix
 from idem.sim.runtime import LocalLambda
 from idem.sim.world import LocalWorld

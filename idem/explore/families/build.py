@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Sequence
 
-from ...sim.boundary import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ...sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
 from . import key_decoding, runs, sqs_timed, timed, timings
 from .schedule import ARRIVALS, RETRIES, SECONDS, VERSIONING, Schedule
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...sim.boundary import Side
+from ...sim.faults import Side
 from . import key_decoding, runs
 
 RETRIES = (0, 1, 2)

@@ -120,7 +120,7 @@ def test_only_done_lines_enter_the_books_index(world):
     claims = {key: ledger.claim(key, "me", lease_until=world.clock.now() + 30)
               for key in ("charge#a", "charge#b", "charge#c")}
     ledger.commit(claims["charge#a"].mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1")
-    ledger.finish("charge#b", "me", Status.DECLINED, {"status": "declined"})
+    ledger.finish(claims["charge#b"].mine, Status.DECLINED, {"status": "declined"})
     zombie = dataclasses.replace(claims["charge#c"].mine, owner="zombie")
     with pytest.raises(LostOwnership):
         ledger.commit(zombie, {}, "alice", 500, "ch_3")

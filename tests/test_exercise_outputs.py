@@ -134,7 +134,7 @@ def test_chapter_02_never_shows_where_the_owner_sits_in_a_lost_puts_response():
 def test_chapter_10s_solution_and_prose_follow_the_templates_queue():
     """The receive-count solution and the sentence before it are worked from template.yaml's
     numbers (they once said 180 s and 241 while the template said 360 s and 75)."""
-    from idem.lessons import production
+    from idem.lessons.shipping import production
 
     q, right = production.upload_queue_numbers(), production.receives_needed()
     (source,) = (ROOT / "notebooks" / "source").glob("10_*.py")
@@ -147,7 +147,7 @@ def test_chapter_10s_solution_and_prose_follow_the_templates_queue():
 def test_chapter_06s_lease_check_prints_nothing_but_its_answer(capsys):
     """A wrong lease used to print keyed's JSON warning (a 280-character log line) above the
     check's own lines; the reader sees only the check's answer."""
-    from idem.lessons import leases
+    from idem.lessons.scribes import leases
 
     said = leases.check_lease(30, work=45)
     assert said.startswith("Not yet (1)")

@@ -404,7 +404,7 @@ def test_chapter_08_states_the_first_delivery_write_units_its_cell_prints():
 def test_chapter_10_counts_the_alarms_the_demo_lacks():
     """Chapter 10 said "three alarms fewer" while the demo lacked four (the webhook's three and
     UploadQueueAge): the sentence follows the template."""
-    from idem.lessons import stack_tour
+    from idem.lessons.shipping import stack_tour
 
     missing = ({r["alarm"] for r in stack_tour.alarm_rows("prod")}
                - {r["alarm"] for r in stack_tour.alarm_rows("demo")})

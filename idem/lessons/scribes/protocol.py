@@ -1,7 +1,7 @@
 """The keyed protocol on one screen (chapter 06): claim with a lease, charge with the key, commit
 fenced to the owner, and the loser's three answers. Plain boto3 calls on the ledger table.
 
-`handle` has the shape of the workbook's handlers (`idem.sim.runtime.handle_entry` runs it), so the same
+`handle` has the shape of the workbook's handlers (`sim.runtime.handle_entry` runs it), so the same
 runs that judge chapter 05's fix judge it (tests/test_protocol.py): copies at every call, the
 provider down, a crash before and after the charge, a lease that ends while its owner still runs.
 It is the skeleton of `keyed.py`, the handler to copy, which adds what production needs: reading

@@ -194,11 +194,11 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         settings.update(
             eventbridge_retry_attempts=int(policy.get("MaximumRetryAttempts", DEFAULT_EVENTBRIDGE_ATTEMPTS)),
             eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
-            eventbridge_dead_letter=_logical(dead) or str(value(dead) or ""), eventbridge_rule=rule)
+            eventbridge_dead_letter=referenced_id(dead) or str(value(dead) or ""), eventbridge_rule=rule)
     return Deployed(**settings)
 
 
-def _logical(node: Any) -> str:
+def referenced_id(node: Any) -> str:
     """The logical id a Ref or GetAtt names, else ""."""
     if isinstance(node, dict) and len(node) == 1:
         (fn, arg), = node.items()
@@ -212,13 +212,9 @@ def _logical(node: Any) -> str:
 def names_function(node: Any, logical_id: str) -> bool:
     """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), or a
     !Sub of either."""
-    if isinstance(node, dict) and len(node) == 1:
-        (fn, arg), = node.items()
-        if fn == "Ref":
-            return arg == logical_id
-        if fn == "Fn::GetAtt":
-            return (arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0]) == logical_id
-        if fn == "Fn::Sub":
-            text = arg if isinstance(arg, str) else arg[0]
-            return f"${{{logical_id}}}" in text or f"${{{logical_id}.Arn}}" in text
+    if referenced_id(node):
+        return referenced_id(node) == logical_id
+    if isinstance(node, dict) and len(node) == 1 and "Fn::Sub" in node:
+        text = node["Fn::Sub"] if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"][0]
+        return f"${{{logical_id}}}" in text or f"${{{logical_id}.Arn}}" in text
     return False

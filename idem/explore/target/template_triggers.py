@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .deployed import names_function
+from .deployed import names_function, referenced_id
 
 #: SAM's event types, as the check's triggers.
 SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
@@ -35,17 +35,6 @@ class Trigger:
     mapping: dict[str, Any] = field(default_factory=dict)  # sqs: the mapping's own properties
     #: eventbridge: the rule target's RetryPolicy and DeadLetterConfig, as declared (absent: EventBridge's defaults)
     target: dict[str, Any] = field(default_factory=dict)
-
-
-def _logical(node: Any) -> str:
-    """The logical id a Ref or GetAtt names, else ""."""
-    if isinstance(node, dict) and len(node) == 1:
-        (fn, arg), = node.items()
-        if fn == "Ref":
-            return str(arg)
-        if fn == "Fn::GetAtt":
-            return str(arg[0] if isinstance(arg, list) else str(arg).split(".", 1)[0])
-    return ""
 
 
 def _filter(node: Any) -> tuple[str, str]:
@@ -71,15 +60,15 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> l
         if kind == "s3":
             prefix, suffix = _filter(ep.get("Filter"))
             bucket = ep.get("Bucket")
-            found.append(Trigger(kind, f"Events.{name}", _logical(bucket) or str(bucket or ""), prefix, suffix))
+            found.append(Trigger(kind, f"Events.{name}", referenced_id(bucket) or str(bucket or ""), prefix, suffix))
         elif kind == "sqs":
-            found.append(Trigger(kind, f"Events.{name}", queue=_logical(ep.get("Queue")), mapping=dict(ep)))
+            found.append(Trigger(kind, f"Events.{name}", queue=referenced_id(ep.get("Queue")), mapping=dict(ep)))
         else:
             found.append(Trigger(kind, f"Events.{name}", target=_target(ep)))
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
         if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
-            queue = _logical(rp.get("EventSourceArn"))
+            queue = referenced_id(rp.get("EventSourceArn"))
             if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
                 found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
         elif kind == "AWS::Events::Rule":

@@ -1,9 +1,10 @@
-"""What every command prints the same way: one-line errors (JSON too under --json) and aligned
-columns. Any part of idem may import this; it imports only the standard library and the core's
-error root."""
+"""What every command prints the same way: one-line errors (JSON too under --json), aligned
+columns, and long report lines folded to the page at their natural breaks. Any part of idem may
+import this; it imports only the standard library and the core's error root."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Sequence
 
@@ -45,3 +46,31 @@ def one_of(name: str, value: str, options: Sequence[str]) -> str:
     if value not in options:
         raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(options)}")
     return value
+
+
+#: Where a report line breaks best, tried in order: after a comma or semicolon or before a
+#: parenthesis (outside parentheses), then before an arrow, then after a comma inside them, then
+#: at any space.
+NATURAL_BREAKS = (r"(?<=[,;]) |(?= \()", r"(?= -> )", r"(?<=,) ", r" ")
+
+
+def _outside_parentheses(text: str, at: int) -> bool:
+    return text.count("(", 0, at) == text.count(")", 0, at)
+
+
+def fold_report(line: str, width: int = 100) -> str:
+    """A report line (`stack     idem-demo: CREATE_COMPLETE (...)`) folded to the page at its
+    natural breaks, each continuation indented under the text after the line's label."""
+    label = re.match(r"[a-z]+ {2,}(?=\S)", line)  # a column label, padded (`stack     `)
+    indent = " " * (len(label.group()) if label else 4)
+    rows, rest = [], line
+    while len(rest) > width:
+        cut = next((m.start() for pattern in NATURAL_BREAKS
+                    for m in reversed(list(re.finditer(pattern, rest[:width + 1])))
+                    if m.start() > len(indent)
+                    and (pattern != NATURAL_BREAKS[0] or _outside_parentheses(rest, m.start()))), None)
+        if cut is None:
+            break
+        rows.append(rest[:cut].rstrip())
+        rest = indent + rest[cut:].lstrip()
+    return "\n".join(rows + [rest])

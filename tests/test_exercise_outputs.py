@@ -194,6 +194,18 @@ def test_a_report_line_folds_at_its_natural_breaks_and_keeps_every_word():
     assert views.fold_report("short line") == "short line"
 
 
+def test_a_folded_line_hangs_under_a_padded_label_only():
+    """A deploy's column label (`stack     `) is padded to its column; a sentence's first word
+    (`given handler, ...`, a replay's tally) is no label, so its continuation takes 4 spaces."""
+    from idem.console import fold_report
+
+    tally = "given handler, 826 schedules: " + ", ".join(f"verdict_{n} {n * 100}" for n in range(8))
+    assert fold_report(tally).splitlines()[1].startswith("    verdict_") and \
+        not fold_report(tally).splitlines()[1].startswith("     ")
+    column = "stack     idem-demo: CREATE_COMPLETE (" + ", ".join(f"Resource{n}" for n in range(12)) + ")"
+    assert fold_report(column).splitlines()[1].startswith("          (Resource0")
+
+
 def test_chapter_12s_chat_prompt_states_facts_not_the_diagrams_branch():
     """The chat system once said "a weekly job re-posts any that are missing" and "each call
     costs": the decision diagram's "losing acceptable: yes, reconciled, and cost matters most"

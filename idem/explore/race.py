@@ -38,6 +38,7 @@ from ..core.patterns import HANDLERS
 from ..core.ledger import Ledger
 from ..sim.world import LocalWorld
 from ..core import entry
+from ..console import fold_report
 from ..sim.sessions import watched_session
 from ..sim.runtime import LambdaContext
 
@@ -45,7 +46,6 @@ CLAIM_STRATEGIES = ("conditional_put", "read_then_write")
 STRATEGIES = CLAIM_STRATEGIES + tuple(HANDLERS)
 OK = "ok"
 NOT_RUN = "NotRun: the invocation never ran"
-WIDTH = 100  # a summary line longer than this goes on, indented, at its next part
 RACE_TIMEOUT = 30.0  # the racers' Lambda timeout, in virtual seconds (nobody's lease ends)
 
 
@@ -77,16 +77,9 @@ class RaceReport:
         worst = max(self.winners_per_round, default=0)
         what = "charge" if self.strategy in HANDLERS else "winner"  # handlers: charges are the winners
         failed = ", ".join(f"{kind} x{n}" for kind, n in sorted(self.failures().items()))
-        parts = [f"{self.strategy}: {self.clean_rounds} of {self.rounds} rounds had exactly one "
-                 f"{what} among {self.threads} threads", f"(most {what}s in a round: {worst})"
-                 + (";" if failed else "")] + ([f"invocations that did not end ok: {failed}"] if failed else [])
-        lines = [parts[0]]
-        for part in parts[1:]:  # a line over WIDTH goes on at the next part, indented
-            if len(lines[-1]) + 1 + len(part) <= WIDTH:
-                lines[-1] += " " + part
-            else:
-                lines.append("    " + part)
-        return "\n".join(lines)
+        return fold_report(f"{self.strategy}: {self.clean_rounds} of {self.rounds} rounds had exactly one "
+                           f"{what} among {self.threads} threads (most {what}s in a round: {worst})"
+                           + (f"; invocations that did not end ok: {failed}" if failed else ""))
 
 
 @contextmanager

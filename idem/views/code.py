@@ -6,7 +6,6 @@ import importlib.util
 import inspect
 import json
 import pkgutil
-import re
 import contextlib
 import io
 import sys
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from IPython.display import Markdown
+
+from ..console import fold_report
 
 
 def show_source(*objects: Any) -> Markdown:
@@ -162,34 +163,6 @@ def fold(line: str, width: int = 96) -> str:
     """One long line (a JSON log line, say) wrapped to the page, its continuation indented."""
     return textwrap.fill(line, width, subsequent_indent="    ", break_long_words=True,
                          break_on_hyphens=False)
-
-
-#: Where a report line breaks best, tried in order: after a comma or semicolon or before a
-#: parenthesis (outside parentheses), then before an arrow, then after a comma inside them, then
-#: at any space.
-NATURAL_BREAKS = (r"(?<=[,;]) |(?= \()", r"(?= -> )", r"(?<=,) ", r" ")
-
-
-def _outside_parentheses(text: str, at: int) -> bool:
-    return text.count("(", 0, at) == text.count(")", 0, at)
-
-
-def fold_report(line: str, width: int = 100) -> str:
-    """A report line (`stack     idem-demo: CREATE_COMPLETE (...)`) folded to the page at its
-    natural breaks, each continuation indented under the text after the line's label."""
-    label = re.match(r"[a-z]+ +(?=\S)", line)
-    indent = " " * (len(label.group()) if label else 4)
-    rows, rest = [], line
-    while len(rest) > width:
-        cut = next((m.start() for pattern in NATURAL_BREAKS
-                    for m in reversed(list(re.finditer(pattern, rest[:width + 1])))
-                    if m.start() > len(indent)
-                    and (pattern != NATURAL_BREAKS[0] or _outside_parentheses(rest, m.start()))), None)
-        if cut is None:
-            break
-        rows.append(rest[:cut].rstrip())
-        rest = indent + rest[cut:].lstrip()
-    return "\n".join(rows + [rest])
 
 
 def say_folded(line: str) -> None:

@@ -28,6 +28,7 @@ from ..lessons.scribes import key_stories, leases
 from ..explore import race
 from ..explore import scenarios as sc
 from . import charts, tables
+from ..console import fold_report
 
 #: A linked-control rule: from every control's current value, the attributes to set on one
 #: control (for example `{"disabled": True}`) before the run.
@@ -410,15 +411,8 @@ def show_replay(replay: Replay) -> None:
         print(f"{replay.handler}: cannot be checked yet: {replay.problem}")
         return
     report, result = replay.report, replay.result
-    lines = [f"{replay.handler}, {len(report.results)} schedules:"]
-    for verdict, n in report.tally().items():  # a line over 100 characters goes on, indented
-        entry = f"{verdict} {n}"
-        if len(lines[-1]) + 2 + len(entry) > 100:
-            lines[-1] += ","
-            lines.append("    " + entry)
-        else:
-            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + entry
-    print("\n".join(lines))
+    tally = ", ".join(f"{verdict} {n}" for verdict, n in report.tally().items())
+    print(fold_report(f"{replay.handler}, {len(report.results)} schedules: {tally}"))
     if result is None:
         print("it holds: no double effect, silent mismatch or silent loss to replay")
         return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -64,6 +65,12 @@ def build_zip(dest_zip: Path, package_dir: Path = PACKAGE_DIR, demo: bool = Fals
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, (package_dir.parent / rel).read_bytes())
     return dest_zip
+
+
+def zip_bytes(demo: bool = False) -> bytes:
+    """The deployment package's bytes, as build_zip writes them, ready for an S3 upload."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return build_zip(Path(scratch) / "core.zip", demo=demo).read_bytes()
 
 
 def main(argv: list[str]) -> int:

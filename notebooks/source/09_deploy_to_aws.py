@@ -24,7 +24,9 @@
 # it when you deploy; here `aws-sam-translator` runs it, so the counts are of plain resources.
 
 # %%
+import json
 import os
+from collections import Counter
 
 from idem import views
 from idem.core.reconcile import job as reconcile_job
@@ -34,7 +36,8 @@ from idem.deploy import flow, package
 from idem.deploy.local import lab
 from idem.deploy import template as tp
 from idem.deploy.local.moto_target import MotoDeployment
-from idem.lessons.shipping import stack_tour
+from idem.deploy.stack import TAGS
+from idem.lessons.shipping import stack_order, stack_tour
 
 REAL_AWS = os.environ.get("IDEM_REAL_AWS") == "1"
 print(views.ship.template_summary(REAL_AWS))
@@ -45,7 +48,8 @@ print(views.ship.template_summary(REAL_AWS))
 # The article's five moving parts are here: the bucket, the function, the ledger, the provider and
 # the failure queue. A role ties them together. Solid arrows are what happens on an upload; dotted
 # ones are what the role allows; thick ones are what the hourly reconciliation reads and writes.
-# Each function also has a log group, left out. In the demo, S3 invokes the function directly. In production an upload first
+# Each function also has a log group, left out. In the demo, S3 invokes the function directly.
+# In production an upload first
 # waits in `UploadQueue`, and Lambda's **event source mapping**, its reader of a queue, calls the
 # function with a batch of them. The next chapter says why.
 #
@@ -131,8 +135,8 @@ views.template_lines("CreateRetained:", "CreateUploadQueue:")
 # they reach nothing.
 
 # %%
-views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode", "FailurePoint", "FailTimes")),
-                "yaml")
+knobs = ("Profile", "HandlerMode", "FailurePoint", "FailTimes")
+views.show_text("\n".join(tp.section(name) for name in knobs), "yaml")
 
 # %% [markdown]
 # ### 1. The function and its trigger
@@ -144,8 +148,8 @@ views.show_text("\n".join(tp.section(name) for name in ("Profile", "HandlerMode"
 # reaches the code as `MAX_EVENT_AGE_SECONDS` (chapter 07).
 
 # %%
-views.show_text(stack_tour.resource("ChargeFunction", keep=("FunctionName", "Handler", "Runtime", "Timeout",
-                                                             "Role", "EventInvokeConfig")), "yaml")
+shown = ("FunctionName", "Handler", "Runtime", "Timeout", "Role", "EventInvokeConfig")
+views.show_text(stack_tour.resource("ChargeFunction", keep=shown), "yaml")
 
 # %% [markdown]
 # What to notice:
@@ -170,7 +174,8 @@ views.show_text(stack_tour.resource("ChargeFunction", keep=("FunctionName", "Han
 
 # %%
 views.show_text(stack_tour.resources("UploadBucket", "ChargeFunctionUploadPermission",
-                                     keep={"UploadBucket": ("VersioningConfiguration", "NotificationConfiguration")}),
+                                     keep={"UploadBucket": ("VersioningConfiguration",
+                                                            "NotificationConfiguration")}),
                 "yaml")
 
 # %% [markdown]
@@ -194,8 +199,9 @@ views.show_text(stack_tour.resources("UploadBucket", "ChargeFunctionUploadPermis
 # chapter 03 lives here too, one item per account.
 
 # %%
-views.show_text(stack_tour.resource("LedgerTable", keep=("BillingMode", "AttributeDefinitions", "KeySchema",
-                                                          "GlobalSecondaryIndexes", "TimeToLiveSpecification")),
+views.show_text(stack_tour.resource("LedgerTable", keep=("BillingMode", "AttributeDefinitions",
+                                                          "KeySchema", "GlobalSecondaryIndexes",
+                                                          "TimeToLiveSpecification")),
                 "yaml")
 
 # %% [markdown]
@@ -283,55 +289,204 @@ print(sorted({path.parent.as_posix() for path in shipped}),
       "| failure wrapper shipped:", any(path.name == package.DEMO_WRAPPER for path in shipped))
 
 # %% [markdown]
-# ## The dry run on moto, step by step
+# ## A deploy, call by call
 #
-# `MotoDeployment` does what a deploy does, in order, against moto's CloudFormation: it packages
-# the code, expands the SAM transform and creates the stack. The names it prints are the stack's
-# own. It stages a failure: the first attempt fails after its charge. Its report prints a line per
-# step, folded to the page by `views.say_folded`.
+# A deploy is a handful of calls to two services. S3 holds the code and the template.
+# CloudFormation reads the template and makes the stack. It does so through a **change set**:
+# the list of what it would add, change and delete, made before anything changes. `sam deploy` and
+# `aws cloudformation deploy` create one, then execute it
+# ([deploy](https://github.com/aws/aws-cli/blob/develop/awscli/examples/cloudformation/_deploy_description.rst)).
+# Here we make each call ourselves with boto3, against moto. On your account, the same calls
+# run on `boto3.client("s3")` and `boto3.client("cloudformation")`.
+#
+# moto cannot do three steps of a real deploy. One object, `harness`, does each of them in one
+# named call, and the text says what each stands in for.
+# [The appendix](13_appendix_the_local_aws.ipynb#deploy-gaps) shows how they work.
 
 # %%
-dry = MotoDeployment("idem-demo", say=views.say_folded)
-_ = dry.package()
-_ = dry.deploy("naive")
+STACK = "idem-demo"
+harness = MotoDeployment(STACK, say=views.say_folded)  # moto's account, and the steps moto lacks
+s3, cloudformation = harness.clients["s3"], harness.clients["cloudformation"]
 
 # %% [markdown]
-# moto's CloudFormation quietly drops a few of the template's settings, such as bucket versioning
-# and table TTL. The next call sets them on moto and prints each one; AWS keeps them.
-# [The appendix](13_appendix_the_local_aws.ipynb#deploy-gaps) explains how.
+# ### 1. The code, in a bucket
+#
+# Lambda loads a function's code from a zip in S3. SAM turns the template's `CodeUri` into the
+# function's `Code`: a bucket and a key. Bucket names are global, so this one carries the account
+# and the region.
 
 # %%
-_ = dry.fill_gaps()  # moto only
+code_bucket = harness.artifacts_bucket
+s3.create_bucket(Bucket=code_bucket)
+s3.put_object(Bucket=code_bucket, Key="idem-core.zip", Body=package.zip_bytes(demo=True))
+print(f"s3://{code_bucket}/idem-core.zip")
+
+# %% [markdown]
+# ### 2. The template, in the same bucket
+#
+# A template sent inside the request (`TemplateBody`) may be at most 51,200 bytes
+# ([CreateChangeSet](https://docs.rs/aws-sdk-cloudformation/0.14.0/aws_sdk_cloudformation/input/create_change_set_input/struct.Builder.html)).
+# `template.yaml` is about 88 KB, so CloudFormation reads it from S3 (`TemplateURL`).
+#
+# On AWS you upload `template.yaml` itself, and CloudFormation runs its two transforms.
+# moto's CloudFormation runs neither. So `harness.expand_transforms` runs them here, with
+# aws-sam-translator: it stands in for that one step of CloudFormation's.
+
+# %%
+parameters = flow.parameters("naive")
+expanded = harness.expand_transforms(parameters, code_bucket, "idem-core.zip")  # moto only
+s3.put_object(Bucket=code_bucket, Key="template.json", Body=expanded.encode())
+template_url = f"https://{code_bucket}.s3.amazonaws.com/template.json"
+print(", ".join(f"{name}={value}" for name, value in parameters.items()))
+
+# %% [markdown]
+# ### 3. The change set: what would be made
+#
+# `CreateChangeSet` with `ChangeSetType="CREATE"` names a stack that does not exist yet; `UPDATE`
+# would compare with one that does
+# ([create-change-set](https://docs.aws.amazon.com/cli/latest/reference/cloudformation/create-change-set.html)).
+# `Capabilities` are your consent to what the template does to your account:
+#
+# * `CAPABILITY_IAM`: the template makes IAM roles, such as `ChargeFunctionRole`. Without it,
+#   CloudFormation refuses with `InsufficientCapabilities`.
+# * `CAPABILITY_NAMED_IAM` would be needed instead if a role had a name of its own (`RoleName`).
+#   This template names none, so CloudFormation names them.
+# * `CAPABILITY_AUTO_EXPAND`: the template runs macros, here its two transforms
+#   ([capabilities](https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.CfnCapabilities.html)).
+#   A change set holds the template as the transforms left it, for you to review
+#   ([Transform](https://docs.aws.amazon.com/console/cloudformation/transform-capabilities-warning)).
+#
+# The tags mark the stack as this workbook's: its teardown deletes only a stack that carries them.
+# A waiter is boto3's loop that asks for a status until it is reached. `DescribeChangeSet`
+# then lists the changes; here, counted by action and type:
+
+# %%
+cloudformation.create_change_set(
+    StackName=STACK, ChangeSetName="create-naive", ChangeSetType="CREATE",
+    TemplateURL=template_url,
+    Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+    Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"], Tags=TAGS)
+change_set = {"StackName": STACK, "ChangeSetName": "create-naive"}
+cloudformation.get_waiter("change_set_create_complete").wait(**change_set)
+changes = cloudformation.describe_change_set(**change_set)["Changes"]
+kinds = Counter((c["ResourceChange"]["Action"], c["ResourceChange"]["ResourceType"])
+                for c in changes)
+for (action, kind), count in sorted(kinds.items()):
+    print(f"{action} {count:2} {kind}")
+
+# %% [markdown]
+# Every change is an `Add`: the stack is new. Nothing exists yet. Two functions, because the
+# hourly reconciliation is a function too. Three roles: one per function, and one for EventBridge
+# Scheduler, which starts the reconciliation every hour.
+#
+# ### 4. Execute, and wait
+#
+# `ExecuteChangeSet` makes exactly what the change set listed. The stack is done when its status
+# is `CREATE_COMPLETE`. Then moto's CloudFormation leaves a few things out: the stack's outputs,
+# bucket versioning, the table's TTL, the function's event-invoke config. The next call,
+# `harness.fill_gaps()`, sets each one on moto and prints it. On AWS there is nothing to set.
+
+# %%
+cloudformation.execute_change_set(**change_set)
+cloudformation.get_waiter("stack_create_complete").wait(StackName=STACK)
+_ = harness.fill_gaps()  # moto only
+outputs = {o["OutputKey"]: o["OutputValue"]
+           for o in cloudformation.describe_stacks(StackName=STACK)["Stacks"][0]["Outputs"]}
+print("function:", outputs["FunctionName"], "| ledger:", outputs["LedgerTableName"])
+
+# %% [markdown]
+# ### 5. The order: what waited for what
+#
+# `DescribeStackEvents` returns the stack's events, newest first
+# ([describe-stack-events](https://docs.aws.amazon.com/cli/latest/reference/cloudformation/describe-stack-events.html)).
+# On AWS each resource adds a `CREATE_IN_PROGRESS` and a `CREATE_COMPLETE`. Read oldest first,
+# they give the order in which the resources were made:
+
+# %%
+events = cloudformation.describe_stack_events(StackName=STACK)["StackEvents"]
+for event in reversed(events):
+    print(event["LogicalResourceId"], event["ResourceType"], event["ResourceStatus"])
+
+# %% [markdown]
+# moto 5.2 records only the stack's own three events, not one per resource. The order is the
+# template's, though, so we can read it from there. A resource waits for every resource it
+# names: a `!Ref`, a `!GetAtt`, a `${Name}` in a `!Sub`, or its `DependsOn`. CloudFormation
+# makes in parallel all that waits for nothing more
+# ([DependsOn](https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html)).
+# So a stack goes up in waves:
+
+# %%
+for line in stack_order.wave_lines(json.loads(expanded)):
+    views.say_folded(line)
+
+# %% [markdown]
+# What to notice, group by group:
+#
+# * The tables, the failure queue and the alarm topic name nothing, so they come first.
+# * The role names the provider table's ARN, so it waits for it. The function names its role's
+#   ARN, and `DependsOn: RetainedReady`: it comes after everything it uses.
+# * The function's version, event-invoke config and permission name the function: wave 4. So
+#   do the alarms that watch it.
+# * The upload bucket comes in wave 6, its policy after it. The bucket's notification names the
+#   function, and it waits on `UploadNotificationReady`, which names the permission. S3 tests a
+#   destination when the notification is set, so the permission must exist first.
+#
+# On AWS, the events show the same waves: no resource starts before what it waits for is complete.
 
 # %% [markdown]
 # ### The naive function, one upload
 #
-# moto cannot run Lambda code, so the local runtime runs `idem.core.entry` with the *deployed*
-# function's environment and event-invoke config, on the stack's tables and queue.
+# moto cannot run Lambda code. `harness.upload` stands in for Lambda: it puts the file in the
+# stack's bucket, then the local runtime runs the *deployed* function's handler. It uses that
+# function's environment and event-invoke config, on the stack's tables and queue. The stack
+# stages a failure: the first attempt fails after its charge.
 
 # %%
-naive_run = dry.upload("alice/order-1.txt")
-fig = views.timeline(dry.attempts[naive_run.key], title=naive_run.line())
+naive_run = harness.upload("alice/order-1.txt")
+fig = views.timeline(harness.attempts[naive_run.key], title=naive_run.line())
 
 # %% [markdown]
 # The provider was paid on the first attempt, which then failed, and paid again on the retry. The
 # ledger, read back from the stack's own table:
 
 # %%
-ledger = Ledger(dry.clients["dynamodb"], dry.outputs["LedgerTableName"], dry.clock)
+ledger = Ledger(harness.clients["dynamodb"], outputs["LedgerTableName"], harness.clock)
 views.compact_items(ledger.items())
 
 # %% [markdown]
-# ### Switch the mode, upload a fresh file
+# ### Switch the mode: an update, through a change set
 #
-# A stack update with `HandlerMode=keyed` changes one environment variable of the same function.
-# The file name is new, and the stack's clock runs on, so keyed's first attempt starts at 60 s.
+# `HandlerMode=keyed` is a stack update: a change set of type `UPDATE` on the same stack. Its
+# `DescribeChangeSet` names what the new parameters change.
 
 # %%
-_ = dry.deploy("keyed")
-_ = dry.fill_gaps()
-keyed_run = dry.upload("alice/order-2.txt")
-fig = views.timeline(dry.attempts[keyed_run.key], title=keyed_run.line())
+parameters = flow.parameters("keyed")
+expanded = harness.expand_transforms(parameters, code_bucket, "idem-core.zip")  # moto only
+s3.put_object(Bucket=code_bucket, Key="template.json", Body=expanded.encode())
+cloudformation.create_change_set(
+    StackName=STACK, ChangeSetName="switch-to-keyed", ChangeSetType="UPDATE",
+    TemplateURL=template_url,
+    Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+    Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"])
+change_set = {"StackName": STACK, "ChangeSetName": "switch-to-keyed"}
+cloudformation.get_waiter("change_set_create_complete").wait(**change_set)
+for change in cloudformation.describe_change_set(**change_set)["Changes"]:
+    print(change["ResourceChange"]["Action"], change["ResourceChange"]["LogicalResourceId"])
+
+# %% [markdown]
+# `ChargeFunction` is modified: one environment variable, `HANDLER_MODE`. Only its text changed
+# in the expanded template. moto also lists `AlarmTopic`. It stored that resource with an empty
+# `Properties` the template does not write, so its comparison sees a change.
+#
+# Execute it, wait, and upload a fresh file. The stack's clock runs on, so keyed's first attempt
+# starts at 60 s.
+
+# %%
+cloudformation.execute_change_set(**change_set)
+cloudformation.get_waiter("stack_update_complete").wait(StackName=STACK)
+_ = harness.fill_gaps()  # moto only
+keyed_run = harness.upload("alice/order-2.txt")
+fig = views.timeline(harness.attempts[keyed_run.key], title=keyed_run.line())
 
 # %% [markdown]
 # The failed attempt gave its lease back, so the retry called the provider with the same key, which
@@ -345,8 +500,8 @@ views.compact_items(ledger.items())
 # `account#alice` counter is naive's.
 
 # %%
-print("failure queue depth:", flow.queue_depth(dry.clients["sqs"], dry.outputs["FailureQueueUrl"]))
-views.items_frame([run.row() for run in dry.runs])
+print("failure queue depth:", flow.queue_depth(harness.clients["sqs"], outputs["FailureQueueUrl"]))
+views.items_frame([run.row() for run in harness.runs])
 
 # %% [markdown]
 # Had an event reached the queue, `python -m idem redrive` would send it back to the function as
@@ -365,13 +520,13 @@ views.items_frame([run.row() for run in dry.runs])
 # event get lost:
 
 # %%
-print("event lost for", views.ship.lose_upload(dry, "bob/order-3.txt"))
+print("event lost for", views.ship.lose_upload(harness, "bob/order-3.txt"))
 
 # %%
 views.show_source(reconcile_job.compare)
 
 # %%
-report = views.ship.reconcile_on(dry)
+report = views.ship.reconcile_on(harness)
 print(views.ship.reconcile_line(report))
 views.ship.reconcile_frame(report)
 
@@ -386,11 +541,23 @@ views.ship.reconcile_frame(report)
 # %% [markdown]
 # ### Teardown
 #
-# A versioned bucket has to be emptied, every version, before CloudFormation can delete it. Then
-# the demo stack goes with everything in it.
+# CloudFormation cannot delete a bucket that holds anything. In a versioned bucket that means
+# every version and every delete marker, not only the current objects. This empties one, a page
+# of at most 1,000 at a time:
 
 # %%
-leftovers = dry.teardown()
+views.show_source(flow.empty_bucket)
+
+# %% [markdown]
+# Empty both of the stack's buckets, then delete the stack and wait. `harness.teardown()` then
+# deletes the code bucket and lists anything of the stack's still on moto.
+
+# %%
+for bucket in (outputs["BucketName"], outputs["ReportBucketName"]):
+    print(bucket, "emptied:", flow.empty_bucket(s3, bucket), "object versions")
+cloudformation.delete_stack(StackName=STACK)
+cloudformation.get_waiter("stack_delete_complete").wait(StackName=STACK)
+leftovers = harness.teardown()
 
 # %% [markdown]
 # `python -m idem deploy` runs all of the above in one go. It exits 0 only if naive charged twice
@@ -415,7 +582,8 @@ print("\n".join(twin.attempts))
 # %% [markdown]
 # ## On your AWS account (opt-in)
 #
-# This part runs only with `IDEM_REAL_AWS=1` and your AWS credentials and region. It creates a tagged stack and code bucket, uploads two orders
+# This part runs only with `IDEM_REAL_AWS=1` and your AWS credentials and region. It creates a
+# tagged stack and code bucket, uploads two orders
 # (naive, then keyed), waits for Lambda's retry, reads the ledger and deletes everything it made.
 # It never touches a stack it did not tag. From a terminal, the same:
 # `python -m idem deploy --target aws --yes --region eu-west-1`.
@@ -507,8 +675,9 @@ print(views.ship.check_stack_prediction(my_prediction, result))
 #
 # * You ship the handler as one stack from `template.yaml`: five moving parts, and a role that
 #   grants exactly the calls the code was seen making.
-# * The rehearsal on moto creates the stack from the real template; the workbook's runtime runs
-#   the function on the stack's tables and queue: naive charges twice, keyed once.
+# * A deploy is a few calls: the code and the template into S3, a change set with the IAM and
+#   macro capabilities, its execution, a waiter. The stack goes up in waves of what waits for what.
+#   On moto, naive then charges twice and keyed once.
 # * It proves the template and the code agree, not that AWS reads the template the same way: the
 #   opt-in cells run it on your account. The next chapter runs the production profile.
 #

@@ -53,6 +53,26 @@ def quiet_moto() -> Iterator[None]:
                 logger.setLevel(level)
 
 
+def hush_moto() -> None:
+    """From now on, moto's CloudFormation makes what it can without a warning per resource type
+    it cannot make: the gaps step names the settings that matter (chapter 13)."""
+    for name in ("moto", "samtranslator"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
+
+
+def outputs_after_change_set(stack_name: str) -> None:
+    """moto's ExecuteChangeSet makes the resources but never evaluates the template's Outputs
+    (moto 5.2: the stack keeps the template and outputs it had before); evaluate them as
+    CloudFormation does."""
+    from moto.cloudformation.models import cloudformation_backends
+
+    for stack in cloudformation_backends[ACCOUNT][REGION].stacks.values():
+        if stack.name == stack_name:
+            stack._parse_template()  # the change set's template, which execute_change_set stored
+            stack.output_map = stack._create_output_map()
+
+
 @contextlib.contextmanager
 def s3_lambda_notifications() -> Iterator[list[str]]:
     """Record the function ARNs moto's S3 notifies on put_object, instead of letting moto
@@ -82,6 +102,7 @@ class MotoDeployment:
         from moto.moto_api._internal import mock_random
 
         mock_random.seed(self.seed)  # moto's generated names and ids, made repeatable
+        hush_moto()
         self.clients = {name: fake_client(name) for name in
                         ("cloudformation", "s3", "dynamodb", "lambda", "sqs", "iam", "logs")}
         self.stack = Stack(self.clients["cloudformation"], self.stack_name, poll_seconds=0.01)
@@ -105,16 +126,28 @@ class MotoDeployment:
         return Path(ARTIFACT_KEY)
 
     # -- 2. expand the transform and create (or update) the stack ---------------------
-    def deploy(self, mode: str, fault: dict[str, str] | None = None) -> str:
-        self.parameters = flow.parameters(mode, fault)
-        packaged = tp.with_code(self.template, self.artifacts_bucket, ARTIFACT_KEY)
+    def expand_transforms(self, parameters: dict[str, str], bucket: str = "",
+                          key: str = ARTIFACT_KEY) -> str:
+        """The template as moto can create it: what CloudFormation's two transforms make of
+        template.yaml on AWS, run here (aws-sam-translator, then the profile's conditions
+        resolved, as AWS::LanguageExtensions allows), with the code at s3://bucket/key."""
+        self.parameters = dict(parameters)
+        packaged = tp.with_code(self.template, bucket or self.artifacts_bucket, key)
         with quiet_moto():
-            # Expanded as CloudFormation would, then resolved for the chosen profile (moto's
-            # CloudFormation knows no AWS::LanguageExtensions).
-            self.cfn = tp.for_moto(tp.resolve(tp.translate(packaged, self.parameters, REGION), self.parameters))
+            self.cfn = tp.for_moto(tp.resolve(tp.translate(packaged, self.parameters, REGION),
+                                              self.parameters))
+        return json.dumps(self.cfn)
+
+    def attach(self) -> None:
+        """Read the created stack's outputs and resources, for the steps that follow."""
+        self.outputs = self.stack.outputs()
+        self.physical = self.stack.physical_ids()
+
+    def deploy(self, mode: str, fault: dict[str, str] | None = None) -> str:
+        self.expand_transforms(flow.parameters(mode, fault))
+        with quiet_moto():
             status = self.stack.deploy(self.cfn, self.parameters)
-            self.outputs = self.stack.outputs()
-            self.physical = self.stack.physical_ids()
+        self.attach()
         settings = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
         self.say(f"stack     {self.stack_name}: {status} ({settings}); "
                  f"{len(self.cfn['Resources'])} resources after the SAM transform")
@@ -122,6 +155,10 @@ class MotoDeployment:
 
     # -- 3. what moto dropped ------------------------------------------------------------
     def fill_gaps(self) -> list[gaps.Gap]:
+        """What moto's CloudFormation left out of the stack just made or updated: its outputs
+        (after a change set) and the settings gaps.check finds missing, each set and printed."""
+        outputs_after_change_set(self.stack_name)
+        self.attach()
         self.gaps = gaps.check(self.cfn, self.physical, self.clients)
         filled = gaps.apply(self.gaps, self.clients)
         for gap in filled:
@@ -184,18 +221,22 @@ class MotoDeployment:
     def teardown(self) -> list[str]:
         """Empty the buckets, delete the stack and the artifacts; return what is left (nothing)."""
         s3 = self.clients["s3"]
-        removed = 0
-        if self.outputs:
-            removed = flow.empty_bucket(s3, self.outputs["BucketName"])
-            flow.empty_bucket(s3, self.outputs["ReportBucketName"])  # the reconciliation's reports
+        removed, stack_there = 0, self.stack.describe() is not None
+        for output in ("BucketName", "ReportBucketName"):  # uploads, and the reconciliation's reports
+            bucket = self.outputs.get(output)
+            if bucket and _bucket_exists(s3, bucket):
+                counted = flow.empty_bucket(s3, bucket)
+                removed += counted if output == "BucketName" else 0
         with quiet_moto():
             self.stack.delete()
         if _bucket_exists(s3, self.artifacts_bucket):
             flow.empty_bucket(s3, self.artifacts_bucket)
             s3.delete_bucket(Bucket=self.artifacts_bucket)
         left = self.leftovers()
-        self.say(f"teardown  emptied the bucket ({removed} object versions), deleted the stack "
-                 f"and the artifacts bucket; left behind: {', '.join(left) or 'nothing'}")
+        stack = (f"emptied the bucket ({removed} object versions), deleted the stack" if stack_there
+                 else "the stack was already deleted")
+        self.say(f"teardown  {stack}; deleted the artifacts bucket; "
+                 f"left behind: {', '.join(left) or 'nothing'}")
         return left
 
     def leftovers(self) -> list[str]:

@@ -75,3 +75,42 @@ def test_moto_leaves_a_change_sets_outputs_out_until_fill_gaps_sets_them():
             "REVIEW_IN_PROGRESS", "CREATE_IN_PROGRESS", "CREATE_COMPLETE"]
     finally:
         assert harness.teardown() == []
+
+
+def _without_the_buckets_depends_on():
+    harness = MotoDeployment("idem-order")
+    cfn = json.loads(harness.expand_transforms(flow.parameters("keyed")))
+    return stack_order.without_depends_on(cfn, "UploadBucket")
+
+
+def test_chapter_09s_wave_exercise_measures_what_its_solution_says():
+    """Without its DependsOn the bucket is made beside the permission, in the wave after the
+    function: nothing orders the two (the solution's 'wave 4, and no')."""
+    wave = {name: n for n, names in enumerate(stack_order.waves(_without_the_buckets_depends_on()),
+                                              start=1) for name in names}
+    assert wave["UploadBucket"] == wave["ChargeFunctionUploadPermission"] == wave["ChargeFunction"] + 1 == 4
+
+
+def test_chapter_09s_wave_check_narrows_without_stating_the_answer():
+    cfn = _without_the_buckets_depends_on()
+    empty = stack_order.check_wave_prediction(None, None, cfn)
+    assert empty.startswith("No answer yet") and "4" not in empty and "right" not in empty
+    right = stack_order.check_wave_prediction(4, False, cfn)
+    assert right.count("right") == 3 and "Both right" in right  # 'right, 4', 'right, False', 'Both right'
+    for wave, first in ((3, True), (5, True), (6, None), (None, True)):
+        said = stack_order.check_wave_prediction(wave, first, cfn)
+        assert "4" not in said and "side by side" not in said and "right" not in said, said
+    assert "is not a number" in stack_order.check_wave_prediction("4", False, cfn)
+    assert "is not True or False" in stack_order.check_wave_prediction(4, "no", cfn)
+
+
+def test_chapter_09s_stored_wave_check_holds_no_answer():
+    """The committed notebook's unanswered check says only what to fill in."""
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "09_deploy_to_aws.ipynb").read_text())["cells"]
+    (check,) = [c for c in cells if "stack_order.check_wave_prediction(" in "".join(c["source"])]
+    text = "".join("".join(o.get("text", "")) for o in check["outputs"])
+    assert text.startswith("No answer yet") and "4" not in text and "right" not in text
+    shown = [c for c in cells if "wave_lines(" in "".join(c["source"])]
+    assert len(shown) == 1 and "without" not in "".join(shown[0]["source"])  # the changed waves: only the check

@@ -428,8 +428,9 @@ for line in stack_order.wave_lines(json.loads(expanded)):
 # * The function's version, event-invoke config and permission name the function: wave 4. So
 #   do the alarms that watch it.
 # * The upload bucket comes in wave 6, its policy after it. The bucket's notification names the
-#   function, and it waits on `UploadNotificationReady`, which names the permission. S3 tests a
-#   destination when the notification is set, so the permission must exist first.
+#   function, and it waits on `UploadNotificationReady`, which names the permission.
+#   CloudFormation checks that the bucket may invoke the function, so the permission must exist
+#   first ([NotificationConfiguration](https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-s3-bucket-notificationconfig.html)).
 #
 # On AWS, the events show the same waves: no resource starts before what it waits for is complete.
 
@@ -558,6 +559,32 @@ for bucket in (outputs["BucketName"], outputs["ReportBucketName"]):
 cloudformation.delete_stack(StackName=STACK)
 cloudformation.get_waiter("stack_delete_complete").wait(StackName=STACK)
 leftovers = harness.teardown()
+
+# %% [markdown]
+# ### Try it: take a wait away
+#
+# `UploadBucket` waits for `UploadNotificationReady` only because its `DependsOn` says so. Take
+# that line away, in your head first. In which wave would CloudFormation now make the bucket? And
+# is `ChargeFunctionUploadPermission` then sure to exist before it? The check takes the
+# `DependsOn` away from the expanded template and reads the waves again.
+
+# %%
+my_wave = None  # a number: 1 is the first wave
+my_permission_first = None  # True or False
+
+# %%
+without = stack_order.without_depends_on(json.loads(expanded), "UploadBucket")
+print(stack_order.check_wave_prediction(my_wave, my_permission_first, without))
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# Wave 4, and no. The bucket's notification still names the function, made in wave 3, so the
+# bucket comes in wave 4. The permission names only the function too: it is made in wave 4, side
+# by side with the bucket. Nothing orders the two. CloudFormation may then set the notification
+# before the bucket may invoke the function, and the create fails. With the `DependsOn`, the
+# bucket waits for `UploadNotificationReady`, which waits for the permission.
+# </details>
 
 # %% [markdown]
 # `python -m idem deploy` runs all of the above in one go. It exits 0 only if naive charged twice

@@ -8,7 +8,10 @@ https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dep
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
+
+from ..answers import all_unfilled, not_yet, unfilled
 
 #: The chapter's four groups, then what the tour left to other chapters.
 GROUPS = ("function and trigger", "tables", "queues", "alarms", "reconciliation", "markers")
@@ -83,3 +86,49 @@ def wave_lines(cfn: dict[str, Any], shown: tuple[str, ...] = GROUPS[:4] + ("mark
             parts.append(f"and {rest} for the reconciliation")
         lines.append(f"wave {number}  " + "; ".join(parts))
     return lines
+
+
+def without_depends_on(cfn: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """The same template with one resource's DependsOn taken away (chapter 09's exercise)."""
+    resources = dict(cfn["Resources"])
+    resources[logical_id] = {k: v for k, v in resources[logical_id].items() if k != "DependsOn"}
+    return {**cfn, "Resources": resources}
+
+
+def check_wave_prediction(my_wave: Any, my_permission_first: Any, cfn: dict[str, Any]) -> str:
+    """Chapter 09's exercise: with UploadBucket's DependsOn taken away, the wave CloudFormation
+    makes the bucket in, and whether the function's permission is sure to exist before it. A
+    wrong answer gets a question that narrows, never the wave or the rule."""
+    if all_unfilled([my_wave, my_permission_first]):
+        return not_yet("set my_wave (a number, 1 for the first wave) and my_permission_first "
+                       "(True or False)")
+    wave = {name: n for n, names in enumerate(waves(cfn), start=1) for name in names}
+    bucket, permission = wave["UploadBucket"], wave["ChargeFunctionUploadPermission"]
+    first = permission < bucket
+    lines = []
+    if unfilled(my_wave):
+        lines.append("my_wave: no prediction yet.")
+    elif not isinstance(my_wave, int) or isinstance(my_wave, bool):
+        lines.append(f"my_wave: {my_wave!r} is not a number; waves are counted 1, 2, 3, ...")
+    elif my_wave == bucket:
+        lines.append(f"my_wave: right, {bucket}.")
+    elif my_wave < bucket:
+        lines.append(f"my_wave: not {my_wave}, too early. The bucket's own properties still name a "
+                     "resource: find it in the notification, and the wave it is made in.")
+    else:
+        lines.append(f"my_wave: not {my_wave}, too late. Without its DependsOn, the bucket waits "
+                     "only for what its properties name.")
+    if unfilled(my_permission_first):
+        lines.append("my_permission_first: no prediction yet.")
+    elif not isinstance(my_permission_first, bool):
+        lines.append(f"my_permission_first: {my_permission_first!r} is not True or False.")
+    elif my_permission_first == first:
+        lines.append(f"my_permission_first: right, {first}.")
+    else:
+        lines.append(f"my_permission_first: not {my_permission_first}. CloudFormation orders two "
+                     "resources only when one names the other. Does the bucket name the "
+                     "permission, once its DependsOn is gone?")
+    if all(line.split(": ", 1)[1].startswith("right") for line in lines):
+        lines.append("Both right. Made side by side, S3 may test the function before the permission "
+                     "exists, and the create fails. That is what the DependsOn prevents.")
+    return "\n".join(textwrap.fill(line, 100, subsequent_indent="  ") for line in lines)

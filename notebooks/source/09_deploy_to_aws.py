@@ -331,6 +331,10 @@ print(f"s3://{code_bucket}/idem-core.zip")
 # On AWS you upload `template.yaml` itself, and CloudFormation runs its two transforms.
 # moto's CloudFormation runs neither. So `harness.expand_transforms` runs them here, with
 # aws-sam-translator: it stands in for that one step of CloudFormation's.
+#
+# The parameters pick the demo profile and the naive handler. `DeploymentType=AllAtOnce` makes a
+# new version of the function live at once; production shifts traffic to it gradually, and rolls
+# back on the charge alarms.
 
 # %%
 parameters = flow.parameters("naive")

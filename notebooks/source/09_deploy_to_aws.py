@@ -328,9 +328,9 @@ print(f"s3://{code_bucket}/idem-core.zip")
 # ([CreateChangeSet](https://docs.rs/aws-sdk-cloudformation/0.14.0/aws_sdk_cloudformation/input/create_change_set_input/struct.Builder.html)).
 # `template.yaml` is about 88 KB, so CloudFormation reads it from S3 (`TemplateURL`).
 #
-# On AWS you upload `template.yaml` itself, and CloudFormation runs its two transforms.
-# moto's CloudFormation runs neither. So `harness.expand_transforms` runs them here, with
-# aws-sam-translator: it stands in for that one step of CloudFormation's.
+# On AWS you upload `template.yaml` itself, its `CodeUri` naming the zip, and CloudFormation
+# runs its two transforms. moto's CloudFormation runs neither. So `harness.expand_transforms`
+# runs them here, with aws-sam-translator: it stands in for that one step of CloudFormation's.
 #
 # The parameters pick the demo profile and the naive handler. `DeploymentType=AllAtOnce` makes a
 # new version of the function live at once; production shifts traffic to it gradually, and rolls
@@ -340,7 +340,7 @@ print(f"s3://{code_bucket}/idem-core.zip")
 parameters = flow.parameters("naive")
 expanded = harness.expand_transforms(parameters, code_bucket, "idem-core.zip")  # moto only
 s3.put_object(Bucket=code_bucket, Key="template.json", Body=expanded.encode())
-template_url = f"https://{code_bucket}.s3.amazonaws.com/template.json"
+template_url = f"https://{code_bucket}.s3.{s3.meta.region_name}.amazonaws.com/template.json"
 print(", ".join(f"{name}={value}" for name, value in parameters.items()))
 
 # %% [markdown]

@@ -21,7 +21,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "04": (("claimed", "!=", "ledger", "charges", "dlq", "silent"), ("no ledger entry",)),
     "05": (("alone decide", "must not charge", "Delete the record", "must raise", "stand down"),
            ("Delete the record",)),
-    "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
+    "06": (("55", "56", "58", "60", "outlast", "first retry", "deadline"), ("outlast", "between 55", "over 55")),
     "07": (("Total", "per account", "per upload", "both sides", "Counter"),
            ("'no ledger line'", "'double charge'")),
     "08": (("3", "4", "round", "larger", "twice", "rule", "list above"), ("rounds up to", "the larger of")),
@@ -30,7 +30,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
            ("Make that write conditional", "24-hour key window", "charges_attribute: right")),
     "13": (("2", "EventAgeExceeded", "Walk the clock", "60 s", "older than", "180"), ("EventAgeExceeded",)),
-    "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
+    "12": (("invoice: overwrite", "refund: keyed", "->", "diagram"),
            ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),
 }
 
@@ -217,3 +217,22 @@ def test_chapter_12s_chat_prompt_states_facts_not_the_diagrams_branch():
     assert not said, said
     empty = ship.check_choices(dict.fromkeys(ship.SYSTEMS), [])
     assert empty == "No answer yet: write one of overwrite, claim_first, transaction or keyed for each system."
+
+
+def test_chapter_06s_lease_exercise_sizes_work_the_chapter_did_not_run():
+    """The zombie the chapter runs stalls 45 s, and the exercise once sized a lease for the same
+    45 s (its answer, 50 s, was the two rules read off the page). It now asks for 55 s of work: the
+    range is narrow (over 55, up to 60), and the old answer is now wrong for a reason the check
+    names."""
+    from idem.lessons.scribes import leases
+
+    text = _source_text("06")
+    assert 'leases.zombie("keyed", pause=45)' in text and "check_lease(my_timeout, work=55)" in text
+    assert leases.check_lease(58, work=55).startswith("Right")
+    assert leases.check_lease(50, work=55).startswith("Not yet (1)")
+    assert leases.check_lease(61, work=55).startswith("Not yet (2)")
+
+
+def _source_text(prefix: str) -> str:
+    (source,) = (ROOT / "notebooks" / "source").glob(f"{prefix}_*.py")
+    return source.read_text(encoding="utf-8")

@@ -42,7 +42,7 @@ STARTS = {
     "03": "return None  # your answer here", "04": "return None  # your answer here",
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"invocations": None, "ledger entries": None',
-    "10": "my_receives = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
+    "10": "my_receives = None", "12": '{"invoice": None, "refund": None, "balance": None, "chat": None}',
     "11": "twice_within_a_day = ...  # True or False", "13": "my_attempts = None",
 }
 

@@ -236,3 +236,19 @@ def test_chapter_06s_lease_exercise_sizes_work_the_chapter_did_not_run():
 def _source_text(prefix: str) -> str:
     (source,) = (ROOT / "notebooks" / "source").glob(f"{prefix}_*.py")
     return source.read_text(encoding="utf-8")
+
+
+def test_chapter_03s_recipe_exercise_adds_a_case_the_chapter_did_not_run():
+    """The recipe exercise once re-asked the five stories the chapter ran, its answer two calls
+    the chapter had shown (`keys.recipe_for`, `keys.idempotency_key`). It now asks for a recipe
+    in the standard library alone, and adds a record whose versionId is the text "null" (AWS's
+    documented value without versioning; the local world leaves the field out)."""
+    from idem.lessons.scribes import recipe_check
+
+    text = _source_text("03")
+    exercise = text[text.index("## Try it"):text.index("<details><summary>Solution")]
+    assert f"against {('five', 'six')[len(recipe_check.PITFALLS) - 5]} pitfalls" in exercise
+    assert 'same bytes twice, versionId "null"' in recipe_check.PITFALLS
+    assert "standard" in exercise and "library only" in exercise
+    solution = text[text.index("<details><summary>Solution"):]
+    assert "from idem" not in solution.split("</details>")[0]

@@ -145,7 +145,8 @@ version_only = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="versio
 name_only = "[bucket, key]"
 pd.DataFrame([
     runs.option_row("key with version", pt.run_uploads([b"v1", b"v2"])),
-    runs.option_row("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY=name_only)),
+    runs.option_row("key without version",
+                    pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY=name_only)),
     runs.option_row("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY=name_only,
                                                         POWERTOOLS_VALIDATE="etag")),
     runs.option_row("no version id", pt.run_uploads([b"v1", b"v2"], versioned=False)),

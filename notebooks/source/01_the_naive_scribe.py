@@ -181,8 +181,8 @@ batch.send(pair)
 print(views.attempts_frame(batch.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls")))
 for account in ("bob", "carol"):
     charged = sum(charge.customer == account for charge in world.provider().charges())
-    booked = world.ledger().entry(account)[0]
-    print(f"{account}: charged {charged} times, the ledger counts {booked}")
+    counted = world.ledger().entry(account)[0]
+    print(f"{account}: charged {charged} times, the ledger counts {counted}")
 
 # %% [markdown]
 # Bob's record failed, and carol's succeeded in the same invocation. But the invocation failed, so

@@ -56,8 +56,8 @@ def check_retry_prediction(my_charges: dict[int, object]) -> str:
         elif guess == run.charges:
             lines.append(f"{retries} retries: right, {run.charges} charges from {run.attempts} invocations.")
         elif guess < run.charges:
-            lines.append(f"{retries} retries: not {guess}, too few. Count both copies of the event: each is "
-                         "invoked, and retried, on its own, and every attempt of naive reaches the charge.")
+            lines.append(f"{retries} retries: not {guess}, too few. How many copies of the event does S3 "
+                         "send, and how many attempts does Lambda make of each?")
         else:
             lines.append(f"{retries} retries: not {guess}, too many. Count the attempts of one copy, then "
                          "the copies.")

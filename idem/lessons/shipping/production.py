@@ -87,10 +87,10 @@ def check_receive_count(my_receives: Any) -> str:
                 f"{q['last try s'] / 3600:g} hours in, before Stripe is back.")
     if my_receives == hours * 3600:
         return f"Not {my_receives}: that is the outage in seconds; count tries, {visibility} s apart."
-    if my_receives == right - 1:
-        return (f"Not {my_receives}, one short: the first try comes at once, so {my_receives} tries span "
-                f"only {my_receives - 1} waits ({(my_receives - 1) * visibility / 3600:g} hours). The last "
-                f"fails, and {hours} hours in the queue moves the upload to the failure queue.")
+    if my_receives == right - 1:  # the fencepost: a question, not the count (issue 43)
+        return (f"Not {my_receives}: close, but its last try comes "
+                f"{(my_receives - 1) * visibility / 3600:g} hours in, minutes before Stripe is back. "
+                f"How long does the first try wait?")
     if my_receives < right:
         return (f"Not {my_receives}: its last try comes {(my_receives - 1) * visibility / 3600:g} hours in, "
                 f"before Stripe is back. A try comes every {visibility} s (VisibilityTimeout).")

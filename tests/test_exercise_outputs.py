@@ -252,3 +252,16 @@ def test_chapter_03s_recipe_exercise_adds_a_case_the_chapter_did_not_run():
     assert "standard" in exercise and "library only" in exercise
     solution = text[text.index("<details><summary>Solution"):]
     assert "from idem" not in solution.split("</details>")[0]
+
+
+def test_a_checkers_answer_to_a_wrong_guess_fits_the_page():
+    """00's, 01's and 04's checks printed reasons of up to 237 characters on one line; `folded`
+    keeps each within 100, its continuation hung under the line it continues."""
+    from idem.lessons.answers import folded
+    from idem.lessons.scribes.retries import check_charges_guess
+
+    said = check_charges_guess(2)
+    assert said.startswith("Not 2: close.") and all(len(line) <= 100 for line in said.splitlines())
+    text = folded("heading\n  " + "word " * 40 + "\n\nlast")
+    assert all(len(line) <= 100 for line in text.splitlines()) and text.splitlines()[2].startswith("    w")
+    assert text.endswith("\n\nlast") and " ".join(text.split()) == " ".join(("heading " + "word " * 40 + "last").split())

@@ -14,7 +14,7 @@ import textwrap
 from typing import Any
 
 from ...deploy import template as tp
-from ..answers import not_yet, unfilled
+from ..answers import folded, not_yet, unfilled
 from ..facts import STRIPE_ENDPOINT_REQUESTS_PER_SECOND
 
 #: Lambda keeps this much of an account's concurrency unreserved: "Lambda reserves 100 units of
@@ -73,7 +73,11 @@ def receives_needed(outage_hours: float = EXERCISE_OUTAGE_HOURS) -> int:
 def check_receive_count(my_receives: Any) -> str:
     """The chapter's exercise: the maxReceiveCount that keeps an upload, which arrived in the first
     second of a 12-hour Stripe outage, in UploadQueue until Stripe answers again, with the
-    visibility timeout unchanged. Wrong answers get the reason."""
+    visibility timeout unchanged. Wrong answers get the reason, folded to the page."""
+    return folded(_receive_count(my_receives))
+
+
+def _receive_count(my_receives: Any) -> str:
     if unfilled(my_receives):
         return not_yet("my_receives is None: set it to a whole number of receives")
     if isinstance(my_receives, float) and my_receives.is_integer():

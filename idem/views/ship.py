@@ -318,14 +318,11 @@ recommend_explore = pinned(recommend, show_recommendation,
 
 
 # -- chapter 12: the exercise --------------------------------------------------------------------
-#: Cases the chapter did not run: each is said as a fact about the system, never in the decision
-#: diagram's words (the diagram's labels once stood in the prompts, so the answer read itself).
-SYSTEMS = {
-    "invoice": "render the order's invoice as a PDF from the order file alone, and save it to S3 "
-               "as invoices/<order_id>.pdf",
+SYSTEMS = {  # cases the chapter did not run, said as facts, never in the diagram's words
+    "invoice": "render the order's invoice PDF from the order file alone; save it to S3 as "
+               "invoices/<order_id>.pdf",
     "refund": "refund the part of a payment a returned item is worth, with Stripe's Refunds API",
-    "balance": "add the order's total to the customer's store credit, an item in the app's DynamoDB "
-               "table",
+    "balance": "add the order's total to the customer's store credit, an item in the app's DynamoDB table",
     "chat": "post 'thanks for your order' to a team chat's webhook, which has no request ids and "
             "cannot list past posts; millions of orders a day; a thank-you a day late harms no one, "
             "two look sloppy",
@@ -341,21 +338,18 @@ def _why(system: str, choice: str, r: Mapping[str, PatternRow]) -> tuple[str, st
     lost = f"claim_first ends in silent loss in {claim_first.count('silent_loss')} of {n} rows"
     outside = "it happens outside DynamoDB, and no DynamoDB transaction can include it"
     table = {
-        ("invoice", "overwrite"): ("right", "the same order gives the same file under the same name: "
-                                            "writing it twice leaves one invoice, so no record is needed."),
+        ("invoice", "overwrite"): ("right", "one order, one file, one name: writing it twice leaves one invoice."),
         ("invoice", "claim_first"): ("wrong", f"a failure after the claim leaves no invoice for good "
                                               f"({lost}); writing the file again was harmless all along."),
         ("invoice", "transaction"): ("wrong", f"the invoice is a file in S3: {outside}."),
         ("invoice", "keyed"): ("more than needed", f"safe, but it pays {keyed.first.calls} DynamoDB calls "
                                                    f"and ${keyed.first.dollars_per_million:g} per million "
                                                    "uploads to guard a write that is harmless to repeat."),
-        # Stripe: a charge may be refunded in part "multiple times, until the entire charge has
-        # been refunded" (https://docs.stripe.com/api/refunds/create); every POST takes an
-        # idempotency key (https://docs.stripe.com/idempotency).
-        ("refund", "overwrite"): ("wrong", f"a refund is money moved, not a value set: Stripe takes a "
-                                           f"partial refund again and again until the whole payment is "
-                                           f"refunded. With no guard, naive moves money twice in "
-                                           f"{naive.count('double_charge')} of {n} rows."),
+        # partial refunds "multiple times": https://docs.stripe.com/api/refunds/create
+        ("refund", "overwrite"): ("wrong", "a refund is money moved, not a value set: Stripe refunds part "
+                                           "of a payment again and again until it is all refunded. With no "
+                                           f"guard, naive moves money twice in {naive.count('double_charge')} "
+                                           f"of {n} rows."),
         ("refund", "claim_first"): ("wrong", f"{lost} and silent mismatch in "
                                              f"{claim_first.count('silent_mismatch')}: a customer is "
                                              "never refunded, or refunded with nothing in the books."),

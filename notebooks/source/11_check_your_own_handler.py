@@ -43,6 +43,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # twice, or start a copy mid-run. Lambda can retry 0, 1 or 2 times. One choice of each (where
 # the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
 # check builds every schedule the clean run allows.
+
+# %% [markdown]
+# ### Two schedules that carry no fault
 #
 # Two more kinds of schedule reach bugs that faults alone cannot. In an overwrite schedule, a
 # second upload arrives with the same name, after the first is done or while the first sits at
@@ -52,11 +55,17 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # never charges the second order. A key built from the upload charges the retried PUT twice. The
 # check's buckets take every PUT. A bucket whose policy requires **If-None-Match** (chapter 03)
 # refuses a second PUT of a name with 412, so no second event comes; the check does not model
-# that. In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the event starts while the call is in flight.
+# that.
+#
+# In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the
+# event starts while the call is in flight.
 # Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
 # and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
 # takes the work over. These two kinds add no faults, which keeps them few. The report counts
 # the schedules each kind adds.
+
+# %% [markdown]
+# ### How an upload is judged
 #
 # Each schedule runs on its own upload. The check counts each effect where it lands, not where an
 # answer comes back. Charges are read from the provider's own records, so a charge made under a
@@ -898,6 +907,9 @@ views.show_source(KeyedCharger.charge_once)
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
+
+# %% [markdown]
+# ### On the command line and in CI
 #
 # On the command line, `python -m idem check my_function.py:lambda_handler --effect
 # dynamodb:UpdateItem` runs the same check (installed, `idem check`). The job starter above was
@@ -921,7 +933,8 @@ views.show_source(KeyedCharger.charge_once)
 # def test_my_handler_charges_once(idem_check):
 #     idem_check("my_function.py:lambda_handler", effects=["sqs:SendMessage"])
 # ```
-#
+
+# %% [markdown]
 # ## Summary
 #
 # * `check_handler` runs your handler, unchanged, through every schedule of faults, copies and

@@ -83,7 +83,9 @@ def test_the_handlers_the_chapter_writes_are_the_given_one_without_its_claim_and
     # Try it's handler: no claim, plus the key the check asked for, and nothing else
     expected = replaced(written("no_claim.py"), UNKEYED, HASHED)
     expected = replaced(expected, "import json\n", "import hashlib\nimport json\n")
-    expected = replaced(expected, "each uploaded order, then", "each uploaded order with a key made from the order, then")
+    expected = replaced(expected, "each uploaded order, then write the charge into the books.",
+                        "each uploaded order with a key made from the order, then write the\n"
+                        "charge into the books.")
     assert written("keyed.py") == expected
 
 

@@ -21,7 +21,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "04": (("claimed", "!=", "ledger", "charges", "dlq", "silent"), ("no ledger entry",)),
     "05": (("alone decide", "must not charge", "Delete the record", "must raise", "stand down"),
            ("Delete the record",)),
-    "06": (("45", "60", "outlast", "first retry", "50", "deadline"), ("outlast", "between 45")),
+    "06": (("55", "56", "58", "60", "outlast", "first retry", "deadline"), ("outlast", "between 55", "over 55")),
     "07": (("Total", "per account", "per upload", "both sides", "Counter"),
            ("'no ledger line'", "'double charge'")),
     "08": (("3", "4", "round", "larger", "twice", "rule", "list above"), ("rounds up to", "the larger of")),
@@ -30,7 +30,7 @@ ANSWER_TOKENS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "11": (("2", "two", "day later", "24", "replay", "double_effect", "conditional", "prune", "True", "False", "right"),
            ("Make that write conditional", "24-hour key window", "charges_attribute: right")),
     "13": (("2", "EventAgeExceeded", "Walk the clock", "60 s", "older than", "180"), ("EventAgeExceeded",)),
-    "12": (("thumbnail: overwrite", "card: keyed", "->", "diagram"),
+    "12": (("invoice: overwrite", "refund: keyed", "->", "diagram"),
            ("takes keys", "idempotency keys", "cheapest guard", "your own", "acceptable")),
 }
 
@@ -217,3 +217,51 @@ def test_chapter_12s_chat_prompt_states_facts_not_the_diagrams_branch():
     assert not said, said
     empty = ship.check_choices(dict.fromkeys(ship.SYSTEMS), [])
     assert empty == "No answer yet: write one of overwrite, claim_first, transaction or keyed for each system."
+
+
+def test_chapter_06s_lease_exercise_sizes_work_the_chapter_did_not_run():
+    """The zombie the chapter runs stalls 45 s, and the exercise once sized a lease for the same
+    45 s (its answer, 50 s, was the two rules read off the page). It now asks for 55 s of work: the
+    range is narrow (over 55, up to 60), and the old answer is now wrong for a reason the check
+    names."""
+    from idem.lessons.scribes import leases
+
+    text = _source_text("06")
+    assert 'leases.zombie("keyed", pause=45)' in text and "check_lease(my_timeout, work=55)" in text
+    assert leases.check_lease(58, work=55).startswith("Right")
+    assert leases.check_lease(50, work=55).startswith("Not yet (1)")
+    assert leases.check_lease(61, work=55).startswith("Not yet (2)")
+
+
+def _source_text(prefix: str) -> str:
+    (source,) = (ROOT / "notebooks" / "source").glob(f"{prefix}_*.py")
+    return source.read_text(encoding="utf-8")
+
+
+def test_chapter_03s_recipe_exercise_adds_a_case_the_chapter_did_not_run():
+    """The recipe exercise once re-asked the five stories the chapter ran, its answer two calls
+    the chapter had shown (`keys.recipe_for`, `keys.idempotency_key`). It now asks for a recipe
+    in the standard library alone, and adds a record whose versionId is the text "null" (AWS's
+    documented value without versioning; the local world leaves the field out)."""
+    from idem.lessons.scribes import recipe_check
+
+    text = _source_text("03")
+    exercise = text[text.index("## Try it"):text.index("<details><summary>Solution")]
+    assert f"against {('five', 'six')[len(recipe_check.PITFALLS) - 5]} pitfalls" in exercise
+    assert 'same bytes twice, versionId "null"' in recipe_check.PITFALLS
+    assert "standard" in exercise and "library only" in exercise
+    solution = text[text.index("<details><summary>Solution"):]
+    assert "from idem" not in solution.split("</details>")[0]
+
+
+def test_a_checkers_answer_to_a_wrong_guess_fits_the_page():
+    """00's, 01's and 04's checks printed reasons of up to 237 characters on one line; `folded`
+    keeps each within 100, its continuation hung under the line it continues."""
+    from idem.lessons.answers import folded
+    from idem.lessons.scribes.retries import check_charges_guess
+
+    said = check_charges_guess(2)
+    assert said.startswith("Not 2: close.") and all(len(line) <= 100 for line in said.splitlines())
+    text = folded("heading\n  " + "word " * 40 + "\n\nlast")
+    assert all(len(line) <= 100 for line in text.splitlines()) and text.splitlines()[2].startswith("    w")
+    assert text.endswith("\n\nlast") and " ".join(text.split()) == " ".join(("heading " + "word " * 40 + "last").split())

@@ -42,7 +42,7 @@ STARTS = {
     "03": "return None  # your answer here", "04": "return None  # your answer here",
     "06": "my_timeout = None", "07": "return None  # your answer here",
     "08": '"put a 2.5 KB item": None', "09": '{"invocations": None, "ledger entries": None',
-    "10": "my_receives = None", "12": '{"thumbnail": None, "card": None, "balance": None, "chat": None}',
+    "10": "my_receives = None", "12": '{"invoice": None, "refund": None, "balance": None, "chat": None}',
     "11": "twice_within_a_day = ...  # True or False", "13": "my_attempts = None",
 }
 
@@ -97,6 +97,8 @@ def test_chapter_01s_prediction_for_each_retry_setting_with_a_duplicate():
     assert right.count(": right") == 3 and "Even with retries off" in right
     wrong = check_retry_prediction({0: 1, 1: 2, 2: 3})  # forgot the second copy
     assert wrong.count("too few") == 3 and "Even with retries off" not in wrong and "2 charges" not in wrong
+    assert "each is invoked, and retried, on its own" not in wrong  # a question, not the rule (issue 43)
+    assert wrong.count("How many copies of the event") == 3
     assert "too many" in check_retry_prediction({0: 2, 1: 4, 2: 9})
     assert "keep its three settings" in check_retry_prediction({0: 2})
 
@@ -310,7 +312,10 @@ def test_the_receive_count_exercise_refuses_empty_and_wrong_answers_with_a_reaso
     assert production.check_receive_count(right).startswith("Right")
     assert production.check_receive_count(float(right)).startswith("Right")
     assert "is the least" in production.check_receive_count(right + 50)
-    for wrong, why in ((right - 1, "one short"), (q["max receives"], "today's setting"),
+    # one short gets a question about the first try, never the count or the rule (issue 43)
+    close = production.check_receive_count(right - 1)
+    assert "first try wait" in close and str(right) not in close and "at once" not in close
+    for wrong, why in ((right - 1, "close"), (q["max receives"], "today's setting"),
                        (production.EXERCISE_OUTAGE_HOURS * 3600, "in seconds"), (10, "before Stripe is back")):
         answer = production.check_receive_count(wrong)
         assert answer.startswith("Not") and why in answer

@@ -17,7 +17,7 @@ from idem.lessons.scribes import recipe_check
 from idem.lessons.scribes.recipe_check import check_recipe
 
 SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "03_choosing_a_key.py"
-RETRY, DUPLICATE, VERSIONED, UNVERSIONED, LONG = recipe_check.PITFALLS
+RETRY, DUPLICATE, VERSIONED, UNVERSIONED, NULL_VERSION, LONG = recipe_check.PITFALLS
 
 
 def decoded(record):
@@ -33,11 +33,15 @@ def sha(text: str) -> str:
     return "charge#" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def fields(record, name):
-    """bucket/name#versionId or, without one, #eTag#sequencer: idem's fields, any name."""
+def fields(record, name, null_is_a_version=False):
+    """bucket/name#versionId or, without one (missing or "null"), #eTag#sequencer: idem's fields,
+    any name. `null_is_a_version` takes the text "null" for a version (the wrong reading)."""
     s3 = record["s3"]
     o = s3["object"]
-    tail = o.get("versionId") or f"{o['eTag']}#{o['sequencer']}"
+    version = o.get("versionId")
+    if version == "null" and not null_is_a_version:
+        version = None
+    tail = version or f"{o['eTag']}#{o['sequencer']}"
     return f"{s3['bucket']['name']}/{name}#{tail}"
 
 
@@ -49,18 +53,24 @@ WRONG = {
     "request id": (lambda r, context: idem_recipe(r, context) + "#" + context.aws_request_id,
                    {DUPLICATE}),
     # the bytes, not the upload
-    "etag only": (lambda r: keys.idempotency_key(decoded(r), "etag_only"), {VERSIONED, UNVERSIONED}),
+    "etag only": (lambda r: keys.idempotency_key(decoded(r), "etag_only"),
+                  {VERSIONED, UNVERSIONED, NULL_VERSION}),
     # version id without the fallback: every unversioned upload is version null
-    "version, no fallback": (lambda r: keys.idempotency_key(decoded(r), "version"), {UNVERSIONED}),
+    "version, no fallback": (lambda r: keys.idempotency_key(decoded(r), "version"),
+                             {UNVERSIONED, NULL_VERSION}),
     "version field read directly": (
         lambda r: sha(f"{unquote_plus(r['s3']['object']['key'])}#{r['s3']['object']['versionId']}"),
-        {UNVERSIONED}),
+        {UNVERSIONED, NULL_VERSION}),
+    # the fallback taken only when the field is missing: "null" is read as a version (issue 43)
+    "null taken for a version": (
+        lambda r: sha(fields(r, unquote_plus(r["s3"]["object"]["key"]), null_is_a_version=True)),
+        {NULL_VERSION}),
     # readable, not hashed: json.dumps writes each é as \u00e9, six bytes
     "json, not hashed": (lambda r: "charge#" + json.dumps(fields(r, unquote_plus(r["s3"]["object"]["key"]))),
                          {LONG}),
     # the chapter's starter: the bucket and the name as sent
     "bucket and raw name": (lambda r: f"{r['s3']['bucket']['name']}/{r['s3']['object']['key']}",
-                            {VERSIONED, UNVERSIONED, LONG}),
+                            {VERSIONED, UNVERSIONED, NULL_VERSION, LONG}),
 }
 
 
@@ -104,6 +114,7 @@ def test_the_reasons_name_the_cause():
     # "add the versionId", "hash the recipe's text (sha256)", "leave the context out")
     assert why(WRONG["version, no fallback"][0], UNVERSIONED).endswith("which field still differs per upload there?")
     assert why(WRONG["etag only"][0], VERSIONED).endswith("which field of the record is new for every upload?")
+    assert why(WRONG["null taken for a version"][0], NULL_VERSION).endswith('does "null" name a version?')
     for wrong in WRONG.values():
         for finding in check_recipe(wrong[0]).findings:
             assert not any(fix in finding.why for fix in ("add the", "sha256", "hash", "leave the context out",

@@ -113,11 +113,11 @@ def test_recommend_refuses_an_unknown_choice(fake_rows):
 def test_the_exercise_check_explains_each_answer(fake_rows):
     assert ship.check_choices(ship.ANSWERS, fake_rows).endswith("All four right.")
     everywhere = " ".join(ship.check_choices({s: "keyed" for s in ship.SYSTEMS}, fake_rows).split())
-    assert "thumbnail -> keyed: more than needed" in everywhere
+    assert "invoice -> keyed: more than needed" in everywhere
     assert "chat -> keyed: wrong" in everywhere and "double charges in 2 of 8 rows" in everywhere
     assert "1 of 4 right" in everywhere
-    claim = " ".join(ship.check_choices({**ship.ANSWERS, "card": "claim_first"}, fake_rows).split())
-    assert "card -> claim_first: wrong" in claim and "silent loss in 1 of 8 rows" in claim
+    claim = " ".join(ship.check_choices({**ship.ANSWERS, "refund": "claim_first"}, fake_rows).split())
+    assert "refund -> claim_first: wrong" in claim and "silent loss in 1 of 8 rows" in claim
     assert "choose one of" in ship.check_choices({**ship.ANSWERS, "chat": "retry"}, fake_rows)
     assert "unknown systems" in ship.check_choices({"fax": "keyed"}, fake_rows)
 

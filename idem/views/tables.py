@@ -115,7 +115,7 @@ def matrix_table(outcomes: Iterable[sc.Outcome]) -> Styled:
     order = list(dict.fromkeys(frame["scenario"]))
     handlers = list(dict.fromkeys(frame["handler"]))
     table = frame.pivot(index="scenario", columns="handler", values="cell").loc[order, handlers]
-    table.columns.name, table.index.name = None, "fault point, how often / delivery"
+    table.columns.name, table.index.name = None, "fault point, once/always"
     shown = [v for v in VERDICT_COLOURS if any(str(c).endswith(f" {v}") for c in frame["cell"])]
     return Styled(table.style.set_uuid("matrix").map(_verdict_colour).set_caption(colour_key(shown)))
 

@@ -84,7 +84,8 @@ views.show_json(event, hide=("userIdentity", "requestParameters", "responseEleme
 # %%
 test_run = LocalLambda(world, world.env("naive"))
 test_run.send(s3_test_event(world.bucket))
-print(views.attempts_frame(test_run.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls", "result")))
+print(views.attempts_frame(test_run.run(),
+                          columns=("t (s)", "attempt", "outcome", "dynamodb_calls", "result")))
 print(views.fold(test_run.attempts[0].logs[0]))  # one JSON log line, folded to the page
 
 # %% [markdown]
@@ -180,7 +181,8 @@ batch.send(pair)
 print(views.attempts_frame(batch.run(), columns=("t (s)", "attempt", "outcome", "dynamodb_calls")))
 for account in ("bob", "carol"):
     charged = sum(charge.customer == account for charge in world.provider().charges())
-    print(f"{account}: charged {charged} times, the ledger counts {world.ledger().entry(account)[0]}")
+    counted = world.ledger().entry(account)[0]
+    print(f"{account}: charged {charged} times, the ledger counts {counted}")
 
 # %% [markdown]
 # Bob's record failed, and carol's succeeded in the same invocation. But the invocation failed, so
@@ -196,7 +198,8 @@ for account in ("bob", "carol"):
 # The handler cannot tell the copies apart unless it looks.
 
 # %%
-views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES],
+copies = [sc.run(sc.Scenario("naive", "none", "-", delivery)) for delivery in sc.DELIVERIES]
+views.outcome_frame(copies,
                     columns=("delivery", "charges", "ledger_charges", "invocations", "verdict"))
 
 # %% [markdown]
@@ -214,7 +217,8 @@ views.outcome_frame([sc.run(sc.Scenario("naive", "none", "-", delivery)) for del
 # %%
 trap = [sc.run(sc.Scenario("naive", "after_charge", "always", reuse_containers=warm))
         for warm in (True, False)]
-views.outcome_frame(trap, columns=("containers", "charges", "invocations", "in_failure_queue", "verdict"))
+views.outcome_frame(trap,
+                    columns=("containers", "charges", "invocations", "in_failure_queue", "verdict"))
 
 # %% [markdown]
 # The verdict is the same: naive remembers nothing, so where it runs cannot matter. What differs

@@ -276,14 +276,19 @@ _ = views.story_explore("same bytes again", "version")
 # %% [markdown]
 # ## Try it
 #
-# Write a key recipe of your own for an upload, as a handler would. It takes one record of the
-# event as S3 sends it (`event["Records"][0]`, a dict), and the Lambda context. It returns the
-# idempotency key itself: the string the ledger stores as its partition key.
+# Write a key recipe of your own for an upload, as your own handler would: with the standard
+# library only, not `idem`'s helpers. It takes one record of the event as S3 sends it
+# (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency key itself:
+# the string the ledger stores as its partition key.
 #
-# The check runs your recipe against five pitfalls. For each one it prints `pass`, or why the
-# recipe fails. Decoding the name is not one of them: S3 writes each name one way only, so a key
-# from the raw field is still one key per upload. Decode it anyway, so that the key names a real
-# object. Write the recipe, run the check, read why it fails, and change the recipe until every
+# The check runs your recipe against six pitfalls. Five are cases run above. The sixth is a
+# case this chapter did not run: two uploads of the same bytes to a bucket without versioning,
+# each record with `versionId` the text `"null"`, as AWS documents the field. Predict first:
+# which of the recipes above would tell those two uploads apart?
+#
+# For each pitfall the check prints `pass`, or why the recipe fails. Decoding the name is not a
+# pitfall: S3 writes each name one way only, so a key from the raw field is still one key per
+# upload. Decode it anyway, so that the key names a real object. Change the recipe until every
 # pitfall passes.
 
 # %%
@@ -299,19 +304,29 @@ print(check_recipe(my_recipe))
 # <details><summary>Solution</summary>
 #
 # ```python
-# from idem.core import keys
-# from idem.core.events import read_event
+# import hashlib
+# from urllib.parse import unquote_plus
+#
 #
 # def my_recipe(record, context):
-#     obj = read_event({"Records": [record]}).objects[0]  # the name decoded with unquote_plus
-#     return keys.idempotency_key(obj, keys.recipe_for(obj, "version"))
+#     s3 = record["s3"]
+#     bucket, obj = s3["bucket"]["name"], s3["object"]
+#     name = unquote_plus(obj["key"])  # the name as stored: S3 writes a space as +
+#     version = obj.get("versionId")
+#     if version and version != "null":  # a version of this upload's own
+#         text = f"version\n{bucket}\n{name}\n{version}"
+#     else:  # none, or "null": the bytes and the order S3 saw them in
+#         text = f"content\n{bucket}\n{name}\n{obj['eTag']}\n{obj['sequencer']}"
+#     return "charge#" + hashlib.sha256(text.encode()).hexdigest()
 # ```
 #
-# The recipe's first line decodes the name and reads the
-# `versionId` (`None` when there is none). Then `recipe_for` picks `version` when there is a
-# `versionId`, and `content` (`eTag` and `sequencer`) when there is not. Last, `idempotency_key`
-# hashes the recipe's text, so even the longest name gives a key under 100 bytes. The context goes
-# unused: nothing about the attempt belongs in the key.
+# A `versionId` names one upload only in a versioned bucket. The text `"null"` is the same for
+# every upload of the name. A recipe that falls back to `content` only when the field is missing
+# keys the second upload like the first, and never charges it. The `content` recipe (`eTag` and
+# `sequencer`) tells the two apart, as it did for the missing field. The hash makes even the
+# longest name a key of 71 characters. The context goes unused: nothing about the attempt
+# belongs in the key. `idem` does the same in `keys.recipe_for` and `keyed_events._version`,
+# shown above.
 # </details>
 
 # %% [markdown]

@@ -54,8 +54,8 @@ views.show_source(claim_first.handle, Ledger.claim_once, Ledger.put_if_absent)
 # runs gets a fresh world.
 
 # %%
-uniform = [sc.run(s) for s in sc.select(sc.all_scenarios(("naive", "claim_first", "robust", "keyed")),
-                                         delivery="single")]
+four_handlers = ("naive", "claim_first", "robust", "keyed")
+uniform = [sc.run(s) for s in sc.select(sc.all_scenarios(four_handlers), delivery="single")]
 views.matrix_table(uniform)
 
 # %% [markdown]
@@ -150,7 +150,8 @@ views.show_json(poison[1].failures[0]["requestContext"], hide=("requestId",))
 # it holds. (The keyed handler's table waits for chapter 06.)
 
 # %%
-after_charge = [o for o in uniform if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")
+after_charge = [o for o in uniform
+                if (o.scenario.fault, o.scenario.times) == ("after_charge", "once")
                 and o.scenario.handler != "keyed"]
 views.items_by_handler(after_charge)
 

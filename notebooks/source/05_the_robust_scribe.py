@@ -117,8 +117,8 @@ views.matrix_table(rows)
 
 # %%
 views.outcome_frame([r for r in rows if r.scenario.handler == "robust"],
-                    columns=("fault", "times", "delivery", "charges", "ledger_charges", "invocations",
-                             "in_failure_queue", "record_status", "verdict"))
+                    columns=("fault", "times", "delivery", "charges", "ledger_charges",
+                             "invocations", "in_failure_queue", "record_status", "verdict"))
 
 # %% [markdown]
 # Notice three things:
@@ -141,7 +141,8 @@ views.outcome_frame([r for r in rows if r.scenario.handler == "robust"],
 poisoned = LocalLambda(world, world.env("robust"), fault=FaultPlan.at_point("at_charge", "always"))
 order = world.upload("alice/order-0001.csv", b"sku,qty\nledger,1\n")
 poisoned.send(world.event(order))
-views.attempts_frame(poisoned.run(), columns=("t (s)", "attempt", "steps", "outcome", "dynamodb_calls", "result"))
+views.attempts_frame(poisoned.run(),
+                     columns=("t (s)", "attempt", "steps", "outcome", "dynamodb_calls", "result"))
 
 # %% [markdown]
 # The table shows three attempts. The first read the record, found none and wrote `in_progress`:
@@ -228,8 +229,8 @@ views.outcome_frame([half], columns=("handler", "fault", "charges", "ledger_char
 
 # %%
 concurrent = sc.run(sc.Scenario("robust", delivery="concurrent"))
-views.attempts_frame(concurrent, columns=("t (s)", "delivery", "attempt", "container", "steps", "outcome",
-                                         "result"))
+views.attempts_frame(concurrent, columns=("t (s)", "delivery", "attempt", "container", "steps",
+                                         "outcome", "result"))
 
 # %%
 fig = views.timeline(concurrent)

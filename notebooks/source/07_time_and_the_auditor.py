@@ -162,8 +162,9 @@ except ConfigError as refused:
 # %%
 for fresh in (True, False):
     story = redrive.story(25 * 3600, fresh=fresh)
-    print(f"{'a fresh event' if fresh else 'the event as it was'}: {story['charges']} charge(s) at the "
-          f"provider, {story['ledger']} in the ledger, record {story['record']}")
+    sent = "a fresh event" if fresh else "the event as it was"
+    print(f"{sent}: {story['charges']} charge(s) at the provider, {story['ledger']} in the ledger, "
+          f"record {story['record']}")
 
 # %% [markdown]
 # Both lines say one charge, each for its own reason. The event as it was still carries its

@@ -69,9 +69,12 @@ views.show_lines(pt.HANDLER_MODULE, "PRICE_CENTS")
 pd.DataFrame([
     runs.handler_row("two orders, versioning off, each sent twice",
              pt.run_handler([b"v1", b"v2"], versioned=False, redeliver_after=5.0)),
-    runs.handler_row("an error after the ledger write", pt.run_handler([b"v1"], fault=runs.after_ledger("exception"))),
-    runs.handler_row("a crash after the ledger write", pt.run_handler([b"v1"], fault=runs.after_ledger("crash"))),
-    runs.handler_row("an error after every charge call", pt.run_handler([b"v1"], fault=runs.POISON)),
+    runs.handler_row("an error after the ledger write",
+                     pt.run_handler([b"v1"], fault=runs.after_ledger("exception"))),
+    runs.handler_row("a crash after the ledger write",
+                     pt.run_handler([b"v1"], fault=runs.after_ledger("crash"))),
+    runs.handler_row("an error after every charge call",
+                     pt.run_handler([b"v1"], fault=runs.POISON)),
 ])
 
 # %% [markdown]
@@ -139,17 +142,20 @@ views.attempts_frame(runtime.run(), columns=("t (s)", "delivery", "container", "
 
 # %%
 version_only = dict(versioned=False, redeliver_after=5.0, POWERTOOLS_KEY="version_id")
+name_only = "[bucket, key]"
 pd.DataFrame([
     runs.option_row("key with version", pt.run_uploads([b"v1", b"v2"])),
-    runs.option_row("key without version", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]")),
-    runs.option_row("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY="[bucket, key]",
-                                             POWERTOOLS_VALIDATE="etag")),
+    runs.option_row("key without version",
+                    pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY=name_only)),
+    runs.option_row("validate the etag", pt.run_uploads([b"v1", b"v2"], POWERTOOLS_KEY=name_only,
+                                                        POWERTOOLS_VALIDATE="etag")),
     runs.option_row("no version id", pt.run_uploads([b"v1", b"v2"], versioned=False)),
     runs.option_row("raise on no key", pt.run_uploads([b"v1"], **version_only)),
-    runs.option_row("let no key through", pt.run_uploads([b"v1"], POWERTOOLS_RAISE_ON_MISSING_KEY="0",
-                                              **version_only)),
-    runs.option_row("add the sequencer", pt.run_uploads([b"v1", b"v2"], versioned=False,
-                                             POWERTOOLS_KEY="[bucket, key, version_id, sequencer]")),
+    runs.option_row("let no key through", pt.run_uploads([b"v1"], **version_only,
+                                                         POWERTOOLS_RAISE_ON_MISSING_KEY="0")),
+    runs.option_row("add the sequencer",
+                    pt.run_uploads([b"v1", b"v2"], versioned=False,
+                                   POWERTOOLS_KEY="[bucket, key, version_id, sequencer]")),
     runs.option_row("expire after 1 hour", pt.run_uploads([b"v1"], redeliver_after=7200,
                                                RECORD_TTL_SECONDS="3600")),
     runs.option_row("expire after 1 day", pt.run_uploads([b"v1"], redeliver_after=7200)),
@@ -218,8 +224,9 @@ fig = views.timeline(gap)
 # %%
 crashes = [sc.run(sc.Scenario(h, "after_charge", "once", how="crash", timeout=t))
            for h in ("keyed", "powertools") for t in (30, 900)]
-views.outcome_frame(crashes, columns=("handler", "timeout", "charges", "ledger_charges", "invocations",
-                                      "in_failure_queue", "record_status", "verdict"))
+views.outcome_frame(crashes, columns=("handler", "timeout", "charges", "ledger_charges",
+                                      "invocations", "in_failure_queue", "record_status",
+                                      "verdict"))
 
 # %% [markdown]
 # And the whole matrix (every fault point, times and delivery), verdicts counted per handler:
@@ -393,7 +400,8 @@ views.designs_frame(bill.commit_designs())
 
 # %%
 first = {b.handler: b.wru for b in bills if b.case == "first"}
-print(f"write units per first delivery: keyed {first['keyed']:g}, powertools {first['powertools']:g}")
+keyed_units, powertools_units = first["keyed"], first["powertools"]
+print(f"write units per first delivery: keyed {keyed_units:g}, powertools {powertools_units:g}")
 
 # %% [markdown]
 # ## When to use which

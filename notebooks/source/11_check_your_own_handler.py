@@ -43,6 +43,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # twice, or start a copy mid-run. Lambda can retry 0, 1 or 2 times. One choice of each (where
 # the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
 # check builds every schedule the clean run allows.
+
+# %% [markdown]
+# ### Two schedules that carry no fault
 #
 # Two more kinds of schedule reach bugs that faults alone cannot. In an overwrite schedule, a
 # second upload arrives with the same name, after the first is done or while the first sits at
@@ -52,11 +55,17 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # never charges the second order. A key built from the upload charges the retried PUT twice. The
 # check's buckets take every PUT. A bucket whose policy requires **If-None-Match** (chapter 03)
 # refuses a second PUT of a name with 412, so no second event comes; the check does not model
-# that. In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the event starts while the call is in flight.
+# that.
+#
+# In a slow schedule, one call takes until 1 s before the function's timeout, and a copy of the
+# event starts while the call is in flight.
 # Every clock the handler reads moves meanwhile: `time.time`, `time.monotonic`, `datetime.now`
 # and the context's remaining time. A lease or a TTL shorter than the work runs out, and the copy
 # takes the work over. These two kinds add no faults, which keeps them few. The report counts
 # the schedules each kind adds.
+
+# %% [markdown]
+# ### How an upload is judged
 #
 # Each schedule runs on its own upload. The check counts each effect where it lands, not where an
 # answer comes back. Charges are read from the provider's own records, so a charge made under a
@@ -142,10 +151,16 @@ def lambda_handler(event, context):
     for record in event["Records"]:
         s3 = record["s3"]
         bucket, key, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
-        # the order file at this very upload: by its version, or (no versioning) while its eTag matches
-        exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+        # the order file at this very upload: by its version,
+        # or (no versioning) while its eTag matches
+        exact = (
+            {"VersionId": obj["versionId"]}
+            if "versionId" in obj
+            else {"IfMatch": f'"{obj["eTag"]}"'}
+        )
         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
-        order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
+        # the order: a retried PUT names it again
+        order = f"{bucket}/{json.loads(body)['order_id']}"
         customer = key.split("/")[0]
         try:  # the guard: claim the order before doing the work
             dynamodb.put_item(TableName=table, Item={"pk": {"S": f"claim#{order}"}},
@@ -267,10 +282,16 @@ def lambda_handler(event, context):
     for record in event["Records"]:
         s3 = record["s3"]
         bucket, key, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
-        # the order file at this very upload: by its version, or (no versioning) while its eTag matches
-        exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+        # the order file at this very upload: by its version,
+        # or (no versioning) while its eTag matches
+        exact = (
+            {"VersionId": obj["versionId"]}
+            if "versionId" in obj
+            else {"IfMatch": f'"{obj["eTag"]}"'}
+        )
         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
-        order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
+        # the order: a retried PUT names it again
+        order = f"{bucket}/{json.loads(body)['order_id']}"
         customer = key.split("/")[0]
         provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd", reference=order)
         dynamodb.update_item(  # the books: one more charge on the customer's account
@@ -368,7 +389,9 @@ def make_provider():
 def order_of(s3):
     """The order, read as the given handler reads it: the order file at this very upload."""
     bucket, name, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
-    exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+    exact = (
+        {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+    )
     body = s3_client.get_object(Bucket=bucket, Key=name, **exact)["Body"].read()
     return f"{bucket}/{json.loads(body)['order_id']}", f"s3://{bucket}/{name}"
 
@@ -379,16 +402,21 @@ def lambda_handler(event, context):
         try:
             for record in json.loads(message["body"])["Records"]:
                 order, file = order_of(record["s3"])
-                key = hashlib.sha256(order.encode()).hexdigest()  # the order: a retried PUT names it again
+                # the order: a retried PUT names it again
+                key = hashlib.sha256(order.encode()).hexdigest()
                 charge = provider.charge(customer="acme", amount=500, currency="usd",
                                          reference=f"{order} ({file})", idempotency_key=key)
-                lines[key] = {"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}}
+                lines[key] = {
+                    "PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}
+                }
         except Exception as error:
             if getattr(error, "http_status", None) != 402:  # a decline is final: nothing to retry
                 failed.append({"itemIdentifier": message["messageId"]})
     books = list(lines.values())  # one line per order (a copy in the same batch adds none)
     for start in range(0, len(books), 25):  # BatchWriteItem: at most 25 puts a call
-        written = dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: books[start:start + 25]})
+        written = dynamodb.batch_write_item(
+            RequestItems={os.environ["LEDGER_TABLE"]: books[start : start + 25]}
+        )
         if written["UnprocessedItems"]:
             raise RuntimeError("some lines were not written: the whole batch comes back")
     return {"batchItemFailures": failed}
@@ -416,13 +444,23 @@ def lambda_handler(event, context):
     for message in event["Records"]:
         for record in json.loads(message["body"])["Records"]:
             s3 = record["s3"]
-            bucket, name, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
-            exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+            bucket, name, obj = (
+                s3["bucket"]["name"],
+                unquote_plus(s3["object"]["key"]),
+                s3["object"],
+            )
+            exact = (
+                {"VersionId": obj["versionId"]}
+                if "versionId" in obj
+                else {"IfMatch": f'"{obj["eTag"]}"'}
+            )
             body = s3_client.get_object(Bucket=bucket, Key=name, **exact)["Body"].read()
             order = f"{bucket}/{json.loads(body)['order_id']}"
             charge = provider.charge(customer="acme", amount=500, currency="usd",
                                      reference=f"{order} (s3://{bucket}/{name})")
-            lines.append({"PutRequest": {"Item": {"pk": {"S": order}, "charge_id": {"S": charge.id}}}})
+            lines.append(
+                {"PutRequest": {"Item": {"pk": {"S": order}, "charge_id": {"S": charge.id}}}}
+            )
     dynamodb.batch_write_item(RequestItems={os.environ["LEDGER_TABLE"]: lines})
     return {"batchItemFailures": []}
 
@@ -511,17 +549,18 @@ for resource in function.resources:
 def idem_check(*options):
     """Run `python -m idem check OPTIONS`, as in a terminal; return its exit code and its report."""
     repository = str(EXAMPLES.parent.parent)  # the child imports the same idem as this notebook
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repository, os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "idem", "check", *options, "--retries", "1", "--workers", "1"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    paths = filter(None, [repository, os.environ.get("PYTHONPATH")])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "idem", "check", *options, "--retries", "1", "--workers", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     report = done.stdout.replace(f"{Path.cwd()}{os.sep}", "")  # paths as seen from this folder
     if done.returncode not in (0, 1):  # 2: bad input, 3: the check could not finish
         report += done.stderr
     return done.returncode, report
 
 
-code, report = idem_check("--template", "scratch/job_starter/template.yaml", "--function", "StartJobFunction",
-                          "--effect", "dynamodb:PutItem")
+code, report = idem_check("--template", "scratch/job_starter/template.yaml",
+                          "--function", "StartJobFunction", "--effect", "dynamodb:PutItem")
 smallest_at = report.index("  schedule:")  # printed in two parts, to keep each short
 with views.folded_output():
     print(f"exit code {code}\n{report[:smallest_at].rstrip()}")
@@ -601,8 +640,9 @@ def lambda_handler(event, context):
 
 # %%
 broke = report[smallest_at:].splitlines()[0].split("schedule: ")[1]  # the smallest break above
-code, report = idem_check("--template", "scratch/job_keyed/template.yaml", "--function", "StartJobFunction",
-                          "--effect", "dynamodb:PutItem", "--json")
+code, report = idem_check("--template", "scratch/job_keyed/template.yaml",
+                          "--function", "StartJobFunction", "--effect", "dynamodb:PutItem",
+                          "--json")
 keyed = json.loads(report)
 print(f"exit code {code}; holds: {keyed['holds']}; {keyed['schedules']} schedules")
 for verdict, n in keyed["verdicts"].items():
@@ -658,7 +698,8 @@ code, report = idem_check("--template", "scratch/speech_to_text/template.yaml", 
                           "SpeechToTextFunction", "--effect", "transcribe:StartTranscriptionJob")
 finding, rest = report.split("\n\n", 1)  # the finding first, then the report as above
 print(f"exit code {code}\n{textwrap.fill(finding, 100)}\n")
-print("\n".join(line for line in rest[:rest.index("  schedule:")].splitlines() if line.startswith("  ")))
+summary = rest[:rest.index("  schedule:")].splitlines()
+print("\n".join(line for line in summary if line.startswith("  ")))
 
 # %% [markdown]
 # The breaks have three causes, each a published fact:
@@ -691,7 +732,8 @@ print("\n".join(line for line in rest[:rest.index("  schedule:")].splitlines() i
 
 # %%
 # %%writefile scratch/keyed.py
-"""Charge the customer for each uploaded order with a key made from the order, then write the charge into the books."""
+"""Charge the customer for each uploaded order with a key made from the order, then write the
+charge into the books."""
 import hashlib
 import json
 import os
@@ -718,10 +760,16 @@ def lambda_handler(event, context):
     for record in event["Records"]:
         s3 = record["s3"]
         bucket, key, obj = s3["bucket"]["name"], unquote_plus(s3["object"]["key"]), s3["object"]
-        # the order file at this very upload: by its version, or (no versioning) while its eTag matches
-        exact = {"VersionId": obj["versionId"]} if "versionId" in obj else {"IfMatch": f'"{obj["eTag"]}"'}
+        # the order file at this very upload: by its version,
+        # or (no versioning) while its eTag matches
+        exact = (
+            {"VersionId": obj["versionId"]}
+            if "versionId" in obj
+            else {"IfMatch": f'"{obj["eTag"]}"'}
+        )
         body = s3_client.get_object(Bucket=bucket, Key=key, **exact)["Body"].read()
-        order = f"{bucket}/{json.loads(body)['order_id']}"  # the order: a retried PUT names it again
+        # the order: a retried PUT names it again
+        order = f"{bucket}/{json.loads(body)['order_id']}"
         customer = key.split("/")[0]
         provider.charge(customer=customer, amount=PRICE_CENTS, currency="usd", reference=order,
                         idempotency_key=hashlib.sha256(order.encode()).hexdigest())
@@ -859,6 +907,9 @@ views.show_source(KeyedCharger.charge_once)
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
+
+# %% [markdown]
+# ### On the command line and in CI
 #
 # On the command line, `python -m idem check my_function.py:lambda_handler --effect
 # dynamodb:UpdateItem` runs the same check (installed, `idem check`). The job starter above was
@@ -882,7 +933,8 @@ views.show_source(KeyedCharger.charge_once)
 # def test_my_handler_charges_once(idem_check):
 #     idem_check("my_function.py:lambda_handler", effects=["sqs:SendMessage"])
 # ```
-#
+
+# %% [markdown]
 # ## Summary
 #
 # * `check_handler` runs your handler, unchanged, through every schedule of faults, copies and

@@ -17,7 +17,8 @@
 
 # %%
 from idem import views
-from idem.core.handlers import keyed, keyed_event_shapes, keyed_events, keyed_orders, keyed_settings, keyed_stripe
+from idem.core.handlers import (keyed, keyed_event_shapes, keyed_events, keyed_orders,
+                                keyed_settings, keyed_stripe)
 from idem.lessons.scribes import money
 from idem.lessons.shipping import production
 
@@ -246,8 +247,8 @@ views.show_source(keyed_stripe.StripeProvider.charge, keyed_stripe.StripeProvide
 
 # %%
 late = money.resent_later(25)
-print(f"first attempt at t={late.first_attempt_at_s:g} s; keys Stripe pruned: {late.keys_stripe_pruned}; "
-      f"searched Stripe: {late.searched_stripe}")
+print(f"first attempt at t={late.first_attempt_at_s:g} s; "
+      f"keys Stripe pruned: {late.keys_stripe_pruned}; searched Stripe: {late.searched_stripe}")
 print(f"keyed says: {late.handler_says}; PaymentIntents for the order: {late.payment_intents}")
 
 # %% [markdown]
@@ -414,14 +415,15 @@ print(production.outage_lines())
 # ## Try it
 #
 # Four systems each react to an upload. Pick what each needs, from `overwrite`, `claim_first`,
-# `transaction` and `keyed`. Walk the diagram for each.
+# `transaction` and `keyed`. None of them is a case this chapter ran. Walk the diagram for each,
+# and write down your four answers before you run the check.
 
 # %%
 for name, system in views.SYSTEMS.items():
     print(views.fold_report(f"{name:9}  {system}"))
 
 # %%
-my_choices = {"thumbnail": None, "card": None, "balance": None, "chat": None}  # your answer here
+my_choices = {"invoice": None, "refund": None, "balance": None, "chat": None}  # your answer here
 
 # %%
 print(views.check_choices(my_choices, rows))
@@ -429,13 +431,20 @@ print(views.check_choices(my_choices, rows))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# `my_choices = {"thumbnail": "overwrite", "card": "keyed", "balance": "transaction", "chat": "claim_first"}`.
-# The thumbnail is an overwrite: writing it again is harmless. The card needs the provider's key,
-# which only keyed passes. The balance lives in your own table, so one transaction writes it with
-# the `done` record. The chat API has no key, so a retry could post twice. A post a day late
-# harms no one, so a lost post is acceptable once a scheduled job finds the claims that never
-# finished and posts them. claim_first fits, and it costs least for millions a day. "Keyed
-# everywhere" is safe for three of the four, and wrong for the chat.
+# ```python
+# my_choices = {"invoice": "overwrite", "refund": "keyed", "balance": "transaction",
+#               "chat": "claim_first"}
+# ```
+#
+# The invoice is an overwrite: one order gives one file under one name, so writing it again is
+# harmless. The refund moves money at Stripe, which refunds part of a payment again and again
+# until the whole payment is refunded
+# ([create a refund](https://docs.stripe.com/api/refunds/create)). So a retried refund is a second
+# refund, unless it carries the key that only keyed passes. The balance lives in your own table,
+# so one transaction writes it with the `done` record. The chat API has no key, so a retry could
+# post twice. A post a day late harms no one, so a lost post is acceptable once a scheduled job
+# finds the claims that never finished and posts them. claim_first fits, and it costs least for
+# millions a day. "Keyed everywhere" is safe for three of the four, and wrong for the chat.
 # </details>
 
 # %% [markdown]

@@ -17,6 +17,7 @@ its answer with what `reconcile` reports for the same day (`expected`).
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -121,7 +122,8 @@ class QueryReport:
                   for kind, what in sorted(wrong.missed)][:3]
         lines += [f"On {wrong.day}, reported {kind} {short(what)!r}, which reconcile does not: "
                   f"{why_extra(kind, what, wrong)}" for kind, what in sorted(wrong.extra)][:3]
-        return "\n".join(lines)
+        return "\n".join(textwrap.fill(line, 100, subsequent_indent="  ") if line else line
+                         for line in lines)  # each reason folded to the page
 
 
 def short(what: str) -> str:

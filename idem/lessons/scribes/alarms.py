@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..answers import not_yet, unfilled
+from ..answers import folded, not_yet, unfilled
 
 #: Why each verdict matters, said only for a verdict the reader's alarm got wrong.
 WHY = {
@@ -95,4 +95,4 @@ def explain_alarm(alarm: Callable[[Any], Any], outcomes: Iterable[Any]) -> str:
     lines = [f"Your alarm {problem}" for problem in problems]
     lines += [f"  why it matters ({verdict}): {why}" for verdict, why in WHY.items()
               if any(f": {verdict} " in problem for problem in problems)]
-    return "\n".join(lines)
+    return folded("\n".join(lines))

@@ -98,9 +98,9 @@ class FixReport:
         wrong = self.first_wrong()
         if wrong is None:
             copies = sum(1 for r in self.runs if r.kind == "copy")
-            return (f"Right: no copy charged twice ({copies} starting places tried), the retry after a "
-                    "failed charge charged once, and a provider down for good or a process that died "
-                    "left the event in the failure queue.")
+            return textwrap.fill(f"Right: no copy charged twice ({copies} starting places tried), the "
+                                 "retry after a failed charge charged once, and a provider down for good "
+                                 "or a process that died left the event in the failure queue.", 100)
         return textwrap.fill(f"Not yet ({wrong.label}): {why(wrong)}", 100)
 
 

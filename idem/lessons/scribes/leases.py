@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import textwrap
 
 from ...core.patterns import HANDLERS, HAS_DONE_STATE
 from ..answers import not_yet, unfilled
@@ -114,4 +115,4 @@ def check_lease(my_timeout: float, work: float = 45.0) -> str:
             f"Right: a copy at t={work:g} s met a live lease and waited, and after a crash the retry at "
             f"t={FIRST_RETRY:g} s took over and got the provider's replay ({crashed.charges} charge, "
             f"{crashed.verdict}).")
-    return "\n".join(lines)
+    return "\n".join(textwrap.fill(line, 100, subsequent_indent="  ") for line in lines)

@@ -23,6 +23,10 @@ records S3 would send for them (see LocalWorld.upload). The pitfalls:
 - The same bytes uploaded twice under one name, in a versioned bucket: two uploads, each its
   own key (whether they are one order is chapter 03's last section, not this recipe's).
 - The same, in a bucket without versioning: the records carry no versionId at all.
+- The same, with each record's versionId the text "null": AWS documents the field as the
+  object's version in a versioned bucket, "otherwise null" (notification-content-structure),
+  where this workbook's world leaves it out. Chapter 03 runs only the missing field, so this is
+  the exercise's case the chapter did not run.
 - A name of 1,024 bytes, S3's longest: the key goes to the provider too (chapter 06), and
   Stripe's idempotency keys are at most 255 characters, so it must fit them (and DynamoDB's
   2,048-byte partition key, which a key that fits Stripe's always does).
@@ -67,6 +71,7 @@ class Events:
     upload: dict[str, Any]  # one upload of NAME, versioned bucket
     versioned_pair: tuple[dict[str, Any], dict[str, Any]]  # two uploads of NAME, same bytes
     unversioned_pair: tuple[dict[str, Any], dict[str, Any]]  # the same, bucket without versioning
+    null_version_pair: tuple[dict[str, Any], dict[str, Any]]  # the same, each versionId "null"
     long: dict[str, Any]  # an upload of LONG
 
 
@@ -88,7 +93,16 @@ def events() -> Events:
         plain.clock.advance(1)
         unversioned_pair = (first, record(plain.upload(NAME, ORDER)))
         long = record(world.upload(LONG, ORDER))
-    return Events(upload, versioned_pair, unversioned_pair, long)
+    null_version_pair = tuple(_with_null_version(r) for r in unversioned_pair)
+    return Events(upload, versioned_pair, unversioned_pair, null_version_pair, long)
+
+
+def _with_null_version(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as AWS documents it for an unversioned bucket: `versionId` is "null"
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html)."""
+    record = copy.deepcopy(record)
+    record["s3"]["object"]["versionId"] = "null"
+    return record
 
 
 @dataclass(frozen=True)
@@ -225,6 +239,15 @@ def same_bytes_unversioned(call: _Caller, ev: Events) -> str | None:
     return None
 
 
+def same_bytes_null_version(call: _Caller, ev: Events) -> str | None:
+    where = ' on an upload whose versionId is "null"'
+    first, second = (call.key(r, where=where) for r in ev.null_version_pair)
+    if first == second:
+        return (f'two uploads of {NAME} whose records both say versionId "null" got one key, so the '
+                'second upload would never be charged: does "null" name a version?')
+    return None
+
+
 def long_name(call: _Caller, ev: Events) -> str | None:
     key = call.key(ev.long, where=" on a 1,024-byte name")
     if len(key) > STRIPE_MAX_KEY_CHARS:
@@ -243,6 +266,7 @@ PITFALLS: dict[str, Callable[[_Caller, Events], str | None]] = {
     "S3 delivers the event twice": s3_duplicate,
     "same bytes twice, versioned bucket": same_bytes_versioned,
     "same bytes twice, no versioning": same_bytes_unversioned,
+    'same bytes twice, versionId "null"': same_bytes_null_version,
     "the longest name S3 allows": long_name,
 }
 

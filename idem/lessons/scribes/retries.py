@@ -8,7 +8,7 @@ the chapter does not run); the check runs the three and explains each miss witho
 from __future__ import annotations
 
 from ...explore import scenarios as sc
-from ..answers import not_yet, unfilled
+from ..answers import folded, not_yet, unfilled
 
 #: Lambda's MaximumRetryAttempts for asynchronous invocation: 0 to 2
 #: (https://docs.aws.amazon.com/lambda/latest/api/API_PutFunctionEventInvokeConfig.html).
@@ -56,15 +56,15 @@ def check_retry_prediction(my_charges: dict[int, object]) -> str:
         elif guess == run.charges:
             lines.append(f"{retries} retries: right, {run.charges} charges from {run.attempts} invocations.")
         elif guess < run.charges:
-            lines.append(f"{retries} retries: not {guess}, too few. Count both copies of the event: each is "
-                         "invoked, and retried, on its own, and every attempt of naive reaches the charge.")
+            lines.append(f"{retries} retries: not {guess}, too few. How many copies of the event does S3 "
+                         "send, and how many attempts does Lambda make of each?")
         else:
             lines.append(f"{retries} retries: not {guess}, too many. Count the attempts of one copy, then "
                          "the copies.")
     if all(line.split(": ")[1].startswith("right") for line in lines):
         lines.append("Even with retries off, the customer pays twice: a duplicate needs no failure. "
                      "Retries are not the bug; the handler must be safe to repeat.")
-    return "\n".join(lines)
+    return folded("\n".join(lines))
 
 
 # -- chapter 00's exercise: how many charges, naive, a duplicate and one failure after the charge ----
@@ -74,6 +74,10 @@ GUESS_SCENARIO = sc.Scenario("naive", "after_charge", "once", "duplicate")
 def check_charges_guess(my_guess: object) -> str:
     """Run naive with S3 sending the event twice and the first attempt failing after its charge;
     compare the provider's charges with the guess. A wrong guess gets a question, never the count."""
+    return folded(_charges_guess(my_guess))
+
+
+def _charges_guess(my_guess: object) -> str:
     if unfilled(my_guess):
         return not_yet("put a number in my_guess")
     if isinstance(my_guess, bool) or not isinstance(my_guess, int):

@@ -14,7 +14,7 @@ import textwrap
 from typing import Any
 
 from ...deploy import template as tp
-from ..answers import not_yet, unfilled
+from ..answers import folded, not_yet, unfilled
 from ..facts import STRIPE_ENDPOINT_REQUESTS_PER_SECOND
 
 #: Lambda keeps this much of an account's concurrency unreserved: "Lambda reserves 100 units of
@@ -73,7 +73,11 @@ def receives_needed(outage_hours: float = EXERCISE_OUTAGE_HOURS) -> int:
 def check_receive_count(my_receives: Any) -> str:
     """The chapter's exercise: the maxReceiveCount that keeps an upload, which arrived in the first
     second of a 12-hour Stripe outage, in UploadQueue until Stripe answers again, with the
-    visibility timeout unchanged. Wrong answers get the reason."""
+    visibility timeout unchanged. Wrong answers get the reason, folded to the page."""
+    return folded(_receive_count(my_receives))
+
+
+def _receive_count(my_receives: Any) -> str:
     if unfilled(my_receives):
         return not_yet("my_receives is None: set it to a whole number of receives")
     if isinstance(my_receives, float) and my_receives.is_integer():
@@ -87,10 +91,10 @@ def check_receive_count(my_receives: Any) -> str:
                 f"{q['last try s'] / 3600:g} hours in, before Stripe is back.")
     if my_receives == hours * 3600:
         return f"Not {my_receives}: that is the outage in seconds; count tries, {visibility} s apart."
-    if my_receives == right - 1:
-        return (f"Not {my_receives}, one short: the first try comes at once, so {my_receives} tries span "
-                f"only {my_receives - 1} waits ({(my_receives - 1) * visibility / 3600:g} hours). The last "
-                f"fails, and {hours} hours in the queue moves the upload to the failure queue.")
+    if my_receives == right - 1:  # the fencepost: a question, not the count (issue 43)
+        return (f"Not {my_receives}: close, but its last try comes "
+                f"{(my_receives - 1) * visibility / 3600:g} hours in, minutes before Stripe is back. "
+                f"How long does the first try wait?")
     if my_receives < right:
         return (f"Not {my_receives}: its last try comes {(my_receives - 1) * visibility / 3600:g} hours in, "
                 f"before Stripe is back. A try comes every {visibility} s (VisibilityTimeout).")

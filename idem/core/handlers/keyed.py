@@ -1,11 +1,8 @@
-"""The keyed scribe: charge a customer once per ORDER, however often S3, Lambda and the uploader repeat it.
-
-The handler to copy: the claim, the charge with the order's key, the fenced commit and the handler.
-Its siblings, imported by their plain names when copied, are listed in README.md; what it promises
-about money, and why each step is there, is docs/money_contract.md.
-1. Claim: one conditional put of an `in_progress` record under the order's key, with a lease
-   to this invocation's deadline; a refused put returns the record (a duplicate, a live lease,
-   or a lease run out, taken over keeping the first attempt's time and payment method).
+"""The keyed scribe, the handler to copy: charge a customer once per ORDER, however often S3, Lambda and
+the uploader repeat it (its siblings: README.md; what it promises, and why: docs/money_contract.md).
+1. Claim: one conditional put of an `in_progress` record under the order's key, leased to this
+   invocation's deadline; a refused put returns the record (a duplicate, a live lease, or a lease
+   run out, taken over keeping the first attempt's time and payment method).
 2. Charge the account's linked customer the file's amount, with the order's key as Stripe's
    idempotency key; past the key window, search for the charge first.
 3. Commit in one write, only if this invocation still owns the claim: it becomes the ledger line.
@@ -25,8 +22,7 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
-                              who_pays)
+    from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
                               find_charge, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
@@ -37,7 +33,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
+        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
         make_provider, meaning_of, read_saved_method)
@@ -137,12 +133,10 @@ class KeyedLedger:
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
                         "currency": currency or claimed.currency or None, **booked})
-        old = conditional_write(
-            self.client.put_item, TableName=self.table, Item=line,
-            ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
-            ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-            ExpressionAttributeValues=as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
-            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        fence = as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value)  # only the owner
+        old = conditional_write(self.client.put_item, TableName=self.table, Item=line, ConditionExpression=FENCE,
+                                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                                ExpressionAttributeValues=fence, ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old and not ours(old, claimed.owner, status):  # else: our own put, re-sent after a lost answer
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
         if old == {}:  # no record at all: a person deleted our claim as we charged; book it anyway
@@ -160,8 +154,8 @@ class KeyedCharger:
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
                  amount: Callable[[Upload], int] | None = None, s3: Any = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
-        self.amount = amount
+        self.provider, self.settings, self.now, self.new_owner, self.s3, self.amount = (provider, settings, now,
+                                                                                         new_owner, s3, amount)
 
     def order_of(self, upload: Upload) -> OrderRef:
         return identify(upload, self.settings.order_identity, self.s3)
@@ -225,7 +219,9 @@ class KeyedCharger:
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:
             customer = who_pays(self.ledger.customer_of(upload.account), ref)
-            cents = self.amount(upload) if self.amount else amount_for(ref, self.settings)
+            # the file's amount_cents; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)
+            cents = self.amount(upload) if self.amount else ref.order.amount_cents if ref.order else \
+                self.settings.price_per_upload_cents or 0
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._park(claimed, str(problem)) from None
@@ -235,10 +231,9 @@ class KeyedCharger:
         claimed = self._method_for(ref, claimed, customer)
         method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
-        key = claimed.key
         try:
-            charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
-                                          reference=reference, idempotency_key=key, metadata=metadata,
+            charge = self.provider.charge(customer=customer, amount=cents, currency=currency, reference=reference,
+                                          idempotency_key=claimed.key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_stripe.py)
@@ -250,7 +245,7 @@ class KeyedCharger:
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
                 return self._decline(claimed, {**result, "reason": meaning.reason})
             result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
-                                f"key {key[:32]}... ({meaning.reason}); "
+                                f"key {claimed.key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
                                 "charge at the provider (`idem settle`), then book or refund it")
             self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)

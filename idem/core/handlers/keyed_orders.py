@@ -1,7 +1,6 @@
-"""Which order an upload is, for the handler to copy (keyed.py): the file names it,
-`{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`, read at this upload's exact version;
-who pays, and on what terms. Anything else is held for a person (NeedsAttention), never charged
-(docs/money_contract.md, section 2)."""
+"""Which order an upload is, for the handler to copy (keyed.py): its file, read at this upload's exact version,
+names it (`{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`); who pays, and on what terms.
+Anything else is held for a person (NeedsAttention), never charged (docs/money_contract.md, section 2)."""
 from __future__ import annotations
 
 import hashlib
@@ -184,11 +183,6 @@ def read_order(upload: Upload, s3: Any) -> Order:
         raise NeedsAttention(f"the order file {upload.reference} names no order this function can charge "
                              f"({str(problem)[:160]}): fix it and upload it again; nothing was charged") from None
     return Order(order_id, amount, currency.lower() if currency else None, ids["customer"], ids["payment_method"])
-
-
-def amount_for(ref: OrderRef, settings: Settings) -> int:
-    """The file's `amount_cents`; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)."""
-    return ref.order.amount_cents if ref.order else settings.price_per_upload_cents or 0
 
 
 def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:

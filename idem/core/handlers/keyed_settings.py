@@ -21,10 +21,16 @@ DAY = 24 * 60 * 60
 #: defaults (60 s connect, 60 s read) could spend the whole timeout on one hung call.
 AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry inside the call
-#: The slowest path: the secret (cold start), the order file, the claim, the customer mapping, the
-#: commit; the look-up, the saved method and the charge at Stripe. Rarer (`worst_path_seconds`): a
-#: takeover's second put, keeping the saved method, re-booking a deleted claim: 40 s, inside 60 s.
-AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH, AWS_CALLS_ON_RARER_PATHS = 5, 3, 3
+#: The longest one AWS call can take: every attempt timing out, and the backoffs between.
+AWS_CALL_SECONDS = AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + sum(
+    2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
+#: The slowest path of an invocation's first upload: the secret (cold start), the order file, the claim,
+#: the customer mapping, the commit (5 AWS calls); the look-up, the saved method and the charge at Stripe.
+SLOWEST_PATH_SECONDS = 5 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
+UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later upload: no secret to read
+#: With the rarer calls too (a takeover's second put, keeping the saved method, re-booking a deleted
+#: claim: 3 AWS calls): 40 s, inside the stack's 60 s.
+WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 3 * AWS_CALL_SECONDS
 
 
 def aws_config() -> Any:
@@ -33,32 +39,11 @@ def aws_config() -> Any:
                   retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
 
 
-def aws_call_seconds() -> float:
-    """The longest one AWS call can take: every attempt timing out, and the backoffs between."""
-    backoffs = sum(2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
-    return AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + backoffs
-
-
-def slowest_path_seconds() -> float:
-    """The slowest path of an invocation's first upload, the cold start's secret included."""
-    return AWS_CALLS_ON_SLOWEST_PATH * aws_call_seconds() + PROVIDER_CALLS_ON_SLOWEST_PATH * PROVIDER_CALL_SECONDS
-
-
-def worst_path_seconds() -> float:
-    """The slowest path with the rarer calls too (a takeover, the saved method, a re-booking)."""
-    return slowest_path_seconds() + AWS_CALLS_ON_RARER_PATHS * aws_call_seconds()
-
-
-def upload_path_seconds() -> float:
-    """The slowest path of a batch's later upload: the same, without the cold start's secret."""
-    return slowest_path_seconds() - aws_call_seconds()
-
-
 def enough_time(remaining_ms: int) -> None:
     """WorkInProgress when one more upload may not end before the function does (it is retried)."""
-    if remaining_ms / 1000 < upload_path_seconds():
+    if remaining_ms / 1000 < UPLOAD_PATH_SECONDS:
         raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
-                             f"upload can take {upload_path_seconds():g} s; it is retried")
+                             f"upload can take {UPLOAD_PATH_SECONDS:g} s; it is retried")
 
 
 #: ORDER_IDENTITY, what makes one order: order-id (default: the file names it; a retried PUT is the
@@ -143,11 +128,10 @@ class Settings:
         if self.order_identity not in ORDER_IDENTITIES:
             raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; "
                               f"it must be one of {', '.join(ORDER_IDENTITIES)}")
-        if self.order_identity != "order-id" and optional_file() is None:
-            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
-        if self.order_identity != "order-id" and not self.price_per_upload_cents:
-            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} reads no order file: set PRICE_PER_UPLOAD_CENTS, "
-                              "the price of one upload (nothing is charged without it)")
+        if self.order_identity != "order-id":  # object-name, upload: keyed_event_shapes.py reads and checks them
+            if optional_file() is None:
+                raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
+            optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
             raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: "
                               "name ISO codes in lower case, e.g. usd,eur")
@@ -159,9 +143,9 @@ class Settings:
                               "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
         check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
                         self.max_event_age_seconds, self.function_timeout_seconds)
-        if self.function_timeout_seconds is not None and slowest_path_seconds() >= self.function_timeout_seconds:
+        if self.function_timeout_seconds is not None and SLOWEST_PATH_SECONDS >= self.function_timeout_seconds:
             raise ConfigError(f"FUNCTION_TIMEOUT_SECONDS is {self.function_timeout_seconds} s, and one upload's "
-                              f"slowest path can take {slowest_path_seconds():g} s: raise the timeout")
+                              f"slowest path can take {SLOWEST_PATH_SECONDS:g} s: raise the timeout")
 
     @property
     def currency(self) -> str:
@@ -221,27 +205,26 @@ _SERIALIZE, _DESERIALIZE = TypeSerializer(), TypeDeserializer()
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """An item as DynamoDB returns it, as plain values (whole numbers as int)."""
-    return {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
+    return {name: _converted(_DESERIALIZE.deserialize(value), Decimal) for name, value in item.items()}
 
 
 def as_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _SERIALIZE.serialize(_dynamo(value)) for name, value in values.items() if value is not None}
+    return {name: _SERIALIZE.serialize(_converted(value, float)) for name, value in values.items() if value is not None}
 
 
 def as_values(**named: Any) -> dict[str, Any]:
-    return {f":{name}": _SERIALIZE.serialize(_dynamo(value)) for name, value in named.items()}
+    return {f":{name}": _SERIALIZE.serialize(_converted(value, float)) for name, value in named.items()}
 
 
-def _dynamo(value: Any) -> Any:
-    if isinstance(value, float):
+def _converted(value: Any, kind: type) -> Any:
+    """A float as a Decimal (for DynamoDB), or a Decimal as an int or float (from it), in nested maps too."""
+    if isinstance(value, dict):
+        return {k: _converted(v, kind) for k, v in value.items()}
+    if isinstance(value, float) and kind is float:
         return Decimal(repr(value))
-    return {k: _dynamo(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
+    if isinstance(value, Decimal) and kind is Decimal:
         return int(value) if value == value.to_integral_value() else float(value)
-    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+    return value
 
 
 def error_code(error: Any) -> str:

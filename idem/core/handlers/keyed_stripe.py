@@ -1,8 +1,6 @@
-"""Who charges, for the handler to copy (keyed.py): Stripe, through its own SDK (`stripe` 16.x), and what each
-of its answers means. The client is built at cold start with the secret key read from SSM (the workbook and
-`idem check` replace keyed.make_provider); a PaymentIntent is created and confirmed in one call with the
-order's key as Stripe's Idempotency-Key; past the key window, `find_charges` searches by the key in the
-metadata. `stripe` is imported when the client is built: only a function that charges needs the package."""
+"""Who charges, for the handler to copy (keyed.py): Stripe, through its SDK (`stripe` 16.x, imported when the
+client is built at cold start, with the secret key from SSM), and what each of its answers means. A PaymentIntent
+is created and confirmed in one call, the order's key its Idempotency-Key; `find_charges` searches by that key."""
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +41,7 @@ def make_provider() -> PaymentProvider:
     secret = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
     check_key_mode(secret, os.environ.get("STAGE", ""))
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
-    provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
-    return provider
+    return StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
 
 
 #: Stripe's secret and restricted keys say their mode: sk_live_/rk_live_ move real money,
@@ -197,14 +194,13 @@ class StripeProvider:
             secret, max_network_retries=max_network_retries,
             http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
-        return cls(client, payment_method, live=secret.startswith(("sk_live_", "rk_live_")))
+        return cls(client, payment_method, live=secret.startswith(LIVE_KEYS))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, payment_method: str | None = None,
                metadata: Mapping[str, str] | None = None) -> StripeCharge:
         """Create and confirm a PaymentIntent; the same key replays the first answer for 24 h."""
-        key = idempotency_key or ""
-        cus = customer.startswith("cus_")
+        key, cus = idempotency_key or "", customer.startswith("cus_")
         method = payment_method or (self.saved_method(customer) if cus else self.test_method)
         if not method:
             raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
@@ -216,9 +212,8 @@ class StripeProvider:
             "metadata": self._metadata(customer, reference, key, metadata or {})}
         if cus:
             params["customer"] = customer
-        intent = self.client.v1.payment_intents.create(
-            params=params,
-            options={"idempotency_key": stripe_key(key)} if key else {})
+        intent = self.client.v1.payment_intents.create(params=params,
+                                                        options={"idempotency_key": stripe_key(key)} if key else {})
         return StripeCharge(str(intent.id), key, int(intent.amount), str(intent.status or "succeeded"))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:

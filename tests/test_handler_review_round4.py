@@ -243,7 +243,7 @@ def test_a_url_encoded_slash_in_a_key_makes_no_folder(world):
     encoded", https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html); the
     object named `alice%2Fx.json` arrives as `alice%252Fx.json`, decodes to a name with no slash: no account."""
     link(world, "alice")
-    with pytest.raises(keyed.NeedsAttention, match="no linked customer"):
+    with pytest.raises(keyed.NeedsAttention, match="no linked customer|no account folder"):
         charge(world, world.upload("alice%2Fx.json", order("U-1", amount_cents=1250)))
     assert world.provider().charges() == []
 
@@ -336,7 +336,7 @@ def test_pins_a_bad_copy_of_an_order_charged_but_unbooked_parks_it_saying_nothin
         charge(world, world.upload("alice/G-1-typo.json", order("G-1", amount_cents=125_000)))
     assert charge(world, first)["status"] == "charged"  # Lambda's retry of the first event books it
     (made,) = world.provider().charges()
-    assert any(r.status is keyed.Status.DONE and r.charge_id == made.id for r in records(world))
+    assert any(r.status is keyed.Status.DONE and (r.result or {}).get("charge_id") == made.id for r in records(world))
 
 
 # == time: the key's age, not the event's (P1, "the key's age rule") =========================================

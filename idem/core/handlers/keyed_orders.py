@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -150,13 +151,23 @@ def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
     return body
 
 
+def one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose names are unique: RFC 8259 section 4 leaves a repeated one to each reader."""
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise ValueError(f"it names {name[:60]!r} twice (which one counts would depend on who reads it)")
+        seen.add(name)
+    return dict(pairs)
+
+
 def read_order(upload: Upload, s3: Any) -> Order:
     """The order this upload names; NeedsAttention, with the reason, when the file names none."""
     body = read_exact(upload, s3)
     try:
         if len(body) > ORDER_MAX_BYTES:
             raise ValueError(f"the file is over {ORDER_MAX_BYTES:,} bytes")
-        data = json.loads(body.decode("utf-8"))
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=one_of_each)
         if not isinstance(data, dict):
             raise ValueError("it is not a JSON object")
         unknown = sorted(set(data) - set(ORDER_FIELDS))
@@ -168,6 +179,9 @@ def read_order(upload: Upload, s3: Any) -> Order:
         if len(order_id) > MAX_ORDER_ID_CHARS or not order_id.isprintable() or any(c in order_id for c in "'\\\""):
             raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, "
                              "a backslash or a control character")
+        if order_id != unicodedata.normalize("NFC", order_id.strip()):  # https://unicode.org/reports/tr15/
+            raise ValueError("its order_id has a space at an end or is not in Unicode NFC: write it as "
+                             f"{unicodedata.normalize('NFC', order_id.strip())[:60]!r}")
         amount = data.get("amount_cents")
         if amount is None:
             raise ValueError("it names no amount_cents (required: there is no default price)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Mapping
@@ -69,9 +69,9 @@ def optional_file() -> Any:
     try:  # inside idem, where mypy of the copied folder cannot follow a relative `from . import`
         return importlib.import_module(name)
     except ModuleNotFoundError as missing:
-        if missing.name != name:
-            raise  # the file is there, and needs something missing: say so
-        return None
+        if missing.name == name:
+            return None
+        raise  # the file is there, and needs something missing: say so
 
 
 class IdemError(Exception):
@@ -126,15 +126,15 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.order_identity not in ORDER_IDENTITIES:
-            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; "
-                              f"it must be one of {', '.join(ORDER_IDENTITIES)}")
+            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of "
+                              + ", ".join(ORDER_IDENTITIES))
         if self.order_identity != "order-id":  # object-name, upload: keyed_event_shapes.py reads and checks them
             if optional_file() is None:
                 raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
             optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
-            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: "
-                              "name ISO codes in lower case, e.g. usd,eur")
+            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "
+                              "e.g. usd,eur")
         if not 1 <= self.min_amount_cents <= self.max_amount_cents:
             raise ConfigError(f"MIN_AMOUNT_CENTS ({self.min_amount_cents}) must be 1 or more and at most "
                               f"MAX_AMOUNT_CENTS ({self.max_amount_cents})")
@@ -165,31 +165,27 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
                 for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS", "PRICE_PER_UPLOAD_CENTS")}
     currencies = tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip())
     events = tuple(n.strip() for n in (env.get("CHARGE_EVENTS") or ",".join(CHARGE_EVENTS)).split(",") if n.strip())
-    return Settings(table, currencies,
-                    _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
-                    optional["PRICE_PER_UPLOAD_CENTS"],
-                    _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
-                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
-                    env.get("ORDER_IDENTITY") or "order-id", events)
+    return Settings(table, currencies, _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
+                    optional["PRICE_PER_UPLOAD_CENTS"], _whole(env, "RECORD_TTL_SECONDS", DAY),
+                    _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY), optional["MAX_EVENT_AGE_SECONDS"],
+                    optional["FUNCTION_TIMEOUT_SECONDS"], env.get("ORDER_IDENTITY") or "order-id", events)
 
 
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
                     timeout: int | None = None) -> None:
     """The rule every lifetime obeys: a copy of an event is turned away, or looked up (docs/money_contract.md)."""
-    if max_event_age is not None:
-        if not 60 <= max_event_age <= 21_600:
-            raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-        for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"), (
-                "PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
-            if value < max_event_age:
-                raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
-                                  f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
-                                  f"raise {name} to {max_event_age} or more, or lower the maximum event age")
+    if max_event_age is not None and not 60 <= max_event_age <= 21_600:
+        raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
+    for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"),
+                              ("PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
+        if max_event_age is not None and value < max_event_age:
+            raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                              f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
+                              f"raise {name} to {max_event_age} or more, or lower the maximum event age")
     if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
-        raise ConfigError(
-            f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout "
-            f"({timeout} s) and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a "
-            f"claim while its invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
+        raise ConfigError(f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout ({timeout} s) "
+                          f"and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a claim while its "
+                          f"invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:
@@ -256,11 +252,6 @@ class Status(str, Enum):
         return self.value
 
 
-#: A record's optional attributes, as `Record.from_item` reads them back.
-RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at", "first_attempt_at",
-                 "payment_method", "customer", "currency", "cents", "metadata")
-
-
 @dataclass(frozen=True)
 class Record:
     """One order's record; what each field keeps through a takeover: docs/money_contract.md, section 1."""
@@ -281,15 +272,15 @@ class Record:
     metadata: Any = None
 
     def to_plain(self) -> dict[str, Any]:
-        """The record's attributes as stored (none that is empty)."""
+        """The record's attributes as stored (none that is empty, but `result`)."""
         return {"pk": self.key, "status": self.status.value, "result": self.result,
-                **{name: getattr(self, name) or None for name in RECORD_FIELDS if name != "result"}}
+                **{f.name: getattr(self, f.name) or None for f in fields(self)[2:] if f.name != "result"}}
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Record:
         plain = from_item(item)
         return cls(plain["pk"], Status(plain.get("status", Status.CLAIMED.value)),
-                   **{name: plain[name] for name in RECORD_FIELDS if name in plain})
+                   **{f.name: plain[f.name] for f in fields(cls)[2:] if f.name in plain})
 
 
 @dataclass(frozen=True)

@@ -205,17 +205,14 @@ def test_an_order_id_that_is_not_a_non_blank_string_is_parked(world, raw_id):
 
 
 # == accounts: the first folder of the key (BRIEF decision 1), mapped to a customer (P2) ======================
-@pytest.mark.xfail(strict=True, reason="a key with no folder (or a blank one) is given the account 'unassigned'; "
-                   "`idem customers link unassigned cus_...` is accepted, and then every such upload is charged "
-                   "to that customer")
 @pytest.mark.parametrize("key", ["order.json", " /order.json"])
-def test_pins_an_upload_with_no_account_folder_is_charged_to_an_account_named_unassigned(world, key):
+def test_an_upload_with_no_account_folder_is_parked_even_if_unassigned_is_linked(world, key):
     """P2: who pays comes from the account, the key's first folder; a key with none names no account and is
     parked (S3 has no folders: "the Amazon S3 console supports a concept of folders ... by using a shared
     name prefix", https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-folders.html). A real account
     may be called `unassigned`; the fallback name must not be one a person can link."""
     link(world, "unassigned")
-    with pytest.raises(keyed.NeedsAttention):
+    with pytest.raises(keyed.NeedsAttention, match="has no account folder"):
         charge(world, world.upload(key, order("R-1", amount_cents=1250)))
     assert world.provider().charges() == []
 

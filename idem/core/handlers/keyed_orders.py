@@ -20,7 +20,6 @@ else:
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         NeedsAttention, Settings, error_code, optional_file)
 
-UNASSIGNED_ACCOUNT = "unassigned"  # who pays for an upload with no customer folder (`order.csv`)
 ORDER_MAX_BYTES = 1_000_000  # the largest order file read; a bigger one is held, not parsed
 #: Order ids go into Stripe's metadata (values up to 500 characters, https://docs.stripe.com/api/metadata).
 MAX_ORDER_ID_CHARS = 200
@@ -71,9 +70,9 @@ class Upload:
 
     @property
     def account(self) -> str:
-        """Who pays: the object's top-level folder (`alice/order.csv` is alice's)."""
+        """Who pays: the object's top-level folder (`alice/order.csv` is alice's); none ("": parked) without one."""
         folder, slash, _ = self.key.partition("/")
-        return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
+        return folder if slash and folder.strip() else ""
 
     @property
     def reference(self) -> str:
@@ -218,6 +217,9 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
 def who_pays(linked: str | None, ref: OrderRef) -> str:
     """The account's linked customer; NeedsAttention when it has none or the file names another."""
     account = ref.account
+    if not account:  # no folder a person could link, not even one named `unassigned`
+        raise NeedsAttention(f"{ref.source}: the key {ref.upload.key[:60]!r} has no account folder: upload it "
+                             "as ACCOUNT/NAME (the folder of its account); nothing was charged")
     if linked is None:
         raise NeedsAttention(f"{ref.source}: account {account} has no linked customer: run idem customers "
                              f"link {account} cus_... --reason TEXT, then re-send it; nothing was charged")

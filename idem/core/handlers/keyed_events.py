@@ -285,7 +285,7 @@ def size_of(container: Any, path: str, *, required: bool) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | None):
         raise EventError(f"{path} must be a whole number of bytes, got {_kind(value)}"
-                         + (f" {_show(value)}" if isinstance(value, str | float) else ""))
+                         + (f" {_show(value)}" if isinstance(value, str | float | bool) else ""))
     if value is not None and not 0 <= value <= MAX_OBJECT_SIZE:
         raise EventError(f"{path} is {_show(value)}; an S3 object holds 0 bytes to 48.8 TiB")
     return value or 0

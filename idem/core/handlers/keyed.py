@@ -24,7 +24,7 @@ if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              find_charge, make_provider, meaning_of, read_saved_method)
+                              charges_with_key, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -35,7 +35,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
+        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
         make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
@@ -225,9 +225,21 @@ class KeyedCharger:
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._park(claimed, str(problem)) from None
-        found = look_up(self, upload, ref, claimed)  # past the key window: a charge found is booked
-        if found is not None:
-            return self._commit(upload, claimed, str(found.id), int(found.amount), "found", customer, currency)
+        found = look_up(self, upload, ref, claimed)  # past the key window: the charges made with its key
+        if len(found) > 1:  # at most one per order (docs/money_contract.md, 1): never book one silently
+            raise self._park(claimed, f"{ref.source}: {len(found)} charges were made with its key ("
+                             f"{', '.join(str(c.id) for c in found)}): refund all but one (`idem refund`), then "
+                             "book the one kept (`idem settle`)")
+        if found:  # booked as what Stripe charged, if that is what this upload and the mapping ask
+            made = found[0]
+            charged = (int(made.amount), getattr(made, "currency", ""), getattr(made, "customer", ""))
+            if any(was and was != asked for was, asked in zip(charged, (cents, currency, customer))):
+                raise self._park(claimed, f"{ref.source}: {made.id}, made with its key, charged {charged[0]} "
+                                 f"{charged[1]} to {charged[2]}, and this upload asks {cents} {currency} to "
+                                 f"{customer}: refund or charge the difference by hand (`idem settle`), then close it")
+            pending = INTENT_MEANS.get(str(made.status)) == PENDING  # processing: booked when it settles
+            return self._commit(upload, claimed, str(made.id), charged[0], PENDING if pending else "found",
+                                customer, currency)
         claimed = self._method_for(ref, claimed, customer)
         method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
@@ -321,20 +333,20 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     return {"status": "test_event" if batch.test_event else "ok", "processed": processed}
 
 
-def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
-    """The charge made with this order's key, searched for once the key may be forgotten (the key's age rule)."""
+def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> list[Any]:
+    """The charges made with this order's key, searched for once the key may be forgotten (the key's age rule)."""
     now, window = charger.now(), charger.settings.provider_key_retention_seconds
     # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
     # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.
     key_age, event_age = now - claimed.first_attempt_at, now - upload.event_time
     if claimed.first_attempt_at and 0 <= key_age < window - KEY_AGE_MARGIN_SECONDS \
             and upload.event_time and 0 <= event_age < window:
-        return None  # inside the key window: the key itself replays an earlier charge
+        return []  # inside the key window: the key itself replays an earlier charge
     known = (f"its first charge attempt {key_age / 3600:.1f} h ago" if claimed.first_attempt_at else
              "no known first attempt") + (f", the event {event_age / 3600:.1f} h old" if upload.event_time
                                           else ", the event of unknown age")
     try:
-        return find_charge(charger.provider, ref.charge_reference, claimed.key)
+        return charges_with_key(charger.provider, ref.charge_reference, claimed.key)
     except Exception as unavailable:  # never charge blind: park it for a person (a refused key: retry)
         if meaning_of(unavailable).what == AUTH:
             raise auth_failed(meaning_of(unavailable)) from unavailable

@@ -130,13 +130,12 @@ def read_saved_method(read: Callable[[str], str | None], customer: str) -> str |
                              f"{meaning.reason}); nothing was charged") from None
 
 
-def find_charge(provider: Any, reference: str, key: str) -> Any | None:
-    """The charge made with this key (its metadata), or None; raises when there is no answer."""
+def charges_with_key(provider: Any, reference: str, key: str) -> list[Any]:
+    """Every charge made with this key (its metadata), money moved or moving; raises when there is no answer."""
     find = getattr(provider, "find_charges", None)
     if find is None:
         raise LookupError("the provider offers no look-up")
-    found = [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
-    return found[0] if found else None
+    return [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
 
 
 #: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
@@ -155,12 +154,14 @@ MONEY_MOVED = ("succeeded", "processing", "requires_capture")
 
 @dataclass(frozen=True)
 class StripeCharge:
-    """A charge: its id, its key, the amount it took (a charge found is booked at it) and its status."""
+    """A charge: its id, its key, the amount it took, its status, and (when found) its currency and customer."""
 
     id: str
     idempotency_key: str
     amount: int
     status: str = "succeeded"  # INTENT_MEANS says what it means
+    currency: str = ""
+    customer: str = ""
 
 
 def stripe_key(key: str) -> str:
@@ -220,7 +221,8 @@ class StripeProvider:
         """The charges made with this order's key, however old (`reference` is not used)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
-        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status))
+        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status),
+                             str(intent.currency or ""), str(intent.customer or ""))
                 for intent in found.auto_paging_iter()
                 if intent.status in MONEY_MOVED
                 and (intent.to_dict().get("metadata") or {}).get("idempotency_key") == stripe_key(idempotency_key)]

@@ -1,8 +1,8 @@
 """The keyed scribe, the handler to copy: charge a customer once per ORDER, however often S3, Lambda and
 the uploader repeat it (its siblings: README.md; what it promises, and why: docs/money_contract.md).
 1. Claim: one conditional put of an `in_progress` record under the order's key, leased to this
-   invocation's deadline; a refused put returns the record (a duplicate, a live lease, or a lease
-   run out, taken over keeping the first attempt's time and payment method).
+   invocation's deadline; a refused put returns the record (a duplicate, a live lease, or a lease run
+   out or a park before any charge was sent, taken over keeping the first attempt's time and method).
 2. Charge the account's linked customer the file's amount, with the order's key as Stripe's
    idempotency key; past the key window, search for the charge first.
 3. Commit in one write, only if this invocation still owns the claim: it becomes the ledger line.
@@ -58,7 +58,7 @@ class KeyedLedger:
         """Claim the order in one call, or learn who holds it; only a lease that ran out is taken over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
-                      metadata=dict(metadata) if metadata else None)
+                      metadata=dict(metadata) if metadata else None, unsent=True)
         old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
                                 ConditionExpression="attribute_not_exists(pk)",
                                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
@@ -68,12 +68,13 @@ class KeyedLedger:
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
         if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \
-                or existing.status is Status.RELEASED:
-            return self._take_over(existing, mine)
+                or existing.status is Status.RELEASED or (existing.status is Status.NEEDS_ATTENTION and existing.unsent):
+            return self._take_over(existing, mine)  # parked before anything was sent: a fixed re-send may charge
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a run-out lease or a released record, fenced to what we read, keeping what it keeps."""
+        """Take over a run-out lease, a released record or one parked unsent, fenced to what we read, keeping what
+        it keeps (Claim.existing: the record taken over)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
                        source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata)
         leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
@@ -84,7 +85,7 @@ class KeyedLedger:
             ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value,
                                                 **({"lease": old.lease_until} if leased else {})))
         if refused is None:
-            return Claim(won=True, mine=mine)
+            return Claim(won=True, mine=mine, existing=old)
         holder = Record.from_item(refused) if refused else None
         if holder and holder.owner == new.owner and holder.status is Status.IN_PROGRESS:
             return Claim(won=True, mine=holder)  # our takeover, re-sent after its answer was lost
@@ -110,10 +111,15 @@ class KeyedLedger:
         if must and old is not None and not (old and ours(old, claimed.owner, status)):
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
 
-    def remember_method(self, claimed: Record, method: str) -> Record:
-        """Keep the payment method chosen on the order's first attempt in its record, if we own it."""
-        self._owned_update(claimed, "SET payment_method = :method", method=method)
-        return replace(claimed, payment_method=method)
+    def sending(self, claimed: Record, method: str | None) -> Record:
+        """Just before the charge, if we own the record: no longer `unsent`, and the payment method it sends kept."""
+        if not claimed.unsent and (method or "") == claimed.payment_method:
+            return claimed  # marked by an earlier attempt
+        if method:
+            self._owned_update(claimed, "SET payment_method = :method REMOVE unsent", method=method)
+        else:
+            self._owned_update(claimed, "REMOVE unsent")
+        return replace(claimed, payment_method=method or claimed.payment_method, unsent=False)
 
     def finish(self, claimed: Record, status: Status, result: dict[str, Any]) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it; kept for ever."""
@@ -173,11 +179,13 @@ class KeyedCharger:
         claimed = claim.mine
         try:
             if ref.problem is not None:  # no order to charge: held for a person, with the reason
-                self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": str(ref.problem)})
-                raise ref.problem
+                raise self._refused(claimed, str(ref.problem))
             return self._charge_and_commit(upload, ref, claimed)
-        except (NeedsAttention, LostOwnership):
-            raise  # the record says why already, or it is not ours any more
+        except NeedsAttention as parked:  # counted once per order: parked again after a takeover is `again`
+            parked.again = parked.again or bool(claim.existing and claim.existing.status is Status.NEEDS_ATTENTION)
+            raise
+        except LostOwnership:
+            raise  # not ours any more
         except Exception:
             # Give the upload back at once: Lambda retries in about a minute, and a lease
             # that runs to our deadline (a 900 s timeout) would turn every retry away.
@@ -204,17 +212,26 @@ class KeyedCharger:
         self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason})
         return NeedsAttention(reason)
 
+    def _refused(self, claimed: Record, reason: str) -> NeedsAttention:
+        """A problem found before the charge: the order parked if nothing was ever sent under its key; else its
+        record is released for the attempt that sent (its retry books that charge), and this upload refused."""
+        if claimed.unsent:
+            return self._park(claimed, reason)
+        self.ledger.release(claimed)
+        return NeedsAttention(reason.replace("nothing was charged", "this upload charged nothing; an earlier attempt "
+                                             "of the order may have (its retry books it, or run `idem settle`)"))
+
     def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
-        """The payment method of the order's first attempt, read once and kept (docs/money_contract.md, 1)."""
+        """The payment method of the order's first attempt (the file's, or the saved one read once), kept in the
+        record as it is marked sent: every retry sends the same (docs/money_contract.md, 1)."""
+        method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
         read = getattr(self.provider, "saved_method", None)
-        if claimed.payment_method or (ref.order and ref.order.payment_method) or read is None \
-                or not customer.startswith("cus_"):
-            return claimed
-        try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
-            method = read_saved_method(read, customer)
-        except NeedsAttention as problem:
-            raise self._park(claimed, f"{ref.source}: {problem}") from None
-        return self.ledger.remember_method(claimed, method) if method else claimed
+        if not method and read is not None and customer.startswith("cus_"):
+            try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
+                method = read_saved_method(read, customer)
+            except NeedsAttention as problem:
+                raise self._refused(claimed, f"{ref.source}: {problem}") from None
+        return self.ledger.sending(claimed, method)
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:
@@ -224,7 +241,7 @@ class KeyedCharger:
                 self.settings.price_per_upload_cents or 0
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
-            raise self._park(claimed, str(problem)) from None
+            raise self._refused(claimed, str(problem)) from None
         found = look_up(self, upload, ref, claimed)  # past the key window: the charges made with its key
         if len(found) > 1:  # at most one per order (docs/money_contract.md, 1): never book one silently
             raise self._park(claimed, f"{ref.source}: {len(found)} charges were made with its key ("
@@ -241,7 +258,7 @@ class KeyedCharger:
             return self._commit(upload, claimed, str(made.id), charged[0], PENDING if pending else "found",
                                 customer, currency)
         claimed = self._method_for(ref, claimed, customer)
-        method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
+        method = claimed.payment_method
         reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
         try:
             charge = self.provider.charge(customer=customer, amount=cents, currency=currency, reference=reference,

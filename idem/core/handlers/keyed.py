@@ -24,7 +24,7 @@ if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
     from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              charges_with_key, make_provider, meaning_of, read_saved_method)
+                              charges_with_key, make_provider, meaning_of, read_saved_method, the_charge_found)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -36,7 +36,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
-        make_provider, meaning_of, read_saved_method)
+        make_provider, meaning_of, read_saved_method, the_charge_found)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
@@ -52,35 +52,38 @@ class KeyedLedger:
     def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
                  now: Callable[[], float] = time.time) -> None:
         self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
+        self.sending: set[str] = set()  # the owners whose charge went to the provider, until they end
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "",
-              metadata: Mapping[str, str] | None = None) -> Claim:
+              metadata: Mapping[str, str] | None = None, payment_method: str = "") -> Claim:
         """Claim the order in one call, or learn who holds it; only a lease that ran out is taken over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
-                      metadata=dict(metadata) if metadata else None, unsent=True)
-        old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
+                      metadata=dict(metadata) if metadata else None, payment_method=payment_method, unsent=True)
+        old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain(unsent=None)),
                                 ConditionExpression="attribute_not_exists(pk)",
                                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
             return Claim(won=True, mine=mine)
         existing = Record.from_item(old)
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
-            return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
+            return Claim(won=True, mine=replace(existing, unsent=True))  # our own put, re-sent after a lost answer
         if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \
-                or existing.status is Status.RELEASED or (existing.status is Status.NEEDS_ATTENTION and existing.unsent):
-            return self._take_over(existing, mine)  # parked before anything was sent: a fixed re-send may charge
+                or existing.status is Status.RELEASED or existing.unsent and existing.status is Status.NEEDS_ATTENTION:
+            return self._take_over(existing, mine)  # a lease run out, released, or parked before any charge
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
         """Take over a run-out lease, a released record or one parked unsent, fenced to what we read, keeping what
         it keeps (Claim.existing: the record taken over)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
-                       source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata)
+                       source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata,
+                       payment_method=old.payment_method or new.payment_method)
         leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
         fence = "#o = :old AND lease_until = :lease AND #s = :was" if leased else "#o = :old AND #s = :was"
         refused = conditional_write(
-            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()), ConditionExpression=fence,
+            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain(unsent=None)),
+            ConditionExpression=fence,
             ExpressionAttributeNames={"#o": "owner", "#s": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD",
             ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value,
                                                 **({"lease": old.lease_until} if leased else {})))
@@ -88,7 +91,7 @@ class KeyedLedger:
             return Claim(won=True, mine=mine, existing=old)
         holder = Record.from_item(refused) if refused else None
         if holder and holder.owner == new.owner and holder.status is Status.IN_PROGRESS:
-            return Claim(won=True, mine=holder)  # our takeover, re-sent after its answer was lost
+            return Claim(won=True, mine=mine)  # our takeover, re-sent after its answer was lost
         return Claim(won=False, existing=holder or replace(old, lease_until=self.now() + 1))
 
     def customer_of(self, account: str) -> str | None:
@@ -111,24 +114,20 @@ class KeyedLedger:
         if must and old is not None and not (old and ours(old, claimed.owner, status)):
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
 
-    def sending(self, claimed: Record, method: str | None) -> Record:
-        """Just before the charge, if we own the record: no longer `unsent`, and the payment method it sends kept."""
-        if not claimed.unsent and (method or "") == claimed.payment_method:
-            return claimed  # marked by an earlier attempt
-        if method:
-            self._owned_update(claimed, "SET payment_method = :method REMOVE unsent", method=method)
-        else:
-            self._owned_update(claimed, "REMOVE unsent")
-        return replace(claimed, payment_method=method or claimed.payment_method, unsent=False)
+    def remember_method(self, claimed: Record, method: str) -> Record:
+        """Keep the payment method chosen on the order's first attempt in its record, if we own it."""
+        self._owned_update(claimed, "SET payment_method = :method", method=method)
+        return replace(claimed, payment_method=method)
 
-    def finish(self, claimed: Record, status: Status, result: dict[str, Any]) -> None:
+    def finish(self, claimed: Record, status: Status, result: dict[str, Any], unsent: bool | None = False) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it; kept for ever."""
-        self._owned_update(claimed, "SET #s = :status, #r = :result REMOVE expires_at",
-                           status=status.value, result=result)
+        self._owned_update(claimed, "SET #s = :status, #r = :result, unsent = :unsent REMOVE expires_at",
+                           status=status.value, result=result, unsent=unsent)
 
     def release(self, claimed: Record) -> None:
         """End our lease now, so that Lambda's retry can take over at once (refused: not ours, fine)."""
-        self._owned_update(claimed, "SET lease_until = :now", must=False, now=self.now())
+        self._owned_update(claimed, "SET lease_until = :now, unsent = :unsent", must=False, now=self.now(),
+                           unsent=claimed.unsent and claimed.owner not in self.sending)  # nothing sent: say so
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
@@ -138,7 +137,7 @@ class KeyedLedger:
                   if status is Status.DONE else {})  # a `pending` line is booked when it settles
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
-                        "currency": currency or claimed.currency or None, **booked})
+                        "currency": currency or claimed.currency or None, "unsent": None, **booked})
         fence = as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value)  # only the owner
         old = conditional_write(self.client.put_item, TableName=self.table, Item=line, ConditionExpression=FENCE,
                                 ExpressionAttributeNames={"#s": "status", "#o": "owner"},
@@ -171,7 +170,8 @@ class KeyedCharger:
         ref = ref or self.order_of(upload)
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
         claim = self.ledger.claim(ref.idempotency_key, self.new_owner(), lease_until, ref.source,
-                                  ref.metadata if ref.order else None)  # an order may come under two names
+                                  ref.metadata if ref.order else None,  # an order may come under two names
+                                  (ref.order.payment_method if ref.order else None) or "")  # kept for every retry
         if not claim.won:
             assert claim.existing is not None
             return self._answered(ref, claim.existing)
@@ -191,6 +191,8 @@ class KeyedCharger:
             # that runs to our deadline (a 900 s timeout) would turn every retry away.
             self.ledger.release(claimed)
             raise
+        finally:
+            self.ledger.sending.discard(claimed.owner)
 
     def _answered(self, ref: OrderRef, existing: Record) -> dict[str, Any]:
         """What a claim that met a record answers: the stored result, or why not."""
@@ -209,29 +211,31 @@ class KeyedCharger:
 
     def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
-        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason})
+        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
         return NeedsAttention(reason)
 
     def _refused(self, claimed: Record, reason: str) -> NeedsAttention:
-        """A problem found before the charge: the order parked if nothing was ever sent under its key; else its
-        record is released for the attempt that sent (its retry books that charge), and this upload refused."""
+        """A problem found before the charge: the order parked if nothing was sent under its key, or if that is not
+        known; when an earlier attempt sent, its record is released for that attempt's retry, this upload refused."""
         if claimed.unsent:
             return self._park(claimed, reason)
-        self.ledger.release(claimed)
-        return NeedsAttention(reason.replace("nothing was charged", "this upload charged nothing; an earlier attempt "
-                                             "of the order may have (its retry books it, or run `idem settle`)"))
+        maybe = reason.replace("nothing was charged", "this upload charged nothing; an earlier attempt may have")
+        if claimed.unsent is None:  # whether one sent is not known (it stopped): parked for a person
+            return self._park(claimed, f"{maybe} (`idem settle` finds it)")
+        self.ledger.release(claimed)  # one sent: the retry of that attempt books its charge
+        return NeedsAttention(f"{maybe} (its retry books it)")
 
     def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
-        """The payment method of the order's first attempt (the file's, or the saved one read once), kept in the
-        record as it is marked sent: every retry sends the same (docs/money_contract.md, 1)."""
-        method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
+        """The payment method of the order's first attempt (the file's, kept by its claim, or the saved one, read
+        once and kept): every retry sends the same (docs/money_contract.md, 1)."""
         read = getattr(self.provider, "saved_method", None)
-        if not method and read is not None and customer.startswith("cus_"):
-            try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
-                method = read_saved_method(read, customer)
-            except NeedsAttention as problem:
-                raise self._refused(claimed, f"{ref.source}: {problem}") from None
-        return self.ledger.sending(claimed, method)
+        if claimed.payment_method or read is None or not customer.startswith("cus_"):
+            return claimed
+        try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
+            method = read_saved_method(read, customer)
+        except NeedsAttention as problem:
+            raise self._refused(claimed, f"{ref.source}: {problem}") from None
+        return self.ledger.remember_method(claimed, method) if method else claimed
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:
@@ -243,23 +247,17 @@ class KeyedCharger:
         except NeedsAttention as problem:
             raise self._refused(claimed, str(problem)) from None
         found = look_up(self, upload, ref, claimed)  # past the key window: the charges made with its key
-        if len(found) > 1:  # at most one per order (docs/money_contract.md, 1): never book one silently
-            raise self._park(claimed, f"{ref.source}: {len(found)} charges were made with its key ("
-                             f"{', '.join(str(c.id) for c in found)}): refund all but one (`idem refund`), then "
-                             "book the one kept (`idem settle`)")
-        if found:  # booked as what Stripe charged, if that is what this upload and the mapping ask
-            made = found[0]
-            charged = (int(made.amount), getattr(made, "currency", ""), getattr(made, "customer", ""))
-            if any(was and was != asked for was, asked in zip(charged, (cents, currency, customer))):
-                raise self._park(claimed, f"{ref.source}: {made.id}, made with its key, charged {charged[0]} "
-                                 f"{charged[1]} to {charged[2]}, and this upload asks {cents} {currency} to "
-                                 f"{customer}: refund or charge the difference by hand (`idem settle`), then close it")
-            pending = INTENT_MEANS.get(str(made.status)) == PENDING  # processing: booked when it settles
-            return self._commit(upload, claimed, str(made.id), charged[0], PENDING if pending else "found",
-                                customer, currency)
+        try:
+            made = the_charge_found(found, (cents, currency, customer), ref.source)
+        except NeedsAttention as problem:
+            raise self._park(claimed, str(problem)) from None
+        if made is not None:  # booked as Stripe charged it; `processing` is booked when it settles
+            return self._commit(upload, claimed, str(made.id), int(made.amount), PENDING if INTENT_MEANS.get(
+                str(made.status)) == PENDING else "found", customer, currency)
         claimed = self._method_for(ref, claimed, customer)
         method = claimed.payment_method
         reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
+        self.ledger.sending.add(claimed.owner)  # from here on a charge may exist (release says so)
         try:
             charge = self.provider.charge(customer=customer, amount=cents, currency=currency, reference=reference,
                                           idempotency_key=claimed.key, metadata=metadata,
@@ -277,7 +275,7 @@ class KeyedCharger:
                                 f"key {claimed.key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
                                 "charge at the provider (`idem settle`), then book or refund it")
-            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)  # sent: never taken over
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method

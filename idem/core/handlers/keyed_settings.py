@@ -25,13 +25,12 @@ PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry 
 AWS_CALL_SECONDS = AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + sum(
     2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
 #: The slowest path of an invocation's first upload: the secret (cold start), the order file, the claim,
-#: the customer mapping, the mark before the charge, the commit (6 AWS calls); the look-up, the saved
-#: method and the charge at Stripe.
-SLOWEST_PATH_SECONDS = 6 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
+#: the customer mapping, the commit (5 AWS calls); the look-up, the saved method and the charge at Stripe.
+SLOWEST_PATH_SECONDS = 5 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
 UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later upload: no secret to read
-#: With the rarer calls too (a takeover's second put, re-booking a deleted claim: 2 AWS calls): 40 s,
-#: inside the stack's 60 s.
-WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 2 * AWS_CALL_SECONDS
+#: With the rarer calls too (a takeover's second put, keeping the saved method, re-booking a deleted
+#: claim: 3 AWS calls): 40 s, inside the stack's 60 s.
+WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 3 * AWS_CALL_SECONDS
 
 
 def aws_config() -> Any:
@@ -271,12 +270,12 @@ class Record:
     currency: str = ""
     cents: int = 0
     metadata: Any = None
-    unsent: bool = False  # claimed, and nothing sent to the provider under its key yet (removed just before)
+    unsent: bool | None = None  # no charge sent under its key (False: one was; None: not known); never put
 
-    def to_plain(self) -> dict[str, Any]:
-        """The record's attributes as stored (none that is empty, but `result`)."""
+    def to_plain(self, **but: Any) -> dict[str, Any]:
+        """The record's attributes as stored (none that is empty, but `result`), with `but` instead."""
         return {"pk": self.key, "status": self.status.value, "result": self.result,
-                **{f.name: getattr(self, f.name) or None for f in fields(self)[2:] if f.name != "result"}}
+                **{f.name: getattr(self, f.name) or None for f in fields(self)[2:] if f.name != "result"}, **but}
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Record:

@@ -323,6 +323,23 @@ def test_a_bad_copy_of_an_order_charged_but_unbooked_leaves_it_for_the_retry_tha
     assert any(r.status is keyed.Status.DONE and (r.result or {}).get("charge_id") == made.id for r in records(world))
 
 
+def test_a_bad_copy_of_an_order_whose_last_attempt_stopped_parks_it_saying_it_may_be_charged(world):
+    """P1/P4: an invocation that stopped (its lease ran out) leaves no word of whether it sent the charge;
+    a bad copy then parks the order saying an earlier attempt may have charged, never "nothing was
+    charged", and that park is not taken over by a later upload (docs/money_contract.md, section 1)."""
+    link(world, "alice")
+    commit_refused(world, world.upload("alice/S-1.json", order("S-1", amount_cents=1250)))
+    (stuck,) = records(world)
+    world.dynamodb.update_item(TableName=world.ledger_table, Key={"pk": {"S": stuck.key}},
+                               UpdateExpression="REMOVE unsent")  # as an invocation stopped mid-call leaves it
+    with pytest.raises(keyed.NeedsAttention, match="an earlier attempt may have") as parked:
+        charge(world, world.upload("alice/S-1-typo.json", order("S-1", amount_cents=125_000)))
+    assert "nothing was charged" not in str(parked.value) and records(world)[0].status is keyed.Status.NEEDS_ATTENTION
+    with pytest.raises(keyed.NeedsAttention):
+        charge(world, world.upload("alice/S-1-fixed.json", order("S-1", amount_cents=1250)))
+    assert len(world.provider().charges()) == 1
+
+
 # == time: the key's age, not the event's (P1, "the key's age rule") =========================================
 class CountingSearch:
     """The loopback provider, counting the handler's searches by key (find_charges)."""

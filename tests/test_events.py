@@ -195,6 +195,17 @@ def test_sizes_written_as_whole_floats_are_whole_numbers():
     assert read_event({"Records": [record]}).objects[0].size == 1024
 
 
+@pytest.mark.parametrize("size, says", [
+    (True, "got a boolean true"), ("12", "got a string '12'"), (1.5, "got a number 1.5"), ([4], "got a list"),
+    (10**40, "is a number of more than 30 digits"), (-1, "is -1; an S3 object holds 0 bytes to 48.8 TiB"),
+])
+def test_a_size_that_is_no_whole_number_of_bytes_is_named_with_its_type_and_safe_value(size, says):
+    record = good_record()
+    record["s3"]["object"]["size"] = size
+    (skipped,) = read_event({"Records": [record]}).malformed
+    assert skipped.reason.startswith("s3.object.size ") and says in skipped.reason
+
+
 @pytest.mark.parametrize("count, read, over", [(MAX_RECORDS, MAX_RECORDS, False),
                                                (MAX_RECORDS + 1, MAX_RECORDS, True)])
 def test_at_most_max_records_are_read(count, read, over):

@@ -25,10 +25,10 @@ def test_the_slowest_path_fits_in_the_stacks_timeout():
     timeout = template["Globals"]["Function"].get("Timeout") if "Globals" in template else None
     charge = template["Resources"]["ChargeFunction"]["Properties"]
     timeout = charge.get("Timeout", timeout)
-    assert keyed_settings.slowest_path_seconds() < timeout == 60
+    assert keyed_settings.SLOWEST_PATH_SECONDS < timeout == 60
     # every call the handler can make for one upload, the rarer paths' three included: 8 AWS calls
     # of at most 3.5 s and 3 provider calls of 4 s still end before the function does
-    assert keyed_settings.worst_path_seconds() == 8 * 3.5 + 3 * 4.0 == 40.0 < timeout
+    assert keyed_settings.WORST_PATH_SECONDS == 8 * 3.5 + 3 * 4.0 == 40.0 < timeout
     assert int(charge["Environment"]["Variables"]["FUNCTION_TIMEOUT_SECONDS"]) == timeout
 
 
@@ -78,7 +78,7 @@ def test_a_hung_dynamodb_call_is_bounded(silent_server):
     with pytest.raises(Exception, match="timed out|Read timeout"):
         client.put_item(TableName="ledger", Item={"pk": {"S": "k"}})
     took = time.monotonic() - started
-    assert took <= keyed_settings.aws_call_seconds() + 1.0, took  # botocore's defaults: 2 x 60 s or more
+    assert took <= keyed_settings.AWS_CALL_SECONDS + 1.0, took  # botocore's defaults: 2 x 60 s or more
 
 
 def test_every_client_the_handler_builds_is_bounded(monkeypatch):

@@ -218,9 +218,11 @@ def test_the_loopback_provider_is_stripes_sdk(world, server):
     assert iso8601(world.clock.now()).startswith("2026-01-01")
 
 
-# -- a charge found past the key window is booked at what it took ----------------------------------
+# -- a charge found past the key window at another amount is parked, never booked as the order -------
 @pytest.mark.parametrize("over_stripe", [True, False], ids=["stripe", "stand-in"])
-def test_a_charge_found_past_the_key_window_is_booked_at_the_amount_it_took(over_stripe):
+def test_a_charge_found_past_the_key_window_at_another_amount_is_parked_not_booked(over_stripe):
+    """docs/money_contract.md, section 1: the look-up books a charge only on the order's own terms (it was
+    booked at the 700 it took, under an order asking 500, until review round 4)."""
     with LocalWorld() as world, (loopback_stripe(world) if over_stripe else contextlib.nullcontext()):
         upload = upload_of(world.upload("alice/order.csv"), world.clock.now())
         # The first attempt charged 700 (the price then), and died before its commit.
@@ -228,10 +230,11 @@ def test_a_charge_found_past_the_key_window_is_booked_at_the_amount_it_took(over
                                 reference=order_ref(world, upload).charge_reference,
                                 idempotency_key=order_ref(world, upload).idempotency_key)
         world.clock.advance(DAY + 3600)  # redriven a day later: the key is pruned, today's price is 500
-        result = charger(world).charge_once(upload, 30_000)
         (charge,) = world.provider().charges()
-        assert result == {"status": "found", "charge_id": charge.id, "amount_cents": 700}
-        assert booked_totals(world.dynamodb, world.ledger_table, "alice") == (1, 700)
+        with pytest.raises(keyed.NeedsAttention, match=f"{charge.id}, made with its key, charged 700 usd"):
+            charger(world).charge_once(upload, 30_000)
+        assert len(world.provider().charges()) == 1
+        assert booked_totals(world.dynamodb, world.ledger_table, "alice") == (0, 0)
 
 
 # -- ids are Stripe's: PaymentIntents start pi_ ------------------------------------------------------

@@ -28,9 +28,9 @@ def _props(template, name):
 
 def test_the_time_budget_per_upload_comes_from_the_handlers_bounded_calls():
     # each AWS call: 2 attempts of (0.5 s connect + 0.75 s read) and a backoff of at most 1 s
-    assert keyed_settings.aws_call_seconds() == 3.5
+    assert keyed_settings.AWS_CALL_SECONDS == 3.5
     # 4 AWS calls and 3 Stripe calls of at most 4 s on the slowest path of a later upload
-    assert keyed_settings.upload_path_seconds() == 4 * 3.5 + 3 * 4.0 == 26.0
+    assert keyed_settings.UPLOAD_PATH_SECONDS == 4 * 3.5 + 3 * 4.0 == 26.0
     assert buffer.batch_seconds(10, 1.5) == 3.5 + 9 * 1.5 + 26.0 == 43.0
     assert buffer.batch_seconds(10, buffer.DESIGN_UPLOAD_SECONDS) == 56.5
     assert buffer.timeout_for(10) == 60 == buffer.PROD.function_timeout_seconds
@@ -53,7 +53,7 @@ def charged_in_one_invocation(timeout: float, per_upload: float, cold: bool = Tr
     from idem.core.handlers.keyed import enough_time
     from idem.core.handlers.keyed_settings import WorkInProgress
 
-    left = timeout - (keyed_settings.aws_call_seconds() if cold else 0.0)
+    left = timeout - (keyed_settings.AWS_CALL_SECONDS if cold else 0.0)
     for n in range(10):
         if n:
             try:

@@ -8,7 +8,7 @@ judges a window (ReconcileFunction's RECONCILE_LAG_SECONDS).
 Why these values (the rules are AWS's, cited where they are used):
 - function timeout 60 s, from the handler's own time budget (handlers/keyed_settings.py, the
   bounded calls it makes): keyed starts an upload after the first only while
-  `upload_path_seconds()` (26 s: 4 AWS calls of at most 3.5 s each, 3 provider calls of at most
+  `UPLOAD_PATH_SECONDS` (26 s: 4 AWS calls of at most 3.5 s each, 3 provider calls of at most
   4 s) are left, so a batch of 10 is charged in one invocation when
   cold start's secret (3.5 s) + 9 uploads + 26 s fit: 43 s at Stripe's usual 1.5 s a charge,
   56.5 s at twice that (DESIGN_UPLOAD_SECONDS), rounded up to the minute (`batch_seconds`);
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .handlers.keyed_settings import aws_call_seconds, slowest_path_seconds, upload_path_seconds
+from .handlers.keyed_settings import AWS_CALL_SECONDS, SLOWEST_PATH_SECONDS, UPLOAD_PATH_SECONDS
 
 #: Stripe's usual time for a confirmed charge, the top of the 0.8-1.5 s measured in issue 40
 #: (an observation, not a number Stripe publishes), and the time per upload a batch is sized
@@ -43,9 +43,9 @@ DESIGN_UPLOAD_SECONDS = 2 * USUAL_UPLOAD_SECONDS
 
 def batch_seconds(batch_size: int, seconds_per_upload: float) -> float:
     """How long an invocation must be allowed for its batch's last upload still to start: keyed
-    (keyed.enough_time) starts an upload after the first only while upload_path_seconds() are
-    left, and a cold start first reads the secret (one AWS call, its bound aws_call_seconds())."""
-    return aws_call_seconds() + (batch_size - 1) * seconds_per_upload + upload_path_seconds()
+    (keyed.enough_time) starts an upload after the first only while UPLOAD_PATH_SECONDS are
+    left, and a cold start first reads the secret (one AWS call, its bound AWS_CALL_SECONDS)."""
+    return AWS_CALL_SECONDS + (batch_size - 1) * seconds_per_upload + UPLOAD_PATH_SECONDS
 
 
 def timeout_for(batch_size: int, seconds_per_upload: float = DESIGN_UPLOAD_SECONDS) -> int:
@@ -65,7 +65,7 @@ class BufferSizing:
     def __post_init__(self) -> None:
         if self.visibility_timeout_seconds < 6 * self.function_timeout_seconds:
             raise ValueError("the visibility timeout should be at least six times the function's timeout")
-        if self.function_timeout_seconds <= slowest_path_seconds():
+        if self.function_timeout_seconds <= SLOWEST_PATH_SECONDS:
             raise ValueError("the function's timeout must outlast one upload's slowest path")
         if self.retention_seconds <= self.rides_out_seconds:
             raise ValueError("the queue must keep a message longer than its retries last")

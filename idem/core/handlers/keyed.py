@@ -1,11 +1,8 @@
-"""The keyed scribe: charge a customer once per ORDER, however often S3, Lambda and the uploader repeat it.
-
-The handler to copy: the claim, the charge with the order's key, the fenced commit and the handler.
-Its siblings, imported by their plain names when copied, are listed in README.md; what it promises
-about money, and why each step is there, is docs/money_contract.md.
-1. Claim: one conditional put of an `in_progress` record under the order's key, with a lease
-   to this invocation's deadline; a refused put returns the record (a duplicate, a live lease,
-   or a lease run out, taken over keeping the first attempt's time and payment method).
+"""The keyed scribe, the handler to copy: charge a customer once per ORDER, however often S3, Lambda and
+the uploader repeat it (its siblings: README.md; what it promises, and why: docs/money_contract.md).
+1. Claim: one conditional put of an `in_progress` record under the order's key, leased to this
+   invocation's deadline; a refused put returns the record (a duplicate, a live lease, or a lease run
+   out or a park before any charge was sent, taken over keeping the first attempt's time and method).
 2. Charge the account's linked customer the file's amount, with the order's key as Stripe's
    idempotency key; past the key window, search for the charge first.
 3. Commit in one write, only if this invocation still owns the claim: it becomes the ledger line.
@@ -25,10 +22,9 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import (OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of,
-                              who_pays)
+    from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              find_charge, make_provider, meaning_of, read_saved_method)
+                              charges_with_key, make_provider, meaning_of, read_saved_method, the_charge_found)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -37,10 +33,10 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        OrderRef, Upload as Upload, amount_for, check_same_order, identify, sent_as, terms_of, who_pays)
+        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, find_charge,
-        make_provider, meaning_of, read_saved_method)
+        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
+        make_provider, meaning_of, read_saved_method, the_charge_found)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
@@ -56,42 +52,46 @@ class KeyedLedger:
     def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
                  now: Callable[[], float] = time.time) -> None:
         self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
+        self.sending: set[str] = set()  # the owners whose charge went to the provider, until they end
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "",
-              metadata: Mapping[str, str] | None = None) -> Claim:
+              metadata: Mapping[str, str] | None = None, payment_method: str = "") -> Claim:
         """Claim the order in one call, or learn who holds it; only a lease that ran out is taken over."""
         now = self.now()
         mine = Record(key, Status.IN_PROGRESS, owner, lease_until, source=source, created_at=now, first_attempt_at=now,
-                      metadata=dict(metadata) if metadata else None)
-        old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()),
+                      metadata=dict(metadata) if metadata else None, payment_method=payment_method, unsent=True)
+        old = conditional_write(self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain(unsent=None)),
                                 ConditionExpression="attribute_not_exists(pk)",
                                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old is None:
             return Claim(won=True, mine=mine)
         existing = Record.from_item(old)
         if existing.owner == owner and existing.status is Status.IN_PROGRESS:
-            return Claim(won=True, mine=existing)  # our own put, re-sent after its answer was lost
+            return Claim(won=True, mine=replace(existing, unsent=True))  # our own put, re-sent after a lost answer
         if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \
-                or existing.status is Status.RELEASED:
-            return self._take_over(existing, mine)
+                or existing.status is Status.RELEASED or existing.unsent and existing.status is Status.NEEDS_ATTENTION:
+            return self._take_over(existing, mine)  # a lease run out, released, or parked before any charge
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a run-out lease or a released record, fenced to what we read, keeping what it keeps."""
+        """Take over a run-out lease, a released record or one parked unsent, fenced to what we read, keeping what
+        it keeps (Claim.existing: the record taken over)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
-                       source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata)
+                       source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata,
+                       payment_method=old.payment_method or new.payment_method)
         leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
         fence = "#o = :old AND lease_until = :lease AND #s = :was" if leased else "#o = :old AND #s = :was"
         refused = conditional_write(
-            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain()), ConditionExpression=fence,
+            self.client.put_item, TableName=self.table, Item=as_item(mine.to_plain(unsent=None)),
+            ConditionExpression=fence,
             ExpressionAttributeNames={"#o": "owner", "#s": "status"}, ReturnValuesOnConditionCheckFailure="ALL_OLD",
             ExpressionAttributeValues=as_values(old=old.owner, was=old.status.value,
                                                 **({"lease": old.lease_until} if leased else {})))
         if refused is None:
-            return Claim(won=True, mine=mine)
+            return Claim(won=True, mine=mine, existing=old)
         holder = Record.from_item(refused) if refused else None
         if holder and holder.owner == new.owner and holder.status is Status.IN_PROGRESS:
-            return Claim(won=True, mine=holder)  # our takeover, re-sent after its answer was lost
+            return Claim(won=True, mine=mine)  # our takeover, re-sent after its answer was lost
         return Claim(won=False, existing=holder or replace(old, lease_until=self.now() + 1))
 
     def customer_of(self, account: str) -> str | None:
@@ -119,14 +119,15 @@ class KeyedLedger:
         self._owned_update(claimed, "SET payment_method = :method", method=method)
         return replace(claimed, payment_method=method)
 
-    def finish(self, claimed: Record, status: Status, result: dict[str, Any]) -> None:
+    def finish(self, claimed: Record, status: Status, result: dict[str, Any], unsent: bool | None = False) -> None:
         """End the record without a charge (`declined`, `needs_attention`), if we still own it; kept for ever."""
-        self._owned_update(claimed, "SET #s = :status, #r = :result REMOVE expires_at",
-                           status=status.value, result=result)
+        self._owned_update(claimed, "SET #s = :status, #r = :result, unsent = :unsent REMOVE expires_at",
+                           status=status.value, result=result, unsent=unsent)
 
     def release(self, claimed: Record) -> None:
         """End our lease now, so that Lambda's retry can take over at once (refused: not ours, fine)."""
-        self._owned_update(claimed, "SET lease_until = :now", must=False, now=self.now())
+        self._owned_update(claimed, "SET lease_until = :now, unsent = :unsent", must=False, now=self.now(),
+                           unsent=claimed.unsent and claimed.owner not in self.sending)  # nothing sent: say so
 
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
@@ -136,13 +137,11 @@ class KeyedLedger:
                   if status is Status.DONE else {})  # a `pending` line is booked when it settles
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
-                        "currency": currency or claimed.currency or None, **booked})
-        old = conditional_write(
-            self.client.put_item, TableName=self.table, Item=line,
-            ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner
-            ExpressionAttributeNames={"#s": "status", "#o": "owner"},
-            ExpressionAttributeValues=as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value),
-            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+                        "currency": currency or claimed.currency or None, "unsent": None, **booked})
+        fence = as_values(me=claimed.owner, in_progress=Status.IN_PROGRESS.value)  # only the owner
+        old = conditional_write(self.client.put_item, TableName=self.table, Item=line, ConditionExpression=FENCE,
+                                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                                ExpressionAttributeValues=fence, ReturnValuesOnConditionCheckFailure="ALL_OLD")
         if old and not ours(old, claimed.owner, status):  # else: our own put, re-sent after a lost answer
             raise LostOwnership(f"{claimed.key} belongs to another invocation now")
         if old == {}:  # no record at all: a person deleted our claim as we charged; book it anyway
@@ -160,8 +159,8 @@ class KeyedCharger:
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
                  amount: Callable[[Upload], int] | None = None, s3: Any = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
-        self.amount = amount
+        self.provider, self.settings, self.now, self.new_owner, self.s3, self.amount = (provider, settings, now,
+                                                                                         new_owner, s3, amount)
 
     def order_of(self, upload: Upload) -> OrderRef:
         return identify(upload, self.settings.order_identity, self.s3)
@@ -171,7 +170,8 @@ class KeyedCharger:
         ref = ref or self.order_of(upload)
         lease_until = self.now() + remaining_ms / 1000  # the lease ends when this invocation must
         claim = self.ledger.claim(ref.idempotency_key, self.new_owner(), lease_until, ref.source,
-                                  ref.metadata if ref.order else None)  # an order may come under two names
+                                  ref.metadata if ref.order else None,  # an order may come under two names
+                                  (ref.order.payment_method if ref.order else None) or "")  # kept for every retry
         if not claim.won:
             assert claim.existing is not None
             return self._answered(ref, claim.existing)
@@ -179,16 +179,20 @@ class KeyedCharger:
         claimed = claim.mine
         try:
             if ref.problem is not None:  # no order to charge: held for a person, with the reason
-                self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": str(ref.problem)})
-                raise ref.problem
+                raise self._refused(claimed, str(ref.problem))
             return self._charge_and_commit(upload, ref, claimed)
-        except (NeedsAttention, LostOwnership):
-            raise  # the record says why already, or it is not ours any more
+        except NeedsAttention as parked:  # counted once per order: parked again after a takeover is `again`
+            parked.again = parked.again or bool(claim.existing and claim.existing.status is Status.NEEDS_ATTENTION)
+            raise
+        except LostOwnership:
+            raise  # not ours any more
         except Exception:
             # Give the upload back at once: Lambda retries in about a minute, and a lease
             # that runs to our deadline (a 900 s timeout) would turn every retry away.
             self.ledger.release(claimed)
             raise
+        finally:
+            self.ledger.sending.discard(claimed.owner)
 
     def _answered(self, ref: OrderRef, existing: Record) -> dict[str, Any]:
         """What a claim that met a record answers: the stored result, or why not."""
@@ -207,38 +211,56 @@ class KeyedCharger:
 
     def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
-        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason})
+        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
         return NeedsAttention(reason)
 
+    def _refused(self, claimed: Record, reason: str) -> NeedsAttention:
+        """A problem found before the charge: the order parked if nothing was sent under its key, or if that is not
+        known; when an earlier attempt sent, its record is released for that attempt's retry, this upload refused."""
+        if claimed.unsent:
+            return self._park(claimed, reason)
+        maybe = reason.replace("nothing was charged", "this upload charged nothing; an earlier attempt may have")
+        if claimed.unsent is None:  # whether one sent is not known (it stopped): parked for a person
+            return self._park(claimed, f"{maybe} (`idem settle` finds it)")
+        self.ledger.release(claimed)  # one sent: the retry of that attempt books its charge
+        return NeedsAttention(f"{maybe} (its retry books it)")
+
     def _method_for(self, ref: OrderRef, claimed: Record, customer: str) -> Record:
-        """The payment method of the order's first attempt, read once and kept (docs/money_contract.md, 1)."""
+        """The payment method of the order's first attempt (the file's, kept by its claim, or the saved one, read
+        once and kept): every retry sends the same (docs/money_contract.md, 1)."""
         read = getattr(self.provider, "saved_method", None)
-        if claimed.payment_method or (ref.order and ref.order.payment_method) or read is None \
-                or not customer.startswith("cus_"):
+        if claimed.payment_method or read is None or not customer.startswith("cus_"):
             return claimed
         try:  # a read sends no key: a 5xx or a lost answer is retried, a 401 re-reads the secret
             method = read_saved_method(read, customer)
         except NeedsAttention as problem:
-            raise self._park(claimed, f"{ref.source}: {problem}") from None
+            raise self._refused(claimed, f"{ref.source}: {problem}") from None
         return self.ledger.remember_method(claimed, method) if method else claimed
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:
             customer = who_pays(self.ledger.customer_of(upload.account), ref)
-            cents = self.amount(upload) if self.amount else amount_for(ref, self.settings)
+            # the file's amount_cents; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)
+            cents = self.amount(upload) if self.amount else ref.order.amount_cents if ref.order else \
+                self.settings.price_per_upload_cents or 0
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
-            raise self._park(claimed, str(problem)) from None
-        found = look_up(self, upload, ref, claimed)  # past the key window: a charge found is booked
-        if found is not None:
-            return self._commit(upload, claimed, str(found.id), int(found.amount), "found", customer, currency)
-        claimed = self._method_for(ref, claimed, customer)
-        method = claimed.payment_method or (ref.order.payment_method if ref.order else None)
-        reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
-        key = claimed.key
+            raise self._refused(claimed, str(problem)) from None
+        found = look_up(self, upload, ref, claimed)  # past the key window: the charges made with its key
         try:
-            charge = self.provider.charge(customer=customer, amount=cents, currency=currency,
-                                          reference=reference, idempotency_key=key, metadata=metadata,
+            made = the_charge_found(found, (cents, currency, customer), ref.source)
+        except NeedsAttention as problem:
+            raise self._park(claimed, str(problem)) from None
+        if made is not None:  # booked as Stripe charged it; `processing` is booked when it settles
+            return self._commit(upload, claimed, str(made.id), int(made.amount), PENDING if INTENT_MEANS.get(
+                str(made.status)) == PENDING else "found", customer, currency)
+        claimed = self._method_for(ref, claimed, customer)
+        method = claimed.payment_method
+        reference, metadata = sent_as(ref, claimed.metadata)  # the first claim's, on every attempt
+        self.ledger.sending.add(claimed.owner)  # from here on a charge may exist (release says so)
+        try:
+            charge = self.provider.charge(customer=customer, amount=cents, currency=currency, reference=reference,
+                                          idempotency_key=claimed.key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
             meaning = meaning_of(error)  # by Stripe's error type and code (keyed_stripe.py)
@@ -250,10 +272,10 @@ class KeyedCharger:
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
                 return self._decline(claimed, {**result, "reason": meaning.reason})
             result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
-                                f"key {key[:32]}... ({meaning.reason}); "
+                                f"key {claimed.key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
                                 "charge at the provider (`idem settle`), then book or refund it")
-            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)  # sent: never taken over
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method
@@ -326,20 +348,20 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     return {"status": "test_event" if batch.test_event else "ok", "processed": processed}
 
 
-def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> Any | None:
-    """The charge made with this order's key, searched for once the key may be forgotten (the key's age rule)."""
+def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Record) -> list[Any]:
+    """The charges made with this order's key, searched for once the key may be forgotten (the key's age rule)."""
     now, window = charger.now(), charger.settings.provider_key_retention_seconds
     # Stripe: keys "are eligible to be removed ... after they're at least 24 hours old"
     # (https://docs.stripe.com/api/idempotent_requests): PROVIDER_KEY_RETENTION_SECONDS.
     key_age, event_age = now - claimed.first_attempt_at, now - upload.event_time
     if claimed.first_attempt_at and 0 <= key_age < window - KEY_AGE_MARGIN_SECONDS \
             and upload.event_time and 0 <= event_age < window:
-        return None  # inside the key window: the key itself replays an earlier charge
+        return []  # inside the key window: the key itself replays an earlier charge
     known = (f"its first charge attempt {key_age / 3600:.1f} h ago" if claimed.first_attempt_at else
              "no known first attempt") + (f", the event {event_age / 3600:.1f} h old" if upload.event_time
                                           else ", the event of unknown age")
     try:
-        return find_charge(charger.provider, ref.charge_reference, claimed.key)
+        return charges_with_key(charger.provider, ref.charge_reference, claimed.key)
     except Exception as unavailable:  # never charge blind: park it for a person (a refused key: retry)
         if meaning_of(unavailable).what == AUTH:
             raise auth_failed(meaning_of(unavailable)) from unavailable

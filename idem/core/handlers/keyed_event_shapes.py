@@ -16,19 +16,20 @@ from typing import Any, Iterator, Mapping
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_events import (EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of,
-                              sequencer_of, size_of, unless_folder_marker, _version)
+    from keyed_events import (BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _Foreign, _kind, _text,
+                              _version, json_message, key_of, size_of, unless_folder_marker)
     from keyed_events import message_leaves as s3_message_leaves
     from keyed_orders import OrderRef, Upload, _order_key
-    from keyed_settings import NeedsAttention
+    from keyed_settings import ConfigError, NeedsAttention, Settings
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        EventError, S3Object, Skipped, _Foreign, _kind, _text, bucket_of, json_message, key_of, sequencer_of, size_of,
-        unless_folder_marker, _version)
+        BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _Foreign, _kind, _text, _version, json_message, key_of,
+        size_of, unless_folder_marker)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         message_leaves as s3_message_leaves)
     from .keyed_orders import OrderRef, Upload, _order_key  # type: ignore[import-not-found, no-redef, unused-ignore]
-    from .keyed_settings import NeedsAttention  # type: ignore[import-not-found, no-redef, unused-ignore]
+    from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
+        ConfigError, NeedsAttention, Settings)
 
 #: Envelope event sources: what they are called in a reason, and where the message is.
 ENVELOPES = {"aws:sqs": ("SQS message", "body"), "aws:sns": ("SNS message", "Sns.Message")}
@@ -98,11 +99,11 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
         if not isinstance(event.get("detail"), Mapping):
             raise EventError(f"detail must be a JSON object, got {_kind(event.get('detail'))}")
         obj = S3Object(
-            bucket=bucket_of(event, "detail.bucket.name"),
+            bucket=_text(event, "detail.bucket.name", required=True, limit=255, rule=BUCKET_RULE),
             key=key_of(_text(event, "detail.object.key", required=True)),
             size=size_of(event, "detail.object.size", required=False),
             etag=_text(event, "detail.object.etag"),
-            sequencer=sequencer_of(event, "detail.object.sequencer"),
+            sequencer=_text(event, "detail.object.sequencer", limit=64, rule=HEX_RULE),
             version_id=_version(event, "detail.object.version-id"),
             event_name="ObjectCreated:" + (_text(event, "detail.reason") or "PutObject"),
             event_time=_text(event, "time"),
@@ -114,6 +115,13 @@ def eventbridge_leaf(event: Mapping[str, Any], index: int, where: str) -> S3Obje
 
 
 # -- the ORDER_IDENTITY modes that read no order file: every upload costs PRICE_PER_UPLOAD_CENTS ------------
+def check_settings(settings: Settings) -> None:
+    """At cold start (Settings): a mode that reads no order file needs the price of one upload."""
+    if not settings.price_per_upload_cents:
+        raise ConfigError(f"ORDER_IDENTITY={settings.order_identity} reads no order file: set PRICE_PER_UPLOAD_CENTS, "
+                          "the price of one upload (nothing is charged without it)")
+
+
 def identify(upload: Upload, identity: str) -> OrderRef:
     """The order of an upload in a mode that reads no file: its name (object-name) or the upload itself (upload)."""
     name = f"{upload.bucket}/{upload.key}"

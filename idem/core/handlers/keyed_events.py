@@ -1,10 +1,9 @@
 """S3's events in, and what the operator sees out, for the handler to copy (keyed.py).
 
-In: S3's records given to the function directly or in SQS messages (the stack's two shapes), and S3's
-test event, read failing closed. A record is an upload, one not ours (skipped, logged) or malformed
-(logged; the invocation fails after the good ones). SNS and EventBridge: only with the optional
-keyed_event_shapes.py; without it, refused. Out: one JSON log line per upload and per skipped record,
-and one CloudWatch Embedded Metric Format document per invocation.
+In: S3's records, given directly or in SQS messages (the stack's two shapes), and S3's test event, read
+failing closed: a record is an upload, one not ours (skipped, logged) or malformed (logged; the invocation
+fails after the good ones). SNS and EventBridge: only with the optional keyed_event_shapes.py, else refused.
+Out: one JSON log line per upload and per skipped record, one CloudWatch EMF document per invocation.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import ModuleType
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Iterator, Mapping
 from urllib.parse import unquote_plus
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
@@ -38,6 +37,8 @@ MAX_OBJECT_SIZE = 10_000 * 5 * 1024**3
 MAX_FIELD_BYTES = 1024  # S3's other short strings (eTag, sequencer, version id, time) stay far below
 #: Bucket names (old us-east-1 ones: capitals, underscores, 255 characters); never a `/`.
 BUCKET_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+BUCKET_RULE = (BUCKET_NAME, "a bucket name (letters, digits, '.', '-', '_')")
+HEX_RULE = (re.compile(r"[0-9a-fA-F]+"), "hexadecimal")  # S3's sequencer
 MAX_LOGGED_SKIPS = 20  # skipped records logged one by one; the rest counted in one more line
 NOT_READ = "this handler reads S3's own events (direct, or in SQS); copy keyed_event_shapes.py to read it"
 
@@ -80,12 +81,12 @@ class Skipped:
 
 @dataclass
 class EventBatch:
-    """What one invocation's event holds."""
+    """What one invocation's event holds; `origins`: per object, its record's index in `Records`."""
 
     objects: list[S3Object] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     test_event: bool = False
-    origins: list[int] = field(default_factory=list)  # per object: its record's index in `Records`
+    origins: list[int] = field(default_factory=list)
 
     @property
     def malformed(self) -> list[Skipped]:
@@ -93,11 +94,10 @@ class EventBatch:
 
     def log_lines(self, limit: int = MAX_LOGGED_SKIPS) -> list[tuple[str, str]]:
         """(level, message) for at most `limit` skipped records, malformed first; one line for the rest."""
-        errors = self.malformed[:limit]
-        chosen = {id(s) for s in errors + [s for s in self.skipped if not s.malformed][:limit - len(errors)]}
+        chosen = {id(s) for s in sorted(self.skipped, key=lambda s: not s.malformed)[:limit]}  # stable sort
         lines = [("error" if s.malformed else "info", f"record {s.index} skipped: {s.reason}")
                  for s in self.skipped if id(s) in chosen]
-        rest, bad = len(self.skipped) - len(chosen), len(self.malformed) - len(errors)
+        rest, bad = len(self.skipped) - len(chosen), max(0, len(self.malformed) - limit)
         if rest:
             lines.append(("error" if bad else "info",
                           f"{rest} more records skipped ({bad} malformed), not logged one by one"))
@@ -134,9 +134,9 @@ def read_event(event: Any, charge_events: tuple[str, ...] = CHARGE_EVENTS,
                 "(e.g. a smaller SQS BatchSize)"), malformed=True))
             break
         if isinstance(leaf, S3Object) and leaf.event_name not in charge_events:
-            batch.skipped.append(Skipped(index, f"{leaf.uri}: {leaf.event_name} does not create an order "
-                                                f"(charged: {', '.join(charge_events)}); not charged", False))
-        elif isinstance(leaf, S3Object):
+            leaf = Skipped(index, f"{leaf.uri}: {leaf.event_name} does not create an order "
+                                  f"(charged: {', '.join(charge_events)}); not charged", False)
+        if isinstance(leaf, S3Object):
             batch.objects.append(leaf)
             batch.origins.append(index)
         else:
@@ -202,12 +202,14 @@ def s3_leaf(record: Mapping[str, Any], index: int, where: str) -> S3Object | Ski
         name = _text(record, "eventName", required=True)
         if not name.startswith("ObjectCreated:"):
             return Skipped(index, f"{where}{name} is not an object creation", False)
-        obj = S3Object(bucket=bucket_of(record, "s3.bucket.name"),  # %XX triples a byte:
-                       key=key_of(unquote_plus(_text(record, "s3.object.key", required=True, limit=3 * MAX_KEY_BYTES))),
+        obj = S3Object(bucket=_text(record, "s3.bucket.name", required=True, limit=255, rule=BUCKET_RULE),
+                       key=key_of(unquote_plus(_text(record, "s3.object.key", required=True,  # %XX triples a byte
+                                                     limit=3 * MAX_KEY_BYTES))),
                        size=size_of(record, "s3.object.size", required=True), etag=_text(record, "s3.object.eTag"),
-                       sequencer=sequencer_of(record, "s3.object.sequencer"),
-                       version_id=_version(record, "s3.object.versionId"), event_name=name,
-                       event_time=_text(record, "eventTime"), region=_text(record, "awsRegion") or "us-east-1")
+                       sequencer=_text(record, "s3.object.sequencer", limit=64, rule=HEX_RULE),
+                       version_id=_version(record, "s3.object.versionId"),
+                       event_name=name, event_time=_text(record, "eventTime"),
+                       region=_text(record, "awsRegion") or "us-east-1")
     except EventError as problem:
         return Skipped(index, f"{where}{problem}", True)
     return unless_folder_marker(obj, index, where)
@@ -243,8 +245,10 @@ def _field(container: Any, path: str) -> Any:
     return value
 
 
-def _text(container: Any, path: str, *, required: bool = False, limit: int | None = MAX_FIELD_BYTES) -> str:
-    """A string field ("" when absent); EventError when missing but required, not Unicode text, or too long."""
+def _text(container: Any, path: str, *, required: bool = False, limit: int | None = MAX_FIELD_BYTES,
+          rule: tuple[re.Pattern[str], str] | None = None) -> str:
+    """A string field ("" when absent); EventError when missing but required, not Unicode text, too long,
+    or not matching `rule` (a pattern, and what it describes)."""
     value = _field(container, path)
     if value is None or value == "":
         if required:
@@ -258,6 +262,8 @@ def _text(container: Any, path: str, *, required: bool = False, limit: int | Non
         raise EventError(f"{path} is not valid Unicode (it holds a lone surrogate)") from None
     if limit is not None and size > limit:
         raise EventError(f"{path} is {size:,} bytes long; S3 sends at most {limit:,}")
+    if rule and not rule[0].fullmatch(value):
+        raise EventError(f"{path} {_show(value)} is not {rule[1]}")
     return value
 
 
@@ -270,13 +276,6 @@ def key_of(key: str) -> str:
     return key
 
 
-def bucket_of(container: Any, path: str) -> str:
-    name = _text(container, path, required=True, limit=255)
-    if not BUCKET_NAME.fullmatch(name):
-        raise EventError(f"{path} {_show(name)} is not a bucket name (letters, digits, '.', '-', '_')")
-    return name
-
-
 def size_of(container: Any, path: str, *, required: bool) -> int:
     """A size in bytes, 0 to MAX_OBJECT_SIZE (0 when absent and not required)."""
     value = _field(container, path)
@@ -285,10 +284,8 @@ def size_of(container: Any, path: str, *, required: bool) -> int:
     if isinstance(value, float) and value.is_integer():  # JSON may write 1024 as 1024.0 or 1.024e3
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int | None):
-        shown = _show(value)
-        raise EventError(f"{path} must be a whole number of bytes, got "
-                         + (shown if shown in (_kind(value), "null") or shown.startswith("a number of")
-                            else f"{_kind(value)} {shown}"))
+        raise EventError(f"{path} must be a whole number of bytes, got {_kind(value)}"
+                         + (f" {_show(value)}" if isinstance(value, str | float | bool) else ""))
     if value is not None and not 0 <= value <= MAX_OBJECT_SIZE:
         raise EventError(f"{path} is {_show(value)}; an S3 object holds 0 bytes to 48.8 TiB")
     return value or 0
@@ -298,14 +295,6 @@ def _version(container: Any, path: str) -> str | None:
     """A version id; None when absent, null or S3's "null" (versioning off or suspended)."""
     value = _text(container, path)
     return None if value in ("", "null") else value
-
-
-def sequencer_of(container: Any, path: str) -> str:
-    """S3's sequencer: hexadecimal digits, or "" when absent."""
-    value = _text(container, path, limit=64)
-    if value and not all(c in "0123456789abcdefABCDEF" for c in value):
-        raise EventError(f"{path} {_show(value)} is not hexadecimal")
-    return value
 
 
 def _kind(value: Any) -> str:
@@ -321,9 +310,9 @@ def _show(value: Any) -> str:
         return repr(value[:60] + "..." if len(value) > 60 else value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
-    if isinstance(value, int | float):
-        return "a number of more than 30 digits" if isinstance(value, int) and abs(value) >= 10**30 else repr(value)
-    return _kind(value)
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return "a number of more than 30 digits"
+    return repr(value) if isinstance(value, int | float) else _kind(value)
 
 
 def event_epoch(text: Any) -> float:
@@ -336,18 +325,6 @@ def event_epoch(text: Any) -> float:
 
 # -- what the operator sees: log lines and metrics ----------------------------------------------------
 log = logging.getLogger("keyed")
-
-
-class Named(Protocol):
-    """What a log line names of an upload (keyed.Upload has it)."""
-    @property
-    def idempotency_key(self) -> str: ...
-    @property
-    def account(self) -> str: ...
-    @property
-    def reference(self) -> str: ...
-
-
 # The Embedded Metric Format (EMF), one document per invocation, no PutMetricData call:
 # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
 METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
@@ -367,8 +344,9 @@ def metrics_document(counts: Mapping[str, int], function_name: str, now: float) 
             "FunctionName": str(function_name), **{name: int(counts.get(name, 0)) for name in OUTCOMES}}
 
 
-class JsonLines(logging.Formatter):
-    """One JSON object a line, as Lambda's JSON log format (python-logging.html) writes them, with our fields."""
+class JsonLines(logging.Handler):
+    """One JSON object a line, as Lambda's JSON log format (python-logging.html) writes them, with our fields,
+    on whatever sys.stdout is now (Lambda's, or a test's capture)."""
 
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 
@@ -379,10 +357,6 @@ class JsonLines(logging.Formatter):
         line.update({name: str(getattr(record, name)) for name in self.FIELDS if getattr(record, name, None)})
         return json.dumps(line, ensure_ascii=False)
 
-
-class _Stdout(logging.Handler):
-    """Writes to whatever sys.stdout is now (Lambda's, or a test's capture)."""
-
     def emit(self, record: logging.LogRecord) -> None:
         try:
             print(self.format(record), flush=True)
@@ -391,15 +365,13 @@ class _Stdout(logging.Handler):
 
 
 if not log.handlers:
-    _handler = _Stdout()
-    _handler.setFormatter(JsonLines())
-    log.addHandler(_handler)
+    log.addHandler(JsonLines())
     log.setLevel(logging.INFO)
     log.propagate = False  # one line per record, whatever the root logger does
 
 
-def log_line(level: int, message: str, request_id: str, upload: Named | None = None, outcome: str = "") -> None:
-    """One log line. Never a secret, a card detail or an object's body: only names and ids."""
+def log_line(level: int, message: str, request_id: str, upload: Any = None, outcome: str = "") -> None:
+    """One log line naming `upload` (an Upload or OrderRef): never a secret, a card or a body, only names and ids."""
     log.log(level, message, extra={
         "request_id": request_id, "outcome": outcome,
         **({"idempotency_key": upload.idempotency_key, "account": upload.account, "object": upload.reference}
@@ -407,9 +379,8 @@ def log_line(level: int, message: str, request_id: str, upload: Named | None = N
 
 
 def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | None = None) -> EventBatch:
-    """`read_event`, with a log line for an event it rejects and for every record it skips."""
+    """`read_event`, with a log line for an event it rejects (Lambda retries it) and each record it skips."""
     try:
-        # EventError: not an S3 notification at all; Lambda retries it
         batch = read_event(event, charge_events or CHARGE_EVENTS, optional_file())
     except EventError as bad:
         log_line(logging.ERROR, f"event rejected: {bad}", request_id)
@@ -420,13 +391,12 @@ def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | No
     elif not batch.objects and not batch.skipped:
         log_line(logging.INFO, "the event holds no records: nothing to do", request_id)
     for level, line in batch.log_lines():  # bounded, however many records were skipped
-        malformed = level == "error"
-        log_line(logging.ERROR if malformed else logging.INFO, line, request_id,
-             outcome="malformed" if malformed else "skipped")
+        log_line(logging.ERROR if level == "error" else logging.INFO, line, request_id,
+                 outcome="malformed" if level == "error" else "skipped")
     return batch
 
 
-def log_outcome(request_id: str, upload: Named, done: dict[str, Any] | BaseException) -> str:
+def log_outcome(request_id: str, upload: Any, done: dict[str, Any] | BaseException) -> str:
     """Log what became of one upload (its result, or its error); return the outcome counted."""
     if isinstance(done, BaseException):
         again = getattr(done, "again", False)

@@ -1,11 +1,11 @@
-"""Which order an upload is, for the handler to copy (keyed.py): the file names it,
-`{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`, read at this upload's exact version;
-who pays, and on what terms. Anything else is held for a person (NeedsAttention), never charged
-(docs/money_contract.md, section 2)."""
+"""Which order an upload is, for the handler to copy (keyed.py): its file, read at this upload's exact version,
+names it (`{"order_id": "A-1001", "amount_cents": 1250, "currency": "usd"}`); who pays, and on what terms.
+Anything else is held for a person (NeedsAttention), never charged (docs/money_contract.md, section 2)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -20,7 +20,6 @@ else:
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         NeedsAttention, Settings, error_code, optional_file)
 
-UNASSIGNED_ACCOUNT = "unassigned"  # who pays for an upload with no customer folder (`order.csv`)
 ORDER_MAX_BYTES = 1_000_000  # the largest order file read; a bigger one is held, not parsed
 #: Order ids go into Stripe's metadata (values up to 500 characters, https://docs.stripe.com/api/metadata).
 MAX_ORDER_ID_CHARS = 200
@@ -71,9 +70,9 @@ class Upload:
 
     @property
     def account(self) -> str:
-        """Who pays: the object's top-level folder (`alice/order.csv` is alice's)."""
+        """Who pays: the object's top-level folder (`alice/order.csv` is alice's); none ("": parked) without one."""
         folder, slash, _ = self.key.partition("/")
-        return folder if slash and folder.strip() else UNASSIGNED_ACCOUNT
+        return folder if slash and folder.strip() else ""
 
     @property
     def reference(self) -> str:
@@ -151,13 +150,23 @@ def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
     return body
 
 
+def one_of_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose names are unique: RFC 8259 section 4 leaves a repeated one to each reader."""
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise ValueError(f"it names {name[:60]!r} twice (which one counts would depend on who reads it)")
+        seen.add(name)
+    return dict(pairs)
+
+
 def read_order(upload: Upload, s3: Any) -> Order:
     """The order this upload names; NeedsAttention, with the reason, when the file names none."""
     body = read_exact(upload, s3)
     try:
         if len(body) > ORDER_MAX_BYTES:
             raise ValueError(f"the file is over {ORDER_MAX_BYTES:,} bytes")
-        data = json.loads(body.decode("utf-8"))
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=one_of_each)
         if not isinstance(data, dict):
             raise ValueError("it is not a JSON object")
         unknown = sorted(set(data) - set(ORDER_FIELDS))
@@ -169,6 +178,9 @@ def read_order(upload: Upload, s3: Any) -> Order:
         if len(order_id) > MAX_ORDER_ID_CHARS or not order_id.isprintable() or any(c in order_id for c in "'\\\""):
             raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, "
                              "a backslash or a control character")
+        if order_id != unicodedata.normalize("NFC", order_id.strip()):  # https://unicode.org/reports/tr15/
+            raise ValueError("its order_id has a space at an end or is not in Unicode NFC: write it as "
+                             f"{unicodedata.normalize('NFC', order_id.strip())[:60]!r}")
         amount = data.get("amount_cents")
         if amount is None:
             raise ValueError("it names no amount_cents (required: there is no default price)")
@@ -184,11 +196,6 @@ def read_order(upload: Upload, s3: Any) -> Order:
         raise NeedsAttention(f"the order file {upload.reference} names no order this function can charge "
                              f"({str(problem)[:160]}): fix it and upload it again; nothing was charged") from None
     return Order(order_id, amount, currency.lower() if currency else None, ids["customer"], ids["payment_method"])
-
-
-def amount_for(ref: OrderRef, settings: Settings) -> int:
-    """The file's `amount_cents`; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)."""
-    return ref.order.amount_cents if ref.order else settings.price_per_upload_cents or 0
 
 
 def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
@@ -210,6 +217,9 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
 def who_pays(linked: str | None, ref: OrderRef) -> str:
     """The account's linked customer; NeedsAttention when it has none or the file names another."""
     account = ref.account
+    if not account:  # no folder a person could link, not even one named `unassigned`
+        raise NeedsAttention(f"{ref.source}: the key {ref.upload.key[:60]!r} has no account folder: upload it "
+                             "as ACCOUNT/NAME (the folder of its account); nothing was charged")
     if linked is None:
         raise NeedsAttention(f"{ref.source}: account {account} has no linked customer: run idem customers "
                              f"link {account} cus_... --reason TEXT, then re-send it; nothing was charged")

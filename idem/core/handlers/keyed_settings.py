@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Callable, Mapping
@@ -21,10 +21,16 @@ DAY = 24 * 60 * 60
 #: defaults (60 s connect, 60 s read) could spend the whole timeout on one hung call.
 AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry inside the call
-#: The slowest path: the secret (cold start), the order file, the claim, the customer mapping, the
-#: commit; the look-up, the saved method and the charge at Stripe. Rarer (`worst_path_seconds`): a
-#: takeover's second put, keeping the saved method, re-booking a deleted claim: 40 s, inside 60 s.
-AWS_CALLS_ON_SLOWEST_PATH, PROVIDER_CALLS_ON_SLOWEST_PATH, AWS_CALLS_ON_RARER_PATHS = 5, 3, 3
+#: The longest one AWS call can take: every attempt timing out, and the backoffs between.
+AWS_CALL_SECONDS = AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + sum(
+    2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
+#: The slowest path of an invocation's first upload: the secret (cold start), the order file, the claim,
+#: the customer mapping, the commit (5 AWS calls); the look-up, the saved method and the charge at Stripe.
+SLOWEST_PATH_SECONDS = 5 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
+UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later upload: no secret to read
+#: With the rarer calls too (a takeover's second put, keeping the saved method, re-booking a deleted
+#: claim: 3 AWS calls): 40 s, inside the stack's 60 s.
+WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 3 * AWS_CALL_SECONDS
 
 
 def aws_config() -> Any:
@@ -33,32 +39,11 @@ def aws_config() -> Any:
                   retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
 
 
-def aws_call_seconds() -> float:
-    """The longest one AWS call can take: every attempt timing out, and the backoffs between."""
-    backoffs = sum(2.0 ** n for n in range(AWS_MAX_ATTEMPTS - 1))
-    return AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) + backoffs
-
-
-def slowest_path_seconds() -> float:
-    """The slowest path of an invocation's first upload, the cold start's secret included."""
-    return AWS_CALLS_ON_SLOWEST_PATH * aws_call_seconds() + PROVIDER_CALLS_ON_SLOWEST_PATH * PROVIDER_CALL_SECONDS
-
-
-def worst_path_seconds() -> float:
-    """The slowest path with the rarer calls too (a takeover, the saved method, a re-booking)."""
-    return slowest_path_seconds() + AWS_CALLS_ON_RARER_PATHS * aws_call_seconds()
-
-
-def upload_path_seconds() -> float:
-    """The slowest path of a batch's later upload: the same, without the cold start's secret."""
-    return slowest_path_seconds() - aws_call_seconds()
-
-
 def enough_time(remaining_ms: int) -> None:
     """WorkInProgress when one more upload may not end before the function does (it is retried)."""
-    if remaining_ms / 1000 < upload_path_seconds():
+    if remaining_ms / 1000 < UPLOAD_PATH_SECONDS:
         raise WorkInProgress(f"not started: {remaining_ms / 1000:.1f} s left in this invocation and one "
-                             f"upload can take {upload_path_seconds():g} s; it is retried")
+                             f"upload can take {UPLOAD_PATH_SECONDS:g} s; it is retried")
 
 
 #: ORDER_IDENTITY, what makes one order: order-id (default: the file names it; a retried PUT is the
@@ -84,9 +69,9 @@ def optional_file() -> Any:
     try:  # inside idem, where mypy of the copied folder cannot follow a relative `from . import`
         return importlib.import_module(name)
     except ModuleNotFoundError as missing:
-        if missing.name != name:
-            raise  # the file is there, and needs something missing: say so
-        return None
+        if missing.name == name:
+            return None
+        raise  # the file is there, and needs something missing: say so
 
 
 class IdemError(Exception):
@@ -141,16 +126,15 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.order_identity not in ORDER_IDENTITIES:
-            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; "
-                              f"it must be one of {', '.join(ORDER_IDENTITIES)}")
-        if self.order_identity != "order-id" and optional_file() is None:
-            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
-        if self.order_identity != "order-id" and not self.price_per_upload_cents:
-            raise ConfigError(f"ORDER_IDENTITY={self.order_identity} reads no order file: set PRICE_PER_UPLOAD_CENTS, "
-                              "the price of one upload (nothing is charged without it)")
+            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of "
+                              + ", ".join(ORDER_IDENTITIES))
+        if self.order_identity != "order-id":  # object-name, upload: keyed_event_shapes.py reads and checks them
+            if optional_file() is None:
+                raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
+            optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
-            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: "
-                              "name ISO codes in lower case, e.g. usd,eur")
+            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "
+                              "e.g. usd,eur")
         if not 1 <= self.min_amount_cents <= self.max_amount_cents:
             raise ConfigError(f"MIN_AMOUNT_CENTS ({self.min_amount_cents}) must be 1 or more and at most "
                               f"MAX_AMOUNT_CENTS ({self.max_amount_cents})")
@@ -159,9 +143,9 @@ class Settings:
                               "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
         check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
                         self.max_event_age_seconds, self.function_timeout_seconds)
-        if self.function_timeout_seconds is not None and slowest_path_seconds() >= self.function_timeout_seconds:
+        if self.function_timeout_seconds is not None and SLOWEST_PATH_SECONDS >= self.function_timeout_seconds:
             raise ConfigError(f"FUNCTION_TIMEOUT_SECONDS is {self.function_timeout_seconds} s, and one upload's "
-                              f"slowest path can take {slowest_path_seconds():g} s: raise the timeout")
+                              f"slowest path can take {SLOWEST_PATH_SECONDS:g} s: raise the timeout")
 
     @property
     def currency(self) -> str:
@@ -181,31 +165,27 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
                 for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS", "PRICE_PER_UPLOAD_CENTS")}
     currencies = tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip())
     events = tuple(n.strip() for n in (env.get("CHARGE_EVENTS") or ",".join(CHARGE_EVENTS)).split(",") if n.strip())
-    return Settings(table, currencies,
-                    _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
-                    optional["PRICE_PER_UPLOAD_CENTS"],
-                    _whole(env, "RECORD_TTL_SECONDS", DAY), _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
-                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
-                    env.get("ORDER_IDENTITY") or "order-id", events)
+    return Settings(table, currencies, _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
+                    optional["PRICE_PER_UPLOAD_CENTS"], _whole(env, "RECORD_TTL_SECONDS", DAY),
+                    _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY), optional["MAX_EVENT_AGE_SECONDS"],
+                    optional["FUNCTION_TIMEOUT_SECONDS"], env.get("ORDER_IDENTITY") or "order-id", events)
 
 
 def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
                     timeout: int | None = None) -> None:
     """The rule every lifetime obeys: a copy of an event is turned away, or looked up (docs/money_contract.md)."""
-    if max_event_age is not None:
-        if not 60 <= max_event_age <= 21_600:
-            raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-        for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"), (
-                "PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
-            if value < max_event_age:
-                raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
-                                  f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
-                                  f"raise {name} to {max_event_age} or more, or lower the maximum event age")
+    if max_event_age is not None and not 60 <= max_event_age <= 21_600:
+        raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
+    for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"),
+                              ("PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
+        if max_event_age is not None and value < max_event_age:
+            raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                              f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
+                              f"raise {name} to {max_event_age} or more, or lower the maximum event age")
     if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
-        raise ConfigError(
-            f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout "
-            f"({timeout} s) and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a "
-            f"claim while its invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
+        raise ConfigError(f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout ({timeout} s) "
+                          f"and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a claim while its "
+                          f"invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:
@@ -221,27 +201,26 @@ _SERIALIZE, _DESERIALIZE = TypeSerializer(), TypeDeserializer()
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """An item as DynamoDB returns it, as plain values (whole numbers as int)."""
-    return {name: _plain(_DESERIALIZE.deserialize(value)) for name, value in item.items()}
+    return {name: _converted(_DESERIALIZE.deserialize(value), Decimal) for name, value in item.items()}
 
 
 def as_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _SERIALIZE.serialize(_dynamo(value)) for name, value in values.items() if value is not None}
+    return {name: _SERIALIZE.serialize(_converted(value, float)) for name, value in values.items() if value is not None}
 
 
 def as_values(**named: Any) -> dict[str, Any]:
-    return {f":{name}": _SERIALIZE.serialize(_dynamo(value)) for name, value in named.items()}
+    return {f":{name}": _SERIALIZE.serialize(_converted(value, float)) for name, value in named.items()}
 
 
-def _dynamo(value: Any) -> Any:
-    if isinstance(value, float):
+def _converted(value: Any, kind: type) -> Any:
+    """A float as a Decimal (for DynamoDB), or a Decimal as an int or float (from it), in nested maps too."""
+    if isinstance(value, dict):
+        return {k: _converted(v, kind) for k, v in value.items()}
+    if isinstance(value, float) and kind is float:
         return Decimal(repr(value))
-    return {k: _dynamo(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
+    if isinstance(value, Decimal) and kind is Decimal:
         return int(value) if value == value.to_integral_value() else float(value)
-    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+    return value
 
 
 def error_code(error: Any) -> str:
@@ -273,11 +252,6 @@ class Status(str, Enum):
         return self.value
 
 
-#: A record's optional attributes, as `Record.from_item` reads them back.
-RECORD_FIELDS = ("owner", "lease_until", "expires_at", "result", "source", "created_at", "first_attempt_at",
-                 "payment_method", "customer", "currency", "cents", "metadata")
-
-
 @dataclass(frozen=True)
 class Record:
     """One order's record; what each field keeps through a takeover: docs/money_contract.md, section 1."""
@@ -296,17 +270,18 @@ class Record:
     currency: str = ""
     cents: int = 0
     metadata: Any = None
+    unsent: bool | None = None  # no charge sent under its key (False: one was; None: not known); never put
 
-    def to_plain(self) -> dict[str, Any]:
-        """The record's attributes as stored (none that is empty)."""
+    def to_plain(self, **but: Any) -> dict[str, Any]:
+        """The record's attributes as stored (none that is empty, but `result`), with `but` instead."""
         return {"pk": self.key, "status": self.status.value, "result": self.result,
-                **{name: getattr(self, name) or None for name in RECORD_FIELDS if name != "result"}}
+                **{f.name: getattr(self, f.name) or None for f in fields(self)[2:] if f.name != "result"}, **but}
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Record:
         plain = from_item(item)
         return cls(plain["pk"], Status(plain.get("status", Status.CLAIMED.value)),
-                   **{name: plain[name] for name in RECORD_FIELDS if name in plain})
+                   **{f.name: plain[f.name] for f in fields(cls)[2:] if f.name in plain})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,6 @@
-"""Who charges, for the handler to copy (keyed.py): Stripe, through its own SDK (`stripe` 16.x), and what each
-of its answers means. The client is built at cold start with the secret key read from SSM (the workbook and
-`idem check` replace keyed.make_provider); a PaymentIntent is created and confirmed in one call with the
-order's key as Stripe's Idempotency-Key; past the key window, `find_charges` searches by the key in the
-metadata. `stripe` is imported when the client is built: only a function that charges needs the package."""
+"""Who charges, for the handler to copy (keyed.py): Stripe, through its SDK (`stripe` 16.x, imported when the
+client is built at cold start, with the secret key from SSM), and what each of its answers means. A PaymentIntent
+is created and confirmed in one call, the order's key its Idempotency-Key; `find_charges` searches by that key."""
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +41,7 @@ def make_provider() -> PaymentProvider:
     secret = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
     check_key_mode(secret, os.environ.get("STAGE", ""))
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.
-    provider: PaymentProvider = StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
-    return provider
+    return StripeProvider.from_secret(secret, os.environ.get("STRIPE_API_BASE") or None)
 
 
 #: Stripe's secret and restricted keys say their mode: sk_live_/rk_live_ move real money,
@@ -133,13 +130,29 @@ def read_saved_method(read: Callable[[str], str | None], customer: str) -> str |
                              f"{meaning.reason}); nothing was charged") from None
 
 
-def find_charge(provider: Any, reference: str, key: str) -> Any | None:
-    """The charge made with this key (its metadata), or None; raises when there is no answer."""
+def charges_with_key(provider: Any, reference: str, key: str) -> list[Any]:
+    """Every charge made with this key (its metadata), money moved or moving; raises when there is no answer."""
     find = getattr(provider, "find_charges", None)
     if find is None:
         raise LookupError("the provider offers no look-up")
-    found = [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
-    return found[0] if found else None
+    return [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
+
+
+def the_charge_found(found: list[Any], asked: tuple[int, str, str], source: str) -> Any | None:
+    """The one charge the look-up found, if on the terms asked (amount, currency, customer), or None; else
+    NeedsAttention: at most one charge per order, booked as Stripe charged it (docs/money_contract.md, 1)."""
+    ids = ", ".join(str(c.id) for c in found)
+    if len(found) > 1:
+        raise NeedsAttention(f"{source}: {len(found)} charges were made with its key ({ids}): refund all but one "
+                             "(`idem refund`), then book the one kept (`idem settle`)")
+    made = found[0] if found else None
+    charged: tuple[Any, ...] = (int(made.amount), getattr(made, "currency", ""), getattr(made, "customer", "")) \
+        if made else ()
+    if any(was and was != wanted for was, wanted in zip(charged, asked)):
+        raise NeedsAttention(f"{source}: {ids}, made with its key, charged {charged[0]} {charged[1]} to "
+                             f"{charged[2]}, and this upload asks {asked[0]} {asked[1]} to {asked[2]}: refund or "
+                             "charge the difference by hand (`idem settle`), then close it")
+    return made
 
 
 #: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
@@ -158,12 +171,14 @@ MONEY_MOVED = ("succeeded", "processing", "requires_capture")
 
 @dataclass(frozen=True)
 class StripeCharge:
-    """A charge: its id, its key, the amount it took (a charge found is booked at it) and its status."""
+    """A charge: its id, its key, the amount it took, its status, and (when found) its currency and customer."""
 
     id: str
     idempotency_key: str
     amount: int
     status: str = "succeeded"  # INTENT_MEANS says what it means
+    currency: str = ""
+    customer: str = ""
 
 
 def stripe_key(key: str) -> str:
@@ -197,14 +212,13 @@ class StripeProvider:
             secret, max_network_retries=max_network_retries,
             http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
-        return cls(client, payment_method, live=secret.startswith(("sk_live_", "rk_live_")))
+        return cls(client, payment_method, live=secret.startswith(LIVE_KEYS))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, payment_method: str | None = None,
                metadata: Mapping[str, str] | None = None) -> StripeCharge:
         """Create and confirm a PaymentIntent; the same key replays the first answer for 24 h."""
-        key = idempotency_key or ""
-        cus = customer.startswith("cus_")
+        key, cus = idempotency_key or "", customer.startswith("cus_")
         method = payment_method or (self.saved_method(customer) if cus else self.test_method)
         if not method:
             raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
@@ -216,16 +230,16 @@ class StripeProvider:
             "metadata": self._metadata(customer, reference, key, metadata or {})}
         if cus:
             params["customer"] = customer
-        intent = self.client.v1.payment_intents.create(
-            params=params,
-            options={"idempotency_key": stripe_key(key)} if key else {})
+        intent = self.client.v1.payment_intents.create(params=params,
+                                                        options={"idempotency_key": stripe_key(key)} if key else {})
         return StripeCharge(str(intent.id), key, int(intent.amount), str(intent.status or "succeeded"))
 
     def find_charges(self, reference: str, idempotency_key: str) -> list[StripeCharge]:
         """The charges made with this order's key, however old (`reference` is not used)."""
         query = f"metadata['idempotency_key']:'{stripe_key(idempotency_key)}'"
         found = self.client.v1.payment_intents.search(params={"query": query, "limit": 10})
-        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status))
+        return [StripeCharge(str(intent.id), idempotency_key, int(intent.amount), str(intent.status),
+                             str(intent.currency or ""), str(intent.customer or ""))
                 for intent in found.auto_paging_iter()
                 if intent.status in MONEY_MOVED
                 and (intent.to_dict().get("metadata") or {}).get("idempotency_key") == stripe_key(idempotency_key)]

@@ -19,7 +19,7 @@ once its report is written. A window is compared three ways:
 
 It reports (compare.py; KINDS, each with the command that settles it): an upload with no
 line, a line with no charge, a charge with no line, an order charged more than once however far
-apart its charges (refund all but the first), a line and its charge that disagree on the amount
+apart its charges (refund all but the booked one), a line and its charge that disagree on the amount
 or the currency, a line whose account does not map to its charge's customer, an order left in
 needs_attention, and a charge still not settled when its window is judged (one finding).
 

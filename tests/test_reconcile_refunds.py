@@ -181,3 +181,23 @@ def test_the_cost_model_counts_the_refund_calls_a_window_makes(stack):
     assert paths.count("/v1/refunds") == refund_lists(2) == 3
     assert not [p for p in paths if p.startswith("/v1/payment_intents/pi_")]
     assert sorted(g for g in gets if g.startswith("refund#")) == sorted(f"refund#{pi}" for pi in charged[:2])
+
+
+def test_settle_on_a_double_whose_line_books_the_later_charge_keeps_it_and_names_the_earlier_to_refund(stack):
+    """`idem settle --key` says what the reconciliation's `double` says: the booked charge stays, the
+    other is refunded (its command listed)."""
+    from idem.core.reconcile import runbook
+
+    method = stack.customer("cus_alice")
+    stack.link("alice", "cus_alice")
+    first = stack.charge("alice", "D-1", "cus_alice", method)
+    stack.world.clock.advance(25 * HOUR)
+    second = stack.charge("alice", "D-1", "cus_alice", method, header_key="charge#order#alice#D-1#again")
+    key = stack.book("alice", "D-1", second, customer="cus_alice")
+    plan = runbook.plan_settle(stack.world.dynamodb, stack.world.ledger_table, runbook_api(stack), key=key,
+                               stack="idem-test", now=stack.world.clock.now())
+    assert plan.action == "nothing" and f"books {second}, which stays" in plan.because
+    assert [o.id for o in plan.others] == [first]
+    assert f"python -m idem refund --charge {first}" in plan.render()
+    doubles = [f for f in stack.run().findings if f.kind == "double"]
+    assert [f.what for f in doubles] == [first]

@@ -208,8 +208,8 @@ def plan_settle(dynamodb: Any, table: str, stripe: StripeApi, *, key: str = "", 
             if booked_id == first.id:
                 return Plan(subject, "nothing", f"booked already ({first.id}, {first.cents} {first.currency})",
                             record, first, others)
-            return Plan(subject, "nothing", f"the ledger books {booked_id} but Stripe's first charge is {first.id}: "
-                        "a person must decide which stands (refund the other)", record, first,
+            return Plan(subject, "nothing", f"the ledger books {booked_id}, which stays; Stripe charged {first.id} "
+                        "first, on no line: refund it (as the reconciliation's double finding says)", record, first,
                         [i for i in moved if i.id != booked_id])
         if status == "in_progress" and float(record.get("lease_until") or 0) > now:
             raise RunbookError(f"an invocation holds {key[:40]} until {_utc(float(record['lease_until']))}: "

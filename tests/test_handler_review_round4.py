@@ -10,6 +10,7 @@ strict xfail turns red, and the mark goes)."""
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -20,10 +21,6 @@ from botocore.exceptions import ClientError
 
 from idem.core import customers
 from idem.core.handlers import keyed
-from idem.core.handlers.keyed_stripe import StripeCharge
-from idem.core.reconcile.charges import entry_of
-from idem.core.reconcile.compare import compare
-from idem.core.reconcile.report import Entry
 from idem.sim.stripe.keys import prune_idempotency_keys
 from idem.sim.stripe.server import loopback_stripe, seed_customer
 from idem.sim.world import LocalWorld
@@ -140,7 +137,6 @@ def test_a_file_that_is_not_one_utf8_json_object_is_parked_with_its_reason(world
     link(world, "alice")
     with pytest.raises(keyed.NeedsAttention) as parked:
         charge(world, world.upload("alice/order.json", body))
-    import re
     assert re.search(says, str(parked.value), re.IGNORECASE), str(parked.value)[:400]
     assert "nothing was charged" in str(parked.value)
     assert world.provider().charges() == []
@@ -204,6 +200,18 @@ def test_a_file_naming_the_linked_customer_in_capitals_is_parked(world):
     assert world.provider().charges() == []
 
 
+@pytest.mark.parametrize("raw_id", ["1001", "null", '""', '"   "', '["1001"]', '{"id": "1001"}', "true"])
+def test_an_order_id_that_is_not_a_non_blank_string_is_parked(world, raw_id):
+    """P1/P2: the order's identity is a string (the key hashes its UTF-8 bytes); a number 1001 is not the
+    string "1001" (RFC 8259 section 3: numbers and strings are distinct value types,
+    https://www.rfc-editor.org/rfc/rfc8259#section-3), so it is refused rather than guessed."""
+    link(world, "alice")
+    body = b'{"order_id": ' + raw_id.encode() + b', "amount_cents": 1250}'
+    with pytest.raises(keyed.NeedsAttention, match="order_id"):
+        charge(world, world.upload("alice/o.json", body))
+    assert world.provider().charges() == []
+
+
 # == accounts: the first folder of the key (BRIEF decision 1), mapped to a customer (P2) ======================
 @pytest.mark.xfail(strict=True, reason="a key with no folder (or a blank one) is given the account 'unassigned'; "
                    "`idem customers link unassigned cus_...` is accepted, and then every such upload is charged "
@@ -235,7 +243,7 @@ def test_a_url_encoded_slash_in_a_key_makes_no_folder(world):
     encoded", https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html); the
     object named `alice%2Fx.json` arrives as `alice%252Fx.json`, decodes to a name with no slash: no account."""
     link(world, "alice")
-    with pytest.raises(keyed.NeedsAttention, match="no linked customer"):
+    with pytest.raises(keyed.NeedsAttention, match="no linked customer|no account folder"):
         charge(world, world.upload("alice%2Fx.json", order("U-1", amount_cents=1250)))
     assert world.provider().charges() == []
 
@@ -321,13 +329,14 @@ def test_pins_a_bad_copy_of_an_order_charged_but_unbooked_parks_it_saying_nothin
     link(world, "alice")
     first = world.upload("alice/G-1.json", order("G-1", amount_cents=1250))
     world.stripe.inject("drop_after")  # charged, the answer lost: the record stays in_progress (released)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception) as lost:
         charge(world, first)
+    assert not isinstance(lost.value, keyed.NeedsAttention)
     with pytest.raises(keyed.NeedsAttention):
         charge(world, world.upload("alice/G-1-typo.json", order("G-1", amount_cents=125_000)))
     assert charge(world, first)["status"] == "charged"  # Lambda's retry of the first event books it
     (made,) = world.provider().charges()
-    assert any(r.status is keyed.Status.DONE and r.charge_id == made.id for r in records(world))
+    assert any(r.status is keyed.Status.DONE and (r.result or {}).get("charge_id") == made.id for r in records(world))
 
 
 # == time: the key's age, not the event's (P1, "the key's age rule") =========================================
@@ -534,90 +543,6 @@ def test_pins_a_charge_found_past_the_key_window_is_booked_whatever_the_upload_a
     with pytest.raises(keyed.NeedsAttention):
         charge(world, world.upload("alice/L-4.json", order("L-4", **terms)), currencies=("usd", "eur"))
     assert len(_intents(world)) == 1
-
-
-# == the reconciliation (P3: "the books equal Stripe, per order, account, amount and currency") =================
-@pytest.fixture
-def stack() -> Any:
-    from test_reconcile_per_order import stripe_stack  # the loopback Stripe and the job's settings
-
-    with stripe_stack() as made:
-        yield made
-
-
-def test_a_payment_intent_made_by_hand_with_no_metadata_and_booked_to_another_account_is_a_finding(stack):
-    """P3: a line for a charge made in the dashboard (no metadata: no key, no order, no idem_account) is
-    matched by retrieving it (retrieve "isn't subject to the availability delay",
-    https://docs.stripe.com/search#data-freshness), and its customer compared with the line's account's link:
-    booked to bob, charged to alice's customer, is an `account` finding."""
-    alice = stack.customer("cus_alice")
-    stack.customer("cus_bob")
-    stack.link("alice", "cus_alice")
-    stack.link("bob", "cus_bob")
-    by_hand = str(stack.client.v1.payment_intents.create(params={
-        "amount": 500, "currency": "usd", "confirm": True, "off_session": True, "customer": "cus_alice",
-        "payment_method": alice, "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"}}).id)
-    stack.book("bob", "B-1", by_hand, customer="cus_bob")
-    report = stack.run()
-    assert [(f.kind, f.what) for f in report.findings] == [("account", by_hand)], report.render()
-    assert "cus_bob" in report.findings[0].detail and "cus_alice" in report.findings[0].detail
-
-
-def test_a_payment_intent_made_by_hand_with_no_metadata_and_no_line_is_not_this_stacks(stack):
-    """P3 is about this stack's charges: the job's search is narrowed by `metadata['idem_stack']`
-    (https://docs.stripe.com/search#search-query-language); a charge made by hand, for another purpose,
-    is no difference of this stack's books (and does not crash the job)."""
-    alice = stack.customer("cus_alice")
-    stack.link("alice", "cus_alice")
-    stack.client.v1.payment_intents.create(params={
-        "amount": 500, "currency": "usd", "confirm": True, "off_session": True, "customer": "cus_alice",
-        "payment_method": alice, "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"}})
-    assert stack.run().findings == []
-
-
-@pytest.mark.parametrize("refunded", [500, 200])
-def test_a_booked_charge_refunded_outside_the_runbook_is_a_refund_finding_whose_command_books_it(stack, refunded):
-    """P3: the books equal Stripe per order and amount; a refund moves money back to the customer
-    (https://docs.stripe.com/api/refunds/create: "the charge ... refunded in full or in part"), and the
-    PaymentIntent's `amount_received` does not change with it. A refund the ledger does not book is a
-    finding: the job lists the window's refunds (https://docs.stripe.com/api/refunds/list, by `created`).
-    (Was pinned: the job read PaymentIntents only, and such a refund was reported by nothing.)"""
-    alice = stack.customer("cus_alice")
-    stack.link("alice", "cus_alice")
-    charged = stack.charge("alice", "R-1", "cus_alice", alice, cents=500)
-    stack.book("alice", "R-1", charged, cents=500, customer="cus_alice")
-    stack.client.v1.refunds.create(params={"payment_intent": charged, "amount": refunded})
-    (finding,) = stack.run().findings
-    assert (finding.kind, finding.what) == ("refund", charged)
-    assert finding.command == f"python -m idem refund --stack idem-test --charge {charged}"
-    assert f"Stripe refunded {refunded} of 500 usd" in finding.detail and "books 0 refunded" in finding.detail
-
-
-def test_a_double_whose_line_books_the_later_charge_is_told_to_refund_the_unbooked_earlier_one():
-    """P3: after the runbook is followed, the books must still equal Stripe: of two charges for one order,
-    the one to refund is the one with no line (https://docs.stripe.com/api/refunds/create). (Was pinned:
-    every charge after the earliest was reported, so the booked later one was told to be refunded.)"""
-    first = Entry("pi_1", "alice", 500, 1000.0, key="charge#order#k", order="s3://b/alice#order=1", status="succeeded")
-    second = Entry("pi_2", "alice", 500, 1000.0 + 25 * HOUR, key="charge#order#k", order="s3://b/alice#order=1",
-                   status="succeeded")
-    line = Entry("pi_2", "alice", 500, 1000.0 + 25 * HOUR + 60, key="charge#order#k")
-    start = (1000.0 + 25 * HOUR) // HOUR * HOUR
-    report = compare([line], [first, second], start, start + HOUR)
-    doubles = [f for f in report.findings if f.kind == "double"]
-    assert [f.what for f in doubles] == ["pi_1"] and doubles[0].command.endswith("--charge pi_1")
-
-
-@pytest.mark.parametrize("raw_id", ["1001", "null", '""', '"   "', '["1001"]', '{"id": "1001"}', "true"])
-def test_an_order_id_that_is_not_a_non_blank_string_is_parked(world, raw_id):
-    """P1/P2: the order's identity is a string (the key hashes its UTF-8 bytes); a number 1001 is not the
-    string "1001" (RFC 8259 section 3: numbers and strings are distinct value types,
-    https://www.rfc-editor.org/rfc/rfc8259#section-3), so it is refused rather than guessed."""
-    link(world, "alice")
-    body = b'{"order_id": ' + raw_id.encode() + b', "amount_cents": 1250}'
-    with pytest.raises(keyed.NeedsAttention, match="order_id"):
-        charge(world, world.upload("alice/o.json", body))
-    assert world.provider().charges() == []
-
 
 @pytest.mark.xfail(strict=True, reason="a payment_method named by the order file is sent but not kept in the record "
                    "(_method_for returns early): the same order sent again under another file that names none "

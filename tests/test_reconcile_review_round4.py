@@ -53,29 +53,28 @@ def test_a_payment_intent_made_by_hand_with_no_metadata_and_no_line_is_not_this_
     assert stack.run().findings == []
 
 
-@pytest.mark.xfail(strict=True, reason="the job reads PaymentIntents only (amount_received), and a refund does not "
-                   "change a PaymentIntent: a charge refunded in the dashboard (not through `idem refund`, which "
-                   "books refund#<id>) leaves its line booked at the full amount, with 0 differences")
 @pytest.mark.parametrize("refunded", [500, 200])
-def test_pins_a_booked_charge_refunded_outside_the_runbook_is_reported_by_nothing(stack, refunded):
+def test_a_booked_charge_refunded_outside_the_runbook_is_a_refund_finding_whose_command_books_it(stack, refunded):
     """P3: the books equal Stripe per order and amount; a refund moves money back to the customer
-    (https://docs.stripe.com/api/refunds/create: "the charge ... refunded in full or in part"), and the
-    PaymentIntent's `amount_received` does not change with it. A refund the ledger does not book must be a
-    finding. (docs/money_contract.md section 3 is silent on refunds.)"""
+    (https://docs.stripe.com/api/refunds/create: "You can optionally refund only part of a charge"), and the
+    PaymentIntent's `amount_received` does not change with it. A refund the ledger does not book is a
+    finding: the job lists the window's refunds (https://docs.stripe.com/api/refunds/list, by `created`).
+    (Was pinned: the job read PaymentIntents only, and such a refund was reported by nothing.)"""
     alice = stack.customer("cus_alice")
     stack.link("alice", "cus_alice")
     charged = stack.charge("alice", "R-1", "cus_alice", alice, cents=500)
     stack.book("alice", "R-1", charged, cents=500, customer="cus_alice")
     stack.client.v1.refunds.create(params={"payment_intent": charged, "amount": refunded})
-    assert stack.run().findings != []
+    (finding,) = stack.run().findings
+    assert (finding.kind, finding.what) == ("refund", charged)
+    assert finding.command == f"python -m idem refund --stack idem-test --charge {charged}"
+    assert f"Stripe refunded {refunded} of 500 usd" in finding.detail and "books 0 refunded" in finding.detail
 
 
-@pytest.mark.xfail(strict=True, reason="a double is reported on every charge after the earliest, with its refund "
-                   "command, even when the ledger line books the later one (the handler's look-up books Stripe's "
-                   "newest): following the report refunds the booked charge and leaves the other unbooked")
-def test_pins_a_double_whose_line_books_the_later_charge_is_told_to_refund_the_booked_one():
+def test_a_double_whose_line_books_the_later_charge_is_told_to_refund_the_unbooked_earlier_one():
     """P3: after the runbook is followed, the books must still equal Stripe: of two charges for one order,
-    the one to refund is the one with no line (https://docs.stripe.com/api/refunds/create)."""
+    the one to refund is the one with no line (https://docs.stripe.com/api/refunds/create). (Was pinned:
+    every charge after the earliest was reported, so the booked later one was told to be refunded.)"""
     first = Entry("pi_1", "alice", 500, 1000.0, key="charge#order#k", order="s3://b/alice#order=1", status="succeeded")
     second = Entry("pi_2", "alice", 500, 1000.0 + 25 * HOUR, key="charge#order#k", order="s3://b/alice#order=1",
                    status="succeeded")

@@ -1,6 +1,7 @@
 """`python -m idem refund`: refund one charge of a deployed stack (a second charge for one order),
-with its own idempotency key, and book the refund in the ledger (a refund Stripe made whose booking
-failed is booked on the rerun). Asks first, or --yes; --reason and the caller's ARN are recorded."""
+with its own idempotency key, and book the refund in the ledger (a refund Stripe made that the ledger
+does not book, because its booking failed or it was made in Stripe's Dashboard, is booked first and
+nothing more refunded). Asks first, or --yes; --reason and the caller's ARN are recorded."""
 from __future__ import annotations
 
 from typing import Any

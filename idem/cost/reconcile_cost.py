@@ -40,11 +40,23 @@ LINE_ITEM = {**INDEX_ENTRY, "status": {"S": "done"}, "owner": {"S": "0" * 36}, "
 MAPPING_ITEM = {"pk": {"S": "account#alice"}, "kind": {"S": "customer"}, "account": {"S": "alice"},
                 "customer": {"S": "cus_0123456789abcd"}, "linked_by": {"S": "arn:aws:iam::123456789012:user/ops"},
                 "linked_at": {"N": "1794441600"}, "reason": {"S": "signed contract 2026-11"}}
+#: A refund's booking (`refund#<pi>`, as `idem refund` and the webhook write it), read by a GetItem
+#: projecting refunded_cents (a projection bills the item's size).
+REFUND_ITEM = {"pk": {"S": "refund#pi_3MtwBwLkdIwHu7ix28a3tqPa"}, "status": {"S": "refunded"},
+               "refund_id": {"S": "re_3MtwBwLkdIwHu7ix28a3tqPa"}, "refunded_cents": {"N": "1250"},
+               "refunded_charge": {"S": "pi_3MtwBwLkdIwHu7ix28a3tqPa"}, "order_key": {"S": "charge#order#" + "0" * 64},
+               "currency": {"S": "usd"}, "refunded_at": {"N": "1794441600.123456"}}
 #: Assumed latencies of one call from the function (not measured here; they size the Lambda time
 #: of the calls made per order): a DynamoDB GetItem, an S3 GetObject, a Stripe request.
 SECONDS_PER_GETITEM, SECONDS_PER_GETOBJECT, SECONDS_PER_STRIPE_REQUEST = 0.005, 0.02, 0.3
 #: ReconcileFunction's memory (template.yaml: MemorySize 256, arm64).
 MEMORY_GB = 0.25
+#: Assumed share of a day's orders refunded that day (not measured: a shop's own rate). It sizes the
+#: refund reads (idem/core/reconcile/refunds.py): per refunded charge a GetItem of its `refund#<pi>`
+#: and one Refunds list by its payment_intent (LOOKUP_THREADS at a time); the window's Refunds list,
+#: 100 a page; a retrieve only for a difference (none counted). A window stays under RESERVE_MILLIS
+#: up to about 8% (each refund adds ~0.08 s).
+REFUNDED_SHARE = 0.02
 
 
 def stripe_searches(orders_in_window: int) -> int:
@@ -54,14 +66,30 @@ def stripe_searches(orders_in_window: int) -> int:
     return max(1, math.ceil(orders_in_window / 100)) + math.ceil(orders_in_window / MAX_CLAUSES)
 
 
+def refunded_in(orders_in_window: int) -> int:
+    """The charges refunded in one window, at REFUNDED_SHARE."""
+    return math.ceil(orders_in_window * REFUNDED_SHARE)
+
+
+def refund_lists(refunded: int) -> int:
+    """The Refunds lists one window makes at Stripe: the window's refunds, 100 a page, then one per
+    refunded charge (its refunds by payment_intent, each answered in one page)."""
+    return max(1, math.ceil(refunded / 100)) + refunded
+
+
 def window_seconds_on_calls(orders_in_window: int) -> float:
     """The Lambda time one window spends on the calls it makes per order, at the assumed
     latencies: each upload's GetObject, each line's GetItem and its account's mapping (at most
-    one a line), and the searches (the look-ups LOOKUP_THREADS at a time)."""
+    one a line), the searches (the look-ups LOOKUP_THREADS at a time), and the refunds (each
+    refunded charge's GetItem, its list LOOKUP_THREADS at a time)."""
     lookups = math.ceil(orders_in_window / MAX_CLAUSES)
+    refunded = refunded_in(orders_in_window)
     return (orders_in_window * (SECONDS_PER_GETOBJECT + 2 * SECONDS_PER_GETITEM)
             + (stripe_searches(orders_in_window) - lookups) * SECONDS_PER_STRIPE_REQUEST
-            + math.ceil(lookups / LOOKUP_THREADS) * SECONDS_PER_STRIPE_REQUEST)
+            + math.ceil(lookups / LOOKUP_THREADS) * SECONDS_PER_STRIPE_REQUEST
+            + refunded * SECONDS_PER_GETITEM
+            + (refund_lists(refunded) - refunded) * SECONDS_PER_STRIPE_REQUEST
+            + math.ceil(refunded / LOOKUP_THREADS) * SECONDS_PER_STRIPE_REQUEST)
 
 
 #: The old design's Scan of the by_account index: its entries (pk, account, booked_at, cents, charge_id).
@@ -101,9 +129,13 @@ def year(orders_per_day: int, lag_seconds: int = PROD.reconcile_lag_seconds, win
     ]
     in_window = math.ceil(orders_per_day * window_seconds / 86400)
     windows = RUNS_PER_YEAR
+    lines.append((f"GetItem of each refunded charge's refund#<pi> (assumed {REFUNDED_SHARE:.0%} of orders)",
+                  windows * refunded_in(in_window) * read_units(item_size(REFUND_ITEM), consistent=False)
+                  * US_EAST_1.usd_per_million_rru / 1e6))
     # Stripe bills per successful transaction, "No setup fees, monthly fees, or hidden fees"
     # (https://stripe.com/pricing): its searches cost the function's time, not a fee.
-    lines.append((f"Stripe: {stripe_searches(in_window) * windows // 365:,} searches a day (no fee; "
+    lines.append((f"Stripe: {stripe_searches(in_window) * windows // 365:,} searches and "
+                  f"{refund_lists(refunded_in(in_window)) * windows // 365:,} refund lists a day (no fee; "
                   "the Lambda time below)", 0.0))
     lines.append((f"Lambda time on those calls ({window_seconds_on_calls(in_window):.0f} s a window, "
                   "assumed latencies)",

@@ -66,7 +66,8 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         found.append(Finding("uncharged", line.charge_id, line.key,
                              f"booked for {line.account} ({line.cents} cents); the provider holds no charge "
                              "by that id in which money moved", _settle_one(settle, line)))
-    doubled = _doubles(charges, start, end, refund, found)
+    doubled = _doubles(charges, start, end, refund, found, set(booked),
+                       (lambda key: _booked_charge(status_of, key)) if status_of else None)
     for charge in sorted((c for c in made if c.charge_id not in booked), key=lambda e: e.charge_id):
         if charge.charge_id in doubled:
             continue  # a second charge has no line by design: refunding it is the fix
@@ -92,10 +93,15 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
     return report
 
 
-def _doubles(charges: list[Entry], start: float, end: float, refund: str, found: list[Finding]) -> set[str]:
+def _doubles(charges: list[Entry], start: float, end: float, refund: str, found: list[Finding],
+             booked: set[str] | None = None, booked_of: Callable[[str], str] | None = None) -> set[str]:
     """Orders with more than one charge, whenever each was made: reported in the window of the
-    order's last charge, every charge after the first with its refund. Charges are one order's
-    when they share the order's key or the order (account and order_id) their metadata names."""
+    order's last charge, every charge but the one kept with its refund. Charges are one order's
+    when they share the order's key or the order (account and order_id) their metadata names.
+    The charge kept is the one the ledger books (a line's charge, else the one the order's
+    record names: `booked_of(key)`), else the first: refunding the booked one would leave the
+    order's line naming a refunded charge and the other charge on no line (P3)."""
+    booked = set() if booked is None else booked
     parent: dict[str, str] = {}
 
     def root(label: str) -> str:
@@ -115,13 +121,40 @@ def _doubles(charges: list[Entry], start: float, end: float, refund: str, found:
     for group in sorted(groups.values(), key=lambda g: min(c.charge_id for c in g)):
         group.sort(key=lambda c: (c.at, c.charge_id))
         if len(group) > 1 and start <= group[-1].at < end:  # reported in the window of its last charge
-            doubled |= {c.charge_id for c in group[1:]}
+            kept = _kept(group, booked, booked_of)
+            extras = [c for c in group if c is not kept]
+            doubled |= {c.charge_id for c in extras}
             order = group[0].order or group[0].key
-            for n, extra in enumerate(group[1:], start=2):
+            why = "booked" if kept.charge_id in booked else "the first; none is booked"
+            for extra in extras:
+                n = group.index(extra) + 1
                 found.append(Finding("double", extra.charge_id, extra.key,
-                                     f"charge {n} of {len(group)} for {order} (the first: {group[0].charge_id})",
+                                     f"charge {n} of {len(group)} for {order} (kept: {kept.charge_id}, {why})",
                                      f"{refund} --charge {extra.charge_id}"))
     return doubled
+
+
+def _kept(group: list[Entry], booked: set[str], booked_of: Callable[[str], str] | None) -> Entry:
+    """The charge of a double that stays: the first the ledger books, else the first made. A
+    line read for this window names its charge; an older line is found through the order's
+    record (one GetItem per double with no line here, read only then). `booked` gains it."""
+    for charge in group:
+        if charge.charge_id in booked:
+            return charge
+    if booked_of is not None:
+        for key in sorted({c.key for c in group if c.key}):
+            named = booked_of(key)
+            for charge in group:
+                if named and charge.charge_id == named:
+                    booked.add(named)
+                    return charge
+    return group[0]
+
+
+def _booked_charge(status_of: Callable[[str], tuple[str, Mapping[str, Any]]], key: str) -> str:
+    """The charge an order's record books ("" when it books none): a done record's result."""
+    status, result = status_of(key)
+    return str(result.get("charge_id") or "") if status == "done" else ""
 
 
 def _compare_terms(line: Entry, charge: Entry, settle: str, report: WindowReport) -> None:

@@ -19,9 +19,11 @@ once its report is written. A window is compared three ways:
 
 It reports (compare.py; KINDS, each with the command that settles it): an upload with no
 line, a line with no charge, a charge with no line, an order charged more than once however far
-apart its charges (refund all but the first), a line and its charge that disagree on the amount
+apart its charges (refund all but the booked one), a line and its charge that disagree on the amount
 or the currency, a line whose account does not map to its charge's customer, an order left in
-needs_attention, and a charge still not settled when its window is judged (one finding).
+needs_attention, a charge still not settled when its window is judged (one finding), and a refund
+Stripe made in the window (in its Dashboard, not through `idem refund`) that the ledger does not
+book (refunds.py: Stripe's Refunds list by `created`).
 
 The window closes LAG seconds before now: the longest an upload can wait before its charge
 (the buffer queue's retries, or Lambda's event age) plus the longest invocation, and more than
@@ -38,6 +40,7 @@ import calendar
 import json
 import os
 import time
+import urllib.error
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
@@ -53,6 +56,7 @@ from .lines import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,
                                MAPPING_PREFIX, _cursor_item, advance_cursor, backfill_booked_day, days,
                                ledger_lines, line_terms, mark_inventory, read_cursor, read_items,
                                reads_inventory, record_status)
+from .refunds import booked_refunds, intent_of, refund_findings, refunded_of, unreadable, window_refunds
 from .report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
 from .uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
@@ -77,7 +81,7 @@ MAX_INVOCATION_SECONDS = 900
 #: At most this many windows per run, and none begun with less than RESERVE_MILLIS of the run
 #: left (a stack catching up after days off catches up over several runs).
 MAX_WINDOWS_PER_RUN = 24
-#: A window at 100,000 orders a day spends about 170 s on its calls (idem/cost/reconcile_cost.py,
+#: A window at 100,000 orders a day spends about 176 s on its calls (idem/cost/reconcile_cost.py,
 #: at assumed latencies; tests/test_reconcile_cost.py ties the two): one begun with less left would
 #: be cut off by the 300 s timeout (no report, an error) instead of left to the next run.
 RESERVE_MILLIS = 200_000
@@ -155,9 +159,21 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
             seen = listed_uploads(s3, env["UPLOAD_BUCKET"], start, end, limit=MAX_LISTED_VERSIONS)
         uploads = [(u, order_key(s3, u, identity)) for u in seen]
     settle, refund = _commands(env)
-    return compare(lines, charges, start, end, uploads,
-                   status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund,
-                   customer_of=customer_of)
+    report = compare(lines, charges, start, end, uploads,
+                     status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund,
+                     customer_of=customer_of)
+    if not env.get("PROVIDER_TABLE"):  # the refunds Stripe made in the window that the ledger does not book
+        try:
+            refunds = window_refunds(secret, start, end, fetch, api)
+        except urllib.error.HTTPError as error:
+            if error.code != 403:
+                raise
+            report.findings.append(unreadable(error))
+            return report
+        report.findings += refund_findings(
+            refunds, lambda pis: booked_refunds(dynamodb, table, pis), lambda pi: refunded_of(secret, pi, fetch, api),
+            lambda pi: intent_of(secret, pi, fetch, api), stack, refund)
+    return report
 
 
 def run(env: Mapping[str, str], session: Any, now: float, say: Callable[[str], None] = print,

@@ -69,6 +69,7 @@ KINDS = {
     "pending": "a charge still not settled when its window is judged",
     "amount": "a line and its charge disagree on the amount or the currency",
     "account": "a line's account does not map to its charge's customer",
+    "refund": "a refund at Stripe the ledger does not book (made outside idem refund)",
 }
 
 
@@ -135,6 +136,7 @@ def emf(report: WindowReport, function_name: str, now: float) -> str:
                "UnchargedLines": len(report.uncharged), "AmountMismatches": len(report.amount_mismatches),
                "UploadsWithoutLine": report.count("missing_line"), "DoubleCharges": report.count("double"),
                "PendingUnsettled": report.count("pending"), "AccountMismatches": report.count("account"),
+               "UnbookedRefunds": report.count("refund"),
                "LedgerLines": report.ledger_lines, "ProviderCharges": report.provider_charges,
                "Uploads": report.uploads}
     return json.dumps({

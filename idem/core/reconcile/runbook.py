@@ -8,7 +8,9 @@
 - `plan_refund(...)` reads one PaymentIntent and its refunds; `apply_refund` refunds it with its own
   idempotency key (`refund#<id>`: running the command twice never refunds twice) and books the
   refund in the ledger (`refund#<id>`, outside both indexes: the reconciliation's lines stay charges).
-  A refund Stripe made whose booking failed is booked by the next run (`book`), never refunded again.
+  A refund Stripe made that the ledger does not book (its booking failed, or it was made outside
+  this command, in Stripe's Dashboard: the reconciliation's `refund` finding) is booked by the next
+  run (`book refund`), never refunded again or topped up.
 - `record_audit(...)` writes who ran a command (the caller's ARN from STS GetCallerIdentity), why
   (`--reason`), what it found and what became of it: one `audit#...` item per act, never overwritten.
 
@@ -206,8 +208,8 @@ def plan_settle(dynamodb: Any, table: str, stripe: StripeApi, *, key: str = "", 
             if booked_id == first.id:
                 return Plan(subject, "nothing", f"booked already ({first.id}, {first.cents} {first.currency})",
                             record, first, others)
-            return Plan(subject, "nothing", f"the ledger books {booked_id} but Stripe's first charge is {first.id}: "
-                        "a person must decide which stands (refund the other)", record, first,
+            return Plan(subject, "nothing", f"the ledger books {booked_id}, which stays; Stripe charged {first.id} "
+                        "first, on no line: refund it (as the reconciliation's double finding says)", record, first,
                         [i for i in moved if i.id != booked_id])
         if status == "in_progress" and float(record.get("lease_until") or 0) > now:
             raise RunbookError(f"an invocation holds {key[:40]} until {_utc(float(record['lease_until']))}: "
@@ -304,14 +306,19 @@ def plan_refund(dynamodb: Any, table: str, stripe: StripeApi, charge: str, stack
     refunded = stripe.refunded(charge)
     left = intent.cents - refunded
     key = intent.metadata.get("idempotency_key", "")
-    if left <= 0:
-        booked = read_record(dynamodb, table, f"refund#{charge}")
-        if int(booked.get("refunded_cents") or 0) >= refunded:
-            raise RunbookError(f"{charge} is refunded already ({intent.cents} {intent.currency}) and booked: "
-                               "nothing to do")
-        return Plan(f"charge {charge}", "book refund", f"Stripe refunded {refunded} {intent.currency} and the ledger "
-                    "does not book it (an earlier run's write failed): book it", booked, intent,
+    booked = read_record(dynamodb, table, f"refund#{charge}")
+    on_books = int(booked.get("refunded_cents") or 0)
+    if refunded > on_books:
+        # Stripe refunded more than the ledger books: an earlier run's write failed, or the refund was
+        # made outside this command (Stripe's Dashboard; the reconciliation's `refund` finding). Book
+        # what Stripe refunded first, never refund the rest unasked: a rerun, once booked, refunds it.
+        return Plan(f"charge {charge}", "book refund", f"Stripe refunded {refunded} {intent.currency} of "
+                    f"{intent.cents} and the ledger books {on_books} (an earlier run's write failed, or a refund "
+                    "made outside idem refund: confirm it was meant): book it", booked, intent,
                     refunded_cents=refunded)
+    if left <= 0:
+        raise RunbookError(f"{charge} is refunded already ({intent.cents} {intent.currency}) and booked: "
+                           "nothing to do")
     record = read_record(dynamodb, table, key) if key else {}
     note = ""
     if record.get("charge_id") == charge:

@@ -20,7 +20,7 @@ What it models:
   keys are per mode (a test key's and a live key's requests never meet);
 - errors with Stripe's `type`, `code`, `decline_code`, `param`; faults scripted per request (`inject`);
 - search (`metadata['k']:'v'`, `status:`, `customer:`, `created>`... joined by AND) with a lag; lists
-  with `created[gte]`...; refunds.
+  with `created[gte]`...; refunds (listed by `payment_intent` and `created`).
 - a rate limiter at Stripe's documented default, off unless set (`RateLimiter.documented()`).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .access import RESTRICTED, RateLimiter, key_mode
 from .customers import CustomersAndPaymentMethods
 from .errors import FAULTS, OUTCOMES, Answer, Fault, StripeError, _before, _missing
 from .idempotency import IdempotentRequests, Saved
-from .lists import _newest_first, _page, listed, search
+from .lists import _newest_first, _page, created_in, listed, search
 from .objects import Objects, _public
 from .params import _customer_fields, _required, _route
 from .payment_intents import PaymentIntentsAndRefunds
@@ -191,8 +191,9 @@ class StripeAccount(IdempotentRequests, CustomersAndPaymentMethods, PaymentInten
             if route == "GET /v1/payment_intents/search":
                 return search(objects, params, self.now())
             if route == "GET /v1/refunds":
+                # https://docs.stripe.com/api/refunds/list: by `payment_intent`, by `created`
                 found = [r for r in objects.refunds.values()
-                         if params.get("payment_intent") in (None, r["payment_intent"])]
+                         if params.get("payment_intent") in (None, r["payment_intent"]) and created_in(r, params)]
                 return _page("/v1/refunds", [_public(r) for r in sorted(found, key=_newest_first)], params)
             if route == "GET /v1/refunds/{id}":
                 if ids[0] not in objects.refunds:

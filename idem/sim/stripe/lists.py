@@ -68,20 +68,25 @@ def _matches(intent: dict[str, Any], clause: tuple[str, str, str]) -> bool:
             "<=": number <= int(value)}[op]
 
 
-def listed(objects: Objects, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """https://docs.stripe.com/api/payment_intents/list: newest first; `created` as a timestamp
-    or with gt/gte/lt/lte; `customer`."""
+def created_in(item: dict[str, Any], params: dict[str, Any]) -> bool:
+    """A list's `created` filter: a timestamp, or a dict of gt/gte/lt/lte (PaymentIntents:
+    https://docs.stripe.com/api/payment_intents/list; Refunds: https://docs.stripe.com/api/refunds/list,
+    "created: Only return refunds that were created during the given date interval", as Stripe's SDK
+    documents it in stripe.params.RefundListParams)."""
     created = params.get("created")
     bounds = created if isinstance(created, dict) else ({"eq": created} if created is not None else {})
     tests = {"gt": int.__gt__, "gte": int.__ge__, "lt": int.__lt__, "lte": int.__le__, "eq": int.__eq__}
-    found = []
-    for intent in objects.intents.values():
-        if params.get("customer") not in (None, intent["customer"]):
-            continue
-        if all(tests[op](intent["created"], _as_int(value, f"created[{op}]")) for op, value in bounds.items()
-               if op in tests):
-            found.append(intent)
+    return all(tests[op](item["created"], _as_int(value, f"created[{op}]")) for op, value in bounds.items()
+               if op in tests)
+
+
+def listed(objects: Objects, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """https://docs.stripe.com/api/payment_intents/list: newest first; `created` as a timestamp
+    or with gt/gte/lt/lte; `customer`."""
+    found = [intent for intent in objects.intents.values()
+             if params.get("customer") in (None, intent["customer"]) and created_in(intent, params)]
     return sorted(found, key=_newest_first)
+
 
 def search(objects: Objects, params: dict[str, Any], now: float) -> dict[str, Any]:
     """https://docs.stripe.com/api/payment_intents/search and https://docs.stripe.com/search:

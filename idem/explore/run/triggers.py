@@ -241,6 +241,12 @@ def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges
     upload to a schedule's batch, which must get what one upload of the clean run got)."""
     n = clean_uploads or len(uploads)
     if not baseline:  # the clean run: only say what cannot be attributed
+        lost = [obj for obj, got, failed in zip(uploads, charges, dlq) if not got and not failed]
+        if not unowned_charges and lost and any(charges):  # every charge names its upload: these got none
+            return Verdict.SILENT_LOSS.value, [
+                f"the clean run charged {sum(charges)} of the batch's {len(uploads)} uploads and not "
+                f"{_shown(lost[0], uploads)}, whose message is gone with nothing in the dead-letter queue "
+                "(each charge names its own upload: it is no question of references)"]
         wrong = []
         if unowned_charges or len(set(charges)) > 1:
             wrong.append(f"the clean run's charges per upload are {charges} with {unowned_charges} naming no "

@@ -12,24 +12,29 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .process_hash import environment_builtins
+
 
 class Container:
     """An execution environment: its own copy of the entry module and its globals."""
 
     def __init__(self, name: str, entry: str) -> None:
         self.name = name
-        self.module = _load_fresh(entry)
+        self.module = _load_fresh(entry, salt=name)
         self.busy = False
         self.invocations = 0
 
 
-def _load_fresh(module_name: str) -> ModuleType:
+def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
     """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
-    its top-level code runs again in fresh globals (compiled once per process)."""
+    its top-level code runs again in fresh globals (compiled once per process). A team's module sees
+    its environment's own `hash()` (`process_hash`: each environment is a process of its own)."""
     found = os.stat(module_name) if module_name.endswith(".py") else None
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
+    if spec.name.split(".")[0] != "idem":
+        module.__dict__["__builtins__"] = environment_builtins(salt)
     # The function's own other modules (its helpers beside it) are imported afresh too, as in a
     # new process: a new execution environment's Init phase runs the function's static code
     # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one

@@ -3,10 +3,12 @@ authors, each with the verdict a correct checker must give and the published fac
 docstring (tests/handlers/). Each test runs the CLI on the families of schedules that show the point,
 with one retry setting and one worker, so the file stays cheap; what it pins is named in the test.
 
-Four of them were wrong before this file, and are fixed (the fix named beside each):
+Six of them were wrong before this file, and are fixed (the fix named beside each):
 - `python_hash_key` said holds: every execution environment ran in one process, so Python's `hash()`
   of a str was the same in all of them (idem.sim.runtime.process_hash: salted per environment);
 - `ttl_claim` said holds: DynamoDB's TTL deleted nothing (idem.sim.ttl_sweep, where days pass);
+- `split_hash` (hash() in a helper module) and `log_stream_key` (context.log_stream_name, one per
+  environment on Lambda, one for all in the check) said holds;
 - `remaining_time_skip` said holds: a slow call always came with a copy that did the work (the slow
   family now has the slow call alone too);
 - `sqs_deletes_own` said breaks on its clean run (its own DeleteMessage had no queue to go to:
@@ -47,6 +49,14 @@ def test_a_key_made_with_pythons_hash_breaks_as_each_environment_salts_it_its_ow
     # the same handler keyed by a sha256 of the same fields (keyed_books) holds on the same schedules
     code, out, err = check(monkeypatch, target("keyed_books"), families="slow")
     assert code == 0, (out + err)[-3000:]
+
+
+@pytest.mark.parametrize("handler", [f"{HANDLERS / 'split_hash' / 'app.py'}:lambda_handler", target("log_stream_key")])
+def test_a_key_made_per_environment_in_a_helper_or_from_the_log_stream_breaks(monkeypatch, handler):
+    # hash() in the function's own helper module (orderlib/), and context.log_stream_name: both the
+    # execution environment's own (split/app.py, the same with sha256, holds: test_check_lambda_env)
+    code, out, err = check(monkeypatch, handler, families="slow")
+    assert code == 1 and "double_charge" in out, (out + err)[-3000:]
 
 
 def test_hash_is_salted_per_environment_for_strings_only():
@@ -129,6 +139,14 @@ def test_a_mapping_with_batch_size_1_runs_and_a_first_record_only_handler_holds_
 def test_wrong_handlers_break(monkeypatch, name, families, retries, verdict):
     code, out, err = check(monkeypatch, target(name), families=families, retries=retries)
     assert code == 1 and verdict in out, (out + err)[-3000:]
+
+
+def test_a_transaction_adding_to_a_balance_holds_as_its_effect(monkeypatch):
+    # botocore's resend of a lost answer: moto ignores the ClientRequestToken DynamoDB dedups by, and
+    # the resend is cancelled by the flag's condition (needs_attention where AWS says exactly_once)
+    code, out, err = check(monkeypatch, target("balance_transaction"), "--effect", "dynamodb:TransactWriteItems",
+                           families="runs,slow")
+    assert code == 0, (out + err)[-3000:]
 
 
 @pytest.mark.parametrize("name", ["update_claim", "claim_stores_uuid"])

@@ -45,9 +45,15 @@ def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
     # or typing) looks its module up there. The previous entry is put back afterwards.
     previous = sys.modules.get(spec.name)
     sys.modules[spec.name] = module
+    # the function's helpers it imports meanwhile see this environment's hash() too
+    salted = _SaltedImports(salt, spec.origin or module_name) if "__builtins__" in module.__dict__ else None
+    if salted:
+        sys.meta_path.insert(0, salted)
     try:
         exec(code, module.__dict__)
     finally:
+        if salted:
+            sys.meta_path.remove(salted)
         if previous is None:
             sys.modules.pop(spec.name, None)
         else:
@@ -55,6 +61,49 @@ def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
         for name, kept in earlier.items():
             sys.modules.setdefault(name, kept)
     return module
+
+
+class _SaltedImports:
+    """A finder for the duration of a cold start: a module of the function's own folder (not an
+    installed package there, not idem's) that its entry module imports is executed with the
+    environment's builtins (`process_hash`), as the entry module is."""
+
+    def __init__(self, salt: str, entry: str) -> None:
+        self.salt = salt
+        self.folder = os.path.dirname(os.path.realpath(entry)) + os.sep
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is None:
+                continue
+            where = os.path.realpath(spec.origin) if isinstance(spec.origin, str) and spec.has_location else ""
+            own = (where.startswith(self.folder) and not where.startswith(_OURS)
+                   and "site-packages" not in where and "dist-packages" not in where)
+            if not own or not hasattr(spec.loader, "exec_module"):
+                return None  # the usual finders find it again, as they would have
+            spec.loader = _SaltedLoader(spec.loader, self.salt)
+            return spec
+        return None
+
+
+class _SaltedLoader:
+    """A module's own loader, executing it with its environment's builtins."""
+
+    def __init__(self, inner: Any, salt: str) -> None:
+        self.inner, self.salt = inner, salt
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__builtins__"] = environment_builtins(self.salt)
+        self.inner.exec_module(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, ...: the inner loader's
+        return getattr(self.inner, name)
 
 
 def _own_modules(module_name: str, spec: Any) -> list[str]:

@@ -180,3 +180,19 @@ def test_bad_inputs_exit_with_the_readme_tables_code_in_one_line(args, code, say
     assert got == code, (out + err)[-2000:]
     last = err.strip().splitlines()[-1]
     assert last.startswith("idem check: ") and says in last, err[-2000:]
+
+
+def test_a_batch_neighbour_never_charged_is_a_loss_only_beside_a_charged_upload_of_its_folder():
+    from idem.explore.run.triggers import S3Object, judge_batch
+
+    def upload(key: str) -> S3Object:
+        return S3Object("b", key, 10, "e", "s")
+
+    same = [upload("check00001/order-1.json"), upload("check00001/order-2.json")]
+    verdict, findings = judge_batch(same, [1, 0], 0, [1, 0], 0, [0, 0], {}, {}, [])
+    assert verdict == "silent_loss" and "not order-2.json" in findings[0]
+    # in the dead-letter queue: visible, no loss; in another folder (a handler's own filter): only said
+    assert judge_batch(same, [1, 0], 0, [1, 0], 0, [0, 1], {}, {}, [])[0] == "exactly_once"
+    apart = [upload("incoming/order-1.json"), upload("check00001/order-2.json")]
+    verdict, findings = judge_batch(apart, [1, 0], 0, [1, 0], 0, [0, 0], {}, {}, [])
+    assert verdict == "exactly_once" and "charges per upload are [1, 0]" in findings[0]

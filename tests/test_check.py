@@ -189,7 +189,7 @@ def test_the_report_counts_the_schedules_each_dimension_adds(tmp_path):
     # versioned and unversioned x a second order or the retried PUT: after the first, at each
     # place, or between its failed attempt and the retry (one retry setting, 1)
     assert dims["overwrite"] == 2 * 2 * (1 + places + failing) + 2  # + a second order at a 1,024-byte name
-    assert dims["slow"] == 2 * 3  # each call's request side and answer side
+    assert dims["slow"] == 2 * 3 * 2  # each call's request side and answer side, with a copy meanwhile or alone
     assert sum(dims.values()) == len(report.results)
     assert report.to_json()["dimensions"] == dims
     assert f"{dims['slow']} slow" in report.explain()

@@ -224,14 +224,14 @@ def test_a_correct_eventbridge_handler_holds():
     assert report.broken and all(_past_key_window(r.schedule.label()) for r in report.broken), report.explain()
     # 131 fault schedules, and the overwrite and slow families s3 has (at one retry setting, 0:
     # 2 buckets x a second order or the retried PUT x after the first or at each of 3 places, and a
-    # second order at a name of 1,024 bytes in each bucket; 4 slow), and the runs: 3 at each of the
+    # second order at a name of 1,024 bytes in each bucket; 8 slow: at 4 places, with a copy or alone), and the runs: 3 at each of the
     # 2 calls' request side, 2 at the AWS call's answer side, 1 at the charge's (idem.explore.families.runs)
     families = {kind: sum(1 for r in report.results if kind(r.schedule)) for kind in (
         lambda s: bool(s.overwrite), lambda s: s.slow, lambda s: s.dimension == "runs")}
     added = sum(report.dimensions()[name] for name in timed.DIMENSIONS)  # late, retry_ends, again, accounts
     # and no family names: EventBridge's event carries the key as stored (idem.explore.families.key_decoding)
     assert report.dimensions()["names"] == 0
-    assert len(report.results) == 131 + 16 + 2 + 4 + 9 + added and all(families.values()), families
+    assert len(report.results) == 131 + 16 + 2 + 8 + 9 + added and all(families.values()), families
 
 
 def test_pins_bug_a_request_id_key_charges_again_when_eventbridge_delivers_a_copy():

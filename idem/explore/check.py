@@ -167,7 +167,9 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
     # must not drop a schedule's message
     (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
                           trigger)
-    (attempt,) = result.attempts
+    # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
+    # function once per message of the clean run's batch (its boundaries are any invocation's)
+    attempt = next((a for a in result.attempts if a.failed), result.attempts[0])
     if attempt.failed and (where := missing_setting(attempt.error, attempt.traceback, dict(target.env))):
         name = attempt.error.split("'")[1]
         raise CheckInputError(f"the handler needs the setting {name}, which the check was not given "
@@ -180,6 +182,8 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
         raise CleanRunBreaks(replace(result, verdict=verdict, findings=[
             f"the clean run fails, before any fault: {attempt.error}" + (f" (its last log lines: {logs})" if logs else "")
             + ". If it needs a setting, pass it with --env NAME=VALUE"] + result.findings))
+    if result.verdict == Verdict.SILENT_LOSS.value:  # a message of the clean run's batch never charged
+        raise CleanRunBreaks(result)
     if result.findings:  # a batch whose charges cannot be told apart by upload
         raise CheckInputError(f"--trigger {trigger}: {'; '.join(result.findings)}")
     lines, charges = result.effects.get(LINES, 0), result.effects.get(CHARGES, 0)
@@ -187,8 +191,9 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
         raise CleanRunBreaks(replace(result, verdict=Verdict.SILENT_MISMATCH.value, findings=[
             f"the clean run booked {lines} ledger line{'s' if lines != 1 else ''} for {charges} "
             f"charge{'s' if charges != 1 else ''}: the books disagree with the money with no fault at all"]))
-    made = sorted(attempt.calls) + ([CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL
-                                                         for c in attempt.crossings) else [])
+    crossings = [c for a in result.attempts for c in a.crossings]
+    made = sorted({call for a in result.attempts for call in a.calls}) + (
+        [CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL for c in crossings) else [])
     missing = [name for name in effects if not result.effects.get(name)]
     if missing:
         raise CheckInputError(f"--effect {', '.join(missing)} never happens on a clean run; the calls it "
@@ -203,7 +208,7 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
             raise CheckInputError(f"the clean run charged and booked no ledger line where --books {books} "
                                   "points: name where the handler books its charges, or --books none")
         baseline.pop(LINES, None)  # no books where the default points: only effects are judged
-    return [c.boundary for c in attempt.crossings], baseline, result.attempts
+    return list(dict.fromkeys(c.boundary for c in crossings)), baseline, result.attempts
 
 
 def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, books: Books | None,

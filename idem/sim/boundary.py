@@ -291,9 +291,11 @@ def watch_events(events: Any) -> None:
     events.register("before-call", _before_call, unique_id="idem-before-call")
     events.register("after-call", _after_call, unique_id="idem-after-call")
     events.register("after-call-error", _call_failed, unique_id="idem-after-call-error")
+    from .sqs_deletes import watch_deletes  # a function deleting its own messages (SqsFedLambda's queue)
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
 
     watch_writes(events, current)
+    watch_deletes(events, current)
 
 
 def executed(error: BaseException) -> bool:

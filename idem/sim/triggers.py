@@ -146,6 +146,21 @@ class SqsFedLambda(LocalLambda):
         self._work = ""  # every invocation of one run is one piece of work (see work_of)
         self.provider = DeclineWatch(self.provider)
         self.watch.declines = self.provider.declined
+        self.watch.sqs_source = self  # the function's own DeleteMessage on this queue (idem.sim.sqs_deletes)
+        _source_queue_in_moto(world, mapping.queue_name)
+
+    def delete_received(self, handle: Any) -> bool:
+        """The function's own DeleteMessage with `handle` (idem.sim.sqs_deletes): the message whose
+        latest receive it is is deleted; a handle of an earlier receive deletes nothing but is no
+        error. False: no receive ever had this handle (ReceiptHandleIsInvalid)."""
+        if not isinstance(handle, str):
+            return False
+        for message in self.messages:
+            if message.receipt == handle:
+                message.gone = True
+                return True
+        ids = {m.message_id for m in self.messages}
+        return handle.split("#", 1)[0] in ids  # an earlier receive of a message of this queue
 
     # -- the producer's side, and SQS's copies ------------------------------------------------
     def send_message(self, body: str, *, at: float | None = None) -> str:
@@ -279,6 +294,19 @@ class SqsFedLambda(LocalLambda):
     def _poll_at(self, when: float) -> None:
         heapq.heappush(self._polls, (when, next(self._poll_seq)))
 
+
+
+def _source_queue_in_moto(world: Any, name: str) -> None:
+    """The source queue exists on the world's AWS too, by its name, so a function can look its URL up
+    (GetQueueUrl) to delete its own messages; its messages are the model's, not moto's. Once a world."""
+    made = world.__dict__.setdefault("_source_queues", set())
+    if name in made:
+        return
+    try:
+        world.sqs.get_queue_url(QueueName=name)
+    except Exception:  # noqa: BLE001 - not there yet: made here (a template may have made it already)
+        world.sqs.create_queue(QueueName=name)
+    made.add(name)
 
 
 class _Still:

@@ -17,7 +17,7 @@ DIMENSIONS = {
                  "bytes; versioned and unversioned bucket), after the first, while it is at each boundary (no "
                  "fault), or between a failed attempt and its retry (a fault at each boundary), x retries",
     "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
-            "started meanwhile, no fault, x retries",
+            "started meanwhile, or alone, no fault, x retries",
     **timed.DIMENSIONS,
     "runs": runs.DESCRIPTION,
     key_decoding.FAMILY: key_decoding.DESCRIPTION,
@@ -125,7 +125,13 @@ def slow_places(crossed: Sequence[Any]) -> list[Any]:
 
 def slow_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
     """One call of the first invocation is slow, and a copy of the event starts while it is in
-    flight. Bounded: no fault is added, and the call takes as long as it can (until 1 s before the
-    timeout): the copy arrives as late as the invocation allows, so any lease or TTL shorter than
-    the invocation has run out by then."""
-    return [Schedule(None, "concurrent", b, r, slow=True) for b in slow_places(crossed) for r in retries]
+    flight, or (`single`) no copy comes at all. Bounded: no fault is added, and the call takes as
+    long as it can (until 1 s before the timeout): the copy arrives as late as the invocation allows,
+    so any lease or TTL shorter than the invocation has run out by then. Alone, the slow call leaves
+    the invocation with under a second (`context.get_remaining_time_in_millis()`): a handler that
+    then returns without its work, trusting "it will come again", is seen losing it (a returned
+    asynchronous invocation is a success, never retried:
+    https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html); a copy
+    meanwhile would do the work and hide it."""
+    return [Schedule(None, delivery, b, r, slow=True) for b in slow_places(crossed) for r in retries
+            for delivery in ("concurrent", "single")]

@@ -65,7 +65,8 @@ class Schedule:
         elif self.slow:
             call = f"{self.copy_at.call}{f' #{self.copy_at.nth}' if self.copy_at.nth > 1 else ''}"
             side = "request" if self.copy_at.side is Side.BEFORE else "answer"
-            delivery = f"slow {call} (its {side} in flight until 1 s before the timeout), a copy meanwhile"
+            delivery = (f"slow {call} (its {side} in flight until 1 s before the timeout), "
+                        + ("a copy meanwhile" if self.delivery == "concurrent" else "no copy"))
         elif self.sent_twice:
             delivery = "S3 sent the notification twice (two messages, two message ids)"
         else:

@@ -43,6 +43,7 @@ import json
 from typing import Any, Callable, Iterable, Sequence
 
 from ...sim.faults import FaultPlan, How
+from ...sim.ttl_sweep import sweep_expired
 from . import accounts, timings
 from ..run import triggers
 from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY_WINDOW, PAST_MIDNIGHT, Later, \
@@ -111,9 +112,11 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
     runtime.run()
     if later.kind == "late" and later.how == "upload":  # the same order again, its messages long gone
         world.clock.advance_to(world.clock.start + later.seconds)
+        sweep_expired(world.clock.now())  # DynamoDB's TTL has deleted what expired meanwhile
         runtime.send_message(message(world.upload(batch[0].key, body(number, 1))))
     elif later.kind == "again":
         world.clock.advance(later.seconds)
+        sweep_expired(world.clock.now())
         runtime.watch.plan = FaultPlan()  # the outage is over
         if later.how == "redrive":  # the dead-letter queue's messages moved back to the source queue
             for moved in world.take_messages(world.queue_url):

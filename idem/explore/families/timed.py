@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ...sim.faults import END_CALL, FaultPlan, How, Side
 from ...sim.sdk_retries import EVERY
+from ...sim.ttl_sweep import sweep_expired
 from . import accounts, timings
 from ..run import triggers
 from ..run.reuse import family
@@ -170,6 +171,7 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
     if later.kind == "late" and later.how == "upload":  # the same order again, its copies long gone
         runtime.run()
         world.clock.advance_to(world.clock.start + later.seconds)
+        sweep_expired(world.clock.now())  # DynamoDB's TTL has deleted what expired meanwhile
         obj = world.upload(first.key, body(number, 1))
         uploads.append((obj, triggers.event_for(trigger, world, obj), 1))
         runtime.send(uploads[-1][1])
@@ -177,11 +179,13 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
     elif later.kind == "late":
         at = later.seconds or timings.copy_delay(schedule.timing, trigger, runtime.max_event_age,
                                                  getattr(runtime, "eventbridge_window", timings.EVENTBRIDGE_RETRY_AGE))
+        runtime.at(at, lambda: sweep_expired(world.clock.now()))  # first: what expired by then is gone
         runtime.send(event, at=at)
         runtime.run()
     elif later.kind == "again":
         runtime.run()  # every attempt fails: the event is in the failure queue
         world.clock.advance(later.seconds)
+        sweep_expired(world.clock.now())
         runtime.watch.plan = FaultPlan()  # the outage is over
         if later.how == "redrive":  # as `idem redrive` does: each message's event, sent again
             for message in world.take_messages(world.queue_url):

@@ -241,6 +241,16 @@ def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges
     upload to a schedule's batch, which must get what one upload of the clean run got)."""
     n = clean_uploads or len(uploads)
     if not baseline:  # the clean run: only say what cannot be attributed
+        charged = {obj.key.rsplit("/", 1)[0] for obj, got in zip(uploads, charges) if got}
+        # an upload of the same folder as one charged, with no charge and nothing in the dead-letter
+        # queue (a handler may skip a file outside its own folder on purpose: then it is only said)
+        lost = [obj for obj, got, failed in zip(uploads, charges, dlq)
+                if not got and not failed and obj.key.rsplit("/", 1)[0] in charged]
+        if not unowned_charges and lost:  # every charge names its upload: these got none
+            return Verdict.SILENT_LOSS.value, [
+                f"the clean run charged {sum(charges)} of the batch's {len(uploads)} uploads and not "
+                f"{_shown(lost[0], uploads)}, whose message is gone with nothing in the dead-letter queue "
+                "(each charge names its own upload: it is no question of references)"]
         wrong = []
         if unowned_charges or len(set(charges)) > 1:
             wrong.append(f"the clean run's charges per upload are {charges} with {unowned_charges} naming no "

@@ -12,24 +12,29 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .process_hash import environment_builtins
+
 
 class Container:
     """An execution environment: its own copy of the entry module and its globals."""
 
     def __init__(self, name: str, entry: str) -> None:
         self.name = name
-        self.module = _load_fresh(entry)
+        self.module = _load_fresh(entry, salt=name)
         self.busy = False
         self.invocations = 0
 
 
-def _load_fresh(module_name: str) -> ModuleType:
+def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
     """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
-    its top-level code runs again in fresh globals (compiled once per process)."""
+    its top-level code runs again in fresh globals (compiled once per process). A team's module sees
+    its environment's own `hash()` (`process_hash`: each environment is a process of its own)."""
     found = os.stat(module_name) if module_name.endswith(".py") else None
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
     module = importlib.util.module_from_spec(spec)
+    if spec.name.split(".")[0] != "idem":
+        module.__dict__["__builtins__"] = environment_builtins(salt)
     # The function's own other modules (its helpers beside it) are imported afresh too, as in a
     # new process: a new execution environment's Init phase runs the function's static code
     # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one
@@ -40,9 +45,15 @@ def _load_fresh(module_name: str) -> ModuleType:
     # or typing) looks its module up there. The previous entry is put back afterwards.
     previous = sys.modules.get(spec.name)
     sys.modules[spec.name] = module
+    # the function's helpers it imports meanwhile see this environment's hash() too
+    salted = _SaltedImports(salt, spec.origin or module_name) if "__builtins__" in module.__dict__ else None
+    if salted:
+        sys.meta_path.insert(0, salted)
     try:
         exec(code, module.__dict__)
     finally:
+        if salted:
+            sys.meta_path.remove(salted)
         if previous is None:
             sys.modules.pop(spec.name, None)
         else:
@@ -50,6 +61,49 @@ def _load_fresh(module_name: str) -> ModuleType:
         for name, kept in earlier.items():
             sys.modules.setdefault(name, kept)
     return module
+
+
+class _SaltedImports:
+    """A finder for the duration of a cold start: a module of the function's own folder (not an
+    installed package there, not idem's) that its entry module imports is executed with the
+    environment's builtins (`process_hash`), as the entry module is."""
+
+    def __init__(self, salt: str, entry: str) -> None:
+        self.salt = salt
+        self.folder = os.path.dirname(os.path.realpath(entry)) + os.sep
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is None:
+                continue
+            where = os.path.realpath(spec.origin) if isinstance(spec.origin, str) and spec.has_location else ""
+            own = (where.startswith(self.folder) and not where.startswith(_OURS)
+                   and "site-packages" not in where and "dist-packages" not in where)
+            if not own or not hasattr(spec.loader, "exec_module"):
+                return None  # the usual finders find it again, as they would have
+            spec.loader = _SaltedLoader(spec.loader, self.salt)
+            return spec
+        return None
+
+
+class _SaltedLoader:
+    """A module's own loader, executing it with its environment's builtins."""
+
+    def __init__(self, inner: Any, salt: str) -> None:
+        self.inner, self.salt = inner, salt
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__builtins__"] = environment_builtins(self.salt)
+        self.inner.exec_module(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, ...: the inner loader's
+        return getattr(self.inner, name)
 
 
 def _own_modules(module_name: str, spec: Any) -> list[str]:

@@ -91,6 +91,15 @@ def work_of(event: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def log_stream_name(container: str) -> str:
+    """The context's log_stream_name: one log stream per execution environment
+    ("the log stream for the function instance": https://docs.aws.amazon.com/lambda/latest/dg/python-context.html),
+    `DATE/[$LATEST]` and 32 hex digits, so a handler that takes it for the instance's id sees two
+    environments as two."""
+    return f"2026/01/01/[$LATEST]{hashlib.sha256(container.encode()).hexdigest()[:32]}"
+
+
+
 class LambdaContext:
     """The context object Lambda passes to a handler, reading the virtual clock."""
 
@@ -274,6 +283,7 @@ class LocalLambda:
         self.attempts.append(attempt)
         self._running.append(attempt)
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock, self.memory_mb)
+        context.log_stream_name = log_stream_name(container.name)
         visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline)
         run = _Run(visit)
         event = copy.deepcopy(pending.event)

@@ -1,0 +1,1 @@
+"""The split handler's helpers (tests/handlers/split/app.py)."""

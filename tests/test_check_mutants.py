@@ -23,12 +23,12 @@ FILES = sorted(HANDLERS.glob("keyed*.py"))
 #: name -> (pattern in keyed.py or a sibling, its replacement, retries to try, a verdict the check must give)
 CAUGHT = {
     "fresh key per attempt": (
-        "reference=reference, idempotency_key=key,",
-        "reference=reference, idempotency_key=uuid.uuid4().hex,",
+        "idempotency_key=claimed.key, metadata=metadata,",
+        "idempotency_key=uuid.uuid4().hex, metadata=metadata,",
         (0,), "double_charge"),
     "no key at all": (
-        "reference=reference, idempotency_key=key,",
-        "reference=reference,",
+        "idempotency_key=claimed.key, metadata=metadata,",
+        "metadata=metadata,",
         (0,), "double_charge"),
     "errors swallowed": (
         "            self.ledger.release(claimed)\n            raise\n",
@@ -99,8 +99,8 @@ NOT_CAUGHT = {
         '"#o = :old AND lease_until = :lease AND #s = :was"',
         '"#o = :old AND (lease_until = :lease OR lease_until <> :lease) AND #s = :was"', False),
     "fence removed": (
-        'ConditionExpression="#o = :me AND #s = :in_progress",  # the fence: only the owner',
-        'ConditionExpression="(#o = :me OR #o <> :me) AND (#s = :in_progress OR #s <> :in_progress)",',
+        'Item=line, ConditionExpression=FENCE,',
+        'Item=line, ConditionExpression="(#o = :me OR #o <> :me) AND (#s = :in_progress OR #s <> :in_progress)",',
         False),
 }
 

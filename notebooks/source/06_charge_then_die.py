@@ -441,9 +441,10 @@ views.outcome_frame([caught], columns=("handler", "timeout", "charges", "ledger_
 # The claim writes **`first_attempt_at`**: the time of the order's first charge attempt. Every
 # takeover keeps it. Once the key is 23 hours old (Stripe's 24 hours minus a margin of one hour),
 # keyed searches Stripe before any charge. It asks for a PaymentIntent whose metadata
-# `idempotency_key` is the order's key. A charge it finds is booked, at the amount that charge
-# took. Only when none is found does it charge. When the search gives no answer (an error, a
-# timeout), keyed parks the order: it never charges blind.
+# `idempotency_key` is the order's key. One charge found on the order's own terms (amount,
+# currency, customer) is booked; one still `processing` is recorded `pending`. Two charges, or one
+# on other terms, park the order for a person. Only when none is found does it charge. When the
+# search gives no answer (an error, a timeout), keyed parks the order: it never charges blind.
 #
 # Why a margin of an hour? Stripe's search "can be up to an hour behind during outages"
 # ([search](https://docs.stripe.com/api/payment_intents/search)). From 23 h on, the search has

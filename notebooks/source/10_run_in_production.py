@@ -277,8 +277,8 @@ print("\n".join(prices.table(prices.per_million_uploads())))
 # ## Deploys that someone approved
 #
 # `.github/workflows/deploy.yml` is an example for your account. It runs only from `main`: the tests,
-# then `sam deploy` of the demo, then a production **change set**. That is CloudFormation's list of
-# what a deploy would add, change and delete. It is made with `sam deploy --no-execute-changeset`
+# then `sam deploy` of the demo, then a production change set (chapter 09): the list of what a
+# deploy would add, change and delete. It is made with `sam deploy --no-execute-changeset`
 # and printed in the run's summary. The `prod` job runs in a GitHub environment with required reviewers. It waits
 # for a person to approve, then executes exactly that change set. It assumes an AWS role through
 # GitHub's OIDC provider, so no key is stored, and every action is pinned by its commit.

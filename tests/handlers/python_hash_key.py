@@ -8,7 +8,6 @@ PYTHONHASHSEED unset, as on Lambda), and each Lambda execution environment is it
 served by another environment (S3 delivers at least once; a concurrent copy always gets a new
 environment) makes another key: another claim, another Stripe key, a second charge.
 Must BREAK (double_charge)."""
-import hashlib
 import json
 import os
 import time

@@ -7,7 +7,7 @@ or failed event waits in its queue; S3 sometimes delivers a notification a minut
 attempt failed and whose retry comes after 15 minutes is skipped with success: never charged, nothing
 in the failure queue. Must BREAK (silent_loss)."""
 import hashlib
-from datetime import datetime, timezone
+from datetime import datetime
 import json
 import os
 import time

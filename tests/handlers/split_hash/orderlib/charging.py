@@ -1,5 +1,4 @@
 """The key of an order, its claim, and one ledger line per charge, written once."""
-import hashlib
 import json
 import os
 import time

@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 
 "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$work/dist" .
 wheel="$(ls "$work"/dist/charged_twice-*.whl)"
-unzip -l "$wheel" | grep -q 'idem/explore/report/check-report.schema.json' \
+unzip -l "$wheel" | grep 'idem/explore/report/check-report.schema.json' >/dev/null \
   || { echo "the wheel has no idem/explore/report/check-report.schema.json"; exit 1; }
 
 "$PYTHON" -m venv "$work/venv"

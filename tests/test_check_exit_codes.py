@@ -25,7 +25,7 @@ BOUNDS = {"own_alarm": {"IDEM_CHECK_STALL_SECONDS": "15"}, "waits_for_the_clock"
 BAD_INPUTS = {"import_error": 2, "syntax_error": 2, "not_callable": 2, "one_argument": 2, "async_handler": 2,
               "generator_handler": 2, "needs_secret": 2, "json_orders": 2, "sns_notifier": 2,
               "exits": 3, "os_exit": 3, "leaves_a_thread": 3, "own_alarm": 3, "waits_for_the_clock": 3,
-              "calls_the_internet": 3, "starts_subprocess": 3}
+              "calls_the_internet": 3, "starts_subprocess": 3, "split_syntax": 2, "exits_on_import": 3}
 
 
 def readme_table() -> dict[str, int]:
@@ -34,7 +34,15 @@ def readme_table() -> dict[str, int]:
     rows = re.findall(r"^\| ([0-3]) \| [^|]+ \| (.+) \|$", text, flags=re.M)
     assert {code for code, _ in rows} == {"0", "1", "2", "3"}, "the README's exit-code table is gone"
     return {name: int(code) for code, cases in rows for name in re.findall(r"`([a-z_]+)`", cases)
-            if (Path(__file__).parent / "handlers" / f"{name}.py").is_file()}
+            if case_target(name)}
+
+
+def case_target(name: str) -> str:
+    """The CLI's target for a case: tests/handlers/NAME.py, or NAME/app.py (a handler with its own modules)."""
+    folder = Path(__file__).parent / "handlers"
+    if (folder / f"{name}.py").is_file():
+        return target(name)
+    return f"{folder / name / 'app.py'}:lambda_handler" if (folder / name / "app.py").is_file() else ""
 
 
 def test_every_bad_input_of_the_suite_is_in_the_readme_table_with_its_code():
@@ -47,7 +55,7 @@ def test_each_case_in_the_readme_table_exits_with_its_code(name, code, monkeypat
     for variable, value in BOUNDS.get(name, {}).items():
         monkeypatch.setenv(variable, value)
     started = time.monotonic()
-    got, out, err = cli(target(name), *FAST)
+    got, out, err = cli(case_target(name), *FAST)
     assert got == code, (out + err)[-2000:]
     if code >= 2:  # one line, "idem check: ...", after the handler's own traceback where it has one
         lines = err.strip().splitlines()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from idem.cli import _parser, main
-from idem.core.events import s3_event, s3_test_event
+from idem.core.events import S3Object, s3_event, s3_test_event
 from idem.explore.scenarios import OUTCOME_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,3 +258,13 @@ def test_sim_runs_the_providers_own_outcomes_by_name(capsys):
                  "--handler", "keyed", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert (row["fault"], row["charges"], row["verdict"]) == ("provider_500", 1, "needs_attention")
+
+
+@pytest.mark.parametrize("handler, account", [("keyed", "none (parked)"), ("naive", "unassigned")])
+def test_replay_names_the_account_each_handler_makes_pay_for_a_key_with_no_folder(capsys, tmp_path, handler, account):
+    """keyed parks a key with no account folder (nothing charged); the naive pattern charges `unassigned`."""
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(s3_event(S3Object("b", "order.json", 10, "e", "01"))))
+    _, out, _ = run_cli(capsys, "replay", str(path), "--handler", handler, "--json")
+    (row,) = json.loads(out)["rows"]
+    assert row["account"] == account and row["charges"] == (0 if handler == "keyed" else 1)

@@ -79,13 +79,20 @@ def replay(event: Any, handler: str = "keyed", deliveries: int = 1) -> Replay:
         runtime.run()
         status, reason = _verdict(batch, refusal, runtime.attempts)
         provider = world.provider()
-        rows = [{"object": obj.uri, "account": account_of(obj.key),
+        rows = [{"object": obj.uri, "account": account_for(obj, handler),
                  "charges": charges_for(provider, obj, handler), "record": record_of(obj)}
                 for obj in dict.fromkeys(batch.objects)]  # an upload named twice is one row
         return Replay(handler, deliveries, status, reason, rows, batch.skipped,
                       attempts=len(runtime.attempts),
                       failed_attempts=sum(a.failed for a in runtime.attempts),
                       dlq=world.failure_queue_depth())
+
+
+def account_for(obj: S3Object, handler: str) -> str:
+    """Who the handler makes pay: keyed reads the key's folder and parks a key with none ("none")."""
+    if handler == "keyed":
+        return _keyed_upload(obj).account or "none (parked)"
+    return account_of(obj.key)
 
 
 def charges_for(provider: Any, obj: S3Object, handler: str) -> int:

@@ -126,7 +126,8 @@ DEMO_AMOUNT_CENTS = 500
 
 
 def demo_account(key: str) -> str:
-    """The account an upload's key belongs to, as the handler reads it (keyed_orders.Upload.account)."""
+    """The account to link for an upload's key: its folder, or `unassigned` where the earlier patterns
+    charge a key with no folder (common.account_of); keyed parks such a key whatever is linked."""
     folder, slash, _ = key.partition("/")
     return folder if slash and folder.strip() else "unassigned"
 

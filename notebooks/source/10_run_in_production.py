@@ -234,7 +234,12 @@ print(views.ship.alarms_text())
 # * a line and a charge that disagree on the amount, and two charges for one order;
 # * an upload whose record waits for a person;
 # * a charge still `pending` when its window is judged: Stripe has not decided yet, and
-#   `idem settle --key KEY` books it once Stripe has.
+#   `idem settle --key KEY` books it once Stripe has;
+# * a line whose account does not map to the customer Stripe charged: the money came from the
+#   wrong person, and `idem refund` returns it;
+# * a refund at Stripe that the ledger does not book, say one made in the Dashboard. After a person
+#   confirms it was meant, `idem refund --charge pi_...` books what Stripe refunded and refunds
+#   nothing more. Its count is the `UnbookedRefunds` metric.
 #
 # It judges a window only once its uploads' tries are over, about 7.75 hours after it closes. It
 # reads the ledger by a Query on an index by day, never a Scan, and resumes each run from a stored

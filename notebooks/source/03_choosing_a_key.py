@@ -337,7 +337,8 @@ print(check_recipe(my_recipe))
 # request again ([retry behavior](https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html)).
 # S3 stores a second version with the same bytes, and sends a second event. That is a
 # **retried PUT**: one order, two uploads. Keyed by the upload, it is charged twice.
-#
+
+# %% [markdown]
 # So the handler to copy, `keyed`, names the order instead. Its setting `ORDER_IDENTITY`, the
 # **order identity**, says what one order is, in one of three ways:
 #
@@ -391,7 +392,8 @@ views.rows_frame(orders.order_grid())
 #
 # Without the bucket policy, `object-name` is weaker. A second write to the name meets the first
 # order's key: it is never charged, but nobody is told either.
-#
+
+# %% [markdown]
 # Under `order-id`, the corrected re-upload was not charged again: it carries the first order's
 # key, and the claim holds. It did land in the failure queue, for a person to read. Why it lands
 # there, and not simply skipped, is a question about what the claim leaves behind. Chapters 05
@@ -411,7 +413,8 @@ views.rows_frame(orders.order_grid())
 # The function reads that item. In production its role is denied every write to it. The bucket,
 # too, should let only your uploader's role write, each account under its own folder (chapter 12
 # lists both).
-#
+
+# %% [markdown]
 # The amount is bounded, and the file is strict:
 #
 # * `amount_cents` is required, an integer, between `MIN_AMOUNT_CENTS` (default 50, Stripe's

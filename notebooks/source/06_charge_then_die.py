@@ -246,7 +246,8 @@ views.outcome_frame(theirs, columns=("fault", "charges", "ledger_charges", "invo
 # * A **decline** (402) is the card issuer's no to this charge. Keyed ends the work with a
 #   `declined` record, and nothing is retried or queued. A retry with the same key would only
 #   replay the saved 402.
-#
+
+# %% [markdown]
 # A decline is final for its key, not always for the card. Some decline codes say a later attempt
 # may pass, such as `try_again_later` or `issuer_not_available`
 # ([decline codes](https://docs.stripe.com/declines/codes)). That attempt is a new charge, with a
@@ -270,7 +271,8 @@ views.show_source(keyed_stripe.meaning_of)
 # The claim is a conditional put. It records *who* holds the work (`owner`, a fresh token per
 # invocation) and *until when* (`lease_until`). A **lease** is such a claim with an end time: after
 # it, another copy may take the work over. Keyed's lease ends at the invocation's deadline.
-#
+
+# %% [markdown]
 # The first put writes the record only if there is none. When it is refused, DynamoDB returns
 # the record that refused it, in the same call. If that record is `in_progress` with its lease
 # over, the claim takes it over with a second conditional put. That put lands only if the record
@@ -338,7 +340,8 @@ fig = views.sequence_chart(
 # The zombie's commit was refused (`LostOwnership`), so its handler returned `superseded`. A
 # commit is **superseded** when another invocation took the work over and finished it first. The
 # copy's commit stands, and one charge moved.
-#
+
+# %% [markdown]
 # Lambda would not really let the first invocation run past its 30 s timeout. The runtime marks
 # it `timeout` only when the stall ends, at t = 45 s, and retries it a minute later, at t = 105 s.
 # On AWS the timeout would stop it at t = 30 s, and the retry would come at about t = 90 s. Either
@@ -437,7 +440,8 @@ views.outcome_frame([caught], columns=("handler", "timeout", "charges", "ledger_
 # record stays `in_progress`, and the event goes to the failure queue. A day later the uploader
 # sends the same order again. Its event is new, but its key is a day old. So the age that
 # matters is the key's, not the event's.
-#
+
+# %% [markdown]
 # The claim writes **`first_attempt_at`**: the time of the order's first charge attempt. Every
 # takeover keeps it. Once the key is 23 hours old (Stripe's 24 hours minus a margin of one hour),
 # keyed searches Stripe before any charge. It asks for a PaymentIntent whose metadata

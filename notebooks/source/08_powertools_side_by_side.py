@@ -305,8 +305,10 @@ _ = views.explore("powertools", "after_charge", "once")
 # **request units**: a write unit for
 # each KB a write touches, a read unit for each 4 KB a strongly consistent read returns.
 # `idem.cost.bill` runs one upload per handler three ways. There is a first delivery, a duplicate
-# delivered after it finished, and a retry after the function failed at `after_charge`. A meter
-# prices every request the function makes by DynamoDB's rules:
+# delivered after it finished, and a retry after the function failed at `after_charge`.
+
+# %% [markdown]
+# A meter prices every request the function makes by DynamoDB's rules:
 #
 # * **1 KB per write unit, rounded up**, per item: a 1.2 KB item costs two
 #   ([item sizes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html),

@@ -66,9 +66,9 @@ def check_key_mode(secret: str, stage: str) -> None:
 #: AUTH: the secret key was refused (401: rolled, expired or revoked): read it again, retry, count it.
 CHARGED, PENDING, DECLINED, RETRY, ATTENTION = "charged", "pending", "declined", "retry", "needs_attention"
 AUTH = "auth_failed"
-#: A PaymentIntent's status after create-and-confirm (https://docs.stripe.com/payments/paymentintents/lifecycle):
-#: `processing` settles later; `requires_action` off-session is a decline (no one is there to authenticate).
-INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": CHARGED, "processing": PENDING,
+#: Statuses after create-and-confirm (https://docs.stripe.com/payments/paymentintents/lifecycle): `processing` and
+#: `requires_capture` (held, see payments/capture-later) settle later; `requires_action` off-session is a decline.
+INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": PENDING, "processing": PENDING,
                 "requires_action": DECLINED, "requires_payment_method": DECLINED, "requires_confirmation": DECLINED,
                 "canceled": DECLINED}
 #: Codes for which a later try can succeed (https://docs.stripe.com/rate-limits,

@@ -266,6 +266,22 @@ def test_a_requires_capture_charge_found_past_the_key_window_is_recorded_pending
 
 
 # == corrections: one order uploaded again with other terms (P1/P2) ==================================================
+def test_a_correction_of_a_pending_order_is_parked_not_answered_pending(world):
+    """P2: "A duplicate ... whose customer, amount or currency differs from the stored charge is parked (refund or
+    charge the difference by hand), never charged again". A charge still `processing` is a charge of the order
+    ("can still fail", https://docs.stripe.com/payments/paymentintents/lifecycle), and its record keeps the
+    amount, currency and customer; an upload asking 1300 for it must be parked like a done one's, not answered
+    `pending` as if it asked what was charged (the correction would be lost with no count). (Was answered
+    `pending`: fixed.)"""
+    link(world, "alice")
+    world.stripe.inject("processing")
+    assert charge(world, world.upload("alice/P-1.json", order("P-1", amount_cents=1250)))["status"] == "pending"
+    assert charge(world, world.upload("alice/P-1.json", order("P-1", amount_cents=1250)))["status"] == "pending"
+    with pytest.raises(keyed.NeedsAttention, match="charged 1250 already"):
+        charge(world, world.upload("alice/P-1-fixed.json", order("P-1", amount_cents=1300)))
+    assert len(_intents(world)) == 1 and records(world)[0].status is keyed.Status.PENDING
+
+
 def test_a_correction_uploaded_after_a_lost_answer_is_parked_never_a_second_charge(world):
     """P1/P2: the first upload charged 1250, its answer lost (the record released, sent); a corrected upload
     asking 1300 sends other parameters under the order's key, which Stripe refuses

@@ -397,3 +397,71 @@ def test_the_order_files_json_numbers_are_read_as_written_not_through_a_float(wo
     with pytest.raises(keyed.NeedsAttention, match=str(2**53 + 1)):
         charge(world, world.upload("alice/f.json", body))
     assert _intents(world) == {}
+
+
+# == more of P2: the limits, the card, who saved it ===================================================================
+@pytest.mark.parametrize("cents, charged", [(49, False), (50, True), (100_000, True), (100_001, False)])
+def test_the_amount_limits_are_inclusive_at_both_ends(world, cents, charged):
+    """P2: "MIN_AMOUNT_CENTS (default 50, Stripe's minimum charge in USD,
+    https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts) and MAX_AMOUNT_CENTS (default 100000)
+    per order; outside them: parked": 50 and 100,000 are inside."""
+    link(world, "alice")
+    obj = world.upload("alice/B-1.json", order("B-1", amount_cents=cents))
+    if charged:
+        assert charge(world, obj)["status"] == "charged"
+    else:
+        with pytest.raises(keyed.NeedsAttention, match="MIN_AMOUNT_CENTS|MAX_AMOUNT_CENTS"):
+            charge(world, obj)
+    assert len(succeeded(world)) == int(charged)
+
+
+def test_a_file_naming_another_customers_saved_card_charges_no_one(world):
+    """P2: "The file never chooses who pays". A file may name a `payment_method`, but Stripe charges a customer
+    only with a method attached to that customer ("The payment method must be attached to the customer",
+    https://docs.stripe.com/payments/save-and-reuse): alice's order naming bob's card is refused, parked;
+    neither is charged."""
+    link(world, "alice")
+    bob = link(world, "bob")
+    bobs_card = world.stripe.account.attach("test", "pm_card_mastercard", bob)["id"]
+    with pytest.raises(keyed.NeedsAttention):
+        charge(world, world.upload("alice/V-1.json", order("V-1", amount_cents=1250, payment_method=bobs_card)))
+    assert succeeded(world) == []
+
+
+def test_an_order_overwritten_before_its_event_is_read_is_charged_once_on_the_new_terms():
+    """P1/P2 on an unversioned bucket: the handler reads the upload's own bytes by its eTag (`If-Match`,
+    https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html: 412 when it no longer matches); the first
+    event of an order overwritten before it ran finds other bytes and is refused ("nothing was charged"); the
+    second event's upload, the file as it stands, is charged once."""
+    from idem.sim.stripe.server import loopback_stripe
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld(link_customers=False, versioned=False) as w, loopback_stripe(w) as server:
+        w.stripe = server
+        link(w, "alice")
+        first = w.upload("alice/O-1.json", order("O-1", amount_cents=1250))
+        second = w.upload("alice/O-1.json", order("O-1", amount_cents=1300))
+        with pytest.raises(keyed.NeedsAttention, match="overwritten"):
+            charge(w, first)
+        assert charge(w, second)["status"] == "charged"
+        assert [i["amount"] for i in succeeded(w)] == [1300]
+
+
+def test_a_linked_customer_with_no_saved_card_is_parked_unsent_and_charged_once_after_a_card_is_saved(world):
+    """P1/P2/P4. No default payment method: nothing can be sent, and nothing was ("We save results only after the
+    execution of an endpoint begins", https://docs.stripe.com/idempotency); the order is parked saying so
+    ("nothing was charged"), and, as every park before a charge, taken over by the order's next upload once a card
+    is saved (docs/money_contract.md, "Parked before anything was sent"): charged once."""
+    from idem.sim.stripe.server import seed_customer
+    from idem.core import customers
+
+    customer, _ = seed_customer(world.stripe, customer_id="cus_alice", default=False)
+    customers.link(world.dynamodb, world.ledger_table, "alice", customer, reason="T-5", caller="arn:aws:iam::1:user/o",
+                   now=world.clock.now())
+    with pytest.raises(keyed.NeedsAttention, match="nothing was charged"):
+        charge(world, world.upload("alice/Q-1.json", order("Q-1", amount_cents=1250)))
+    assert _intents(world) == {} and records(world)[0].unsent is True
+    card = world.stripe.account.attach("test", "pm_card_visa", customer)["id"]
+    world.stripe.account.modes["test"].customers[customer]["invoice_settings"]["default_payment_method"] = card
+    assert charge(world, world.upload("alice/Q-1.json", order("Q-1", amount_cents=1250)))["status"] == "charged"
+    assert len(succeeded(world)) == 1

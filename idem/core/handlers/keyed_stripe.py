@@ -117,9 +117,11 @@ def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
 
 
 def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
-    """The customer's saved default method; a 5xx is raised as it came (a read sends no key: retried)."""
+    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came (retried)."""
     try:
-        return read(customer)
+        if method := read(customer):
+            return method
+        raise NoPaymentMethod(f"customer {customer} has no saved default payment method: save one, then re-send it")
     except Exception as error:
         meaning, status = meaning_of(error), getattr(error, "http_status", None)
         if meaning.what == AUTH:

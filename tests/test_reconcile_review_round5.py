@@ -195,3 +195,17 @@ def test_pins_gap_two_order_ids_one_business_calls_the_same_are_no_finding(stack
     for order_id in (first, second):
         stack.book("alice", order_id, stack.charge("alice", order_id, "cus_alice", method), customer="cus_alice")
     assert kinds(stack.run()) == []
+
+
+def test_two_accounts_orders_whose_names_run_together_are_two_orders_not_a_double(stack):
+    """P1/P3: an order is (account, order_id) (BRIEF decision 3); the job groups a charge with its order by
+    the order its metadata names. Account `a#order=1`'s order `2` and account `a`'s order `1#order=2` are two
+    orders (two keys: sha256(account \\n order_id)); `#` may stand in both an S3 key's folder
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html) and an order id. Written
+    together as `a#order=1#order=2` they were one order to the job: a `double` telling a person to refund a
+    good charge. (Was a double: fixed, `#` and `%` in the names are escaped in the order's label.)"""
+    for account, order_id, customer in (("a#order=1", "2", "cus_one"), ("a", "1#order=2", "cus_two")):
+        method = stack.customer(customer)
+        stack.link(account, customer)
+        stack.book(account, order_id, stack.charge(account, order_id, customer, method), customer=customer)
+    assert kinds(stack.run()) == []

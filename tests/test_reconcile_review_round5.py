@@ -209,3 +209,20 @@ def test_two_accounts_orders_whose_names_run_together_are_two_orders_not_a_doubl
         stack.link(account, customer)
         stack.book(account, order_id, stack.charge(account, order_id, customer, method), customer=customer)
     assert kinds(stack.run()) == []
+
+
+@pytest.mark.parametrize("apart", [0, 25 * HOUR])
+def test_a_line_booking_a_charge_made_for_another_order_is_a_finding(stack, apart):
+    """P3: "for every succeeded PaymentIntent of this stack there is one line with the same order ... and no line
+    without one". A line of order X-2 naming X-1's charge (a person's `idem settle --charge` with the wrong id, or a
+    copy of a record) books 500 Stripe never took for X-2: the charge's metadata names X-1's key
+    (`idempotency_key`, https://docs.stripe.com/api/metadata), not X-2's. An `uncharged` finding for the X-2
+    line, in its window, whether booked with X-1's line or a day after. (Was no finding: fixed.)"""
+    method = alice(stack)
+    pi = stack.charge("alice", "X-1", "cus_alice", method)
+    stack.book("alice", "X-1", pi, customer="cus_alice")
+    stack.world.clock.advance(apart)
+    wrong = stack.book("alice", "X-2", pi, customer="cus_alice")
+    report = stack.run()
+    assert [(f.kind, f.what, f.key) for f in report.findings] == [("uncharged", pi, wrong)]
+    assert "X-1" in report.findings[0].detail or "another order" in report.findings[0].detail

@@ -465,3 +465,52 @@ def test_a_linked_customer_with_no_saved_card_is_parked_unsent_and_charged_once_
     world.stripe.account.modes["test"].customers[customer]["invoice_settings"]["default_payment_method"] = card
     assert charge(world, world.upload("alice/Q-1.json", order("Q-1", amount_cents=1250)))["status"] == "charged"
     assert len(succeeded(world)) == 1
+
+
+def test_an_account_linked_to_a_customer_stripe_does_not_hold_is_parked_unsent_then_charged_once(world):
+    """P2/P4: a link naming a customer Stripe has no such object for (a typo in `idem customers link`, another
+    mode's customer) is answered 404 resource_missing on the read of its saved method
+    (https://docs.stripe.com/error-codes/resource-missing): nothing was sent, so the order is parked saying so, and
+    once the link is fixed the order's next upload takes it over and charges it once."""
+    from idem.core import customers
+
+    customers.link(world.dynamodb, world.ledger_table, "alice", "cus_typo", reason="T-6", caller="arn:aws:iam::1:user/o",
+                   now=world.clock.now())
+    obj = world.upload("alice/G-1.json", order("G-1", amount_cents=1250))
+    with pytest.raises(keyed.NeedsAttention, match="nothing was charged"):
+        charge(world, obj)
+    assert _intents(world) == {}
+    alice = link(world, "alice")
+    assert charge(world, obj)["status"] == "charged"
+    assert [i["customer"] for i in succeeded(world)] == [alice]
+
+
+def test_a_correction_uploaded_while_the_first_upload_is_charging_waits_then_is_parked(world):
+    """P1/P2: a second upload of one order with another amount, arriving while the first holds the order's lease,
+    is turned away for a retry (WorkInProgress: DynamoDB's conditional put lets one claim win,
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html); its
+    retry, once the first is booked, asks other terms of a charged order: parked, one charge of the first terms."""
+    link(world, "alice")
+    correction = world.upload("alice/W-1-fixed.json", order("W-1", amount_cents=1300))
+    seen: list[BaseException] = []
+
+    class Meanwhile:
+        def __init__(self) -> None:
+            self.inner = world.provider()
+
+        def charge(self, **request: Any) -> Any:
+            try:
+                charge(world, correction)
+            except Exception as turned_away:  # noqa: BLE001 - what the correction met, asserted below
+                seen.append(turned_away)
+            return self.inner.charge(**request)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+    assert charge(world, world.upload("alice/W-1.json", order("W-1", amount_cents=1250)),
+                  provider=Meanwhile())["status"] == "charged"
+    assert [type(e) for e in seen] == [keyed.WorkInProgress]
+    with pytest.raises(keyed.NeedsAttention, match="charged 1250 already"):
+        charge(world, correction)
+    assert [i["amount"] for i in succeeded(world)] == [1250]

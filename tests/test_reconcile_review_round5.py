@@ -122,15 +122,19 @@ def test_two_charges_of_one_order_in_two_currencies_are_a_double(stack):
 
 
 # == the window's edges ================================================================================================
-def test_a_charge_made_in_a_windows_last_second_and_booked_after_it_is_no_finding_in_either_window(stack):
-    """P3: windows are [start, end); a line is read up to LAG past its window, and a line booked in the next
-    window for a charge made in this one is matched with it (by its order's key): no finding in either."""
+@pytest.mark.parametrize("hours_on", [0, 23])  # 23: the window before midnight, its line in the next day's index
+def test_a_charge_made_in_a_windows_last_second_and_booked_after_it_is_no_finding_in_either_window(stack, hours_on):
+    """P3: windows are [start, end); a line is read up to LAG past its window (one Query of the `by_day` index per
+    UTC day the reach touches), and a line booked in the next window, or the next day, for a charge made in this
+    one is matched with it (by its order's key): no finding in either."""
     method = alice(stack)
+    stack.world.clock.advance(hours_on * HOUR)
     start = stack.world.clock.now() // HOUR * HOUR
     stack.world.clock.advance(start + HOUR - 1 - stack.world.clock.now())  # the window's last second
     pi = stack.charge("alice", "W-1", "cus_alice", method)
     stack.world.clock.advance(2)  # booked in the next window
     stack.book("alice", "W-1", pi, customer="cus_alice")
+    assert (job.day_of(start) != job.day_of(stack.world.clock.now())) is (hours_on == 23)
     assert kinds(judge(stack, start)) == [] and kinds(judge(stack, start + HOUR)) == []
 
 

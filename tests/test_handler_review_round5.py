@@ -514,3 +514,23 @@ def test_a_correction_uploaded_while_the_first_upload_is_charging_waits_then_is_
     with pytest.raises(keyed.NeedsAttention, match="charged 1250 already"):
         charge(world, correction)
     assert [i["amount"] for i in succeeded(world)] == [1250]
+
+
+def test_no_record_that_stands_for_money_or_a_person_carries_a_ttl(world):
+    """P1/P3: "If the epoch time value stored in the attribute is less than the current time, the item is marked as
+    expired and subsequently deleted" (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html).
+    The books (done), a charge not settled (pending), a decline and a park each stand for a charge or a decision
+    for the order's whole life: none carries `expires_at`, so TTL never deletes one (and a copy of the event a
+    month later is answered from it)."""
+    link(world, "alice")
+    assert charge(world, world.upload("alice/1.json", order("T-1", amount_cents=1250)))["status"] == "charged"
+    world.stripe.inject("processing")
+    assert charge(world, world.upload("alice/2.json", order("T-2", amount_cents=1250)))["status"] == "pending"
+    world.stripe.inject("card_declined")
+    assert charge(world, world.upload("alice/3.json", order("T-3", amount_cents=1250)))["status"] == "declined"
+    with pytest.raises(keyed.NeedsAttention):
+        charge(world, world.upload("alice/4.json", order("T-4", amount_cents=999_999)))
+    items = world.dynamodb.scan(TableName=world.ledger_table)["Items"]
+    orders = [i for i in items if i["pk"]["S"].startswith("charge#")]
+    assert sorted(i["status"]["S"] for i in orders) == ["declined", "done", "needs_attention", "pending"]
+    assert [i["pk"]["S"] for i in orders if "expires_at" in i] == []

@@ -197,12 +197,12 @@ class KeyedCharger:
     def _answered(self, ref: OrderRef, existing: Record) -> dict[str, Any]:
         """What a claim that met a record answers: the stored result, or why not."""
         result = existing.result or {}
-        if existing.status is Status.DONE:
-            # never a second charge for one order: a different amount, currency or customer is parked
+        if existing.status in (Status.DONE, Status.PENDING):  # charged (pending: not settled yet); never again:
+            # a different amount, currency or customer is parked
             check_same_order(ref, (existing.cents or result.get("amount_cents"), existing.currency, existing.customer),
                              self.settings)
-            return {**result, "status": "duplicate"}
-        if existing.status in (Status.DECLINED, Status.PENDING):  # the provider's answer, kept
+            return {**result, "status": "duplicate" if existing.status is Status.DONE else "pending"}
+        if existing.status is Status.DECLINED:  # the provider's answer, kept
             return {**result, "status": existing.status.value}
         if existing.status is Status.NEEDS_ATTENTION:  # fail again: the event reaches the queue (counted once)
             raise NeedsAttention(f"{ref.source}: {result.get('reason', '')}", again=True)

@@ -66,9 +66,9 @@ def check_key_mode(secret: str, stage: str) -> None:
 #: AUTH: the secret key was refused (401: rolled, expired or revoked): read it again, retry, count it.
 CHARGED, PENDING, DECLINED, RETRY, ATTENTION = "charged", "pending", "declined", "retry", "needs_attention"
 AUTH = "auth_failed"
-#: A PaymentIntent's status after create-and-confirm (https://docs.stripe.com/payments/paymentintents/lifecycle):
-#: `processing` settles later; `requires_action` off-session is a decline (no one is there to authenticate).
-INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": CHARGED, "processing": PENDING,
+#: Statuses after create-and-confirm (https://docs.stripe.com/payments/paymentintents/lifecycle): `processing` and
+#: `requires_capture` (held, see payments/capture-later) settle later; `requires_action` off-session is a decline.
+INTENT_MEANS = {"succeeded": CHARGED, "requires_capture": PENDING, "processing": PENDING,
                 "requires_action": DECLINED, "requires_payment_method": DECLINED, "requires_confirmation": DECLINED,
                 "canceled": DECLINED}
 #: Codes for which a later try can succeed (https://docs.stripe.com/rate-limits,
@@ -117,9 +117,11 @@ def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
 
 
 def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
-    """The customer's saved default method; a 5xx is raised as it came (a read sends no key: retried)."""
+    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came (retried)."""
     try:
-        return read(customer)
+        if method := read(customer):
+            return method
+        raise NoPaymentMethod(f"customer {customer} has no saved default payment method: save one, then re-send it")
     except Exception as error:
         meaning, status = meaning_of(error), getattr(error, "http_status", None)
         if meaning.what == AUTH:

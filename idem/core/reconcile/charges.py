@@ -193,9 +193,15 @@ def entry_of(intent: Mapping[str, Any]) -> Entry:
 def _order_of(metadata: Mapping[str, Any]) -> str:
     """The order a charge's metadata names, or "": its account (BRIEF decision 3: two accounts'
     order "1001" are two orders) and order_id; an older charge without `idem_account`, its
-    bucket and order_id (docs/one_charge_per_order.md)."""
+    bucket and order_id (docs/one_charge_per_order.md). `%` and `#` in the names are escaped (%25, %23): account
+    `a#order=1`'s order `2` and account `a`'s order `1#order=2` are two orders, never one label."""
     if not metadata.get("order_id"):
         return ""
+    order = _escaped(str(metadata["order_id"]))
     if metadata.get("idem_account"):
-        return f"s3://{metadata.get('bucket', '')}/{metadata['idem_account']}#order={metadata['order_id']}"
-    return f"s3://{metadata.get('bucket', '')}#order={metadata['order_id']}"
+        return f"s3://{metadata.get('bucket', '')}/{_escaped(str(metadata['idem_account']))}#order={order}"
+    return f"s3://{metadata.get('bucket', '')}#order={order}"
+
+
+def _escaped(name: str) -> str:
+    return name.replace("%", "%25").replace("#", "%23")

@@ -86,6 +86,14 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         same = charged.get(line.charge_id)
         if same is None:
             continue
+        # The charge's metadata names its order's key (Stripe's own key: at most 255 characters, longer ones are
+        # sent hashed, keyed_stripe.stripe_key): one naming another order's key books nothing for this order.
+        if same.key and line.key and same.key != line.key and len(line.key) <= 255:
+            report.uncharged.append(line)
+            found.append(Finding("uncharged", line.charge_id, line.key,
+                                 f"booked for {line.account} ({line.cents} cents) naming {line.charge_id}, a charge "
+                                 f"made for another order (key {same.key}): none of its own", _settle_one(settle, line)))
+            continue
         _compare_terms(line, same, settle, report)
         problem = _account_problem(line, same, customer_of)
         if problem:

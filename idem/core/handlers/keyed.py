@@ -22,9 +22,10 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
+    from keyed_orders import (OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of,
+                              the_charge_found, who_pays)
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              charges_with_key, make_provider, meaning_of, read_saved_method, the_charge_found)
+                              charges_with_key, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -33,10 +34,10 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
+        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, the_charge_found, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
-        make_provider, meaning_of, read_saved_method, the_charge_found)
+        make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
@@ -74,8 +75,7 @@ class KeyedLedger:
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a run-out lease, a released record or one parked unsent, fenced to what we read, keeping what
-        it keeps (Claim.existing: the record taken over)."""
+        """Take over a run-out lease, a released or parked-unsent record, fenced to what we read (Claim.existing)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
                        source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata,
                        payment_method=old.payment_method or new.payment_method)
@@ -270,7 +270,9 @@ class KeyedCharger:
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
             result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code}
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
-                return self._decline(claimed, {**result, "reason": meaning.reason})
+                result["reason"] = meaning.reason
+                self.ledger.finish(claimed, Status.DECLINED, result)
+                return result
             result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
                                 f"key {claimed.key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
@@ -279,12 +281,10 @@ class KeyedCharger:
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method
-            return self._decline(claimed, {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id})
+            result = {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id}
+            self.ledger.finish(claimed, Status.DECLINED, result)
+            return result
         return self._commit(upload, claimed, charge.id, cents, what, customer, currency)
-
-    def _decline(self, claimed: Record, result: dict[str, Any]) -> dict[str, Any]:
-        self.ledger.finish(claimed, Status.DECLINED, result)
-        return result
 
     def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
                 status: str = "charged", customer: str = "", currency: str = "") -> dict[str, Any]:

@@ -1,10 +1,7 @@
-"""S3's events in, and what the operator sees out, for the handler to copy (keyed.py).
-
-In: S3's records, given directly or in SQS messages (the stack's two shapes), and S3's test event, read
-failing closed: a record is an upload, one not ours (skipped, logged) or malformed (logged; the invocation
-fails after the good ones). SNS and EventBridge: only with the optional keyed_event_shapes.py, else refused.
-Out: one JSON log line per upload and per skipped record, one CloudWatch EMF document per invocation.
-"""
+"""S3's events in, and what the operator sees out, for the handler to copy (keyed.py). In: S3's records, direct
+or in SQS messages (the stack's two shapes), and S3's test event, read failing closed: a record is an upload, one
+not ours (skipped, logged) or malformed (logged; the invocation fails after the good ones). SNS and EventBridge:
+only with the optional keyed_event_shapes.py. Out: a JSON log line per upload and skip, an EMF document per call."""
 from __future__ import annotations
 
 import json
@@ -247,8 +244,7 @@ def _field(container: Any, path: str) -> Any:
 
 def _text(container: Any, path: str, *, required: bool = False, limit: int | None = MAX_FIELD_BYTES,
           rule: tuple[re.Pattern[str], str] | None = None) -> str:
-    """A string field ("" when absent); EventError when missing but required, not Unicode text, too long,
-    or not matching `rule` (a pattern, and what it describes)."""
+    """A string field ("" when absent); EventError if required and missing, not Unicode, over `limit`, or not `rule`."""
     value = _field(container, path)
     if value is None or value == "":
         if required:
@@ -345,8 +341,7 @@ def metrics_document(counts: Mapping[str, int], function_name: str, now: float) 
 
 
 class JsonLines(logging.Handler):
-    """One JSON object a line, as Lambda's JSON log format (python-logging.html) writes them, with our fields,
-    on whatever sys.stdout is now (Lambda's, or a test's capture)."""
+    """One JSON object a line, as Lambda's JSON log format writes them, with our fields, on the current sys.stdout."""
 
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 

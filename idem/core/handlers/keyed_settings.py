@@ -28,13 +28,9 @@ AWS_CALL_SECONDS = AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) +
 #: the customer mapping, the commit (5 AWS calls); the look-up, the saved method and the charge at Stripe.
 SLOWEST_PATH_SECONDS = 5 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
 UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later upload: no secret to read
-#: With the rarer calls too (a takeover's second put, keeping the saved method, re-booking a deleted
-#: claim: 3 AWS calls): 40 s, inside the stack's 60 s.
-WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 3 * AWS_CALL_SECONDS
 
 
 def aws_config() -> Any:
-    """The botocore Config every AWS client of the handler is built with."""
     return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
                   retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
 
@@ -223,8 +219,7 @@ def _converted(value: Any, kind: type) -> Any:
     return value
 
 
-def error_code(error: Any) -> str:
-    """The error code of a botocore ClientError."""
+def error_code(error: Any) -> str:  # of a botocore ClientError
     return str(error.response.get("Error", {}).get("Code", ""))
 
 

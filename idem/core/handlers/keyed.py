@@ -157,10 +157,9 @@ class KeyedCharger:
 
     def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
-                 amount: Callable[[Upload], int] | None = None, s3: Any = None) -> None:
+                 s3: Any = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner, self.s3, self.amount = (provider, settings, now,
-                                                                                         new_owner, s3, amount)
+        self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
 
     def order_of(self, upload: Upload) -> OrderRef:
         return identify(upload, self.settings.order_identity, self.s3)
@@ -187,8 +186,7 @@ class KeyedCharger:
         except LostOwnership:
             raise  # not ours any more
         except Exception:
-            # Give the upload back at once: Lambda retries in about a minute, and a lease
-            # that runs to our deadline (a 900 s timeout) would turn every retry away.
+            # give it back now: Lambda retries in about a minute; a lease to our deadline would turn retries away
             self.ledger.release(claimed)
             raise
         finally:
@@ -241,8 +239,7 @@ class KeyedCharger:
         try:
             customer = who_pays(self.ledger.customer_of(upload.account), ref)
             # the file's amount_cents; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)
-            cents = self.amount(upload) if self.amount else ref.order.amount_cents if ref.order else \
-                self.settings.price_per_upload_cents or 0
+            cents = ref.order.amount_cents if ref.order else self.settings.price_per_upload_cents or 0
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._refused(claimed, str(problem)) from None
@@ -293,8 +290,7 @@ class KeyedCharger:
             self.ledger.commit(claimed, result, upload.account, cents, charge_id,
                                Status.PENDING if status == PENDING else Status.DONE, customer, currency)
         except LostOwnership:
-            # Our lease ran out and another invocation took over. The provider key made our
-            # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
+            # our lease ran out and another took over: the key made its charge ours, and it books it (counted)
             log.warning("lost ownership before the commit: the new owner books this charge",
                         extra={"idempotency_key": claimed.key, "charge_id": charge_id, "at": self.now()})
             return {**result, "status": "superseded"}

@@ -49,8 +49,7 @@ class Upload:
     event_time: float = 0.0  # when S3 saw the upload (the record's eventTime); 0: unknown
 
     @classmethod
-    def of(cls, obj: S3Object) -> Upload:
-        """The upload a record read by `read_event` announces."""
+    def of(cls, obj: S3Object) -> Upload:  # a record read by `read_event`
         return cls(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, event_epoch(obj.event_time))
 
     @property

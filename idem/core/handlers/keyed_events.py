@@ -44,10 +44,6 @@ class EventError(IdemError, ValueError):
     """An event (or one record of it) that is not what an S3 notification looks like."""
 
 
-class _Foreign(Exception):
-    """A well-formed envelope whose message is not an S3 event: not ours to handle."""
-
-
 @dataclass(frozen=True)
 class S3Object:
     """One `ObjectCreated` record, decoded: the facts every key recipe is built from."""
@@ -165,7 +161,7 @@ def _sqs_leaves(record: Mapping[str, Any], index: int, where: str,
     """The S3 records in an SQS message; a failure (to the DLQ) when it holds no S3 event."""
     try:
         message = json_message(record, "body")
-    except (EventError, _Foreign) as problem:
+    except EventError as problem:
         yield Skipped(index, f"{where}{problem}", True)
         return
     if shapes is not None:  # S3 -> SNS -> SQS, or EventBridge -> SQS
@@ -221,12 +217,12 @@ def unless_folder_marker(obj: S3Object, index: int, where: str) -> S3Object | Sk
 
 
 def json_message(container: Any, path: str) -> Any:
-    """The JSON text at `path`, decoded: EventError when it is not text, _Foreign when not JSON."""
-    text = _text(container, path, required=True, limit=None)
+    """The JSON text at `path`, decoded; EventError when it is not text, or not JSON."""
+    text = _text(container, path, required=True, limit=None)  # outside: EventError is a ValueError
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise _Foreign(f"{path} is not JSON, so not an S3 event") from None
+        raise EventError(f"{path} is not JSON, so not an S3 event") from None
 
 
 # -- one field, checked against S3's own rules --------------------------------------------------------

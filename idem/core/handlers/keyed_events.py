@@ -260,9 +260,7 @@ def _text(container: Any, path: str, *, required: bool = False, limit: int | Non
 
 
 def key_of(key: str) -> str:
-    """A decoded object key (valid Unicode: `_text` read it), 1 to MAX_KEY_BYTES bytes."""
-    if not key:
-        raise EventError("the object key is empty")
+    """A decoded object key (non-empty, valid Unicode: `_text` read it), at most MAX_KEY_BYTES bytes."""
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise EventError(f"the object key is {len(key.encode('utf-8')):,} bytes; S3 keys are at most {MAX_KEY_BYTES:,}")
     return key

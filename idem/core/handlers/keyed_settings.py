@@ -121,12 +121,10 @@ class Settings:
     charge_events: tuple[str, ...] = CHARGE_EVENTS
 
     def __post_init__(self) -> None:
-        if self.order_identity not in ORDER_IDENTITIES:
-            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of "
-                              + ", ".join(ORDER_IDENTITIES))
         if self.order_identity != "order-id":  # object-name, upload: keyed_event_shapes.py reads and checks them
-            if optional_file() is None:
-                raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
+            if self.order_identity not in ORDER_IDENTITIES or optional_file() is None:
+                raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}: set order-id, or object-name or upload "
+                                  "with keyed_event_shapes.py copied beside keyed.py")
             optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
             raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "

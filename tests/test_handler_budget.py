@@ -11,6 +11,7 @@ import boto3
 import pytest
 import yaml
 
+from idem.core import buffer
 from idem.core.handlers import keyed, keyed_settings, keyed_stripe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,7 @@ def test_the_slowest_path_fits_in_the_stacks_timeout():
     assert keyed_settings.SLOWEST_PATH_SECONDS < timeout == 60
     # every call the handler can make for one upload, the rarer paths' three included: 8 AWS calls
     # of at most 3.5 s and 3 provider calls of 4 s still end before the function does
-    assert keyed_settings.WORST_PATH_SECONDS == 8 * 3.5 + 3 * 4.0 == 40.0 < timeout
+    assert buffer.WORST_PATH_SECONDS == 8 * 3.5 + 3 * 4.0 == 40.0 < timeout
     assert int(charge["Environment"]["Variables"]["FUNCTION_TIMEOUT_SECONDS"]) == timeout
 
 

@@ -120,13 +120,12 @@ def test_an_unreadable_record_fails_the_invocation_after_the_good_one(world):
 
 
 def test_a_malformed_order_needs_attention_and_is_never_charged(world):
-    s3 = world.s3
-    good, bad = world.upload("alice/good.csv", b"amount_cents\n700\n50\n"), world.upload("bob/bad.csv", b"oops")
-    charge = keyed.KeyedCharger(world.dynamodb, world.provider(),  # a CSV order: one charge per upload
-                                keyed.Settings(world.ledger_table, order_identity="upload", price_per_upload_cents=500),
-                                now=world.clock.now, amount=lambda u: order_csv.amount_from_order_file(u, s3))
+    good = world.upload("alice/good.json", b'{"order_id": "A-1", "amount_cents": 750}')
+    bad = world.upload("bob/bad.json", b"oops")
+    charge = keyed.KeyedCharger(world.dynamodb, world.provider(), keyed.Settings(world.ledger_table),
+                                now=world.clock.now, s3=world.s3)
     assert charge.charge_once(keyed.Upload.of(good), 30_000)["amount_cents"] == 750
-    with pytest.raises(keyed.NeedsAttention, match="malformed"):
+    with pytest.raises(keyed.NeedsAttention, match="names no order this function can charge"):
         charge.charge_once(keyed.Upload.of(bad), 30_000)
     assert [c.amount for c in world.provider().charges()] == [750]
     record = world.ledger().get_record(keyed.Upload.of(bad).idempotency_key)

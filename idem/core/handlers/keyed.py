@@ -22,9 +22,10 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import log, log_outcome, metrics_document, read_logged, utc
-    from keyed_orders import OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays
+    from keyed_orders import (OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of,
+                              the_charge_found, who_pays)
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              charges_with_key, make_provider, meaning_of, read_saved_method, the_charge_found)
+                              charges_with_key, make_provider, meaning_of, read_saved_method)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -33,10 +34,10 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, who_pays)
+        OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, the_charge_found, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
-        make_provider, meaning_of, read_saved_method, the_charge_found)
+        make_provider, meaning_of, read_saved_method)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
@@ -74,8 +75,7 @@ class KeyedLedger:
         return Claim(won=False, existing=existing)
 
     def _take_over(self, old: Record, new: Record) -> Claim:
-        """Take over a run-out lease, a released record or one parked unsent, fenced to what we read, keeping what
-        it keeps (Claim.existing: the record taken over)."""
+        """Take over a run-out lease, a released or parked-unsent record, fenced to what we read (Claim.existing)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
                        source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata,
                        payment_method=old.payment_method or new.payment_method)
@@ -157,10 +157,9 @@ class KeyedCharger:
 
     def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
-                 amount: Callable[[Upload], int] | None = None, s3: Any = None) -> None:
+                 s3: Any = None) -> None:
         self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
-        self.provider, self.settings, self.now, self.new_owner, self.s3, self.amount = (provider, settings, now,
-                                                                                         new_owner, s3, amount)
+        self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
 
     def order_of(self, upload: Upload) -> OrderRef:
         return identify(upload, self.settings.order_identity, self.s3)
@@ -187,8 +186,7 @@ class KeyedCharger:
         except LostOwnership:
             raise  # not ours any more
         except Exception:
-            # Give the upload back at once: Lambda retries in about a minute, and a lease
-            # that runs to our deadline (a 900 s timeout) would turn every retry away.
+            # give it back now: Lambda retries in about a minute; a lease to our deadline would turn retries away
             self.ledger.release(claimed)
             raise
         finally:
@@ -241,8 +239,7 @@ class KeyedCharger:
         try:
             customer = who_pays(self.ledger.customer_of(upload.account), ref)
             # the file's amount_cents; where no file is read, PRICE_PER_UPLOAD_CENTS (0 when unset: parked)
-            cents = self.amount(upload) if self.amount else ref.order.amount_cents if ref.order else \
-                self.settings.price_per_upload_cents or 0
+            cents = ref.order.amount_cents if ref.order else self.settings.price_per_upload_cents or 0
             currency = terms_of(ref, cents, self.settings)
         except NeedsAttention as problem:
             raise self._refused(claimed, str(problem)) from None
@@ -270,7 +267,9 @@ class KeyedCharger:
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
             result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code}
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
-                return self._decline(claimed, {**result, "reason": meaning.reason})
+                result["reason"] = meaning.reason
+                self.ledger.finish(claimed, Status.DECLINED, result)
+                return result
             result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
                                 f"key {claimed.key[:32]}... ({meaning.reason}); "
                                 "no retry with this key can succeed, and a new key could charge twice: find the "
@@ -279,12 +278,10 @@ class KeyedCharger:
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method
-            return self._decline(claimed, {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id})
+            result = {"status": DECLINED, "code": str(charge.status), "charge_id": charge.id}
+            self.ledger.finish(claimed, Status.DECLINED, result)
+            return result
         return self._commit(upload, claimed, charge.id, cents, what, customer, currency)
-
-    def _decline(self, claimed: Record, result: dict[str, Any]) -> dict[str, Any]:
-        self.ledger.finish(claimed, Status.DECLINED, result)
-        return result
 
     def _commit(self, upload: Upload, claimed: Record, charge_id: str, cents: int,
                 status: str = "charged", customer: str = "", currency: str = "") -> dict[str, Any]:
@@ -293,8 +290,7 @@ class KeyedCharger:
             self.ledger.commit(claimed, result, upload.account, cents, charge_id,
                                Status.PENDING if status == PENDING else Status.DONE, customer, currency)
         except LostOwnership:
-            # Our lease ran out and another invocation took over. The provider key made our
-            # charge and theirs the same charge; theirs commits it. (Counted: lost_ownership.)
+            # our lease ran out and another took over: the key made its charge ours, and it books it (counted)
             log.warning("lost ownership before the commit: the new owner books this charge",
                         extra={"idempotency_key": claimed.key, "charge_id": charge_id, "at": self.now()})
             return {**result, "status": "superseded"}

@@ -12,19 +12,20 @@ https://docs.aws.amazon.com/powertools/typescript/2.14.0/api/types/_aws-lambda-p
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator, Mapping
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_events import (BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _Foreign, _kind, _text,
-                              _version, json_message, key_of, size_of, unless_folder_marker)
+    from keyed_events import (BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _kind, _text, _version,
+                              json_message, key_of, size_of, unless_folder_marker)
     from keyed_events import message_leaves as s3_message_leaves
     from keyed_orders import OrderRef, Upload, _order_key
     from keyed_settings import ConfigError, NeedsAttention, Settings
 else:
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _Foreign, _kind, _text, _version, json_message, key_of,
-        size_of, unless_folder_marker)
+        BUCKET_RULE, HEX_RULE, EventError, S3Object, Skipped, _kind, _text, _version, json_message, key_of, size_of,
+        unless_folder_marker)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         message_leaves as s3_message_leaves)
     from .keyed_orders import OrderRef, Upload, _order_key  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -55,12 +56,14 @@ def sns_leaves(record: Mapping[str, Any], index: int, where: str) -> Iterator[S3
     """The S3 records in an SNS message (S3 -> SNS -> Lambda); a message that is no S3 event is ignored."""
     where += "SNS message: "
     try:
-        message = json_message(record, "Sns.Message")
+        text = _text(record, "Sns.Message", required=True, limit=None)
     except EventError as problem:
         yield Skipped(index, f"{where}{problem}", True)
         return
-    except _Foreign as problem:
-        yield Skipped(index, f"{where}{problem}", False)
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # not text S3 sent: another publisher's, ignored
+        yield Skipped(index, f"{where}Sns.Message is not JSON, so not an S3 event", False)
         return
     yield from message_leaves_of(message, index, where, from_sqs=False)
 
@@ -71,7 +74,7 @@ def message_leaves(message: Any, index: int, where: str, from_sqs: bool) -> Iter
         where += "SNS notification: "
         try:
             message = json_message(message, "Message")
-        except (EventError, _Foreign) as problem:
+        except EventError as problem:
             yield Skipped(index, f"{where}{problem}", True)
             return
     yield from message_leaves_of(message, index, where, from_sqs)

@@ -1,10 +1,7 @@
-"""S3's events in, and what the operator sees out, for the handler to copy (keyed.py).
-
-In: S3's records, given directly or in SQS messages (the stack's two shapes), and S3's test event, read
-failing closed: a record is an upload, one not ours (skipped, logged) or malformed (logged; the invocation
-fails after the good ones). SNS and EventBridge: only with the optional keyed_event_shapes.py, else refused.
-Out: one JSON log line per upload and per skipped record, one CloudWatch EMF document per invocation.
-"""
+"""S3's events in, and what the operator sees out, for the handler to copy (keyed.py). In: S3's records, direct
+or in SQS messages (the stack's two shapes), and S3's test event, read failing closed: a record is an upload, one
+not ours (skipped, logged) or malformed (logged; the invocation fails after the good ones). SNS and EventBridge:
+only with the optional keyed_event_shapes.py. Out: a JSON log line per upload and skip, an EMF document per call."""
 from __future__ import annotations
 
 import json
@@ -45,10 +42,6 @@ NOT_READ = "this handler reads S3's own events (direct, or in SQS); copy keyed_e
 
 class EventError(IdemError, ValueError):
     """An event (or one record of it) that is not what an S3 notification looks like."""
-
-
-class _Foreign(Exception):
-    """A well-formed envelope whose message is not an S3 event: not ours to handle."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +161,7 @@ def _sqs_leaves(record: Mapping[str, Any], index: int, where: str,
     """The S3 records in an SQS message; a failure (to the DLQ) when it holds no S3 event."""
     try:
         message = json_message(record, "body")
-    except (EventError, _Foreign) as problem:
+    except EventError as problem:
         yield Skipped(index, f"{where}{problem}", True)
         return
     if shapes is not None:  # S3 -> SNS -> SQS, or EventBridge -> SQS
@@ -224,12 +217,12 @@ def unless_folder_marker(obj: S3Object, index: int, where: str) -> S3Object | Sk
 
 
 def json_message(container: Any, path: str) -> Any:
-    """The JSON text at `path`, decoded: EventError when it is not text, _Foreign when not JSON."""
-    text = _text(container, path, required=True, limit=None)
+    """The JSON text at `path`, decoded; EventError when it is not text, or not JSON."""
+    text = _text(container, path, required=True, limit=None)  # outside: EventError is a ValueError
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise _Foreign(f"{path} is not JSON, so not an S3 event") from None
+        raise EventError(f"{path} is not JSON, so not an S3 event") from None
 
 
 # -- one field, checked against S3's own rules --------------------------------------------------------
@@ -247,8 +240,7 @@ def _field(container: Any, path: str) -> Any:
 
 def _text(container: Any, path: str, *, required: bool = False, limit: int | None = MAX_FIELD_BYTES,
           rule: tuple[re.Pattern[str], str] | None = None) -> str:
-    """A string field ("" when absent); EventError when missing but required, not Unicode text, too long,
-    or not matching `rule` (a pattern, and what it describes)."""
+    """A string field ("" when absent); EventError if required and missing, not Unicode, over `limit`, or not `rule`."""
     value = _field(container, path)
     if value is None or value == "":
         if required:
@@ -268,9 +260,7 @@ def _text(container: Any, path: str, *, required: bool = False, limit: int | Non
 
 
 def key_of(key: str) -> str:
-    """A decoded object key (valid Unicode: `_text` read it), 1 to MAX_KEY_BYTES bytes."""
-    if not key:
-        raise EventError("the object key is empty")
+    """A decoded object key (non-empty, valid Unicode: `_text` read it), at most MAX_KEY_BYTES bytes."""
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise EventError(f"the object key is {len(key.encode('utf-8')):,} bytes; S3 keys are at most {MAX_KEY_BYTES:,}")
     return key
@@ -345,8 +335,7 @@ def metrics_document(counts: Mapping[str, int], function_name: str, now: float) 
 
 
 class JsonLines(logging.Handler):
-    """One JSON object a line, as Lambda's JSON log format (python-logging.html) writes them, with our fields,
-    on whatever sys.stdout is now (Lambda's, or a test's capture)."""
+    """One JSON object a line, as Lambda's JSON log format writes them, with our fields, on the current sys.stdout."""
 
     FIELDS = ("request_id", "idempotency_key", "account", "outcome", "object", "charge_id")
 

@@ -49,8 +49,7 @@ class Upload:
     event_time: float = 0.0  # when S3 saw the upload (the record's eventTime); 0: unknown
 
     @classmethod
-    def of(cls, obj: S3Object) -> Upload:
-        """The upload a record read by `read_event` announces."""
+    def of(cls, obj: S3Object) -> Upload:  # a record read by `read_event`
         return cls(obj.bucket, obj.key, obj.version_id, obj.etag, obj.sequencer, event_epoch(obj.event_time))
 
     @property
@@ -238,8 +237,26 @@ def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Sett
     if not (order.currency or settings.currency):  # a file that could not be charged is not a duplicate
         raise NeedsAttention(f"{ref.source}: the order names no currency, and CURRENCIES allows several "
                              f"({','.join(settings.currencies)}); fix it and upload it again; nothing was charged")
-    asked = (order.amount_cents, order.currency or settings.currency or stored[1], order.customer or stored[2])
-    if any(a and s and a != s for a, s in zip(asked, stored)):
-        raise NeedsAttention(f"{ref.source}: charged {stored[0]} already ({stored[1]}, customer {stored[2]}), and "
-                             f"this upload of the same order asks {asked[0]} ({asked[1]}, customer {asked[2]}): "
-                             "refund or charge the difference by hand (`idem settle`), then close it")
+    same_terms(ref.source, "", stored,
+               (order.amount_cents, order.currency or settings.currency or stored[1], order.customer or stored[2]))
+
+
+def the_charge_found(found: list[Any], asked: tuple[int, str, str], source: str) -> Any | None:
+    """The one charge the look-up found, if on the terms asked (amount, currency, customer), or None; else
+    NeedsAttention: at most one charge per order, booked as Stripe charged it (docs/money_contract.md, 1)."""
+    if len(found) > 1:
+        ids = ", ".join(str(c.id) for c in found)
+        raise NeedsAttention(f"{source}: {len(found)} charges were made with its key ({ids}): refund all but one "
+                             "(`idem refund`), then book the one kept (`idem settle`)")
+    for made in found:
+        same_terms(source, f"{made.id}, made with its key, ",
+                   (int(made.amount), getattr(made, "currency", ""), getattr(made, "customer", "")), asked)
+    return found[0] if found else None
+
+
+def same_terms(source: str, charge: str, charged: tuple[Any, ...], asked: tuple[Any, ...]) -> None:
+    """NeedsAttention when an order asks other terms (amount, currency, customer) than it was charged on."""
+    if any(was and wanted and was != wanted for was, wanted in zip(charged, asked)):
+        raise NeedsAttention(f"{source}: {charge}charged {charged[0]} already ({charged[1]}, customer {charged[2]}), "
+                             f"and this upload asks {asked[0]} ({asked[1]}, customer {asked[2]}): refund or charge "
+                             "the difference by hand (`idem settle`), then close it")

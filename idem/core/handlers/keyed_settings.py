@@ -28,13 +28,9 @@ AWS_CALL_SECONDS = AWS_MAX_ATTEMPTS * (AWS_CONNECT_SECONDS + AWS_READ_SECONDS) +
 #: the customer mapping, the commit (5 AWS calls); the look-up, the saved method and the charge at Stripe.
 SLOWEST_PATH_SECONDS = 5 * AWS_CALL_SECONDS + 3 * PROVIDER_CALL_SECONDS
 UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later upload: no secret to read
-#: With the rarer calls too (a takeover's second put, keeping the saved method, re-booking a deleted
-#: claim: 3 AWS calls): 40 s, inside the stack's 60 s.
-WORST_PATH_SECONDS = SLOWEST_PATH_SECONDS + 3 * AWS_CALL_SECONDS
 
 
 def aws_config() -> Any:
-    """The botocore Config every AWS client of the handler is built with."""
     return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
                   retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
 
@@ -125,12 +121,10 @@ class Settings:
     charge_events: tuple[str, ...] = CHARGE_EVENTS
 
     def __post_init__(self) -> None:
-        if self.order_identity not in ORDER_IDENTITIES:
-            raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}; it must be one of "
-                              + ", ".join(ORDER_IDENTITIES))
         if self.order_identity != "order-id":  # object-name, upload: keyed_event_shapes.py reads and checks them
-            if optional_file() is None:
-                raise ConfigError(f"ORDER_IDENTITY={self.order_identity} is read by keyed_event_shapes.py: copy it too")
+            if self.order_identity not in ORDER_IDENTITIES or optional_file() is None:
+                raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}: set order-id, or object-name or upload "
+                                  "with keyed_event_shapes.py copied beside keyed.py")
             optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
             raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "
@@ -223,8 +217,7 @@ def _converted(value: Any, kind: type) -> Any:
     return value
 
 
-def error_code(error: Any) -> str:
-    """The error code of a botocore ClientError."""
+def error_code(error: Any) -> str:  # of a botocore ClientError
     return str(error.response.get("Error", {}).get("Code", ""))
 
 

@@ -140,23 +140,6 @@ def charges_with_key(provider: Any, reference: str, key: str) -> list[Any]:
     return [c for c in find(reference, key) if getattr(c, "idempotency_key", None) == key]
 
 
-def the_charge_found(found: list[Any], asked: tuple[int, str, str], source: str) -> Any | None:
-    """The one charge the look-up found, if on the terms asked (amount, currency, customer), or None; else
-    NeedsAttention: at most one charge per order, booked as Stripe charged it (docs/money_contract.md, 1)."""
-    ids = ", ".join(str(c.id) for c in found)
-    if len(found) > 1:
-        raise NeedsAttention(f"{source}: {len(found)} charges were made with its key ({ids}): refund all but one "
-                             "(`idem refund`), then book the one kept (`idem settle`)")
-    made = found[0] if found else None
-    charged: tuple[Any, ...] = (int(made.amount), getattr(made, "currency", ""), getattr(made, "customer", "")) \
-        if made else ()
-    if any(was and was != wanted for was, wanted in zip(charged, asked)):
-        raise NeedsAttention(f"{source}: {ids}, made with its key, charged {charged[0]} {charged[1]} to "
-                             f"{charged[2]}, and this upload asks {asked[0]} {asked[1]} to {asked[2]}: refund or "
-                             "charge the difference by hand (`idem settle`), then close it")
-    return made
-
-
 #: "Idempotency keys are up to 255 characters long." (https://docs.stripe.com/idempotency)
 MAX_KEY_CHARS = 255
 #: Metadata: "values up to 500 characters long" (https://docs.stripe.com/api/metadata).

@@ -99,6 +99,15 @@ def log_stream_name(container: str) -> str:
     return f"2026/01/01/[$LATEST]{hashlib.sha256(container.encode()).hexdigest()[:32]}"
 
 
+def per_environment(env: dict[str, str], container: str) -> dict[str, str]:
+    """The variables as one execution environment sees them: `AWS_LAMBDA_LOG_STREAM_NAME` is its own log
+    stream, as the context's log_stream_name is ("The name of the Amazon CloudWatch Logs group and stream
+    for the function": https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime),
+    unless `--env` set it to a value of its own."""
+    if not container or env.get("AWS_LAMBDA_LOG_STREAM_NAME") != "2026/01/01/[$LATEST]local":
+        return env
+    return {**env, "AWS_LAMBDA_LOG_STREAM_NAME": log_stream_name(container)}
+
 
 class LambdaContext:
     """The context object Lambda passes to a handler, reading the virtual clock."""
@@ -296,7 +305,7 @@ class LocalLambda:
             attempt.result = result
 
         try:
-            with self._environment(), self._output(attempt):
+            with self._environment(container.name), self._output(attempt):
                 run.start(body, f"idem-{self.function_name}-{pending.delivery}.{pending.attempt}")
             if run.died and run.timed_out:
                 attempt.outcome = "timeout"
@@ -354,7 +363,7 @@ class LocalLambda:
                     return container, False
         self._containers_started += 1
         try:
-            with self._environment():
+            with self._environment(f"c{self._containers_started}"):
                 container = Container(f"c{self._containers_started}", self.entry)
         except SystemExit as exiting:
             raise HandlerExited(f"the handler's module called sys.exit({exiting.code!r}) at import") from None
@@ -387,9 +396,10 @@ class LocalLambda:
         finally:
             attempt.logs.extend(printed.lines())
 
-    def _environment(self) -> Any:
-        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session,
-                                                                     sleep=self.sleep)
+    def _environment(self, container: str = "") -> Any:
+        if self.wired:
+            return contextlib.nullcontext()
+        return as_lambda(per_environment(self.env, container), self.clock, self.session, sleep=self.sleep)
 
     def sleep(self, seconds: float) -> None:
         """`time.sleep` inside an invocation (the handler's, or botocore's between its retries): the

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from check_cli import cli, target
 
 
@@ -44,3 +42,14 @@ def test_the_log_stream_variable_is_the_environments_own_unless_env_sets_it():
     assert per_environment(env, "c2") == {"AWS_LAMBDA_LOG_STREAM_NAME": log_stream_name("c2"), "X": "1"}
     assert per_environment(env, "c1") != per_environment(env, "c2")
     assert per_environment({"AWS_LAMBDA_LOG_STREAM_NAME": "mine"}, "c2") == {"AWS_LAMBDA_LOG_STREAM_NAME": "mine"}
+
+
+def test_a_claim_whose_ttl_ends_before_lambdas_last_retry_is_deleted_and_the_retry_charges_again(monkeypatch):
+    # Lambda's retries at the high ends of their ranges (the event's maximum age, 6 h): the 2-hour claim
+    # is gone, its UUID with it, and the retry charges under a new one
+    code, out, err = check(monkeypatch, target("claim_uuid_ttl"), families="retry_ends", retries="2")
+    assert code == 1 and "double_charge" in out and broken_in(out).get("retry_ends"), (out + err)[-3000:]
+    # the same handler without the TTL holds there
+    code, out, err = check(monkeypatch, target("claim_stores_uuid"), families="retry_ends", retries="2")
+    assert code == 0, (out + err)[-3000:]
+

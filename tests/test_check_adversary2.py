@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from check_cli import cli, target
 
 
@@ -53,3 +55,43 @@ def test_a_claim_whose_ttl_ends_before_lambdas_last_retry_is_deleted_and_the_ret
     code, out, err = check(monkeypatch, target("claim_stores_uuid"), families="retry_ends", retries="2")
     assert code == 0, (out + err)[-3000:]
 
+
+def test_a_transaction_whose_token_is_the_orders_own_adds_to_the_balance_once(monkeypatch):
+    # two copies that both charged (Stripe replays) send one transaction, one token: DynamoDB writes once
+    code, out, err = check(monkeypatch, target("token_balance"), "--effect", "dynamodb:TransactWriteItems",
+                           families="faults,slow")
+    assert code == 0, (out + err)[-3000:]
+
+
+def test_a_token_reused_for_another_accounts_order_is_refused_and_read_as_done_loses_the_books(monkeypatch):
+    code, out, err = check(monkeypatch, target("token_per_order_id"), families="accounts")
+    assert code == 1 and "silent_mismatch" in out and set(broken_in(out)) == {"accounts"}, (out + err)[-3000:]
+
+
+@pytest.mark.parametrize("later, same, answer", [
+    (0.0, True, "once"),  # a resend inside the window: success, nothing written again
+    (599.0, False, "IdempotentParameterMismatchException"),  # other parameters inside it: refused
+    (601.0, True, "twice"),  # past 10 minutes the same token is a new request
+])
+def test_transact_write_items_keeps_its_token_for_10_minutes(later, same, answer):
+    import time_machine
+    from botocore.exceptions import ClientError
+
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld(prefix="tokens") as world, time_machine.travel(1_000_000, tick=False) as traveller:
+        def add(cents: str) -> str:
+            try:
+                world.dynamodb.transact_write_items(ClientRequestToken="order-1", TransactItems=[{"Update": {
+                    "TableName": world.ledger_table, "Key": {"pk": {"S": "balance"}},
+                    "UpdateExpression": "ADD cents :c", "ExpressionAttributeValues": {":c": {"N": cents}}}}])
+            except ClientError as error:
+                return error.response["Error"]["Code"]
+            return ""
+
+        assert add("5") == ""
+        traveller.shift(later)
+        refused = add("5" if same else "7")
+        item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": "balance"}})["Item"]
+        got = refused or {"5": "once", "10": "twice"}[item["cents"]["N"]]
+        assert got == answer, item

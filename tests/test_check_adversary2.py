@@ -95,3 +95,31 @@ def test_transact_write_items_keeps_its_token_for_10_minutes(later, same, answer
         item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": "balance"}})["Item"]
         got = refused or {"5": "once", "10": "twice"}[item["cents"]["N"]]
         assert got == answer, item
+
+
+def test_a_function_extending_its_messages_visibility_holds_and_one_zeroing_it_unreported_loses_them(monkeypatch):
+    # ChangeMessageVisibility on the function's own source queue is answered from the modelled queue
+    code, out, err = check(monkeypatch, target("sqs_extends_visibility"), "--trigger", "sqs",
+                           families="runs,retry_ends", retries="2")
+    assert code == 0, (out + err)[-3000:]
+    code, out, err = check(monkeypatch, target("sqs_zero_visibility"), "--trigger", "sqs", families="runs",
+                           retries="1")
+    assert code == 1 and "silent_loss" in out, (out + err)[-3000:]
+
+
+def test_change_message_visibility_moves_the_messages_return_and_refuses_what_sqs_refuses():
+    from types import SimpleNamespace
+
+    from idem.sim.sqs_visibility import change
+    from idem.sim.triggers import Message
+
+    polls: list[float] = []
+    message = Message("m1", "{}", 0.0, visible_at=30.0, receives=1, receipt="m1#1#1")
+    source = SimpleNamespace(messages=[message], clock=SimpleNamespace(now=lambda: 10.0), _poll_at=polls.append)
+    assert change(source, "m1#1#1", 900) == "" and message.visible_at == 910.0 and polls == [910.0]
+    assert change(source, "m1#1#1", 0) == "" and message.visible_at == 10.0
+    assert change(source, "m1#1#1", 43_201) == "InvalidParameterValue"
+    assert change(source, "m9#1#1", 5) == "ReceiptHandleIsInvalid"
+    message.gone = True
+    assert change(source, "m1#1#1", 5) == "ReceiptHandleIsInvalid"
+

@@ -13,6 +13,7 @@ Wrong before this file, and fixed (the fix named beside each):
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,27 @@ def test_change_message_visibility_moves_the_messages_return_and_refuses_what_sq
     message.gone = True
     assert change(source, "m1#1#1", 5) == "ReceiptHandleIsInvalid"
 
+
+RESERVED = str(Path(__file__).parent / "templates" / "adversary_reserved.yaml")
+
+
+def test_reserved_concurrency_1_throttles_a_copy_until_the_first_is_done_and_an_unconditional_claim_holds(monkeypatch):
+    code, out, err = check(monkeypatch, "--template", RESERVED, "--function", "Serial", families="faults,slow",
+                           retries="2")
+    assert code == 0 and "ReservedConcurrentExecutions 1" in out, (out + err)[-3000:]
+    # the same code without the setting: two copies at once both find no claim
+    code, out, err = check(monkeypatch, "--template", RESERVED, "--function", "Unreserved", families="slow",
+                           retries="2")
+    assert code == 1 and "double_charge" in out, (out + err)[-3000:]
+
+
+def test_reserved_concurrency_0_never_invokes_and_each_event_reaches_the_failure_queue_at_its_maximum_age(monkeypatch):
+    code, out, err = check(monkeypatch, "--template", RESERVED, "--function", "Stopped", families="faults",
+                           retries="2")
+    assert code == 1 and "failed_visibly" in out and "never invoked the function" in out, (out + err)[-3000:]
+
+
+def test_a_throttled_event_is_tried_again_from_1_second_doubling_to_5_minutes():
+    from idem.sim.runtime.throttles import backoff
+
+    assert [backoff(n) for n in (1, 2, 3, 9, 10, 30)] == [1.0, 2.0, 4.0, 256.0, 300.0, 300.0]

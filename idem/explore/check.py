@@ -167,6 +167,11 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
     # must not drop a schedule's message
     (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
                           trigger)
+    if not result.attempts:  # throttled until its maximum age: ReservedConcurrentExecutions 0 (throttles)
+        raise CleanRunBreaks(replace(result, verdict=(Verdict.FAILED_VISIBLY if result.dlq else Verdict.SILENT_LOSS).value,
+                                     findings=["the clean run never invoked the function: every attempt was throttled "
+                                               "(no concurrency: ReservedConcurrentExecutions 0) until the event's "
+                                               "maximum age"] + result.findings))
     # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
     # function once per message of the clean run's batch (its boundaries are any invocation's)
     attempt = next((a for a in result.attempts if a.failed), result.attempts[0])

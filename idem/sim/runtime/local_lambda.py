@@ -35,6 +35,7 @@ from ..sdk_retries import install as install_sdk_retries
 from ..world import ACCOUNT, REGION, LocalWorld
 from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback
 from .delays import RetryDelay, documented_retry_delay
+from .throttles import throttled
 from .handler_guard import callable_problem
 from .invocation_thread import _Run
 from .logtail import LogTail
@@ -84,6 +85,7 @@ class _Pending:
     request_id: str = field(compare=False)
     enqueued: float = field(compare=False)
     action: Callable[[], Any] | None = field(default=None, compare=False)  # not an invocation: do this
+    throttles: int = field(default=0, compare=False)  # how often it was throttled (reserved concurrency)
 
 
 def work_of(event: dict[str, Any]) -> str:
@@ -145,6 +147,7 @@ class LocalLambda:
         provider_factory: str = "make_provider",  # the name a handler builds its provider with
         seed: int | None = None,
         memory_mb: int = 256,  # MemorySize, as the context tells the function
+        reserved_concurrency: int | None = None,  # ReservedConcurrentExecutions (None: not reserved)
     ) -> None:
         if not 0 <= retries <= 2:
             raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
@@ -160,6 +163,7 @@ class LocalLambda:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_event_age = max_event_age
+        self.reserved_concurrency = reserved_concurrency
         self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.runtime.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name
@@ -207,7 +211,8 @@ class LocalLambda:
         self._deliveries += 1
         pending = _Pending(self.clock.now(), next(self._seq), copy.deepcopy(event),
                            self._deliveries, 1, self._new_id(), self.clock.now())
-        self._invoke(pending)
+        if not throttled(self, pending):
+            self._invoke(pending)
         return pending.delivery
 
     def during(self, step: str | Boundary, action: Callable[[], Any], *, delivery: int = 1,
@@ -277,7 +282,7 @@ class LocalLambda:
             pending.action()
         elif self.clock.now() - pending.enqueued > self.max_event_age:
             self._to_destination(pending, "EventAgeExceeded", None)
-        else:
+        elif not throttled(self, pending):
             self._invoke(pending)
 
     def _invoke(self, pending: _Pending) -> Attempt:

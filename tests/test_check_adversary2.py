@@ -148,3 +148,13 @@ def test_a_throttled_event_is_tried_again_from_1_second_doubling_to_5_minutes():
     from idem.sim.runtime.throttles import backoff
 
     assert [backoff(n) for n in (1, 2, 3, 9, 10, 30)] == [1.0, 2.0, 4.0, 256.0, 300.0, 300.0]
+
+
+def test_a_batch_write_answered_with_items_unprocessed_loses_the_books_of_a_handler_that_never_reads_them(monkeypatch):
+    # BatchWriteItem's failures are in its answer (UnprocessedItems), not an error (idem.sim.batch_partial)
+    code, out, err = check(monkeypatch, target("batch_books_unprocessed"), families="runs", retries="1")
+    assert code == 1 and "silent_mismatch" in out and "answered unprocessed" in out, (out + err)[-3000:]
+    # the same handler sending what is unprocessed again, and failing when it stays so, holds
+    code, out, err = check(monkeypatch, target("batch_books_retried"), families="runs", retries="1")
+    assert code == 0, (out + err)[-3000:]
+

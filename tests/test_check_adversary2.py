@@ -158,3 +158,35 @@ def test_a_batch_write_answered_with_items_unprocessed_loses_the_books_of_a_hand
     code, out, err = check(monkeypatch, target("batch_books_retried"), families="runs", retries="1")
     assert code == 0, (out + err)[-3000:]
 
+
+# -- new kinds of handler, judged right already (kept) ---------------------------------------------
+@pytest.mark.parametrize("name, families, retries, verdict", [
+    ("s3_request_id_key", "overwrite", "0", "double_charge"),  # the retried PUT is another request id
+    ("stripe_key_with_timestamp", "runs", "1", "double_charge"),  # Lambda's retry comes seconds later
+    ("catch_all_returns_200", "runs", "1", "silent_"),  # a returned 200 is a success: no retry, no DLQ
+    ("etag_key", "accounts", "0", "silent_loss"),  # two accounts' same bytes have one ETag
+    ("claim_wrong_attribute", "slow", "0", "double_charge"),  # attribute_not_exists of an absent attribute
+])
+def test_new_wrong_handlers_break(monkeypatch, name, families, retries, verdict):
+    code, out, err = check(monkeypatch, target(name), families=families, retries=retries)
+    assert code == 1 and verdict in out, (out + err)[-3000:]
+
+
+def test_a_claim_made_with_s3s_if_none_match_holds(monkeypatch):
+    code, out, err = check(monkeypatch, target("s3_claim_if_none_match"),
+                           families="faults,slow,late,again,accounts,runs")
+    assert code == 0, (out + err)[-3000:]
+
+
+def test_books_written_in_one_transaction_over_two_tables_hold(monkeypatch):
+    template = str(Path(__file__).parent / "templates" / "adversary_two_tables.yaml")
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Books",
+                           families="faults,slow,late,again,accounts,runs")
+    assert code == 0, (out + err)[-3000:]
+
+
+def test_a_token_outlived_by_a_copy_of_the_event_adds_to_the_balance_again(monkeypatch):
+    # S3's copy hours later: the transaction's token was forgotten after 10 minutes
+    code, out, err = check(monkeypatch, target("token_only_balance"), "--effect", "dynamodb:TransactWriteItems",
+                           families="late")
+    assert code == 1 and "double_effect" in out and '{"cents": "1000"}' in out, (out + err)[-3000:]

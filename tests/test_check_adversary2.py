@@ -8,7 +8,16 @@ Wrong before this file, and fixed (the fix named beside each):
 - `claim_uuid_ttl` said holds in `retry_ends`: DynamoDB's TTL deleted nothing before a retry at the end of
   the event's maximum age (idem.explore.families.timed.swept_before_retries);
 - `token_balance` said breaks and `token_per_order_id` said holds: moto ignores TransactWriteItems'
-  ClientRequestToken (idem.sim.transact_tokens: DynamoDB's 10-minute idempotency window).
+  ClientRequestToken (idem.sim.transact_tokens: DynamoDB's 10-minute idempotency window);
+- `sqs_extends_visibility` broke on its clean run and `sqs_zero_visibility` said holds: the function's
+  ChangeMessageVisibility went to moto, which holds none of the modelled queue's messages
+  (idem.sim.sqs_visibility);
+- `serial_uuid_claim` as deployed with ReservedConcurrentExecutions 1 said breaks, and with 0 crashed the
+  check (exit 3): the setting was ignored (idem.sim.runtime.throttles);
+- `batch_books_unprocessed` said holds: moto's BatchWriteItem never leaves items unprocessed
+  (idem.sim.batch_partial, in the runs family);
+- `stripe_charges_api` (tests/test_check_exit_codes.py) said breaks (exit 1) where the check's loopback
+  Stripe does not serve the Charges API it calls: now exit 2, saying so.
 """
 from __future__ import annotations
 

@@ -66,6 +66,13 @@ def test_a_claim_whose_ttl_ends_before_lambdas_last_retry_is_deleted_and_the_ret
     assert code == 0, (out + err)[-3000:]
 
 
+def test_under_sqs_a_claim_whose_ttl_ends_before_the_visibility_timeout_is_deleted_and_charged_again(monkeypatch):
+    # the visibility timeout at its high end (12 h): the message comes back after the 2-hour claim is gone
+    code, out, err = check(monkeypatch, target("sqs_claim_uuid_ttl"), "--trigger", "sqs", families="retry_ends",
+                           retries="2")
+    assert code == 1 and "double_charge" in out and broken_in(out).get("retry_ends"), (out + err)[-3000:]
+
+
 def test_a_transaction_whose_token_is_the_orders_own_adds_to_the_balance_once(monkeypatch):
     # two copies that both charged (Stripe replays) send one transaction, one token: DynamoDB writes once
     code, out, err = check(monkeypatch, target("token_balance"), "--effect", "dynamodb:TransactWriteItems",

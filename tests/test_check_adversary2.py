@@ -8,14 +8,14 @@ Wrong before this file, and fixed (the fix named beside each):
 - `claim_uuid_ttl` said holds in `retry_ends`: DynamoDB's TTL deleted nothing before a retry at the end of
   the event's maximum age (idem.explore.families.timed.swept_before_retries);
 - `token_balance` said breaks and `token_per_order_id` said holds: moto ignores TransactWriteItems'
-  ClientRequestToken (idem.sim.transact_tokens: DynamoDB's 10-minute idempotency window);
+  ClientRequestToken (idem.sim.platform.transact_tokens: DynamoDB's 10-minute idempotency window);
 - `sqs_extends_visibility` broke on its clean run and `sqs_zero_visibility` said holds: the function's
   ChangeMessageVisibility went to moto, which holds none of the modelled queue's messages
-  (idem.sim.sqs_visibility);
+  (idem.sim.platform.sqs_visibility);
 - `serial_uuid_claim` as deployed with ReservedConcurrentExecutions 1 said breaks, and with 0 crashed the
   check (exit 3): the setting was ignored (idem.sim.runtime.throttles);
 - `batch_books_unprocessed` said holds: moto's BatchWriteItem never leaves items unprocessed
-  (idem.sim.batch_partial, in the runs family);
+  (idem.sim.platform.batch_partial, in the runs family);
 - `stripe_charges_api` (tests/test_check_exit_codes.py) said breaks (exit 1) where the check's loopback
   Stripe does not serve the Charges API it calls: now exit 2, saying so.
 """
@@ -127,7 +127,7 @@ def test_a_function_extending_its_messages_visibility_holds_and_one_zeroing_it_u
 def test_change_message_visibility_moves_the_messages_return_and_refuses_what_sqs_refuses():
     from types import SimpleNamespace
 
-    from idem.sim.sqs_visibility import change
+    from idem.sim.platform.sqs_visibility import change
     from idem.sim.triggers import Message
 
     polls: list[float] = []
@@ -167,7 +167,7 @@ def test_a_throttled_event_is_tried_again_from_1_second_doubling_to_5_minutes():
 
 
 def test_a_batch_write_answered_with_items_unprocessed_loses_the_books_of_a_handler_that_never_reads_them(monkeypatch):
-    # BatchWriteItem's failures are in its answer (UnprocessedItems), not an error (idem.sim.batch_partial)
+    # BatchWriteItem's failures are in its answer (UnprocessedItems), not an error (idem.sim.platform.batch_partial)
     code, out, err = check(monkeypatch, target("batch_books_unprocessed"), families="runs", retries="1")
     assert code == 1 and "silent_mismatch" in out and "answered unprocessed" in out, (out + err)[-3000:]
     # the same handler sending what is unprocessed again, and failing when it stays so, holds

@@ -23,7 +23,7 @@ from ..core.reconcile.job import DAY_INDEX, DAY_INDEX_ATTRIBUTES
 from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
-from .transact_tokens import remember_transaction_tokens
+from .platform.transact_tokens import remember_transaction_tokens
 from .fastload import (cache_dataclass_compiles, cache_moto_alias_keys, cache_moto_condition_lexing,
                        cache_moto_method_names, cache_moto_url_tables, cache_timestamp_parsing)
 

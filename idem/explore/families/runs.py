@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ...sim.batch_partial import PARTIAL_CALLS, UNPROCESSED
+from ...sim.platform.batch_partial import PARTIAL_CALLS, UNPROCESSED
 from ...sim.faults import CHARGE_CALL, END_CALL, FaultPlan, How, Side
 from ...sim.sdk_retries import EVERY
 

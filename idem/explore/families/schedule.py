@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...sim.batch_partial import UNPROCESSED
+from ...sim.platform.batch_partial import UNPROCESSED
 from ...sim.faults import Side
 from . import key_decoding, runs
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .sqs_deletes import _Answer
+from ..sqs_deletes import _Answer
 
 #: the fault plan's outcome that asks for it (FaultPlan.outcome)
 UNPROCESSED = "unprocessed"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .sqs_deletes import _Answer, _queue_name
+from ..sqs_deletes import _Answer, _queue_name
 
 #: set in a call's botocore context by `before-parameter-build`: [(entry id, handle, seconds)]
 _CHANGE = "idem_sqs_visibility"

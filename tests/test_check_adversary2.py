@@ -136,6 +136,8 @@ def test_change_message_visibility_moves_the_messages_return_and_refuses_what_sq
     assert change(source, "m1#1#1", 900) == "" and message.visible_at == 910.0 and polls == [910.0]
     assert change(source, "m1#1#1", 0) == "" and message.visible_at == 10.0
     assert change(source, "m1#1#1", 43_201) == "InvalidParameterValue"
+    assert change(source, "m1#1#1", 43_191) == "InvalidParameterValue"  # 12 hours from its receive, at 0 s
+    assert change(source, "m1#1#1", 43_190) == "" and message.visible_at == 43_200.0
     assert change(source, "m9#1#1", 5) == "ReceiptHandleIsInvalid"
     message.gone = True
     assert change(source, "m1#1#1", 5) == "ReceiptHandleIsInvalid"

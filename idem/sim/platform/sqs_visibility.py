@@ -2,8 +2,11 @@
 batch form) on the queue that feeds it.
 
 SQS: the call "changes the visibility timeout of a specified message in a queue to a new value", from 0
-to 43,200 seconds (12 hours), counted from the call, for a message in flight, named by the receipt handle
-of its latest receive; 0 makes it visible at once
+to 43,200 seconds, counted from the call, for a message in flight, named by the receipt handle of its
+latest receive; 0 makes it visible at once; "you can continue to call ChangeMessageVisibility to extend
+the visibility timeout to the maximum allowed time. If you try to extend the visibility timeout beyond
+the maximum, your request is rejected", the maximum being 12 hours from the receive; the next receive
+has the queue's own timeout again
 (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ChangeMessageVisibility.html).
 The check's source queue is modelled (`idem.sim.triggers.SqsFedLambda`), not moto's, so the call is
 answered here from the model, as `idem.sim.sqs_deletes` answers DeleteMessage: the message comes back
@@ -75,6 +78,8 @@ def change(source: Any, handle: Any, seconds: Any) -> str:
         if isinstance(handle, str) and message.receipt == handle:
             if message.gone:
                 return "ReceiptHandleIsInvalid"
+            if source.clock.now() - message.received_at + seconds > MOST_SECONDS:
+                return "InvalidParameterValue"  # past 12 hours from its receive
             message.visible_at = source.clock.now() + seconds
             source._poll_at(message.visible_at)
             return ""

@@ -12,8 +12,8 @@ Wrong before this file, and fixed (the fix named beside each):
 - `sqs_extends_visibility` broke on its clean run and `sqs_zero_visibility` said holds: the function's
   ChangeMessageVisibility went to moto, which holds none of the modelled queue's messages
   (idem.sim.platform.sqs_visibility);
-- `serial_uuid_claim` as deployed with ReservedConcurrentExecutions 1 said breaks, and with 0 crashed the
-  check (exit 3): the setting was ignored (idem.sim.runtime.throttles);
+- `serial_uuid_claim` as deployed with ReservedConcurrentExecutions 1 said breaks, and `keyed_books` with
+  0 (a function that never runs) said holds: the setting was ignored (idem.sim.runtime.throttles);
 - `batch_books_unprocessed` said holds: moto's BatchWriteItem never leaves items unprocessed
   (idem.sim.platform.batch_partial, in the runs family);
 - `stripe_charges_api` (tests/test_check_exit_codes.py) said breaks (exit 1) where the check's loopback

@@ -209,3 +209,39 @@ def test_a_token_outlived_by_a_copy_of_the_event_adds_to_the_balance_again(monke
     code, out, err = check(monkeypatch, target("token_only_balance"), "--effect", "dynamodb:TransactWriteItems",
                            families="late")
     assert code == 1 and "double_effect" in out and '{"cents": "1000"}' in out, (out + err)[-3000:]
+
+
+def test_a_condition_naming_another_condition_is_read_and_a_reservation_only_in_prod_applies_there(tmp_path, monkeypatch):
+    # `!Condition IsProd` inside a condition function is CloudFormation's {"Condition": "IsProd"}
+    # (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-condition.html);
+    # the check read it as "Fn::Condition" and refused the template (project's own template.yaml included)
+    handlers = Path(__file__).parent / "handlers"
+    (tmp_path / "template.yaml").write_text(f"""AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Parameters:
+  Profile: {{Type: String, Default: demo}}
+Conditions:
+  IsProd: !Equals [!Ref Profile, prod]
+  Reserved: !And [!Condition IsProd, !Not [!Equals [!Ref Profile, demo]]]
+Resources:
+  Ledger:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{{AttributeName: pk, AttributeType: S}}]
+      KeySchema: [{{AttributeName: pk, KeyType: HASH}}]
+  Serial:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: {handlers}
+      Handler: serial_uuid_claim.lambda_handler
+      Timeout: 30
+      ReservedConcurrentExecutions: !If [Reserved, 1, !Ref AWS::NoValue]
+      Environment: {{Variables: {{LEDGER_TABLE: !Ref Ledger}}}}
+""")
+    template = str(tmp_path / "template.yaml")
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Serial", "--parameter", "Profile=prod",
+                           families="slow", retries="2")
+    assert code == 0 and "ReservedConcurrentExecutions 1" in out, (out + err)[-3000:]
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Serial", families="slow", retries="2")
+    assert code == 1 and "ReservedConcurrentExecutions" not in out, (out + err)[-3000:]

@@ -142,8 +142,8 @@ def test_wrong_handlers_break(monkeypatch, name, families, retries, verdict):
 
 
 def test_a_transaction_adding_to_a_balance_holds_as_its_effect(monkeypatch):
-    # botocore's resend of a lost answer: moto ignores the ClientRequestToken DynamoDB dedups by, and
-    # the resend is cancelled by the flag's condition (needs_attention where AWS says exactly_once)
+    # botocore's resend of a lost answer carries the same ClientRequestToken: DynamoDB (and the check,
+    # idem.sim.platform.transact_tokens) answers it without writing again, so the flag's condition is not met twice
     code, out, err = check(monkeypatch, target("balance_transaction"), "--effect", "dynamodb:TransactWriteItems",
                            families="runs,slow")
     assert code == 0, (out + err)[-3000:]

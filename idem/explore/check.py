@@ -59,6 +59,7 @@ from typing import Any, Iterable, Sequence
 
 from ..sim.faults import CHARGE_CALL
 from ..sim.runtime.handler_guard import missing_setting
+from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
 from .families import family_choice, key_decoding, object_schedules, timings
@@ -167,6 +168,11 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
     # must not drop a schedule's message
     (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
                           trigger)
+    if not result.attempts:  # throttled until its maximum age: ReservedConcurrentExecutions 0 (throttles)
+        raise CleanRunBreaks(replace(result, verdict=(Verdict.FAILED_VISIBLY if result.dlq else Verdict.SILENT_LOSS).value,
+                                     findings=["the clean run never invoked the function: every attempt was throttled "
+                                               "(no concurrency: ReservedConcurrentExecutions 0) until the event's "
+                                               "maximum age"] + result.findings))
     # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
     # function once per message of the clean run's batch (its boundaries are any invocation's)
     attempt = next((a for a in result.attempts if a.failed), result.attempts[0])
@@ -174,6 +180,10 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
         name = attempt.error.split("'")[1]
         raise CheckInputError(f"the handler needs the setting {name}, which the check was not given "
                               f"({attempt.error} {where}): pass it with --env {name}=VALUE")
+    if attempt.failed and UNSERVED in attempt.error:  # not the handler's fault: the check's Stripe lacks the API
+        raise CheckInputError(f"the handler calls a Stripe API the check cannot answer ({attempt.error.split(' This ')[0]}): "
+                              "it judges charges made as PaymentIntents (stripe.PaymentIntent.create, or the provider "
+                              "it hands make_provider); the Charges API and others are not modelled")
     if attempt.failed:  # the handler fails with no fault at all: its own answer, a break (exit 1)
         logs = "; ".join(attempt.logs[-2:])
         did = any(result.effects.get(name) for name in (CHARGES, LINES, *effects))

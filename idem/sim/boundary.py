@@ -292,10 +292,14 @@ def watch_events(events: Any) -> None:
     events.register("after-call", _after_call, unique_id="idem-after-call")
     events.register("after-call-error", _call_failed, unique_id="idem-after-call-error")
     from .sqs_deletes import watch_deletes  # a function deleting its own messages (SqsFedLambda's queue)
+    from .platform.sqs_visibility import watch_visibility  # or changing their visibility timeout
+    from .platform.batch_partial import watch_partial  # a batch write answered with items unprocessed
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
 
     watch_writes(events, current)
     watch_deletes(events, current)
+    watch_visibility(events, current)
+    watch_partial(events, current)
 
 
 def executed(error: BaseException) -> bool:

@@ -116,6 +116,7 @@ class Message:
     receives: int = 0
     receipt: str = ""
     gone: bool = False  # deleted, or moved to the dead-letter queue
+    received_at: float = 0.0  # its latest receive (ChangeMessageVisibility's 12 hours count from it)
 
 
 @dataclass
@@ -233,7 +234,7 @@ class SqsFedLambda(LocalLambda):
                 continue
             message.receives += 1
             message.receipt = f"{message.message_id}#{message.copy}#{message.receives}"
-            message.visible_at = now + self.mapping.visibility_timeout
+            message.visible_at, message.received_at = now + self.mapping.visibility_timeout, now
             batch.messages.append(message)
             batch.receipts[message.message_id] = message.receipt
         if not batch.messages:

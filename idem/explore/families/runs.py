@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from ...sim.platform.batch_partial import PARTIAL_CALLS, UNPROCESSED
 from ...sim.faults import CHARGE_CALL, END_CALL, FaultPlan, How, Side
 from ...sim.sdk_retries import EVERY
 
@@ -36,6 +37,9 @@ def run_plans(crossed: Sequence[Any]) -> list[FaultPlan]:
             continue
         if boundary.side is Side.BEFORE:
             plans += [FaultPlan(boundary, "1", How.EXCEPTION, run=n) for n in BEFORE_RUNS]
+            if boundary.call in PARTIAL_CALLS:  # answered with its items unprocessed, alone or in a run
+                plans += [FaultPlan(boundary, "1", How.EXCEPTION, outcome=UNPROCESSED, run=n)
+                          for n in (1, *BEFORE_RUNS)]
         elif boundary.call != CHARGE_CALL:
             plans += [FaultPlan(boundary, "1", How.EXCEPTION, run=n) for n in AFTER_RUNS]
         else:  # Stripe's SDK called directly resends too (max_network_retries): every answer lost

@@ -109,6 +109,9 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
         runtime.copy_messages(at=later.seconds or copy_delay(schedule.timing, runtime.mapping.retention))
     if later.kind == "accounts" and later.how == "concurrent":
         runtime.during(schedule.copy_at, lambda: runtime.receive_now(other()))
+    if later.kind == "retry_ends":  # a receive 12 h later meets DynamoDB's TTL deletion (ttl_sweep)
+        poll = runtime._poll
+        runtime._poll = lambda only=None: (sweep_expired(world.clock.now()), poll(only))[1]
     runtime.run()
     if later.kind == "late" and later.how == "upload":  # the same order again, its messages long gone
         world.clock.advance_to(world.clock.start + later.seconds)

@@ -210,9 +210,25 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
             world.clock.advance(5.0)
             runtime.send(other())
             runtime.run()
-    else:  # retry_ends: the fault and the timing do it
+    else:  # retry_ends: the fault and the timing do it, DynamoDB's TTL deleting what expired before each retry
+        swept_before_retries(runtime, world)
         runtime.run()
     return uploads
+
+
+def swept_before_retries(runtime: Any, world: Any) -> None:
+    """Each retry Lambda schedules is preceded, at its time, by DynamoDB's TTL deletion of what expired by
+    then (`sweep_expired`): a retry at the end of the event's maximum age (six hours by default) finds an
+    item whose TTL passed meanwhile gone, as it may be on AWS ("typically within two days":
+    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html)."""
+    delay = runtime.retry_delay
+
+    def delay_then_sweep(attempt: int, age: float) -> float:
+        seconds = delay(attempt, age)
+        runtime.at(world.clock.now() + seconds - world.clock.start, lambda: sweep_expired(world.clock.now()))
+        return seconds
+
+    runtime.retry_delay = delay_then_sweep
 
 
 def drawn(found: Sequence[Any]) -> list[Any]:

@@ -7,6 +7,9 @@ template says nothing:
 - `Timeout` (default 3 s, at most 900 s) and `MemorySize` (default 128 MB)
   (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html,
   https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html);
+- `ReservedConcurrentExecutions` (none by default): at most that many environments at once, an
+  asynchronous event throttled beyond it tried again for up to its maximum age
+  (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html; idem.sim.runtime.throttles);
 - for an asynchronous trigger (S3, EventBridge), `MaximumRetryAttempts` (default 2) and
   `MaximumEventAgeInSeconds` (default 21,600, six hours) from the function's `EventInvokeConfig`
   or an `AWS::Lambda::EventInvokeConfig` naming it
@@ -68,6 +71,8 @@ class Deployed:
     eventbridge_event_age: int = DEFAULT_EVENTBRIDGE_AGE
     eventbridge_dead_letter: str = ""
     eventbridge_rule: str = ""  # where the template declares the rule that targets it ("": none)
+    #: ReservedConcurrentExecutions (-1: none reserved): how many environments may run it at once
+    reserved_concurrency: int = -1
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -80,8 +85,11 @@ class Deployed:
 
     def runtime_options(self) -> dict[str, Any]:
         """What `LocalLambda` takes from these settings."""
-        return {"timeout": float(self.timeout), "max_event_age": float(self.max_event_age),
-                "memory_mb": self.memory_mb}
+        options: dict[str, Any] = {"timeout": float(self.timeout), "max_event_age": float(self.max_event_age),
+                                   "memory_mb": self.memory_mb}
+        if self.reserved_concurrency >= 0:  # none reserved: no limit of its own
+            options["reserved_concurrency"] = self.reserved_concurrency
+        return options
 
     def eventbridge_window(self) -> float:
         """How long after the first delivery EventBridge may still deliver the event to the function
@@ -134,6 +142,8 @@ class Deployed:
 
     def _describe(self, trigger: str) -> str:
         head = f"as deployed ({self.source}): Timeout {self.timeout} s, MemorySize {self.memory_mb} MB"
+        if self.reserved_concurrency >= 0:  # idem.sim.runtime.throttles
+            head += f", ReservedConcurrentExecutions {self.reserved_concurrency}"
         if trigger == "sqs" and not self.queue:
             return f"{head}; SQS: no SQS source in the template: the check's own mapping (BatchSize 10)"
         if trigger == "sqs":
@@ -174,6 +184,7 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         "memory_mb": int(value(function.get("MemorySize", DEFAULT_MEMORY))),
         "max_retry_attempts": int(value(invoke.get("MaximumRetryAttempts", DEFAULT_RETRIES))),
         "max_event_age": int(value(invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE))),
+        "reserved_concurrency": int(value(function.get("ReservedConcurrentExecutions", -1))),
     }
     if sqs_source:
         queue_id, mapping = sqs_source

@@ -81,8 +81,10 @@ def _loader() -> Any:
             value = loader.construct_sequence(node, deep=True)
         else:
             value = loader.construct_mapping(node, deep=True)
-        if suffix == "Ref":
-            return {"Ref": value}
+        # their long forms have no Fn:: ({"Condition": "IsProd"}: https://docs.aws.amazon.com/AWSCloudFormation/
+        # latest/TemplateReference/intrinsic-function-reference-condition.html)
+        if suffix in ("Ref", "Condition"):
+            return {suffix: value}
         if suffix == "GetAtt" and isinstance(value, str):
             value = value.split(".", 1)
         return {f"Fn::{suffix}": value}

@@ -35,6 +35,7 @@ from ..sdk_retries import install as install_sdk_retries
 from ..world import ACCOUNT, REGION, LocalWorld
 from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback
 from .delays import RetryDelay, documented_retry_delay
+from .throttles import throttled
 from .handler_guard import callable_problem
 from .invocation_thread import _Run
 from .logtail import LogTail
@@ -84,6 +85,7 @@ class _Pending:
     request_id: str = field(compare=False)
     enqueued: float = field(compare=False)
     action: Callable[[], Any] | None = field(default=None, compare=False)  # not an invocation: do this
+    throttles: int = field(default=0, compare=False)  # how often it was throttled (reserved concurrency)
 
 
 def work_of(event: dict[str, Any]) -> str:
@@ -98,6 +100,15 @@ def log_stream_name(container: str) -> str:
     environments as two."""
     return f"2026/01/01/[$LATEST]{hashlib.sha256(container.encode()).hexdigest()[:32]}"
 
+
+def per_environment(env: dict[str, str], container: str) -> dict[str, str]:
+    """The variables as one execution environment sees them: `AWS_LAMBDA_LOG_STREAM_NAME` is its own log
+    stream, as the context's log_stream_name is ("The name of the Amazon CloudWatch Logs group and stream
+    for the function": https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime),
+    unless `--env` set it to a value of its own."""
+    if not container or env.get("AWS_LAMBDA_LOG_STREAM_NAME") != "2026/01/01/[$LATEST]local":
+        return env
+    return {**env, "AWS_LAMBDA_LOG_STREAM_NAME": log_stream_name(container)}
 
 
 class LambdaContext:
@@ -136,6 +147,7 @@ class LocalLambda:
         provider_factory: str = "make_provider",  # the name a handler builds its provider with
         seed: int | None = None,
         memory_mb: int = 256,  # MemorySize, as the context tells the function
+        reserved_concurrency: int | None = None,  # ReservedConcurrentExecutions (None: not reserved)
     ) -> None:
         if not 0 <= retries <= 2:
             raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
@@ -151,6 +163,7 @@ class LocalLambda:
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.max_event_age = max_event_age
+        self.reserved_concurrency = reserved_concurrency
         self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.runtime.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name
@@ -198,7 +211,8 @@ class LocalLambda:
         self._deliveries += 1
         pending = _Pending(self.clock.now(), next(self._seq), copy.deepcopy(event),
                            self._deliveries, 1, self._new_id(), self.clock.now())
-        self._invoke(pending)
+        if not throttled(self, pending):
+            self._invoke(pending)
         return pending.delivery
 
     def during(self, step: str | Boundary, action: Callable[[], Any], *, delivery: int = 1,
@@ -268,7 +282,7 @@ class LocalLambda:
             pending.action()
         elif self.clock.now() - pending.enqueued > self.max_event_age:
             self._to_destination(pending, "EventAgeExceeded", None)
-        else:
+        elif not throttled(self, pending):
             self._invoke(pending)
 
     def _invoke(self, pending: _Pending) -> Attempt:
@@ -296,7 +310,7 @@ class LocalLambda:
             attempt.result = result
 
         try:
-            with self._environment(), self._output(attempt):
+            with self._environment(container.name), self._output(attempt):
                 run.start(body, f"idem-{self.function_name}-{pending.delivery}.{pending.attempt}")
             if run.died and run.timed_out:
                 attempt.outcome = "timeout"
@@ -354,7 +368,7 @@ class LocalLambda:
                     return container, False
         self._containers_started += 1
         try:
-            with self._environment():
+            with self._environment(f"c{self._containers_started}"):
                 container = Container(f"c{self._containers_started}", self.entry)
         except SystemExit as exiting:
             raise HandlerExited(f"the handler's module called sys.exit({exiting.code!r}) at import") from None
@@ -387,9 +401,10 @@ class LocalLambda:
         finally:
             attempt.logs.extend(printed.lines())
 
-    def _environment(self) -> Any:
-        return contextlib.nullcontext() if self.wired else as_lambda(self.env, self.clock, self.session,
-                                                                     sleep=self.sleep)
+    def _environment(self, container: str = "") -> Any:
+        if self.wired:
+            return contextlib.nullcontext()
+        return as_lambda(per_environment(self.env, container), self.clock, self.session, sleep=self.sleep)
 
     def sleep(self, seconds: float) -> None:
         """`time.sleep` inside an invocation (the handler's, or botocore's between its retries): the

@@ -31,14 +31,16 @@ ROUTES = [
 ]
 
 
+#: said of a request the loopback does not serve (idem check reads it: a handler it cannot judge, exit 2)
+UNSERVED = "This loopback Stripe serves PaymentIntents, Customers, PaymentMethods and Refunds only."
+
+
 def _route(method: str, path: str) -> tuple[str, list[str]]:
     for m, pattern, route in ROUTES:
         match = pattern.fullmatch(path)
         if m == method and match:
             return route, list(match.groups())
-    raise StripeError(404, "invalid_request_error",
-                      f"Unrecognized request URL ({method}: {path}). This loopback Stripe serves "
-                      "PaymentIntents, Customers, PaymentMethods and Refunds only.")
+    raise StripeError(404, "invalid_request_error", f"Unrecognized request URL ({method}: {path}). {UNSERVED}")
 
 
 def _stand_in_request(mode: str, params: dict[str, Any], key: str) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""Wrong: keyed_books' claim and charge, then the ledger line and the booked claim in one BatchWriteItem,
+"one round trip instead of two", and its answer not read. BatchWriteItem is not all or nothing: "If any
+requested operations fail because the table's provisioned throughput is exceeded or an internal
+processing failure occurs, the failed operations are returned in the UnprocessedItems response
+parameter" (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html), and
+the call succeeds: a charge with no ledger line, and nothing fails. Must BREAK (silent_mismatch)."""
+import hashlib
+import json
+import os
+import time
+from urllib.parse import unquote_plus
+
+import boto3
+
+TABLE = os.environ["LEDGER_TABLE"]
+KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours
+
+
+def make_provider():
+    raise RuntimeError("the check replaces this")
+
+
+def lambda_handler(event, context):
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
+    for record in event["Records"]:
+        bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+        name = unquote_plus(obj["key"])
+        read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+        order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
+        account = name.split("/", 1)[0]
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}".encode()).hexdigest()
+        now = time.time()
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)}},
+                              ConditionExpression="attribute_not_exists(pk)",
+                              ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except dynamodb.exceptions.ConditionalCheckFailedException as taken:
+            claim = taken.response.get("Item", {})
+            if claim.get("booked", {}).get("BOOL"):
+                continue  # booked already: a copy, a retry, or the same order sent again
+            if now - float(claim["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+                raise RuntimeError(f"{key}: first attempted over 23 h ago and never booked; Stripe may "
+                                   "have pruned its key: a person must look") from None
+        charge = provider.charge(customer="acct-1", amount=500, currency="usd", reference=f"{bucket}/{name}",
+                                 idempotency_key=key)
+        # the line and the booked claim in one request ("one round trip instead of two")
+        dynamodb.batch_write_item(RequestItems={TABLE: [
+            {"PutRequest": {"Item": {"pk": {"S": key}, "charge_id": {"S": charge.id}}}},
+            {"PutRequest": {"Item": {"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)},
+                                     "booked": {"BOOL": True}}}},
+        ]})
+    return {"ok": True}

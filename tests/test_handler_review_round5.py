@@ -103,21 +103,38 @@ def test_a_zero_decimal_currency_amount_is_sent_as_written_in_yen_never_scaled(w
     assert result["amount_cents"] == 1250 and (records(world)[0].cents, records(world)[0].currency) == (1250, "jpy")
 
 
-def test_pins_gap_one_amount_limit_serves_every_currency_whatever_its_minor_unit(world):
-    """P2, a gap. MIN_AMOUNT_CENTS and MAX_AMOUNT_CENTS are one pair of numbers for every currency of
-    CURRENCIES, but Stripe's amounts are in each currency's minor unit (JPY: yen, zero-decimal; KWD: fils,
-    three-decimal: https://docs.stripe.com/currencies#zero-decimal) and its minimums differ per currency
-    (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). With CURRENCIES=usd,jpy the
-    default MAX of 100,000 (US$1,000.00) admits ¥100,000; a JPY order written in "cents" by habit (¥500 as
-    50000) is charged ¥50,000, a hundred times the order, with no limit able to tell. What should hold: limits
-    per currency (e.g. MAX_AMOUNT=usd:100000,jpy:15000), a currency in CURRENCIES without its own limits
-    refused at cold start. Today the one pair applies."""
+@pytest.mark.parametrize("currencies", ["usd,jpy", "eur,kwd", "jpy,bhd"])
+def test_currencies_of_different_minor_units_refuse_to_start(currencies):
+    """P2. MIN_AMOUNT_CENTS and MAX_AMOUNT_CENTS are one pair of numbers, and Stripe's amounts are in each
+    currency's minor unit (JPY: yen, zero-decimal; KWD: fils, three-decimal:
+    https://docs.stripe.com/currencies#zero-decimal). With CURRENCIES=usd,jpy one MAX of 100,000 would admit
+    US$1,000.00 and ¥100,000, and a JPY order written in "cents" by habit (¥500 as 50000) would be charged
+    ¥50,000. So one function serves currencies of one minor unit: a mix refuses to start, naming the decimals."""
+    env = {"LEDGER_TABLE": "t", "CURRENCIES": currencies}
+    with pytest.raises(keyed.ConfigError, match="mixes minor units") as refused:
+        keyed.settings_from_env(env)
+    assert "one function per kind" in str(refused.value)
+
+
+@pytest.mark.parametrize("currencies", ["usd,eur,gbp", "jpy,krw", "kwd,bhd"])
+def test_currencies_of_one_minor_unit_share_the_limits(currencies):
+    assert keyed.settings_from_env({"LEDGER_TABLE": "t", "CURRENCIES": currencies}).currencies == tuple(
+        currencies.split(","))
+
+
+def test_a_three_decimal_amount_not_in_tens_is_parked_and_one_in_tens_charged(world):
+    """P2. Three-decimal currencies: Stripe's payment calls "require the least-significant (last) digit to be 0"
+    (https://docs.stripe.com/currencies#three-decimal): 5.124 KWD (5124) would be refused after the send, so it
+    is parked before anything is sent; 5.120 KWD (5120) is charged."""
     link(world, "alice")
-    result = charge(world, world.upload("alice/j.json", order("J-2", amount_cents=50_000, currency="jpy")),
-                    currencies=("usd", "jpy"))
-    assert result["status"] == "charged"
+    with pytest.raises(keyed.NeedsAttention, match="only in tens"):
+        charge(world, world.upload("alice/k1.json", order("K-1", amount_cents=5124, currency="kwd")),
+               currencies=("kwd",))
+    assert _intents(world) == {}
+    result = charge(world, world.upload("alice/k2.json", order("K-2", amount_cents=5120, currency="kwd")),
+                    currencies=("kwd",))
     (intent,) = _intents(world).values()
-    assert (intent["amount"], intent["currency"]) == (50_000, "jpy")  # ¥50,000 for what may be a ¥500 order
+    assert result["status"] == "charged" and (intent["amount"], intent["currency"]) == (5120, "kwd")
 
 
 @pytest.mark.parametrize("currency", ["JPY", "jpy "])

@@ -14,11 +14,11 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import S3Object, event_epoch
-    from keyed_settings import NeedsAttention, Settings, error_code, optional_file
+    from keyed_settings import THREE_DECIMAL, NeedsAttention, Settings, error_code, optional_file
 else:
     from .keyed_events import S3Object, event_epoch  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        NeedsAttention, Settings, error_code, optional_file)
+        THREE_DECIMAL, NeedsAttention, Settings, error_code, optional_file)
 
 ORDER_MAX_BYTES = 1_000_000  # the largest order file read; a bigger one is held, not parsed
 #: Order ids go into Stripe's metadata (values up to 500 characters, https://docs.stripe.com/api/metadata).
@@ -206,7 +206,9 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
                else f"asks {cents}, below MIN_AMOUNT_CENTS ({settings.min_amount_cents})"
                if cents < settings.min_amount_cents
                else f"asks {cents}, above MAX_AMOUNT_CENTS ({settings.max_amount_cents})"
-               if cents > settings.max_amount_cents else "")
+               if cents > settings.max_amount_cents
+               else f"asks {cents}, and Stripe takes {currency} only in tens" if currency in THREE_DECIMAL and cents % 10
+               else "")
     if problem:
         raise NeedsAttention(f"{ref.source}: the order {problem} ({allowed}); fix it and upload it again, "
                              "or change the setting; nothing was charged")

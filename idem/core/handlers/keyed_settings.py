@@ -56,6 +56,11 @@ CLAIM_MARGIN_SECONDS = 60
 #: From 1 h before the key window ends, the charge is searched for before any charge: Stripe's search
 #: "can be up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search).
 KEY_AGE_MARGIN_SECONDS = 3600
+#: Amounts are in each currency's minor unit (https://docs.stripe.com/currencies#zero-decimal): one pair of
+#: limits bounds only currencies of as many decimals. A three-decimal amount must end in 0 (the same page).
+ZERO_DECIMAL = ("bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof",
+                "xpf")
+THREE_DECIMAL = ("bhd", "jod", "kwd", "omr", "tnd")
 
 
 @functools.cache
@@ -129,6 +134,10 @@ class Settings:
         if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
             raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "
                               "e.g. usd,eur")
+        decimals = {c: 0 if c in ZERO_DECIMAL else 3 if c in THREE_DECIMAL else 2 for c in self.currencies}
+        if len(set(decimals.values())) > 1:  # usd,jpy: MAX 100000 would be $1,000 and ¥100,000
+            raise ConfigError(f"CURRENCIES mixes minor units ({', '.join(f'{c}: {d}' for c, d in decimals.items())} "
+                              "decimals): one MIN/MAX_AMOUNT_CENTS cannot bound them all; run one function per kind")
         if not 1 <= self.min_amount_cents <= self.max_amount_cents:
             raise ConfigError(f"MIN_AMOUNT_CENTS ({self.min_amount_cents}) must be 1 or more and at most "
                               f"MAX_AMOUNT_CENTS ({self.max_amount_cents})")

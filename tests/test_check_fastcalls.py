@@ -105,3 +105,38 @@ class _nothing:
 
     def __exit__(self, *_):
         return False
+
+
+def _answers(world):
+    """What a few calls answer (their results, or their error codes), without request ids or dates."""
+    found = []
+    calls = [(world.s3.get_object, {"Bucket": world.bucket, "Key": "alice/order.json"}),
+             (world.s3.get_object, {"Bucket": world.bucket, "Key": "alice/missing.json"}),
+             (world.s3.head_object, {"Bucket": world.bucket, "Key": "alice/order.json"}),
+             (world.s3.list_objects_v2, {"Bucket": world.bucket, "Prefix": "alice/"}),
+             (world.dynamodb.put_item, {"TableName": world.ledger_table, "Item": {"pk": {"S": "k"}},
+                                        "ConditionExpression": "attribute_not_exists(pk)"}),
+             (world.dynamodb.get_item, {"TableName": world.ledger_table, "Key": {"pk": {"S": "k"}}}),
+             (world.sqs.get_queue_attributes, {"QueueUrl": world.queue_url, "AttributeNames": ["QueueArn"]})]
+    for call, params in calls:
+        try:
+            answer = call(**params)
+        except ClientError as error:
+            answer = {"Error": error.response["Error"]["Code"]}
+        answer.pop("ResponseMetadata", None)
+        if "Body" in answer:
+            answer["Body"] = answer["Body"].read()
+        found.append(answer)
+    return found
+
+
+def test_inside_a_batch_each_url_reaches_the_same_method_of_moto():
+    ensure_moto()
+    answers = []
+    for fast in (False, True, True):  # inside: HeadObject takes the way GetObject found for its URL
+        with LocalWorld(prefix="fastcalls") as world:
+            world.upload("alice/order.json", b'{"order_id": "1"}')
+            with fastcalls.fast_calls() if fast else _nothing():
+                answers.append(_answers(world))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][1] == {"Error": "NoSuchKey"} and answers[0][4] == {}  # moto's errors come back as errors

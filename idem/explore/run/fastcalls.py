@@ -14,6 +14,12 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   whole item again for every attribute it sets while building an item from a request (an item of
   n attributes costs n x n sizes). Built here, each attribute's size is added to the sum of those
   before it, once: the same sums, the same limit refused at the same attribute.
+- **A URL's way to moto's method found once.** For every request moto tries each service's URL
+  pattern in turn, then each of the service's URLs (compiling it), to find the method that answers
+  (about 90 regular expressions a request). The service and method it finds for a URL are kept
+  (with the settings its URL tables depend on); the rest of moto's way (its passthrough and
+  allow-list settings, the request as moto reads it, its recorder, the method itself) runs for
+  every request. A URL whose first matching service has no method for it goes moto's own way.
 """
 from __future__ import annotations
 
@@ -31,11 +37,12 @@ _undo: list[Any] = []
 @contextlib.contextmanager
 def fast_calls() -> Iterator[None]:
     """While it lasts (nested or in several threads: installed by the first, undone by the last),
-    requests are signed without a signature worked out and moto's items are sized once."""
+    requests are signed without a signature worked out, moto's items are sized once and each URL's
+    way to moto's method is found once."""
     global _depth
     with _lock:
         if _depth == 0:
-            _undo.extend((_unsigned_requests(), _items_sized_once()))
+            _undo.extend((_unsigned_requests(), _items_sized_once(), _routes_kept()))
         _depth += 1
     try:
         yield
@@ -108,3 +115,76 @@ def _items_sized_once() -> Any:
 
 #: moto's own limit in LimitedSizeDict.__setitem__ (between DynamoDB's 400 KB and what it accepts)
 ITEM_LIMIT = 405_000
+
+
+def _routes_kept() -> Any:
+    """moto's way from a request's URL to the method that answers it, found once per URL (see the module)."""
+    import os
+    import re
+
+    import moto.backend_index as backend_index
+    from moto.core import botocore_stubber as stubber
+
+    own = stubber.BotocoreStubber.process_request
+    routes: dict[tuple[Any, ...], tuple[str, Any]] = {}
+
+    def process_request(self: Any, request: Any) -> Any:
+        from moto.core.exceptions import HTTPException
+        from moto.moto_api import recorder
+
+        parsed_url, _ = stubber.get_equivalent_url_in_aws_domain(request.url)
+        clean_url = f"{parsed_url.scheme}://{parsed_url.netloc}{parsed_url.path}"
+        key = (clean_url, *(os.environ.get(name) for name in _URL_SETTINGS))
+        route = routes.get(key)
+        if route is None:
+            route = _route(clean_url)
+            if route is None:  # none, or not at the first service whose pattern matches: moto's own way
+                return own(self, request)
+            if len(routes) >= ROUTES:
+                routes.clear()
+            routes[key] = route
+        service, method = route
+        # from here as moto's process_request, once it found `method` for `clean_url`
+        if stubber.passthrough_url(clean_url) or stubber.passthrough_service(service):
+            return None
+        if not stubber.service_whitelisted(service):
+            raise stubber.ServiceNotWhitelisted(service)
+        normalized = stubber.normalize_request(request)
+        try:
+            recorder._record_request(normalized)
+            status, headers, body = method(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as e:
+            status, headers, body = e.code, e.get_headers(), e.get_body()
+        return status, headers, body
+
+    def _route(clean_url: str) -> tuple[str, Any] | None:
+        """The service and method moto's process_request finds for `clean_url`: the first service
+        whose pattern matches, the first of its backend's URLs that matches (None if that service
+        has none: moto then goes on to the next service, and so does this request)."""
+        import moto.backends as backends
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.core.base_backend import BackendDict
+
+        for service, pattern in backend_index.backend_url_patterns:
+            if pattern.match(clean_url):
+                backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
+                if isinstance(backend_dict, BackendDict):
+                    account = backend_dict[DEFAULT_ACCOUNT_ID]
+                    backend = account["us-east-1"] if "us-east-1" in account else account["aws"]
+                else:
+                    backend = backend_dict["global"]
+                return next(((service, method) for url, method in backend.urls.items()
+                             if re.compile(url).match(clean_url)), None)
+        return None
+
+    stubber.BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+    def undo() -> None:
+        stubber.BotocoreStubber.process_request = own  # type: ignore[method-assign]
+    return undo
+
+
+#: URLs whose way to moto's method is kept (a check reads a few thousand objects)
+ROUTES = 16_384
+#: what moto's URL tables depend on (idem.sim.fastload caches them per value)
+_URL_SETTINGS = ("MOTO_S3_CUSTOM_ENDPOINTS", "MOTO_ENABLE_ISO_REGIONS")

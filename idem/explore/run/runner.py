@@ -25,6 +25,7 @@ from ..judge.result import Result
 from ..judge.verdicts import BOOKS as LINES, MONEY as CHARGES, judge_upload, judge_uploads
 from ..target.target import Target
 from . import triggers, worlds
+from .fastcalls import fast_calls
 
 #: Real seconds one schedule may run before the check gives up on it (exit 3).
 SCHEDULE_SECONDS = 60.0  # a schedule takes well under a second; 60 s keeps a loaded CI machine from exit 3
@@ -112,7 +113,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         raise ValueError("one batch runs in one bucket: versioned or unversioned schedules, not both")
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
     numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
-    with fewer_collections(), worlds.world_for(versioned, numbers) as kept, \
+    with fewer_collections(), fast_calls(), worlds.world_for(versioned, numbers) as kept, \
             loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world):
         world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
         env = _env_for(world, target)

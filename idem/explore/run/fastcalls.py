@@ -1,0 +1,190 @@
+"""A handler's call to the check's local AWS, made cheaper while a batch of schedules runs, with the
+same requests reaching moto and the same answers coming back (docs/reliability.md, "How long the
+check takes"). Each piece is undone when the batch ends (`fast_calls`).
+
+- **No signature worked out.** botocore signs every request with SigV4: a canonical request,
+  a SHA-256 of it and five HMACs (about a tenth of a call's cost, measured here). moto reads of
+  the `Authorization` header only its access key and its region (the credential scope); it checks
+  no signature unless its IAM authorization is switched on, which the check never does. Inside a
+  batch the header is written as botocore writes it (the same credential scope and signed
+  headers, `X-Amz-Date`, the session token, S3's `X-Amz-Content-SHA256`) with a signature of
+  zeros. Presigned URLs and POST policies (the query and post signers) are signed in full: a
+  handler may hand one out, and what it writes is judged.
+- **An item's size added up once.** moto checks DynamoDB's 400 KB item limit by adding up the
+  whole item again for every attribute it sets while building an item from a request (an item of
+  n attributes costs n x n sizes). Built here, each attribute's size is added to the sum of those
+  before it, once: the same sums, the same limit refused at the same attribute.
+- **A URL's way to moto's method found once.** For every request moto tries each service's URL
+  pattern in turn, then each of the service's URLs (compiling it), to find the method that answers
+  (about 90 regular expressions a request). The service and method it finds for a URL are kept
+  (with the settings its URL tables depend on); the rest of moto's way (its passthrough and
+  allow-list settings, the request as moto reads it, its recorder, the method itself) runs for
+  every request. A URL whose first matching service has no method for it goes moto's own way.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+#: the signature written into a request inside a batch (moto checks none)
+UNCHECKED_SIGNATURE = "0" * 64
+_lock = threading.Lock()
+_depth = 0
+_undo: list[Any] = []
+
+
+@contextlib.contextmanager
+def fast_calls() -> Iterator[None]:
+    """While it lasts (nested or in several threads: installed by the first, undone by the last),
+    requests are signed without a signature worked out, moto's items are sized once and each URL's
+    way to moto's method is found once."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            _undo.extend((_unsigned_requests(), _items_sized_once(), _routes_kept()))
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                while _undo:
+                    _undo.pop()()
+
+
+def _unsigned_requests() -> Any:
+    """SigV4's header signers (the plain and S3's) write their header without working out the signature."""
+    from botocore import auth
+    from botocore.exceptions import NoCredentialsError
+
+    own = auth.SigV4Auth.add_auth
+    header_signers = (auth.SigV4Auth, auth.S3SigV4Auth)  # not the query, post or S3 Express signers
+
+    def add_auth(self: Any, request: Any) -> None:
+        if type(self) not in header_signers:
+            return own(self, request)
+        if self.credentials is None:
+            raise NoCredentialsError()
+        # as botocore's add_auth, without the canonical request, its hash and the signing key
+        request.context["timestamp"] = auth.get_current_datetime().strftime(auth.SIGV4_TIMESTAMP)
+        self._modify_request_before_signing(request)
+        self._inject_signature_to_request(request, UNCHECKED_SIGNATURE)
+        return None
+
+    auth.SigV4Auth.add_auth = add_auth  # type: ignore[method-assign]
+
+    def undo() -> None:
+        auth.SigV4Auth.add_auth = own  # type: ignore[method-assign]
+    return undo
+
+
+def _items_sized_once() -> Any:
+    """moto's Item built with each attribute's size added once to a running sum (see the module)."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.models.utilities import bytesize
+
+    item_class, limited = dynamo_type.Item, dynamo_type.LimitedSizeDict
+    own = item_class.__init__
+    kind = dynamo_type.DynamoType
+
+    def size_of(thing: Any) -> int:  # as LimitedSizeDict.__setitem__ sizes a key or a value
+        return thing.size() if type(thing) is kind else bytesize(str(thing))
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = limited()
+        total = 0  # the sizes of the keys and values already set, as moto's __setitem__ adds them up
+        for key, value in attrs.items():
+            typed = kind(value)  # (each key once: `attrs` is a dict)
+            # moto's check for this attribute: (keys and values so far) + (this key and value)
+            if total + bytesize(key) + size_of(typed) > ITEM_LIMIT:
+                raise ItemSizeTooLarge
+            dict.__setitem__(self.attrs, key, typed)
+            total += size_of(key) + size_of(typed)
+
+    item_class.__init__ = __init__  # type: ignore[method-assign]
+
+    def undo() -> None:
+        item_class.__init__ = own  # type: ignore[method-assign]
+    return undo
+
+
+#: moto's own limit in LimitedSizeDict.__setitem__ (between DynamoDB's 400 KB and what it accepts)
+ITEM_LIMIT = 405_000
+
+
+def _routes_kept() -> Any:
+    """moto's way from a request's URL to the method that answers it, found once per URL (see the module)."""
+    import os
+    import re
+
+    import moto.backend_index as backend_index
+    from moto.core import botocore_stubber as stubber
+
+    own = stubber.BotocoreStubber.process_request
+    routes: dict[tuple[Any, ...], tuple[str, Any]] = {}
+
+    def process_request(self: Any, request: Any) -> Any:
+        from moto.core.exceptions import HTTPException
+        from moto.moto_api import recorder
+
+        parsed_url, _ = stubber.get_equivalent_url_in_aws_domain(request.url)
+        clean_url = f"{parsed_url.scheme}://{parsed_url.netloc}{parsed_url.path}"
+        key = (clean_url, *(os.environ.get(name) for name in _URL_SETTINGS))
+        route = routes.get(key)
+        if route is None:
+            route = _route(clean_url)
+            if route is None:  # none, or not at the first service whose pattern matches: moto's own way
+                return own(self, request)
+            if len(routes) >= ROUTES:
+                routes.clear()
+            routes[key] = route
+        service, method = route
+        # from here as moto's process_request, once it found `method` for `clean_url`
+        if stubber.passthrough_url(clean_url) or stubber.passthrough_service(service):
+            return None
+        if not stubber.service_whitelisted(service):
+            raise stubber.ServiceNotWhitelisted(service)
+        normalized = stubber.normalize_request(request)
+        try:
+            recorder._record_request(normalized)
+            status, headers, body = method(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as e:
+            status, headers, body = e.code, e.get_headers(), e.get_body()
+        return status, headers, body
+
+    def _route(clean_url: str) -> tuple[str, Any] | None:
+        """The service and method moto's process_request finds for `clean_url`: the first service
+        whose pattern matches, the first of its backend's URLs that matches (None if that service
+        has none: moto then goes on to the next service, and so does this request)."""
+        import moto.backends as backends
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.core.base_backend import BackendDict
+
+        for service, pattern in backend_index.backend_url_patterns:
+            if pattern.match(clean_url):
+                backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
+                if isinstance(backend_dict, BackendDict):
+                    account = backend_dict[DEFAULT_ACCOUNT_ID]
+                    backend = account["us-east-1"] if "us-east-1" in account else account["aws"]
+                else:
+                    backend = backend_dict["global"]
+                return next(((service, method) for url, method in backend.urls.items()
+                             if re.compile(url).match(clean_url)), None)
+        return None
+
+    stubber.BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+    def undo() -> None:
+        stubber.BotocoreStubber.process_request = own  # type: ignore[method-assign]
+    return undo
+
+
+#: URLs whose way to moto's method is kept (a check reads a few thousand objects)
+ROUTES = 16_384
+#: what moto's URL tables depend on (idem.sim.fastload caches them per value)
+_URL_SETTINGS = ("MOTO_S3_CUSTOM_ENDPOINTS", "MOTO_ENABLE_ISO_REGIONS")

@@ -1,0 +1,142 @@
+"""idem.explore.run.fastcalls and pool.frozen: what a batch makes cheaper reaches moto and comes back the same."""
+from __future__ import annotations
+
+import gc
+
+import pytest
+from botocore.exceptions import ClientError
+
+from idem.explore.run import fastcalls
+from idem.explore.run.pool import frozen
+from idem.sim.world import LocalWorld, ensure_moto
+
+
+def _sent(client, call, **params):
+    """The headers of the request `call` sends (caught before moto answers it)."""
+    seen = {}
+
+    def keep(request, **_):
+        seen.update(request.headers)
+
+    client.meta.events.register_first("before-send.*.*", keep)
+    try:
+        getattr(client, call)(**params)
+    finally:
+        client.meta.events.unregister("before-send.*.*", keep)
+    return {k: v.decode() if isinstance(v, bytes) else v for k, v in seen.items()}
+
+
+@pytest.mark.parametrize("service, call, params", [
+    ("dynamodb", "list_tables", {}),
+    ("s3", "list_buckets", {}),
+])
+def test_inside_a_batch_a_request_carries_the_header_botocore_writes_but_the_signature(service, call, params):
+    ensure_moto()
+    with LocalWorld(prefix="fastcalls") as world:
+        client = getattr(world, service)
+        signed = _sent(client, call, **params)
+        with fastcalls.fast_calls():
+            fast = _sent(client, call, **params)
+        again = _sent(client, call, **params)  # undone: signed in full again
+    scope = lambda headers: headers["Authorization"].rsplit("Signature=", 1)  # noqa: E731
+    assert scope(fast)[0] == scope(signed)[0]  # the same credential scope and signed headers
+    assert scope(fast)[1] == fastcalls.UNCHECKED_SIGNATURE != scope(signed)[1]
+    assert scope(again)[1] != fastcalls.UNCHECKED_SIGNATURE
+    assert set(fast) == set(signed)  # X-Amz-Date, the session token, S3's X-Amz-Content-SHA256
+    for name in ("X-Amz-Security-Token", "X-Amz-Content-SHA256"):
+        assert fast.get(name) == signed.get(name)
+
+
+def test_inside_a_batch_a_presigned_url_is_signed_in_full():
+    from botocore.config import Config
+
+    ensure_moto()
+    with LocalWorld(prefix="fastcalls") as world:
+        params = {"Bucket": world.bucket, "Key": "alice/order.json"}
+        client = world.session.client("s3", config=Config(signature_version="s3v4"))  # SigV4's query signer
+        with fastcalls.fast_calls():
+            url = client.generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+    signature = url.split("X-Amz-Signature=")[1].split("&")[0]
+    assert len(signature) == 64 and signature != fastcalls.UNCHECKED_SIGNATURE
+
+
+def _put(world, **attributes):
+    return world.dynamodb.put_item(TableName=world.ledger_table, Item={"pk": {"S": "big"}, **attributes})
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_an_item_is_refused_at_moto_s_own_size_limit_inside_a_batch_and_out(fast):
+    ensure_moto()
+    with LocalWorld(prefix="fastcalls") as world:
+        with fastcalls.fast_calls() if fast else _nothing():
+            # moto's limit counts each key and each value: "pk" + "big" + "a" + the text
+            limit = fastcalls.ITEM_LIMIT - len("pk") - len("big") - len("a") - len("b") - 1
+            _put(world, a={"S": "x" * (limit - 1)}, b={"S": "y"})  # one byte under: kept
+            with pytest.raises(ClientError, match="Item size has exceeded the maximum allowed size"):
+                _put(world, a={"S": "x" * limit}, b={"S": "yy"})  # one byte over, at its last attribute
+            nested = {"M": {"inner": {"L": [{"S": "z" * 1000}, {"N": "12345"}]}}}
+            _put(world, n=nested, s={"SS": ["p", "q"]})
+            item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": "big"}})["Item"]
+    assert item["n"] == nested and sorted(item["s"]["SS"]) == ["p", "q"]
+
+
+def test_fast_calls_undo_everything_when_the_last_batch_ends():
+    from botocore import auth
+    from moto.dynamodb.models import dynamo_type
+
+    signer, item = auth.SigV4Auth.add_auth, dynamo_type.Item.__init__
+    with fastcalls.fast_calls():
+        with fastcalls.fast_calls():  # nested (a batch inside a batch's process): one install
+            assert auth.SigV4Auth.add_auth is not signer and dynamo_type.Item.__init__ is not item
+        assert auth.SigV4Auth.add_auth is not signer  # the outer one still runs
+    assert auth.SigV4Auth.add_auth is signer and dynamo_type.Item.__init__ is item
+
+
+def test_frozen_leaves_what_exists_out_of_collection_and_puts_it_back():
+    before = gc.get_freeze_count()
+    with frozen():
+        assert gc.get_freeze_count() > before
+    assert gc.get_freeze_count() == 0
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *_):
+        return False
+
+
+def _answers(world):
+    """What a few calls answer (their results, or their error codes), without request ids or dates."""
+    found = []
+    calls = [(world.s3.get_object, {"Bucket": world.bucket, "Key": "alice/order.json"}),
+             (world.s3.get_object, {"Bucket": world.bucket, "Key": "alice/missing.json"}),
+             (world.s3.head_object, {"Bucket": world.bucket, "Key": "alice/order.json"}),
+             (world.s3.list_objects_v2, {"Bucket": world.bucket, "Prefix": "alice/"}),
+             (world.dynamodb.put_item, {"TableName": world.ledger_table, "Item": {"pk": {"S": "k"}},
+                                        "ConditionExpression": "attribute_not_exists(pk)"}),
+             (world.dynamodb.get_item, {"TableName": world.ledger_table, "Key": {"pk": {"S": "k"}}}),
+             (world.sqs.get_queue_attributes, {"QueueUrl": world.queue_url, "AttributeNames": ["QueueArn"]})]
+    for call, params in calls:
+        try:
+            answer = call(**params)
+        except ClientError as error:
+            answer = {"Error": error.response["Error"]["Code"]}
+        answer.pop("ResponseMetadata", None)
+        if "Body" in answer:
+            answer["Body"] = answer["Body"].read()
+        found.append(answer)
+    return found
+
+
+def test_inside_a_batch_each_url_reaches_the_same_method_of_moto():
+    ensure_moto()
+    answers = []
+    for fast in (False, True, True):  # inside: HeadObject takes the way GetObject found for its URL
+        with LocalWorld(prefix="fastcalls") as world:
+            world.upload("alice/order.json", b'{"order_id": "1"}')
+            with fastcalls.fast_calls() if fast else _nothing():
+                answers.append(_answers(world))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][1] == {"Error": "NoSuchKey"} and answers[0][4] == {}  # moto's errors come back as errors

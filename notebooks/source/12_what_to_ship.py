@@ -297,7 +297,9 @@ views.Whole(money.who_pays_rows(money.who_pays()))
 # mapping lives in the same table, one `account#...` item per account.
 #
 # Fifth, set the function's environment. `LEDGER_TABLE` is required. Set the money limits
-# (`CURRENCIES`, `MIN_AMOUNT_CENTS`, `MAX_AMOUNT_CENTS`) to what one order may cost you. Set
+# (`CURRENCIES`, `MIN_AMOUNT_CENTS`, `MAX_AMOUNT_CENTS`) to what one order may cost you. The limits
+# count the currency's smallest unit (cents for `usd`, yen for `jpy`), so one function's currencies
+# must count as many decimals: `usd,jpy` refuses to start. Set
 # `MAX_EVENT_AGE_SECONDS` and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold
 # start then checks every lifetime against them:
 

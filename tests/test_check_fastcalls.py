@@ -92,6 +92,24 @@ def test_fast_calls_undo_everything_when_the_last_batch_ends():
     assert auth.SigV4Auth.add_auth is signer and dynamo_type.Item.__init__ is item
 
 
+def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch):
+    """The item sizing and the URL routes copy moto 5.2.5's steps; moto 5.2.0 (CI's floor) lacks one of
+    them, so under any other release moto's own Item and process_request run; the header signer still
+    changes (botocore's, with its clock where it has one)."""
+    from botocore import auth
+    from moto.core import botocore_stubber
+    from moto.dynamodb.models import dynamo_type
+
+    monkeypatch.setattr(fastcalls, "moto_version", lambda: "5.2.0")
+    item, route, signer = (dynamo_type.Item.__init__, botocore_stubber.BotocoreStubber.process_request,
+                           auth.SigV4Auth.add_auth)
+    with fastcalls.fast_calls():
+        assert dynamo_type.Item.__init__ is item and botocore_stubber.BotocoreStubber.process_request is route
+        assert auth.SigV4Auth.add_auth is not signer
+    monkeypatch.delattr(auth, "get_current_datetime")  # older botocore reads the UTC time itself
+    assert fastcalls._signing_time(auth).tzinfo is None
+
+
 def test_frozen_leaves_what_exists_out_of_collection_and_puts_it_back():
     before = gc.get_freeze_count()
     with frozen():

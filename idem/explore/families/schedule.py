@@ -47,7 +47,7 @@ class Schedule:
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
-            f"every item answered unprocessed {self.fault.at} on arrival {self.fault.times}" + runs.describe(self.fault)
+            f"every entry answered unprocessed or failed {self.fault.at} on arrival {self.fault.times}" + runs.describe(self.fault)
             if self.fault.outcome == UNPROCESSED else
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"

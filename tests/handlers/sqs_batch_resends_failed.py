@@ -1,12 +1,14 @@
-"""Correct (in the runs family): sqs_batch_ignores_failed, but it reads SendMessageBatch's answer. The
+"""Right about partial answers: sqs_batch_ignores_failed, but it reads SendMessageBatch's answer. The
 entries in `Failed` ("error details about each message that can't be enqueued":
 https://docs.aws.amazon.com/sdk-for-ruby/v3/api/Aws/SQS/Types/SendMessageBatchResult.html) are sent again
 with a backoff, under the same MessageDeduplicationId (a FIFO queue drops a repeat of an id within its
 5-minute deduplication interval:
 https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html),
-and an order still failing fails the invocation, so Lambda retries it. Must HOLD in the runs family
-(`--effect sqs:SendMessageBatch`). Past 5 minutes a copy of the event is delivered again (the late family),
-as for any FIFO deduplication: that is not what this handler is for."""
+and an order still failing fails the invocation, so Lambda retries it. In the runs family
+(`--effect sqs:SendMessageBatch`) it must lose NO order (no silent_loss); it must still BREAK there once
+(double_effect), and not by a partial answer: every SDK attempt's answer lost, Lambda's retry (1 minute
+to the event's maximum age later) sends the order again past the queue's 5-minute deduplication
+interval. No producer can send to SQS exactly once past that window; its consumer must deduplicate."""
 import hashlib
 import json
 import os

@@ -9,7 +9,7 @@ runs family, as BatchWriteItem already was):
   PutEvents' `FailedEntryCount` never happened (a call answered so now counts no effect either);
 - `batch_get_skips_unlinked` said holds: moto's BatchGetItem never leaves keys unprocessed.
 
-Gaps pinned, not fixed (docs/reliability.md, "What the check does not model"): DynamoDB's eventually
+Gaps pinned, not fixed (docs/reliability.md, "Not modelled"): DynamoDB's eventually
 consistent reads, an ETag that changes with the same bytes, and a deployed function with no place for
 the event it discards.
 """
@@ -107,6 +107,13 @@ def test_batch_get_item_reads_its_first_key_and_leaves_the_others_unprocessed():
 def test_new_wrong_handlers_break(monkeypatch, name, families, retries, verdict):
     code, out, err = check(monkeypatch, target(name), families=families, retries=retries)
     assert code == 1 and verdict in verdicts(out), (out + err)[-3000:]
+
+
+def test_a_claim_on_a_composite_key_conditioned_on_the_sort_key_holds(monkeypatch):
+    # attribute_not_exists(sk) is checked on the one item with the put's whole key: as good as (pk)
+    code, out, err = check(monkeypatch, "--template", TEMPLATE, "--function", "CompositeKey",
+                           families="faults,overwrite,accounts,again")
+    assert code == 0 and verdicts(out).get("exactly_once"), (out + err)[-3000:]
 
 
 # -- gaps, pinned ------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
 from .faults import _STEP_NAMES, CHARGE_CALL, END_CALL, Boundary, Crash, FaultPlan, How, InjectedFault, Side
+from .platform.batch_partial import NOTHING_LANDED
 from .sdk_retries import aws_error, is_lost_answer, resent_by_sdk
 
 
@@ -273,7 +274,7 @@ def _after_call(model: Any, http_response: Any = None, context: Any = None, **_:
         # not counted: a FIFO publish (counted where it lands), or a batch call answered with every entry
         # failed (idem.sim.platform.batch_partial.NOTHING_LANDED: nothing landed)
         watch.after(visit, _call_name(model), succeeded=status < 300, counted=not (isinstance(context, dict) and (
-            context.get(_FIFO_PUBLISH) or context.get("idem_nothing_landed"))))
+            context.get(_FIFO_PUBLISH) or context.get(NOTHING_LANDED))))
 
 
 def _call_failed(exception: Any = None, **_: Any) -> None:

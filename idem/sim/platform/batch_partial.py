@@ -48,6 +48,11 @@ NOTHING_LANDED = "idem_nothing_landed"
 _FAILED = {"Code": "InternalError", "SenderFault": False, "Message": "idem check: this entry failed (a partial answer)"}
 
 
+def partial_words(call: str) -> str:
+    """How a schedule's label says what `call` was answered: DynamoDB's items unprocessed, the others' entries failed."""
+    return "item answered unprocessed" if call.startswith("dynamodb:") else "entry answered failed"
+
+
 def partial_answer(call: str, params: dict[str, Any], region: str) -> dict[str, Any]:
     """What `call` answers with every entry failed or unprocessed (BatchGetItem: all but its first key)."""
     if call == "dynamodb:BatchWriteItem":

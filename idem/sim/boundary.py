@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
 from .faults import _STEP_NAMES, CHARGE_CALL, END_CALL, Boundary, Crash, FaultPlan, How, InjectedFault, Side
+from .platform.batch_partial import NOTHING_LANDED
 from .sdk_retries import aws_error, is_lost_answer, resent_by_sdk
 
 
@@ -270,8 +271,10 @@ def _after_call(model: Any, http_response: Any = None, context: Any = None, **_:
     if running:
         watch, visit = running
         status = getattr(http_response, "status_code", 200)
-        watch.after(visit, _call_name(model), succeeded=status < 300,
-                    counted=not (isinstance(context, dict) and context.get(_FIFO_PUBLISH)))
+        # not counted: a FIFO publish (counted where it lands), or a batch call answered with every entry
+        # failed (idem.sim.platform.batch_partial.NOTHING_LANDED: nothing landed)
+        watch.after(visit, _call_name(model), succeeded=status < 300, counted=not (isinstance(context, dict) and (
+            context.get(_FIFO_PUBLISH) or context.get(NOTHING_LANDED))))
 
 
 def _call_failed(exception: Any = None, **_: Any) -> None:
@@ -293,7 +296,7 @@ def watch_events(events: Any) -> None:
     events.register("after-call-error", _call_failed, unique_id="idem-after-call-error")
     from .sqs_deletes import watch_deletes  # a function deleting its own messages (SqsFedLambda's queue)
     from .platform.sqs_visibility import watch_visibility  # or changing their visibility timeout
-    from .platform.batch_partial import watch_partial  # a batch write answered with items unprocessed
+    from .platform.batch_partial import watch_partial  # a batch call answered in part
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
 
     watch_writes(events, current)

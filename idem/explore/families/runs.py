@@ -37,7 +37,7 @@ def run_plans(crossed: Sequence[Any]) -> list[FaultPlan]:
             continue
         if boundary.side is Side.BEFORE:
             plans += [FaultPlan(boundary, "1", How.EXCEPTION, run=n) for n in BEFORE_RUNS]
-            if boundary.call in PARTIAL_CALLS:  # answered with its items unprocessed, alone or in a run
+            if boundary.call in PARTIAL_CALLS:  # its items unprocessed or entries failed, alone or in a run
                 plans += [FaultPlan(boundary, "1", How.EXCEPTION, outcome=UNPROCESSED, run=n)
                           for n in (1, *BEFORE_RUNS)]
         elif boundary.call != CHARGE_CALL:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...sim.platform.batch_partial import UNPROCESSED
+from ...sim.platform.batch_partial import UNPROCESSED, partial_words
 from ...sim.faults import Side
 from . import key_decoding, runs
 
@@ -47,7 +47,7 @@ class Schedule:
 
     def label(self) -> str:
         fault = "no fault" if self.fault is None else (
-            f"every item answered unprocessed {self.fault.at} on arrival {self.fault.times}" + runs.describe(self.fault)
+            f"every {partial_words(self.fault.at.call)} {self.fault.at} on arrival {self.fault.times}" + runs.describe(self.fault)
             if self.fault.outcome == UNPROCESSED else
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"

@@ -1,3 +1,3 @@
 """What AWS services do that moto does not, answered around it for the function's own calls: DynamoDB's
-ClientRequestToken on transactions (`transact_tokens`), a BatchWriteItem answered with items unprocessed
-(`batch_partial`), and ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`)."""
+ClientRequestToken on transactions (`transact_tokens`), a batch call answered in part
+(BatchWriteItem, BatchGetItem, SendMessageBatch, PublishBatch, PutEvents: `batch_partial`), and ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`)."""

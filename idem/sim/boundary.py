@@ -202,6 +202,17 @@ def current() -> tuple[Watch, Visit] | None:
     return stack[-1] if stack else None
 
 
+@contextlib.contextmanager
+def unwatched() -> Iterator[None]:
+    """Calls the check makes while an invocation runs (a queue of its own, a read for a partial answer):
+    not the handler's, so no boundary of its invocation."""
+    token = _CURRENT.set(())
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
 def _call_name(model: Any) -> str:
     return f"{model.service_model.endpoint_prefix}:{model.name}"
 
@@ -235,19 +246,17 @@ def _fifo_topic(watch: Watch, topic_arn: str) -> bool:
     with _fifo_lock:
         if topic_arn in watch.topics:
             return True
-        token = _CURRENT.set(())  # the check's own calls: not the handler's
         try:
-            name = f"idem-topic-{hashlib.sha256(topic_arn.encode()).hexdigest()[:24]}.fifo"
-            url = fake_client("sqs").create_queue(QueueName=name, Attributes={
-                "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
-            arn = fake_client("sqs").get_queue_attributes(
-                QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            fake_client("sns").subscribe(
-                TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+            with unwatched():  # the check's own calls: not the handler's
+                name = f"idem-topic-{hashlib.sha256(topic_arn.encode()).hexdigest()[:24]}.fifo"
+                url = fake_client("sqs").create_queue(QueueName=name, Attributes={
+                    "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+                arn = fake_client("sqs").get_queue_attributes(
+                    QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+                fake_client("sns").subscribe(
+                    TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
         except ClientError:
             return False
-        finally:
-            _CURRENT.reset(token)
         empty_queue(url)  # an earlier run's messages (the queue outlives its run) are not this run's
         watch.topics[topic_arn] = url
         return True
@@ -302,7 +311,7 @@ def watch_events(events: Any) -> None:
     watch_writes(events, current)
     watch_deletes(events, current)
     watch_visibility(events, current)
-    watch_partial(events, current)
+    watch_partial(events, current, unwatched)
 
 
 def executed(error: BaseException) -> bool:

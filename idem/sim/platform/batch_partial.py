@@ -32,6 +32,7 @@ named with `--effect` is not counted for it (`NOTHING_LANDED`): nothing landed.
 """
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Callable
 
 from ..sqs_deletes import _Answer
@@ -53,12 +54,14 @@ def partial_words(call: str) -> str:
     return "item answered unprocessed" if call.startswith("dynamodb:") else "entry answered failed"
 
 
-def partial_answer(call: str, params: dict[str, Any], region: str) -> dict[str, Any]:
-    """What `call` answers with every entry failed or unprocessed (BatchGetItem: all but its first key)."""
+def partial_answer(call: str, params: dict[str, Any], region: str,
+                   unwatched: Callable[[], AbstractContextManager[Any]] = nullcontext) -> dict[str, Any]:
+    """What `call` answers with every entry failed or unprocessed (BatchGetItem: all but its first key, read
+    inside `unwatched`: the check's own call, not the handler's)."""
     if call == "dynamodb:BatchWriteItem":
         return {"UnprocessedItems": params.get("RequestItems") or {}}
     if call == "dynamodb:BatchGetItem":
-        return _first_key_read(params.get("RequestItems") or {}, region)
+        return _first_key_read(params.get("RequestItems") or {}, region, unwatched)
     if call == "events:PutEvents":
         entries = params.get("Entries") or []
         return {"FailedEntryCount": len(entries), "Entries": [
@@ -67,9 +70,9 @@ def partial_answer(call: str, params: dict[str, Any], region: str) -> dict[str, 
     return {"Successful": [], "Failed": [{"Id": entry.get("Id", ""), **_FAILED} for entry in entries]}
 
 
-def _first_key_read(items: dict[str, Any], region: str) -> dict[str, Any]:
+def _first_key_read(items: dict[str, Any], region: str,
+                    unwatched: Callable[[], AbstractContextManager[Any]]) -> dict[str, Any]:
     """BatchGetItem's partial result: its first key read from moto (not as the handler's call), the rest unread."""
-    from ..boundary import _CURRENT  # the module that imports this one: loaded by now
     from ..world import fake_client
 
     first = next(iter(items), None)
@@ -78,16 +81,14 @@ def _first_key_read(items: dict[str, Any], region: str) -> dict[str, Any]:
     one = {first: {**items[first], "Keys": items[first]["Keys"][:1]}}
     rest = {table: {**wanted, "Keys": wanted["Keys"][1:] if table == first else wanted["Keys"]}
             for table, wanted in items.items()}
-    token = _CURRENT.set(())
-    try:
+    with unwatched():
         read = fake_client("dynamodb", region).batch_get_item(RequestItems=one)
-    finally:
-        _CURRENT.reset(token)
     return {"Responses": read.get("Responses", {}),
             "UnprocessedKeys": {table: wanted for table, wanted in rest.items() if wanted.get("Keys")}}
 
 
-def watch_partial(events: Any, current: Callable[[], Any]) -> None:
+def watch_partial(events: Any, current: Callable[[], Any],
+                  unwatched: Callable[[], AbstractContextManager[Any]]) -> None:
     """Answer a call of PARTIAL_CALLS whose boundary the plan gave the `UNPROCESSED` outcome with every
     entry failed or unprocessed. Registered after the boundary's hooks, whose `before-call` sets the outcome."""
 
@@ -105,7 +106,7 @@ def watch_partial(events: Any, current: Callable[[], Any]) -> None:
         context[NOTHING_LANDED] = True
         call = f"{model.service_model.endpoint_prefix}:{model.name}"
         meta = {"HTTPStatusCode": 200, "RequestId": "idem-batch-partial", "HTTPHeaders": {}, "RetryAttempts": 0}
-        return _Answer(200), {**partial_answer(call, params, context.get("client_region") or "us-east-1"),
+        return _Answer(200), {**partial_answer(call, params, context.get("client_region") or "us-east-1", unwatched),
                               "ResponseMetadata": meta}
 
     events.register_last("before-parameter-build", noted, unique_id="idem-batch-partial-params")

@@ -222,3 +222,43 @@ def test_a_link_to_a_live_mode_customer_under_a_test_key_is_parked_naming_the_mo
         charge(world, world.upload("alice/M-1.json", order("M-1", amount_cents=1250)))
     assert "live mode" in str(parked.value) and records(world)[0].unsent is True
     assert _intents(world) == {} and world.stripe.account.intents("live") == []
+
+
+def test_a_400_after_an_attempt_whose_answer_was_lost_is_parked_as_maybe_charged(world):
+    """P1. A 400 says this request moved nothing, not that the key's earlier request did: the first attempt's charge
+    went through and its answer was lost (the record released as sent), and its retry meets a 400 (Stripe refuses
+    a request that fails validation before it reaches the key's saved answer: "If incoming parameters fail
+    validation ... we don't save the idempotent result", https://docs.stripe.com/idempotency). The order is parked as
+    maybe charged (`idem settle`), never "nothing was charged", and never taken over by an upload."""
+    link(world, "alice")
+    obj = world.upload("alice/L-1.json", order("L-1", amount_cents=1250))
+    world.stripe.inject("drop_after")
+    with pytest.raises(Exception) as lost:
+        charge(world, obj)
+    assert not isinstance(lost.value, keyed.NeedsAttention) and records(world)[0].unsent is False
+    world.stripe.inject("invalid_request")
+    with pytest.raises(keyed.NeedsAttention, match="idem settle") as parked:
+        charge(world, obj)
+    assert "nothing was charged" not in str(parked.value) and records(world)[0].unsent is not True
+    with pytest.raises(keyed.NeedsAttention) as again:
+        charge(world, world.upload("alice/L-1.json", order("L-1", amount_cents=1250)))
+    assert again.value.again is True and len(succeeded(world)) == 1
+
+
+def test_an_order_parked_before_any_send_is_charged_with_the_card_its_fixed_upload_names(world):
+    """P1/P2. A payment method is kept through retries because Stripe compares a key's parameters
+    (https://docs.stripe.com/idempotency); an order parked before anything was sent under its key has no such
+    parameters yet. Alice's order naming card A is parked (her account not linked yet); her fixed upload names
+    card B: B is charged, once. (The takeover kept card A: fixed with the 400 takeover above.)"""
+    from idem.core import customers
+    from idem.sim.stripe.server import seed_customer
+
+    alice, card_a = seed_customer(world.stripe, customer_id="cus_alice")
+    card_b = world.stripe.account.attach("test", "pm_card_mastercard", alice)["id"]
+    with pytest.raises(keyed.NeedsAttention, match="no linked customer"):
+        charge(world, world.upload("alice/C-1.json", order("C-1", amount_cents=1250, payment_method=card_a)))
+    customers.link(world.dynamodb, world.ledger_table, "alice", alice, reason="T-8", caller="arn:aws:iam::1:user/o",
+                   now=world.clock.now())
+    assert charge(world, world.upload("alice/C-1.json", order("C-1", amount_cents=1250, payment_method=card_b)))[
+        "status"] == "charged"
+    assert [i["payment_method"] for i in succeeded(world)] == [card_b]

@@ -42,9 +42,8 @@ def test_a_cancel_or_failure_delivered_after_the_success_leaves_the_line_booked(
 
 
 def test_a_success_delivered_after_the_same_charges_failure_is_booked(books):
-    """P3. A failed attempt leaves a PaymentIntent `requires_payment_method`, not final: "If the payment attempt
-    fails ... the PaymentIntent's status returns to requires_payment_method" and it may be confirmed again
-    (https://docs.stripe.com/payments/paymentintents/lifecycle); `succeeded` is final. The ledger follows: a success
+    """P3. A failed attempt leaves a PaymentIntent `requires_payment_method`, not final: it waits there for a payment
+    method and may be confirmed again (https://docs.stripe.com/payments/paymentintents/lifecycle); `succeeded` is final. The ledger follows: a success
     of the very charge the record declined is booked, fenced on that charge id. (Was answered "settled already",
     and the money moved on no line: the reconciliation had judged the charge's window before it succeeded: fixed.)"""
     put(books, status="pending", charge_id="pi_1", cents=500, owner="o1")
@@ -59,9 +58,9 @@ def test_a_success_delivered_after_the_same_charges_failure_is_booked(books):
 def test_a_failure_event_for_an_order_the_handler_declined_is_answered_200_not_retried_for_three_days(books):
     """P3/P4. Every off-session decline the handler records (a 402 card_error, final: `declined`) is also sent by
     Stripe as `payment_intent.payment_failed` (https://docs.stripe.com/api/events/types), and the handler's record
-    names no charge id. A non-2xx answer makes Stripe retry "for up to three days" and email about, then disable,
-    an endpoint that keeps failing (https://docs.stripe.com/webhooks#retries): the event must be marked and
-    answered 200, the record left declined. (Was answered 409 on every delivery: fixed.)"""
+    names no charge id. A non-2xx answer makes Stripe deliver it again "for up to three days"
+    (https://docs.stripe.com/webhooks#retries), each delivery a failure in the endpoint's log for nothing: the event
+    must be marked and answered 200, the record left declined. (Was answered 409 on every delivery: fixed.)"""
     put(books, status="declined", owner="o1", result={"status": "declined", "code": "card_declined"})
     for kind in ("payment_intent.payment_failed", "payment_intent.canceled"):
         code, _ = status_of(webhook.receive(signed(intent_event(f"evt_{kind}", kind)), SECRET, books))

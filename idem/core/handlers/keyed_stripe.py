@@ -113,9 +113,9 @@ def meaning_of(error: BaseException) -> Meaning:
 
 
 def why_refused(error: BaseException, meaning: Meaning, key: str, rec: Any, until: str) -> tuple[bool, str]:
-    """Whether a charge Stripe refused moved nothing (a 400 refusal, or an idempotency_error under a key whose every
-    earlier answer was one: the record is unsent and keeps its code), and why it is parked."""
-    unsent = meaning.unsent or bool(rec.unsent and "idempotency" in meaning.code and (rec.result or {}).get("code"))
+    """Whether a charge Stripe refused moved nothing under its key (no earlier attempt sent one: the record is unsent;
+    a 400 refusal, or an idempotency_error after one: the record keeps its code), and why it is parked."""
+    unsent = rec.unsent is True and (meaning.unsent or "idempotency" in meaning.code and "code" in (rec.result or {}))
     return unsent, (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for key "
                     f"{key[:32]}... ({meaning.reason}); " + (
                         f"nothing was charged: fix it, upload it again (Stripe may refuse a fix under the key until "

@@ -262,3 +262,26 @@ def test_an_order_parked_before_any_send_is_charged_with_the_card_its_fixed_uplo
     assert charge(world, world.upload("alice/C-1.json", order("C-1", amount_cents=1250, payment_method=card_b)))[
         "status"] == "charged"
     assert [i["payment_method"] for i in succeeded(world)] == [card_b]
+
+
+# == a key without the permission to charge (P2, "answers by meaning") ================================================
+def test_a_403_for_a_restricted_key_without_write_access_is_retried_as_a_key_problem_never_parked(world):
+    """P2/P4. "403 Forbidden: The API key doesn't have permissions to perform the request"
+    (https://docs.stripe.com/api/errors); restricted keys carry per-resource permissions
+    (https://docs.stripe.com/keys#limit-access). The key is refused before any endpoint runs ("We save results only
+    after the execution of an endpoint begins", https://docs.stripe.com/idempotency): like a 401 it is the key's problem, not the
+    order's, so the invocation fails for a retry that reads the secret again (counted `auth_failed`), the record is
+    released, and once the key may write PaymentIntents the order is charged once. (Was parked as maybe charged,
+    for `idem settle` by hand, every order of the outage never taken over: fixed.)"""
+    from idem.core.handlers.keyed_stripe import StripeProvider
+
+    link(world, "alice")
+    world.stripe.restrict("rk_test_function", {"customers:read", "payment_intents:read"})
+    provider = StripeProvider.from_secret("rk_test_function", world.stripe.url)
+    obj = world.upload("alice/K-1.json", order("K-1", amount_cents=1250))
+    with pytest.raises(keyed.ProviderAuthFailed, match="403|permission"):
+        charge(world, obj, provider=provider)
+    assert records(world)[0].status is keyed.Status.IN_PROGRESS and _intents(world) == {}
+    world.stripe.restrict("rk_test_function", {"customers:read", "payment_intents:write"})
+    assert charge(world, obj, provider=provider)["status"] == "charged"
+    assert len(succeeded(world)) == 1

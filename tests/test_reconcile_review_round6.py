@@ -77,6 +77,16 @@ def test_a_success_for_an_order_the_handler_declined_without_a_charge_id_is_not_
     assert code == 409 and record(books)["status"] == "declined"
 
 
+
+def test_a_success_for_a_parked_order_is_never_booked_over_the_park(books):
+    """P1/P3: a parked order (`needs_attention`: a 500 Stripe kept for the key, or other terms asked) waits for a
+    person (`idem settle` books or refunds what Stripe holds). Its charge's success event names the order's key, but
+    the park may say the charge is on other terms than the order's: the webhook leaves it (409: Stripe retries,
+    https://docs.stripe.com/webhooks#retries), and the reconciliation reports the charge `unbooked` beside the park."""
+    put(books, status="needs_attention", owner="o1", result={"reason": "the provider answered 500"})
+    code, _ = status_of(webhook.receive(signed(intent_event("evt_p", "payment_intent.succeeded")), SECRET, books))
+    assert code == 409 and record(books)["status"] == "needs_attention" and "booked_at" not in record(books)
+
 # == the reconciliation, over a pending record's life (P3/P4) =========================================================
 def test_pins_gap_a_record_left_pending_after_its_window_is_no_finding_in_any_later_window():
     """P3/P4, a gap pinned. The hourly job judges each window once: an order charged `processing` is one `pending`

@@ -95,9 +95,9 @@ def meaning_of(error: BaseException) -> Meaning:
     decline = str(getattr(detail, "decline_code", None) or getattr(error, "decline_code", None) or "")
     status = getattr(error, "http_status", None)
     reason = str(getattr(error, "user_message", None) or error)[:300]
-    if status == 401 or type(error).__name__ == "AuthenticationError":
-        # "No valid API key provided" (https://docs.stripe.com/api/errors): nothing executed
-        return Meaning(AUTH, code or "401", "", reason)
+    if status in (401, 403) or type(error).__name__ in ("AuthenticationError", "PermissionError"):
+        # "No valid API key provided", 403: "The API key doesn't have permissions" (https://docs.stripe.com/api/errors)
+        return Meaning(AUTH, code or str(status or 401), "", reason)
     if code in RETRY_CODES or status in (409, 429):  # a key in flight, too many requests, a lock
         return Meaning(RETRY, code or str(status), "", reason)
     if kind == "card_error" or status == 402:

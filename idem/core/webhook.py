@@ -9,10 +9,14 @@ of events in the order that they're generated": https://docs.stripe.com/webhooks
 
 One DynamoDB transaction writes the event's marker (`event#<id>`, only if absent) and its effect,
 fenced on the state it changes, so an event is either handled with its effect or not at all:
-- payment_intent.succeeded / payment_intent.payment_failed: the order's record (the key in the
+- payment_intent.succeeded / payment_failed / canceled: the order's record (the key in the
   PaymentIntent's metadata), `pending` with this charge id, becomes `done` (booked: account,
-  booked_at, booked_day) or `declined`. A record not pending yet (the handler is still on it)
-  answers 409: Stripe retries later ("Stripe attempts to deliver ... for up to three days");
+  booked_at, booked_day) or `declined` (a hold expired or canceled is released:
+  https://docs.stripe.com/api/payment_intents/cancel). A success is final and a failure is not
+  (https://docs.stripe.com/payments/paymentintents/lifecycle): a success of the charge a record
+  declined is booked; a failure or cancel leaves a done or declined record as it is (answered 200).
+  A record not pending yet (the handler is still on it) answers 409: Stripe retries later
+  ("Stripe attempts to deliver ... for up to three days");
 - charge.refunded: `refund#<payment_intent>` holds the cents refunded so far (Stripe's own
   cumulative amount_refunded), raised only: a late or repeated event never lowers it;
 - charge.dispute.created: `dispute#<id>` books the dispute.
@@ -32,7 +36,8 @@ from botocore.exceptions import ClientError
 
 from .dynamo import from_item, to_item, values
 
-HANDLED = ("payment_intent.succeeded", "payment_intent.payment_failed", "charge.refunded", "charge.dispute.created")
+HANDLED = ("payment_intent.succeeded", "payment_intent.payment_failed", "payment_intent.canceled", "charge.refunded",
+           "charge.dispute.created")
 #: An event marker outlives Stripe's three days of retries many times over (TTL: expires_at).
 EVENT_TTL_SECONDS = 30 * 24 * 3600
 
@@ -71,7 +76,7 @@ class Books:
         event_id, kind = str(event["id"]), str(event["type"])
         obj = event["data"]["object"]
         effect, outcome = None, "ignored: not an event this stack books"
-        if kind in ("payment_intent.succeeded", "payment_intent.payment_failed"):
+        if kind in HANDLED[:3]:
             effect, outcome = self._settle(obj, kind == "payment_intent.succeeded")
         elif kind == "charge.refunded":
             effect, outcome = self._refund(obj), "refund booked"
@@ -110,10 +115,13 @@ class Books:
         record = from_item(self.dynamodb.get_item(TableName=self.table, Key=to_item({"pk": key}),
                                                   ConsistentRead=True).get("Item")) or {}
         status, charge = str(record.get("status", "")), str(intent["id"])
-        if status in ("done", "declined") and record.get("charge_id") == charge:
+        # A success is final; a failure is not (requires_payment_method may be confirmed again), so a success of the
+        # charge a record declined is booked, and a failure or cancel never changes a done or declined record.
+        if (status == "done" and record.get("charge_id") == charge) or (status in ("done", "declined")
+                                                                         and not succeeded):
             return {"ConditionCheck": {"TableName": self.table, "Key": to_item({"pk": key}),
                                        "ConditionExpression": "attribute_not_exists(pk)"}}, "settled already"
-        if status != "pending" or record.get("charge_id") != charge:
+        if status not in ("pending", "declined") or record.get("charge_id") != charge:
             raise Retry(f"{key[:40]} is {status or 'absent'} (charge {record.get('charge_id', '-')}), not "
                         f"pending with {charge}: retry later, or settle it by hand (idem settle --key {key[:40]})")
         now = self.now()
@@ -127,9 +135,10 @@ class Books:
         else:
             update, named = "SET #s = :done, settled_by = :by", {"done": "declined"}
         return {"Update": {"TableName": self.table, "Key": to_item({"pk": key}), "UpdateExpression": update,
-                           "ConditionExpression": "#s = :pending AND charge_id = :charge",  # the fence
+                           "ConditionExpression": "#s IN (:pending, :declined) AND charge_id = :charge",  # the fence
                            "ExpressionAttributeNames": {"#s": "status"},
-                           "ExpressionAttributeValues": values(**named, pending="pending", charge=charge,
+                           "ExpressionAttributeValues": values(**named, pending="pending", declined="declined",
+                                                               charge=charge,
                                                                by="stripe webhook")}}, (
             "booked" if succeeded else "declined")
 

@@ -258,9 +258,11 @@ print(f"keyed says: {late.handler_says}; PaymentIntents for the order: {late.pay
 # (`keyed_stripe.meaning_of`). A card error is a final decline, recorded with its decline code. A
 # rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
 # Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
-# default method, which sends no key. A refused secret key (401) fails the invocation, is counted
-# as `auth_failed`, and the retry reads the key again; the order is never parked for it. An
-# `idempotency_error` or an invalid request needs a person. A PaymentIntent left `processing` is
+# default method, which sends no key. A refused secret key (401), or a restricted key without the
+# permission (403), fails the invocation, is counted as `auth_failed`, and the retry reads the key
+# again; the order is never parked for it. An `idempotency_error` or an invalid request needs a
+# person; a 400 on an order's first attempt says "nothing was charged", and the fixed upload takes
+# the order over under the same key. A PaymentIntent left `processing` is
 # booked `pending`; the webhook books it once Stripe decides (`idem settle` does it by hand).
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and

@@ -25,7 +25,7 @@ if COPIED:
     from keyed_orders import (OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of,
                               the_charge_found, who_pays)
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              charges_with_key, make_provider, meaning_of, read_saved_method)
+                              charges_with_key, make_provider, meaning_of, read_saved_method, why_refused)
     from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
                                 LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
                                 Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
@@ -37,7 +37,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, the_charge_found, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
-        make_provider, meaning_of, read_saved_method)
+        make_provider, meaning_of, read_saved_method, why_refused)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
@@ -78,7 +78,8 @@ class KeyedLedger:
         """Take over a run-out lease, a released or parked-unsent record, fenced to what we read (Claim.existing)."""
         mine = replace(old, status=Status.IN_PROGRESS, owner=new.owner, lease_until=new.lease_until,
                        source=new.source or old.source, expires_at=0.0, metadata=old.metadata or new.metadata,
-                       payment_method=old.payment_method or new.payment_method)
+                       payment_method=new.payment_method if old.unsent and old.status is Status.NEEDS_ATTENTION
+                       else old.payment_method or new.payment_method)  # parked unsent: nothing was sent with it
         leased = old.status is Status.IN_PROGRESS  # a released record's lease was removed with it
         fence = "#o = :old AND lease_until = :lease AND #s = :was" if leased else "#o = :old AND #s = :was"
         refused = conditional_write(
@@ -270,11 +271,9 @@ class KeyedCharger:
                 result["reason"] = meaning.reason
                 self.ledger.finish(claimed, Status.DECLINED, result)
                 return result
-            result["reason"] = (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for "
-                                f"key {claimed.key[:32]}... ({meaning.reason}); "
-                                "no retry with this key can succeed, and a new key could charge twice: find the "
-                                "charge at the provider (`idem settle`), then book or refund it")
-            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result)  # sent: never taken over
+            unsent, result["reason"] = why_refused(error, meaning, claimed.key, claimed, utc(
+                claimed.first_attempt_at + self.settings.provider_key_retention_seconds))
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, result, unsent)  # unsent: the fix takes it over
             raise NeedsAttention(f"{ref.source}: {result['reason']}") from error
         what = INTENT_MEANS.get(str(getattr(charge, "status", None) or "succeeded"), ATTENTION)
         if what == DECLINED:  # requires_action off-session, or requires_payment_method

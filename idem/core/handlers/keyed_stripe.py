@@ -79,11 +79,12 @@ RETRY_CODES = ("rate_limit", "lock_timeout", "idempotency_key_in_use")
 
 @dataclass(frozen=True)
 class Meaning:
-    """What one answer means: `what` (above), Stripe's error `code` and `decline_code`, a reason."""
+    """What one answer means: `what` (above), Stripe's error `code` and `decline_code`, a reason; `unsent`: no money."""
     what: str
     code: str = ""
     decline_code: str = ""
     reason: str = ""
+    unsent: bool = False
 
 
 def meaning_of(error: BaseException) -> Meaning:
@@ -94,9 +95,9 @@ def meaning_of(error: BaseException) -> Meaning:
     decline = str(getattr(detail, "decline_code", None) or getattr(error, "decline_code", None) or "")
     status = getattr(error, "http_status", None)
     reason = str(getattr(error, "user_message", None) or error)[:300]
-    if status == 401 or type(error).__name__ == "AuthenticationError":
-        # "No valid API key provided" (https://docs.stripe.com/api/errors): nothing executed
-        return Meaning(AUTH, code or "401", "", reason)
+    if status in (401, 403) or type(error).__name__ in ("AuthenticationError", "PermissionError"):
+        # "No valid API key provided", 403: "The API key doesn't have permissions" (https://docs.stripe.com/api/errors)
+        return Meaning(AUTH, code or str(status or 401), "", reason)
     if code in RETRY_CODES or status in (409, 429):  # a key in flight, too many requests, a lock
         return Meaning(RETRY, code or str(status), "", reason)
     if kind == "card_error" or status == 402:
@@ -107,7 +108,19 @@ def meaning_of(error: BaseException) -> Meaning:
         return Meaning(ATTENTION, code or kind or "500", "", reason)
     if status is None or kind == "api_error" or (isinstance(status, int) and status > 500):
         return Meaning(RETRY, code or kind or str(status or "no answer"), "", reason)  # not executed: retry
-    return Meaning(ATTENTION, code or kind or str(status), "", reason)
+    return Meaning(ATTENTION, code or kind or str(status), "", reason,  # unsent: a 400 with no PaymentIntent in it
+                   status == 400 and kind == "invalid_request_error" and not getattr(detail, "payment_intent", None))
+
+
+def why_refused(error: BaseException, meaning: Meaning, key: str, rec: Any, until: str) -> tuple[bool, str]:
+    """Whether a charge Stripe refused moved nothing under its key (no earlier attempt sent one: the record is unsent;
+    a 400 refusal, or an idempotency_error after one: the record keeps its code), and why it is parked."""
+    unsent = rec.unsent is True and (meaning.unsent or "idempotency" in meaning.code and "code" in (rec.result or {}))
+    return unsent, (f"the provider answered {getattr(error, 'http_status', None) or ''} {meaning.code} for key "
+                    f"{key[:32]}... ({meaning.reason}); " + (
+                        f"nothing was charged: fix it, upload it again (Stripe may refuse a fix under the key until "
+                        f"{until})" if unsent else "no retry with this key can succeed, and a new key could charge "
+                        "twice: find the charge at the provider (`idem settle`), then book or refund it"))
 
 
 def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
@@ -231,8 +244,10 @@ class StripeProvider:
 
     def saved_method(self, customer: str) -> str | None:
         """The customer's default payment method (https://docs.stripe.com/api/customers/object), or None."""
-        found = self.client.v1.customers.retrieve(customer)
-        method = (found.to_dict().get("invoice_settings") or {}).get("default_payment_method")
+        found = self.client.v1.customers.retrieve(customer).to_dict()
+        if found.get("deleted"):  # retrieve answers a deleted customer with its id and `deleted: true`
+            raise NoPaymentMethod(f"customer {customer} is deleted at Stripe: link the account to another customer")
+        method = (found.get("invoice_settings") or {}).get("default_payment_method")
         return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None
 
     @staticmethod

@@ -9,9 +9,11 @@ runs family, as BatchWriteItem already was):
   PutEvents' `FailedEntryCount` never happened (a call answered so now counts no effect either);
 - `batch_get_skips_unlinked` said holds: moto's BatchGetItem never leaves keys unprocessed.
 
+Wrong before, and fixed (idem.explore.target.deployed.failure_destination): a deployed function with no
+place for the event Lambda discards was said to fail visibly; it loses the event silently.
+
 Gaps pinned, not fixed (docs/reliability.md, "Not modelled"): DynamoDB's eventually
-consistent reads, an ETag that changes with the same bytes, and a deployed function with no place for
-the event it discards.
+consistent reads, and an ETag that changes with the same bytes.
 """
 from __future__ import annotations
 
@@ -138,10 +140,26 @@ def test_pins_gap_a_key_from_the_name_and_etag_is_said_to_hold_as_the_retried_pu
     assert code == 0, (out + err)[-3000:]
 
 
-def test_pins_gap_a_function_with_no_failure_destination_is_said_to_fail_visibly(monkeypatch):
+# -- a function with no failure destination: fixed ---------------------------------------------------
+def test_a_function_with_no_failure_destination_loses_a_failed_event_silently(monkeypatch):
     # AWS: "When an event fails all processing attempts ... Lambda discards it. To retain discarded events,
     # configure a dead-letter queue" or an on-failure destination: with neither, a failed event is lost
-    # silently. The check always gives the function a failure queue, so it counts failed_visibly.
+    # silently (docs/check_from_a_template.md P16).
     code, out, err = check(monkeypatch, "--template", TEMPLATE, "--function", "NoFailureDestination",
                            families="runs")
+    assert code == 1 and verdicts(out).get("silent_loss"), (out + err)[-3000:]
+    assert "failed_visibly" not in verdicts(out) and "needs_attention" not in verdicts(out), out[:3000]
+    assert "no failure destination (an event that fails every attempt is discarded)" in out, out[:3000]
+    assert "the function as deployed has no failure destination" in out and "add a DeadLetterQueue" in out, out
+
+
+@pytest.mark.parametrize("function, destination", [
+    ("WithDeadLetterQueue", "DeadLetterQueue Failures"),  # SAM's DeadLetterQueue on the function
+    ("WithOnFailure", "OnFailure Failures"),  # an AWS::Lambda::EventInvokeConfig naming it
+])
+def test_a_function_with_a_dead_letter_queue_or_an_on_failure_destination_fails_visibly(monkeypatch, function,
+                                                                                         destination):
+    code, out, err = check(monkeypatch, "--template", TEMPLATE, "--function", function, families="runs")
     assert code == 0 and verdicts(out).get("failed_visibly"), (out + err)[-3000:]
+    assert "silent_loss" not in verdicts(out) and f"failure destination {destination}" in out, out[:3000]
+    assert "MaximumRetryAttempts 0" in out and "has no failure destination" not in out, out[:3000]

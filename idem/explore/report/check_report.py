@@ -73,6 +73,19 @@ class CheckReport:
                     "on the clean run (see --books, or books= in Python)")
         return f"books: ledger lines are items of {self.books.table_env} with {self.books.attribute}"
 
+    def discarded(self) -> list[str]:
+        """The line saying why a failed event was lost: the function as deployed has no failure
+        destination (docs/check_from_a_template.md P16), when a break is a silent one."""
+        deployed = self.target.deployed
+        silent = {Verdict.SILENT_LOSS.value, Verdict.SILENT_MISMATCH.value}
+        if (deployed is None or deployed.failure_destination or self.trigger == "sqs"
+                or not any(r.verdict in silent for r in self.broken)):
+            return []
+        return ["", "the function as deployed has no failure destination: Lambda discards an event that fails "
+                    "every attempt or outlives its maximum age, and nothing alerts; add a DeadLetterQueue or an "
+                    "EventInvokeConfig OnFailure destination "
+                    "(https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)"]
+
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
         # a handler that charges nothing is told of its effects only, never of charges or books
@@ -98,6 +111,7 @@ class CheckReport:
             lines += ["", f"holds: no double effect, silent loss or silent mismatch in any of the "
                           f"{len(self.results)} schedules"]
             return "\n".join(lines)
+        lines += self.discarded()
         if smallest.clean:
             lines += ["", "breaks on the clean run (no fault, one delivery, no retry), so no other schedule was run:",
                       *timeline(smallest, smallest.effects)]

@@ -14,6 +14,11 @@ template says nothing:
   `MaximumEventAgeInSeconds` (default 21,600, six hours) from the function's `EventInvokeConfig`
   or an `AWS::Lambda::EventInvokeConfig` naming it
   (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html);
+- for an asynchronous trigger, its failure destination: SAM's `DeadLetterQueue`, CloudFormation's
+  `DeadLetterConfig`, or `DestinationConfig.OnFailure` in its `EventInvokeConfig` (none: Lambda
+  discards an event that fails every attempt or outlives its maximum age: "To retain discarded
+  events, configure a dead-letter queue",
+  https://docs.amazonaws.cn/sdkfornet/v3/apidocs/items/Lambda/MILambdaPutFunctionEventInvokeConfigPutFunctionEventInvokeConfigRequest.html);
 - for SQS, the mapping's `BatchSize` (default 10) and `FunctionResponseTypes`
   (`ReportBatchItemFailures`, off by default), and the source queue's `VisibilityTimeout`
   (default 30 s) and `RedrivePolicy.maxReceiveCount` (none: no dead-letter queue)
@@ -73,6 +78,8 @@ class Deployed:
     eventbridge_rule: str = ""  # where the template declares the rule that targets it ("": none)
     #: ReservedConcurrentExecutions (-1: none reserved): how many environments may run it at once
     reserved_concurrency: int = -1
+    #: where a failed asynchronous event goes ("DeadLetterQueue Failures"; "": none, Lambda discards it)
+    failure_destination: str = ""
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -154,7 +161,9 @@ class Deployed:
                     f"{'on' if self.report_batch_item_failures else 'off'}, VisibilityTimeout "
                     f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s")
         line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
-                f"{self.max_event_age}")
+                f"{self.max_event_age}, " + (f"failure destination {self.failure_destination}"
+                                             if self.failure_destination else "no failure destination "
+                                             "(an event that fails every attempt is discarded)"))
         if trigger == "eventbridge":
             dead = (f"DeadLetterConfig {self.eventbridge_dead_letter}" if self.eventbridge_dead_letter
                     else "no DeadLetterConfig")
@@ -185,6 +194,7 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         "max_retry_attempts": int(value(invoke.get("MaximumRetryAttempts", DEFAULT_RETRIES))),
         "max_event_age": int(value(invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE))),
         "reserved_concurrency": int(value(function.get("ReservedConcurrentExecutions", -1))),
+        "failure_destination": failure_destination(function, invoke, value),
     }
     if sqs_source:
         queue_id, mapping = sqs_source
@@ -207,6 +217,22 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
             eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
             eventbridge_dead_letter=referenced_id(dead) or str(value(dead) or ""), eventbridge_rule=rule)
     return Deployed(**settings)
+
+
+def failure_destination(function: dict[str, Any], invoke: dict[str, Any], value: Any) -> str:
+    """The function's failure destination, as "PROPERTY target", or "" for none: SAM's DeadLetterQueue,
+    CloudFormation's DeadLetterConfig, or its EventInvokeConfig's OnFailure (SAM makes the queue or
+    topic itself for an OnFailure of Type SQS or SNS with no Destination)."""
+    def key(node: Any, name: str) -> Any:
+        return node.get(name) if isinstance(node, dict) else None
+
+    on_failure = key(invoke.get("DestinationConfig"), "OnFailure")
+    for name, node in (("DeadLetterQueue", key(function.get("DeadLetterQueue"), "TargetArn")),
+                       ("DeadLetterConfig", key(function.get("DeadLetterConfig"), "TargetArn")),
+                       ("OnFailure", key(on_failure, "Destination") or key(on_failure, "Type"))):
+        if node:
+            return f"{name} {referenced_id(node) or value(node)}"
+    return ""
 
 
 def referenced_id(node: Any) -> str:

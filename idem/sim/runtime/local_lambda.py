@@ -164,6 +164,9 @@ class LocalLambda:
         self.memory_mb = memory_mb
         self.max_event_age = max_event_age
         self.reserved_concurrency = reserved_concurrency
+        #: whether the function has a failure destination (DLQ or OnFailure): without one Lambda
+        #: discards a failed or expired event (invocation-async-error-handling.html)
+        self.failure_destination = True
         self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.runtime.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name
@@ -430,7 +433,9 @@ class LocalLambda:
         return str(uuid.UUID(int=self._random.getrandbits(128), version=4))
 
     def _to_destination(self, pending: _Pending, condition: str, attempt: Attempt | None) -> None:
-        """Send Lambda's invocation record to the on-failure destination (an SQS queue)."""
+        """Send Lambda's invocation record to the on-failure destination (an SQS queue), if it has one."""
+        if not self.failure_destination:
+            return
         error_type, _, message = (attempt.error if attempt else "").partition(": ")
         record = {
             "version": "1.0",

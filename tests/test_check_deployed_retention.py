@@ -138,7 +138,8 @@ def test_the_cli_report_states_the_rule_targets_policy_as_deployed():
     assert code in (0, 1), err  # the header is stated whatever the verdict
     assert "trigger: eventbridge" in out
     assert ("as deployed (deployed_retention.yaml, function NeverRetried): Timeout 30 s, MemorySize 128 MB; "
-            "MaximumRetryAttempts 2, MaximumEventAgeInSeconds 21600; EventBridge target: MaximumRetryAttempts 0, "
+            "MaximumRetryAttempts 2, MaximumEventAgeInSeconds 21600, no failure destination (an event that fails "
+            "every attempt is discarded); EventBridge target: MaximumRetryAttempts 0, "
             "MaximumEventAgeInSeconds 60, no DeadLetterConfig; the runs: --retries 0 (MaximumRetryAttempts)") in out
 
 

@@ -497,7 +497,9 @@ with views.folded_output():
 # Such a function usually ships with a SAM template: the function, its trigger, and the
 # resources it uses. Each resource has a **logical id** there, its name under `Resources:`. Give
 # the check the template and the function's logical id. It reads the function's handler,
-# environment, memory and trigger from the template. It creates the template's tables, queues,
+# environment, memory and trigger from the template, and where a failed event goes: its
+# `DeadLetterQueue` or `OnFailure` destination. Without one, Lambda discards an event that fails
+# every attempt, and the check counts it lost, not failed visibly. It creates the template's tables, queues,
 # topics and buckets on its local AWS before the clean run. Each gets the name the template
 # gives it, or, without one, the stack's name and its logical id.
 #

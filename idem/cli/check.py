@@ -42,7 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "event buses on its AWS with the template's names before the clean run")
     parser.add_argument("--function", default=None, metavar="LOGICAL_ID",
                         help="the function's logical id in --template; the runs use its Timeout, MemorySize, "
-                             "MaximumRetryAttempts, MaximumEventAgeInSeconds and, fed by SQS, its BatchSize, "
+                             "MaximumRetryAttempts, MaximumEventAgeInSeconds, its failure destination (DeadLetterQueue or "
+                             "OnFailure; none: a failed event is discarded, a silent loss) and, fed by SQS, its BatchSize, "
                              "ReportBatchItemFailures and its queue's VisibilityTimeout and maxReceiveCount "
                              "(Globals included; AWS's defaults where the template says nothing), stated in "
                              "the report's header")

@@ -9,7 +9,7 @@ from test_webhook import SECRET, books, intent_event, put, record, signed, statu
 from idem.core import webhook
 
 
-def test_a_held_charge_stripe_cancels_is_declined_by_its_event_not_left_pending_for_ever(books):
+def test_a_held_charge_stripe_cancels_is_declined_by_its_event_not_left_pending_for_ever(books):  # noqa: F811 (the fixture)
     """P3. An authorization not captured in time is canceled ("If the authorization expires before you capture the
     funds, the funds are released and the payment status changes to canceled", https://docs.stripe.com/payments/capture-later),
     and a PaymentIntent canceled by hand "makes no additional charges ... For PaymentIntents with a status of
@@ -27,7 +27,7 @@ def test_a_held_charge_stripe_cancels_is_declined_by_its_event_not_left_pending_
     assert status_of(webhook.receive(signed(event), SECRET, books)) == (200, "duplicate: handled already")
 
 
-def test_a_cancel_or_failure_delivered_after_the_success_leaves_the_line_booked(books):
+def test_a_cancel_or_failure_delivered_after_the_success_leaves_the_line_booked(books):  # noqa: F811 (the fixture)
     """P3, what is final stays final: a `succeeded` PaymentIntent is done ("succeeded: ... the payment is complete",
     https://docs.stripe.com/payments/paymentintents/lifecycle), and "Stripe doesn't guarantee the delivery of events
     in the order that they're generated" (https://docs.stripe.com/webhooks#event-ordering): an earlier attempt's
@@ -41,7 +41,7 @@ def test_a_cancel_or_failure_delivered_after_the_success_leaves_the_line_booked(
     assert record(books) == booked and booked["status"] == "done"
 
 
-def test_a_success_delivered_after_the_same_charges_failure_is_booked(books):
+def test_a_success_delivered_after_the_same_charges_failure_is_booked(books):  # noqa: F811 (the fixture)
     """P3. A failed attempt leaves a PaymentIntent `requires_payment_method`, not final: it waits there for a payment
     method and may be confirmed again (https://docs.stripe.com/payments/paymentintents/lifecycle); `succeeded` is final. The ledger follows: a success
     of the very charge the record declined is booked, fenced on that charge id. (Was answered "settled already",
@@ -55,7 +55,7 @@ def test_a_success_delivered_after_the_same_charges_failure_is_booked(books):
     assert (line["status"], line["account"], line["cents"]) == ("done", "alice", 500)
 
 
-def test_a_failure_event_for_an_order_the_handler_declined_is_answered_200_not_retried_for_three_days(books):
+def test_a_failure_event_for_an_order_the_handler_declined_is_answered_200_not_retried_for_three_days(books):  # noqa: F811 (the fixture)
     """P3/P4. Every off-session decline the handler records (a 402 card_error, final: `declined`) is also sent by
     Stripe as `payment_intent.payment_failed` (https://docs.stripe.com/api/events/types), and the handler's record
     names no charge id. A non-2xx answer makes Stripe deliver it again "for up to three days"
@@ -68,7 +68,7 @@ def test_a_failure_event_for_an_order_the_handler_declined_is_answered_200_not_r
     assert record(books)["status"] == "declined" and record(books, "event#evt_payment_intent.payment_failed")
 
 
-def test_a_success_for_an_order_the_handler_declined_without_a_charge_id_is_not_booked_blind(books):
+def test_a_success_for_an_order_the_handler_declined_without_a_charge_id_is_not_booked_blind(books):  # noqa: F811 (the fixture)
     """P3: a success names a charge; a record declined with no charge id cannot tell it is this order's charge
     (https://docs.stripe.com/webhooks#handle-duplicate-events: handle each event against the state it changes).
     It is answered 409 (Stripe retries; the reconciliation sees the succeeded charge on no line), never booked."""
@@ -78,7 +78,7 @@ def test_a_success_for_an_order_the_handler_declined_without_a_charge_id_is_not_
 
 
 
-def test_a_success_for_a_parked_order_is_never_booked_over_the_park(books):
+def test_a_success_for_a_parked_order_is_never_booked_over_the_park(books):  # noqa: F811 (the fixture)
     """P1/P3: a parked order (`needs_attention`: a 500 Stripe kept for the key, or other terms asked) waits for a
     person (`idem settle` books or refunds what Stripe holds). Its charge's success event names the order's key, but
     the park may say the charge is on other terms than the order's: the webhook leaves it (409: Stripe retries,

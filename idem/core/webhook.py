@@ -36,8 +36,9 @@ from botocore.exceptions import ClientError
 
 from .dynamo import from_item, to_item, values
 
-HANDLED = ("payment_intent.succeeded", "payment_intent.payment_failed", "payment_intent.canceled", "charge.refunded",
-           "charge.dispute.created")
+#: the events that settle an order's pending charge: booked, or declined
+SETTLES = ("payment_intent.succeeded", "payment_intent.payment_failed", "payment_intent.canceled")
+HANDLED = SETTLES + ("charge.refunded", "charge.dispute.created")
 #: An event marker outlives Stripe's three days of retries many times over (TTL: expires_at).
 EVENT_TTL_SECONDS = 30 * 24 * 3600
 
@@ -76,7 +77,7 @@ class Books:
         event_id, kind = str(event["id"]), str(event["type"])
         obj = event["data"]["object"]
         effect, outcome = None, "ignored: not an event this stack books"
-        if kind in HANDLED[:3]:
+        if kind in SETTLES:
             effect, outcome = self._settle(obj, kind == "payment_intent.succeeded")
         elif kind == "charge.refunded":
             effect, outcome = self._refund(obj), "refund booked"

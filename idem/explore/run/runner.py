@@ -41,9 +41,10 @@ def _env_for(world: Any, target: Target) -> dict[str, str]:
 def _runtime(world: Any, target: Target, schedule: Schedule, provider_factory: str, seed: int) -> Any:
     runtime = LocalLambda(world, _env_for(world, target), fault=schedule.fault, retries=schedule.retries,
                           handler=target.spec, provider_factory=provider_factory, seed=seed,
+                          # a template's function with no DLQ or OnFailure destination: a failed event is
+                          # discarded (docs/check_from_a_template.md P16)
+                          failure_destination=bool(target.deployed.failure_destination) if target.deployed else True,
                           **(target.deployed.runtime_options() if target.deployed else {}))
-    # a template's function with no DLQ or OnFailure destination: a failed event is discarded (docs/check_from_a_template.md P16)
-    runtime.failure_destination = bool(target.deployed.failure_destination) if target.deployed else True
     runtime.retry_delay = timings.retry_delay(schedule.timing, runtime.max_event_age)  # drawn from its range
     # how long EventBridge retries the function as a rule target: the template's policy, or its default
     runtime.eventbridge_window = (target.deployed.eventbridge_window() if target.deployed

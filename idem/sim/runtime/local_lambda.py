@@ -148,6 +148,7 @@ class LocalLambda:
         seed: int | None = None,
         memory_mb: int = 256,  # MemorySize, as the context tells the function
         reserved_concurrency: int | None = None,  # ReservedConcurrentExecutions (None: not reserved)
+        failure_destination: bool = True,  # a DLQ or OnFailure destination (False: a failed event is discarded)
     ) -> None:
         if not 0 <= retries <= 2:
             raise ValueError(f"MaximumRetryAttempts is 0, 1 or 2; got {retries}")
@@ -166,7 +167,7 @@ class LocalLambda:
         self.reserved_concurrency = reserved_concurrency
         #: whether the function has a failure destination (DLQ or OnFailure): without one Lambda
         #: discards a failed or expired event (invocation-async-error-handling.html)
-        self.failure_destination = True
+        self.failure_destination = failure_destination
         self.retry_delay: RetryDelay = documented_retry_delay  # idem.sim.runtime.delays
         self.reuse_containers = reuse_containers
         self.function_name = function_name

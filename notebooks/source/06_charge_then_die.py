@@ -189,7 +189,7 @@ for charge in world.provider().charges():
 print("your ledger for alice (charges, cents):", world.ledger().entry("alice"))
 
 # %% [markdown]
-# Notice that both say one charge, with the same id.
+# Notice that both say one charge of 500 cents: the provider made one, and your ledger booked one.
 
 # %% [markdown]
 # ## The provider's side of the story
@@ -255,12 +255,30 @@ views.outcome_frame(theirs, columns=("fault", "charges", "ledger_charges", "invo
 
 # %% [markdown]
 # Keyed reads each answer by what it means, from Stripe's error type and code, in one function of
-# its provider module. Retry later with the same key, a decline, or a person's turn:
+# its provider module. There are four meanings: retry later with the same key, a decline, a
+# refused secret key, or a person's turn:
 
 # %%
 from idem.core.handlers import keyed_stripe
 
 views.show_source(keyed_stripe.meaning_of)
+
+# %% [markdown]
+# Read the branches from the top:
+#
+# * A 401 or a 403 means Stripe refused the secret key: rolled, revoked, or a key without the
+#   permission ([errors](https://docs.stripe.com/api/errors)). Keyed fails the
+#   invocation and counts it as `auth_failed`. The retry reads the key from SSM again. The order
+#   is never parked for it.
+# * A rate limit (429), a lock, a key still in flight (409), an `api_error`, a 5xx other than 500,
+#   or no answer at all: Lambda retries, with the same key.
+# * A card error (402) is a decline.
+# * An `idempotency_error`, a saved 500, and any other answer park the order for a person.
+#
+# The last line also marks one case as *unsent*: a 400 `invalid_request_error` whose body holds
+# no PaymentIntent. Stripe refused the request before it began, so no money moved. When no
+# earlier attempt sent under the key, keyed parks the order with the reason "nothing was
+# charged", and a fixed upload of the order takes the record over.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -274,9 +292,12 @@ views.show_source(keyed_stripe.meaning_of)
 
 # %% [markdown]
 # The first put writes the record only if there is none. When it is refused, DynamoDB returns
-# the record that refused it, in the same call. If that record is `in_progress` with its lease
-# over, the claim takes it over with a second conditional put. That put lands only if the record
-# still names the owner and the lease it read, so of two copies trying, only one wins. Every
+# the record that refused it, in the same call. The claim takes that record over, with a second
+# conditional put, in three cases: it is `in_progress` with its lease over; its owner released it
+# after an error; or it was parked before anything was sent under its key. That put lands only if
+# the record still names the owner (and the lease) it read, so of two copies trying, only one
+# wins. A refused put that names this very owner is the claim's own put, sent again by the AWS
+# SDK after its answer was lost: the claim is won. Every
 # write keyed makes to its table is conditional, and goes through one small helper,
 # `conditional_write`. It returns `None` when the write lands, and the record that refused it
 # (or `{}`) when not. A claim writes no expiry: an `in_progress` record may stand for money
@@ -286,17 +307,17 @@ views.show_source(keyed_stripe.meaning_of)
 views.show_source(KeyedLedger.claim)
 
 # %% [markdown]
-# The commit is one more conditional put, and it lands only if the record still names this
-# invocation as its owner: an **owner-fenced commit**. It replaces the claim record with the
+# The commit is one more conditional put, and it lands only if the record is still
+# `in_progress` and names this invocation as its owner: an **owner-fenced commit**. It replaces the claim record with the
 # **ledger line**, the record of one charge in your books, under the same key:
 #
-# * `status` becomes `done`, and the record holds the `result`;
-# * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id` and
-#   `booked_at`;
+# * `status` becomes `done` (or `pending`, for a charge Stripe is still processing), and the
+#   record holds the `result`;
+# * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id`,
+#   `booked_at` and `booked_day` (a `pending` line gets its booking fields when it settles);
 # * there is no `expires_at`, so a done record never expires.
 #
-# Here is its code (its docstring, left out here, compares it with costlier designs that chapter
-# 08 measures):
+# Here is its code, without its docstring:
 
 # %%
 views.show_code(KeyedLedger.commit)
@@ -311,9 +332,12 @@ views.show_code(KeyedLedger.commit)
 # An account's totals are not a counter that each commit adds to. They are read by a query on a
 # **sparse index**. A **global secondary index** is a second view of a table, keyed on other
 # attributes, that DynamoDB keeps up to date
-# ([GSI](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html)). This one is
-# keyed on `account`, and holds only the items that have one: the records whose commit wrote the
-# ledger fields.
+# ([GSI](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html)). This one,
+# `by_account`, is keyed on `account` and `booked_at`. DynamoDB writes an item into an index only
+# if the item has the index's key attributes
+# ([sparse indexes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-indexes-general-sparse-indexes.html)).
+# The customer mapping has an `account` but no `booked_at`, so the index holds only the records
+# whose commit wrote the ledger fields.
 
 # %%
 views.show_source(booked_totals)
@@ -357,7 +381,7 @@ fig = views.sequence_chart(
 # The fence does not care which.
 #
 # Slide the stall, and switch to robust. Under 30 s the copy finds a live lease and waits for a
-# retry (`WorkInProgress`). Over 30 s it takes over. Robust has neither a lease nor a fence, so
+# retry (`WorkInProgress`). From 30 s on it takes over. Robust has neither a lease nor a fence, so
 # its copy charges at any stall.
 
 # %% tags=["nbval-ignore-output"]
@@ -444,7 +468,8 @@ views.outcome_frame([caught], columns=("handler", "timeout", "charges", "ledger_
 # %% [markdown]
 # The claim writes **`first_attempt_at`**: the time of the order's first charge attempt. Every
 # takeover keeps it. Once the key is 23 hours old (Stripe's 24 hours minus a margin of one hour),
-# keyed searches Stripe before any charge. It asks for a PaymentIntent whose metadata
+# keyed searches Stripe before any charge. It searches too when the event itself is 24 hours
+# old, or when either age is unknown. It asks for a PaymentIntent whose metadata
 # `idempotency_key` is the order's key. One charge found on the order's own terms (amount,
 # currency, customer) is booked; one still `processing` is recorded `pending`. Two charges, or one
 # on other terms, park the order for a person. Only when none is found does it charge. When the
@@ -493,7 +518,7 @@ views.items_frame(world.ledger().items(), hide=("metadata",)).T
 # * `done`, with the owner of the retry that committed it and the lease that retry held;
 # * `first_attempt_at`, the time of the first attempt, kept through the retry's takeover;
 # * the result, and the ledger fields of the one charge (`account`, `customer`, `cents`,
-#   `currency`, `charge_id`, `booked_at`);
+#   `currency`, `charge_id`, `booked_at`, `booked_day`);
 # * no `expires_at`, so this record turns copies away for good.
 
 # %% [markdown]

@@ -138,7 +138,8 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   through every takeover. From 23 hours on, search the provider by the key before any charge,
 #   and park the order when the search gives no answer (06).
 # - [ ] **Failures are loud.** Raise on failure, set an on-failure destination, and alarm on its
-#   depth. A failure nobody sees is a silent loss (04).
+#   depth. A failure nobody sees is a silent loss (04). Without a destination, Lambda discards
+#   the event after its last retry, and `idem check --template` counts it lost (11).
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
 #   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
 # - [ ] **Where records expire, expiry is checked in code.** Compare `expires_at` with the clock
@@ -156,7 +157,7 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 # %% [markdown]
 # ## The handler to copy
 #
-# You copy the folder's five `keyed*.py` files into your function's folder, then change them for
+# You copy five of the folder's six `keyed*.py` files into your function's folder, then change them for
 # production. `keyed.py` is the handler: the claim, the charge with the key, the commit and the
 # entry point. Its siblings hold the rest: which order an upload is (`keyed_orders.py`), the event
 # parser with the log lines (`keyed_events.py`), the settings and the DynamoDB record
@@ -256,14 +257,16 @@ print(f"keyed says: {late.handler_says}; PaymentIntents for the order: {late.pay
 #
 # Stripe's answers are read by their error `type` and `code`, not by HTTP status alone
 # (`keyed_stripe.meaning_of`). A card error is a final decline, recorded with its decline code. A
-# rate limit, a lock, the same key still in flight or a lost connection releases the claim, and
-# Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
+# rate limit, a lock, the same key still in flight, a 5xx other than 500 or a lost connection
+# releases the claim, and Lambda retries with the same key. So does a 5xx or a timeout on the read of the customer's
 # default method, which sends no key. A refused secret key (401), or a restricted key without the
 # permission (403), fails the invocation, is counted as `auth_failed`, and the retry reads the key
-# again; the order is never parked for it. An `idempotency_error` or an invalid request needs a
-# person; a 400 on an order's first attempt says "nothing was charged", and the fixed upload takes
-# the order over under the same key. A PaymentIntent left `processing` is
-# booked `pending`; the webhook books it once Stripe decides (`idem settle` does it by hand).
+# again; the order is never parked for it. A saved 500, an `idempotency_error` or an invalid
+# request parks the order for a person. One of them says "nothing was charged": a 400
+# `invalid_request_error` with no PaymentIntent in it, when no earlier attempt sent under the key.
+# The fixed upload then takes the order over under the same key. A PaymentIntent left
+# `processing` is booked `pending`. The webhook settles it once Stripe decides: `done`, or
+# `declined` for a failed or canceled one (`idem settle` does it by hand).
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
 # makes it the customer's default. Then a person links the account to that customer, once:
@@ -350,7 +353,7 @@ views.show_source(keyed_settings.settings_from_env)
 # | 7 | Scan the template for insecure settings; each skip carries its reason | `make checkov`, then `tests/test_checkov.py` (CI runs both) |
 # | 8 | Create a restricted Stripe key: PaymentIntents write and read, Customers read, and Refunds write for `idem refund`, which reads the same key | Stripe Dashboard, *Developers > API keys*; a test key first |
 # | 9 | Store the key where the function reads it at cold start | `aws ssm put-parameter --type SecureString`, named by `StripeSecretParameter` |
-# | 10 | Make room for the reserved concurrency, sized to Stripe's 25 requests per second | `aws lambda get-account-settings`; `ReservedConcurrency` |
+# | 10 | Make room for the reserved concurrency, sized to Stripe's default limit of 25 requests per second on one endpoint ([rate limits](https://docs.stripe.com/rate-limits)) | `aws lambda get-account-settings`; `ReservedConcurrency` |
 # | 11 | Deploy production, with its SQS buffer (`UploadQueue`) in front of the function, every override repeated, a test stage and an alarm address | `sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=...` (or `AlarmTopicArn=...`) |
 # | 12 | Confirm the alarm subscription from its email; until then no alarm mail arrives | the SNS confirmation link |
 # | 13 | Upload a test order, then the same file again, and see one PaymentIntent, one ledger line and a clean reconciliation | `aws s3 cp order.json`, `sam logs`, the Dashboard in test mode, the report bucket |
@@ -391,8 +394,8 @@ print(production.outage_lines())
 #   8 lists. Keep the secret key out of the template, the environment and the logs.
 # * **A saved payment method.** The stack charges the customer the account is linked to. Your
 #   checkout must have saved that customer's payment method for off-session use, and made it the
-#   customer's default (step 4). Without a default, the handler charges nothing and parks the
-#   order for a person.
+#   customer's default (step 4). Without a default, or when the customer was deleted at Stripe,
+#   the handler charges nothing and parks the order for a person.
 # * **Who may link and who may upload.** Whoever runs `idem customers link` decides who pays for an
 #   account: keep that to a few people. Whoever can write an account's folder can order for that
 #   account, up to `MAX_AMOUNT_CENTS` each time. Set `UploaderRoleArn`, and watch who may assume
@@ -400,8 +403,8 @@ print(production.outage_lines())
 # * **The orders themselves.** A wrong amount within the limits is charged that amount. The
 #   contract is at most one charge per account and order over the order's life. A corrected
 #   re-upload is left for a person. An order charged but never booked is searched for at Stripe
-#   before any charge, once its key is 23 hours old. Only a search with no answer leaves it to a
-#   person.
+#   before any charge, once its key is 23 hours old. A search with no answer, two charges found,
+#   or one on other terms leave it to a person.
 # * **How long orders are kept.** The upload bucket grows forever. Old versions expire after 90
 #   days, but the current version of every order never expires. Whether to delete orders, and
 #   when, is your decision: a lifecycle rule of your own, once the reconciliation has judged

@@ -68,9 +68,9 @@ print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by def
 # S3 hands an event to Lambda and gets no answer back: an asynchronous invocation. `LocalLambda`
 # stands in for the Lambda service's side of it. Its `send` queues the event with a due time. Its
 # `run` takes the next due event and moves the virtual clock to that time. Nothing sleeps. An
-# event older than the maximum event age is not invoked: like Lambda, `run` drops it and sends its
-# invocation record to the failure queue, with the condition `EventAgeExceeded` instead of
-# `RetriesExhausted`
+# event older than the maximum event age is not invoked: like Lambda, `run` drops it. If the
+# function has an on-failure destination, it sends the event's invocation record there, with the
+# condition `EventAgeExceeded` instead of `RetriesExhausted`
 # ([invocation records](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)).
 # It invokes the rest:
 
@@ -79,8 +79,11 @@ views.show_source(LocalLambda.run)
 
 # %% [markdown]
 # After a failed attempt, Lambda tries again about a minute later, then about two minutes after
-# that. The `retries` setting is the function's `MaximumRetryAttempts`. Once they are used up, the event goes
-# to the on-failure destination:
+# that. The `retries` setting is the function's `MaximumRetryAttempts`. Once they are used up,
+# Lambda sends the invocation record to the on-failure destination. A function with no
+# destination loses the event: Lambda discards it
+# ([error handling](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)).
+# The runtime does the same: with no `failure_destination`, `_to_destination` sends nothing.
 
 # %%
 views.show_source(LocalLambda.after_failure, LocalLambda._to_destination)
@@ -136,11 +139,18 @@ _ = views.runtime_explore(2, "always", "exception", "warm")
 views.show_source(boundary._before_call, boundary._after_call)
 
 # %% [markdown]
-# One call is not counted in `_after_call`: a publish to an SNS FIFO topic. Such a topic accepts,
-# but does not deliver, a message whose deduplication ID it saw within its deduplication interval,
-# five minutes at least
+# Two kinds of call are not counted in `_after_call`. The first is a publish to an SNS FIFO topic.
+# Such a topic accepts, but does not deliver, a message whose deduplication ID it saw within its
+# deduplication interval, five minutes at least
 # ([PublishBatchRequestEntry](https://docs.aws.amazon.com/sns/latest/api/API_PublishBatchRequestEntry.html)).
 # So the check counts what the topic delivers, as it does for messages sent to a queue.
+#
+# The second is a batch call answered with every entry failed. `BatchWriteItem`,
+# `BatchGetItem`, `SendMessageBatch`, `PublishBatch` and `PutEvents` answer a failed entry with
+# HTTP 200, in their answer's body (for `BatchWriteItem`, its `UnprocessedItems`:
+# [BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)).
+# moto never fails an entry, so the runtime makes such answers itself. Nothing landed, so the
+# call counts no effect.
 #
 # The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
 

@@ -387,7 +387,8 @@ for (action, kind), count in sorted(kinds.items()):
 #
 # `ExecuteChangeSet` makes exactly what the change set listed. The stack is done when its status
 # is `CREATE_COMPLETE`. Then moto's CloudFormation leaves a few things out: the stack's outputs,
-# bucket versioning, the table's TTL, the function's event-invoke config. The next call,
+# the buckets' versioning, the upload bucket's notification, the table's TTL, and each function's
+# event-invoke config. The next call,
 # `harness.fill_gaps()`, sets each one on moto and prints it. On AWS there is nothing to set.
 
 # %%

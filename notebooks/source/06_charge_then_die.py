@@ -268,7 +268,7 @@ views.show_source(keyed_stripe.meaning_of)
 #
 # * A 401 or a 403 means Stripe refused the secret key: rolled, revoked, or a key without the
 #   permission ([errors](https://docs.stripe.com/api/errors)). Keyed fails the
-#   invocation and counts it as `auth_failed`. The retry reads the key from SSM again. The order
+#   invocation and counts it as `auth_failed`. The retry reads the secret key again. The order
 #   is never parked for it.
 # * A rate limit (429), a lock, a key still in flight (409), an `api_error`, a 5xx other than 500,
 #   or no answer at all: Lambda retries, with the same key.

@@ -943,6 +943,8 @@ views.show_source(KeyedCharger.charge_once)
 # * see an uploader that writes each name once (`If-None-Match`): its buckets take every PUT;
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
+# * see a refusal its local AWS does not make: moto takes two puts of one key in one
+#   `BatchWriteItem`, which DynamoDB refuses;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 
 # %% [markdown]

@@ -270,7 +270,7 @@ views.show_source(keyed_stripe.meaning_of)
 #   permission ([errors](https://docs.stripe.com/api/errors)). Keyed fails the
 #   invocation and counts it as `auth_failed`. The retry reads the secret key again. The order
 #   is never parked for it.
-# * A rate limit (429), a lock, a key still in flight (409), an `api_error`, a 5xx other than 500,
+# * A rate limit (429), a lock, a key still in flight (409), a 5xx other than 500,
 #   or no answer at all: Lambda retries, with the same key.
 # * A card error (402) is a decline.
 # * An `idempotency_error`, a saved 500, and any other answer park the order for a person.

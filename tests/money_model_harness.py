@@ -117,7 +117,7 @@ class Bench:
         self.server.account, self.server.requests = StripeAccount(stand_in), []
         self._empty_ledger()
         self.ssm = fake_client("ssm")
-        self.secret_number = 1
+        self.secret_number, self.restricted = 1, False
         self.ssm.put_parameter(Name=secret_parameter, Value=self.secret, Type="SecureString", Overwrite=True)
         self.env = env(self.world, self.server, secret_parameter)
         self.handler: ModuleType | None = None
@@ -128,7 +128,7 @@ class Bench:
 
     @property
     def secret(self) -> str:
-        return f"sk_test_model_{self.secret_number}"
+        return f"{'rk' if self.restricted else 'sk'}_test_model_{self.secret_number}"
 
     def close(self) -> None:
         self._stack.close()
@@ -199,6 +199,20 @@ class Bench:
         self.secret_number += 1
         self.ssm.put_parameter(Name=self.secret_parameter, Value=self.secret, Type="SecureString", Overwrite=True)
         expire_api_key(self.server.account, old)
+
+    def restrict_secret(self, permissions: set[str]) -> None:
+        """A restricted key (rk_) in SSM with only these permissions, the old key expired at once."""
+        old = self.secret
+        self.secret_number += 1
+        self.restricted = True
+        self.server.account.restrict(self.secret, permissions)
+        self.ssm.put_parameter(Name=self.secret_parameter, Value=self.secret, Type="SecureString", Overwrite=True)
+        expire_api_key(self.server.account, old)
+
+    def grant_all(self) -> None:
+        """A person gives the restricted key what the handler needs (or nothing to do for a secret key)."""
+        if self.restricted:
+            self.server.account.restrict(self.secret, {"customers:read", "payment_intents:write"})
 
     def prune_keys(self) -> int:
         return prune_idempotency_keys(self.server.account)

@@ -21,7 +21,7 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
-    from keyed_events import log, log_outcome, metrics_document, read_logged, utc
+    from keyed_events import log, log_outcome, metrics_document, parking, read_logged, utc
     from keyed_orders import (OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of,
                               the_charge_found, who_pays)
     from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
@@ -32,7 +32,7 @@ if COPIED:
                                 conditional_write, enough_time, from_item, ours, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        log, log_outcome, metrics_document, read_logged, utc)
+        log, log_outcome, metrics_document, parking, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, the_charge_found, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
@@ -210,7 +210,8 @@ class KeyedCharger:
 
     def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
-        self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
+        with parking():  # if this write fails, parked or not, it is counted now: a retry finding it parked would not
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
         return NeedsAttention(reason)
 
     def _refused(self, claimed: Record, reason: str) -> NeedsAttention:

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import ModuleType
@@ -322,6 +323,7 @@ METRICS_NAMESPACE = "Idem"  # template.yaml alarms on its needs_attention
 #: (the alarm's metric), still_needs_attention each later try; auth_failed, a refused secret key.
 OUTCOMES = ("charged", "duplicate", "declined", "pending", "needs_attention", "work_in_progress", "ignored",
             "malformed", "lost_ownership", "failed", "still_needs_attention", "auth_failed")
+PARKING = "raised while parking the order: counted needs_attention"  # a note on the error (PEP 678)
 _OUTCOME_OF = {"NeedsAttention": "needs_attention", "WorkInProgress": "work_in_progress",
                "LostOwnership": "lost_ownership", "ProviderAuthFailed": "auth_failed"}
 
@@ -389,12 +391,24 @@ def log_outcome(request_id: str, upload: Any, done: dict[str, Any] | BaseExcepti
     """Log what became of one upload (its result, or its error); return the outcome counted."""
     if isinstance(done, BaseException):
         again = getattr(done, "again", False)
-        outcome = "still_needs_attention" if again else _OUTCOME_OF.get(type(done).__name__, "failed")
+        parking = PARKING in getattr(done, "__notes__", ())
+        outcome = ("still_needs_attention" if again else "needs_attention" if parking
+                   else _OUTCOME_OF.get(type(done).__name__, "failed"))
         log_line(logging.ERROR, f"{type(done).__name__}: {reason_of(done)}", request_id, upload, outcome)
         return outcome
     outcome = {"found": "charged", "superseded": "lost_ownership"}.get(done["status"], str(done["status"]))
     log_line(logging.INFO, f"{upload.reference}: {done['status']}", request_id, upload, outcome)
     return outcome
+
+
+@contextmanager
+def parking() -> Iterator[None]:
+    """Around the write that parks an order: its error is counted needs_attention (docs/money_contract.md, 4)."""
+    try:
+        yield
+    except Exception as unknown:
+        unknown.add_note(PARKING)
+        raise
 
 
 def utc(epoch: float) -> str:

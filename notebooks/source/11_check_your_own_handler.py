@@ -514,12 +514,14 @@ with views.folded_output():
 # It also raises when DynamoDB answers with `UnprocessedItems`, the puts it did not write.
 #
 # The second has no key, and any error fails the whole batch. The batch comes back a visibility
-# timeout later, and the uploads it had charged are charged again. Its 12 silent mismatches have
+# timeout later, and the uploads it had charged are charged again. Its 11 silent mismatches have
 # two causes. It never reads `UnprocessedItems`: when DynamoDB answers its batch write with every
 # item unprocessed, the books are never written and nothing fails (4 schedules). And its book
-# line's `pk` is the bucket and order id, without the account: another account's order "1001"
-# replaces the first's line (8 schedules, family `accounts`). Where both sit in one batch, DynamoDB
-# would refuse the two puts of one key; the check's local DynamoDB takes them. The check reads the
+# line's `pk` is the bucket and order id, without the account: another account's order "1001",
+# in another batch, replaces the first's line (7 schedules, family `accounts`). Where both sit in
+# one batch, DynamoDB refuses the two puts of one key, and the whole batch fails and comes back:
+# a double charge, not a silent one. The check's local DynamoDB refuses them as DynamoDB does.
+# The check reads the
 # dead-letter queue as the failure queue: a message there is a failure a person will see.
 
 # %% [markdown]
@@ -943,8 +945,6 @@ views.show_source(KeyedCharger.charge_once)
 # * see an uploader that writes each name once (`If-None-Match`): its buckets take every PUT;
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
-# * see a refusal its local AWS does not make: moto takes two puts of one key in one
-#   `BatchWriteItem`, which DynamoDB refuses;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 
 # %% [markdown]

@@ -1,3 +1,4 @@
 """What AWS services do that moto does not, answered around it for the function's own calls: DynamoDB's
-ClientRequestToken on transactions (`transact_tokens`), a batch call answered in part
+ClientRequestToken on transactions (`transact_tokens`), a BatchWriteItem naming one item twice
+refused whole (`batch_keys`), a batch call answered in part
 (BatchWriteItem, BatchGetItem, SendMessageBatch, PublishBatch, PutEvents: `batch_partial`), and ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`)."""

@@ -11,7 +11,8 @@ One DynamoDB transaction writes the event's marker (`event#<id>`, only if absent
 fenced on the state it changes, so an event is either handled with its effect or not at all:
 - payment_intent.succeeded / payment_failed / canceled: the order's record (the key in the
   PaymentIntent's metadata), `pending` with this charge id, becomes `done` (booked: account,
-  booked_at, booked_day) or `declined` (a hold expired or canceled is released:
+  booked_at, booked_day: out of the index's `pending` partition) or `declined` (out of it; a hold
+  expired or canceled is released:
   https://docs.stripe.com/api/payment_intents/cancel). A success is final and a failure is not
   (https://docs.stripe.com/payments/paymentintents/lifecycle): a success of the charge a record
   declined is booked; a failure or cancel leaves a done or declined record as it is (answered 200).
@@ -134,7 +135,7 @@ class Books:
                          now=now, day=time.strftime("%Y-%m-%d", time.gmtime(now)),
                          cents=int(intent.get("amount_received") or intent.get("amount") or 0))
         else:
-            update, named = "SET #s = :done, settled_by = :by", {"done": "declined"}
+            update, named = "SET #s = :done, settled_by = :by REMOVE booked_day, booked_at", {"done": "declined"}
         return {"Update": {"TableName": self.table, "Key": to_item({"pk": key}), "UpdateExpression": update,
                            "ConditionExpression": "#s IN (:pending, :declined) AND charge_id = :charge",  # the fence
                            "ExpressionAttributeNames": {"#s": "status"},

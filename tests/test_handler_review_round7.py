@@ -239,3 +239,38 @@ def test_a_processing_charge_is_recorded_pending_in_the_index_the_stale_sweep_re
     item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": rec.key}})["Item"]
     assert item["status"]["S"] == "pending" and "account" not in item
     assert item["booked_day"]["S"] == "pending" and float(item["booked_at"]["N"]) == world.clock.now()
+
+
+# == the settings (P2: limits and currencies are settings, read as written or refused at cold start) ================
+@pytest.mark.parametrize("name, raw", [("MAX_AMOUNT_CENTS", "\u00b2"), ("MAX_AMOUNT_CENTS", "\uff11\uff10\uff10"),
+                                       ("MIN_AMOUNT_CENTS", "\u0665\u0660"), ("MAX_AMOUNT_CENTS", "1e5"),
+                                       ("MAX_AMOUNT_CENTS", " 100000"), ("CURRENCIES", "\uff55\uff53\uff44")])
+def test_a_limit_or_currency_setting_not_in_ascii_refuses_to_start_naming_it(name, raw):
+    """P2. The limits are "both settings", and a setting read otherwise than written moves other money: a
+    superscript two, full-width or Arabic-Indic digits (which Python's `str.isdigit` accepts, and `int` reads or
+    crashes on), an exponent, a space; a full-width currency code (Stripe: "You must use all lowercase letters
+    when passing the three-letter ISO code", https://docs.stripe.com/currencies). Each refuses to start with a
+    ConfigError naming the setting, never a crash of another kind nor a limit read as another number. (Was: `²`
+    crashed with ValueError, `１００` and `٥٠` were read as 100 and 50, and `ｕｓｄ` was a currency: fixed.)"""
+    from idem.core.handlers.keyed_settings import settings_from_env
+
+    with pytest.raises(keyed.ConfigError, match=name):
+        settings_from_env({"LEDGER_TABLE": "ledger", name: raw})
+
+
+@pytest.mark.parametrize("key, account", [("/alice/o.json", ""), ("alice//o.json", "alice"),
+                                          ("alice/2026/12/o.json", "alice")])
+def test_the_account_is_the_keys_first_segment_as_s3_writes_it(world, key, account):  # noqa: F811 (the fixture)
+    """P2. S3 has no folders, only key prefixes (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-folders.html):
+    `/alice/o.json` begins with an empty segment (no account: parked, alice not charged); `alice//o.json` and
+    `alice/2026/12/o.json` are under `alice/`, charged to alice's link."""
+    alice = link(world, "alice")
+    obj = world.upload(key, order("K-1", amount_cents=1250))
+    if not account:
+        with pytest.raises(keyed.NeedsAttention, match="no account folder"):
+            charge(world, obj)
+        assert _intents(world) == {}
+    else:
+        assert charge(world, obj)["status"] == "charged"
+        (intent,) = succeeded(world)
+        assert intent["customer"] == alice and intent["metadata"]["idem_account"] == account

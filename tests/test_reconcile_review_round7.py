@@ -284,3 +284,19 @@ def test_pins_gap_a_refund_that_failed_after_the_webhook_booked_it_stays_booked_
         intent=lambda pi: {"id": pi, "metadata": {"idem_stack": "idem-test"}, "currency": "usd", "amount_received": 500},
         stack="idem-test")
     assert found == []  # the gap: 500 booked refunded, nothing refunded at Stripe
+
+
+def test_a_failure_of_another_charge_than_a_pending_records_own_is_answered_200_and_changes_nothing(books):  # noqa: F811
+    """P3. A failure or cancel "never changes a done or declined record and is answered 200"; the same holds for a
+    `pending` record that names another charge of the order (an earlier attempt's PaymentIntent left
+    `requires_payment_method`, https://docs.stripe.com/payments/paymentintents/lifecycle): its own charge is still
+    pending, and a non-2xx answer would be delivered again for three days (https://docs.stripe.com/webhooks#retries),
+    each a failure counting toward Stripe disabling the endpoint. (Was answered 409 on every delivery: fixed.) A
+    success of another charge still waits (409): that is a second charge for a person."""
+    put(books, status="pending", charge_id="pi_2", cents=500, owner="o1")
+    for n, kind in enumerate(("payment_intent.payment_failed", "payment_intent.canceled")):
+        assert status_of(webhook.receive(signed(intent_event(f"evt_{n}", kind, pi="pi_1")), SECRET, books))[0] == 200
+    assert record(books)["status"] == "pending" and record(books)["charge_id"] == "pi_2"
+    code, _ = status_of(webhook.receive(signed(intent_event("evt_s", "payment_intent.succeeded", pi="pi_1")), SECRET,
+                                        books))
+    assert code == 409 and record(books)["status"] == "pending"

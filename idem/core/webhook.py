@@ -118,9 +118,11 @@ class Books:
                                                   ConsistentRead=True).get("Item")) or {}
         status, charge = str(record.get("status", "")), str(intent["id"])
         # A success is final; a failure is not (requires_payment_method may be confirmed again), so a success of the
-        # charge a record declined is booked, and a failure or cancel never changes a done or declined record.
-        if (status == "done" and record.get("charge_id") == charge) or (status in ("done", "declined")
-                                                                         and not succeeded):
+        # charge a record declined is booked, and a failure or cancel never changes a done or declined record, nor a
+        # pending one naming another charge (its own is still pending).
+        other_charge = record.get("charge_id") != charge
+        if (status == "done" and not other_charge) or (not succeeded and (status in ("done", "declined")
+                                                                           or status == "pending" and other_charge)):
             return {"ConditionCheck": {"TableName": self.table, "Key": to_item({"pk": key}),
                                        "ConditionExpression": "attribute_not_exists(pk)"}}, "settled already"
         if status not in ("pending", "declined") or record.get("charge_id") != charge:

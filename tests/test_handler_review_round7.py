@@ -274,3 +274,30 @@ def test_the_account_is_the_keys_first_segment_as_s3_writes_it(world, key, accou
         assert charge(world, obj)["status"] == "charged"
         (intent,) = succeeded(world)
         assert intent["customer"] == alice and intent["metadata"]["idem_account"] == account
+
+
+def test_an_off_session_charge_needing_3ds_that_the_customer_completes_later_is_booked_by_its_event(world):  # noqa
+    """P1/P3. Off-session, a charge needing authentication is left `requires_action`; the handler records the order
+    `declined`, naming the PaymentIntent. Stripe's answer is to bring the customer back on-session to authenticate
+    that same PaymentIntent ("notify your customer to return to your application to complete the payment",
+    https://docs.stripe.com/payments/save-and-reuse); once they do, it succeeds and Stripe sends
+    `payment_intent.succeeded`. "A success is final": the webhook books it on the order's record (the very charge
+    the record names), once; the reconciliation would never see it otherwise (its search is by `created`, days
+    before). (Was answered 409 for three days, the record naming the charge only in its result: fixed.)"""
+    from idem.core import webhook
+
+    link(world, "alice")
+    world.stripe.inject("requires_action")
+    assert charge(world, world.upload("alice/T-1.json", order("T-1", amount_cents=1250)))["status"] == "declined"
+    (intent,) = _intents(world).values()
+    world.clock.advance(2 * 24 * HOUR)
+    intent.update(status="succeeded", amount_received=1250)
+    books = webhook.Books(world.dynamodb, world.ledger_table, "", now=world.clock.now)
+    event = {"id": "evt_3ds", "type": "payment_intent.succeeded", "data": {"object": dict(intent)}}
+    assert books.handle(event) == "booked"
+    assert books.handle(event) == "duplicate: handled already"
+    (line,) = [r for r in records(world) if r.key.startswith("charge#")]
+    assert (line.status, line.cents, line.currency) == (keyed.Status.DONE, 1250, "usd")
+    item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": line.key}})["Item"]
+    assert item["charge_id"]["S"] == intent["id"] and item["booked_day"]["S"] != "pending"  # a line the job reads
+    assert charge(world, world.upload("alice/T-1.json", order("T-1", amount_cents=1250)))["status"] == "duplicate"

@@ -301,3 +301,29 @@ def test_an_off_session_charge_needing_3ds_that_the_customer_completes_later_is_
     item = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": line.key}})["Item"]
     assert item["charge_id"]["S"] == intent["id"] and item["booked_day"]["S"] != "pending"  # a line the job reads
     assert charge(world, world.upload("alice/T-1.json", order("T-1", amount_cents=1250)))["status"] == "duplicate"
+
+
+def test_a_declined_charge_the_customer_pays_later_on_session_is_booked_by_its_event(world):  # noqa: F811
+    """P1/P3. A hard decline (402 `card_error`) leaves the PaymentIntent `requires_payment_method`: "If the payment
+    attempt fails (for example due to a decline), the PaymentIntent's status returns to requires_payment_method"
+    and it may be confirmed again (https://docs.stripe.com/payments/paymentintents/lifecycle); Stripe's error body
+    names it ("payment_intent: The PaymentIntent object for errors returned on a request involving a
+    PaymentIntent", https://docs.stripe.com/api/errors). The handler's decline stays final for the handler (no
+    second attempt at the card), but its record names that PaymentIntent, so when the customer pays it on-session
+    with another card the webhook books the success on the order's record, once. (Was: the record named no charge,
+    the success was answered 409 for three days and the money was on no line and in no later window's search,
+    which is by `created`: fixed.)"""
+    from idem.core import webhook
+
+    link(world, "alice")
+    world.stripe.inject("insufficient_funds")
+    assert charge(world, world.upload("alice/Y-1.json", order("Y-1", amount_cents=1250)))["status"] == "declined"
+    (intent,) = _intents(world).values()
+    assert records(world)[0].result["charge_id"] == intent["id"]
+    world.clock.advance(HOUR)
+    intent.update(status="succeeded", amount_received=1250)
+    books = webhook.Books(world.dynamodb, world.ledger_table, "", now=world.clock.now)
+    assert books.handle({"id": "evt_paid", "type": "payment_intent.succeeded", "data": {"object": dict(intent)}}) == "booked"
+    (line,) = [r for r in records(world) if r.key.startswith("charge#")]
+    assert (line.status, line.cents) == (keyed.Status.DONE, 1250)
+    assert charge(world, world.upload("alice/Y-1.json", order("Y-1", amount_cents=1250)))["status"] == "duplicate"

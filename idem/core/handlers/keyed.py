@@ -266,7 +266,8 @@ class KeyedCharger:
                 raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
-            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code}
+            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code, "charge_id":
+                      str(getattr(getattr(getattr(error, "error", None), "payment_intent", None), "id", None) or "")}
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
                 result["reason"] = meaning.reason
                 self.ledger.finish(claimed, Status.DECLINED, result)

@@ -9,7 +9,6 @@ names it); one left open is `test_pins_gap_...`, asserting today's behaviour and
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
 
 import pytest
 

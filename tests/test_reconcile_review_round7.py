@@ -346,3 +346,19 @@ def test_pins_gap_an_order_left_in_progress_after_its_window_is_no_finding_in_an
         stack.world.clock.advance(15 * DAY)
         assert stack.run().findings == []  # the gap: the charge below is on no line, and no window says so
         assert record_status(stack, key) == "in_progress"
+
+
+def test_a_line_booked_for_a_charge_stripe_still_says_processing_is_a_finding():
+    """P3. A charge `processing` "can still fail" (https://docs.stripe.com/payments/paymentintents/lifecycle): the
+    handler records it `pending`, and only its success is booked. A `done` line naming a charge Stripe still holds
+    `processing` (booked by hand, or by older code) books money not taken; if the debit then fails after the
+    window was judged, no later window sees it. It is a `pending` finding in its window, naming both. (Was: no
+    finding, the line matched its charge on amount and currency: fixed.)"""
+    with stripe_stack() as stack:
+        method = stack.customer("cus_pia", payment_method="us_bank_account")  # settles later: processing
+        stack.link("pia", "cus_pia")
+        charged = stack.charge("pia", "P-1", "cus_pia", method)
+        key = stack.book("pia", "P-1", charged, customer="cus_pia")  # done, as if settled
+        found = stack.run().findings
+        assert [(f.kind, f.what, f.key) for f in found] == [("pending", charged, key)]
+        assert "booked" in found[0].detail and "processing" in found[0].detail

@@ -100,6 +100,10 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
                                  f"booked for {line.account} ({line.cents} cents) naming {line.charge_id}, a charge "
                                  f"made for another order (key {same.key}): none of its own", _settle_one(settle, line)))
             continue
+        if same.status in UNSETTLED:  # booked before Stripe settled it: not taken yet, and it "can still fail"
+            found.append(Finding("pending", line.charge_id, line.key, f"booked for {line.account} ({line.cents} "
+                                 f"cents) while Stripe says {same.status}", _settle_one(settle, line)))
+            continue
         _compare_terms(line, same, settle, report)
         problem = _account_problem(line, same, customer_of)
         if problem:

@@ -362,3 +362,22 @@ def test_a_line_booked_for_a_charge_stripe_still_says_processing_is_a_finding():
         found = stack.run().findings
         assert [(f.kind, f.what, f.key) for f in found] == [("pending", charged, key)]
         assert "booked" in found[0].detail and "processing" in found[0].detail
+
+
+def test_pins_gap_a_dispute_the_merchant_lost_leaves_the_line_booked_as_charged(books):  # noqa: F811 (the fixture)
+    """P3, a gap pinned. A dispute withdraws the disputed amount from the merchant's balance when it is opened
+    ("Stripe ... deducts the disputed amount and the dispute fee from your balance", https://docs.stripe.com/disputes/how-disputes-work);
+    lost, the money stays with the customer. The webhook books `charge.dispute.created` (`dispute#<id>`, its status
+    as opened) and ignores `charge.dispute.closed`, and the reconciliation reads no dispute: a lost dispute leaves
+    the order's line booked as charged in full and the dispute item `needs_response`, no finding. What should
+    hold: `charge.dispute.closed` updates the dispute's status, and a lost one is a finding (or a booked reversal)
+    beside the line. Today: ignored."""
+    put(books, status="done", charge_id="pi_1", cents=500, account="alice")
+    dispute = {"id": "dp_1", "object": "dispute", "payment_intent": "pi_1", "charge": "ch_1", "amount": 500,
+               "currency": "usd", "reason": "fraudulent", "status": "needs_response"}
+    opened = {"id": "evt_d1", "type": "charge.dispute.created", "data": {"object": dispute}}
+    assert status_of(webhook.receive(signed(opened), SECRET, books)) == (200, "dispute booked")
+    closed = {"id": "evt_d2", "type": "charge.dispute.closed", "data": {"object": {**dispute, "status": "lost"}}}
+    assert status_of(webhook.receive(signed(closed), SECRET, books)) == (200, "ignored: not an event this stack books")
+    assert record(books, "dispute#dp_1")["status"] == "needs_response"  # the gap: Stripe says lost
+    assert record(books)["status"] == "done" and record(books)["cents"] == 500

@@ -64,7 +64,8 @@ class StripeStack:
              customer: str = "", status: str = "done") -> str:
         """The order's ledger line, as a commit (or `idem settle`) writes it now."""
         key, now = order_key(self.world.bucket, account, order_id), self.world.clock.now()
-        booked = {"booked_at": now, "booked_day": job.day_of(now), "account": account} if status == "done" else {}
+        booked = ({"booked_at": now, "booked_day": job.day_of(now), "account": account} if status == "done"
+                  else {"booked_at": now, "booked_day": "pending"} if status == "pending" else {})
         self.world.dynamodb.put_item(TableName=self.world.ledger_table, Item=to_item({
             "pk": key, "status": status, "cents": cents, "currency": currency, "customer": customer,
             "charge_id": charge_id, "first_attempt_at": now, "result": {"status": status, "charge_id": charge_id},

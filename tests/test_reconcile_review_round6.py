@@ -88,14 +88,14 @@ def test_a_success_for_a_parked_order_is_never_booked_over_the_park(books):  # n
     assert code == 409 and record(books)["status"] == "needs_attention" and "booked_at" not in record(books)
 
 # == the reconciliation, over a pending record's life (P3/P4) =========================================================
-def test_pins_gap_a_record_left_pending_after_its_window_is_no_finding_in_any_later_window():
-    """P3/P4, a gap pinned. The hourly job judges each window once: an order charged `processing` is one `pending`
-    finding then (`ReconcileDifferencesAlarm`). If Stripe's settling event never reaches the ledger (the endpoint
-    failed for longer than Stripe's "up to three days" of retries, https://docs.stripe.com/webhooks#retries), the
-    record stays `pending` while Stripe says `canceled` (https://docs.stripe.com/api/payment_intents/cancel): no
-    later window reports it, so nothing counts it again. What should hold: a sweep of records pending past Stripe's
-    settling time (a few days for bank debits, 7 for an uncaptured card hold, https://docs.stripe.com/payments/capture-later),
-    compared with the PaymentIntent's status, each a finding. Today: none (this test turns red when one exists)."""
+def test_a_record_left_pending_after_its_window_is_a_finding_in_a_later_window_once_stripe_settled_it():
+    """P3/P4 (was a pinned gap: no later window reported it; fixed). The hourly job judges each window once: an order
+    charged `processing` is one `pending` finding then (`ReconcileDifferencesAlarm`). If Stripe's settling event
+    never reaches the ledger (the endpoint failed for longer than Stripe's "up to three days" of retries,
+    https://docs.stripe.com/webhooks#retries), the record stays `pending` while Stripe says `canceled`
+    (https://docs.stripe.com/api/payment_intents/cancel). Every window queries the records pending past 3 days
+    (the by_day index's `pending` partition, never a Scan) and retrieves each PaymentIntent: one Stripe settled is
+    a `pending` finding, in every window until a person settles it; one Stripe still holds `processing` agrees."""
     from test_reconcile_per_order import kinds, stripe_stack
 
     with stripe_stack() as stack:
@@ -105,10 +105,15 @@ def test_pins_gap_a_record_left_pending_after_its_window_is_no_finding_in_any_la
         key = stack.book("gina", "G-1", charged, status="pending")
         assert kinds(stack.run()) == [("pending", charged)]
         stack.world.clock.advance(4 * 24 * 3600)
+        assert stack.run().findings == []  # Stripe still says processing: the ledger agrees
         made = stack.server.account.modes["test"].intents[charged]
         made.update(status="canceled", amount_received=0)
         stack.server.account.modes["test"].indexed.setdefault(charged, []).append((stack.world.clock.now(), dict(made)))
-        assert stack.run().findings == []  # the gap: the record below is still pending, and no window says so
+        (stale,) = stack.run().findings
+        assert (stale.kind, stale.key, stale.command) == ("pending", key, f"python -m idem settle --stack idem-test --key {key}")
+        assert "Stripe: canceled" in stale.detail
+        stack.world.clock.advance(24 * 3600)
+        assert kinds(stack.run()) == [("pending", charged)]  # still unsettled in the ledger: reported again
         assert record_status(stack, key) == "pending"
 
 

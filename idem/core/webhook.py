@@ -11,7 +11,8 @@ One DynamoDB transaction writes the event's marker (`event#<id>`, only if absent
 fenced on the state it changes, so an event is either handled with its effect or not at all:
 - payment_intent.succeeded / payment_failed / canceled: the order's record (the key in the
   PaymentIntent's metadata), `pending` with this charge id, becomes `done` (booked: account,
-  booked_at, booked_day) or `declined` (a hold expired or canceled is released:
+  booked_at, booked_day: out of the index's `pending` partition) or `declined` (out of it; a hold
+  expired or canceled is released:
   https://docs.stripe.com/api/payment_intents/cancel). A success is final and a failure is not
   (https://docs.stripe.com/payments/paymentintents/lifecycle): a success of the charge a record
   declined is booked; a failure or cancel leaves a done or declined record as it is (answered 200).
@@ -117,28 +118,35 @@ class Books:
                                                   ConsistentRead=True).get("Item")) or {}
         status, charge = str(record.get("status", "")), str(intent["id"])
         # A success is final; a failure is not (requires_payment_method may be confirmed again), so a success of the
-        # charge a record declined is booked, and a failure or cancel never changes a done or declined record.
-        if (status == "done" and record.get("charge_id") == charge) or (status in ("done", "declined")
-                                                                         and not succeeded):
+        # charge a record declined is booked, and a failure or cancel never changes a done or declined record, nor a
+        # pending one naming another charge (its own is still pending).
+        # the charge the record names: a pending one's, or a declined one's result (off-session `requires_action`)
+        named = str(record.get("charge_id") or (record.get("result") or {}).get("charge_id") or "")
+        other_charge = named != charge
+        if (status == "done" and not other_charge) or (not succeeded and (status in ("done", "declined")
+                                                                           or status == "pending" and other_charge)):
             return {"ConditionCheck": {"TableName": self.table, "Key": to_item({"pk": key}),
                                        "ConditionExpression": "attribute_not_exists(pk)"}}, "settled already"
-        if status not in ("pending", "declined") or record.get("charge_id") != charge:
-            raise Retry(f"{key[:40]} is {status or 'absent'} (charge {record.get('charge_id', '-')}), not "
+        if status not in ("pending", "declined") or other_charge:
+            raise Retry(f"{key[:40]} is {status or 'absent'} (charge {named or '-'}), not "
                         f"pending with {charge}: retry later, or settle it by hand (idem settle --key {key[:40]})")
         now = self.now()
         if succeeded:
             update = ("SET #s = :done, account = :account, booked_at = :now, booked_day = :day, cents = :cents, "
-                      "settled_by = :by")
-            named = dict(done="done", account=str(metadata.get("idem_account") or metadata.get("account")
+                      "settled_by = :by, charge_id = :charge, currency = if_not_exists(currency, :currency), "
+                      "customer = if_not_exists(customer, :customer)")  # a declined record may name neither
+            terms = dict(done="done", account=str(metadata.get("idem_account") or metadata.get("account")
                                                    or intent.get("customer") or "unassigned"),
+                         currency=str(intent.get("currency") or ""), customer=str(intent.get("customer") or ""),
                          now=now, day=time.strftime("%Y-%m-%d", time.gmtime(now)),
                          cents=int(intent.get("amount_received") or intent.get("amount") or 0))
         else:
-            update, named = "SET #s = :done, settled_by = :by", {"done": "declined"}
+            update, terms = "SET #s = :done, settled_by = :by REMOVE booked_day, booked_at", {"done": "declined"}
         return {"Update": {"TableName": self.table, "Key": to_item({"pk": key}), "UpdateExpression": update,
-                           "ConditionExpression": "#s IN (:pending, :declined) AND charge_id = :charge",  # the fence
-                           "ExpressionAttributeNames": {"#s": "status"},
-                           "ExpressionAttributeValues": values(**named, pending="pending", declined="declined",
+                           "ConditionExpression": "#s IN (:pending, :declined) AND (charge_id = :charge "
+                                                  "OR #r.charge_id = :charge)",  # the fence: the charge it names
+                           "ExpressionAttributeNames": {"#s": "status", "#r": "result"},
+                           "ExpressionAttributeValues": values(**terms, pending="pending", declined="declined",
                                                                charge=charge,
                                                                by="stripe webhook")}}, (
             "booked" if succeeded else "declined")

@@ -133,9 +133,9 @@ class KeyedLedger:
     def commit(self, claimed: Record, result: dict[str, Any], account: str, cents: int,
                charge_id: str, status: Status = Status.DONE, customer: str = "", currency: str = "") -> None:
         """Replace our claim with the ledger line, in one put fenced to the owner (docs/money_contract.md, 1 and 3)."""
-        now = self.now()  # booked_day: the reconciliation's by_day index (template.yaml) reads it
+        now = self.now()  # booked_day: the reconciliation's by_day index (template.yaml); a `pending` record is in
         booked = ({"account": account, "booked_at": now, "booked_day": time.strftime("%Y-%m-%d", time.gmtime(now))}
-                  if status is Status.DONE else {})  # a `pending` line is booked when it settles
+                  if status is Status.DONE else {"booked_at": now, "booked_day": "pending"})  # its `pending` part
         line = as_item({**claimed.to_plain(), "status": status.value, "expires_at": None, "result": result,
                         "cents": cents, "charge_id": charge_id, "customer": customer or claimed.customer or None,
                         "currency": currency or claimed.currency or None, "unsent": None, **booked})
@@ -267,7 +267,8 @@ class KeyedCharger:
                 raise auth_failed(meaning) from error
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
-            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code}
+            result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code, "charge_id":
+                      str(getattr(getattr(getattr(error, "error", None), "payment_intent", None), "id", None) or "")}
             if meaning.what == DECLINED:  # a final answer: not a failure to retry
                 result["reason"] = meaning.reason
                 self.ledger.finish(claimed, Status.DECLINED, result)

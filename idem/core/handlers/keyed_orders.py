@@ -174,12 +174,12 @@ def read_order(upload: Upload, s3: Any) -> Order:
         order_id = data.get("order_id")
         if not isinstance(order_id, str) or not order_id.strip():
             raise ValueError("it names no order_id (a non-empty string)")
-        if len(order_id) > MAX_ORDER_ID_CHARS or not order_id.isprintable() or any(c in order_id for c in "'\\\""):
-            raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, "
-                             "a backslash or a control character")
         if order_id != unicodedata.normalize("NFC", order_id.strip()):  # https://unicode.org/reports/tr15/
             raise ValueError("its order_id has a space at an end or is not in Unicode NFC: write it as "
-                             f"{unicodedata.normalize('NFC', order_id.strip())[:60]!r}")
+                             f"{unicodedata.normalize('NFC', order_id.strip())[:60]!r}")  # (any Unicode space)
+        if len(order_id) > MAX_ORDER_ID_CHARS or not order_id.isprintable() or any(c in order_id for c in "'\\\""):
+            raise ValueError(f"its order_id is over {MAX_ORDER_ID_CHARS} characters, or holds a quote, a backslash, "
+                             "or a character that does not print (a control, a format mark, a space not ' ')")
         amount = data.get("amount_cents")
         if amount is None:
             raise ValueError("it names no amount_cents (required: there is no default price)")

@@ -131,9 +131,9 @@ class Settings:
                 raise ConfigError(f"ORDER_IDENTITY is {self.order_identity!r}: set order-id, or object-name or upload "
                                   "with keyed_event_shapes.py copied beside keyed.py")
             optional_file().check_settings(self)  # PRICE_PER_UPLOAD_CENTS
-        if not self.currencies or not all(len(c) == 3 and c.isalpha() and c.islower() for c in self.currencies):
-            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, "
-                              "e.g. usd,eur")
+        if not self.currencies or not all(len(c) == 3 and c.isascii() and c.isalpha() and c.islower()
+                                          for c in self.currencies):  # ISO 4217 codes: a-z only, as Stripe takes them
+            raise ConfigError(f"CURRENCIES is {','.join(self.currencies)!r}: name ISO codes in lower case, e.g. usd,eur")
         decimals = {c: 0 if c in ZERO_DECIMAL else 3 if c in THREE_DECIMAL else 2 for c in self.currencies}
         if len(set(decimals.values())) > 1:  # usd,jpy: MAX 100000 would be $1,000 and ¥100,000
             raise ConfigError(f"CURRENCIES mixes minor units ({', '.join(f'{c}: {d}' for c, d in decimals.items())} "
@@ -193,7 +193,7 @@ def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | No
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name) or str(default)
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # str.isdigit alone takes '²' and '１００'
         raise ConfigError(f"{name} must be a whole number of 1 or more, got {raw!r}")
     return int(raw)
 

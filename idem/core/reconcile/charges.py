@@ -132,8 +132,10 @@ def _search(secret_key: str, query: str, stack: str, fetch: Fetch, api: str) -> 
             if intent.get("status") in CHARGED and (intent.get("metadata") or {}).get("idem_stack") == stack:
                 found.append(entry_of(intent))
         page_token = str(page.get("next_page") or "")
-        if not page.get("has_more") or not page_token:
+        if not page.get("has_more"):
             return found
+        if not page_token:  # the rest cannot be read: judge the window on all of it or not at all
+            raise RuntimeError("Stripe's search answered has_more with no next_page: the window is not judged")
 
 
 def stripe_charges(secret_key: str, stack: str, start: float, end: float, fetch: Fetch = _fetch_json,

@@ -14,6 +14,12 @@ from .report import Entry, Finding, UploadSeen, WindowReport
 #: A charge in one of these statuses has not settled: one finding, `pending`, until it does
 #: (https://docs.stripe.com/api/payment_intents/object#payment_intent_object-status).
 UNSETTLED = ("processing", "requires_capture")
+#: A record `pending` this long after it was recorded is checked against Stripe every window: Stripe retries an
+#: event "for up to three days" (https://docs.stripe.com/webhooks#retries); past that, a settling event the ledger
+#: lacks may never come (docs/money_contract.md, 4).
+STALE_PENDING_SECONDS = 3 * 86400
+#: PaymentIntents retrieved for stale records a window, at most (oldest first; ~300 ms each, four at a time).
+MAX_STALE_CHECKS = 300
 
 
 def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end: float,
@@ -93,6 +99,10 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
             found.append(Finding("uncharged", line.charge_id, line.key,
                                  f"booked for {line.account} ({line.cents} cents) naming {line.charge_id}, a charge "
                                  f"made for another order (key {same.key}): none of its own", _settle_one(settle, line)))
+            continue
+        if same.status in UNSETTLED:  # booked before Stripe settled it: not taken yet, and it "can still fail"
+            found.append(Finding("pending", line.charge_id, line.key, f"booked for {line.account} ({line.cents} "
+                                 f"cents) while Stripe says {same.status}", _settle_one(settle, line)))
             continue
         _compare_terms(line, same, settle, report)
         problem = _account_problem(line, same, customer_of)
@@ -203,3 +213,26 @@ def _account_problem(line: Entry, charge: Entry, customer_of: Callable[[str], st
 def _settle_one(settle: str, entry: Entry) -> str:
     """The settle command for an entry: by its order's key, else by the charge's id."""
     return f"{settle} --key {entry.key}" if entry.key else f"{settle} --charge {entry.charge_id}"
+
+
+def stale_findings(stale: list[Entry], intent_of: Callable[[str], Entry | None], at: float,
+                   settle: str) -> list[Finding]:
+    """Records still `pending` past STALE_PENDING_SECONDS (oldest first), each against its PaymentIntent now:
+    one Stripe settled (or does not hold) is a `pending` finding; one still unsettled at Stripe agrees."""
+    found = []
+    for record in stale[:MAX_STALE_CHECKS]:
+        intent = intent_of(record.charge_id) if record.charge_id else None
+        status = intent.status if intent is not None else "no such PaymentIntent"
+        if status in UNSETTLED:
+            continue
+        days = (at - record.at) / 86400
+        found.append(Finding("pending", record.charge_id or record.key, record.key,
+                             f"pending in the ledger {days:.1f} days after its charge {record.charge_id or '?'}; "
+                             f"Stripe: {status} (its settling event never reached the ledger)",
+                             f"{settle} --key {record.key}"))
+    if len(stale) > MAX_STALE_CHECKS:
+        found.append(Finding("pending", f"{len(stale) - MAX_STALE_CHECKS} more", "",
+                             f"{len(stale)} records pending past {STALE_PENDING_SECONDS // 86400} days; "
+                             f"the oldest {MAX_STALE_CHECKS} were checked against Stripe this window",
+                             f"{settle} --key KEY (each)"))
+    return found

@@ -21,7 +21,9 @@ It reports (compare.py; KINDS, each with the command that settles it): an upload
 line, a line with no charge, a charge with no line, an order charged more than once however far
 apart its charges (refund all but the booked one), a line and its charge that disagree on the amount
 or the currency, a line whose account does not map to its charge's customer, an order left in
-needs_attention, a charge still not settled when its window is judged (one finding), and a refund
+needs_attention, a charge still not settled when its window is judged (one finding), a record still
+pending 3 days on whose PaymentIntent Stripe settled (lines.pending_before: its event was lost; every
+window until a person settles it), and a refund
 Stripe made in the window (in its Dashboard, not through `idem refund`) that the ledger does not
 book (refunds.py: Stripe's Refunds list by `created`).
 
@@ -41,6 +43,7 @@ import json
 import os
 import time
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
@@ -51,10 +54,10 @@ from .charges import (CHARGED, LOOKUP_THREADS, MAX_CLAUSES, SEARCHES_PER_SECOND,
                                 Fetch, Pace, _fetch_json, _order_of,
                                 entry_of, order_charges, orders_query, retrieve_charge, standin_charges,
                                 stripe_charges, stripe_query)
-from .compare import _settle_one, compare  # noqa: F401
+from .compare import MAX_STALE_CHECKS, STALE_PENDING_SECONDS, _settle_one, compare, stale_findings  # noqa: F401
 from .lines import (CURSOR_KEY, DAY_INDEX, DAY_INDEX_ATTRIBUTES, INVENTORY_MARK,  # noqa: F401
-                               MAPPING_PREFIX, _cursor_item, advance_cursor, backfill_booked_day, days,
-                               ledger_lines, line_terms, mark_inventory, read_cursor, read_items,
+                               MAPPING_PREFIX, PENDING_DAY, _cursor_item, advance_cursor, backfill_booked_day, days,
+                               ledger_lines, line_terms, mark_inventory, pending_before, read_cursor, read_items,
                                reads_inventory, record_status)
 from .refunds import booked_refunds, intent_of, refund_findings, refunded_of, unreadable, window_refunds
 from .report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
@@ -64,7 +67,8 @@ from .uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
 
 __all__ = [  # re-exported: callers and tests import the job's parts from here
     "CHARGED", "CURSOR_KEY", "DAY_INDEX", "DAY_INDEX_ATTRIBUTES", "DIMENSION", "Entry", "Fetch", "Finding",
-    "INVENTORY_MARK", "KINDS", "LOOKUP_THREADS", "MAPPING_PREFIX", "MAX_CLAUSES", "MAX_LISTED_VERSIONS",
+    "INVENTORY_MARK", "KINDS", "MAX_STALE_CHECKS", "PENDING_DAY", "STALE_PENDING_SECONDS", "pending_before",
+    "stale_findings", "LOOKUP_THREADS", "MAPPING_PREFIX", "MAX_CLAUSES", "MAX_LISTED_VERSIONS",
     "NAMESPACE", "Pace", "SEARCHES_PER_SECOND", "STRIPE_API", "TooManyVersions", "UploadSeen", "WindowReport",
     "advance_cursor", "backfill_booked_day", "compare", "day_of", "days", "emf", "entry_of",
     "inventory_uploads", "iso", "ledger_lines", "line_terms", "listed_uploads", "mark_inventory",
@@ -162,6 +166,12 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
     report = compare(lines, charges, start, end, uploads,
                      status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund,
                      customer_of=customer_of)
+    if not env.get("PROVIDER_TABLE"):  # records left pending past Stripe's retries, each against its PaymentIntent
+        stale = pending_before(dynamodb, table, end - STALE_PENDING_SECONDS)
+        with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:
+            intents = dict(zip([r.charge_id for r in stale[:MAX_STALE_CHECKS]], pool.map(
+                lambda pi: retrieve_charge(secret, pi, fetch, api), [r.charge_id for r in stale[:MAX_STALE_CHECKS]])))
+        report.findings += stale_findings(stale, intents.get, end, settle)
     if not env.get("PROVIDER_TABLE"):  # the refunds Stripe made in the window that the ledger does not book
         try:
             refunds = window_refunds(secret, start, end, fetch, api)

@@ -47,6 +47,26 @@ def ledger_lines(dynamodb: Any, table: str, start: float, end: float) -> list[En
     return found
 
 
+#: The index's partition of records left `pending` (a charge Stripe had not settled: a commit writes
+#: `booked_day` = PENDING_DAY and `booked_at` = when; a booking moves it to its day, a decline or release removes it).
+PENDING_DAY = "pending"
+
+
+def pending_before(dynamodb: Any, table: str, before: float) -> list[Entry]:
+    """The records still `pending` since before `before`, oldest first: one Query of the index's
+    PENDING_DAY partition, every page (only such records: the sweep of charges left unsettled)."""
+    found = []
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=table, IndexName=DAY_INDEX, KeyConditionExpression="booked_day = :day AND booked_at < :before",
+        ExpressionAttributeValues=values(day=PENDING_DAY, before=before))
+    for page in pages:
+        for item in map(from_item, page["Items"]):
+            assert item is not None
+            found.append(Entry(str(item.get("charge_id", "")), "", int(item.get("cents", 0)),
+                               float(item["booked_at"]), str(item["pk"])))
+    return found
+
+
 def record_status(dynamodb: Any, table: str, key: str) -> tuple[str, Mapping[str, Any]]:
     """A record's status and result, read by key ("" when there is none): one GetItem, made only
     for an upload whose line the window's Query did not find."""

@@ -20,11 +20,20 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   (with the settings its URL tables depend on); the rest of moto's way (its passthrough and
   allow-list settings, the request as moto reads it, its recorder, the method itself) runs for
   every request. A URL whose first matching service has no method for it goes moto's own way.
+- **An expression read once.** moto parses a write's ConditionExpression into a tree of conditions
+  twice a PutItem (its answer checks the names used, its table checks the item) and an
+  UpdateExpression twice an UpdateItem; a check sends the same few expressions thousands of times
+  (`attribute_not_exists(pk)` in about half its 12,000 parses). The condition tree moto built for
+  the same text, names and values is kept (built from a copy of them; moto only reads the tree:
+  its `expr` compares an item with it), and so is the update's tree for the same text (moto's
+  validator works on its own deep copy of it). An expression moto refuses is parsed (and refused)
+  again each time.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import threading
 from typing import Any, Iterator
 
@@ -49,7 +58,8 @@ def fast_calls() -> Iterator[None]:
         if _depth == 0:
             _undo.append(_unsigned_requests())
             if moto_version() in MOTO_FOLLOWED:  # they copy moto's own steps: under another, moto's way
-                _undo.extend((_items_sized_once(), _routes_kept()))
+                _undo.extend((_items_sized_once(), _routes_kept(), _conditions_parsed_once(),
+                              _updates_parsed_once()))
         _depth += 1
     try:
         yield
@@ -204,6 +214,65 @@ def _routes_kept() -> Any:
     return undo
 
 
+def _conditions_parsed_once() -> Any:
+    """moto's condition tree for a text, its names and values, built once (see the module)."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser as parser_class
+
+    own = parser_class.parse
+    kept: dict[tuple[Any, str, str], tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+
+    def parse(self: Any) -> Any:
+        try:
+            names = json.dumps(self.expression_attribute_names, sort_keys=True)
+            values = json.dumps(self.expression_attribute_values, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON's kinds: moto's own way
+            return own(self)
+        key = (self.condition_expression, names, values)
+        found = kept.get(key)
+        if found is None:
+            private = parser_class(self.condition_expression, json.loads(names), json.loads(values))
+            found = (own(private), tuple(private.expr_attr_names_found), tuple(private.expr_attr_values_found))
+            if len(kept) >= EXPRESSIONS:
+                kept.clear()
+            kept[key] = found
+        tree, names_found, values_found = found
+        self.expr_attr_names_found.extend(names_found)  # as moto's parse records them
+        self.expr_attr_values_found.extend(values_found)
+        return tree
+
+    parser_class.parse = parse  # type: ignore[method-assign]
+
+    def undo() -> None:
+        parser_class.parse = own  # type: ignore[method-assign]
+    return undo
+
+
+def _updates_parsed_once() -> Any:
+    """moto's UpdateExpression tree for a text, built once (see the module)."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser as parser_class
+
+    own = parser_class.__dict__["make"]
+    make_tree = own.__func__
+    kept: dict[str, Any] = {}
+
+    def make(cls: Any, expression: str) -> Any:
+        tree = kept.get(expression)
+        if tree is None:
+            tree = make_tree(cls, expression)
+            if len(kept) >= EXPRESSIONS:
+                kept.clear()
+            kept[expression] = tree
+        return tree
+
+    parser_class.make = classmethod(make)  # type: ignore[method-assign,assignment]
+
+    def undo() -> None:
+        parser_class.make = own  # type: ignore[method-assign]
+    return undo
+
+
+#: expressions kept (a check sends a few texts, with a few thousand owners' values)
+EXPRESSIONS = 16_384
 #: URLs whose way to moto's method is kept (a check reads a few thousand objects)
 ROUTES = 16_384
 #: what moto's URL tables depend on (idem.sim.fastload caches them per value)

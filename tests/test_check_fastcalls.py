@@ -153,8 +153,17 @@ def _answers(world):
         answer.pop("ResponseMetadata", None)
         if "Body" in answer:
             answer["Body"] = answer["Body"].read()
-        found.append(answer)
+        found.append(_undated(answer))
     return found
+
+
+def _undated(answer):
+    """An answer without its LastModified times (moto's wall clock: two worlds a second apart differ)."""
+    if isinstance(answer, dict):
+        return {key: _undated(value) for key, value in answer.items() if key != "LastModified"}
+    if isinstance(answer, list):
+        return [_undated(value) for value in answer]
+    return answer
 
 
 def test_inside_a_batch_each_url_reaches_the_same_method_of_moto():
@@ -220,3 +229,54 @@ def test_inside_a_batch_conditional_writes_answer_as_moto_does():
     assert answers[0][2]["Item"]["owner"] == {"S": "me"}  # ALL_OLD: the item the fence refused
     assert answers[0][3]["Attributes"]["status"] == {"S": "done"}  # the right owner's update landed
     assert answers[0][-1] == {"pk": {"S": "a"}, "n": {"N": "1"}}  # and the fence that matched it let the put in
+
+
+def _environ(request):
+    """A request's environ as a list (its order kept), the body read out of its stream."""
+    shown = {"wsgi.input": lambda stream: stream.getvalue(), "werkzeug.request": repr}  # (itself: by what it says)
+    return [(key, shown.get(key, lambda value: value)(value)) for key, value in request.environ.items()]
+
+
+def test_inside_a_batch_moto_reads_each_request_as_werkzeug_s_builder_writes_it(monkeypatch):
+    """Every request a few calls send (S3 keys that need quoting, metadata with underscores, a query
+    string, an empty body, DynamoDB's and SQS's JSON) becomes the same werkzeug environ, in the same
+    order, and moto answers them the same way."""
+    from moto.core import request as moto_request
+
+    ensure_moto()
+    own = moto_request.Request.__dict__["from_primitives"].__func__
+    sent = []
+
+    def spy(cls, method, url, headers, body=None):
+        sent.append((method, url, list(headers.items()), body))
+        return own(cls, method, url, headers, body)
+
+    monkeypatch.setattr(moto_request.Request, "from_primitives", classmethod(spy))
+    answers = []
+    for fast in (False, True):
+        with LocalWorld(prefix="fastcalls") as world:
+            world.upload("alice/order.json", b'{"order_id": "1"}')
+            with fastcalls.fast_calls() if fast else _nothing():
+                world.s3.put_object(Bucket=world.bucket, Key="bob/a b+c%d/é?.json", Body=b"{}",
+                                    Metadata={"my_key": "v", "other-key": "w"})
+                world.s3.put_object(Bucket=world.bucket, Key="bob/empty.json", Body=b"")
+                world.s3.list_objects_v2(Bucket=world.bucket, Prefix="bob/", MaxKeys=5)
+                world.s3.head_object(Bucket=world.bucket, Key="bob/a b+c%d/é?.json")
+                world.sqs.send_message(QueueUrl=world.queue_url, MessageBody="hello")
+                answers.append(_answers(world))
+                if fast:
+                    assert moto_request.Request.__dict__["from_primitives"].__func__ is not spy
+    assert answers[0] == answers[1]
+    assert len(sent) > 20
+    plain = fastcalls._requests_built_plainly()  # (over the spy, which it undoes to)
+    try:
+        for method, url, headers, body in list(sent):  # (the spy adds what falls back to it)
+            from botocore.awsrequest import HeadersDict
+
+            given = HeadersDict(headers)
+            assert _environ(moto_request.Request.from_primitives(method, url, given, body)) == \
+                _environ(own(moto_request.Request, method, url, given, body))
+    finally:
+        plain()
+    assert any("x-amz-meta-my_key" in dict(h) for _, _, h, _ in sent)  # a name moto keeps as sent
+    assert any(body in (b"", None) for _, _, _, body in sent) and any("%" in url for _, url, _, _ in sent)

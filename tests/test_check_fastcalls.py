@@ -82,19 +82,21 @@ def test_an_item_is_refused_at_moto_s_own_size_limit_inside_a_batch_and_out(fast
 
 def test_fast_calls_undo_everything_when_the_last_batch_ends():
     from botocore import auth
-    from moto.dynamodb.models import dynamo_type
-
+    from moto.core.request import Request
     from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.models import dynamo_type
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
     signer, item = auth.SigV4Auth.add_auth, dynamo_type.Item.__init__
     parse, make = ConditionExpressionParser.parse, UpdateExpressionParser.__dict__["make"]
+    built = Request.__dict__["from_primitives"]
     with fastcalls.fast_calls():
         with fastcalls.fast_calls():  # nested (a batch inside a batch's process): one install
             assert auth.SigV4Auth.add_auth is not signer and dynamo_type.Item.__init__ is not item
         assert auth.SigV4Auth.add_auth is not signer  # the outer one still runs
     assert auth.SigV4Auth.add_auth is signer and dynamo_type.Item.__init__ is item
     assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
+    assert Request.__dict__["from_primitives"] is built
 
 
 def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch):
@@ -110,10 +112,15 @@ def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch)
 
     item, route, signer = (dynamo_type.Item.__init__, botocore_stubber.BotocoreStubber.process_request,
                            auth.SigV4Auth.add_auth)
-    parse = ConditionExpressionParser.parse
+    from moto.core.request import Request
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    parse, make = ConditionExpressionParser.parse, UpdateExpressionParser.__dict__["make"]
+    built = Request.__dict__["from_primitives"]
     with fastcalls.fast_calls():
         assert dynamo_type.Item.__init__ is item and botocore_stubber.BotocoreStubber.process_request is route
-        assert ConditionExpressionParser.parse is parse
+        assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
+        assert Request.__dict__["from_primitives"] is built
         assert auth.SigV4Auth.add_auth is not signer
     monkeypatch.delattr(auth, "get_current_datetime")  # older botocore reads the UTC time itself
     assert fastcalls._signing_time(auth).tzinfo is None

@@ -82,18 +82,25 @@ def test_an_item_is_refused_at_moto_s_own_size_limit_inside_a_batch_and_out(fast
 
 def test_fast_calls_undo_everything_when_the_last_batch_ends():
     from botocore import auth
+    from moto.core.request import Request
+    from moto.dynamodb.comparisons import ConditionExpressionParser
     from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
     signer, item = auth.SigV4Auth.add_auth, dynamo_type.Item.__init__
+    parse, make = ConditionExpressionParser.parse, UpdateExpressionParser.__dict__["make"]
+    built = Request.__dict__["from_primitives"]
     with fastcalls.fast_calls():
         with fastcalls.fast_calls():  # nested (a batch inside a batch's process): one install
             assert auth.SigV4Auth.add_auth is not signer and dynamo_type.Item.__init__ is not item
         assert auth.SigV4Auth.add_auth is not signer  # the outer one still runs
     assert auth.SigV4Auth.add_auth is signer and dynamo_type.Item.__init__ is item
+    assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
+    assert Request.__dict__["from_primitives"] is built
 
 
 def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch):
-    """The item sizing and the URL routes copy moto 5.2.5's steps; moto 5.2.0 (CI's floor) lacks one of
+    """The item sizing, the URL routes and the expressions kept copy or rely on moto 5.2.5's steps; moto 5.2.0 (CI's floor) lacks one of
     them, so under any other release moto's own Item and process_request run; the header signer still
     changes (botocore's, with its clock where it has one)."""
     from botocore import auth
@@ -101,10 +108,19 @@ def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch)
     from moto.dynamodb.models import dynamo_type
 
     monkeypatch.setattr(fastcalls, "moto_version", lambda: "5.2.0")
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
     item, route, signer = (dynamo_type.Item.__init__, botocore_stubber.BotocoreStubber.process_request,
                            auth.SigV4Auth.add_auth)
+    from moto.core.request import Request
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    parse, make = ConditionExpressionParser.parse, UpdateExpressionParser.__dict__["make"]
+    built = Request.__dict__["from_primitives"]
     with fastcalls.fast_calls():
         assert dynamo_type.Item.__init__ is item and botocore_stubber.BotocoreStubber.process_request is route
+        assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
+        assert Request.__dict__["from_primitives"] is built
         assert auth.SigV4Auth.add_auth is not signer
     monkeypatch.delattr(auth, "get_current_datetime")  # older botocore reads the UTC time itself
     assert fastcalls._signing_time(auth).tzinfo is None
@@ -144,8 +160,17 @@ def _answers(world):
         answer.pop("ResponseMetadata", None)
         if "Body" in answer:
             answer["Body"] = answer["Body"].read()
-        found.append(answer)
+        found.append(_undated(answer))
     return found
+
+
+def _undated(answer):
+    """An answer without its LastModified times (moto's wall clock: two worlds a second apart differ)."""
+    if isinstance(answer, dict):
+        return {key: _undated(value) for key, value in answer.items() if key != "LastModified"}
+    if isinstance(answer, list):
+        return [_undated(value) for value in answer]
+    return answer
 
 
 def test_inside_a_batch_each_url_reaches_the_same_method_of_moto():
@@ -158,3 +183,107 @@ def test_inside_a_batch_each_url_reaches_the_same_method_of_moto():
                 answers.append(_answers(world))
     assert answers[0] == answers[1] == answers[2]
     assert answers[0][1] == {"Error": "NoSuchKey"} and answers[0][4] == {}  # moto's errors come back as errors
+
+
+def _writes(world):
+    """What a run of conditional writes answers (results or error messages), the same texts sent again
+    with other values, and texts moto refuses (a name never used, an update's syntax error)."""
+    table, found = world.ledger_table, []
+    fence = "#o = :me AND #s = :held"
+    names = {"#o": "owner", "#s": "status"}
+    calls = [("put_item", {"Item": {"pk": {"S": "a"}, "owner": {"S": "me"}, "status": {"S": "held"}},
+                           "ConditionExpression": "attribute_not_exists(pk)"}),
+             ("put_item", {"Item": {"pk": {"S": "a"}}, "ConditionExpression": "attribute_not_exists(pk)"}),
+             ("update_item", {"Key": {"pk": {"S": "a"}}, "UpdateExpression": "SET #s = :done REMOVE expires_at",
+                              "ConditionExpression": fence, "ExpressionAttributeNames": names,
+                              "ExpressionAttributeValues": {":me": {"S": "other"}, ":held": {"S": "held"},
+                                                            ":done": {"S": "done"}},
+                              "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}),
+             ("update_item", {"Key": {"pk": {"S": "a"}}, "UpdateExpression": "SET #s = :done REMOVE expires_at",
+                              "ConditionExpression": fence, "ExpressionAttributeNames": names,
+                              "ExpressionAttributeValues": {":me": {"S": "me"}, ":held": {"S": "held"},
+                                                            ":done": {"S": "done"}}, "ReturnValues": "ALL_NEW"}),
+             ("put_item", {"Item": {"pk": {"S": "a"}, "n": {"N": "1"}}, "ConditionExpression": fence,
+                           "ExpressionAttributeNames": names,
+                           "ExpressionAttributeValues": {":me": {"S": "me"}, ":held": {"S": "done"}}}),
+             ("put_item", {"Item": {"pk": {"S": "b"}}, "ConditionExpression": "attribute_not_exists(pk)",
+                           "ExpressionAttributeNames": {"#unused": "x"}}),
+             ("update_item", {"Key": {"pk": {"S": "a"}}, "UpdateExpression": "SET = :x",
+                              "ExpressionAttributeValues": {":x": {"S": "x"}}})]
+    for operation, params in calls * 2:  # each text again: the second time from what was kept
+        try:
+            answer = getattr(world.dynamodb, operation)(TableName=table, **params)
+        except ClientError as error:
+            answer = {"Error": error.response["Error"], "Item": error.response.get("Item")}
+        answer.pop("ResponseMetadata", None)
+        found.append(answer)
+        world.dynamodb.delete_item(TableName=table, Key={"pk": {"S": "b"}})
+    found.append(world.dynamodb.get_item(TableName=table, Key={"pk": {"S": "a"}})["Item"])
+    return found
+
+
+def test_inside_a_batch_conditional_writes_answer_as_moto_does():
+    ensure_moto()
+    answers = []
+    for fast in (False, True):
+        with LocalWorld(prefix="fastcalls") as world:
+            with fastcalls.fast_calls() if fast else _nothing():
+                answers.append(_writes(world))
+    assert answers[0] == answers[1]
+    refused = [a["Error"]["Code"] for a in answers[0] if "Error" in a]
+    assert refused == (["ConditionalCheckFailedException"] * 2 + ["ValidationException"] * 2
+                       + ["ConditionalCheckFailedException"] * 5 + ["ValidationException"] * 2)
+    assert answers[0][2]["Item"]["owner"] == {"S": "me"}  # ALL_OLD: the item the fence refused
+    assert answers[0][3]["Attributes"]["status"] == {"S": "done"}  # the right owner's update landed
+    assert answers[0][-1] == {"pk": {"S": "a"}, "n": {"N": "1"}}  # and the fence that matched it let the put in
+
+
+def _environ(request):
+    """A request's environ as a list (its order kept), the body read out of its stream."""
+    shown = {"wsgi.input": lambda stream: stream.getvalue(), "werkzeug.request": repr}  # (itself: by what it says)
+    return [(key, shown.get(key, lambda value: value)(value)) for key, value in request.environ.items()]
+
+
+def test_inside_a_batch_moto_reads_each_request_as_werkzeug_s_builder_writes_it(monkeypatch):
+    """Every request a few calls send (S3 keys that need quoting, metadata with underscores, a query
+    string, an empty body, DynamoDB's and SQS's JSON) becomes the same werkzeug environ, in the same
+    order, and moto answers them the same way."""
+    from moto.core import request as moto_request
+
+    ensure_moto()
+    own = moto_request.Request.__dict__["from_primitives"].__func__
+    sent = []
+
+    def spy(cls, method, url, headers, body=None):
+        sent.append((method, url, list(headers.items()), body))
+        return own(cls, method, url, headers, body)
+
+    monkeypatch.setattr(moto_request.Request, "from_primitives", classmethod(spy))
+    answers = []
+    for fast in (False, True):
+        with LocalWorld(prefix="fastcalls") as world:
+            world.upload("alice/order.json", b'{"order_id": "1"}')
+            with fastcalls.fast_calls() if fast else _nothing():
+                world.s3.put_object(Bucket=world.bucket, Key="bob/a b+c%d/é?.json", Body=b"{}",
+                                    Metadata={"my_key": "v", "other-key": "w"})
+                world.s3.put_object(Bucket=world.bucket, Key="bob/empty.json", Body=b"")
+                world.s3.list_objects_v2(Bucket=world.bucket, Prefix="bob/", MaxKeys=5)
+                world.s3.head_object(Bucket=world.bucket, Key="bob/a b+c%d/é?.json")
+                world.sqs.send_message(QueueUrl=world.queue_url, MessageBody="hello")
+                answers.append(_answers(world))
+                if fast:
+                    assert moto_request.Request.__dict__["from_primitives"].__func__ is not spy
+    assert answers[0] == answers[1]
+    assert len(sent) > 20
+    plain = fastcalls._requests_built_plainly()  # (over the spy, which it undoes to)
+    try:
+        for method, url, headers, body in list(sent):  # (the spy adds what falls back to it)
+            from botocore.awsrequest import HeadersDict
+
+            given = HeadersDict(headers)
+            assert _environ(moto_request.Request.from_primitives(method, url, given, body)) == \
+                _environ(own(moto_request.Request, method, url, given, body))
+    finally:
+        plain()
+    assert any("x-amz-meta-my_key" in dict(h) for _, _, h, _ in sent)  # a name moto keeps as sent
+    assert any(body in (b"", None) for _, _, _, body in sent) and any("%" in url for _, url, _, _ in sent)

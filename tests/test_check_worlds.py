@@ -107,6 +107,27 @@ def test_a_table_read_back_leaves_out_the_items_already_read_and_only_those():
         assert pk_text({"N": "7"}) == "N:7" and pk_text(None) == "null"
 
 
+def test_a_read_back_lists_the_items_in_the_order_of_a_consistent_scan():
+    """table_items sorts string keys by their text and any other keys moto's way: a Scan's order."""
+    with LocalWorld(prefix="readorder") as world:
+        for pk in ("order#b", "Order#a", "order#10", "order#9", "\u00e9", "account#1", "order#1 "):
+            world.dynamodb.put_item(TableName=world.ledger_table, Item={"pk": {"S": pk}})
+        scanned = world.dynamodb.scan(TableName=world.ledger_table, ConsistentRead=True)["Items"]
+        assert world.table_items(world.ledger_table) == scanned
+        assert [item["pk"]["S"] for item in scanned] == [
+            "Order#a", "account#1", "order#1 ", "order#10", "order#9", "order#b", "\u00e9"]  # by code point
+        numbers = "readorder-numbers"
+        world.dynamodb.create_table(TableName=numbers, BillingMode="PAY_PER_REQUEST",
+                                    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "N"}],
+                                    KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        try:
+            for pk in ("10", "9", "1.5", "-2"):
+                world.dynamodb.put_item(TableName=numbers, Item={"pk": {"N": pk}})
+            assert [item["pk"]["N"] for item in world.table_items(numbers)] == ["-2", "1.5", "9", "10"]  # by value
+        finally:
+            world.dynamodb.delete_table(TableName=numbers)
+
+
 def test_chapter_11_says_how_often_the_check_makes_a_fresh_world():
     source = (Path(__file__).parents[1] / "notebooks" / "source" / "11_check_your_own_handler.py").read_text()
     assert f"a fresh one every {worlds.WORLD_RUNS}\n# runs" in source

@@ -371,7 +371,10 @@ class LocalWorld:
                      for item in (kept.values() if stored.range_key_attr else (kept,))]
             if leave_out:
                 found = [item for item in found if _stored_pk_text(item) not in leave_out]
-            found.sort(key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+            if stored.range_key_attr or any(item.hash_key.type != "S" for item in found):
+                found.sort(key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+            else:  # string keys alone: moto's DynamoType compares their texts, as this does, without its casts
+                found.sort(key=lambda x: x.hash_key.value)
             return [item.to_json()["Attributes"] for item in found]
 
     def provider_charges(self) -> list[tuple[str, str, str]]:

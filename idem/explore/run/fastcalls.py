@@ -20,11 +20,30 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   (with the settings its URL tables depend on); the rest of moto's way (its passthrough and
   allow-list settings, the request as moto reads it, its recorder, the method itself) runs for
   every request. A URL whose first matching service has no method for it goes moto's own way.
+- **An expression read once.** moto parses a write's ConditionExpression into a tree of conditions
+  twice a PutItem (its answer checks the names used, its table checks the item) and an
+  UpdateExpression twice an UpdateItem; a check sends the same few expressions thousands of times
+  (`attribute_not_exists(pk)` in about half its 12,000 parses). The condition tree moto built for
+  the same text, names and values is kept (built from a copy of them; moto only reads the tree:
+  its `expr` compares an item with it), and so is the update's tree for the same text (moto's
+  validator works on its own deep copy of it). An expression moto refuses is parsed (and refused)
+  again each time.
+- **A request's environ written plainly.** moto turns each request botocore sends into a werkzeug
+  Request through werkzeug's EnvironBuilder (its URL read through `iri_to_uri`, its headers
+  checked, copied and combined). What depends on the URL alone (method, scheme, host, path and
+  query, as WSGI names them) is what werkzeug's own builder wrote for that URL, kept; the body and
+  the headers are written as its `get_environ` writes them, in the same order. A body that is not
+  bytes or text, a bodiless request with a Content-Type (a form to encode), a header that is not
+  plain text: moto's own way.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime
+import io
+import json
+import sys
+from collections import defaultdict
 import threading
 from typing import Any, Iterator
 
@@ -49,7 +68,8 @@ def fast_calls() -> Iterator[None]:
         if _depth == 0:
             _undo.append(_unsigned_requests())
             if moto_version() in MOTO_FOLLOWED:  # they copy moto's own steps: under another, moto's way
-                _undo.extend((_items_sized_once(), _routes_kept()))
+                _undo.extend((_items_sized_once(), _routes_kept(), _conditions_parsed_once(),
+                              _updates_parsed_once(), _requests_built_plainly()))
         _depth += 1
     try:
         yield
@@ -204,6 +224,151 @@ def _routes_kept() -> Any:
     return undo
 
 
+def _conditions_parsed_once() -> Any:
+    """moto's condition tree for a text, its names and values, built once (see the module)."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser as parser_class
+
+    own = parser_class.parse
+    kept: dict[tuple[Any, str, str], tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+
+    def parse(self: Any) -> Any:
+        try:
+            names = json.dumps(self.expression_attribute_names, sort_keys=True)
+            values = json.dumps(self.expression_attribute_values, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON's kinds: moto's own way
+            return own(self)
+        key = (self.condition_expression, names, values)
+        found = kept.get(key)
+        if found is None:
+            private = parser_class(self.condition_expression, json.loads(names), json.loads(values))
+            found = (own(private), tuple(private.expr_attr_names_found), tuple(private.expr_attr_values_found))
+            if len(kept) >= EXPRESSIONS:
+                kept.clear()
+            kept[key] = found
+        tree, names_found, values_found = found
+        self.expr_attr_names_found.extend(names_found)  # as moto's parse records them
+        self.expr_attr_values_found.extend(values_found)
+        return tree
+
+    parser_class.parse = parse  # type: ignore[method-assign]
+
+    def undo() -> None:
+        parser_class.parse = own  # type: ignore[method-assign]
+    return undo
+
+
+def _updates_parsed_once() -> Any:
+    """moto's UpdateExpression tree for a text, built once (see the module)."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser as parser_class
+
+    own = parser_class.__dict__["make"]
+    make_tree = own.__func__
+    kept: dict[str, Any] = {}
+
+    def make(cls: Any, expression: str) -> Any:
+        tree = kept.get(expression)
+        if tree is None:
+            tree = make_tree(cls, expression)
+            if len(kept) >= EXPRESSIONS:
+                kept.clear()
+            kept[expression] = tree
+        return tree
+
+    parser_class.make = classmethod(make)  # type: ignore[method-assign,assignment]
+
+    def undo() -> None:
+        parser_class.make = own  # type: ignore[method-assign]
+    return undo
+
+
+def _requests_built_plainly() -> Any:
+    """moto's Request.from_primitives with the environ written as werkzeug writes it (see the module)."""
+    from moto.core import request as moto_request
+
+    request_class = moto_request.Request
+    own = request_class.__dict__["from_primitives"]
+    urls: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def from_primitives(cls: Any, method: str, url: str, headers: Any, body: Any = None) -> Any:
+        plain = plain_environ(method, url, headers, body, urls) if cls is request_class else None
+        if plain is None:
+            return own.__func__(cls, method, url, headers, body)
+        environ, header_items = plain
+        request = cls(environ)
+        # from here as moto's from_primitives, once werkzeug's builder returned its request
+        request.environ[moto_request.PRESERVED_HEADER_NAMES_ENVIRON_KEY] = {
+            moto_request.environ_key_for_header(key): key
+            for key, _ in header_items if moto_request.should_preserve_original_header_name(key)}
+        request.environ.setdefault("CONTENT_LENGTH", "0")
+        return request
+
+    request_class.from_primitives = classmethod(from_primitives)  # type: ignore[method-assign,assignment]
+
+    def undo() -> None:
+        request_class.from_primitives = own  # type: ignore[method-assign]
+    return undo
+
+
+def plain_environ(method: str, url: str, headers: Any, body: Any, urls: dict[tuple[str, ...], dict[str, Any]]
+                  ) -> tuple[dict[str, Any], list[tuple[str, str]]] | None:
+    """The environ werkzeug's EnvironBuilder writes for moto's from_primitives (method, url, the
+    headers and body botocore sends) and the headers as moto reads them, or None where this does not
+    follow it (see the module). `urls`: what each URL's part of the environ was, kept."""
+    from urllib.parse import urlparse
+
+    from werkzeug.test import EnvironBuilder
+
+    if isinstance(body, str):
+        body = body.encode()
+    if body is None:
+        body = b""
+    if not isinstance(body, bytes):  # a stream (AwsChunkedWrapper, a file): moto's own way
+        return None
+    header_items = []
+    for key, value in headers.items():  # as moto's from_primitives reads them
+        if key.lower() == "transfer-encoding":
+            continue
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        if type(key) is not str or type(value) is not str or "\r" in value or "\n" in value:
+            return None
+        header_items.append((key, value))
+    lowered = [key.lower() for key, _ in header_items]
+    if not body and "content-type" in lowered:  # werkzeug would encode a form: its own way
+        return None
+    parsed_url = urlparse(url)
+    where = (method, f"{parsed_url.scheme}://{parsed_url.netloc}", parsed_url.path, parsed_url.query)
+    kept = urls.get(where)
+    if kept is None:
+        builder = EnvironBuilder(method=where[0], base_url=where[1], path=where[2], query_string=where[3])
+        try:
+            kept = builder.get_environ()
+        finally:
+            builder.close()
+        if len(urls) >= ROUTES:
+            urls.clear()
+        urls[where] = kept
+    environ = dict(kept)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["wsgi.errors"] = sys.stderr  # as the builder reads it, at each request
+    # as get_environ: Content-Type from the headers, the body's length, then every other header
+    # under its WSGI name, repeated ones joined
+    content_type = next((value for key, value in header_items if key.lower() == "content-type"), None)
+    if content_type is not None:
+        environ["CONTENT_TYPE"] = content_type
+    if body:  # (the builder drops a Content-Length header: a bodiless request has none here)
+        environ["CONTENT_LENGTH"] = str(len(body))
+    combined: dict[str, list[str]] = defaultdict(list)
+    for (key, value), low in zip(header_items, lowered):
+        if low not in ("content-type", "content-length"):
+            combined[f"HTTP_{key.upper().replace('-', '_')}"].append(value)
+    for key, values in combined.items():
+        environ[key] = ", ".join(values)
+    return environ, header_items
+
+
+#: expressions kept (a check sends a few texts, with a few thousand owners' values)
+EXPRESSIONS = 16_384
 #: URLs whose way to moto's method is kept (a check reads a few thousand objects)
 ROUTES = 16_384
 #: what moto's URL tables depend on (idem.sim.fastload caches them per value)

@@ -148,7 +148,7 @@ def test_a_correct_sqs_handler_holds():
     # families of time and accounts (tests/test_check_sqs_world.py; retry_ends needs 2 retries).
     # Its faults: 801 (each message reads, claims, charges and books)
     assert report.dimensions() == {"faults": 801 + 1, "overwrite": 2, "slow": 0, "late": 9, "retry_ends": 0,
-                                   "again": 34, "accounts": 11, "runs": 38, "names": 3}
+                                   "again": 34, "accounts": 11, "runs": 38, "uploads": 2, "names": 3}
     retried = {r.schedule.label(): r for r in report.results if r.schedule.second == "retried_put"
                and r.schedule.overwrite}
     assert sorted(retried) == sorted(RETRIED_PUT)
@@ -231,7 +231,9 @@ def test_a_correct_eventbridge_handler_holds():
     added = sum(report.dimensions()[name] for name in timed.DIMENSIONS)  # late, retry_ends, again, accounts
     # and no family names: EventBridge's event carries the key as stored (idem.explore.families.key_decoding)
     assert report.dimensions()["names"] == 0
-    assert len(report.results) == 131 + 16 + 2 + 8 + 9 + added and all(families.values()), families
+    # and the family uploads: the order uploaded by POST and by a multipart upload (idem.explore.families.upload_kinds)
+    assert report.dimensions()["uploads"] == 2
+    assert len(report.results) == 131 + 16 + 2 + 8 + 9 + 2 + added and all(families.values()), families
 
 
 def test_pins_bug_a_request_id_key_charges_again_when_eventbridge_delivers_a_copy():

@@ -31,6 +31,7 @@ How it works:
    - runs, bounded: one call failing several times in a row (`idem.explore.families.runs`). A lost answer
      after an AWS call is resent by botocore as the handler's client is configured, and the
      handler gets the resend's answer (`idem.sim.sdk_retries`); so is a charge sent with Stripe's SDK.
+   - uploads: the clean run's order uploaded by POST and by a multipart upload (`idem.explore.families.upload_kinds`).
    - names: the clean run's upload at names that need URL-decoding (`idem.explore.families.key_decoding`).
    Every upload is an order file (`run.runner.order_body`), at a plain name, and its event carries what
    S3 sends: its own request id and x-amz-id-2, eTag, sequencer and
@@ -62,7 +63,7 @@ from ..sim.runtime.handler_guard import missing_setting
 from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
-from .families import family_choice, key_decoding, object_schedules, timings
+from .families import family_choice, key_decoding, object_schedules, timings, upload_kinds
 from .families.build import DIMENSIONS, schedules_for, sqs_schedules
 from .families.schedule import RETRIES, VERSIONING, Schedule
 from .judge import state as states
@@ -137,6 +138,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         found = object_schedules.kept((sqs_schedules(crossed, retries, retention) if trigger == "sqs"
                                        else schedules_for(crossed, retries, versioning, trigger))
+                                      + upload_kinds.schedules(Schedule, retries)
                                       + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         try:  # a test knob: only some families (idem.explore.families.family_choice)
             found = family_choice.chosen(found, DIMENSIONS)

@@ -37,7 +37,7 @@ from botocore.exceptions import ClientError
 from ..core.provider import ProviderOutcome
 from .faults import _STEP_NAMES, CHARGE_CALL, END_CALL, Boundary, Crash, FaultPlan, How, InjectedFault, Side
 from .platform.batch_partial import NOTHING_LANDED
-from .sdk_retries import aws_error, is_lost_answer, resent_by_sdk
+from .sdk_retries import aws_error, cancelled_transaction, is_lost_answer, resent_by_sdk
 
 
 @dataclass(frozen=True)
@@ -217,13 +217,25 @@ def _call_name(model: Any) -> str:
     return f"{model.service_model.endpoint_prefix}:{model.name}"
 
 
-def _before_call(model: Any, **_: Any) -> None:
+#: set in a call's botocore context when `_before_call` answered it (a cancelled transaction): no after-call of it
+_ANSWERED = "idem_answered_before"
+
+
+def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) -> Any:
     running = current()
     if running:
         watch, visit = running
         name = _call_name(model)
         visit.calls[name] += 1
-        watch.before(visit, name)
+        try:
+            watch.before(visit, name)
+        except ClientError as throttled:  # a throttle: a transaction is cancelled instead (botocore raises it)
+            answer = cancelled_transaction(name, throttled, params)
+            if answer is None or not isinstance(context, dict):
+                raise
+            context[_ANSWERED] = True
+            return answer
+    return None
 
 
 #: set in a call's botocore context: a publish to a FIFO topic, counted where its queue delivers it
@@ -277,7 +289,7 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
 
 def _after_call(model: Any, http_response: Any = None, context: Any = None, **_: Any) -> None:
     running = current()
-    if running:
+    if running and not (isinstance(context, dict) and context.get(_ANSWERED)):  # as if it had raised before
         watch, visit = running
         status = getattr(http_response, "status_code", 200)
         # not counted: a FIFO publish (counted where it lands), or a batch call answered with every entry

@@ -71,6 +71,35 @@ def aws_error(boundary: Any, arrival: int) -> Exception:
                         "ResponseMetadata": {"HTTPStatusCode": status, "MaxAttemptsReached": True}}, operation)
 
 
+#: what a cancelled transaction's reasons say of a throttled item (ThrottlingError) and of the others
+_THROTTLED_REASONS = ({"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity of your table "
+                       "or index (injected)"}, {"Code": "None"})
+
+
+def cancelled_transaction(call: str, error: Exception, request: Any) -> tuple[Any, dict[str, Any]] | None:
+    """A throttle (`aws_error`) before a TransactWriteItems as DynamoDB answers it: the transaction
+    cancelled, "insufficient provisioned capacity for the transaction to be completed"
+    (https://docs.aws.amazon.com/sdk-for-python/v1/reference/clients/dynamodb/errors/TransactionCanceledException/),
+    one CancellationReason per item (the first ThrottlingError, the others None); botocore does not retry
+    it. The (HTTP response, parsed answer) a `before-call` hook returns for it; None for any other fault."""
+    import json
+
+    from .sqs_deletes import _Answer
+
+    code = getattr(error, "response", {}).get("Error", {}).get("Code")
+    if call != "dynamodb:TransactWriteItems" or code != THROTTLES["dynamodb"][0]:
+        return None
+    try:
+        items = len(json.loads((request or {}).get("body") or b"{}").get("TransactItems") or [None])
+    except (TypeError, ValueError, AttributeError):
+        items = 1
+    reasons = [dict(_THROTTLED_REASONS[0])] + [dict(_THROTTLED_REASONS[1]) for _ in range(items - 1)]
+    message = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(r['Code'] for r in reasons)}]"
+    return _Answer(400), {"Error": {"Code": "TransactionCanceledException", "Message": message},
+                          "CancellationReasons": reasons, "ResponseMetadata": {
+                              "HTTPStatusCode": 400, "RequestId": "idem-throttled", "HTTPHeaders": {}, "RetryAttempts": 0}}
+
+
 def resent_by_sdk(watch: Any, boundary: Any, visit: Any = None) -> bool:
     """Is a fault of `watch`'s plan at `boundary` a lost answer that the SDK resends (so the
     boundary's own crossing, once the SDK is done, raises nothing)? An exception after an AWS call,

@@ -57,6 +57,11 @@ VISIBILITY_TIMEOUT = 180.0
 RETENTION = 345_600.0
 
 
+#: EventBridge's `detail.reason` for an upload by each S3 API (ev-events.html: "PutObject", "POST Object",
+#: "CompleteMultipartUpload"), by the event name S3 gives it
+REASONS = {"ObjectCreated:Post": "POST Object", "ObjectCreated:CompleteMultipartUpload": "CompleteMultipartUpload"}
+
+
 def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
                       request_id: str = "N4N7GDK58NMKJ12R") -> dict[str, Any]:
     """The `Object Created` event EventBridge delivers for an upload, with the key as stored: S3's
@@ -76,7 +81,7 @@ def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
         "resources": [f"arn:aws:s3:::{obj.bucket}"],
         "detail": {"version": "0", "bucket": {"name": obj.bucket}, "object": detail_object,
                    "request-id": request_id, "requester": ACCOUNT,
-                   "source-ip-address": "127.0.0.1", "reason": "PutObject"},
+                   "source-ip-address": "127.0.0.1", "reason": REASONS.get(obj.event_name, "PutObject")},
     }
 
 

@@ -29,6 +29,10 @@ from .fastload import (cache_dataclass_compiles, cache_moto_alias_keys, cache_mo
                        cache_moto_method_names, cache_moto_url_tables, cache_timestamp_parsing)
 
 REGION = "us-east-1"
+#: The event S3 sends for an upload by each API
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html)
+UPLOAD_EVENTS = {"PutObject": "ObjectCreated:Put", "POST Object": "ObjectCreated:Post",
+                 "CompleteMultipartUpload": "ObjectCreated:CompleteMultipartUpload"}
 ACCOUNT = "123456789012"  # moto's default account
 #: The ledger table as template.yaml declares it (tests/test_template.py holds them together):
 #: records keyed by `pk`, the sparse index of keyed's ledger lines by account (BOOKS_INDEX), and
@@ -247,15 +251,20 @@ class LocalWorld:
                 "PROVIDER_TABLE": self.provider_table, **extra}
 
     # -- S3's side: a real put_object, and the notification S3 would send -------------
-    def upload(self, key: str, body: bytes | None = None, *, etag: str | None = None) -> S3Object:
+    def upload(self, key: str, body: bytes | None = None, *, etag: str | None = None,
+               by: str = "PutObject") -> S3Object:
         """Put an object and describe its ObjectCreated event as S3 would. Without a body, an
-        order file naming a new order (`order_body`): the keyed handler charges per order."""
+        order file naming a new order (`order_body`): the keyed handler charges per order. `by`: the
+        S3 API that uploads it (UPLOAD_EVENTS): a multipart upload is a real one, in one part."""
         if body is None:
             body = order_body(self._uploads + 1)
         if self.link_customers:
             self.link_demo_account(demo_account(key))
-        response = self._put_in_backend(key, body) if self.provider_store is not None \
-            else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
+        if by == "CompleteMultipartUpload":
+            response = self._multipart(key, body)
+        else:  # a POST stores the object as a PUT does (its ETag the bytes' MD5)
+            response = self._put_in_backend(key, body) if self.provider_store is not None \
+                else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
         self._uploads += 1
         self._uploaded.append({"Key": key, "VersionId": response.get("VersionId") or "null"})
         # S3 sequencers are hex, grow with each event for a key, and vary in length.
@@ -265,7 +274,14 @@ class LocalWorld:
             etag=etag or response["ETag"].strip('"'),
             sequencer=sequencer,
             version_id=response.get("VersionId") if self.versioned else None,
-            event_time=iso8601(self.clock.now()), region=REGION)
+            event_name=UPLOAD_EVENTS[by], event_time=iso8601(self.clock.now()), region=REGION)
+
+    def _multipart(self, key: str, body: bytes) -> dict[str, Any]:
+        """A multipart upload of `body` in one part (a last part may be under 5 MB)."""
+        started = self.s3.create_multipart_upload(Bucket=self.bucket, Key=key)
+        part = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=started["UploadId"], PartNumber=1, Body=body)
+        return dict(self.s3.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=started["UploadId"],
+                                                      MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]}))
 
     def _put_in_backend(self, key: str, body: bytes) -> dict[str, Any]:
         """put_object straight into moto's S3 backend, as `idem check`'s worlds do (the upload is

@@ -7,7 +7,7 @@ import itertools
 from typing import Any, Iterable, Sequence
 
 from ...sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
-from . import key_decoding, runs, sqs_timed, timed, timings
+from . import key_decoding, runs, sqs_timed, timed, timings, upload_kinds
 from .schedule import ARRIVALS, RETRIES, SECONDS, VERSIONING, Schedule
 
 #: The families of schedules, as the report counts them.
@@ -20,6 +20,7 @@ DIMENSIONS = {
             "started meanwhile, or alone, no fault, x retries",
     **timed.DIMENSIONS,
     "runs": runs.DESCRIPTION,
+    upload_kinds.FAMILY: upload_kinds.DESCRIPTION,
     key_decoding.FAMILY: key_decoding.DESCRIPTION,
 }
 

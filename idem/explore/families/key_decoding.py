@@ -13,6 +13,7 @@ name, what S3's event carried and the error (`judged`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Iterable
 from urllib.parse import quote_plus
 
@@ -88,8 +89,8 @@ def judged(report: Any) -> Any:
     results = getattr(report, "results", [])
     if any(r.clean for r in results):
         return report
-    plain = {r.schedule.retries: r for r in results if r.schedule == type(r.schedule)(
-        None, "single", None, r.schedule.retries)}  # the same run at a plain name
+    plain = {r.schedule.retries: r for r in results if replace(r.schedule, timing=None) == type(r.schedule)(
+        None, "single", None, r.schedule.retries)}  # the same run at a plain name, its delays drawn or not
 
     def failed(result: Any) -> bool:
         return any(getattr(a, "failed", False) for a in result.attempts)

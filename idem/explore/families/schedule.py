@@ -7,7 +7,7 @@ from typing import Any
 
 from ...sim.platform.batch_partial import UNPROCESSED, partial_words
 from ...sim.faults import Side
-from . import key_decoding, runs
+from . import key_decoding, runs, upload_kinds
 
 RETRIES = (0, 1, 2)
 ARRIVALS = (1, 2, 3)
@@ -42,6 +42,7 @@ class Schedule:
     #: the upload's name is as long as S3 allows (1,024 bytes of UTF-8: `triggers.object_name`)
     long_name: bool = False
     name: str = ""  # the family `names`: the upload's file name, one that needs URL-decoding (key_decoding)
+    upload: str = ""  # the family `uploads`: the S3 API the order is uploaded by, if not PutObject (upload_kinds)
     timing: Any = None  # where in its documented range each delay falls (idem.explore.families.timings; None: low ends)
     later: Any = None  # a schedule of the families where time and accounts matter (idem.explore.families.timed.Later)
 
@@ -75,18 +76,19 @@ class Schedule:
         else:
             delivery = f"a copy starts {self.copy_at}" if self.delivery == "concurrent" else self.delivery
         delivery += f", {key_decoding.label(self.name)}" if self.name else ""
+        delivery += f", {upload_kinds.label(self.upload)}" if self.upload else ""
         return f"{fault}; {delivery}; {self.retries} {'retry' if self.retries == 1 else 'retries'}"
 
     @property
     def dimension(self) -> str:
         """Which family of schedules this one belongs to (DIMENSIONS)."""
         return (self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow
-                else key_decoding.FAMILY if self.name else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
+                else key_decoding.FAMILY if self.name else upload_kinds.FAMILY if self.upload else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
         arrivals = 0 if self.fault is None else len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
-                + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later) + bool(self.name), self.retries, arrivals)
+                + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later) + bool(self.name) + bool(self.upload), self.retries, arrivals)
 

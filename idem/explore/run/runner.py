@@ -143,7 +143,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             runtime.watch.effects = set(effects)
             # a plain name, one that needs decoding (the family names) or the longest S3 allows where
             # the schedule says (a handler that cannot take it fails visibly there, and only there)
-            obj = world.upload(triggers.name_for(number, schedule), order_body(number))
+            obj = world.upload(triggers.name_for(number, schedule), order_body(number),
+                               **({"by": schedule.upload} if schedule.upload else {}))  # the family uploads: POST, multipart
             link(obj.key)  # the account's customer, for a function that reads the mapping (idem.explore.families.accounts)
             uploads: list[tuple[Any, dict[str, Any], int]] = []
             batch: list[Any] = []

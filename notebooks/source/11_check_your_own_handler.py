@@ -67,7 +67,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # %% [markdown]
 # ### Time, accounts, repeated failures and names
 #
-# Six more families, each small, reach what happens later or elsewhere:
+# Seven more families, each small, reach what happens later or elsewhere:
 #
 # * `late`: no fault. A copy of the event comes at each end of its documented range, and at a few
 #   seeded times inside it. Then the same order is uploaded again, a day and three days later.
@@ -78,6 +78,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # * `accounts`: another account uploads an order with the same order id and the same bytes.
 #   Two accounts' order "1001" are two orders, and each must be charged.
 # * `runs`: one call fails two, three or every time in a row.
+# * `uploads`: the clean run's order, uploaded by a browser's POST and by a multipart upload
+#   instead of a PUT. Each sends its own event name (`ObjectCreated:Post`,
+#   `ObjectCreated:CompleteMultipartUpload`), and each must be charged once.
 # * `names`: the clean run's upload, at names that S3 writes URL-encoded into its event.
 #
 # Every delay is drawn from its documented range, not set to one point. The clock starts at

@@ -80,10 +80,13 @@ def test_pins_bug_the_broken_patterns_exit_1_and_name_their_breaks(pattern, brea
     assert report["smallest_break"]["timeline"]
 
 
-def test_the_keyed_pattern_holds():
+def test_the_keyed_pattern_holds_and_says_what_it_assumed_of_the_deployment():
+    """Without --template a failed event is given a failure queue: a holds says it assumed one
+    (docs/check_from_a_template.md P16), since Lambda discards it where there is none."""
     code, out, _ = cli("keyed", "--retries", "1", "--workers", "1")
     assert code == 0, out
     assert "holds: no double effect" in out
+    assert "assumed: a failed event reaches a failure destination" in out and "Pass --template" in out, out[-800:]
 
 
 def test_the_handler_to_copy_holds_in_every_schedule():

@@ -163,3 +163,4 @@ def test_a_function_with_a_dead_letter_queue_or_an_on_failure_destination_fails_
     assert code == 0 and verdicts(out).get("failed_visibly"), (out + err)[-3000:]
     assert "silent_loss" not in verdicts(out) and f"failure destination {destination}" in out, out[:3000]
     assert "MaximumRetryAttempts 0" in out and "has no failure destination" not in out, out[:3000]
+    assert "assumed:" not in out, out[-800:]  # read from the template, not assumed (P16)

@@ -86,6 +86,20 @@ class CheckReport:
                     "EventInvokeConfig OnFailure destination "
                     "(https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)"]
 
+    def assumed(self) -> list[str]:
+        """Without --template, the failure queue the check gave the function, said where it holds
+        (docs/check_from_a_template.md P16): where there is none, a failed event is lost."""
+        if self.target.deployed is not None:
+            return []
+        if self.trigger == "sqs":  # "Amazon SQS automatically deletes messages left in a queue longer than the
+            # retention period" (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html)
+            given = ("a redrive policy sends a failing message to a dead-letter queue; without one it is retried "
+                     "until the queue's retention period ends, then deleted")
+        else:  # https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+            given = ("a failed event reaches a failure destination (a DeadLetterQueue or an OnFailure destination); "
+                     "without one Lambda discards it")
+        return [f"(assumed: {given}. Pass --template to check the function as deployed.)"]
+
     def explain(self) -> str:
         """The report a person reads: the boundaries, the verdicts, the smallest break."""
         # a handler that charges nothing is told of its effects only, never of charges or books
@@ -109,7 +123,7 @@ class CheckReport:
         smallest = self.smallest_break()
         if smallest is None:
             lines += ["", f"holds: no double effect, silent loss or silent mismatch in any of the "
-                          f"{len(self.results)} schedules"]
+                          f"{len(self.results)} schedules", *self.assumed()]
             return "\n".join(lines)
         lines += self.discarded()
         if smallest.clean:

@@ -234,7 +234,11 @@ print(views.ship.alarms_text())
 # * a line and a charge that disagree on the amount, and two charges for one order;
 # * an upload whose record waits for a person;
 # * a charge still `pending` when its window is judged: Stripe has not decided yet, and
-#   `idem settle --key KEY` books it once Stripe has;
+#   `idem settle --key KEY` books it once Stripe has. Stripe retries an event for up to three
+#   days ([webhooks](https://docs.stripe.com/webhooks#retries)), so the webhook may never hear.
+#   A record still `pending` three days after its charge is looked up at Stripe in every later
+#   window, and found again each time once Stripe has decided, until `idem settle` books or
+#   releases it;
 # * a line whose account does not map to the customer Stripe charged: the money came from the
 #   wrong person, and `idem refund` returns it;
 # * a refund at Stripe that the ledger does not book, say one made in the Dashboard. After a person

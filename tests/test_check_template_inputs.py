@@ -283,3 +283,15 @@ def test_a_state_machine_is_created_and_its_ref_is_its_arn():
     states = fake_client("stepfunctions")
     assert json.loads(states.describe_state_machine(stateMachineArn=arn)["definition"])["StartAt"] == "Work"
     states.delete_state_machine(stateMachineArn=arn)
+
+
+def test_a_handler_file_missing_under_code_uri_exits_2_saying_what_to_check_instead():
+    """The project's own template: ChargeFunction's CodeUri, function/, holds only the Makefile that
+    `sam build` runs (Metadata BuildMethod makefile), so its handler file is not there. The one line
+    says so, and how to check the handler's source instead (exit 2: the check was not given what it needs)."""
+    template = Path(__file__).resolve().parent.parent / "template.yaml"
+    code, out, err = cli("--template", str(template), "--function", "ChargeFunction", "--json")
+    assert code == 2, (out + err)[-2000:]
+    message = json.loads(out)["error"]
+    assert "keyed.py, which does not exist" in message and "FILE.py:FUNCTION" in message, message
+    assert "sam build" in message, message

@@ -219,7 +219,10 @@ def _handler_file(path: str, logical_id: str, props: dict[str, Any], value: Any)
     if not file.is_file():
         raise TemplateError(f"{logical_id}'s handler {handler} should be {file}, which does not exist"
                             + (" (inline code is written to index.py: its Handler is index.FUNCTION)"
-                               if inline is not None else ""))
+                               if inline is not None else
+                               ". If a build step fills its CodeUri (sam build, a BuildMethod), give the "
+                               "handler's source as the target instead (FILE.py:FUNCTION, with --env for its "
+                               "settings)"))
     return file, function
 
 

@@ -47,7 +47,7 @@ from typing import Any, Callable
 from ..core.events import S3Object
 from .runtime import Attempt, LocalLambda, on_clock, work_of
 from .runtime.local_lambda import _Pending
-from .world import ACCOUNT, REGION
+from .world import ACCOUNT, REGION, UPLOAD_EVENTS
 
 #: The triggers `idem check --trigger` knows.
 TRIGGERS = ("s3", "sqs", "eventbridge")
@@ -58,8 +58,8 @@ RETENTION = 345_600.0
 
 
 #: EventBridge's `detail.reason` for an upload by each S3 API (ev-events.html: "PutObject", "POST Object",
-#: "CompleteMultipartUpload"), by the event name S3 gives it
-REASONS = {"ObjectCreated:Post": "POST Object", "ObjectCreated:CompleteMultipartUpload": "CompleteMultipartUpload"}
+#: "CompleteMultipartUpload"), by the event name S3 gives it: the API's name, as UPLOAD_EVENTS keys them
+REASONS = {event: api for api, event in UPLOAD_EVENTS.items()}
 
 
 def eventbridge_event(obj: S3Object, event_id: str | None = None, *,

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ...sim.world import UPLOAD_EVENTS
+
 FAMILY = "uploads"
-#: the S3 API of each upload of the family (LocalWorld.upload's `by`)
+#: the S3 API of each upload of the family (LocalWorld.upload's `by`; UPLOAD_EVENTS names its event)
 UPLOADS = ("POST Object", "CompleteMultipartUpload")
 DESCRIPTION = ("the clean run's order uploaded by POST (ObjectCreated:Post) and by a multipart upload "
                "(ObjectCreated:CompleteMultipartUpload), no fault, one delivery, the fewest retries")
@@ -30,5 +32,5 @@ def schedules(schedule: Callable[..., Any], retries: Iterable[int]) -> list[Any]
 
 def label(by: str) -> str:
     """What a schedule of the family adds to its label."""
-    event = {"POST Object": "ObjectCreated:Post"}.get(by, f"ObjectCreated:{by}")
-    return f"the order uploaded by {'a multipart upload' if by == 'CompleteMultipartUpload' else 'POST'} ({event})"
+    return (f"the order uploaded by {'a multipart upload' if by == 'CompleteMultipartUpload' else 'POST'} "
+            f"({UPLOAD_EVENTS[by]})")

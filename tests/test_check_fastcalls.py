@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from botocore.exceptions import ClientError
 
 from idem.explore.run import fastcalls
@@ -90,6 +91,11 @@ def test_fast_calls_undo_everything_when_the_last_batch_ends():
     signer, item = auth.SigV4Auth.add_auth, dynamo_type.Item.__init__
     parse, make = ConditionExpressionParser.parse, UpdateExpressionParser.__dict__["make"]
     built = Request.__dict__["from_primitives"]
+    from moto.core import parse as moto_parse, responses, serialize
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    moto_own = (responses.method_names_from_class, responses.camelcase_to_underscores, MotoRandom.get_random_string,
+                serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure)
     with fastcalls.fast_calls():
         with fastcalls.fast_calls():  # nested (a batch inside a batch's process): one install
             assert auth.SigV4Auth.add_auth is not signer and dynamo_type.Item.__init__ is not item
@@ -97,6 +103,8 @@ def test_fast_calls_undo_everything_when_the_last_batch_ends():
     assert auth.SigV4Auth.add_auth is signer and dynamo_type.Item.__init__ is item
     assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
     assert Request.__dict__["from_primitives"] is built
+    assert (responses.method_names_from_class, responses.camelcase_to_underscores, MotoRandom.get_random_string,
+            serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure) == moto_own
 
 
 def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch):
@@ -287,3 +295,64 @@ def test_inside_a_batch_moto_reads_each_request_as_werkzeug_s_builder_writes_it(
         plain()
     assert any("x-amz-meta-my_key" in dict(h) for _, _, h, _ in sent)  # a name moto keeps as sent
     assert any(body in (b"", None) for _, _, _, body in sent) and any("%" in url for _, url, _, _ in sent)
+
+
+@pytest.mark.parametrize("length, digits, lower", [(52, True, False), (20, True, True), (7, False, False), (0, True, False)])
+def test_inside_a_batch_moto_s_random_strings_are_the_same_draws_of_the_same_generator(length, digits, lower):
+    """Request ids drawn plainly: the same strings, and the generator left where moto's own leaves it
+    (every id drawn after them, a version id or a message id, is the same)."""
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    own, fast = MotoRandom(), MotoRandom()
+    own.seed("idem-check/7")
+    fast.seed("idem-check/7")
+    expected = [own.get_random_string(length, digits, lower) for _ in range(50)]
+    with fastcalls.fast_calls():
+        got = [fast.get_random_string(length, digits, lower) for _ in range(50)]
+    assert got == expected and fast.getrandbits(64) == own.getrandbits(64)
+
+
+_names = st.text(alphabet="abSNLMB_", min_size=0, max_size=3)
+_scalars = st.one_of(st.text(max_size=4), st.booleans(), st.integers(-3, 3), st.none(), st.lists(st.text(max_size=2), max_size=2))
+_values = st.recursive(
+    st.one_of(st.fixed_dictionaries({"S": st.text(max_size=4)}), st.fixed_dictionaries({"N": st.sampled_from(["1", "2.5"])}),
+              st.fixed_dictionaries({"BOOL": st.booleans()}), st.fixed_dictionaries({"NULL": st.just(True)}),
+              st.fixed_dictionaries({"SS": st.lists(st.text(max_size=2), max_size=3)}),
+              st.fixed_dictionaries({"B": st.just("YWJj")}), st.fixed_dictionaries({"BS": st.just(["YWJj"])}),
+              st.dictionaries(st.sampled_from(["S", "N", "BOOL", "NULL", "SS", "NS", "M", "L", "B", "s"]), _scalars,
+                              max_size=2)),
+    lambda inner: st.one_of(st.fixed_dictionaries({"M": st.dictionaries(_names, inner, max_size=3)}),
+                            st.fixed_dictionaries({"L": st.lists(inner, max_size=3)})),
+    max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(item=st.dictionaries(st.sampled_from(["pk", "status", "m"]), _values, min_size=1, max_size=3))
+def test_inside_a_batch_an_attribute_value_is_read_and_written_as_moto_s_own_walk_would(item):
+    """fast_items: the request moto parses and the answer it writes are the same, key order included,
+    for plain values (copied) and every other kind (binaries, two members, wrong types: moto's way)."""
+    import json
+
+    from moto.core.parse import JSONParser
+    from moto.core.responses import get_service_model
+    from moto.core.serialize import JSONSerializer, XFormedAttributePicker
+
+    model = get_service_model("dynamodb")
+    body = json.dumps({"TableName": "t", "Item": item})
+    request = {"method": "POST", "values": {}, "headers": {}, "body": body.encode(), "url_path": "/", "url_params": {}}
+
+    def both() -> tuple[str, str]:
+        try:  # repr: the types and the key order too
+            parsed = repr(JSONParser(model.operation_model("PutItem")).parse(request))
+        except Exception as refused:  # what moto's own walk raises, raised the same
+            parsed = type(refused).__name__
+        writer = JSONSerializer(operation_model=model.operation_model("GetItem"), value_picker=XFormedAttributePicker())
+        try:
+            written = writer.serialize({"Item": item})["body"]
+        except Exception as refused:
+            written = type(refused).__name__
+        return parsed, written
+
+    expected = both()
+    with fastcalls.fast_calls():
+        assert both() == expected

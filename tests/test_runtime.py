@@ -131,3 +131,15 @@ def test_the_failure_queue_reads_back_every_message_and_keeps_them(world):
         world.sqs.send_message(QueueUrl=world.queue_url, MessageBody=f'{{"n": {n}}}')
     assert sorted(m["n"] for m in world.failure_queue()) == list(range(25))
     assert len(world.failure_queue()) == 25 and world.failure_queue_depth() == 25
+
+
+def test_each_invocation_gets_its_own_copy_of_the_event_sharing_nothing_as_lambda_reads_json():
+    from idem.sim.runtime.local_lambda import as_delivered
+
+    shared = {"s3": {"object": {"key": "alice/a.json", "size": 7}}}
+    event = {"Records": [shared, shared], "n": [1, 2.5, True, None], "odd": ("t", [1])}
+    copied = as_delivered(event)
+    assert copied == event
+    copied["Records"][0]["s3"]["object"]["key"] = "changed"  # the handler changes its own event only
+    assert shared["s3"]["object"]["key"] == "alice/a.json" and copied["Records"][1]["s3"]["object"]["key"] == "alice/a.json"
+    assert copied["odd"] == ("t", [1]) and copied["odd"][1] is not event["odd"][1]  # not JSON: deep-copied

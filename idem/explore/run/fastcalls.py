@@ -35,6 +35,17 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   the headers are written as its `get_environ` writes them, in the same order. A body that is not
   bytes or text, a bodiless request with a Content-Type (a form to encode), a header that is not
   plain text: moto's own way.
+- **A name worked out once.** For every request moto lists its answering class's methods (Python's
+  `inspect.getmembers`, about 300 attributes) to see whether the action is one, and turns names
+  such as `ReceiveMessageWaitTimeSeconds` into `receive_message_wait_time_seconds` character by
+  character, for each of a queue's attributes each time they are read. A class's methods are
+  listed once, and each name is turned once (the same text always gives the same name).
+- **Request ids drawn plainly.** moto gives every answer a request id of 52 letters and digits,
+  each drawn with `random.choice`. They are drawn here with the same calls to the same seeded
+  generator (`getrandbits` of the same width, the same draws refused), so every id after them,
+  a version id or a message id, comes out as before.
+- **Attribute values copied as they are.** DynamoDB's attribute values in requests and answers,
+  where moto's walk would give them back unchanged (`idem.explore.run.fast_items`).
 """
 from __future__ import annotations
 
@@ -46,6 +57,8 @@ import sys
 from collections import defaultdict
 import threading
 from typing import Any, Iterator
+
+from . import fast_items
 
 #: the signature written into a request inside a batch (moto checks none)
 UNCHECKED_SIGNATURE = "0" * 64
@@ -69,7 +82,9 @@ def fast_calls() -> Iterator[None]:
             _undo.append(_unsigned_requests())
             if moto_version() in MOTO_FOLLOWED:  # they copy moto's own steps: under another, moto's way
                 _undo.extend((_items_sized_once(), _routes_kept(), _conditions_parsed_once(),
-                              _updates_parsed_once(), _requests_built_plainly()))
+                              _updates_parsed_once(), _requests_built_plainly(), _names_worked_out_once(),
+                              _random_strings_drawn_plainly(), fast_items.values_written_plainly(),
+                              fast_items.values_read_plainly()))
         _depth += 1
     try:
         yield
@@ -306,6 +321,61 @@ def _requests_built_plainly() -> Any:
 
     def undo() -> None:
         request_class.from_primitives = own  # type: ignore[method-assign]
+    return undo
+
+
+def _names_worked_out_once() -> Any:
+    """moto's list of a class's methods, and its snake_case of a name, made once each (see the module)."""
+    from functools import lru_cache
+
+    from moto.core import responses
+    from moto.sqs import models as sqs_models
+
+    own_methods, own_snake = responses.method_names_from_class, responses.camelcase_to_underscores
+    listed: dict[Any, list[str]] = {}
+
+    def method_names_from_class(clazz: Any) -> list[str]:
+        names = listed.get(clazz)
+        if names is None:
+            names = listed[clazz] = own_methods(clazz)
+        return names
+
+    snake = lru_cache(maxsize=EXPRESSIONS)(own_snake)
+    responses.method_names_from_class = method_names_from_class
+    responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = snake
+
+    def undo() -> None:
+        responses.method_names_from_class = own_methods
+        responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = own_snake
+    return undo
+
+
+def _random_strings_drawn_plainly() -> Any:
+    """moto's random strings (request ids) from the same draws of the same generator (see the module)."""
+    import string
+
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    own = MotoRandom.get_random_string
+
+    def get_random_string(self: Any, length: int = 20, include_digits: bool = True, lower_case: bool = False) -> str:
+        pool = string.ascii_letters + (string.digits if include_digits else "")
+        # as random.choice(pool) draws, each time: _randbelow_with_getrandbits(len(pool))
+        size, draw = len(pool), self.getrandbits
+        width = size.bit_length()
+        chosen = []
+        for _ in range(length):
+            at = draw(width)
+            while at >= size:
+                at = draw(width)
+            chosen.append(pool[at])
+        text = "".join(chosen)
+        return text.lower() if lower_case else text
+
+    MotoRandom.get_random_string = get_random_string  # type: ignore[method-assign]
+
+    def undo() -> None:
+        MotoRandom.get_random_string = own  # type: ignore[method-assign]
     return undo
 
 

@@ -94,8 +94,12 @@ def test_fast_calls_undo_everything_when_the_last_batch_ends():
     from moto.core import parse as moto_parse, responses, serialize
     from moto.moto_api._internal.moto_random import MotoRandom
 
+    from botocore.parsers import BaseRestParser
+    from moto.s3.responses import S3Response
+
     moto_own = (responses.method_names_from_class, responses.camelcase_to_underscores, MotoRandom.get_random_string,
-                serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure)
+                serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure,
+                BaseRestParser._parse_non_payload_attrs, S3Response.__dict__["subdomain_based_buckets"])
     with fastcalls.fast_calls():
         with fastcalls.fast_calls():  # nested (a batch inside a batch's process): one install
             assert auth.SigV4Auth.add_auth is not signer and dynamo_type.Item.__init__ is not item
@@ -104,7 +108,8 @@ def test_fast_calls_undo_everything_when_the_last_batch_ends():
     assert ConditionExpressionParser.parse is parse and UpdateExpressionParser.__dict__["make"] is make
     assert Request.__dict__["from_primitives"] is built
     assert (responses.method_names_from_class, responses.camelcase_to_underscores, MotoRandom.get_random_string,
-            serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure) == moto_own
+            serialize.JSONSerializer._serialize_type_structure, moto_parse.JSONParser._parse_structure,
+            BaseRestParser._parse_non_payload_attrs, S3Response.__dict__["subdomain_based_buckets"]) == moto_own
 
 
 def test_under_a_moto_release_not_followed_moto_answers_its_own_way(monkeypatch):
@@ -356,3 +361,42 @@ def test_inside_a_batch_an_attribute_value_is_read_and_written_as_moto_s_own_wal
     expected = both()
     with fastcalls.fast_calls():
         assert both() == expected
+
+
+def test_inside_a_batch_an_answer_s_headers_are_read_as_botocore_reads_them():
+    """fast_reads: the same members from an S3 answer's headers (names in any case, a header given
+    twice in two cases, user metadata, a date)."""
+    from botocore import parsers
+    from botocore.awsrequest import HeadersDict
+    from botocore.session import get_session
+
+    model = get_session().get_service_model("s3").operation_model("GetObject")
+    headers = HeadersDict({"content-length": "7", "ETAG": '"abc"', "Last-Modified": "Thu, 01 Jan 2026 23:58:00 GMT",
+                           "x-amz-version-id": "v1", "X-Amz-Meta-Order": "A-1", "x-amz-meta-order": "A-2",
+                           "x-amz-delete-marker": "false", "Content-Type": "application/json"})
+    answer = {"status_code": 200, "headers": headers, "body": b"{}", "context": {}}
+
+    def parsed() -> str:
+        return repr(parsers.create_parser("rest-xml").parse(dict(answer), model.output_shape))
+
+    expected = parsed()
+    with fastcalls.fast_calls():
+        assert parsed() == expected
+    assert "'Metadata': {'Order': 'A-2'}" in expected and "'VersionId': 'v1'" in expected
+
+
+@pytest.mark.parametrize("host", ["bucket-one.s3.amazonaws.com", "s3.amazonaws.com", "s3.us-west-2.amazonaws.com",
+                                  "localhost:5000", "127.0.0.1:5000", "[::1]:80", "minio.example.com", ""])
+@pytest.mark.parametrize("custom", ["", "http://minio.example.com"])
+def test_inside_a_batch_moto_judges_a_host_as_its_own_code_does(host, custom, monkeypatch):
+    from moto.s3.responses import S3Response
+
+    class Request:
+        headers = {"host": host} if host else {}
+        url = "https://bucket-two.s3.amazonaws.com/k"
+
+    monkeypatch.setenv("MOTO_S3_CUSTOM_ENDPOINTS", custom)
+    expected = S3Response.subdomain_based_buckets(Request())
+    with fastcalls.fast_calls():
+        assert S3Response.subdomain_based_buckets(Request()) is expected
+        assert S3Response.subdomain_based_buckets(Request()) is expected

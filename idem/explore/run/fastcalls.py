@@ -46,6 +46,8 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   a version id or a message id, comes out as before.
 - **Attribute values copied as they are.** DynamoDB's attribute values in requests and answers,
   where moto's walk would give them back unchanged (`idem.explore.run.fast_items`).
+- **Headers and hosts read once.** botocore's reading of an answer's headers,
+  and moto's judging of an S3 request's host (`idem.explore.run.fast_reads`).
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ from collections import defaultdict
 import threading
 from typing import Any, Iterator
 
-from . import fast_items
+from . import fast_items, fast_reads
 
 #: the signature written into a request inside a batch (moto checks none)
 UNCHECKED_SIGNATURE = "0" * 64
@@ -84,7 +86,9 @@ def fast_calls() -> Iterator[None]:
                 _undo.extend((_items_sized_once(), _routes_kept(), _conditions_parsed_once(),
                               _updates_parsed_once(), _requests_built_plainly(), _names_worked_out_once(),
                               _random_strings_drawn_plainly(), fast_items.values_written_plainly(),
-                              fast_items.values_read_plainly()))
+                              fast_items.values_read_plainly(), fast_reads.hosts_judged_once()))
+            if fast_reads.botocore_version() in fast_reads.BOTOCORE_FOLLOWED:
+                _undo.append(fast_reads.headers_read_once())
         _depth += 1
     try:
         yield

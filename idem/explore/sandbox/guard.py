@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import sysconfig
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,9 +37,11 @@ class Guard:
     def where(self) -> str:
         """The innermost frame of the handler's own code (not the standard library, not idem's
         machinery), as file:line; "" if none is on the stack."""
-        for frame in reversed(traceback.extract_stack()[:-2]):
-            if _handler_file(frame.filename):
-                return f"{Path(frame.filename).name}:{frame.lineno}"
+        frame = sys._getframe(2)  # (not this frame, nor the guard's that asks)
+        while frame is not None:  # the frames themselves: no source lines read
+            if _handler_file(frame.f_code.co_filename):
+                return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+            frame = frame.f_back
         return ""
 
     def note(self, **fields: Any) -> None:
@@ -72,8 +74,10 @@ class Guard:
 
         def start(thread: threading.Thread) -> None:
             real_start(thread)
+            if thread.daemon or _idle_pool_worker(thread):  # (the runtime's invocation threads are daemons)
+                return
             where = guard.where()
-            if where and not thread.daemon and not _idle_pool_worker(thread):
+            if where:
                 guard.threads.append((thread, guard._clock(), where))
                 guard._watch_threads()
 

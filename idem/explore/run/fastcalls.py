@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import io
 import json
 import sys
@@ -100,7 +101,10 @@ def fast_calls() -> Iterator[None]:
                     _undo.pop()()
 
 
+@functools.cache
 def moto_version() -> str:
+    """moto's release, read once per process (importlib.metadata walks sys.path for it: a
+    millisecond or more, at every batch)."""
     from importlib.metadata import version
 
     return version("moto")

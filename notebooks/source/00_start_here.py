@@ -159,7 +159,8 @@ from idem.lessons.scribes.retries import check_charges_guess
 # Each row is one kind of trouble. A **fault point** is where the run makes the function fail:
 #
 # * `at_charge`: just before the call to the provider, so no money moves;
-# * `after_charge`: money moved, then the function fails before it writes anything;
+# * `after_charge`: money moved, then the function fails before it records the charge or marks its
+#   work done;
 # * `after_commit`: everything is written, then the function fails;
 # * `none`: no failure at all.
 #
@@ -177,7 +178,7 @@ from idem.lessons.scribes.retries import check_charges_guess
 #
 # | verdict | charges | what it means |
 # | --- | --- | --- |
-# | **`double_charge`** | 2 or more | The customer paid more than once. Nothing alerts: the customer finds it, often weeks later. |
+# | **`double_charge`** | 2 or more | The customer paid more than once. Often nothing alerts, and the customer finds it weeks later. Even when the event reaches the failure queue, nothing there says money moved twice. |
 # | **`exactly_once`** | 1 | Money moved once and the ledger agrees. For a handler whose record has a **`done`** state (work finished and recorded), the record also says `done`. The work is finished, even if the event also reached the failure queue. |
 # | **`needs_attention`** | 1 | Money moved once, but the work did not finish. The event is in the failure queue, or the record says so. A person will look. |
 # | **`silent_mismatch`** | 1 | Money moved once, the ledger disagrees, and nothing alerts anyone. |

@@ -178,8 +178,9 @@ print(f"after {message['requestContext']['approximateInvokeCount']} invocations,
 views.compact_items(world.ledger().items())
 
 # %% [markdown]
-# The ledger table agrees. It holds one record, `in_progress`, for the same object. There is no
-# account entry, because no charge landed.
+# The ledger table agrees. It holds one record, `in_progress`, for the same object. Beside it,
+# `account#alice` holds only her customer mapping (chapter 03): it counts no charge, because none
+# landed.
 #
 # An hour later the provider is back. The operator **redrives** the queue: each message's
 # `requestPayload` goes back to the function, and the message is deleted. The function finds
@@ -390,8 +391,9 @@ views.fix_frame(mine)
 # The fix has a price. Run the check on this solution, and its last row shows it: when the process
 # dies before the charge, nothing is charged, the record stays `in_progress` and the event ends in
 # the failure queue (`failed_visibly`). With the starting handler, that row was `exactly_once`.
-# Now `in_progress` means "someone is at work", even when that someone has died. A process that dies after its put leaves the record for
-# good, and the event waits in the failure queue. A redrive meets the same record. Chapter 06
+# Now `in_progress` means "someone is at work", even when that someone has died. A process that
+# dies after its put leaves the record until its `expires_at` passes and the table deletes it (a
+# day here), and the event waits in the failure queue. A redrive meets the same record. Chapter 06
 # gives the record an owner and an end.
 # </details>
 #
@@ -403,7 +405,7 @@ views.fix_frame(mine)
 #   stopped. That is enough to redrive the work once the cause is fixed.
 # * No: `in_progress` cannot tell "failed earlier" from "running right now", so a concurrent copy
 #   charges again. A put that decides closes that hole, but a process that dies mid-work then
-#   leaves its record for good.
+#   leaves its record in place until it expires.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

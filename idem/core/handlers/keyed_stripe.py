@@ -123,10 +123,14 @@ def why_refused(error: BaseException, meaning: Meaning, key: str, rec: Any, unti
                         "twice: find the charge at the provider (`idem settle`), then book or refund it"))
 
 
-def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
-    """The error a refused secret key raises: a retry reads the secret again; counted, never parked."""
-    return ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); "
-                              "it is read again on the retry: check that STRIPE_SECRET_PARAMETER holds the current key")
+def meaning_unless_auth(error: BaseException) -> Meaning:
+    """What an error means; a refused secret key raises ProviderAuthFailed (read again on the retry, counted)."""
+    meaning = meaning_of(error)
+    if meaning.what == AUTH:
+        raise ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); it is"
+                                 " read again on the retry: check that STRIPE_SECRET_PARAMETER holds the current key"
+                                 ) from error
+    return meaning
 
 
 def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
@@ -136,9 +140,7 @@ def read_saved_method(read: Callable[[str], str | None], customer: str) -> str |
             return method
         raise NoPaymentMethod(f"customer {customer} has no saved default payment method: save one, then re-send it")
     except Exception as error:
-        meaning, status = meaning_of(error), getattr(error, "http_status", None)
-        if meaning.what == AUTH:
-            raise auth_failed(meaning) from error
+        meaning, status = meaning_unless_auth(error), getattr(error, "http_status", None)
         if meaning.what == RETRY or (meaning.what == ATTENTION and int(status or 500) >= 500):  # a 5xx, no answer
             raise
         raise NeedsAttention(f"reading customer {customer}'s payment method failed ({meaning.code}: "
@@ -197,20 +199,19 @@ class StripeProvider:
 
     def __init__(self, client: stripe.StripeClient, payment_method: str | None = "pm_card_visa",
                  live: bool = False) -> None:
-        self.client, self.test_method, self.live = client, None if live else payment_method, live
+        self.client, self.test_method = client, None if live else payment_method
 
     @classmethod
-    def from_secret(cls, secret: str, api_base: str | None = None, payment_method: str = "pm_card_visa",
-                    max_network_retries: int = MAX_NETWORK_RETRIES,
+    def from_secret(cls, secret: str, api_base: str | None = None,
                     http_client: stripe.HTTPClient | None = None) -> StripeProvider:
         """A client for a secret key; `api_base` aims it elsewhere (the workbook's loopback Stripe)."""
         import stripe  # here: only a function that charges through Stripe needs the package
 
         client = stripe.StripeClient(
-            secret, max_network_retries=max_network_retries,
+            secret, max_network_retries=MAX_NETWORK_RETRIES,
             http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
-        return cls(client, payment_method, live=secret.startswith(LIVE_KEYS))
+        return cls(client, live=secret.startswith(LIVE_KEYS))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, payment_method: str | None = None,

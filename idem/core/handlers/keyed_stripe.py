@@ -222,11 +222,14 @@ class StripeProvider:
         if not method:
             raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
                                   "`customer` (cus_...) in the order, with a default payment method saved")
+        # Metadata: names and ids only (https://docs.stripe.com/api/metadata); idem_stack: the reconciliation's filter.
+        tags = {**(metadata or {}), "account": customer, "reference": reference, "idempotency_key": stripe_key(key),
+                "idem_stack": os.environ.get("STACK_NAME", "")}
         params: PaymentIntentCreateParams = {
             "amount": amount, "currency": currency, "confirm": True, "off_session": True, "payment_method": method,
             # No redirect can happen in a Lambda: refuse such methods at once.
             "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
-            "metadata": self._metadata(customer, reference, key, metadata or {})}
+            "metadata": {name: str(value)[:MAX_METADATA_CHARS] for name, value in tags.items()}}
         if cus:
             params["customer"] = customer
         intent = self.client.v1.payment_intents.create(params=params,
@@ -250,10 +253,3 @@ class StripeProvider:
             raise NoPaymentMethod(f"customer {customer} is deleted at Stripe: link the account to another customer")
         method = (found.get("invoice_settings") or {}).get("default_payment_method")
         return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None
-
-    @staticmethod
-    def _metadata(customer: str, reference: str, key: str, order: Mapping[str, str]) -> dict[str, Any]:
-        # Names and ids only (https://docs.stripe.com/api/metadata); idem_stack: the reconciliation's filter.
-        return {**{name: str(value)[:MAX_METADATA_CHARS] for name, value in order.items()},
-                "account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
-                "idempotency_key": stripe_key(key), "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}

@@ -234,7 +234,7 @@ class KeyedCharger:
             method = read_saved_method(read, customer)
         except NeedsAttention as problem:
             raise self._refused(claimed, f"{ref.source}: {problem}") from None
-        return self.ledger.remember_method(claimed, method) if method else claimed
+        return self.ledger.remember_method(claimed, method)
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:

@@ -133,7 +133,7 @@ def meaning_unless_auth(error: BaseException) -> Meaning:
     return meaning
 
 
-def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
+def read_saved_method(read: Callable[[str], str | None], customer: str) -> str:
     """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came (retried)."""
     try:
         if method := read(customer):

@@ -26,7 +26,7 @@ if COPIED:
                               the_charge_found, who_pays)
     from keyed_stripe import (ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, charges_with_key,
                               make_provider, meaning_unless_auth, read_saved_method, why_refused)
-    from keyed_settings import (KEY_AGE_MARGIN_SECONDS, Claim, ConfigError as ConfigError, LostOwnership,
+    from keyed_settings import (KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership,
                                 NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed, Settings,
                                 Status as Status, WorkInProgress, as_item, as_values, aws_config, conditional_write,
                                 enough_time, from_item, ours, settings_from_env)
@@ -39,9 +39,9 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
         ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, charges_with_key, make_provider,
         meaning_unless_auth, read_saved_method, why_refused)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        KEY_AGE_MARGIN_SECONDS, Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention, ProviderAuthFailed,
-        Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
-        conditional_write, enough_time, from_item, ours, settings_from_env)
+        KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
+        ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
+        as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
 
 #: The fence of every write to a claimed record: only its owner, while it is in progress.
 FENCE = "#o = :me AND #s = :in_progress"
@@ -210,7 +210,7 @@ class KeyedCharger:
     def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
         with parking():  # if this write fails, parked or not, it is counted now: a retry finding it parked would not
-            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, claimed.unsent)  # no charge yet
         return NeedsAttention(reason)
 
     def _refused(self, claimed: Record, reason: str) -> NeedsAttention:

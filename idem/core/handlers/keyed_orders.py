@@ -207,8 +207,8 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
                if cents < settings.min_amount_cents
                else f"asks {cents}, above MAX_AMOUNT_CENTS ({settings.max_amount_cents})"
                if cents > settings.max_amount_cents
-               else f"asks {cents}, and Stripe takes {currency} only in tens" if currency in THREE_DECIMAL and cents % 10
-               else "")
+               else f"asks {cents}, and Stripe takes {currency} only in tens"
+               if currency in THREE_DECIMAL and cents % 10 else "")
     if problem:
         raise NeedsAttention(f"{ref.source}: the order {problem} ({allowed}); fix it and upload it again, "
                              "or change the setting; nothing was charged")

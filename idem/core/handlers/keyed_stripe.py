@@ -134,7 +134,7 @@ def meaning_unless_auth(error: BaseException) -> Meaning:
 
 
 def read_saved_method(read: Callable[[str], str | None], customer: str) -> str:
-    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came (retried)."""
+    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came."""
     try:
         if method := read(customer):
             return method

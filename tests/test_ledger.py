@@ -12,8 +12,8 @@ from idem.sim.boundary import Visit, Watch
 from idem.sim.sessions import watched_session
 
 
-def keyed_ledger(world, client=None, ttl_seconds=86400):
-    return KeyedLedger(client or world.dynamodb, world.ledger_table, ttl_seconds, now=world.clock.now)
+def keyed_ledger(world, client=None):
+    return KeyedLedger(client or world.dynamodb, world.ledger_table, now=world.clock.now)
 
 
 def counted(world, action, make=None):
@@ -62,7 +62,7 @@ def test_an_expired_lease_can_be_taken_over(world):
 
 
 def test_an_unfinished_record_expires_but_a_done_one_never_does(world):
-    ledger = keyed_ledger(world, ttl_seconds=3600)
+    ledger = keyed_ledger(world)
     ledger.claim("charge#open", "a", lease_until=world.clock.now() + 30)
     claim = ledger.claim("charge#k", "a", lease_until=world.clock.now() + 30)
     ledger.commit(claim.mine, {"charge_id": "ch_1"}, "alice", 500, "ch_1")

@@ -24,22 +24,22 @@ if COPIED:
     from keyed_events import log, log_outcome, metrics_document, parking, read_logged, utc
     from keyed_orders import (OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of,
                               the_charge_found, who_pays)
-    from keyed_stripe import (ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed,
-                              charges_with_key, make_provider, meaning_of, read_saved_method, why_refused)
-    from keyed_settings import (DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError,
-                                LostOwnership, NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed,
-                                Settings, Status as Status, WorkInProgress, as_item, as_values, aws_config,
-                                conditional_write, enough_time, from_item, ours, settings_from_env)
+    from keyed_stripe import (ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, charges_with_key,
+                              make_provider, meaning_unless_auth, read_saved_method, why_refused)
+    from keyed_settings import (KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership,
+                                NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed, Settings,
+                                Status as Status, WorkInProgress, as_item, as_values, aws_config, conditional_write,
+                                enough_time, from_item, ours, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, parking, read_logged, utc)
     from .keyed_orders import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         OrderRef, Upload as Upload, check_same_order, identify, sent_as, terms_of, the_charge_found, who_pays)
     from .keyed_stripe import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        ATTENTION, AUTH, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, auth_failed, charges_with_key,
-        make_provider, meaning_of, read_saved_method, why_refused)
+        ATTENTION, DECLINED, INTENT_MEANS, PENDING, RETRY, PaymentProvider, charges_with_key, make_provider,
+        meaning_unless_auth, read_saved_method, why_refused)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        DAY, KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
+        KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
         as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
 
@@ -50,9 +50,8 @@ FENCE = "#o = :me AND #s = :in_progress"
 class KeyedLedger:
     """The idempotency records and the books, in one DynamoDB table, every write conditional."""
 
-    def __init__(self, client: Any, table: str, ttl_seconds: int = DAY,
-                 now: Callable[[], float] = time.time) -> None:
-        self.client, self.table, self.ttl_seconds, self.now = client, table, ttl_seconds, now
+    def __init__(self, client: Any, table: str, now: Callable[[], float] = time.time) -> None:
+        self.client, self.table, self.now = client, table, now
         self.sending: set[str] = set()  # the owners whose charge went to the provider, until they end
 
     def claim(self, key: str, owner: str, lease_until: float, source: str = "",
@@ -159,7 +158,7 @@ class KeyedCharger:
     def __init__(self, dynamodb: Any, provider: PaymentProvider, settings: Settings,
                  now: Callable[[], float] = time.time, new_owner: Callable[[], str] = lambda: uuid.uuid4().hex,
                  s3: Any = None) -> None:
-        self.ledger = KeyedLedger(dynamodb, settings.table, settings.record_ttl_seconds, now)
+        self.ledger = KeyedLedger(dynamodb, settings.table, now)
         self.provider, self.settings, self.now, self.new_owner, self.s3 = provider, settings, now, new_owner, s3
 
     def order_of(self, upload: Upload) -> OrderRef:
@@ -211,7 +210,7 @@ class KeyedCharger:
     def _park(self, claimed: Record, reason: str) -> NeedsAttention:
         """Park the order: its record says why (needs_attention), for a person and the alarm."""
         with parking():  # if this write fails, parked or not, it is counted now: a retry finding it parked would not
-            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, unsent=claimed.unsent)  # no charge yet
+            self.ledger.finish(claimed, Status.NEEDS_ATTENTION, {"reason": reason}, claimed.unsent)  # no charge yet
         return NeedsAttention(reason)
 
     def _refused(self, claimed: Record, reason: str) -> NeedsAttention:
@@ -235,7 +234,7 @@ class KeyedCharger:
             method = read_saved_method(read, customer)
         except NeedsAttention as problem:
             raise self._refused(claimed, f"{ref.source}: {problem}") from None
-        return self.ledger.remember_method(claimed, method) if method else claimed
+        return self.ledger.remember_method(claimed, method)
 
     def _charge_and_commit(self, upload: Upload, ref: OrderRef, claimed: Record) -> dict[str, Any]:
         try:
@@ -262,9 +261,7 @@ class KeyedCharger:
                                           idempotency_key=claimed.key, metadata=metadata,
                                           **({"payment_method": method} if method else {}))
         except Exception as error:
-            meaning = meaning_of(error)  # by Stripe's error type and code (keyed_stripe.py)
-            if meaning.what == AUTH:  # a rolled key: read again on the retry, counted, never parked
-                raise auth_failed(meaning) from error
+            meaning = meaning_unless_auth(error)  # by Stripe's error type and code; a rolled key: read again
             if meaning.what == RETRY:  # rate limit, lock, key in flight, api_error, no answer
                 raise  # release the lease (charge_once), and let Lambda retry with the same key
             result = {"status": meaning.what, "code": meaning.code, "decline_code": meaning.decline_code, "charge_id":
@@ -359,9 +356,8 @@ def look_up(charger: KeyedCharger, upload: Upload, ref: OrderRef, claimed: Recor
                                           else ", the event of unknown age")
     try:
         return charges_with_key(charger.provider, ref.charge_reference, claimed.key)
-    except Exception as unavailable:  # never charge blind: park it for a person (a refused key: retry)
-        if meaning_of(unavailable).what == AUTH:
-            raise auth_failed(meaning_of(unavailable)) from unavailable
+    except Exception as unavailable:  # never charge blind: park it for a person
+        meaning_unless_auth(unavailable)  # a refused key: read again on the retry
         # Search may run "up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search);
         # within that hour the key still replays. Without an answer nothing proves there was no charge.
         raise charger._park(claimed, f"{ref.source}: {known}, past the provider's key window or not to be trusted, "

@@ -369,10 +369,10 @@ def log_line(level: int, message: str, request_id: str, upload: Any = None, outc
            if upload else {})})
 
 
-def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...] | None = None) -> EventBatch:
+def read_logged(event: Any, request_id: str, charge_events: tuple[str, ...]) -> EventBatch:
     """`read_event`, with a log line for an event it rejects (Lambda retries it) and each record it skips."""
     try:
-        batch = read_event(event, charge_events or CHARGE_EVENTS, optional_file())
+        batch = read_event(event, charge_events, optional_file())
     except EventError as bad:
         log_line(logging.ERROR, f"event rejected: {bad}", request_id)
         raise

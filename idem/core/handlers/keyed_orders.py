@@ -133,17 +133,17 @@ def _order_key(recipe: str, source: str) -> str:
     return f"charge#{recipe}#{hashlib.sha256(source.encode('utf-8')).hexdigest()}"
 
 
-def read_exact(upload: Upload, s3: Any, what: str = "the order") -> bytes:
+def read_exact(upload: Upload, s3: Any) -> bytes:
     """The bytes of this very upload (never a later one at its name), at most ORDER_MAX_BYTES + 1."""
     if not upload.versioned and not upload.etag:  # nothing tells this upload's bytes from a later one's
-        raise NeedsAttention(f"{what} {upload.reference} has no version id and no eTag: this very upload "
+        raise NeedsAttention(f"the order {upload.reference} has no version id and no eTag: this very upload "
                              "cannot be read (a later one may have replaced it); nothing was charged")
     where = {"VersionId": upload.version_id} if upload.versioned else {"IfMatch": '"' + upload.etag.strip('"') + '"'}
     try:  # the role needs s3:GetObject and s3:GetObjectVersion
         body: bytes = s3.get_object(Bucket=upload.bucket, Key=upload.key, **where)["Body"].read(ORDER_MAX_BYTES + 1)
     except ClientError as error:
         if error_code(error) in ("NoSuchKey", "NoSuchVersion", "PreconditionFailed", "412"):
-            raise NeedsAttention(f"{what} {upload.reference} is gone or was overwritten "
+            raise NeedsAttention(f"the order {upload.reference} is gone or was overwritten "
                                  f"({error_code(error)}): it cannot be read; nothing was charged") from None
         raise
     return body
@@ -207,8 +207,8 @@ def terms_of(ref: OrderRef, cents: int, settings: Settings) -> str:
                if cents < settings.min_amount_cents
                else f"asks {cents}, above MAX_AMOUNT_CENTS ({settings.max_amount_cents})"
                if cents > settings.max_amount_cents
-               else f"asks {cents}, and Stripe takes {currency} only in tens" if currency in THREE_DECIMAL and cents % 10
-               else "")
+               else f"asks {cents}, and Stripe takes {currency} only in tens"
+               if currency in THREE_DECIMAL and cents % 10 else "")
     if problem:
         raise NeedsAttention(f"{ref.source}: the order {problem} ({allowed}); fix it and upload it again, "
                              "or change the setting; nothing was charged")
@@ -240,7 +240,7 @@ def check_same_order(ref: OrderRef, stored: tuple[Any, str, str], settings: Sett
         raise NeedsAttention(f"{ref.source}: the order names no currency, and CURRENCIES allows several "
                              f"({','.join(settings.currencies)}); fix it and upload it again; nothing was charged")
     same_terms(ref.source, "", stored,
-               (order.amount_cents, order.currency or settings.currency or stored[1], order.customer or stored[2]))
+               (order.amount_cents, order.currency or settings.currency, order.customer or stored[2]))
 
 
 def the_charge_found(found: list[Any], asked: tuple[int, str, str], source: str) -> Any | None:

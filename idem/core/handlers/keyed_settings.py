@@ -58,8 +58,7 @@ CLAIM_MARGIN_SECONDS = 60
 KEY_AGE_MARGIN_SECONDS = 3600
 #: Amounts are in each currency's minor unit (https://docs.stripe.com/currencies#zero-decimal): one pair of
 #: limits bounds only currencies of as many decimals. A three-decimal amount must end in 0 (the same page).
-ZERO_DECIMAL = ("bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof",
-                "xpf")
+ZERO_DECIMAL = tuple("bif clp djf gnf jpy kmf krw mga pyg rwf ugx vnd vuv xaf xof xpf".split())
 THREE_DECIMAL = ("bhd", "jod", "kwd", "omr", "tnd")
 
 

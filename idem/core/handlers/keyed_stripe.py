@@ -123,22 +123,24 @@ def why_refused(error: BaseException, meaning: Meaning, key: str, rec: Any, unti
                         "twice: find the charge at the provider (`idem settle`), then book or refund it"))
 
 
-def auth_failed(meaning: Meaning) -> ProviderAuthFailed:
-    """The error a refused secret key raises: a retry reads the secret again; counted, never parked."""
-    return ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); "
-                              "it is read again on the retry: check that STRIPE_SECRET_PARAMETER holds the current key")
+def meaning_unless_auth(error: BaseException) -> Meaning:
+    """What an error means; a refused secret key raises ProviderAuthFailed (read again on the retry, counted)."""
+    meaning = meaning_of(error)
+    if meaning.what == AUTH:
+        raise ProviderAuthFailed(f"the provider refused the secret key ({meaning.code}: {meaning.reason[:120]}); it is"
+                                 " read again on the retry: check that STRIPE_SECRET_PARAMETER holds the current key"
+                                 ) from error
+    return meaning
 
 
-def read_saved_method(read: Callable[[str], str | None], customer: str) -> str | None:
-    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came (retried)."""
+def read_saved_method(read: Callable[[str], str | None], customer: str) -> str:
+    """The customer's saved default method (none: NeedsAttention, nothing sent); a 5xx is raised as it came."""
     try:
         if method := read(customer):
             return method
         raise NoPaymentMethod(f"customer {customer} has no saved default payment method: save one, then re-send it")
     except Exception as error:
-        meaning, status = meaning_of(error), getattr(error, "http_status", None)
-        if meaning.what == AUTH:
-            raise auth_failed(meaning) from error
+        meaning, status = meaning_unless_auth(error), getattr(error, "http_status", None)
         if meaning.what == RETRY or (meaning.what == ATTENTION and int(status or 500) >= 500):  # a 5xx, no answer
             raise
         raise NeedsAttention(f"reading customer {customer}'s payment method failed ({meaning.code}: "
@@ -197,20 +199,19 @@ class StripeProvider:
 
     def __init__(self, client: stripe.StripeClient, payment_method: str | None = "pm_card_visa",
                  live: bool = False) -> None:
-        self.client, self.test_method, self.live = client, None if live else payment_method, live
+        self.client, self.test_method = client, None if live else payment_method
 
     @classmethod
-    def from_secret(cls, secret: str, api_base: str | None = None, payment_method: str = "pm_card_visa",
-                    max_network_retries: int = MAX_NETWORK_RETRIES,
+    def from_secret(cls, secret: str, api_base: str | None = None,
                     http_client: stripe.HTTPClient | None = None) -> StripeProvider:
         """A client for a secret key; `api_base` aims it elsewhere (the workbook's loopback Stripe)."""
         import stripe  # here: only a function that charges through Stripe needs the package
 
         client = stripe.StripeClient(
-            secret, max_network_retries=max_network_retries,
+            secret, max_network_retries=MAX_NETWORK_RETRIES,
             http_client=http_client or stripe.RequestsClient(timeout=TIMEOUT_SECONDS),
             base_addresses={"api": api_base} if api_base else {})
-        return cls(client, payment_method, live=secret.startswith(LIVE_KEYS))
+        return cls(client, live=secret.startswith(LIVE_KEYS))
 
     def charge(self, *, customer: str, amount: int, currency: str, reference: str,
                idempotency_key: str | None = None, payment_method: str | None = None,
@@ -221,11 +222,14 @@ class StripeProvider:
         if not method:
             raise NoPaymentMethod(f"no Stripe customer with a saved payment method for {customer[:60]!r}: name "
                                   "`customer` (cus_...) in the order, with a default payment method saved")
+        # Metadata: names and ids only (https://docs.stripe.com/api/metadata); idem_stack: the reconciliation's filter.
+        tags = {**(metadata or {}), "account": customer, "reference": reference, "idempotency_key": stripe_key(key),
+                "idem_stack": os.environ.get("STACK_NAME", "")}
         params: PaymentIntentCreateParams = {
             "amount": amount, "currency": currency, "confirm": True, "off_session": True, "payment_method": method,
             # No redirect can happen in a Lambda: refuse such methods at once.
             "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
-            "metadata": self._metadata(customer, reference, key, metadata or {})}
+            "metadata": {name: str(value)[:MAX_METADATA_CHARS] for name, value in tags.items()}}
         if cus:
             params["customer"] = customer
         intent = self.client.v1.payment_intents.create(params=params,
@@ -249,10 +253,3 @@ class StripeProvider:
             raise NoPaymentMethod(f"customer {customer} is deleted at Stripe: link the account to another customer")
         method = (found.get("invoice_settings") or {}).get("default_payment_method")
         return method if isinstance(method, str) else (method or {}).get("id") if isinstance(method, dict) else None
-
-    @staticmethod
-    def _metadata(customer: str, reference: str, key: str, order: Mapping[str, str]) -> dict[str, Any]:
-        # Names and ids only (https://docs.stripe.com/api/metadata); idem_stack: the reconciliation's filter.
-        return {**{name: str(value)[:MAX_METADATA_CHARS] for name, value in order.items()},
-                "account": customer[:MAX_METADATA_CHARS], "reference": reference[:MAX_METADATA_CHARS],
-                "idempotency_key": stripe_key(key), "idem_stack": os.environ.get("STACK_NAME", "")[:MAX_METADATA_CHARS]}

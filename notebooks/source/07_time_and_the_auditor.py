@@ -66,8 +66,8 @@ print(f"MaximumEventAgeInSeconds by default: {DEFAULT_MAX_EVENT_AGE} s = "
 #   either.
 # * Robust writes `expires_at` on every record, its `done` record too, so TTL clears finished work.
 #
-# Here one upload is delivered, and the same event again two hours later. Both functions keep
-# their records for ten minutes:
+# Here one upload is delivered, and the same event again two hours later. Both functions are set
+# to `RECORD_TTL_SECONDS=600`, ten minutes; only robust writes it into its records:
 
 # %%
 late = [expiry.late_duplicate("robust", ttl_seconds=600, delay=7200),
@@ -263,7 +263,8 @@ views.footprints_frame(batches.footprints(world, attempts))
 # * more charges than uploads: a double charge;
 # * more charges than ledger entries: money the books do not know about;
 # * fewer `done` records than uploads: unfinished or lost work;
-# * retries: attempts that failed. Lambda's `Errors` metric counts every failed attempt, each
+# * retries: each follows a failed attempt. An event's last failure has none after it, so failures
+#   can outnumber retries. Lambda's `Errors` metric counts every failed attempt, each
 #   retry included, so it is not a count of failed events
 #   ([metrics](https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html));
 # * a failure queue that is not empty: some failures were never resolved.

@@ -182,10 +182,12 @@ pd.DataFrame([
 views.show_source(BasePersistenceLayer.is_missing_idempotency_key)
 
 # %% [markdown]
-# * A key of `version_id` alone is all None without versioning, so the default raise fails
-#   visibly. Switching it off lets both deliveries through, and the duplicate charges again.
+# * A key of `version_id` alone is all None without versioning, so
+#   `raise_on_no_idempotency_key=True` (this variant's setting; Powertools' own default is False)
+#   fails visibly. Switching it off lets both deliveries through, and the duplicate charges again.
 # * Adding the `sequencer` makes the key right in both kinds of bucket: it differs per upload and
-#   is the same on every copy of one event (chapter 03's `content` recipe).
+#   is the same on every copy of one event (the sequencer is what chapter 03's `content`
+#   recipe relies on too).
 # * The one-hour default expiry lets a duplicate two hours late charge again.
 # * The local cache answers a warm duplicate without a DynamoDB call for the record.
 # * A crashed invocation with a 900 s timeout holds its `INPROGRESS` record until its deadline.
@@ -315,7 +317,8 @@ _ = views.explore("powertools", "after_charge", "once")
 #   [reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
 # * **A failed conditional write still bills**, as the write would have: on the larger of the
 #   stored item and the new one. A duplicate whose claim fails pays for a write it did not make ([reads and writes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)).
-# * **A transactional item bills twice**: once to prepare it, once to commit it
+# * **An item written in a transaction (several writes that all happen or none do; below) bills
+#   twice**: once to prepare it, once to commit it
 #   ([transactions](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling)).
 # * **An index write bills too.** Putting an item into a global secondary index costs write units of
 #   its own ([indexes](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes)).

@@ -136,3 +136,24 @@ def test_the_default_upload_is_an_order_file_with_a_fresh_order_id():
         bodies = [world.s3.get_object(Bucket=world.bucket, Key=world.upload(f"a/{n}").key)["Body"].read()
                   for n in range(2)]
     assert [json.loads(b)["order_id"] for b in bodies] == ["order-00001", "order-00002"]
+
+
+def test_a_provider_written_to_the_protocol_accepts_every_argument_the_handler_sends(world):
+    """PaymentProvider is what a reader implements for another provider: the handler sends only the
+    keywords it names, a payment method chosen by the order file among them (docs/money_contract.md, 1)."""
+    import inspect
+
+    named = set(inspect.signature(keyed.PaymentProvider.charge).parameters) - {"self"}
+    sent: list[dict[str, object]] = []
+    stand_in = world.provider()
+
+    class ToTheProtocol:
+        def charge(self, **request: object) -> object:
+            sent.append(request)
+            return stand_in.charge(**request)
+
+    c = keyed.KeyedCharger(world.dynamodb, ToTheProtocol(), keyed.Settings(world.ledger_table),
+                           now=world.clock.now, s3=world.s3)
+    obj = world.upload("alice/A-9.json", order("A-9", payment_method="pm_card_visa"))
+    assert c.charge_once(keyed.Upload.of(obj), 30_000)["status"] == "charged"
+    assert sent and set(sent[0]) <= named and sent[0].get("payment_method") == "pm_card_visa"

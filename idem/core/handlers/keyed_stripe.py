@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 class PaymentProvider(Protocol):
     """What the handler needs of a payment provider (StripeProvider, below, adapts Stripe's SDK to it)."""
 
-    def charge(self, *, customer: str, amount: int, currency: str, reference: str,
-               idempotency_key: str | None = None, metadata: Mapping[str, str] | None = None) -> Any:
-        """Move `amount`; the same key replays the first charge. Returns an object with its `id`."""
+    def charge(self, *, customer: str, amount: int, currency: str, reference: str, idempotency_key: str | None = None,
+               metadata: Mapping[str, str] | None = None, payment_method: str | None = None) -> Any:
+        """Charge `amount` (by the first attempt's `payment_method`, if any); a key replays it; returns it (`.id`)."""
 
 
 def make_provider() -> PaymentProvider:

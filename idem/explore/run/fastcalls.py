@@ -35,11 +35,11 @@ check takes"). Each piece is undone when the batch ends (`fast_calls`).
   the headers are written as its `get_environ` writes them, in the same order. A body that is not
   bytes or text, a bodiless request with a Content-Type (a form to encode), a header that is not
   plain text: moto's own way.
-- **A name worked out once.** For every request moto lists its answering class's methods (Python's
-  `inspect.getmembers`, about 300 attributes) to see whether the action is one, and turns names
-  such as `ReceiveMessageWaitTimeSeconds` into `receive_message_wait_time_seconds` character by
-  character, for each of a queue's attributes each time they are read. A class's methods are
-  listed once, and each name is turned once (the same text always gives the same name).
+- **A name snake-cased once.** For every request moto turns its action's name, and each of a
+  queue's attributes each time they are read, from `ReceiveMessageWaitTimeSeconds` into
+  `receive_message_wait_time_seconds` character by character. Each name is turned once (the same
+  text always gives the same name). (Which methods a class answers is listed once per process
+  already: `idem.sim.fastload.cache_moto_method_names`.)
 - **Request ids drawn plainly.** moto gives every answer a request id of 52 letters and digits,
   each drawn with `random.choice`. They are drawn here with the same calls to the same seeded
   generator (`getrandbits` of the same width, the same draws refused), so every id after them,
@@ -85,7 +85,7 @@ def fast_calls() -> Iterator[None]:
             _undo.append(_unsigned_requests())
             if moto_version() in MOTO_FOLLOWED:  # they copy moto's own steps: under another, moto's way
                 _undo.extend((_items_sized_once(), _routes_kept(), _conditions_parsed_once(),
-                              _updates_parsed_once(), _requests_built_plainly(), _names_worked_out_once(),
+                              _updates_parsed_once(), _requests_built_plainly(), _names_snake_cased_once(),
                               _random_strings_drawn_plainly(), fast_items.values_written_plainly(),
                               fast_items.values_read_plainly(), fast_reads.hosts_judged_once()))
             if fast_reads.botocore_version() in fast_reads.BOTOCORE_FOLLOWED:
@@ -332,29 +332,17 @@ def _requests_built_plainly() -> Any:
     return undo
 
 
-def _names_worked_out_once() -> Any:
-    """moto's list of a class's methods, and its snake_case of a name, made once each (see the module)."""
-    from functools import lru_cache
-
+def _names_snake_cased_once() -> Any:
+    """moto's snake_case of a name, made once per name (see the module)."""
     from moto.core import responses
     from moto.sqs import models as sqs_models
 
-    own_methods, own_snake = responses.method_names_from_class, responses.camelcase_to_underscores
-    listed: dict[Any, list[str]] = {}
-
-    def method_names_from_class(clazz: Any) -> list[str]:
-        names = listed.get(clazz)
-        if names is None:
-            names = listed[clazz] = own_methods(clazz)
-        return names
-
-    snake = lru_cache(maxsize=EXPRESSIONS)(own_snake)
-    responses.method_names_from_class = method_names_from_class
-    responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = snake
+    own = responses.camelcase_to_underscores
+    responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = functools.lru_cache(
+        maxsize=EXPRESSIONS)(own)
 
     def undo() -> None:
-        responses.method_names_from_class = own_methods
-        responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = own_snake
+        responses.camelcase_to_underscores = sqs_models.camelcase_to_underscores = own
     return undo
 
 

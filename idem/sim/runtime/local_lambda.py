@@ -456,10 +456,11 @@ class LocalLambda:
 
 
 def as_delivered(event: Any) -> Any:
-    """The event as an invocation gets it: Lambda reads each one from JSON, so no part of it is shared
-    with the caller or another invocation (a handler that changes its event changes its own). JSON's
-    kinds are copied here directly (several times quicker than copy.deepcopy); anything else, as
-    copy.deepcopy copies it."""
+    """The event as an invocation gets it: Lambda's runtime converts each event, "a JSON-formatted
+    document", into the handler's dict (https://docs.aws.amazon.com/lambda/latest/dg/python-handler.html),
+    so no part of it is shared with the caller or another invocation (a handler that changes its event
+    changes its own). JSON's kinds are copied here directly (several times quicker than copy.deepcopy);
+    anything else, as copy.deepcopy copies it."""
     kind = type(event)
     if kind is dict:
         return {key: as_delivered(value) for key, value in event.items()}

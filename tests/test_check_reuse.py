@@ -102,3 +102,78 @@ def test_reuse_on_the_handler_to_copy_gives_what_the_full_run_gives():
     reused, full = _same_results("keyed", retries=(1,), versioning=("versioned",))
     assert reused.holds == full.holds and reused.runs < len(reused.results)
     assert {r.schedule.dimension for r in reused.broken} <= {"accounts", "again"}
+
+
+# -- runs that come back in any order give the same reuse --------------------------------------------
+FAMILIES = [dict(delivery="single"), dict(delivery="duplicate"), dict(delivery="single", overwrite="unversioned")]
+TIMES = [None, "1", "2", "1,2", "1,3", "2,3"]
+
+
+def _ran(schedule: Schedule) -> Ran:
+    """A stand-in run, decided by its schedule alone, as a handler that charges and books on every
+    attempt: attempt n reaches both as arrival n; when it fails, the run asks whether n may be retried."""
+    failed, arrival = reuse.failing(schedule), 1
+    while arrival in failed and arrival <= schedule.retries:
+        arrival += 1
+    asked = frozenset(n for n in range(1, arrival + 1) if n in failed)
+    return Ran(schedule, {CHARGE: arrival, LATER: arrival}, asked)  # each attempt reaches both
+
+
+class ShuffledRuns:
+    """reuse.Runs whose batches come back one at a time, in a seeded random order, each split in two.
+    It holds run_once to its rule: a family's runs are handed out only when none of its earlier
+    phase is still out."""
+
+    def __init__(self, schedules: list[Schedule], seed: int) -> None:
+        self.schedules, self.out, self.random = schedules, [], __import__("random").Random(seed)
+        self.rank: dict[int, int] = {}
+
+    def add(self, indexes: list[int], rank: int) -> None:
+        for i in indexes:
+            assert not any(reuse.family(self.schedules[j]) == reuse.family(self.schedules[i]) and self.rank[j] < rank
+                           for batch in self.out for j in batch), "a phase decided before the one before came back"
+            self.rank[i] = rank
+        half = len(indexes) // 2
+        self.out += [part for part in (indexes[:half], indexes[half:]) if part]
+
+    def finished(self) -> list[tuple[int, Any]]:
+        batch = self.out.pop(self.random.randrange(len(self.out)))
+        return [(i, _ran(self.schedules[i])) for i in batch]
+
+
+def _phase_by_phase(schedules: list[Schedule]) -> tuple[list[Any], int]:
+    """The reuse as it was first written: every phase's runs end before the next phase is decided."""
+    results: list[Any] = [None] * len(schedules)
+    done: list[Any] = []
+    runs = 0
+    for phase in reuse.phases(schedules):
+        todo = []
+        for i in phase:
+            twin = next((r for r in done if reuse.same_run(schedules[i], r)), None)
+            if twin is None:
+                todo.append(i)
+            else:
+                results[i] = ("reused", twin.schedule)
+        for i in todo:
+            results[i] = _ran(schedules[i])
+            done.append(results[i])
+        runs += len(todo)
+    return results, runs
+
+
+def test_runs_that_end_in_any_order_reuse_exactly_what_the_phases_decide():
+    schedules = [Schedule(fault(times, at) if times else None, retries=retries, **family)
+                 for family in FAMILIES for times in TIMES for at in (CHARGE, LATER) for retries in (0, 1, 2)]
+    expected, expected_runs = _phase_by_phase(schedules)
+    assert expected_runs < len(schedules)  # some are reused
+    for seed in range(20):
+        results, runs = reuse.run_once(schedules, ShuffledRuns(schedules, seed))
+        assert runs == expected_runs
+        got = [("reused", r.ran_as) if r.ran_as is not None else r for r in results]
+        assert got == expected, seed
+
+
+def test_run_every_runs_each_schedule_once_whatever_the_order():
+    schedules = [Schedule(fault(times) if times else None, retries=1) for times in TIMES]
+    results, runs = reuse.run_every(schedules, ShuffledRuns(schedules, 7))
+    assert runs == len(schedules) and [r.schedule for r in results] == schedules

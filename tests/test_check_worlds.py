@@ -133,19 +133,69 @@ def test_chapter_11_says_how_often_the_check_makes_a_fresh_world():
     assert f"a fresh one every {worlds.WORLD_RUNS}\n# runs" in source
 
 
+class HeldPool:
+    """A pool that runs nothing until asked: `apply_async` keeps each batch; `end_one` answers the oldest."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[list[int], object]] = []
+
+    def apply_async(self, function, args, callback, error_callback):
+        self.held.append((list(args[5]), callback))  # args[5]: the batch's schedule numbers
+
+    def end_one(self) -> None:
+        batch, callback = self.held.pop(0)
+        callback([f"result {i}" for i in batch])
+
+
 @pytest.mark.parametrize("count,unversioned,workers", [(210, 0, 2), (41, 11, 2), (3, 1, 2), (500, 60, 4), (7, 0, 1)])
-def test_a_phase_s_batches_hold_every_schedule_once_largest_first(count, unversioned, workers):
-    schedules = [Schedule(retries=0, overwrite="unversioned" if n < unversioned else "")
+def test_dispatch_hands_out_every_schedule_once_in_batches_of_one_bucket(count, unversioned, workers, monkeypatch):
+    schedules = [Schedule(retries=0, overwrite="unversioned" if n % 5 == 0 and n < 5 * unversioned else "")
                  for n in range(count)]
-    indexes = list(range(count))[::-1]  # any order the phase lists them in
-    batches = pool.in_batches(schedules, indexes, workers)
-    assert sorted(i for batch in batches for i in batch) == sorted(indexes)  # each once
-    kinds = [{schedules[i].overwrite == "unversioned" for i in batch} for batch in batches]
-    assert all(len(kind) == 1 for kind in kinds)  # one bucket each
-    for kind in ({False}, {True}):
-        sizes = [len(b) for b, k in zip(batches, kinds) if k == kind]
-        assert all(size <= pool.BATCH for size in sizes)
-        assert all(size >= pool.BATCH_SMALLEST for size in sizes[:-1])  # only a part's last is smaller
-        assert sizes == sorted(sizes, reverse=True)  # the phase ends on its smallest batches
+    held = HeldPool()
+    runs = pool.Dispatch(schedules, held, workers, lambda batch: (None,) * 5 + (batch,))
+    runs.add(list(range(count))[::-1], rank=1)  # any order a phase lists them in
+    sizes, seen = [], []
+    while held.held:
+        assert len(held.held) <= workers + pool.AHEAD  # never more out than the processes and one each ahead
+        ready = len(runs.ready) + sum(len(b) for b, _ in held.held[1:])
+        batch = held.held[0][0]
+        assert len({schedules[i].overwrite for i in batch}) == 1  # one bucket each
+        assert len(batch) <= pool.BATCH
+        sizes.append((len(batch), ready))
+        held.end_one()
+        got = runs.finished()
+        assert got == [(i, f"result {i}") for i in batch]
+        seen += batch
+    assert sorted(seen) == list(range(count))  # each once
     if count >= 100:
-        assert len(batches[0]) > len(batches[-1])  # large batches first, small ones at the end
+        assert sizes[0][0] > sizes[-1][0]  # large batches while much is ready, small ones at the end
+
+
+def test_dispatch_hands_out_the_lowest_rank_first():
+    schedules = [Schedule(retries=0) for _ in range(15)]
+    held = HeldPool()
+    runs = pool.Dispatch(schedules, held, 1, lambda batch: (None,) * 5 + (batch,))
+    runs.add([8, 9, 10, 11], rank=5)
+    runs.add([0, 1, 2, 3], rank=2)  # while the first batch is out: the next takes these first
+    assert held.held[0][0] == [8, 9, 10, 11] and held.held[1][0] == [0, 1, 2, 3]
+    runs.add([4, 5, 6, 7, 12, 13], rank=3)  # two out already: these wait
+    runs.add([14], rank=4)
+    assert len(held.held) == 2
+    held.end_one()
+    assert runs.finished() == [(i, f"result {i}") for i in (8, 9, 10, 11)]
+    held.end_one()
+    runs.finished()  # the next result asked for: what is ready goes out first, lowest rank first
+    assert [b for b, _ in held.held] == [[4, 5, 6, 7]]
+    held.end_one()
+    runs.finished()
+    assert [b for b, _ in held.held] == [[12, 13, 14]]
+
+
+def test_with_no_pool_dispatch_runs_one_batch_at_a_time_here(monkeypatch):
+    ran = []
+    monkeypatch.setattr(pool.runner, "run_batch", lambda *args: ran.append(list(args[5])) or [f"r{i}" for i in args[5]])
+    schedules = [Schedule(retries=0) for _ in range(9)]
+    runs = pool.Dispatch(schedules, None, 1, lambda batch: (None,) * 5 + (batch,))
+    runs.add(list(range(9)), rank=0)
+    assert ran == []  # nothing runs until a result is asked for
+    assert runs.finished() == [(i, f"r{i}") for i in ran[0]] and len(ran) == 1

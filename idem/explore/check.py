@@ -68,11 +68,10 @@ from .families.build import DIMENSIONS, schedules_for, sqs_schedules
 from .families.schedule import RETRIES, VERSIONING, Schedule
 from .judge import state as states
 from .judge.books import Books
-from .judge.result import Result
 from .judge.verdicts import BOOKS as LINES, MONEY as CHARGES, Verdict
 from .report.check_report import CheckReport
 from .run import reuse, runner, triggers, worlds
-from .run.pool import in_batches, processes, run_batches
+from .run.pool import Dispatch, processes
 from .run.runner import CLEAN_RUN
 from .target.deployed import Deployed
 from .target.target import PROVIDERS, Target, resolve
@@ -146,21 +145,13 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             raise CheckInputError(str(bad)) from None
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         with processes(workers) as pool:
-            def run(indexes: list[int]) -> list[Result]:
-                # a schedule's number (its upload and account) is its place in `found`, whichever
-                # phase and batch it runs in, so the report does not depend on `workers`
-                batches = in_batches(found, indexes, workers)
-                args = [(resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where,
-                         trigger, clean_state) for batch in batches]
-                by_index = {i: r for batch, part in zip(batches, run_batches(args, pool))
-                            for i, r in zip(batch, part)}
-                return [by_index[i] for i in indexes]  # in the order asked, whatever bucket each ran in
-
-            if reuse_runs:
-                results, runs = reuse.run_once(found, run)
-            else:
-                results, runs = run(list(range(len(found)))), len(found)
-    return key_decoding.judged(CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=runs))
+            # a schedule's number (its upload and account) is its place in `found`, whichever
+            # batch and process it runs in, so the report does not depend on `workers`
+            runs = Dispatch(found, pool, workers, lambda batch: (
+                resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
+                clean_state))
+            results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
+    return key_decoding.judged(CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made))
 
 
 def discover(target: Target, effects: Sequence[str], provider_factory: str,

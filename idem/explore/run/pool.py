@@ -1,10 +1,12 @@
-"""Batches of schedules, and the processes that run them: `workers` > 1 runs each phase's batches
-in a pool of that many processes, each keeping its world between batches (`worlds`)."""
+"""Batches of schedules, and the processes that run them: `workers` > 1 runs the batches in a pool of
+that many processes, each keeping its world between batches (`worlds`), as they become ready (`Dispatch`)."""
 from __future__ import annotations
 
 import contextlib
+import heapq
+import queue
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ...sim.world import ensure_moto
 from ..errors import CheckCouldNotFinish, CheckInputError, as_tool_errors
@@ -12,28 +14,75 @@ from ..families.schedule import Schedule
 from ..judge.result import Result
 from . import runner
 
-BATCH = 20  # schedules per batch at most (`in_batches`)
-BATCH_SMALLEST = 4
-BATCH_SHARE = 2  # a batch takes 1 / (BATCH_SHARE x processes) of what its phase has left
+BATCH = 20  # schedules per batch at most
+BATCH_SMALLEST = 4  # and at least, while as many are ready
+BATCH_SHARE = 2  # a batch takes 1 / (BATCH_SHARE x processes) of the schedules ready
+AHEAD = 1  # batches handed to the pool beyond one per process: a process never waits for the next
 
 
-def in_batches(schedules: Sequence[Schedule], indexes: Sequence[int], workers: int) -> list[list[int]]:
-    """The schedules to run, in batches of one bucket (versioned or unversioned, one or the other),
-    each of BATCH_SMALLEST to BATCH schedules, largest first: a batch takes about a share of what
-    is left of the phase (1 / (BATCH_SHARE x processes)), so the phase ends on small batches and
-    the processes finish it together (the next phase waits for the last). Batches cost no world
-    each (`idem.explore.run.worlds`)."""
-    parts = [[i for i in indexes if (schedules[i].overwrite != "unversioned") == versioned]
-             for versioned in (True, False)]
-    left, found = sum(len(part) for part in parts), []
-    for part in parts:
-        start = 0
-        while start < len(part):
-            size = max(BATCH_SMALLEST, min(BATCH, -(-left // (BATCH_SHARE * max(1, workers)))))
-            found.append(part[start:start + size])
-            start += size
-            left -= len(found[-1])
-    return found
+class Dispatch:
+    """Schedules run as they become ready (`idem.explore.run.reuse.Runs`): in batches of one bucket
+    (versioned or unversioned), to the pool's processes while earlier batches still run, so none
+    waits for another's last batch; with no pool, one batch at a time in this process. A batch
+    takes about a share of what is ready (1 / (BATCH_SHARE x processes)), BATCH_SMALLEST to BATCH
+    schedules, lowest rank first. Which process runs which schedule, and with which others, changes
+    nothing in its result (`idem.explore.run.worlds`)."""
+
+    def __init__(self, schedules: Sequence[Schedule], pool: Any, workers: int,
+                 args_of: Callable[[list[int]], tuple[Any, ...]]) -> None:
+        self.schedules, self.pool, self.workers, self.args_of = schedules, pool, max(1, workers), args_of
+        self.ready: list[tuple[int, int]] = []  # (rank, index), a heap
+        self.out = 0  # batches handed to the pool and not back yet
+        self.back: queue.SimpleQueue[tuple[list[int], Any]] = queue.SimpleQueue()
+
+    def add(self, indexes: list[int], rank: int) -> None:
+        for i in indexes:
+            heapq.heappush(self.ready, (rank, i))
+        self._hand_out()
+
+    def _hand_out(self) -> None:
+        """Batches to the pool, while a process has none waiting."""
+        if self.pool is not None:
+            while self.ready and self.out < self.workers + AHEAD:
+                batch = self._next_batch()
+                self.pool.apply_async(_run_batch_in_worker, self.args_of(batch),
+                                      callback=lambda part, batch=batch: self.back.put((batch, part)),
+                                      error_callback=lambda error, batch=batch: self.back.put((batch, error)))
+                self.out += 1
+
+    def finished(self) -> list[tuple[int, Result]]:
+        """The schedules of the next batch to end, with their results (raised: why it could not)."""
+        if self.pool is None:
+            batch = self._next_batch()
+            return list(zip(batch, runner.run_batch(*self.args_of(batch))))
+        self._hand_out()
+        batch, part = self.back.get()
+        self.out -= 1
+        if isinstance(part, BaseException):
+            raise part
+        for failed in part:
+            if isinstance(failed, _Failed):
+                failed.raise_it()
+        return list(zip(batch, part))
+
+    def _next_batch(self) -> list[int]:
+        """The lowest-ranked ready schedule, and as many more ready in its kind of bucket as a batch takes."""
+        versioned = self._versioned(self.ready[0][1])
+        size = max(BATCH_SMALLEST, min(BATCH, -(-len(self.ready) // (BATCH_SHARE * self.workers))))
+        batch: list[int] = []
+        other: list[tuple[int, int]] = []  # ready, in the other kind of bucket: left for a later batch
+        while self.ready and len(batch) < size:
+            rank, i = heapq.heappop(self.ready)
+            if self._versioned(i) == versioned:
+                batch.append(i)
+            else:
+                other.append((rank, i))
+        for item in other:
+            heapq.heappush(self.ready, item)
+        return batch
+
+    def _versioned(self, index: int) -> bool:
+        return self.schedules[index].overwrite != "unversioned"
 
 
 @contextlib.contextmanager
@@ -67,18 +116,6 @@ def frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-def run_batches(args: Sequence[tuple[Any, ...]], pool: Any) -> list[list[Result]]:
-    """run_batch on each argument tuple, in `pool`'s processes when there is a pool."""
-    if pool is None or len(args) <= 1:
-        return [runner.run_batch(*a) for a in args]
-    parts = pool.starmap(_run_batch_in_worker, args, chunksize=1)  # an even finish
-    for part in parts:
-        for failed in part:
-            if isinstance(failed, _Failed):
-                failed.raise_it()
-    return parts
 
 
 @dataclass

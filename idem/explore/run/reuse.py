@@ -18,8 +18,9 @@ that the run a schedule can reuse has finished before the schedule's turn.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Protocol, Sequence
 
 
 def family(schedule: Any) -> tuple[Any, ...]:
@@ -31,9 +32,13 @@ def family(schedule: Any) -> tuple[Any, ...]:
 
 def failing(schedule: Any) -> frozenset[int]:
     """The arrivals the schedule's fault fails (none without a fault)."""
-    if schedule.fault is None:
-        return frozenset()
-    return frozenset(int(part) for part in schedule.fault.times.split(","))
+    return frozenset() if schedule.fault is None else _arrivals(schedule.fault.times)
+
+
+@functools.cache
+def _arrivals(times: str) -> frozenset[int]:
+    """`1,3` as {1, 3}: read once per text (a run's reuse asks it tens of thousands of times)."""
+    return frozenset(int(part) for part in times.split(","))
 
 
 def _fault(schedule: Any) -> tuple[Any, ...]:
@@ -45,9 +50,12 @@ def same_run(schedule: Any, result: Any) -> bool:
     """Would `schedule` run exactly as `result`'s run did? Yes when it is of the same family and
     gives the same answer to every question that run asked: each arrival it reached at a
     boundary where a fault could strike, and each retry it decided."""
+    return family(schedule) == family(result.schedule) and _same_answers(schedule, result)
+
+
+def _same_answers(schedule: Any, result: Any) -> bool:
+    """`same_run` for a schedule and a run of one family."""
     ran = result.schedule
-    if family(schedule) != family(ran):
-        return False
     if any((n <= schedule.retries) != (n <= ran.retries) for n in result.retries_asked):
         return False
     fired = frozenset(k for k in failing(ran) if k <= result.reached.get(ran.fault.at, 0)) if ran.fault else frozenset()
@@ -69,23 +77,73 @@ def phases(schedules: Sequence[Any]) -> list[list[int]]:
     return [[i for i, s in enumerate(schedules) if (len(failing(s)), -s.retries) == key] for key in keys]
 
 
-def run_once(schedules: Sequence[Any], run: Callable[[list[int]], Iterable[Any]]) -> tuple[list[Any], int]:
-    """Every schedule's result, in order, running only those no earlier run answers: `run(indexes)`
-    runs those schedules and returns their results in the same order. Returns the results and
-    how many runs were made."""
+class Runs(Protocol):
+    """Where the schedules run (`idem.explore.run.pool.Dispatch`): `add` hands it schedules that are
+    ready, `finished` gives back some that ran, with their results, once they have."""
+
+    def add(self, indexes: list[int], rank: int) -> None: ...
+
+    def finished(self) -> list[tuple[int, Any]]: ...
+
+
+def run_once(schedules: Sequence[Any], runs: Runs) -> tuple[list[Any], int]:
+    """Every schedule's result, in order, running only those no earlier run answers. Returns the
+    results and how many runs were made.
+
+    A schedule can only reuse a run of its own family, so each family goes through the phases on
+    its own: its next phase is decided once its runs of the phase before have all come back, while
+    other families' runs still go on. What is reused is what the phases alone decide (the runs of
+    the family's earlier phases, in their order), however the runs are spread over processes."""
     results: list[Any] = [None] * len(schedules)
-    done: dict[tuple[Any, ...], list[Any]] = {}
-    runs = 0
-    for phase in phases(schedules):
-        todo = []
+    steps: dict[tuple[Any, ...], list[tuple[int, list[int]]]] = {}  # a family's phases: (rank, indexes)
+    for rank, phase in enumerate(phases(schedules)):
+        mine: dict[tuple[Any, ...], list[int]] = {}
         for i in phase:
-            twin = next((r for r in done.get(family(schedules[i]), ()) if same_run(schedules[i], r)), None)
-            if twin is None:
-                todo.append(i)
-            else:
-                results[i] = replace(twin, schedule=schedules[i], ran_as=twin.schedule)  # twins are runs
-        for i, result in zip(todo, run(todo)):
+            mine.setdefault(family(schedules[i]), []).append(i)
+        for name, indexes in mine.items():
+            steps.setdefault(name, []).append((rank, indexes))
+    done: dict[tuple[Any, ...], list[Any]] = {name: [] for name in steps}
+    running: dict[tuple[Any, ...], dict[int, Any]] = {}  # a family's runs out, in the order they were asked
+    made = 0
+
+    def next_runs(name: tuple[Any, ...]) -> None:
+        """Decide the family's next phases until one has runs to make; hand those out."""
+        nonlocal made
+        while steps[name]:
+            rank, phase = steps[name].pop(0)
+            todo = []
+            for i in phase:
+                twin = next((r for r in done[name] if _same_answers(schedules[i], r)), None)
+                if twin is None:
+                    todo.append(i)
+                else:
+                    results[i] = replace(twin, schedule=schedules[i], ran_as=twin.schedule)  # twins are runs
+            if todo:
+                running[name] = dict.fromkeys(todo)
+                made += len(todo)
+                runs.add(todo, rank)
+                return
+
+    for name in list(steps):
+        next_runs(name)
+    while running:
+        for i, result in runs.finished():
             results[i] = result
-            done.setdefault(family(schedules[i]), []).append(result)
-        runs += len(todo)
-    return results, runs
+            name = family(schedules[i])
+            running[name][i] = result
+            if all(r is not None for r in running[name].values()):
+                done[name].extend(running.pop(name).values())
+                next_runs(name)
+    return results, made
+
+
+def run_every(schedules: Sequence[Any], runs: Runs) -> tuple[list[Any], int]:
+    """Every schedule's result from its own run (none reused), in order, and how many runs were made."""
+    results: list[Any] = [None] * len(schedules)
+    runs.add(list(range(len(schedules))), 0)
+    left = len(schedules)
+    while left:
+        for i, result in runs.finished():
+            results[i] = result
+            left -= 1
+    return results, len(schedules)

@@ -4,8 +4,8 @@ A world (an S3 bucket, the ledger and provider tables and the failure queue, on 
 to make and delete than a dozen schedules cost to run. Each process (the check's own, and each
 worker of its pool) keeps its world and runs batch after batch in it, until it has served
 `WORLD_RUNS` schedules; then it is deleted and a fresh one made: moto's reads, and the check's
-own read-back of the ledger, grow with what a table holds. So batches can be small, and the
-workers finish a phase together, without a world made for each batch. One world at a time, of
+own read-back of the ledger, grow with what a table holds. So batches can be small, handed out
+as their schedules become ready (`idem.explore.run.pool.Dispatch`), without a world made for each. One world at a time, of
 one kind of bucket (versioned or not), always under the same names: the state a clean run
 leaves is compared by table and key (`idem.explore.judge.state`), so every schedule's world must
 name its tables as the clean run's did. A batch in the other kind of bucket gets a fresh world.

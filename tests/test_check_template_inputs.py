@@ -295,3 +295,47 @@ def test_a_handler_file_missing_under_code_uri_exits_2_saying_what_to_check_inst
     message = json.loads(out)["error"]
     assert "keyed.py, which does not exist" in message and "FILE.py:FUNCTION" in message, message
     assert "sam build" in message, message
+
+
+PROJECT_TEMPLATE = Path(__file__).resolve().parent.parent / "template.yaml"
+
+
+def test_the_projects_charge_function_is_fed_by_its_upload_queue_as_the_template_deploys_it():
+    """Production's ChargeFunction is fed by UploadQueue through a mapping that names the function's
+    alias (`!Ref ChargeFunction.Alias`) and the queue by an ARN built with !Sub. Read as S3 invoking
+    it directly (async retries, no batch), its check would judge a world it never runs in."""
+    from idem.explore.target.template_function import read
+
+    found = read(str(PROJECT_TEMPLATE), "ChargeFunction", source="idem.core.handlers.keyed:lambda_handler")
+    assert found.trigger == "sqs" and [t.declared for t in found.triggers] == [
+        "AWS::Lambda::EventSourceMapping ChargeFunctionUploads"]
+    assert found.target == "idem.core.handlers.keyed:lambda_handler"  # the source given, not the Handler's file
+    deployed = found.deployed
+    assert (deployed["queue"], deployed["batch_size"], deployed["report_batch_item_failures"]) == ("UploadQueue", 10, True)
+    assert (deployed["visibility_timeout"], deployed["max_receive_count"], deployed["timeout"]) == (360, 75, 60)
+
+
+def test_the_demo_charge_function_is_invoked_by_s3_directly():
+    from idem.explore.target.template_function import read
+
+    found = read(str(PROJECT_TEMPLATE), "ChargeFunction", {"Profile": "demo"}, source="idem.core.entry:lambda_handler")
+    assert found.trigger == "s3" and found.deployed["failure_destination"].startswith("OnFailure")
+
+
+def test_a_target_beside_template_and_function_is_the_handlers_source(monkeypatch):
+    """Where a build step fills the CodeUri, the target names the source and the template the rest."""
+    from idem.explore.sandbox import parent
+
+    asked = {}
+
+    def run_sandboxed(request, **_):
+        asked.update(request)
+        return parent.Outcome(0, {"exit_code": 0}, "holds", "", [])
+
+    monkeypatch.setattr(parent, "run_sandboxed", run_sandboxed)
+    code, out, err = cli("idem.core.handlers.keyed:lambda_handler", "--template", str(PROJECT_TEMPLATE),
+                         "--function", "ChargeFunction")
+    assert code == 0, out + err
+    assert asked["target"] == "idem.core.handlers.keyed:lambda_handler"
+    assert asked["options"]["trigger"] == "sqs" and asked["options"]["deployed"]["batch_size"] == 10
+    assert asked["options"]["env"]["LEDGER_TABLE"] and asked["options"]["env"]["FUNCTION_TIMEOUT_SECONDS"] == "60"

@@ -34,7 +34,8 @@ SCHEDULES = ("schedules, in families (the report counts each; under --trigger sq
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="?", help="MODULE:FUNCTION or FILE.py:FUNCTION of your handler, or one "
                                                   f"of the workbook's patterns: {', '.join(PATTERNS)} "
-                                                  "(or --template and --function instead)")
+                                                  "(or --template and --function instead; with them, the "
+                                                  "handler's source where a build step fills the CodeUri)")
     parser.add_argument("--template", default=None, metavar="TEMPLATE",
                         help="a SAM or CloudFormation template: with --function, the check reads the "
                              "function's handler, folder, environment, memory and trigger from it, and "
@@ -235,8 +236,6 @@ def _target(args: argparse.Namespace) -> tuple[str, Any]:
     if args.template or args.function:
         if not (args.template and args.function):
             raise UsageError("--template and --function go together: the template, and the function's logical id in it")
-        if args.target:
-            raise UsageError("give a target or --template with --function, not both")
         from ..explore.target.template_function import TemplateError, read
 
         from ..explore.target.template_parameters import ParameterError, from_file, pair
@@ -244,7 +243,7 @@ def _target(args: argparse.Namespace) -> tuple[str, Any]:
         try:
             given = from_file(args.parameters_file) if args.parameters_file else {}
             given.update(pair(item) for item in args.parameters)
-            found = read(args.template, args.function, given)
+            found = read(args.template, args.function, given, source=args.target)
         except (TemplateError, ParameterError) as bad:
             raise UsageError(str(bad)) from None
         return found.target, found

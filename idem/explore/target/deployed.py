@@ -247,11 +247,14 @@ def referenced_id(node: Any) -> str:
 
 
 def names_function(node: Any, logical_id: str) -> bool:
-    """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), or a
-    !Sub of either."""
+    """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), SAM's
+    `X.Alias` or `X.Version` (what AutoPublishAlias makes, "Referenceable property: X.Alias",
+    https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-generated-resources-function.html),
+    or a !Sub of any of them."""
+    names = (logical_id, f"{logical_id}.Alias", f"{logical_id}.Version")
     if referenced_id(node):
-        return referenced_id(node) == logical_id
+        return referenced_id(node) in names
     if isinstance(node, dict) and len(node) == 1 and "Fn::Sub" in node:
         text = node["Fn::Sub"] if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"][0]
-        return f"${{{logical_id}}}" in text or f"${{{logical_id}.Arn}}" in text
+        return any(f"${{{name}}}" in text for name in (*names, f"{logical_id}.Arn"))
     return False

@@ -126,9 +126,11 @@ def _name(kind: str, logical_id: str, props: dict[str, Any]) -> str:
     return name
 
 
-def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -> TemplateFunction:
+def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
+         source: str | None = None) -> TemplateFunction:
     """The function `logical_id` of the template at `path` (see the module), with the template's
-    parameters given `parameters` (`template_parameters.values`)."""
+    parameters given `parameters` (`template_parameters.values`); `source`: the handler's source
+    (MODULE:FUNCTION or FILE.py:FUNCTION), where a build step fills the CodeUri, instead of its Handler."""
     from ...deploy.template import resolve
 
     raw = load(path)
@@ -160,8 +162,8 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
     env = {**((glob.get("Environment") or {}).get("Variables") or {}),
            **((props.get("Environment") or {}).get("Variables") or {})}
     env = {k: str(resolver.value(v)) for k, v in env.items()}
-    file, function = _handler_file(path, logical_id, props, resolver.value)
-    found = template_triggers.find(resources, logical_id, props)
+    target = source or ":".join(map(str, _handler_file(path, logical_id, props, resolver.value)))
+    found = template_triggers.find(resources, logical_id, props, resolver.value, names)
     kinds = sorted({t.kind for t in found})
     if len(kinds) > 1:
         raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)} "
@@ -174,7 +176,7 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None) -
                              rule.target if rule else None, rule.declared if rule else "")
     s3 = next((t for t in found if t.kind == "s3"), None)
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
-    return TemplateFunction(logical_id, f"{file}:{function}", env, kinds[0] if kinds else "s3",
+    return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
                             names.get(s3.bucket, s3.bucket) if s3 else "", _layers(path, props, resources, resolver.value),
                             str(resolver.value(props.get("Runtime") or "")),
@@ -221,8 +223,8 @@ def _handler_file(path: str, logical_id: str, props: dict[str, Any], value: Any)
                             + (" (inline code is written to index.py: its Handler is index.FUNCTION)"
                                if inline is not None else
                                ". If a build step fills its CodeUri (sam build, a BuildMethod), give the "
-                               "handler's source as the target instead (FILE.py:FUNCTION, with --env for its "
-                               "settings)"))
+                               "handler's source as the target beside --template and --function "
+                               "(FILE.py:FUNCTION or MODULE:FUNCTION): the template still gives its settings"))
     return file, function
 
 

@@ -2,14 +2,16 @@
 
 On the function (SAM's `Events`): `S3`, `SQS`, `EventBridgeRule` / `CloudWatchEvent`. Outside it:
 - an `AWS::Lambda::EventSourceMapping` whose `FunctionName` names it (its `EventSourceArn` an SQS
-  queue): sqs, with the mapping's `BatchSize` and `FunctionResponseTypes`;
+  queue of the template, by GetAtt or by an ARN that names it): sqs, with the mapping's `BatchSize`
+  and `FunctionResponseTypes`;
 - an `AWS::Events::Rule` with a target whose `Arn` names it: eventbridge (the function gets
   EventBridge's event, not S3's notification), with the target's `RetryPolicy` and `DeadLetterConfig`
   (SAM's `EventBridgeRule` event takes the same two properties);
 - a bucket's `NotificationConfiguration.LambdaConfigurations` whose `Function` names it: s3, with
   the configuration's key filter.
 
-A function "named" is its Ref, its GetAtt Arn, or a !Sub of either (`deployed.names_function`).
+A function "named" is its Ref, its GetAtt Arn, its alias or version, or a !Sub of them
+(`deployed.names_function`).
 """
 from __future__ import annotations
 
@@ -49,8 +51,10 @@ def _target(props: dict[str, Any]) -> dict[str, Any]:
     return {k: props[k] for k in ("RetryPolicy", "DeadLetterConfig") if isinstance(props.get(k), dict)}
 
 
-def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> list[Trigger]:
-    """Every trigger of the function `logical_id` (its merged properties `props`)."""
+def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], value: Any = None,
+         names: dict[str, str] | None = None) -> list[Trigger]:
+    """Every trigger of the function `logical_id` (its merged properties `props`); `value` resolves an
+    intrinsic and `names` are the resources' names, to know a queue by its ARN."""
     found: list[Trigger] = []
     for name, event in (props.get("Events") or {}).items():
         kind = SAM_EVENTS.get(str(event.get("Type")))
@@ -68,7 +72,7 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> l
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
         if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
-            queue = referenced_id(rp.get("EventSourceArn"))
+            queue = referenced_id(rp.get("EventSourceArn")) or _queue_of(rp.get("EventSourceArn"), value, names or {})
             if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
                 found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
         elif kind == "AWS::Events::Rule":
@@ -84,3 +88,12 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any]) -> l
                     found.append(Trigger("s3", f"AWS::S3::Bucket {rid} NotificationConfiguration", rid,
                                          prefix, suffix))
     return found
+
+
+def _queue_of(arn: Any, value: Any, names: dict[str, str]) -> str:
+    """The logical id of the template's queue an ARN (a !Sub, say) names: arn:PARTITION:sqs:REGION:ACCOUNT:NAME."""
+    text = str(value(arn)) if value is not None and arn is not None else ""
+    parts = text.split(":")
+    if len(parts) != 6 or parts[:1] != ["arn"] or parts[2] != "sqs":
+        return ""
+    return next((rid for rid, name in names.items() if name == parts[5]), "")

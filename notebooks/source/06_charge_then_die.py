@@ -89,8 +89,10 @@ views.show_source(protocol.handle)
 #    record.
 #
 # The rest of this chapter takes each step apart in the handler to copy, `keyed.py`. It does the
-# same four things. It also reads each provider answer by its meaning, keeps `declined` and
-# `needs_attention` records, and logs and counts what it did.
+# same four things, with one difference in step 4: its commit is a single conditional put that
+# turns the record itself into the ledger line, and no counter is added to. It also reads each
+# provider answer by its meaning, keeps `declined` and `needs_attention` records, and logs and
+# counts what it did.
 
 # %% [markdown]
 # ## Handing the key to the provider
@@ -293,12 +295,13 @@ views.show_source(keyed_stripe.meaning_of)
 # %% [markdown]
 # The first put writes the record only if there is none. When it is refused, DynamoDB returns
 # the record that refused it, in the same call. The claim takes that record over, with a second
-# conditional put, in three cases: it is `in_progress` with its lease over; its owner released it
-# after an error; or it was parked before anything was sent under its key. That put lands only if
-# the record still names the owner (and the lease) it read, so of two copies trying, only one
-# wins. A refused put that names this very owner is the claim's own put, sent again by the AWS
-# SDK after its answer was lost: the claim is won. Every
-# write keyed makes to its table is conditional, and goes through one small helper,
+# conditional put, in three cases. The record is `in_progress` with its lease over, which
+# includes a lease its owner gave back after an error. Or a person `released` it (`idem settle`,
+# after finding no charge at Stripe). Or it was parked before anything was sent under its key.
+# That put lands only if the record still names the owner (and the lease) it read, so of two
+# copies trying, only one wins. A refused put that names this very owner is the claim's own put,
+# sent again by the AWS SDK after its answer was lost: the claim is won. Every write keyed makes
+# to its table is conditional, and goes through one small helper,
 # `conditional_write`. It returns `None` when the write lands, and the record that refused it
 # (or `{}`) when not. A claim writes no expiry: an `in_progress` record may stand for money
 # that moved, so it is never deleted on its own.
@@ -314,7 +317,8 @@ views.show_source(KeyedLedger.claim)
 # * `status` becomes `done` (or `pending`, for a charge Stripe is still processing), and the
 #   record holds the `result`;
 # * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id`,
-#   `booked_at` and `booked_day` (a `pending` line gets its booking fields when it settles);
+#   `booked_at` and `booked_day`. A `pending` line gets no `account` yet, and `booked_day` says
+#   `pending` until the charge settles;
 # * there is no `expires_at`, so a done record never expires.
 #
 # Here is its code, without its docstring:

@@ -454,7 +454,8 @@ print(f"searched Stripe first: {late.searched_stripe}; new charge calls: {late.c
 # * A field the handler does not know is refused: `"amount": 129900` is not charged a default.
 # * `customer` may be left out. If the file names one, it must be the account's linked customer.
 # * `payment_method` may be left out: the customer's default is charged. If the file names one,
-#   Stripe refuses a method that is not that customer's, and nothing is charged.
+#   Stripe refuses a method attached to another customer
+#   ([customer](https://docs.stripe.com/api/payment_intents/object)), and nothing is charged.
 #
 # An order that breaks a rule is **parked**: nothing is charged, the invocation fails, and the
 # event reaches the failure queue with the reason. A metric counts it, and an alarm watches that

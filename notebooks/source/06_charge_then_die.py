@@ -278,9 +278,11 @@ views.show_source(keyed_stripe.meaning_of)
 # * An `idempotency_error`, a saved 500, and any other answer park the order for a person.
 #
 # The last line also marks one case as *unsent*: a 400 `invalid_request_error` whose body holds
-# no PaymentIntent. Stripe refused the request before it began, so no money moved. When no
-# earlier attempt sent under the key, keyed parks the order with the reason "nothing was
-# charged", and a fixed upload of the order takes the record over.
+# no PaymentIntent. Stripe refused the request without making a payment, so no money moved. When
+# no earlier attempt sent under the key, keyed parks the order with the reason "nothing was
+# charged", and a fixed upload of the order takes the record over. Stripe may keep that 400 for
+# the key, though, so a fix sent within 24 hours can meet an `idempotency_error`. Keyed parks that
+# as nothing charged too, and its reason names the time after which to upload the fix again.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner

@@ -538,9 +538,9 @@ print("failure queue depth:", world.failure_queue_depth())
 #
 # Size a lease for a case this chapter did not run. Your work takes up to 55 s from the claim to
 # the commit in the worst case (a slow provider). Keyed's lease is the function timeout. Pick
-# `my_timeout` (seconds) so that keyed charges once, and books the charge by Lambda's first
-# retry, whatever happens: a copy of the event arriving while the work still runs, or a crash
-# right after the charge.
+# `my_timeout` in whole seconds, as Lambda sets it. Keyed must charge once, and book the charge by
+# Lambda's first retry, whatever happens: a copy of the event arriving while the work still runs,
+# or a crash right after the charge.
 #
 # Predict first: is there one right timeout, a range of them, or none? The check runs the real
 # code twice with yours: a copy arriving 55 s into the work, and a crash after the charge.
@@ -554,7 +554,8 @@ print(leases.check_lease(my_timeout, work=55))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# A range, and a narrow one: any timeout over 55 s and up to 60 s, for example 58 s. Over 55 s,
+# A range, and a narrow one: 56 to 60 s, for example 58 s (Lambda sets a timeout in whole seconds,
+# [timeout](https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html)). Over 55 s,
 # the lease is still live when the work ends, so no copy can take it over. Up to 60 s, the lease
 # of a crashed invocation is over when the first retry comes. With more than 60 s, the work is
 # still safe, but waits for the retry at 180 s, or ends in the failure queue past it. The

@@ -323,10 +323,12 @@ print(check_recipe(my_recipe))
 # A `versionId` names one upload only in a versioned bucket. The text `"null"` is the same for
 # every upload of the name. A recipe that falls back to `content` only when the field is missing
 # keys the second upload like the first, and never charges it. The `content` recipe (`eTag` and
-# `sequencer`) tells the two apart, as it did for the missing field. The hash makes even the
-# longest name a key of 71 characters. The context goes unused: nothing about the attempt
-# belongs in the key. `idem` does the same in `keys.recipe_for` and `keyed_events._version`,
-# shown above.
+# `sequencer`) tells the two apart, as it did for the missing field. Keep the bucket and the name
+# in the text, though the check never tries two names: a sequencer orders the events of one name
+# only (the aside above), so nothing promises that two names' uploads get different ones. The
+# hash makes even the longest name a key of 71 characters. The context goes unused: nothing about
+# the attempt belongs in the key. `idem` does the same in `keys.recipe_for` and
+# `keyed_events._version`, shown above.
 # </details>
 
 # %% [markdown]

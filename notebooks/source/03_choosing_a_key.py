@@ -436,8 +436,8 @@ print(f"searched Stripe first: {late.searched_stripe}; new charge calls: {late.c
 # The uploader writes the file, so the handler takes from it only what the uploader may decide:
 # which order, its amount and currency, and which of the payer's saved payment methods to use.
 # That line is the **trust boundary**. Who pays lies beyond it, and so do the limits on the amount:
-# both come from places the uploader cannot write. Who pays
-# comes from the **customer mapping**: one item per account in the ledger table, naming the
+# the uploader can write neither. Who pays comes from the **customer mapping**: one item per
+# account in the ledger table, naming the
 # account's Stripe customer (`cus_...`). A person writes it with the runbook command
 # `idem customers link ACCOUNT cus_... --reason TEXT`, which also records who linked it and why.
 # The function reads that item. In production its role is denied every write to it. The bucket,

@@ -323,10 +323,12 @@ print(check_recipe(my_recipe))
 # A `versionId` names one upload only in a versioned bucket. The text `"null"` is the same for
 # every upload of the name. A recipe that falls back to `content` only when the field is missing
 # keys the second upload like the first, and never charges it. The `content` recipe (`eTag` and
-# `sequencer`) tells the two apart, as it did for the missing field. The hash makes even the
-# longest name a key of 71 characters. The context goes unused: nothing about the attempt
-# belongs in the key. `idem` does the same in `keys.recipe_for` and `keyed_events._version`,
-# shown above.
+# `sequencer`) tells the two apart, as it did for the missing field. Keep the bucket and the name
+# in the text, though the check never tries two names: a sequencer orders the events of one name
+# only (the aside above), so nothing promises that two names' uploads get different ones. The
+# hash makes even the longest name a key of 71 characters. The context goes unused: nothing about
+# the attempt belongs in the key. `idem` does the same in `keys.recipe_for` and
+# `keyed_events._version`, shown above.
 # </details>
 
 # %% [markdown]
@@ -395,9 +397,35 @@ views.rows_frame(orders.order_grid())
 
 # %% [markdown]
 # Under `order-id`, the corrected re-upload was not charged again: it carries the first order's
-# key, and the claim holds. It did land in the failure queue, for a person to read. Why it lands
-# there, and not simply skipped, is a question about what the claim leaves behind. Chapters 05
-# and 06 answer it.
+# key, and the claim holds. It was not simply skipped either. The order's record keeps the amount
+# it charged, and this upload asks another. The handler cannot tell a correction from a mistake,
+# so it fails, and the event lands in the failure queue for a person. That person refunds or
+# charges the difference by hand. The last section shows more files refused this way.
+
+# %% [markdown]
+# ## A key that outlives Stripe's memory
+#
+# A key made from the order is the same for the order's whole life: a copy of its event, or the
+# same file uploaded again weeks later, brings the same key. Stripe remembers a key for less. It
+# may forget a key once the key is 24 hours old, and then the key charges anew
+# ([idempotency](https://docs.stripe.com/idempotency)). So `keyed` counts the key's age from the
+# order's first charge attempt, which its record keeps. From 23 hours on, before it charges, it
+# searches Stripe for a charge made with the key. It charges only when the search finds none
+# (chapter 06 shows the search).
+#
+# Here the handler charged order A-1001, but died on every try before it wrote the charge down.
+# The same file is uploaded again 25 hours later, after Stripe forgot the key:
+
+# %%
+late = money.resent_later(25)
+print(f"uploaded again {late.resent_after_h:g} h after the first attempt; "
+      f"keys Stripe forgot: {late.keys_stripe_pruned}")
+print(f"searched Stripe first: {late.searched_stripe}; new charge calls: {late.charge_calls}; "
+      f"charges for the order at Stripe: {late.payment_intents}")
+
+# %% [markdown]
+# One charge at Stripe. The search found the first charge, and the handler recorded it instead of
+# charging again.
 
 # %% [markdown]
 # ## Whose order, and who pays
@@ -406,8 +434,10 @@ views.rows_frame(orders.order_grid())
 # orders, with two keys. The account also decides who pays, and here the file has no say.
 #
 # The uploader writes the file, so the handler takes from it only what the uploader may decide:
-# which order, and its amount. That line is the **trust boundary**. Who pays lies beyond it. It
-# comes from the **customer mapping**: one item per account in the ledger table, naming the
+# which order, its amount and currency, and which of the payer's saved payment methods to use.
+# That line is the **trust boundary**. Who pays lies beyond it, and so do the limits on the amount:
+# the uploader can write neither. Who pays comes from the **customer mapping**: one item per
+# account in the ledger table, naming the
 # account's Stripe customer (`cus_...`). A person writes it with the runbook command
 # `idem customers link ACCOUNT cus_... --reason TEXT`, which also records who linked it and why.
 # The function reads that item. In production its role is denied every write to it. The bucket,
@@ -415,7 +445,8 @@ views.rows_frame(orders.order_grid())
 # lists both).
 
 # %% [markdown]
-# The amount is bounded, and the file is strict:
+# The amount is bounded, and the file is strict. The bounds are the function's settings, which
+# the uploader cannot change:
 #
 # * `amount_cents` is required, an integer, between `MIN_AMOUNT_CENTS` (default 50, Stripe's
 #   smallest charge in US dollars,
@@ -424,6 +455,9 @@ views.rows_frame(orders.order_grid())
 # * `currency` must be in the allow-list `CURRENCIES` (default `usd`).
 # * A field the handler does not know is refused: `"amount": 129900` is not charged a default.
 # * `customer` may be left out. If the file names one, it must be the account's linked customer.
+# * `payment_method` may be left out: the customer's default is charged. If the file names one,
+#   Stripe refuses a method attached to another customer
+#   ([customer](https://docs.stripe.com/api/payment_intents/object)), and nothing is charged.
 #
 # An order that breaks a rule is **parked**: nothing is charged, the invocation fails, and the
 # event reaches the failure queue with the reason. A metric counts it, and an alarm watches that
@@ -451,9 +485,11 @@ with views.folded_output():
 #   and start it with the operation's name.
 # * Charge per order, not per upload: a retried PUT is a second upload of one order. Name the
 #   order by its account and the id in its file (the default), or by a name written once
-#   (`If-None-Match`, made the bucket's rule by a Deny in its policy).
-# * Take from the file only what the uploader may decide: the order and its amount, within
-#   limits. Who pays comes from the customer mapping, written by `idem customers link`.
+#   (`If-None-Match`, made the bucket's rule by a Deny in its policy). Once the key is 23 hours
+#   old, search Stripe for its charge before charging: Stripe may forget a key after 24 hours.
+# * Take from the file only what the uploader may decide: the order, its amount and currency,
+#   within limits the function sets. Who pays comes from the customer mapping, written by
+#   `idem customers link`.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

@@ -89,8 +89,10 @@ views.show_source(protocol.handle)
 #    record.
 #
 # The rest of this chapter takes each step apart in the handler to copy, `keyed.py`. It does the
-# same four things. It also reads each provider answer by its meaning, keeps `declined` and
-# `needs_attention` records, and logs and counts what it did.
+# same four things, with one difference in step 4: its commit is a single conditional put that
+# turns the record itself into the ledger line, and no counter is added to. It also reads each
+# provider answer by its meaning, keeps `declined` and `needs_attention` records, and logs and
+# counts what it did.
 
 # %% [markdown]
 # ## Handing the key to the provider
@@ -276,9 +278,11 @@ views.show_source(keyed_stripe.meaning_of)
 # * An `idempotency_error`, a saved 500, and any other answer park the order for a person.
 #
 # The last line also marks one case as *unsent*: a 400 `invalid_request_error` whose body holds
-# no PaymentIntent. Stripe refused the request before it began, so no money moved. When no
-# earlier attempt sent under the key, keyed parks the order with the reason "nothing was
-# charged", and a fixed upload of the order takes the record over.
+# no PaymentIntent. Stripe refused the request without making a payment, so no money moved. When
+# no earlier attempt sent under the key, keyed parks the order with the reason "nothing was
+# charged", and a fixed upload of the order takes the record over. Stripe may keep that 400 for
+# the key, though, so a fix sent within 24 hours can meet an `idempotency_error`. Keyed parks that
+# as nothing charged too, and its reason names the time after which to upload the fix again.
 
 # %% [markdown]
 # ## A lease, and a commit fenced to its owner
@@ -293,12 +297,13 @@ views.show_source(keyed_stripe.meaning_of)
 # %% [markdown]
 # The first put writes the record only if there is none. When it is refused, DynamoDB returns
 # the record that refused it, in the same call. The claim takes that record over, with a second
-# conditional put, in three cases: it is `in_progress` with its lease over; its owner released it
-# after an error; or it was parked before anything was sent under its key. That put lands only if
-# the record still names the owner (and the lease) it read, so of two copies trying, only one
-# wins. A refused put that names this very owner is the claim's own put, sent again by the AWS
-# SDK after its answer was lost: the claim is won. Every
-# write keyed makes to its table is conditional, and goes through one small helper,
+# conditional put, in three cases. The record is `in_progress` with its lease over, which
+# includes a lease its owner gave back after an error. Or a person `released` it (`idem settle`,
+# after finding no charge at Stripe). Or it was parked before anything was sent under its key.
+# That put lands only if the record still names the owner (and the lease) it read, so of two
+# copies trying, only one wins. A refused put that names this very owner is the claim's own put,
+# sent again by the AWS SDK after its answer was lost: the claim is won. Every write keyed makes
+# to its table is conditional, and goes through one small helper,
 # `conditional_write`. It returns `None` when the write lands, and the record that refused it
 # (or `{}`) when not. A claim writes no expiry: an `in_progress` record may stand for money
 # that moved, so it is never deleted on its own.
@@ -314,7 +319,8 @@ views.show_source(KeyedLedger.claim)
 # * `status` becomes `done` (or `pending`, for a charge Stripe is still processing), and the
 #   record holds the `result`;
 # * the ledger fields are written: `account`, `customer`, `cents`, `currency`, `charge_id`,
-#   `booked_at` and `booked_day` (a `pending` line gets its booking fields when it settles);
+#   `booked_at` and `booked_day`. A `pending` line gets no `account` yet, and `booked_day` says
+#   `pending` until the charge settles;
 # * there is no `expires_at`, so a done record never expires.
 #
 # Here is its code, without its docstring:
@@ -532,9 +538,9 @@ print("failure queue depth:", world.failure_queue_depth())
 #
 # Size a lease for a case this chapter did not run. Your work takes up to 55 s from the claim to
 # the commit in the worst case (a slow provider). Keyed's lease is the function timeout. Pick
-# `my_timeout` (seconds) so that keyed charges once, and books the charge by Lambda's first
-# retry, whatever happens: a copy of the event arriving while the work still runs, or a crash
-# right after the charge.
+# `my_timeout` in whole seconds, as Lambda sets it. Keyed must charge once, and book the charge by
+# Lambda's first retry, whatever happens: a copy of the event arriving while the work still runs,
+# or a crash right after the charge.
 #
 # Predict first: is there one right timeout, a range of them, or none? The check runs the real
 # code twice with yours: a copy arriving 55 s into the work, and a crash after the charge.
@@ -548,7 +554,8 @@ print(leases.check_lease(my_timeout, work=55))
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# A range, and a narrow one: any timeout over 55 s and up to 60 s, for example 58 s. Over 55 s,
+# A range, and a narrow one: 56 to 60 s, for example 58 s (Lambda sets a timeout in whole seconds,
+# [timeout](https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html)). Over 55 s,
 # the lease is still live when the work ends, so no copy can take it over. Up to 60 s, the lease
 # of a crashed invocation is over when the first retry comes. With more than 60 s, the work is
 # still safe, but waits for the retry at 180 s, or ends in the failure queue past it. The

@@ -141,7 +141,8 @@ _ = views.recommend_explore(rows, "a charge, provider takes keys", "no", "can ov
 #   depth. A failure nobody sees is a silent loss (04). Without a destination, Lambda discards
 #   the event after its last retry, and `idem check --template` counts it lost (11).
 # - [ ] **Records outlive every copy.** A done record lives as long as a copy can come; keyed's
-#   never expire. The provider's key window exceeds the maximum event age, checked at cold start (07).
+#   never expire. The provider's key window is no shorter than the maximum event age, checked at
+#   cold start (07).
 # - [ ] **Where records expire, expiry is checked in code.** Compare `expires_at` with the clock
 #   on every read (keyed's records never expire). TTL typically deletes items within two days of
 #   expiry, with no promised bound, and reads still return them until then (07).
@@ -265,8 +266,8 @@ print(f"keyed says: {late.handler_says}; PaymentIntents for the order: {late.pay
 # request parks the order for a person. One of them says "nothing was charged": a 400
 # `invalid_request_error` with no PaymentIntent in it, when no earlier attempt sent under the key.
 # The fixed upload then takes the order over under the same key. A PaymentIntent left
-# `processing` is booked `pending`. The webhook settles it once Stripe decides: `done`, or
-# `declined` for a failed or canceled one (`idem settle` does it by hand).
+# `processing` is recorded `pending`, not booked. The webhook settles it once Stripe decides:
+# `done`, or `declined` for a failed or canceled one (`idem settle` does it by hand).
 #
 # Second, who pays. Your checkout saves each customer's payment method for off-session use, and
 # makes it the customer's default. Then a person links the account to that customer, once:
@@ -298,7 +299,8 @@ views.Whole(money.who_pays_rows(money.who_pays()))
 # Fourth, create the ledger table as `template.yaml` does, shown in
 # [chapter 09](09_deploy_to_aws.ipynb). The partition key is `pk`,
 # and TTL is on `expires_at`. Two sparse indexes hold the done records, which are the ledger
-# lines: `by_account` for an account's totals, `by_day` for the reconciliation. The customer
+# lines: `by_account` for an account's totals, `by_day` for the reconciliation. `by_day` also
+# holds the records still `pending`, under the day `pending`. The customer
 # mapping lives in the same table, one `account#...` item per account.
 #
 # Fifth, set the function's environment. `LEDGER_TABLE` is required. Set the money limits
@@ -409,12 +411,13 @@ print(production.outage_lines())
 #   days, but the current version of every order never expires. Whether to delete orders, and
 #   when, is your decision: a lifecycle rule of your own, once the reconciliation has judged
 #   their window and your records no longer need the file.
-# * **Declines and pending charges.** A decline is final for its key: `DeclinedAlarm` mails you.
-#   Its decline code says whether the customer must fix the card or a later attempt may pass
-#   ([decline codes](https://docs.stripe.com/declines/codes)). Either way, a new order (a new
-#   `order_id`) charges anew. A charge left
-#   `processing` is booked `pending`, and the webhook books it once Stripe has decided.
-#   `PendingAlarm` mails you when more than a fifth of an hour's attempts come back pending. One
+# * **Declines and pending charges.** A decline is final for its key. `DeclinedAlarm` mails you
+#   when more than a fifth of an hour's attempts are declined, in an hour of 20 attempts or more;
+#   a single decline mails nobody. A decline's code says whether the customer must fix the card
+#   or a later attempt may pass ([decline codes](https://docs.stripe.com/declines/codes)). Either
+#   way, a new order (a new `order_id`) charges anew. A charge left `processing` is recorded
+#   `pending`, not booked, and the webhook books it once Stripe has decided. `PendingAlarm`
+#   likewise mails you when more than a fifth of such an hour's attempts come back pending. One
 #   still pending when its window is judged is its own finding in the reconciliation's report,
 #   `pending`, settled by `idem settle --key KEY`.
 

@@ -385,10 +385,11 @@ for (action, kind), count in sorted(kinds.items()):
 # hourly reconciliation is a function too. Three roles: one per function, and one for EventBridge
 # Scheduler, which starts the reconciliation every hour.
 #
-# That is 39 resources, where the first line of this chapter counted 43 in the demo. moto's
-# CloudFormation cannot make a Lambda alias, nor CodeDeploy's application and deployment group.
-# So `expand_transforms` leaves out the alias `live`, those two and CodeDeploy's role, and points
-# what named the alias at the function. On AWS all 43 are made.
+# That is 39 resources, where the first line of this chapter counted 43 in the demo. Each deploy
+# moves the alias `live` to the new version through CodeDeploy, AWS's service that shifts traffic
+# between versions. moto's CloudFormation can make neither the alias nor CodeDeploy's application
+# and deployment group. So `expand_transforms` leaves out those three and CodeDeploy's role, and
+# points what named the alias at the function. On AWS all 43 are made.
 #
 # ### 4. Execute, and wait
 #

@@ -118,7 +118,8 @@ _ = views.ship.outage_explore(2.0)
 # Try the production profile with a *test* key (`rk_test_...`) first: test mode moves no
 # real money, and its objects never mix with live ones ([Stripe](https://docs.stripe.com/test-mode)).
 # Deploy it with `Stage=staging`: at cold start the function refuses a test key where `STAGE` is
-# `prod`, and a live key anywhere else.
+# `prod`, and a live key anywhere else. Add `ReservedConcurrency=2`: test mode allows 25 requests a
+# second in all, not 100, and each upload makes two.
 #
 # Make the key a restricted one with PaymentIntents write and read, and Customers read: what the
 # function calls, and nothing more. Add Refunds write if you will run `idem refund`, which reads
@@ -145,7 +146,7 @@ _ = views.ship.outage_explore(2.0)
 # read -rs KEY && printf '%s' "$KEY" > stripe-key.txt && unset KEY
 # aws ssm put-parameter --name /idem/stripe/secret-key --type SecureString --value file://stripe-key.txt
 # rm stripe-key.txt
-# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging AlarmEmail=you@example.com
+# sam build && sam deploy --config-env prod --parameter-overrides Profile=prod Stage=staging ReservedConcurrency=2 AlarmEmail=you@example.com
 # python -m idem customers link alice cus_... --reason "staging rehearsal" --stack idem-prod --yes
 # aws s3 cp order.json s3://idem-prod-uploads-ACCOUNT-REGION/alice/order.json
 # sam logs --stack-name idem-prod --name ChargeFunction --tail
@@ -165,7 +166,12 @@ _ = views.ship.outage_explore(2.0)
 # in test mode, it is listed under *Payments* ([testing](https://docs.stripe.com/testing)). Its
 # metadata names the stack, the order and its idempotency key. Upload the same file again with
 # `aws s3 cp`: that is a new version of the same order, and the Dashboard should still show one
-# payment for it. When the rehearsal holds, store the live key and deploy again with `Stage=prod`.
+# payment for it. When the rehearsal holds, store the live key over the test one
+# (`put-parameter --overwrite`) and deploy again with `Stage=prod`, without `ReservedConcurrency=2`.
+#
+# The rehearsal's records stay in the ledger, which the stack keeps. Link each account to a live
+# customer again. Never reuse a rehearsal's order id for a real order of the same account: its
+# record says it was charged, so the real order would not be.
 #
 # ### Delete and redeploy
 #
@@ -181,11 +187,12 @@ _ = views.ship.outage_explore(2.0)
 # message on to its subscribers. The topic is the stack's `AlarmTopic`, mailing your confirmed
 # address, or the one `AlarmTopicArn` names. Most fire on a single occurrence in five minutes:
 # each may be money that moved. The age alarms wait for the oldest message instead. `Pending`
-# fires when more than a fifth of an hour's charge attempts come back pending.
+# fires when an hour has at least 20 charge attempts and more than a fifth of them come back
+# pending; `Declined` likewise for declines.
 #
 # Production has one more function: a **webhook**, a URL Stripe calls with each event it has
 # to tell (a pending charge that succeeded or failed, a refund, a dispute). It checks Stripe's
-# signature, then books what Stripe decided, once per event. Its own two alarms are the `webhook`
+# signature, then books what Stripe decided, once per event. Its own three alarms are the `webhook`
 # rows. Each row says what to do:
 
 # %%

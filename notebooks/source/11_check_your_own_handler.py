@@ -7,8 +7,9 @@
 #
 # Every pattern in this workbook was run through every fault and delivery that this check builds
 # for one upload. The same machinery takes your handler, unchanged. Faults happen at the calls
-# your handler makes, as they do on AWS. A handler that charges needs one hook only, a function
-# that builds the payment client; one that charges nobody needs none.
+# your handler makes, as they do on AWS. A handler that charges through a client it builds needs
+# one hook only, the function that builds it. One that calls Stripe's SDK, or charges nobody,
+# needs none.
 
 # %% [markdown]
 # ## Setup
@@ -202,7 +203,8 @@ def lambda_handler(event, context):
 # Check it. Lambda names a handler `file.function`; the check takes `module:function` (a module
 # it can import, as here) or `path/to/file.py:function`. To keep
 # this page quick, every check here tries one retry setting, `retries=(1,)`: Lambda retries once.
-# Without `retries`, the check tries 0, 1 and 2.
+# Without `retries`, the check tries 0, 1 and 2. The family `retry_ends` needs two retries, so it
+# counts 0 schedules on this page.
 
 # %%
 money = check_handler("broken_handler:lambda_handler", retries=(1,), workers=1)
@@ -382,9 +384,10 @@ _ = views.explore_check(handlers, "given handler", 0)
 #   `ReportBatchItemFailures` on, it can instead return a **batchItemFailures** list,
 #   `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, and only those come back.
 # - A message comes back after the queue's **visibility timeout**, the time a received message
-#   stays hidden from other readers (here 180 s, six times the
-#   function's timeout, as AWS advises), not after Lambda's retry delays. A standard queue may also
-#   deliver a message twice, even while the first copy is being worked on.
+#   stays hidden from other readers, not after Lambda's retry delays. AWS advises at least six
+#   times the function's timeout. The check draws it from the function's timeout (30 s) to 12
+#   hours, each end a schedule of its own. A standard queue may also deliver a message twice,
+#   even while the first copy is being worked on.
 # - After `maxReceiveCount` receives, the queue moves the message to its dead-letter queue. That
 #   queue, not Lambda's failure queue, is where a failure shows.
 #
@@ -510,7 +513,7 @@ with views.folded_output():
 # the retried PUT's message replays it too; a key made from the upload (`?versionId=`) would charge
 # that order twice. It breaks only where the order comes again a day or more later: a message
 # moved back from the dead-letter queue, or the same order uploaded again. Its key is right, but
-# Stripe has forgotten it after 24 hours, the key window. It writes its books 25 lines a call,
+# Stripe may have forgotten it: it can prune a key once it is 24 hours old, the key window. It writes its books 25 lines a call,
 # one line per key: `BatchWriteItem` refuses more
 # than 25 puts, or two puts of one key, in one call
 # ([BatchWriteItem](https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html)).
@@ -943,11 +946,12 @@ views.show_source(KeyedCharger.charge_once)
 #   charges of both together;
 # * race two invocations at the same instant: its runtime runs one step at a time, and a copy
 #   starts only at a boundary;
-# * know your bucket: it tries a versioned one and an unversioned one, and the schedule names
-#   which, so a break in the other kind may not apply to you;
+# * know your bucket: its overwrite schedules try a versioned bucket and an unversioned one, each
+#   named in the schedule; every other schedule runs in a versioned bucket;
 # * see an uploader that writes each name once (`If-None-Match`): its buckets take every PUT;
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
-# * see clocks that disagree between machines, or DynamoDB's TTL deleting a record;
+# * see clocks that disagree between machines, or DynamoDB's TTL deleting a record at any moment
+#   but where a schedule moves the clock on by hours or days;
 # * judge books it cannot find, or a provider whose rules differ from the stand-in's (Stripe's).
 
 # %% [markdown]
@@ -962,8 +966,8 @@ views.show_source(KeyedCharger.charge_once)
 # | --- | --- |
 # | 0 | holds |
 # | 1 | breaks: the smallest break is printed as a timeline |
-# | 2 | bad input: the handler cannot load or be called, or an `--effect` never happens |
-# | 3 | the check could not finish: the handler hangs, exits the process, or calls the internet |
+# | 2 | bad input: the handler cannot load, be called or be given what it needs (a setting it reads: `--env`); it charges nothing and names no `--effect`; or an `--effect` never happens |
+# | 3 | the check could not finish: the handler hangs, exits the process, or escapes the check (calls the internet, starts a subprocess, leaves a thread running) |
 #
 # A handler's own error (a syntax error, a failed import) is shown with its own traceback, then
 # one line. `--json` prints JSON in every case. In a pytest suite, the `idem_check` fixture runs

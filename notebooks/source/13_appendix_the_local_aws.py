@@ -9,7 +9,8 @@
 # real boto3 API for S3, DynamoDB, SQS, Lambda and CloudFormation. It does not do everything AWS does. This
 # appendix shows each gap, the code that fills it, and a run that shows it working. The code that
 # fills the gaps never ships to Lambda: it lives in `idem/sim/` (the local AWS), `idem/explore/`
-# and `idem/deploy/`. One section looks inside code that does ship, the entry point.
+# and `idem/deploy/`. Two sections look inside code that does ship: the entry point and
+# the provider stand-in.
 
 # %% [markdown]
 # Each gap, and the section that opens it:
@@ -72,10 +73,11 @@ print(f"retry delays after a failure: {RETRY_DELAYS} s; maximum event age by def
 # function has an on-failure destination, it sends the event's invocation record there, with the
 # condition `EventAgeExceeded` instead of `RetriesExhausted`
 # ([invocation records](https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)).
-# It invokes the rest:
+# It invokes the rest, unless the function's reserved concurrency is used up: then the event
+# goes back to the queue, to be tried again after a backoff. `run` does it in these two methods:
 
 # %%
-views.show_source(LocalLambda.run)
+views.show_source(LocalLambda._run, LocalLambda._start)
 
 # %% [markdown]
 # After a failed attempt, Lambda tries again about a minute later, then about two minutes after
@@ -278,7 +280,9 @@ views.show_source(LocalWorld.upload)
 # handlers check expiry in code (chapter 07), which you should do on AWS too.
 #
 # A deploy has more gaps. The CloudFormation in moto ignores the SAM transform, so the deploy tool
-# expands it first with aws-sam-translator. The same CloudFormation also drops bucket versioning,
+# expands it first with aws-sam-translator. It cannot make a Lambda alias nor CodeDeploy's
+# resources, so the tool leaves them out and points what named the alias at the function. The
+# same CloudFormation also drops bucket versioning,
 # the bucket's notification, the table's TTL and the function's event-invoke config. Then
 # `gaps.check` compares
 # each setting in the expanded template with the deployed resource. `apply` sets what is missing
@@ -295,7 +299,7 @@ views.show_source(gaps.apply)
 views.show_source(emulated.function_settings, emulated.run_function)
 
 # %% [markdown]
-# Chapter 09's dry run shows the settings it filled. On AWS the same check finds all of them in
+# Chapter 09's rehearsal shows the settings it filled. On AWS the same check finds all of them in
 # place.
 #
 # Chapter 09 makes its stack through a change set, where moto 5.2 has two more gaps.
@@ -318,7 +322,8 @@ views.show_source(App.handle)
 # <a id="provider-stand-in"></a>
 # ## Inside the provider stand-in
 #
-# The second is the payment provider of chapter 06, which does not ship. It keeps Stripe's rules
+# The second is the payment provider of chapter 06. It ships in the core, but only the demo stack
+# uses it: production pays through Stripe. It keeps Stripe's rules
 # for an idempotency key in a DynamoDB table of its own. The key's first answer is saved in one
 # transaction with the charge, and a repeat with the same parameters (compared by a fingerprint)
 # gets that answer back:
@@ -358,7 +363,8 @@ print(views.check_event_age(my_attempts, my_condition, max_event_age=120))
 # * Faults come from outside the handler, at its calls, through botocore hooks and a provider
 #   wrapper. One lock makes moto's conditional writes atomic, as DynamoDB's are.
 # * A shim puts Powertools on the virtual clock, and the workbook fills what moto's S3 events,
-#   TTL and CloudFormation leave out. None of that ships; the entry point it looked inside does.
+#   TTL and CloudFormation leave out. None of that ships; the entry point and the provider
+#   stand-in it looked inside do.
 #
 # Every term the workbook defines is in [the glossary](../docs/glossary.md), with the chapter that
 # defines it.

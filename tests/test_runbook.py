@@ -41,14 +41,15 @@ def stack(monkeypatch, tmp_path):
         ssm.delete_parameter(Name=SECRET)
 
 
-def charge(server, key: str = KEY, *, idempotency_key: str | None = None, stack_name: str = STACK) -> str:
+def charge(server, key: str = KEY, *, idempotency_key: str | None = None, stack_name: str = STACK,
+           **metadata: str) -> str:
     """A PaymentIntent as the handler makes one (docs/one_charge_per_order.md's metadata), at the loopback Stripe."""
     client = stripe.StripeClient("sk_test_runbook", base_addresses={"api": server.url}, max_network_retries=0)
     intent = client.v1.payment_intents.create(params={
         "amount": 1250, "currency": "usd", "confirm": True, "off_session": True, "payment_method": "pm_card_visa",
         "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
         "metadata": {"idem_stack": stack_name, "order_id": "A-1001", "idempotency_key": key, "account": "alice",
-                     "bucket": "uploads", "key": "alice/A-1001.json", "version_id": "v1"}},
+                     "bucket": "uploads", "key": "alice/A-1001.json", "version_id": "v1", **metadata}},
         options={"idempotency_key": idempotency_key or key})
     return str(intent.id)
 
@@ -81,6 +82,20 @@ def test_settle_books_the_charge_stripe_made_after_a_dry_run(stack):
     assert line["booked_day"] and "expires_at" not in line
     code, out, _ = settle("--key", KEY, "--yes", "--reason", "INC-7")
     assert code == 0 and f"nothing to do: booked already ({pi}" in out
+
+
+def test_settle_books_a_charge_to_the_uploads_account_not_to_the_stripe_customer(stack):
+    """The handler's own metadata: `account` is the Stripe customer it charged (keyed_stripe), and
+    `idem_account` the account whose folder the order came from (keyed_orders), which the ledger
+    books (docs/money_contract.md, section 3). A line booked by settle under the customer's id
+    would not be the account's, and the reconciliation would compare it with the wrong one."""
+    world, server = stack
+    put(world, status="pending", booked_day="pending", charge_id="pi_x")
+    pi = charge(server, account="cus_alice", idem_account="alice")
+    code, out, _ = settle("--key", KEY, "--yes", "--reason", "INC-8")
+    assert code == 0 and f"booked: Stripe charged {pi}" in out
+    line = record(world)
+    assert (line["account"], line["currency"]) == ("alice", "usd")  # who and in what, as Stripe charged it
 
 
 def test_settle_releases_a_record_nobody_charged_so_a_retry_can(stack):

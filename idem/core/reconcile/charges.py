@@ -177,13 +177,20 @@ def retrieve_charge(secret_key: str, charge_id: str, fetch: Fetch = _fetch_json,
     return entry_of(intent)
 
 
+def account_of(metadata: Mapping[str, Any], customer: str) -> str:
+    """The account a PaymentIntent was charged for: its metadata `idem_account` (the uploader's
+    folder, keyed_orders), else, on older charges, `account`, else its customer. Never `account`
+    first: the handler writes the Stripe customer there (keyed_stripe)."""
+    return str(metadata.get("idem_account") or metadata.get("account") or customer)
+
+
 def entry_of(intent: Mapping[str, Any]) -> Entry:
     """A PaymentIntent as the reconciliation sees it: the account is its metadata `idem_account`
     (older charges: `account`, else the customer), the amount what it received, the key its
     metadata `idempotency_key`."""
     metadata = intent.get("metadata") or {}
     customer = str(intent.get("customer") or "")
-    account = metadata.get("idem_account") or metadata.get("account") or customer
+    account = account_of(metadata, customer)
     cents = intent.get("amount_received") or intent["amount"]
     return Entry(str(intent["id"]), str(account), int(cents), float(intent["created"]),
                  str(metadata.get("idempotency_key") or ""),

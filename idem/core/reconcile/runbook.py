@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 from botocore.exceptions import ClientError
 
 from ..dynamo import from_item, to_item, values
+from .charges import account_of
 from .job import CHARGED, STRIPE_API, day_of
 
 #: PaymentIntent statuses where money will move or not, not yet known: settle waits.
@@ -245,7 +246,8 @@ def apply_settle(dynamodb: Any, table: str, plan: Plan, now: float | None = None
         key = key or intent.metadata.get("idempotency_key", "")
         line = {**{k: v for k, v in before.items() if k not in ("expires_at", "lease_until", "owner")},
                 "pk": key, "status": "done", "charge_id": intent.id, "cents": intent.cents,
-                "account": intent.metadata.get("account") or intent.customer or "unassigned",
+                "account": account_of(intent.metadata, intent.customer) or "unassigned",
+                "customer": intent.customer or before.get("customer"), "currency": intent.currency or before.get("currency"),
                 "booked_at": now, "booked_day": day_of(now),
                 "result": {"status": "settled", "charge_id": intent.id, "amount_cents": intent.cents}}
         _conditional(dynamodb.put_item, TableName=table, Item=to_item(line), **_unchanged(before))
@@ -324,7 +326,7 @@ def plan_refund(dynamodb: Any, table: str, stripe: StripeApi, charge: str, stack
     if record.get("charge_id") == charge:
         note = "; the ledger books it as the order's charge: settle the order afterwards (idem settle --key ...)"
     return Plan(f"charge {charge}", "refund", f"{left} {intent.currency} to "
-                f"{intent.metadata.get('account') or intent.customer or 'the customer'}{note}", record, intent,
+                f"{account_of(intent.metadata, intent.customer) or 'the customer'}{note}", record, intent,
                 refunded_cents=refunded)
 
 

@@ -339,3 +339,55 @@ def test_a_target_beside_template_and_function_is_the_handlers_source(monkeypatc
     assert asked["target"] == "idem.core.handlers.keyed:lambda_handler"
     assert asked["options"]["trigger"] == "sqs" and asked["options"]["deployed"]["batch_size"] == 10
     assert asked["options"]["env"]["LEDGER_TABLE"] and asked["options"]["env"]["FUNCTION_TIMEOUT_SECONDS"] == "60"
+
+
+ALIASED = """
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Failures: {{Type: AWS::SQS::Queue}}
+  Uploads:
+    Type: AWS::S3::Bucket
+    Properties:
+      NotificationConfiguration:
+        LambdaConfigurations:
+          - Event: s3:ObjectCreated:Put
+            Function: {function}
+  Charge:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.13
+      Handler: app.handler
+      CodeUri: src/
+      AutoPublishAlias: live
+      EventInvokeConfig:
+        MaximumRetryAttempts: 1
+        DestinationConfig: {{OnFailure: {{Type: SQS, Destination: !GetAtt Failures.Arn}}}}
+{extra}"""
+LATEST_CONFIG = """  LatestConfig:
+    Type: AWS::Lambda::EventInvokeConfig
+    Properties:
+      FunctionName: !Ref Charge
+      Qualifier: $LATEST
+      MaximumRetryAttempts: 0
+      DestinationConfig: {OnFailure: {Destination: !GetAtt Failures.Arn}}
+"""
+
+
+@pytest.mark.parametrize("function, extra, retries, destination", [
+    ("!GetAtt Charge.Arn", "", 2, False),  # S3 invokes $LATEST; the config is on the alias: AWS's defaults
+    ("!Ref Charge.Alias", "", 1, True),  # S3 invokes the alias the config is on
+    ("!GetAtt Charge.Arn", LATEST_CONFIG, 0, True),  # a config of $LATEST's own
+])
+def test_an_event_invoke_config_applies_only_to_what_the_trigger_invokes(tmp_path, function, extra, retries, destination):
+    """An EventInvokeConfig "configures options for asynchronous invocation on a version or an alias":
+    one SAM puts on the AutoPublishAlias alias does nothing for a bucket that invokes the function's
+    plain ARN ($LATEST), whose failed events are discarded. Read as applied, the check would count them
+    failed_visibly where AWS loses them."""
+    from idem.explore.target.template_function import read
+
+    path = tmp_path / "template.yaml"
+    path.write_text(ALIASED.format(function=function, extra=extra))
+    deployed = read(str(path), "Charge", source="app.py:handler").deployed
+    assert deployed["max_retry_attempts"] == retries
+    assert bool(deployed["failure_destination"]) is destination, deployed
+    assert ("not applied" in deployed["unapplied"]) is (not destination and not extra)

@@ -301,9 +301,10 @@ def _sam_deploy(c: dict, stack: str, template: dict | None = None) -> None:
     c["s3"].put_object(Bucket=artifacts, Key="code.zip", Body=b"zip")
     demo = {"Profile": "demo", "HandlerMode": "keyed"}
     # CloudFormation expands both transforms and resolves the profile's conditions; moto's
-    # knows neither, so the test does what AWS would.
-    body = template or tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"),
-                                               demo), demo)
+    # knows neither, so the test does what AWS would (and names the function where the template
+    # names its alias, which moto cannot make: tp.for_moto).
+    body = template or tp.for_moto(tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"),
+                                                           demo), demo))
     c["cloudformation"].create_stack(StackName=stack, TemplateBody=json.dumps(body),
                                      Parameters=[{"ParameterKey": k, "ParameterValue": v}
                                                  for k, v in demo.items()],  # samconfig's default
@@ -353,8 +354,8 @@ def test_sam_never_vouches_for_a_stack_not_made_from_this_template(endpoint):
     assert one_error_line(err).endswith("Nothing was touched")
 
     # The mark, copied into a template with something else in it, is not enough either.
-    marked = tp.resolve(tp.translate(tp.with_code(tp.load(), "srv-extra-samcli-artifacts", "code.zip")),
-                        {"Profile": "demo"})
+    marked = tp.for_moto(tp.resolve(tp.translate(tp.with_code(tp.load(), "srv-extra-samcli-artifacts", "code.zip")),
+                                    {"Profile": "demo"}))
     marked["Resources"]["Extra"] = {"Type": "AWS::SQS::Queue"}
     _sam_deploy(c, "srv-extra", marked)
     code, _, err = _deploy("--stack", "srv-extra", "--delete", "--sam")
@@ -373,8 +374,8 @@ def test_sam_never_empties_or_deletes_a_production_stack(endpoint):
     c["s3"].put_object(Bucket=artifacts, Key="code.zip", Body=b"zip")
     # The demo's resources (so that the test can delete them), under Profile=prod: the refusal
     # reads the stack's Profile parameter, as `sam deploy --config-env prod` leaves it.
-    body = tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"), {"Profile": "demo"}),
-                      {"Profile": "demo"})
+    body = tp.for_moto(tp.resolve(tp.translate(tp.with_code(tp.load(), artifacts, "code.zip"), {"Profile": "demo"}),
+                                  {"Profile": "demo"}))
     c["cloudformation"].create_stack(StackName="srv-prodsam", TemplateBody=json.dumps(body),
                                      Parameters=[{"ParameterKey": "Profile", "ParameterValue": "prod"}],
                                      Capabilities=["CAPABILITY_IAM"])

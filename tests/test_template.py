@@ -97,7 +97,15 @@ def test_bucket_is_versioned_and_notifies_the_function_without_a_cycle(cfn):
     notify = props["NotificationConfiguration"]["LambdaConfigurations"]
     assert sorted(n["Event"] for n in notify) == ["s3:ObjectCreated:CompleteMultipartUpload",
                                                   "s3:ObjectCreated:Post", "s3:ObjectCreated:Put"]
-    assert {tp.ref_name(n["Function"]) for n in notify} == {tp.FUNCTION}
+    # S3 invokes the alias its EventInvokeConfig configures (retries, maximum age, failure queue): one
+    # on the alias does nothing for an unqualified invocation, which gets AWS's defaults and no
+    # failure destination (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-lambda-eventinvokeconfig.html)
+    (alias,) = {tp.ref_name(n["Function"]) for n in notify}
+    assert cfn["Resources"][alias]["Type"] == "AWS::Lambda::Alias"
+    assert tp.ref_name(cfn["Resources"][alias]["Properties"]["FunctionName"]) == tp.FUNCTION
+    config = cfn["Resources"][f"{tp.FUNCTION}EventInvokeConfig"]["Properties"]
+    assert config["Qualifier"] == cfn["Resources"][alias]["Properties"]["Name"]
+    assert tp.ref_name(cfn["Resources"]["ChargeFunctionUploadPermission"]["Properties"]["FunctionName"]) == alias
     assert "Fn::Sub" in props["BucketName"], "a named bucket keeps the policy out of a cycle"
     role = str(cfn["Resources"]["ChargeFunctionRole"])
     assert "UploadBucket" not in role

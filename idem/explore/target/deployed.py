@@ -52,6 +52,8 @@ DEFAULT_RETRIES, DEFAULT_EVENT_AGE = 2, 21_600
 DEFAULT_BATCH_SIZE, DEFAULT_VISIBILITY = 10, 30
 #: SQS's default MessageRetentionPeriod, 4 days (API_SetQueueAttributes, above)
 DEFAULT_RETENTION = 345_600
+#: What an unqualified function ARN invokes (its EventInvokeConfig's Qualifier, `invoke_config`).
+LATEST = "$LATEST"
 #: EventBridge's default retry policy for a rule target: 185 attempts over 24 hours (eb-rule-retry-policy, above)
 DEFAULT_EVENTBRIDGE_ATTEMPTS, DEFAULT_EVENTBRIDGE_AGE = 185, 86_400
 
@@ -80,6 +82,8 @@ class Deployed:
     reserved_concurrency: int = -1
     #: where a failed asynchronous event goes ("DeadLetterQueue Failures"; "": none, Lambda discards it)
     failure_destination: str = ""
+    #: an EventInvokeConfig left out: it configures another version or alias than the trigger invokes ("": none)
+    unapplied: str = ""
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -163,7 +167,8 @@ class Deployed:
         line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
                 f"{self.max_event_age}, " + (f"failure destination {self.failure_destination}"
                                              if self.failure_destination else "no failure destination "
-                                             "(an event that fails every attempt is discarded)"))
+                                             "(an event that fails every attempt is discarded)")
+                + (f" ({self.unapplied})" if self.unapplied else ""))
         if trigger == "eventbridge":
             dead = (f"DeadLetterConfig {self.eventbridge_dead_letter}" if self.eventbridge_dead_letter
                     else "no DeadLetterConfig")
@@ -175,18 +180,15 @@ class Deployed:
 
 def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, source: str,
          value: Any, sqs_source: "tuple[str, dict[str, Any]] | None" = None,
-         rule_target: "dict[str, Any] | None" = None, rule: str = "") -> Deployed:
+         rule_target: "dict[str, Any] | None" = None, rule: str = "", invoked_as: str = LATEST) -> Deployed:
     """The settings of `function` (its properties, Globals merged) in `resources` (the resolved
     template's); `value` resolves an intrinsic; `sqs_source` is (the queue's logical id, the
     mapping's properties) when SQS feeds the function; `rule_target` the EventBridge rule target's
     RetryPolicy and DeadLetterConfig (`template_triggers.Trigger.target`) when a rule does, `rule`
-    where that rule is declared."""
-    invoke = dict(function.get("EventInvokeConfig") or {})
-    for res in resources.values():
-        if res.get("Type") == "AWS::Lambda::EventInvokeConfig":
-            props = res.get("Properties") or {}
-            if names_function(props.get("FunctionName"), logical_id):
-                invoke = {**invoke, **props}
+    where that rule is declared; `invoked_as` what an asynchronous trigger invokes: $LATEST, or an
+    alias (`template_triggers.Trigger.invokes`)."""
+    invoke, unapplied = invoke_config(function, resources, logical_id, value, invoked_as)
+    unapplied = "" if sqs_source and rule_target is None else unapplied  # fed by SQS: not invoked asynchronously
     settings: dict[str, Any] = {
         "source": source,
         "timeout": int(value(function.get("Timeout", DEFAULT_TIMEOUT))),
@@ -195,6 +197,7 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         "max_event_age": int(value(invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE))),
         "reserved_concurrency": int(value(function.get("ReservedConcurrentExecutions", -1))),
         "failure_destination": failure_destination(function, invoke, value),
+        "unapplied": unapplied,
     }
     if sqs_source:
         queue_id, mapping = sqs_source
@@ -217,6 +220,33 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
             eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
             eventbridge_dead_letter=referenced_id(dead) or str(value(dead) or ""), eventbridge_rule=rule)
     return Deployed(**settings)
+
+
+def invoke_config(function: dict[str, Any], resources: dict[str, Any], logical_id: str, value: Any,
+                  invoked_as: str) -> tuple[dict[str, Any], str]:
+    """The EventInvokeConfig that applies to what the trigger invokes, and why one was left out ("").
+    It "configures options for asynchronous invocation on a version or an alias" (its Qualifier,
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-lambda-eventinvokeconfig.html):
+    one on the alias does nothing for a trigger that invokes the function unqualified ($LATEST). SAM's
+    EventInvokeConfig property is on the AutoPublishAlias alias when there is one, else on $LATEST
+    (as aws-sam-translator writes it)."""
+    alias = value(function.get("AutoPublishAlias")) or LATEST
+    found: list[tuple[str, dict[str, Any]]] = []
+    if function.get("EventInvokeConfig"):
+        found.append((str(alias), dict(function["EventInvokeConfig"])))
+    for res in resources.values():
+        props = res.get("Properties") or {}
+        if res.get("Type") == "AWS::Lambda::EventInvokeConfig" and names_function(props.get("FunctionName"), logical_id):
+            qualifier = value(props.get("Qualifier"))
+            found.append((qualifier if isinstance(qualifier, str) else invoked_as, dict(props)))
+    invoke: dict[str, Any] = {}
+    for qualifier, props in found:
+        if qualifier == invoked_as:
+            invoke = {**invoke, **props}
+    left = sorted({q for q, _ in found if q != invoked_as})
+    unapplied = (f"its EventInvokeConfig is on {', '.join(left)}, and the trigger invokes {invoked_as}: not "
+                 "applied, so AWS's defaults are (point the trigger at the alias)") if left and not invoke else ""
+    return invoke, unapplied
 
 
 def failure_destination(function: dict[str, Any], invoke: dict[str, Any], value: Any) -> str:

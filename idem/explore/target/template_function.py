@@ -171,9 +171,11 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
                             "time: pick one with --trigger")
     sqs = next((t for t in found if t.kind == "sqs"), None)
     rule = next((t for t in found if t.kind == "eventbridge"), None)
+    invoked = next((t for t in found if t.kind != "sqs"), None)  # an asynchronous trigger
     settings = deployed.read(props, resources, logical_id, f"{Path(path).name}, function {logical_id}",
                              resolver.value, (sqs.queue, sqs.mapping) if sqs else None,
-                             rule.target if rule else None, rule.declared if rule else "")
+                             rule.target if rule else None, rule.declared if rule else "",
+                             invoked.invokes if invoked else deployed.LATEST)
     s3 = next((t for t in found if t.kind == "s3"), None)
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .deployed import names_function, referenced_id
+from .deployed import LATEST, names_function, referenced_id
 
 #: SAM's event types, as the check's triggers.
 SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
@@ -37,6 +37,8 @@ class Trigger:
     mapping: dict[str, Any] = field(default_factory=dict)  # sqs: the mapping's own properties
     #: eventbridge: the rule target's RetryPolicy and DeadLetterConfig, as declared (absent: EventBridge's defaults)
     target: dict[str, Any] = field(default_factory=dict)
+    #: what it invokes: $LATEST (the function's plain ARN), or the alias it names (`deployed.invoke_config`)
+    invokes: str = LATEST
 
 
 def _filter(node: Any) -> tuple[str, str]:
@@ -56,7 +58,8 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
     """Every trigger of the function `logical_id` (its merged properties `props`); `value` resolves an
     intrinsic and `names` are the resources' names, to know a queue by its ARN."""
     found: list[Trigger] = []
-    for name, event in (props.get("Events") or {}).items():
+    alias = str((value(props.get("AutoPublishAlias")) if value else props.get("AutoPublishAlias")) or LATEST)
+    for name, event in (props.get("Events") or {}).items():  # SAM points them at the alias, when there is one
         kind = SAM_EVENTS.get(str(event.get("Type")))
         if kind is None:
             continue
@@ -64,11 +67,12 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
         if kind == "s3":
             prefix, suffix = _filter(ep.get("Filter"))
             bucket = ep.get("Bucket")
-            found.append(Trigger(kind, f"Events.{name}", referenced_id(bucket) or str(bucket or ""), prefix, suffix))
+            found.append(Trigger(kind, f"Events.{name}", referenced_id(bucket) or str(bucket or ""), prefix, suffix,
+                                 invokes=alias))
         elif kind == "sqs":
             found.append(Trigger(kind, f"Events.{name}", queue=referenced_id(ep.get("Queue")), mapping=dict(ep)))
         else:
-            found.append(Trigger(kind, f"Events.{name}", target=_target(ep)))
+            found.append(Trigger(kind, f"Events.{name}", target=_target(ep), invokes=alias))
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
         if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
@@ -78,7 +82,8 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
         elif kind == "AWS::Events::Rule":
             for target in rp.get("Targets") or []:
                 if isinstance(target, dict) and names_function(target.get("Arn"), logical_id):
-                    found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}", target=_target(target)))
+                    found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}", target=_target(target),
+                                         invokes=_invokes(target.get("Arn"), logical_id, alias)))
                     break
         elif kind == "AWS::S3::Bucket":
             notifications = (rp.get("NotificationConfiguration") or {}).get("LambdaConfigurations") or []
@@ -86,7 +91,7 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
                 if names_function(n.get("Function"), logical_id):
                     prefix, suffix = _filter(n.get("Filter"))
                     found.append(Trigger("s3", f"AWS::S3::Bucket {rid} NotificationConfiguration", rid,
-                                         prefix, suffix))
+                                         prefix, suffix, invokes=_invokes(n.get("Function"), logical_id, alias)))
     return found
 
 
@@ -97,3 +102,11 @@ def _queue_of(arn: Any, value: Any, names: dict[str, str]) -> str:
     if len(parts) != 6 or parts[:1] != ["arn"] or parts[2] != "sqs":
         return ""
     return next((rid for rid, name in names.items() if name == parts[5]), "")
+
+
+def _invokes(node: Any, logical_id: str, alias: str) -> str:
+    """What a reference to the function invokes: its alias (`X.Alias`), else $LATEST (its Ref or Arn)."""
+    text = node.get("Fn::Sub") if isinstance(node, dict) else None
+    text = text[0] if isinstance(text, list) else text
+    named_alias = referenced_id(node) == f"{logical_id}.Alias" or (isinstance(text, str) and f"${{{logical_id}.Alias}}" in text)
+    return alias if named_alias else LATEST

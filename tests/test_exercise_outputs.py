@@ -247,7 +247,7 @@ def test_chapter_03s_recipe_exercise_adds_a_case_the_chapter_did_not_run():
 
     text = _source_text("03")
     exercise = text[text.index("## Try it"):text.index("<details><summary>Solution")]
-    assert f"against {('five', 'six')[len(recipe_check.PITFALLS) - 5]} pitfalls" in exercise
+    assert f"against {('five', 'six', 'seven')[len(recipe_check.PITFALLS) - 5]} pitfalls" in exercise
     assert 'same bytes twice, versionId "null"' in recipe_check.PITFALLS
     assert "standard" in exercise and "library only" in exercise
     solution = text[text.index("<details><summary>Solution"):]

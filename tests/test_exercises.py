@@ -180,6 +180,8 @@ def test_chapter_06s_lease_check():
     assert leases.check_lease(30).startswith("Not yet (1)")  # shorter than the work
     assert leases.check_lease(90).startswith("Not yet (2)")  # past the first retry
     assert "not a Lambda timeout" in leases.check_lease(0)
+    assert "whole number of seconds" in leases.check_lease(55.5)  # Lambda's timeout: whole seconds
+    assert leases.check_lease(50.0).startswith("Right")
 
 
 # -- 07: the reconciliation query ---------------------------------------------------------------

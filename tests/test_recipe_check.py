@@ -17,7 +17,7 @@ from idem.lessons.scribes import recipe_check
 from idem.lessons.scribes.recipe_check import check_recipe
 
 SOURCE = Path(__file__).resolve().parent.parent / "notebooks" / "source" / "03_choosing_a_key.py"
-RETRY, DUPLICATE, VERSIONED, UNVERSIONED, NULL_VERSION, LONG = recipe_check.PITFALLS
+RETRY, DUPLICATE, VERSIONED, UNVERSIONED, NULL_VERSION, SEQUENCER, LONG = recipe_check.PITFALLS
 
 
 def decoded(record):
@@ -68,6 +68,9 @@ WRONG = {
     # readable, not hashed: json.dumps writes each é as \u00e9, six bytes
     "json, not hashed": (lambda r: "charge#" + json.dumps(fields(r, unquote_plus(r["s3"]["object"]["key"]))),
                          {LONG}),
+    # the sequencer alone: it orders one name's events; another name's may be the same text
+    "sequencer only": (lambda r: "charge#" + r["s3"]["object"]["sequencer"], {SEQUENCER}),
+    "etag and sequencer": (lambda r: sha(r["s3"]["object"]["eTag"] + r["s3"]["object"]["sequencer"]), {SEQUENCER}),
     # the chapter's starter: the bucket and the name as sent
     "bucket and raw name": (lambda r: f"{r['s3']['bucket']['name']}/{r['s3']['object']['key']}",
                             {VERSIONED, UNVERSIONED, NULL_VERSION, LONG}),

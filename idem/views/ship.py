@@ -567,11 +567,11 @@ def stack_metrics(report: Any = None) -> str:
 STACK_PREDICTIONS = ("invocations", "ledger entries", "events in the failure queue", "the record's status")
 STACK_WHY = {
     "invocations": "a function error is retried by Lambda: count the first attempt and each retry the "
-                   "stack's EventInvokeConfig allows",
+                   "stack's EventInvokeConfig allows.",
     "ledger entries": "every attempt fails after the charge and before the commit, so nothing is "
-                      "booked: the reconciliation job finds the charge",
+                      "booked: the reconciliation job finds the charge.",
     "events in the failure queue": "after Lambda's retries the stack's EventInvokeConfig sends "
-                                   "the event to FailureQueue, where a redrive can find it",
+                                   "the event to FailureQueue, where a redrive can find it.",
     "the record's status": "no attempt reached its commit, and each failed attempt gave its lease back "
                            "before it raised. Which status did the claim write, and who would change it?",
 }
@@ -596,5 +596,5 @@ def check_stack_prediction(prediction: Mapping[str, Any], result: Any) -> str:
         elif guess == measured[name] or (isinstance(guess, str) and guess.strip().lower() == str(measured[name])):
             lines.append(f"{name}: right, {measured[name]}.")
         else:
-            lines.append(f"{name}: not {guess}: {STACK_WHY[name]}.")
+            lines.append(f"{name}: not {guess}: {STACK_WHY[name]}")
     return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)

@@ -281,10 +281,11 @@ _ = views.story_explore("same bytes again", "version")
 # (`event["Records"][0]`, a dict), and the Lambda context. It returns the idempotency key itself:
 # the string the ledger stores as its partition key.
 #
-# The check runs your recipe against six pitfalls. Five are cases run above. The sixth is a
-# case this chapter did not run: two uploads of the same bytes to a bucket without versioning,
-# each record with `versionId` the text `"null"`, as AWS documents the field. Predict first:
-# which of the recipes above would tell those two uploads apart?
+# The check runs your recipe against seven pitfalls. Five are cases run above. Two are cases
+# this chapter did not run. One: two uploads of the same bytes to a bucket without versioning,
+# each record with `versionId` the text `"null"`, as AWS documents the field. The other: another
+# name whose record carries the same `sequencer` (the aside above says why it may). Predict first:
+# which of the recipes above would tell each pair apart?
 #
 # For each pitfall the check prints `pass`, or why the recipe fails. Decoding the name is not a
 # pitfall: S3 writes each name one way only, so a key from the raw field is still one key per
@@ -324,8 +325,8 @@ print(check_recipe(my_recipe))
 # every upload of the name. A recipe that falls back to `content` only when the field is missing
 # keys the second upload like the first, and never charges it. The `content` recipe (`eTag` and
 # `sequencer`) tells the two apart, as it did for the missing field. Keep the bucket and the name
-# in the text, though the check never tries two names: a sequencer orders the events of one name
-# only (the aside above), so nothing promises that two names' uploads get different ones. The
+# in the text: a sequencer orders the events of one name only (the aside above), so nothing
+# promises that two names' uploads get different ones, and the check tries two that share one. The
 # hash makes even the longest name a key of 71 characters. The context goes unused: nothing about
 # the attempt belongs in the key. `idem` does the same in `keys.recipe_for` and
 # `keyed_events._version`, shown above.

@@ -89,8 +89,9 @@ def check_lease(my_timeout: float, work: float = 45.0) -> str:
     `work` seconds into the work, and a crash after the charge. Say which rule each run broke."""
     if unfilled(my_timeout):
         return not_yet("set my_timeout to a number of seconds, from 1 to 900")
-    if isinstance(my_timeout, bool) or not isinstance(my_timeout, (int, float)) or not 0 < my_timeout <= 900:
-        return (f"{my_timeout!r} is not a Lambda timeout: it is a number of seconds from 1 to 900 "
+    if isinstance(my_timeout, bool) or not isinstance(my_timeout, (int, float)) or not 0 < my_timeout <= 900 \
+            or my_timeout != int(my_timeout):  # whole seconds: "in increments of 1 second"
+        return (f"{my_timeout!r} is not a Lambda timeout: it is a whole number of seconds from 1 to 900 "
                 "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).")
     with contextlib.redirect_stdout(io.StringIO()):  # keyed's log lines: the check's lines say it all
         stalled = zombie("keyed", pause=work, timeout=my_timeout)

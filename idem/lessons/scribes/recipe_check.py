@@ -27,6 +27,9 @@ records S3 would send for them (see LocalWorld.upload). The pitfalls:
   object's version in a versioned bucket, "otherwise null" (notification-content-structure),
   where this workbook's world leaves it out. Chapter 03 runs only the missing field, so this is
   the exercise's case the chapter did not run.
+- Two names whose records carry the same sequencer: a sequencer orders the events "for a given
+  object key" (notification-content-structure), so another name's may be the same text; the
+  check gives a real upload of another name the first upload's sequencer.
 - A name of 1,024 bytes, S3's longest: the key goes to the provider too (chapter 06), and
   Stripe's idempotency keys are at most 255 characters, so it must fit them (and DynamoDB's
   2,048-byte partition key, which a key that fits Stripe's always does).
@@ -59,6 +62,7 @@ KeyRecipe = Callable[..., str]  # (record) or (record, context) -> the idempoten
 
 ORDER = b"sku,qty\nledger,1\n"
 NAME = "alice/order.csv"
+OTHER = "bob/order.csv"
 LONG = "alice/" + "\u00e9" * 509  # 6 + 2 x 509 = 1,024 bytes of UTF-8, the longest S3 allows
 RETRY_DELAY = 60.0  # seconds: Lambda's first retry comes about a minute later
 DUPLICATE_DELAY = 5.0  # seconds: S3's second delivery may come at any time; here, a little later
@@ -73,6 +77,7 @@ class Events:
     unversioned_pair: tuple[dict[str, Any], dict[str, Any]]  # the same, bucket without versioning
     null_version_pair: tuple[dict[str, Any], dict[str, Any]]  # the same, each versionId "null"
     long: dict[str, Any]  # an upload of LONG
+    other_name: dict[str, Any]  # an upload of OTHER, with `upload`'s sequencer
 
 
 @functools.cache
@@ -93,8 +98,10 @@ def events() -> Events:
         plain.clock.advance(1)
         unversioned_pair = (first, record(plain.upload(NAME, ORDER)))
         long = record(world.upload(LONG, ORDER))
+        other_name = copy.deepcopy(record(world.upload(OTHER, ORDER)))
+    other_name["s3"]["object"]["sequencer"] = upload["s3"]["object"]["sequencer"]
     null_version_pair = tuple(_with_null_version(r) for r in unversioned_pair)
-    return Events(upload, versioned_pair, unversioned_pair, null_version_pair, long)
+    return Events(upload, versioned_pair, unversioned_pair, null_version_pair, long, other_name)
 
 
 def _with_null_version(record: dict[str, Any]) -> dict[str, Any]:
@@ -248,6 +255,14 @@ def same_bytes_null_version(call: _Caller, ev: Events) -> str | None:
     return None
 
 
+def same_sequencer_other_name(call: _Caller, ev: Events) -> str | None:
+    if call.key(ev.other_name, where=f" on an upload of {OTHER}") == call.key(ev.upload):
+        return (f"{OTHER} got the key of {NAME}, whose record carries the same sequencer: one of the two "
+                "orders would never be charged, as a sequencer orders the events of one object name only; "
+                "what names the object?")
+    return None
+
+
 def long_name(call: _Caller, ev: Events) -> str | None:
     key = call.key(ev.long, where=" on a 1,024-byte name")
     if len(key) > STRIPE_MAX_KEY_CHARS:
@@ -267,6 +282,7 @@ PITFALLS: dict[str, Callable[[_Caller, Events], str | None]] = {
     "same bytes twice, versioned bucket": same_bytes_versioned,
     "same bytes twice, no versioning": same_bytes_unversioned,
     'same bytes twice, versionId "null"': same_bytes_null_version,
+    "another name, the same sequencer": same_sequencer_other_name,
     "the longest name S3 allows": long_name,
 }
 

@@ -520,8 +520,8 @@ print("failure queue depth:", flow.queue_depth(harness.clients["sqs"], outputs["
 views.items_frame([run.row() for run in harness.runs])
 
 # %% [markdown]
-# Had an event reached the queue, `python -m idem redrive --queue-url URL --function NAME` would
-# send it back to the function as it was (chapter 10's runbook).
+# Had an event reached the queue, `python -m idem redrive --queue-url URL --function NAME:live`
+# would send it back to the function's alias as it was (chapter 10's runbook).
 
 # %% [markdown]
 # ### The hourly reconciliation, on this stack

@@ -209,9 +209,11 @@ print(views.ship.alarms_text())
 #
 # Three commands answer the alarms. Each takes `--region`:
 #
-# * `python -m idem redrive --queue-url URL --function NAME --region R` sends each event of a
-#   failure queue back to the function, as it was. The order's key, or keyed's look-up for an event
-#   older than Stripe's key window, keeps it from charging twice.
+# * `python -m idem redrive --queue-url URL --function NAME:live --region R` sends each event of a
+#   failure queue back to the function's alias `live`, as it was. The order's key, or keyed's look-up
+#   for an event older than Stripe's key window, keeps it from charging twice. Name the alias: the
+#   function's retries and failure queue (its `EventInvokeConfig`) are set on `live` only, so an event
+#   sent to the plain NAME that fails again is discarded, not queued again.
 # * `python -m idem settle --key KEY --stack S` looks an order's charge up at Stripe by its
 #   idempotency key. Then it books the charge in the ledger, or releases the record for a retry.
 #   `--charge pi_...` finds the order from a PaymentIntent's metadata instead.

@@ -36,6 +36,7 @@ class Dispatch:
         self.back: queue.SimpleQueue[tuple[list[int], Any]] = queue.SimpleQueue()
 
     def add(self, indexes: list[int], rank: int) -> None:
+        """Schedules ready to run, of one phase (`rank`: lower runs first)."""
         for i in indexes:
             heapq.heappush(self.ready, (rank, i))
         self._hand_out()

@@ -329,3 +329,10 @@ def for_moto(cfn: dict[str, Any]) -> dict[str, Any]:
                        if not dropped & set(re.findall(r"[A-Za-z0-9]+", json.dumps(out.get("Value"))))}
     made["Resources"] = {name: walk(res) for name, res in cfn["Resources"].items() if name not in dropped}
     return made
+
+
+def as_moto_makes_it(template: dict[str, Any], parameters: dict[str, str], region: str) -> dict[str, Any]:
+    """`template` as CloudFormation expands it on AWS (the transforms, then the profile's conditions),
+    then as moto can make it (`for_moto`): what both moto deploys send, moto's CloudFormation knowing
+    neither transform nor alias."""
+    return for_moto(resolve(translate(template, parameters, region), parameters))

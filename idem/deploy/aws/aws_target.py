@@ -155,9 +155,8 @@ class AwsDeployment:
     def deploy(self, mode: str, code_key: str) -> str:
         parameters = flow.parameters(mode)
         template = tp.with_code(tp.load(), self.code_bucket, code_key)
-        if self.emulator:  # moto's CloudFormation ignores the transforms: expand them as AWS does, and
-            # name the function where the template names its alias, which moto cannot make (tp.for_moto)
-            template = tp.for_moto(tp.resolve(tp.translate(template, parameters, self.region), parameters))
+        if self.emulator:  # moto's CloudFormation knows neither the transforms nor a Lambda alias
+            template = tp.as_moto_makes_it(template, parameters, self.region)
         self.parameters = parameters
         status = self.stack.deploy(template, parameters)
         self.outputs = self.stack.outputs()

@@ -134,8 +134,7 @@ class MotoDeployment:
         self.parameters = dict(parameters)
         packaged = tp.with_code(self.template, bucket or self.artifacts_bucket, key)
         with quiet_moto():
-            self.cfn = tp.for_moto(tp.resolve(tp.translate(packaged, self.parameters, REGION),
-                                              self.parameters))
+            self.cfn = tp.as_moto_makes_it(packaged, self.parameters, REGION)
         return json.dumps(self.cfn)
 
     def attach(self) -> None:

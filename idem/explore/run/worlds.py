@@ -5,10 +5,11 @@ to make and delete than a dozen schedules cost to run. Each process (the check's
 worker of its pool) keeps its world and runs batch after batch in it, until it has served
 `WORLD_RUNS` schedules; then it is deleted and a fresh one made: moto's reads, and the check's
 own read-back of the ledger, grow with what a table holds. So batches can be small, handed out
-as their schedules become ready (`idem.explore.run.pool.Dispatch`), without a world made for each. One world at a time, of
-one kind of bucket (versioned or not), always under the same names: the state a clean run
-leaves is compared by table and key (`idem.explore.judge.state`), so every schedule's world must
-name its tables as the clean run's did. A batch in the other kind of bucket gets a fresh world.
+as their schedules become ready (`idem.explore.run.pool.Dispatch`), without a world made for
+each. One world at a time, of one kind of bucket (versioned or not), always under the same
+names: the state a clean run leaves is compared by table and key (`idem.explore.judge.state`),
+so every schedule's world must name its tables as the clean run's did. A batch in the other kind
+of bucket gets a fresh world.
 
 Nothing a schedule is judged on depends on which world it ran in, or after which schedules:
 each has its own upload number, name and account, and its charges and ledger lines are told

@@ -230,10 +230,9 @@ def invoke_config(function: dict[str, Any], resources: dict[str, Any], logical_i
     one on the alias does nothing for a trigger that invokes the function unqualified ($LATEST). SAM's
     EventInvokeConfig property is on the AutoPublishAlias alias when there is one, else on $LATEST
     (as aws-sam-translator writes it)."""
-    alias = value(function.get("AutoPublishAlias")) or LATEST
     found: list[tuple[str, dict[str, Any]]] = []
     if function.get("EventInvokeConfig"):
-        found.append((str(alias), dict(function["EventInvokeConfig"])))
+        found.append((published_alias(function, value), dict(function["EventInvokeConfig"])))
     for res in resources.values():
         props = res.get("Properties") or {}
         if res.get("Type") == "AWS::Lambda::EventInvokeConfig" and names_function(props.get("FunctionName"), logical_id):
@@ -276,15 +275,25 @@ def referenced_id(node: Any) -> str:
     return ""
 
 
+def names(node: Any, name: str) -> bool:
+    """Whether a template value is a Ref or GetAtt of `name`, or a !Sub that writes `${name}`."""
+    if referenced_id(node):
+        return referenced_id(node) == name
+    if isinstance(node, dict) and len(node) == 1 and "Fn::Sub" in node:
+        text = node["Fn::Sub"] if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"][0]
+        return f"${{{name}}}" in text
+    return False
+
+
 def names_function(node: Any, logical_id: str) -> bool:
     """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), SAM's
     `X.Alias` or `X.Version` (what AutoPublishAlias makes, "Referenceable property: X.Alias",
     https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-generated-resources-function.html),
     or a !Sub of any of them."""
-    names = (logical_id, f"{logical_id}.Alias", f"{logical_id}.Version")
-    if referenced_id(node):
-        return referenced_id(node) in names
-    if isinstance(node, dict) and len(node) == 1 and "Fn::Sub" in node:
-        text = node["Fn::Sub"] if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"][0]
-        return any(f"${{{name}}}" in text for name in (*names, f"{logical_id}.Arn"))
-    return False
+    return any(names(node, f"{logical_id}{part}") for part in ("", ".Arn", ".Alias", ".Version"))
+
+
+def published_alias(function: dict[str, Any], value: Any) -> str:
+    """The alias SAM's AutoPublishAlias makes, and points the function's Events and its EventInvokeConfig
+    property at; $LATEST without one."""
+    return str(value(function.get("AutoPublishAlias")) or LATEST)

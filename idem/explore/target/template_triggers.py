@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .deployed import LATEST, names_function, referenced_id
+from .deployed import LATEST, names, names_function, published_alias, referenced_id
 
 #: SAM's event types, as the check's triggers.
 SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
@@ -53,12 +53,12 @@ def _target(props: dict[str, Any]) -> dict[str, Any]:
     return {k: props[k] for k in ("RetryPolicy", "DeadLetterConfig") if isinstance(props.get(k), dict)}
 
 
-def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], value: Any = None,
-         names: dict[str, str] | None = None) -> list[Trigger]:
+def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], value: Any,
+         named: dict[str, str]) -> list[Trigger]:
     """Every trigger of the function `logical_id` (its merged properties `props`); `value` resolves an
-    intrinsic and `names` are the resources' names, to know a queue by its ARN."""
+    intrinsic and `named` holds the resources' names, to know a queue by its ARN."""
     found: list[Trigger] = []
-    alias = str((value(props.get("AutoPublishAlias")) if value else props.get("AutoPublishAlias")) or LATEST)
+    alias = published_alias(props, value)
     for name, event in (props.get("Events") or {}).items():  # SAM points them at the alias, when there is one
         kind = SAM_EVENTS.get(str(event.get("Type")))
         if kind is None:
@@ -76,7 +76,7 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
         if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
-            queue = referenced_id(rp.get("EventSourceArn")) or _queue_of(rp.get("EventSourceArn"), value, names or {})
+            queue = referenced_id(rp.get("EventSourceArn")) or _queue_of(rp.get("EventSourceArn"), value, named)
             if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
                 found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
         elif kind == "AWS::Events::Rule":
@@ -95,18 +95,14 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
     return found
 
 
-def _queue_of(arn: Any, value: Any, names: dict[str, str]) -> str:
+def _queue_of(arn: Any, value: Any, named: dict[str, str]) -> str:
     """The logical id of the template's queue an ARN (a !Sub, say) names: arn:PARTITION:sqs:REGION:ACCOUNT:NAME."""
-    text = str(value(arn)) if value is not None and arn is not None else ""
-    parts = text.split(":")
-    if len(parts) != 6 or parts[:1] != ["arn"] or parts[2] != "sqs":
+    parts = str(value(arn)).split(":") if arn is not None else []
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sqs":
         return ""
-    return next((rid for rid, name in names.items() if name == parts[5]), "")
+    return next((rid for rid, name in named.items() if name == parts[5]), "")
 
 
 def _invokes(node: Any, logical_id: str, alias: str) -> str:
     """What a reference to the function invokes: its alias (`X.Alias`), else $LATEST (its Ref or Arn)."""
-    text = node.get("Fn::Sub") if isinstance(node, dict) else None
-    text = text[0] if isinstance(text, list) else text
-    named_alias = referenced_id(node) == f"{logical_id}.Alias" or (isinstance(text, str) and f"${{{logical_id}.Alias}}" in text)
-    return alias if named_alias else LATEST
+    return alias if names(node, f"{logical_id}.Alias") else LATEST

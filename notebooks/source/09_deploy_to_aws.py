@@ -145,7 +145,9 @@ views.show_text("\n".join(tp.section(name) for name in knobs), "yaml")
 # published version with an alias `live`, and an event-invoke config. That config is the demo's
 # asynchronous behaviour, which the local runtime imitates. Lambda retries twice and keeps an event
 # at most six hours (`MaxEventAgeSeconds`), then sends it to the failure queue. The same value
-# reaches the code as `MAX_EVENT_AGE_SECONDS` (chapter 07).
+# reaches the code as `MAX_EVENT_AGE_SECONDS` (chapter 07). The config is set on the alias, and
+# applies only to what invokes the alias. So the bucket invokes `live`, not the plain function: an
+# event sent to the plain function gets Lambda's defaults and no failure queue.
 
 # %%
 shown = ("FunctionName", "Handler", "Runtime", "Timeout", "Role", "EventInvokeConfig")

@@ -89,6 +89,20 @@ def test_the_keyed_pattern_holds_and_says_what_it_assumed_of_the_deployment():
     assert "assumed: a failed event reaches a failure destination" in out and "Pass --template" in out, out[-800:]
 
 
+def test_a_holds_where_no_order_went_through_says_so(monkeypatch):
+    """A "holds" is about money moved wrongly. Where no schedule ended exactly_once, every order
+    failed though the clean run's went through (a module kept from one execution environment for the
+    next did that: docs/reliability.md): the report says so, under the "holds"."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "runs")
+    report = check_handler("keyed", retries=(0,))
+    assert report.holds and "not one schedule ended exactly_once" not in report.explain()
+    stopped = replace(report, results=[replace(r, verdict="failed_visibly") for r in report.results])
+    assert stopped.holds and "holds: no double effect" in stopped.explain()
+    assert "not one schedule ended exactly_once" in stopped.explain()
+
+
 def test_the_handler_to_copy_holds_in_every_schedule():
     code, out, _ = cli("idem.core.handlers.keyed:lambda_handler", "--json")  # all retries, 2 workers
     report = json.loads(out)

@@ -78,6 +78,49 @@ def test_a_helper_module_s_memory_does_not_outlive_its_execution_environment():
     assert any("a copy starts" in s for s in doubles)  # a second environment at the same time
 
 
+@pytest.mark.parametrize("trigger", ["s3", "sqs"])
+def test_a_module_imported_at_a_later_call_is_its_execution_environment_s_own(trigger, monkeypatch):
+    # split/lazy_app imports its parser at the first call; the parser hands back a class of a helper
+    # the entry point imported at its start, checked with isinstance. With the first environment's
+    # parser kept for the next, every Upload failed that check from the second environment on:
+    # every schedule failed visibly, and the report said "holds" with nothing charged.
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults,runs")
+    code, out, err = cli(target("split/lazy_app"), *FAST, "--trigger", trigger, "--json")
+    assert code == 0, out + err
+    report = json.loads(out)
+    clean = [r for r in report["results"] if r["schedule"].startswith("no fault")]
+    assert clean and all(r["verdict"] == "exactly_once" for r in clean), clean
+    if trigger == "s3":  # split/app, which imports the same parsing at its start, is judged alike
+        code, out, err = cli(target("split/app"), *FAST, "--json")
+        assert json.loads(out)["verdicts"] == report["verdicts"], out + err
+    else:  # no fault but the schedules' own: failing a message takes a fault with retries 0
+        failed = [r for r in report["results"] if r["verdict"] == "failed_visibly"]
+        assert len(failed) < len(report["results"]) // 10, report["verdicts"]
+
+
+def test_each_environment_keeps_its_own_copy_of_a_module_its_calls_import(tmp_path, monkeypatch):
+    import sys
+
+    from idem.sim.runtime import cold_start
+
+    (tmp_path / "later.py").write_text("import helper\nseen = helper.made\n")
+    (tmp_path / "helper.py").write_text("made = []\n")
+    (tmp_path / "app.py").write_text("import helper\ndef handle():\n    import later\n    return later\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("helper", "later"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    first, second = (cold_start.Container(name, str(tmp_path / "app.py")) for name in ("c1", "c2"))
+    with first.running():
+        first_later = first.module.handle()
+    with second.running():
+        second_later = second.module.handle()
+    with first.running():
+        assert first.module.handle() is first_later  # imported once in its environment, then kept
+    assert first_later is not second_later  # each environment imports it afresh
+    assert first_later.seen is first.module.helper.made and second_later.seen is second.module.helper.made
+    assert "later" not in sys.modules and "helper" not in sys.modules  # none left behind for the next
+
+
 def test_a_cold_start_imports_the_function_s_own_modules_afresh_and_no_one_else_s(tmp_path, monkeypatch):
     import sys
 

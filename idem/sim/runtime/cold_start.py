@@ -2,33 +2,69 @@
 loads it, and what the runtime reports when it cannot be loaded (the handler's own traceback)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import linecache
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from .process_hash import environment_builtins
 
 
 class Container:
-    """An execution environment: its own copy of the entry module and its globals."""
+    """An execution environment: its own copy of the entry module and its globals, and of the
+    function's other modules (`own`: those its Init imported, and those a later call imported first).
+    On Lambda each environment is a process of its own
+    (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html): a module is
+    never one environment's and another's."""
 
     def __init__(self, name: str, entry: str) -> None:
         self.name = name
-        self.module = _load_fresh(entry, salt=name)
+        self.own: dict[str, ModuleType] = {}
+        self.module = _load_fresh(entry, salt=name, own=self.own)
+        self._owner = _owner_of(entry)
         self.busy = False
         self.invocations = 0
 
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """While this environment runs a call: the function's module names are its own copies, and a
+        module of the function's imported first meanwhile is imported afresh (with the
+        environment's `hash()`) and kept for this environment alone. Put back afterwards, so a
+        call nested in another environment's (a copy at a boundary) leaves that one's as it was.
+        The workbook's own handlers (`idem.`) keep one copy of each module (`_owner_of`)."""
+        owner = self._owner
+        if owner is None:
+            yield
+            return
+        saved = {name: sys.modules.pop(name) for name in list(_SEEN_OWN) if name in sys.modules}
+        sys.modules.update(self.own)
+        before = set(sys.modules)
+        salted = _SaltedImports(self.name, owner.entry)
+        sys.meta_path.insert(0, salted)
+        try:
+            yield
+        finally:
+            sys.meta_path.remove(salted)
+            self.own.update(owner.among(set(sys.modules) - before))
+            _SEEN_OWN.update(self.own)
+            for name in self.own:
+                sys.modules.pop(name, None)
+            sys.modules.update(saved)
 
-def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
+
+def _load_fresh(module_name: str, salt: str = "", own: dict[str, ModuleType] | None = None) -> ModuleType:
     """A new copy of the module (a dotted name, or a path to a .py file), as a cold start loads it:
     its top-level code runs again in fresh globals (compiled once per process). A team's module sees
-    its environment's own `hash()` (`process_hash`: each environment is a process of its own)."""
+    its environment's own `hash()` (`process_hash`: each environment is a process of its own).
+    The function's other modules its top level imports are fresh copies too, put in `own` and taken
+    out of sys.modules afterwards (`Container.running` puts them back while the environment runs)."""
     found = os.stat(module_name) if module_name.endswith(".py") else None
     stamp = (found.st_mtime_ns, found.st_size) if found else (0, 0)
     spec, code = _compiled(module_name, stamp)  # an edited file is compiled again
@@ -39,8 +75,11 @@ def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
     # new process: a new execution environment's Init phase runs the function's static code
     # (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), so state one
     # of them keeps at module level (a cache, a remembered key) must not outlive the environment
-    # that made it. Those its top level does not import again are put back.
+    # that made it. What was there before (another environment's, running now) is put back.
+    owner = _owner_of(module_name)
     earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
+    earlier.update((name, sys.modules.pop(name)) for name in list(_SEEN_OWN) if name in sys.modules)
+    before = set(sys.modules) if owner else set()
     # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
     # or typing) looks its module up there. The previous entry is put back afterwards.
     previous = sys.modules.get(spec.name)
@@ -54,13 +93,23 @@ def _load_fresh(module_name: str, salt: str = "") -> ModuleType:
     finally:
         if salted:
             sys.meta_path.remove(salted)
+        fresh = owner.among(set(sys.modules) - before - {spec.name}) if owner else {}
+        if own is not None and owner:
+            own.update(fresh)
+            own[spec.name] = module
+        _SEEN_OWN.update(fresh)
+        for name in fresh:
+            del sys.modules[name]
         if previous is None:
             sys.modules.pop(spec.name, None)
         else:
             sys.modules[spec.name] = previous
-        for name, kept in earlier.items():
-            sys.modules.setdefault(name, kept)
+        sys.modules.update(earlier)
     return module
+
+
+#: every module name some environment has had as its own: none is left in sys.modules for another
+_SEEN_OWN: set[str] = set()
 
 
 class _SaltedImports:
@@ -74,7 +123,7 @@ class _SaltedImports:
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if isinstance(finder, _SaltedImports) or not hasattr(finder, "find_spec"):  # nested: the innermost's
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is None:
@@ -112,35 +161,57 @@ def _own_modules(module_name: str, spec: Any) -> list[str]:
     of its top-level package, or, for a top-level module, those beside it. The workbook's own
     handlers (`idem.`) are left out: their helpers keep no state between invocations, and the check
     tells their errors by class, which a second copy of each module would make a different class."""
-    top = spec.name.split(".")[0]
-    if top == "idem":
+    owner = _owner_of(module_name)
+    if owner is None:
         return []
     # read again only when a module was imported or dropped since (a cold start's fresh copies
     # replace the earlier ones under the same names)
     key = (module_name, spec.name, len(sys.modules))
     if key not in _OWN_FOUND:
         _OWN_FOUND.clear()
-        _OWN_FOUND[key] = _find_own_modules(module_name, spec, top)
+        _OWN_FOUND[key] = [name for name in owner.among(list(sys.modules)) if name != spec.name]
     return _OWN_FOUND[key]
 
 
 _OWN_FOUND: dict[tuple[str, str, int], list[str]] = {}
 
 
-def _find_own_modules(module_name: str, spec: Any, top: str) -> list[str]:
-    if "." in spec.name and not module_name.endswith(".py"):
-        return [name for name in list(sys.modules) if name != spec.name and name.split(".")[0] == top]
-    entry = spec.origin or module_name
-    # the folder as given and as resolved: a module's __file__ starts with the sys.path entry it
-    # was found under, either one
-    folders = tuple({os.path.dirname(os.path.abspath(entry)) + os.sep, os.path.dirname(os.path.realpath(entry)) + os.sep})
+@dataclass(frozen=True)
+class _Owner:
+    """Which modules are a function's own: the rest of its package (`top`), or those in its folder."""
 
-    def beside(loaded: Any) -> bool:
+    entry: str  # the entry module's file
+    top: str  # for a module of a package named by a dotted name: the package; else ""
+    folders: tuple[str, ...]  # otherwise: the entry's folder, as given and as resolved
+
+    def among(self, names: Iterable[str]) -> dict[str, ModuleType]:
+        """Those of `names` (each in sys.modules) that are the function's own modules."""
+        return {name: sys.modules[name] for name in names
+                if (name.split(".")[0] == self.top if self.top else self._beside(sys.modules[name]))}
+
+    def _beside(self, loaded: Any) -> bool:
         where = getattr(loaded, "__file__", None)
-        return isinstance(where, str) and where.startswith(folders) and not where.startswith(_OURS) \
+        return isinstance(where, str) and where.startswith(self.folders) and not where.startswith(_OURS) \
             and "site-packages" not in where and "dist-packages" not in where
 
-    return [name for name, loaded in list(sys.modules.items()) if name != spec.name and beside(loaded)]
+
+@functools.lru_cache(maxsize=64)
+def _owner_of(module_name: str) -> _Owner | None:
+    """How to tell the function's own modules (None for the workbook's own handlers, `idem.`)."""
+    if module_name.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+    else:
+        spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.name.split(".")[0] == "idem":
+        return None
+    entry = spec.origin or module_name
+    if "." in spec.name and not module_name.endswith(".py"):
+        return _Owner(entry, spec.name.split(".")[0], ())
+    # the folder as given and as resolved: a module's __file__ starts with the sys.path entry it
+    # was found under, either one
+    folders = tuple(dict.fromkeys((os.path.dirname(os.path.abspath(entry)) + os.sep,
+                                   os.path.dirname(os.path.realpath(entry)) + os.sep)))
+    return _Owner(entry, "", folders)
 
 
 @functools.lru_cache(maxsize=64)

@@ -314,7 +314,7 @@ class LocalLambda:
             attempt.result = result
 
         try:
-            with self._environment(container.name), self._output(attempt):
+            with self._environment(container.name), self._output(attempt), container.running():
                 run.start(body, f"idem-{self.function_name}-{pending.delivery}.{pending.attempt}")
             if run.died and run.timed_out:
                 attempt.outcome = "timeout"

@@ -24,7 +24,7 @@ BOUNDS = {"own_alarm": {"IDEM_CHECK_STALL_SECONDS": "15"}, "waits_for_the_clock"
 #: Every bad input in the suite: the handlers whose tests say exit 2 or 3.
 BAD_INPUTS = {"import_error": 2, "syntax_error": 2, "not_callable": 2, "one_argument": 2, "async_handler": 2,
               "generator_handler": 2, "needs_secret": 2, "json_orders": 2, "sns_notifier": 2,
-              "stripe_charges_api": 2,
+              "stripe_charges_api": 2, "shadows_responses": 2,
               "exits": 3, "os_exit": 3, "leaves_a_thread": 3, "own_alarm": 3, "waits_for_the_clock": 3,
               "calls_the_internet": 3, "starts_subprocess": 3, "split_syntax": 2, "exits_on_import": 3}
 
@@ -77,3 +77,21 @@ def test_the_families_knob_runs_only_the_named_families_and_refuses_an_unknown_o
     got, out, err = cli(target("keyed_books"), *FAST)
     assert got == 2 and err.strip().splitlines() == [
         f"idem check: IDEM_CHECK_FAMILIES: nope is not a family of schedules; the families: {', '.join(DIMENSIONS)}"]
+
+
+def test_a_function_module_named_as_a_package_the_check_runs_on_is_named_with_what_to_do():
+    got, _, err = cli(case_target("shadows_responses"), *FAST)
+    assert got == 2 and "its own module named as a package the check itself runs on: responses" in err, err
+    assert "Rename the function's module" in err and "bug in idem" not in err
+
+
+def test_a_vendored_package_is_not_taken_for_the_function_s_own_module(tmp_path):
+    from idem.explore.target.dependencies import shadowing
+
+    (tmp_path / "app.py").write_text("")
+    (tmp_path / "responses.py").write_text("")  # its own: named
+    (tmp_path / "yaml").mkdir()
+    (tmp_path / "yaml" / "__init__.py").write_text("")  # pip install -t .: its dist-info names it
+    (tmp_path / "PyYAML-6.0.dist-info").mkdir()
+    (tmp_path / "PyYAML-6.0.dist-info" / "top_level.txt").write_text("_yaml\nyaml\n")
+    assert [name for name, _ in shadowing(str(tmp_path))] == ["responses"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..report.schema import error_json
+from ..target.dependencies import shadowed_message
 from .clean_run import CleanRun
 from .guard import Guard
 
@@ -21,10 +22,14 @@ def child_main(request_path: str, fd: int) -> None:
     try:
         answer = _run_check(request, guard)
     except BaseException as error:  # the check itself failed: a tool error, never a verdict
-        message = (f"idem check itself failed ({type(error).__name__}: {error}); this is a bug in idem, "
-                   "not a verdict on the handler")
-        answer = {"exit_code": 3, "text": message, "handler_traceback": traceback.format_exc(),
-                  "json": error_json(3, message, traceback.format_exc())}
+        if shadowed := shadowed_message(request["task_root"]):  # its own module in place of the check's
+            message = f"{shadowed} (the check failed: {type(error).__name__}: {error})"
+            answer = {"exit_code": 2, "text": message, "json": error_json(2, message)}
+        else:
+            message = (f"idem check itself failed ({type(error).__name__}: {error}); this is a bug in idem, "
+                       "not a verdict on the handler")
+            answer = {"exit_code": 3, "text": message, "handler_traceback": traceback.format_exc(),
+                      "json": error_json(3, message, traceback.format_exc())}
     left = guard.left_running()
     if left and answer["exit_code"] in (0, 1):
         thread, where = left[0]
@@ -90,6 +95,8 @@ def _run_check(request: dict[str, Any], guard: Guard) -> dict[str, Any]:
                 raise CheckInputError("the handler fails on a clean run")  # input, not a break
         except CheckInputError as error:
             message = dependencies.explain(clean.explain(error), root, request.get("python_path", []))
+            if "fails at import" in message and (shadowed := dependencies.shadowed_message(root)):
+                message = f"{message}. {shadowed}"
             if upload is not None and len(uploads) > 1:
                 message = f"--object {upload.path}: {message}"
             error.args = (message,)

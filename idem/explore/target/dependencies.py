@@ -41,3 +41,31 @@ def explain(message: str, task_root: str, paths: list[str]) -> str:
             f"install its dependencies into a folder (pip install -r requirements.txt -t DIR, or unpack its "
             f"Layer's python/ folder there) and give --python-path DIR"
             + (", or let the check install them once, into a cache: --install-requirements" if listed else ""))
+
+
+def shadowing(task_root: str) -> list[tuple[str, str]]:
+    """The function's own top-level modules (a NAME.py or a NAME/ package in its folder, not one a
+    `*.dist-info` there installed) named as a package installed where the check runs: (name, the
+    distribution). The check runs on some of them (moto's `responses`, `yaml`, `werkzeug`...) in the
+    function's own process, so one name cannot be both; on Lambda the function's own is imported."""
+    from importlib.metadata import packages_distributions
+
+    root = Path(task_root)
+    vendored = {line.strip().split("/")[0].split(".")[0] for info in root.glob("*.dist-info")
+                for name in ("top_level.txt", "RECORD") if (info / name).is_file()
+                for line in (info / name).read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()}
+    own = {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    installed = packages_distributions()
+    return sorted((name, installed[name][0]) for name in own - vendored if name in installed)
+
+
+def shadowed_message(task_root: str) -> str:
+    """One sentence for an error the function's own module names caused, or "" where there are none."""
+    names = shadowing(task_root)
+    if not names:
+        return ""
+    listed = ", ".join(f"{name} (the package of {dist})" for name, dist in names)
+    return (f"the function's folder {task_root} has its own module named as a package the check itself runs on: "
+            f"{listed}. The check runs the function in its own process, where one name is one module, so it "
+            "cannot load both (on Lambda the function's own is imported). Rename the function's module "
+            "to check it")

@@ -104,8 +104,11 @@ views.show_source(LocalWorld.send_to_queue)
 # Each invocation also needs a container.
 # A warm one keeps its module globals. A new one loads the entry module afresh, as a cold start
 # does, and with it the function's own helper modules beside it: a key or a cache one of them
-# keeps at module level must not outlive its environment. (The workbook's own handlers share one
-# copy of their helpers, which keep no such state.) A process that died is never reused:
+# keeps at module level must not outlive its environment. A helper the function imports later,
+# inside a call, is that environment's own too. While an environment runs, the names of the
+# function's modules point at its copies; afterwards they are put back (`Container.running`).
+# (The workbook's own handlers share one copy of their helpers, which keep no such state.) A
+# process that died is never reused:
 
 # %%
 views.show_source(LocalLambda._acquire)

@@ -391,3 +391,24 @@ def test_an_event_invoke_config_applies_only_to_what_the_trigger_invokes(tmp_pat
     assert deployed["max_retry_attempts"] == retries
     assert bool(deployed["failure_destination"]) is destination, deployed
     assert ("not applied" in deployed["unapplied"]) is (not destination and not extra)
+
+
+def test_the_production_function_checked_from_what_its_build_ships_charges_its_orders(tmp_path, monkeypatch):
+    """ChargeFunction from the folder `sam build` fills (idem.deploy.package: idem/__init__.py and
+    idem/core/), as deployed: fed by its queue. Its handler reads the SQS envelope with a module it
+    imports at the first message (keyed_event_shapes). That module was kept from one execution
+    environment for the next, built on the first one's classes, so every schedule after the first
+    environment failed visibly, and the report said "holds" with nothing charged."""
+    from idem.deploy import package
+
+    package.stage(tmp_path / "fn")
+    template = tmp_path / "template.yaml"
+    template.write_text(PROJECT_TEMPLATE.read_text(encoding="utf-8").replace("CodeUri: function/", "CodeUri: fn/"),
+                        encoding="utf-8")
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "runs")  # the same call failing 1, 2, 3... times: 48 schedules
+    code, out, err = cli("--template", str(template), "--function", "ChargeFunction", "--retries", "0", "--json")
+    assert code == 0, (out + err)[-2000:]
+    report = json.loads(out)
+    assert report["trigger"] == "sqs" and report["target"].endswith("fn/idem/core/handlers/keyed.py:lambda_handler")
+    # each run that fails fewer times than a message is received ends done (before: none did)
+    assert report["verdicts"].get("exactly_once", 0) >= 8, report["verdicts"]

@@ -43,7 +43,8 @@ class Container:
         if owner is None:
             yield
             return
-        saved = {name: sys.modules.pop(name) for name in list(_SEEN_OWN) if name in sys.modules}
+        seen = _SEEN_OWN.setdefault(owner.entry, set())
+        saved = {name: sys.modules.pop(name) for name in list(seen) if name in sys.modules}
         sys.modules.update(self.own)
         before = set(sys.modules)
         salted = _SaltedImports(self.name, owner.entry)
@@ -53,7 +54,7 @@ class Container:
         finally:
             sys.meta_path.remove(salted)
             self.own.update(owner.among(set(sys.modules) - before))
-            _SEEN_OWN.update(self.own)
+            seen.update(self.own)
             for name in self.own:
                 sys.modules.pop(name, None)
             sys.modules.update(saved)
@@ -78,7 +79,8 @@ def _load_fresh(module_name: str, salt: str = "", own: dict[str, ModuleType] | N
     # that made it. What was there before (another environment's, running now) is put back.
     owner = _owner_of(module_name)
     earlier = {name: sys.modules.pop(name) for name in _own_modules(module_name, spec)}
-    earlier.update((name, sys.modules.pop(name)) for name in list(_SEEN_OWN) if name in sys.modules)
+    seen = _SEEN_OWN.setdefault(owner.entry, set()) if owner else set()
+    earlier.update((name, sys.modules.pop(name)) for name in list(seen) if name in sys.modules)
     before = set(sys.modules) if owner else set()
     # In sys.modules while its top level runs, as an import has it: a @dataclass (or pickle,
     # or typing) looks its module up there. The previous entry is put back afterwards.
@@ -97,7 +99,7 @@ def _load_fresh(module_name: str, salt: str = "", own: dict[str, ModuleType] | N
         if own is not None and owner:
             own.update(fresh)
             own[spec.name] = module
-        _SEEN_OWN.update(fresh)
+        seen.update(fresh)
         for name in fresh:
             del sys.modules[name]
         if previous is None:
@@ -108,8 +110,9 @@ def _load_fresh(module_name: str, salt: str = "", own: dict[str, ModuleType] | N
     return module
 
 
-#: every module name some environment has had as its own: none is left in sys.modules for another
-_SEEN_OWN: set[str] = set()
+#: per function (its entry's file), every module name one of its environments has had as its own:
+#: none is left in sys.modules for another of its environments
+_SEEN_OWN: dict[str, set[str]] = {}
 
 
 class _SaltedImports:

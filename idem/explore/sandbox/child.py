@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..report.schema import error_json
-from ..target.dependencies import shadowed_message
+from ..target import dependencies
 from .clean_run import CleanRun
 from .guard import Guard
 
@@ -22,7 +22,7 @@ def child_main(request_path: str, fd: int) -> None:
     try:
         answer = _run_check(request, guard)
     except BaseException as error:  # the check itself failed: a tool error, never a verdict
-        if shadowed := shadowed_message(request["task_root"]):  # its own module in place of the check's
+        if shadowed := dependencies.shadowed_message(request["task_root"]):  # its own module in place of the check's
             message = f"{shadowed} (the check failed: {type(error).__name__}: {error})"
             answer = {"exit_code": 2, "text": message, "json": error_json(2, message)}
         else:
@@ -57,7 +57,7 @@ def _run_check(request: dict[str, Any], guard: Guard) -> dict[str, Any]:
     from ..errors import CheckInputError
     from ..report.check_report import CheckReport, error_json as report_error
     from ..run import objects, runner
-    from ..target import dependencies, template_run
+    from ..target import template_run
     from . import lambda_tmp, stand_ins
 
     root = request["task_root"]

@@ -66,8 +66,9 @@ from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
 from .families import family_choice, key_decoding, object_schedules, timings, upload_kinds
 from .families.build import DIMENSIONS, schedules_for, sqs_schedules
 from .families.schedule import RETRIES, VERSIONING, Schedule
-from .judge import state as states
+from .judge import money, state as states
 from .judge.books import Books
+from .judge.result import Result
 from .judge.verdicts import BOOKS as LINES, MONEY as CHARGES, Verdict
 from .report.check_report import CheckReport
 from .run import reuse, runner, triggers, worlds
@@ -75,6 +76,9 @@ from .run.pool import Dispatch, processes
 from .run.runner import CLEAN_RUN
 from .target.deployed import Deployed
 from .target.target import PROVIDERS, Target, resolve
+
+#: the call that reads an upload's order file: a handler that never makes it prices orders its own way
+READ_CALL = "s3:GetObject"
 
 
 def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, str] | None = None,
@@ -129,7 +133,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
     """check_handler once its arguments are checked."""
     with as_tool_errors():
         try:
-            crossed, baseline, attempts = discover(resolved, effects, provider_factory, where, trigger)
+            crossed, baseline, clean = clean_run(resolved, effects, provider_factory, where, trigger)
         except CleanRunBreaks as wrong:
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
@@ -144,19 +148,34 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         except ValueError as bad:
             raise CheckInputError(str(bad)) from None
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
+        prices = money.clean_prices(clean.paid)  # every schedule's charges move what the clean run's did
+        # and, where the clean run paid by the customer mapping the check linked, go to those customers
+        # (a customer named cus_<account> is the check's own: only a function reading its mapping finds it)
+        by_link = clean.paid_by_link
         with processes(workers) as pool:
             # a schedule's number (its upload and account) is its place in `found`, whichever
             # batch and process it runs in, so the report does not depend on `workers`
             runs = Dispatch(found, pool, workers, lambda batch: (
                 resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
-                clean_state))
+                clean_state, prices, by_link))
             results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
-    return key_decoding.judged(CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made))
+    report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
+    # the clean run's price against its file's, for a handler that read the file (GetObject)
+    read = any(c.boundary.call == READ_CALL for a in clean.attempts for c in a.crossings)
+    report.notes = money.file_note(clean.paid, runner.order_prices()) if read else []
+    return key_decoding.judged(report)
 
 
 def discover(target: Target, effects: Sequence[str], provider_factory: str,
              books: Books | None = Books(), trigger: str = "s3") -> tuple[list[Any], dict[str, int], list[Any]]:
-    """One clean run: the boundaries crossed, in order, and the effects it had."""
+    """One clean run: the boundaries crossed, in order, the effects it had and its attempts."""
+    crossed, baseline, result = clean_run(target, effects, provider_factory, books, trigger)
+    return crossed, baseline, result.attempts
+
+
+def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
+              books: Books | None = Books(), trigger: str = "s3") -> tuple[list[Any], dict[str, int], Result]:
+    """`discover`, with the clean run's whole result (what it charged among it)."""
     # its upload's name is one no schedule uses: a queue's deduplication id made from it
     # must not drop a schedule's message
     (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
@@ -211,7 +230,7 @@ def discover(target: Target, effects: Sequence[str], provider_factory: str,
             raise CheckInputError(f"the clean run charged and booked no ledger line where --books {books} "
                                   "points: name where the handler books its charges, or --books none")
         baseline.pop(LINES, None)  # no books where the default points: only effects are judged
-    return list(dict.fromkeys(c.boundary for c in crossings)), baseline, result.attempts
+    return list(dict.fromkeys(c.boundary for c in crossings)), baseline, result
 
 
 def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, books: Books | None,

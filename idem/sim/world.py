@@ -398,12 +398,17 @@ class LocalWorld:
         this world's memory store, where `idem check` keeps it, and the provider table, where a
         handler's own table-backed stand-in would. Each as (where it is kept and its item's key,
         the charge id, its reference)."""
+        return [(where, str(item["pk"]).removeprefix("charge#"), str(item.get("reference", "")))
+                for where, item in self.provider_charge_items()]
+
+    def provider_charge_items(self) -> list[tuple[str, dict[str, Any]]]:
+        """`provider_charges`, each as (where it is kept and its item's key, the whole item: its
+        customer, amount and currency among its fields)."""
         kept = [("memory", item) for item in self.provider_store.charge_items()] \
             if self.provider_store is not None else []
         kept += [("table", from_item(item)) for item in self.table_items(self.provider_table)
                  if item.get("kind") == {"S": "charge"}]
-        return [(f"{where}:{item['pk']}", str(item["pk"]).removeprefix("charge#"), str(item.get("reference", "")))
-                for where, item in kept]
+        return [(f"{where}:{item['pk']}", item) for where, item in kept]
 
     def take_messages(self, queue_url: str) -> list[dict[str, Any]]:
         """Every message a receive would return now (visible, not delayed), taken out of the

@@ -26,6 +26,11 @@ class Result:
     retries_asked: frozenset[int] = frozenset()
     #: the schedule whose run this result is (itself, or an earlier schedule that ran the same)
     ran_as: "Schedule | None" = None
+    #: each charge it left at the provider, as (amount, currency): what the clean run's are to the
+    #: schedules (`idem.explore.judge.money`)
+    paid: list[tuple[Any, Any]] = field(default_factory=list)
+    #: every charge went to the customer the check linked to its upload's account (money.by_link)
+    paid_by_link: bool = False
 
     @property
     def breaks(self) -> bool:

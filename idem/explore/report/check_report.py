@@ -3,7 +3,7 @@ check-report.schema.json describes), with one schedule's timeline."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CheckInputError
@@ -32,6 +32,8 @@ class CheckReport:
     books: Books | None = None
     trigger: str = "s3"
     runs: int = 0  # how many schedules ran; the others' runs were the same as one of these (reuse)
+    #: what the check saw and cannot judge, said under the verdict (idem.explore.judge.money.file_note)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> list[Result]:
@@ -132,17 +134,17 @@ class CheckReport:
         smallest = self.smallest_break()
         if smallest is None:
             lines += ["", f"holds: no double effect, silent loss or silent mismatch in any of the "
-                          f"{len(self.results)} schedules", *self.none_through(), *self.assumed()]
+                          f"{len(self.results)} schedules", *self.none_through(), *self.notes, *self.assumed()]
             return "\n".join(lines)
         lines += self.discarded()
         if smallest.clean:
             lines += ["", "breaks on the clean run (no fault, one delivery, no retry), so no other schedule was run:",
-                      *timeline(smallest, smallest.effects)]
+                      *timeline(smallest, smallest.effects), *self.notes]
             return "\n".join(lines)
         broken = Counter(r.schedule.dimension for r in self.broken)
         where = ", ".join(f"{broken[name]} of the {n} {name}" for name, n in self.dimensions().items() if broken[name])
         lines += ["", f"breaks in {len(self.broken)} of {len(self.results)} schedules ({where}); the smallest:",
-                  *timeline(smallest, self.baseline)]
+                  *timeline(smallest, self.baseline), *self.notes]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -157,7 +159,7 @@ class CheckReport:
                 "schedules": len(self.results), "runs": self.runs or len(self.results),
                 "dimensions": self.dimensions(),
                 "verdicts": self.tally(), "breaks": len(self.broken),
-                "holds": self.holds,
+                "holds": self.holds, "notes": list(self.notes),
                 "smallest_break": None if smallest is None else {
                     "schedule": timed.result_label(smallest), "verdict": smallest.verdict,
                     "effects": smallest.effects, "failure_queue": smallest.dlq,

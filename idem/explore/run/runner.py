@@ -17,9 +17,9 @@ from ...sim.writes import count_same_effects_once
 from ..errors import CheckCouldNotFinish, CheckInputError
 from ..families import accounts, sqs_timed, timed, timings
 from ..families.schedule import Schedule
-from ..judge import state as states
+from ..judge import money, state as states
 from ..judge.books import Books
-from ..judge.effects import (QUEUE_SENDS, TOPIC_PUBLISHES, charges_recorded, delivered, failures_for, judge_sqs,
+from ..judge.effects import (QUEUE_SENDS, TOPIC_PUBLISHES, delivered, failures_for, judge_sqs,
                              lines_booked, per_order, per_upload)
 from ..judge.result import Result
 from ..judge.verdicts import BOOKS as LINES, MONEY as CHARGES, judge_upload, judge_uploads
@@ -63,12 +63,27 @@ def _deliver(runtime: Any, event: dict[str, Any], schedule: Schedule, trigger: s
         runtime.during(schedule.copy_at, lambda: None, in_flight=True)
 
 
+#: what every order file of the check's own says its charge moves (docs/one_charge_per_order.md)
+ORDER_PRICE = money.Price(1250, "usd")
+
+
 def order_body(number: int, nth: int = 1) -> bytes:
     """The order file the check uploads for schedule `number` (docs/one_charge_per_order.md): JSON naming its order,
     `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
     bytes every run; an uploader's retried PUT sends these bytes again."""
     order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")
-    return json.dumps({"order_id": order_id, "amount_cents": 1250, "currency": "usd"}).encode()
+    return json.dumps({"order_id": order_id, "amount_cents": ORDER_PRICE.cents,
+                       "currency": ORDER_PRICE.currency}).encode()
+
+
+def order_prices() -> list[money.Price] | None:
+    """What the schedules' order files say a charge moves: the check's own file's price, or with
+    `--object` the reader's file's (and its second order's), None if a file states no amount."""
+    from .objects import CURRENT
+
+    if CURRENT is None:
+        return [ORDER_PRICE]
+    return money.prices_of([CURRENT.body] + ([CURRENT.second] if CURRENT.second is not None else []))
 
 
 def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number: int,
@@ -104,11 +119,14 @@ def _overwrite(runtime: Any, world: Any, first: Any, schedule: Schedule, number:
 
 def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str, int],
               effects: Sequence[str], provider_factory: str, first: int | Sequence[int] = 0,
-              books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None) -> list[Result]:
+              books: Books | None = Books(), trigger: str = "s3", clean_state: Any = None,
+              clean_prices: Sequence[money.Price] | None = None, pays_by_link: bool = False) -> list[Result]:
     """Run `schedules` in one world (this process's, kept between batches: `idem.explore.run.worlds`),
     one upload (and account) each, numbered from `first` (or numbered `first`, a number for
     each); count each schedule's effects where they landed, right after it ran, on its own clock. Writes named as effects are
-    judged by the state they leave against `clean_state` (`idem.explore.judge.state`)."""
+    judged by the state they leave against `clean_state` (`idem.explore.judge.state`); the charges, by
+    who pays and how much against `clean_prices`, what the clean run charged, and (`pays_by_link`: the
+    clean run charged the customers the check linked) against those customers (`idem.explore.judge.money`)."""
     judged = states.state_effects(effects)
     results = []
     versioned = not schedules or schedules[0].overwrite != "unversioned"
@@ -190,8 +208,16 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 if by_state:
                     counted.update(by_state.counts)
                 if trigger == "sqs":  # a batch of uploads: each judged on its own money
+                    items = dict(world.provider_charge_items())
+                    new = [items[where] for where in sorted(set(items) - charges_seen)]
                     results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
                                              books, charges_seen, lines_seen))
+                    paid, wrong = money.judge(new, clean_prices, [o.key for o in batch] if pays_by_link else None,
+                                              baseline.get(CHARGES, 0) // len(triggers.SQS_BATCH))
+                    results[-1].verdict = money.worse(results[-1].verdict, paid)
+                    results[-1].findings += wrong
+                    results[-1].paid = money.prices_paid(new)
+                    results[-1].paid_by_link = money.by_link(new, [o.key for o in batch])
                     if by_state:
                         results[-1].verdict = states.worse(results[-1].verdict, by_state, results[-1].dlq,
                                                            calls, baseline)
@@ -199,7 +225,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     results[-1].left = left
                     _asked(results[-1], runtime)
                     continue
-                recorded = charges_recorded(world) - charges_seen
+                items = dict(world.provider_charge_items())
+                recorded = set(items) - charges_seen
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)
                 if table:
@@ -221,7 +248,12 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             if by_state:
                 verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)
                 findings = findings + by_state.findings
-            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left))
+            new = [items[where] for where in sorted(recorded)]
+            keys = [o.key for o, _, _ in uploads]
+            paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None, baseline.get(CHARGES, 0))
+            verdict, findings = money.worse(verdict, paid), findings + wrong
+            results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left,
+                                  paid=money.prices_paid(new), paid_by_link=money.by_link(new, keys)))
             _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results

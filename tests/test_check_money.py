@@ -111,3 +111,14 @@ def test_the_price_of_an_order_file_is_its_integer_amount_and_its_currency():
     assert money.prices_of([runner.order_body(1), b"a,b\n"]) is None  # one file states none: no note
     assert money.file_note([(1250, "usd")], [runner.ORDER_PRICE]) == []
     assert money.file_note([(1000, "usd")], None) == [] and money.file_note([], [runner.ORDER_PRICE]) == []
+
+
+def test_over_stripes_sdk_each_linked_customer_exists_so_the_handler_to_copy_holds_and_a_kept_one_breaks(monkeypatch):
+    # the runbook links a customer that exists at Stripe: the loopback Stripe has each one the check
+    # links, with a saved default card (before, the clean run failed: "No such customer: 'cus_check99999'")
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "accounts")
+    report = check_handler("idem.core.handlers.keyed:lambda_handler", retries=(0,), workers=1, provider="stripe")
+    assert report.holds and report.target.provider == "stripe", report.explain()
+    assert {r.verdict for r in report.results} == {"exactly_once"}
+    memo = check_handler(target("customer_memo"), retries=(0,), workers=1, provider="stripe")
+    assert "double_charge" in memo.tally(), memo.explain()

@@ -11,8 +11,9 @@ Who pays is read from a mapping the uploader cannot write: one item per account 
 `pk` = `account#<ACCOUNT>`, `kind` "customer", `account`, `customer`, `linked_by`, `linked_at`,
 `reason` (written in production by `idem customers link`). A function whose code reads that mapping
 (its folder's Python files name `account#`) finds one linked customer for every account the check
-uploads under, written before the upload as the runbook would have written it. Other functions
-find nothing added to their table.
+uploads under, written before the upload as the runbook would have written it. Over the loopback
+Stripe (`--provider stripe`) that customer exists there, with a saved default card: the runbook links
+a customer that exists. Other functions find nothing added to their table.
 """
 from __future__ import annotations
 
@@ -77,9 +78,12 @@ def reads_mapping(module: str) -> bool:
     return False
 
 
-def linker(world: Any, table: str | None, module: str) -> Callable[[str], None]:
+def linker(world: Any, table: str | None, module: str,
+           customer_made: Callable[[str], Any] | None = None) -> Callable[[str], None]:
     """What links an upload's account to a customer before its event is sent: a mapping item in
-    `table` (once per account) when the function reads the mapping, else nothing."""
+    `table` (once per account) when the function reads the mapping, else nothing. `customer_made`:
+    called with each customer first linked, to make it where the function charges it (the loopback
+    Stripe: a customer with a saved default card, as the runbook links a customer that exists)."""
     if not table or not reads_mapping(module):
         return lambda key: None
     linked: set[str] = set()
@@ -89,6 +93,8 @@ def linker(world: Any, table: str | None, module: str) -> Callable[[str], None]:
         if account in linked:
             return
         linked.add(account)
+        if customer_made is not None:
+            customer_made(customer_for(account))
         put = getattr(world, "put_in_backend", None) or (lambda t, item: world.dynamodb.put_item(TableName=t, Item=item))
         put(table, {
             "pk": {"S": MAPPING_PREFIX + account}, "kind": {"S": "customer"}, "account": {"S": account},

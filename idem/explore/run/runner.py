@@ -11,7 +11,7 @@ from ...sim.sessions import release_handler_threads
 from ...sim.fastload import fewer_collections
 from ...sim.runtime.handler_guard import no_subprocesses
 from ...sim.runtime import LocalLambda, loopback_only, on_clock, schedule_deadline
-from ...sim.stripe.server import loopback_stripe
+from ...sim.stripe.server import loopback_stripe, seed_customer
 from ...sim.world import pk_text
 from ...sim.writes import count_same_effects_once
 from ..errors import CheckCouldNotFinish, CheckInputError
@@ -135,7 +135,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
     numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
     with fewer_collections(), fast_calls(), worlds.world_for(versioned, numbers) as kept, \
-            loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world):
+            loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world) as stripe_server:
         world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
         env = _env_for(world, target)
         table = env.get(books.table_env) if books else None
@@ -147,7 +147,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             # schedules may have booked in it since this world's last batch
             lines_seen |= {pk_text(item.get("pk")) for item in triggers.items_with(world, table, books.attribute,
                                                                                   lines_seen)}
-        link = accounts.linker(world, env.get("LEDGER_TABLE"), target.module)
+        # over the loopback Stripe, each linked customer exists there with a saved default card
+        link = accounts.linker(world, env.get("LEDGER_TABLE"), target.module,
+                               (lambda customer: seed_customer(stripe_server, customer_id=customer))
+                               if stripe_server is not None else None)
         for number, schedule in zip(numbers, schedules):
             world.clock = VirtualClock(timings.CHECK_START)  # t=0 on its own clock, 2 minutes before midnight
             random.seed(f"idem-check/{number}")  # botocore's retry backoff (and the handler's draws): seeded

@@ -115,6 +115,16 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # charge with no ledger line. With two uploads in one schedule, each upload's money is judged on
 # its own, and the worst verdict counts. The **check holds** for a handler when no schedule breaks. (The
 # rules in code: `idem.explore.judge.verdicts.judge_upload`.)
+#
+# Counting is not enough where money is concerned: a handler can charge each order once and still
+# charge the wrong amount, or the wrong customer, while its books agree. So the check reads each
+# charge too. Its amount and currency must be what the clean run's charge moved for the same order
+# file; another is a `silent_mismatch` (one order, two prices). Where the clean run charged the
+# customer the check linked to the upload's account (a handler that reads the customer mapping,
+# `account#<ACCOUNT>`), every charge must go to a customer linked to an account of that schedule; a
+# customer charged for another account's order is a `double_charge`. The check cannot know your
+# pricing rule, so a clean run that charged another price than its order file says is not a break:
+# the report says it in a note under the verdict. (The rules in code: `idem.explore.judge.money`.)
 
 # %% [markdown]
 # ## A handler to check
@@ -233,6 +243,10 @@ with views.folded_output():
 # The bracket after the number of breaks names the families that broke. All six `accounts`
 # schedules break too: the claim names an order by its bucket and order id, so bob's order
 # "1001" is turned away as if it were alice's.
+#
+# The note at the end is the price check of *How an upload is judged*. This handler reads the order
+# file for its order id, but charges `PRICE_CENTS`, its own price, not the file's `amount_cents`.
+# That is its rule, so the check says it and does not count it as a break.
 
 # %% [markdown]
 # ## Name the books

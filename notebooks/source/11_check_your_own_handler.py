@@ -119,9 +119,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # Counting is not enough where money is concerned: a handler can charge each order once and still
 # charge the wrong amount, or the wrong customer, while its books agree. So the check reads each
 # charge too. Its amount and currency must be what the clean run's charge moved for the same order
-# file; another is a `silent_mismatch` (one order, two prices). Where the clean run charged the
-# customer the check linked to the upload's account (a handler that reads the customer mapping,
-# `account#<ACCOUNT>`), every charge must go to a customer linked to an account of that schedule; a
+# file; another is a `silent_mismatch` (one order, two prices). A handler may read the customer
+# mapping (`account#<ACCOUNT>`). Where its clean run charged the customer the check linked to the
+# upload's account, every charge must go to a customer linked to an account of that schedule. A
 # customer charged for another account's order is a `double_charge`. The check cannot know your
 # pricing rule, so a clean run that charged another price than its order file says is not a break:
 # the report says it in a note under the verdict. (The rules in code: `idem.explore.judge.money`.)

@@ -149,15 +149,14 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             raise CheckInputError(str(bad)) from None
         clean_state = _clean_state(resolved, effects, provider_factory, where, trigger, ordering)
         prices = money.clean_prices(clean.paid)  # every schedule's charges move what the clean run's did
-        # and, where the clean run paid by the customer mapping the check linked, go to those customers
-        # (a customer named cus_<account> is the check's own: only a function reading its mapping finds it)
-        by_link = clean.paid_by_link
         with processes(workers) as pool:
             # a schedule's number (its upload and account) is its place in `found`, whichever
             # batch and process it runs in, so the report does not depend on `workers`
             runs = Dispatch(found, pool, workers, lambda batch: (
                 resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
-                clean_state, prices, by_link))
+                # and, where the clean run paid the customers the check linked (cus_<account> is the
+                # check's own: only a function reading its mapping finds it), go to those customers
+                clean_state, prices, clean.paid_by_link))
             results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)

@@ -393,17 +393,11 @@ class LocalWorld:
                 found.sort(key=lambda x: x.hash_key.value)
             return [item.to_json()["Attributes"] for item in found]
 
-    def provider_charges(self) -> list[tuple[str, str, str]]:
+    def provider_charges(self) -> list[tuple[str, dict[str, Any]]]:
         """Every charge the provider stand-in made (a saved 500's included), from its own record:
         this world's memory store, where `idem check` keeps it, and the provider table, where a
         handler's own table-backed stand-in would. Each as (where it is kept and its item's key,
-        the charge id, its reference)."""
-        return [(where, str(item["pk"]).removeprefix("charge#"), str(item.get("reference", "")))
-                for where, item in self.provider_charge_items()]
-
-    def provider_charge_items(self) -> list[tuple[str, dict[str, Any]]]:
-        """`provider_charges`, each as (where it is kept and its item's key, the whole item: its
-        customer, amount and currency among its fields)."""
+        the item: its reference, customer, amount and currency among its fields)."""
         kept = [("memory", item) for item in self.provider_store.charge_items()] \
             if self.provider_store is not None else []
         kept += [("table", from_item(item)) for item in self.table_items(self.provider_table)

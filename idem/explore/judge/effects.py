@@ -17,12 +17,6 @@ if TYPE_CHECKING:
     from ..families.schedule import Schedule
 
 
-def charges_recorded(world: Any) -> set[str]:
-    """Every charge the provider stand-in made (a saved 500's included), from its own record
-    (`LocalWorld.provider_charges`)."""
-    return {where for where, _, _ in world.provider_charges()}
-
-
 def lines_booked(world: Any, table: str, attribute: str, seen: set[str]) -> set[str]:
     """The keys of the ledger lines among the items in `table` that carry `attribute`, but those in
     `seen`, read from the table itself (`LocalWorld.table_items`: what a consistent Scan returns),
@@ -112,9 +106,10 @@ def per_order(per_upload: Sequence[dict[str, int]], dlqs: Sequence[int],
 
 def judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[Any], counted: dict[str, int],
                baseline: dict[str, int], table: str | None, books: Books | None, charges_seen: set[str],
-               lines_seen: set[str]) -> Result:
-    """One SQS schedule's result: its batch's uploads judged one by one (`triggers.judge_batch`)."""
-    charges, unowned, owner_of = triggers.charges_by_upload(world, uploads, charges_seen)
+               lines_seen: set[str], recorded: Sequence[tuple[str, dict[str, Any]]]) -> Result:
+    """One SQS schedule's result: its batch's uploads judged one by one (`triggers.judge_batch`).
+    `recorded`: every charge at the provider (`LocalWorld.provider_charges`), read once by the caller."""
+    charges, unowned, owner_of = triggers.charges_by_upload(recorded, uploads, charges_seen)
     counted[CHARGES] = sum(charges) + unowned
     lines, unowned_lines = [0] * len(uploads), 0
     if table and books:

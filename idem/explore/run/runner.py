@@ -211,16 +211,18 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 if by_state:
                     counted.update(by_state.counts)
                 if trigger == "sqs":  # a batch of uploads: each judged on its own money
-                    items = dict(world.provider_charge_items())
-                    new = [items[where] for where in sorted(set(items) - charges_seen)]
+                    recorded = world.provider_charges()
+                    new = [item for where, item in sorted(recorded, key=lambda kept: kept[0])
+                           if where not in charges_seen]
                     results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
-                                             books, charges_seen, lines_seen))
-                    paid, wrong = money.judge(new, clean_prices, [o.key for o in batch] if pays_by_link else None,
+                                             books, charges_seen, lines_seen, recorded))
+                    keys = [o.key for o in batch]
+                    paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None,
                                               baseline.get(CHARGES, 0) // len(triggers.SQS_BATCH))
                     results[-1].verdict = money.worse(results[-1].verdict, paid)
                     results[-1].findings += wrong
                     results[-1].paid = money.prices_paid(new)
-                    results[-1].paid_by_link = money.by_link(new, [o.key for o in batch])
+                    results[-1].paid_by_link = money.by_link(new, keys)
                     if by_state:
                         results[-1].verdict = states.worse(results[-1].verdict, by_state, results[-1].dlq,
                                                            calls, baseline)
@@ -228,7 +230,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     results[-1].left = left
                     _asked(results[-1], runtime)
                     continue
-                items = dict(world.provider_charge_items())
+                items = dict(world.provider_charges())
                 recorded = set(items) - charges_seen
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)

@@ -184,15 +184,18 @@ def _owner(text: str, uploads: Sequence[S3Object]) -> int | None:
     return named[0] if len(named) == 1 else None
 
 
-def charges_by_upload(world: Any, uploads: Sequence[S3Object], seen: set[str]) -> tuple[list[int], int, dict[str, int]]:
-    """New charges in the provider's own record, per upload by their reference; those that name
-    no upload; and which upload each charge id belongs to. `seen` grows by the new ones."""
+def charges_by_upload(recorded: Sequence[tuple[str, dict[str, Any]]], uploads: Sequence[S3Object],
+                      seen: set[str]) -> tuple[list[int], int, dict[str, int]]:
+    """New charges in the provider's own record (`LocalWorld.provider_charges`), per upload by their
+    reference; those that name no upload; and which upload each charge id belongs to. `seen` grows
+    by the new ones."""
     per, unowned, owner_of = [0] * len(uploads), 0, {}
-    for where, charge_id, reference in world.provider_charges():
+    for where, item in recorded:
         if where in seen:
             continue
         seen.add(where)
-        owner = _owner(reference, uploads)
+        charge_id = str(item["pk"]).removeprefix("charge#")
+        owner = _owner(str(item.get("reference", "")), uploads)
         if owner is None:
             unowned += 1
         else:

@@ -120,7 +120,8 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # charge the wrong amount, or the wrong customer, while its books agree. So the check reads each
 # charge too. Its amount and currency must be what the clean run's charge moved for the same order
 # file; another is a `silent_mismatch` (one order, two prices). A handler may read the customer
-# mapping (`account#<ACCOUNT>`). Where its clean run charged the customer the check linked to the
+# mapping of chapter 03 (`account#<ACCOUNT>`). Then the check links a customer to each account it
+# uploads under, as the runbook would. Where the clean run charged the customer linked to the
 # upload's account, every charge must go to a customer linked to an account of that schedule. A
 # customer charged for another account's order is a `double_charge`. The check cannot know your
 # pricing rule, so a clean run that charged another price than its order file says is not a break:

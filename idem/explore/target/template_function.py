@@ -94,20 +94,40 @@ def _loader() -> Any:
 
 
 def load(path: str) -> dict[str, Any]:
+    """The template at `path`, a mapping of its sections; a TemplateError in one line saying what is
+    wrong with the file and what to do (exit 2)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as error:
         raise TemplateError(f"--template {path}: cannot read it ({error.strerror or error})") from None
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TemplateError(f"--template {path}: not UTF-8 text (byte {data[error.start]:#04x} at offset "
+                            f"{error.start}): a template is YAML or JSON text; save it as UTF-8") from None
+    sections = "a template is a mapping of sections such as Resources"
+    if not text.strip():
+        raise TemplateError(f"--template {path}: the file is empty: {sections}")
+    try:
         if text.lstrip().startswith("{"):
-            return dict(json.loads(text))
-        import yaml
+            found = json.loads(text)
+        else:
+            import yaml
 
-        return dict(yaml.load(text, Loader=_loader()))  # noqa: S506 (a SafeLoader subclass)
-    except (OSError, ValueError, ImportError) as error:
+            found = yaml.load(text, Loader=_loader())  # noqa: S506 (a SafeLoader subclass)
+    except json.JSONDecodeError as error:
+        raise TemplateError(f"--template {path}: not JSON ({error.msg}, line {error.lineno}, column "
+                            f"{error.colno}): fix it there") from None
+    except ImportError as error:
         raise TemplateError(f"--template {path}: cannot read it ({error})") from None
-    except Exception as error:  # yaml's own errors
-        raise TemplateError(f"--template {path}: not YAML or JSON ({error})") from None
+    except Exception as error:  # yaml's own errors: its problem and where, not its drawing of the line
+        mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+        said = " ".join(str(problem or error).split())
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise TemplateError(f"--template {path}: not YAML or JSON ({said}{where}): fix it there") from None
+    if not isinstance(found, dict):
+        raise TemplateError(f"--template {path}: holds a {type(found).__name__}, not a mapping: {sections}")
+    return found
 
 
 def _name(kind: str, logical_id: str, props: dict[str, Any]) -> str:

@@ -58,3 +58,56 @@ def test_a_template_the_check_cannot_read_is_exit_2_in_one_line(tmp_path, conten
         assert "a mapping of sections such as Resources" in line, line
     code, out, err = cli("--template", str(template), "--function", "Fn", "--json", *FAST)
     assert code == 2 and says in as_json(out, 2)
+
+
+# -- 2. the handler is found among the names its module binds, its source read as Python reads it -----
+@pytest.mark.parametrize("source", [
+    "def lambda_handler (event, context):\n    return 1\n",  # a space before the parenthesis
+    "def _h(event, context):\n    return 1\nlambda_handler=_h\n",
+    "def _h(event, context):\n    return 1\nlambda_handler, other = _h, None\n",
+    "from typing import Callable\ndef _h(event, context):\n    return 1\nlambda_handler: Callable = _h\n",
+    "from json import dumps as lambda_handler\n",
+    "import json as lambda_handler\n",
+    "class lambda_handler:\n    pass\n",
+    "async def lambda_handler(event, context):\n    return 1\n",
+    "def setup():\n    global lambda_handler\n    lambda_handler = print\nsetup()\n",
+    "try:\n    from fast import lambda_handler\nexcept ImportError:\n    from slow import lambda_handler\n",
+    "from os.path import *\n",  # anything: the load says
+    "def lambda_handler(event, context:\n",  # does not parse: the load says
+])
+def test_a_module_binding_the_name_in_any_form_is_not_refused_before_it_loads(tmp_path, source):
+    from idem.explore.target.target import resolve
+
+    (tmp_path / "app.py").write_text(source)
+    assert resolve(f"{tmp_path / 'app.py'}:lambda_handler").function == "lambda_handler"
+
+
+@pytest.mark.parametrize("source", ["def handler(event, context):\n    return 1\n",
+                                    "def f():\n    lambda_handler = 1\n",  # a local, not the module's
+                                    "lambda_handler_v2 = print\n", ""])
+def test_a_module_that_binds_no_such_name_is_refused_saying_so(tmp_path, source):
+    from idem.explore.errors import CheckInputError
+    from idem.explore.target.target import resolve
+
+    (tmp_path / "app.py").write_text(source)
+    with pytest.raises(CheckInputError, match="defines no lambda_handler"):
+        resolve(f"{tmp_path / 'app.py'}:lambda_handler")
+
+
+def test_a_reexported_handler_is_found_and_judged(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "late")  # S3's copies: a second charge without a key
+    code, out, err = cli(f"{HANDLERS / 'reexported' / 'app.py'}:lambda_handler", *FAST)
+    assert code == 1 and "double_charge" in out, (out + err)[-2000:]
+
+
+LATIN1 = b"# -*- coding: latin-1 -*-\n# Caf\xe9: the team's own comment, saved in latin-1\n"
+
+
+def test_a_latin1_source_with_its_coding_line_is_read_as_python_reads_it(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_bytes(LATIN1 + b"async def lambda_handler(event, context):\n    return 1\n")
+    code, out, err = cli(f"{app}:lambda_handler", *FAST)  # its shape read from the source: an async def
+    assert "is an async def" in one_line(code, err, 2)
+    app.write_bytes(LATIN1 + b"def lambda_handler(event, context):\n    raise ValueError('caf\xe9 closed')\n")
+    code, out, err = cli(f"{app}:lambda_handler", *FAST)  # loaded and run: its clean run fails
+    assert code == 1 and "ValueError: caf\u00e9 closed" in out, (out + err)[-2000:]

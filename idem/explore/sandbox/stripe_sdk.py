@@ -39,7 +39,7 @@ def uses_stripe(target: str) -> bool:
             return False
         path = spec.origin if spec else None
     try:
-        tree = ast.parse(Path(path or "").read_text(encoding="utf-8"))
+        tree = ast.parse(Path(path or "").read_bytes())  # bytes: its coding line honoured, as Python does
     except (OSError, SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):

@@ -20,7 +20,7 @@ def handler_shape(target: str) -> str:
         except (ImportError, ValueError):
             return ""
     try:
-        tree = ast.parse(Path(path or "").read_text(encoding="utf-8"))
+        tree = ast.parse(Path(path or "").read_bytes())  # bytes: its coding line honoured, as Python does
     except (OSError, SyntaxError, ValueError):
         return ""  # the check itself says what is wrong with it
     for node in tree.body:

@@ -2,6 +2,7 @@
 the workbook's own patterns, found before anything runs."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +59,52 @@ def resolve(target: str, env: dict[str, str] | None = None) -> Target:
             raise CheckInputError(f"cannot find module {module}: {error}") from None
         if spec is None:
             raise CheckInputError(f"cannot find module {module}: is it on PYTHONPATH (run from its folder)?")
-    source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
-    if f"def {function}(" not in source and f"{function} =" not in source:
+    if spec and spec.origin and binds(Path(spec.origin), function) is False:
         raise CheckInputError(f"{module} defines no {function}: name the function Lambda calls "
                               "(its Handler setting, e.g. lambda_handler)")
     return Target(module, function, tuple(sorted(env.items())), given)
 
+
+def binds(path: Path, name: str) -> bool | None:
+    """Whether the module at `path` binds `name` at its top level, read from its source (as bytes, so
+    a PEP 263 coding line is honoured as Python honours it): a def, async def or class, an assignment
+    (tuple, annotated and augmented ones too), an import and its `as` name, or a `global` declaration
+    in a function. None when the source cannot tell: it does not parse or decode, is not Python
+    source, or imports `*`; the load that follows says what is wrong, if anything."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found: set[str] = set()
+    for node in tree.body:
+        found.update(_bound_by(node))
+    found.update(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
+    if name in found:
+        return True
+    return None if "*" in found else False  # from x import *: any name, for all the source says
+
+
+def _bound_by(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (those of the blocks of an if, try, with, for or while
+    too: a module binds a name in any branch it may take)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    names |= {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
+    for block in ("body", "orelse", "finalbody", "handlers"):
+        for inner in getattr(node, block, []) if not isinstance(node, ast.ClassDef) else []:
+            if isinstance(inner, ast.ExceptHandler):
+                names |= {inner.name} if inner.name else set()
+                names |= set().union(*(_bound_by(s) for s in inner.body))
+            else:
+                names |= _bound_by(inner)
+    return names

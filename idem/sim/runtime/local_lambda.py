@@ -22,6 +22,7 @@ import hashlib
 import heapq
 import itertools
 import json
+import os
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -385,12 +386,28 @@ class LocalLambda:
             container.module._app = container.module.App.from_environment(
                 self.env, session=self.session, clock=self.clock, provider=self.provider,
                 new_token=self._new_id, log=self._log)
-        elif hasattr(container.module, self.provider_factory):
-            setattr(container.module, self.provider_factory, lambda *_, **__: self.provider)
+        else:
+            self._replace_factory(container.module)
         container.busy = True
         container.invocations = 1
         self.containers.append(container)
         return container, True
+
+    def _replace_factory(self, module: Any) -> None:
+        """The handler's provider factory, replaced with the provider stand-in where the handler finds
+        it: in its module, and in the module its function is written in (`from impl import
+        lambda_handler`, re-exported). A factory named with --provider-factory (not the default
+        make_provider) that is in neither is bad input: the check would run the handler's own."""
+        homes = [vars(module), getattr(getattr(module, self.function, None), "__globals__", None)]
+        found = [home for home in homes if isinstance(home, dict) and self.provider_factory in home]
+        for home in found:
+            home[self.provider_factory] = lambda *_, **__: self.provider
+        if not found and self.provider_factory != "make_provider":
+            where = os.path.basename(getattr(module, "__file__", None) or self.entry)
+            raise HandlerNotLoaded(f"--provider-factory {self.provider_factory}: {where} has no "
+                                   f"{self.provider_factory} (nor has the module its {self.function} is written "
+                                   "in): name the function the handler builds its payment client with, or leave "
+                                   "--provider-factory out for make_provider", "")
 
     @contextlib.contextmanager
     def _output(self, attempt: Attempt) -> Iterator[None]:

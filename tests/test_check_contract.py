@@ -111,3 +111,52 @@ def test_a_latin1_source_with_its_coding_line_is_read_as_python_reads_it(tmp_pat
     app.write_bytes(LATIN1 + b"def lambda_handler(event, context):\n    raise ValueError('caf\xe9 closed')\n")
     code, out, err = cli(f"{app}:lambda_handler", *FAST)  # loaded and run: its clean run fails
     assert code == 1 and "ValueError: caf\u00e9 closed" in out, (out + err)[-2000:]
+
+
+# -- 3. a BaseException that is not an Exception ends Lambda's runtime, as sys.exit does ------------
+@pytest.mark.parametrize("name, where", [("raises_keyboard_interrupt", "on delivery 1, attempt 1"),
+                                         ("interrupted_on_import", "at import")])
+def test_a_keyboard_interrupt_of_the_handler_is_exit_3_naming_it_and_where(name, where):
+    code, out, err = cli(target(name), *FAST)
+    line = one_line(code, err, 3)
+    assert f"the handler raised KeyboardInterrupt" in line and where in line, line
+    assert "catches only Exception" in line and "raise an exception" in line, line
+    code, out, err = cli(target(name), *FAST, "--json")
+    assert "KeyboardInterrupt" in as_json(out, 3)
+
+
+# -- 4. a handler that closes sys.stdout ---------------------------------------------------------
+def test_a_closed_log_tail_keeps_what_was_printed_and_refuses_the_handler_s_own_writes():
+    from idem.sim.runtime.logtail import LogTail
+
+    printed = LogTail()
+    printed.write("charging for order-1\n")
+    printed.close()
+    with pytest.raises(ValueError, match="closed file"):
+        printed.write("charged\n")
+    assert printed.lines() == ["charging for order-1"] and printed.written == len("charging for order-1\n")
+
+
+def test_a_handler_that_closes_stdout_breaks_on_its_own_print_after_it():
+    code, out, err = cli(target("closes_stdout"), *FAST)
+    assert code == 1 and "bug in idem" not in out + err, (out + err)[-2000:]
+    assert "the clean run fails, before any fault: ValueError: I/O operation on closed file" in out, out[-2000:]
+    assert "charging for " in out, out[-2000:]  # what it printed before closing
+
+
+# -- 5. a result Lambda's runtime cannot encode ---------------------------------------------------
+def test_lambda_s_runtime_encodes_json_decimal_and_bytes_and_nothing_else():
+    from decimal import Decimal
+
+    from idem.sim.runtime.local_lambda import marshal_error
+
+    assert [marshal_error(r) for r in (None, {"n": Decimal("12.50")}, b"\x89raw", [1, "a", None])] == ["", "", "", ""]
+    assert marshal_error({"ok": True, "at": object()}) == "Object of type object is not JSON serializable"
+    assert marshal_error({1, 2}) == "Object of type set is not JSON serializable"
+
+
+def test_a_handler_returning_what_lambda_cannot_encode_fails_every_invocation():
+    code, out, err = cli(target("returns_a_datetime"), *FAST)
+    assert code == 1, (out + err)[-2000:]
+    assert ("the clean run fails, before any fault: Runtime.MarshalError: Unable to marshal response: "
+            "Object of type datetime is not JSON serializable") in out, out[-2000:]

@@ -26,7 +26,8 @@ BAD_INPUTS = {"import_error": 2, "syntax_error": 2, "not_callable": 2, "one_argu
               "generator_handler": 2, "needs_secret": 2, "json_orders": 2, "sns_notifier": 2,
               "stripe_charges_api": 2, "shadows_responses": 2,
               "exits": 3, "os_exit": 3, "leaves_a_thread": 3, "own_alarm": 3, "waits_for_the_clock": 3,
-              "calls_the_internet": 3, "starts_subprocess": 3, "split_syntax": 2, "exits_on_import": 3}
+              "calls_the_internet": 3, "starts_subprocess": 3, "split_syntax": 2, "exits_on_import": 3,
+              "raises_keyboard_interrupt": 3, "interrupted_on_import": 3}
 
 
 def readme_table() -> dict[str, int]:

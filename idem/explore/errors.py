@@ -48,7 +48,7 @@ def as_tool_errors() -> Iterator[None]:
         raise CheckInputError(str(error), error.handler_traceback) from None
     except HandlerExited as error:
         raise CheckCouldNotFinish(f"{error}: a function that ends its own process is not something "
-                                  "the check can judge; raise an exception instead") from None
+                                  "the check can judge; raise an exception (a subclass of Exception) instead") from None
     except ScheduleTimedOut as error:
         raise CheckCouldNotFinish(str(error)) from None
 

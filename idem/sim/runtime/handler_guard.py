@@ -55,6 +55,16 @@ def missing_setting(error_text: str, handler_traceback: str, env: dict[str, str]
     return f"at {os.path.basename(places[-1][0])}:{places[-1][1]}" if places else "in the handler"
 
 
+def import_hint(error: BaseException, handler_traceback: str, env: dict[str, str]) -> str:
+    """What to do about the handler's error at import, where the check can say: a setting its top level
+    reads from os.environ (`TABLE = os.environ["TABLE"]`) that the check was not given. "" otherwise."""
+    where = missing_setting(f"{type(error).__name__}: {error}", handler_traceback, env)
+    if not where:
+        return ""
+    name = str(error.args[0]) if error.args else ""
+    return f" ({where}): the handler needs the setting {name}, which the check was not given; pass it with --env {name}=VALUE"
+
+
 #: The standard library's own probes of the machine, which start a process to ask it (`uname -p` for
 #: platform.processor(), as Stripe's SDK asks for its user agent; ifconfig for uuid.getnode; ldconfig
 #: for ctypes.util.find_library): they report, they change nothing the check watches.

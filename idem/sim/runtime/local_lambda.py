@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import decimal
 import hashlib
 import heapq
 import itertools
@@ -30,15 +31,15 @@ from typing import Any, Callable, Iterator
 
 from ...core.clock import iso8601
 from ..boundary import current, Crossing, Visit, Watch, WatchedProvider
-from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, FaultPlan, Side, Step, choice
+from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, FaultPlan, Side, Step, choice
 from ..sessions import watched_session
 from ..sdk_retries import install as install_sdk_retries
 from ..world import ACCOUNT, REGION, LocalWorld
 from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback
 from .delays import RetryDelay, documented_retry_delay
 from .throttles import throttled
-from .handler_guard import callable_problem
-from .invocation_thread import _Run
+from .handler_guard import callable_problem, import_hint
+from .invocation_thread import ScheduleTimedOut, _Run
 from .logtail import LogTail
 from .on_lambda import _still, as_lambda, move_clocks, on_clock
 
@@ -332,8 +333,14 @@ class LocalLambda:
                 error = run.raised
                 attempt.outcome, attempt.error = "error", f"{type(error).__name__}: {error}"
                 attempt.traceback = handler_traceback(error)
-            elif run.raised is not None:
+            elif run.raised is not None and not isinstance(run.raised, (ScheduleTimedOut, Crash)):
+                container.module = None  # the handler's own BaseException: the runtime's process ends
+                raise HandlerExited(ended_by(run.raised, f"on delivery {pending.delivery}, attempt "
+                                                         f"{pending.attempt}")) from None
+            elif run.raised is not None:  # the check's own: its bound on a schedule
                 raise run.raised
+            elif problem := marshal_error(attempt.result):
+                attempt.outcome, attempt.error = "error", f"Runtime.MarshalError: Unable to marshal response: {problem}"
             else:
                 attempt.outcome = "ok"
         finally:
@@ -378,8 +385,13 @@ class LocalLambda:
         except SystemExit as exiting:
             raise HandlerExited(f"the handler's module called sys.exit({exiting.code!r}) at import") from None
         except Exception as error:
-            raise HandlerNotLoaded(f"{self.entry} fails at import: {type(error).__name__}: {error}",
-                                   handler_traceback(error)) from None
+            own = handler_traceback(error)
+            raise HandlerNotLoaded(f"{self.entry} fails at import: {type(error).__name__}: {error}"
+                                   f"{import_hint(error, own, self.env)}", own) from None
+        except (ScheduleTimedOut, Crash):
+            raise
+        except BaseException as error:  # noqa: B036 - the handler's own (KeyboardInterrupt, ...): it ends the runtime
+            raise HandlerExited(ended_by(error, "at import")) from None
         if not self.wired and (problem := callable_problem(container.module, self.function)):
             raise HandlerNotLoaded(problem, "")  # Lambda calls it with (event, context): it cannot be
         if self.wired:
@@ -470,6 +482,42 @@ class LocalLambda:
             "responsePayload": {"errorType": error_type, "errorMessage": message},
         }
         self.world.send_to_queue(self.world.queue_url, json.dumps(record))
+
+
+def ended_by(error: BaseException, where: str) -> str:
+    """What a handler did that raised a BaseException that is not an Exception (KeyboardInterrupt,
+    GeneratorExit, its own), and what Lambda does then: its Python runtime catches only Exception,
+    around the handler's call and around the import of its module (awslambdaric's bootstrap.py,
+    handle_event_request and run:
+    https://github.com/aws/aws-lambda-python-runtime-interface-client/blob/main/awslambdaric/bootstrap.py),
+    so anything else ends the runtime's process, as sys.exit does."""
+    name, said = type(error).__name__, " ".join(str(error).split())
+    return (f"the handler raised {name}{f' ({said})' if said else ''} {where}: Lambda's Python runtime catches "
+            f"only Exception, so {name}, a BaseException that is not one, ends its process as sys.exit does "
+            "(Runtime.ExitError)")
+
+
+def marshal_error(result: Any) -> str:
+    """"" when Lambda's Python runtime can send the handler's result back; else the JSON encoder's
+    message. The runtime returns bytes as they are and encodes anything else as JSON, a Decimal
+    included; what it cannot encode fails the invocation with Runtime.MarshalError "Unable to marshal
+    response: <the encoder's message>", an error retried as any other (awslambdaric's
+    LambdaMarshaller.marshal_response and its Encoder:
+    https://github.com/aws/aws-lambda-python-runtime-interface-client/blob/main/awslambdaric/lambda_runtime_marshaller.py)."""
+    if result is None or isinstance(result, bytes):
+        return ""
+    try:
+        json.dumps(result, default=_decimal)
+    except Exception as error:  # noqa: BLE001 - whatever the encoder raises, the runtime reports
+        return str(error)
+    return ""
+
+
+def _decimal(value: Any) -> Any:
+    """What the runtime's encoder adds to JSON's kinds: a Decimal (written as its digits)."""
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def as_delivered(event: Any) -> Any:

@@ -63,6 +63,8 @@ class LogTail(io.TextIOWrapper):
                          errors="backslashreplace", newline="\n")
 
     def write(self, text: str) -> int:
+        if self.closed:  # the handler closed it: its own prints fail, as a closed file's do
+            raise ValueError("I/O operation on closed file.")
         if len(text) > self._raw.limit:  # only its last part can be kept: encode only that
             gone = len(text) - self._raw.limit
             self._cut += gone if text.isascii() else len(text[:gone].encode("utf-8", errors="backslashreplace"))
@@ -72,15 +74,15 @@ class LogTail(io.TextIOWrapper):
 
     @property
     def written(self) -> int:
-        """Bytes printed so far."""
-        self.flush()
+        """Bytes printed so far (before the handler closed the stream, if it did)."""
+        self._flush()
         return self._raw.written + self._cut
 
     @property
     def _tail(self) -> str:
         """The last characters written, at most what the kept lines can hold: only the bytes from
         the start of the last `keep` lines are decoded."""
-        self.flush()
+        self._flush()
         data = b"".join(self._raw.chunks)[-self._raw.limit:]
         start = len(data)
         for _ in range(self.keep + 1):  # back to the newline before the first line kept
@@ -90,6 +92,12 @@ class LogTail(io.TextIOWrapper):
         # what the encoder wrote is UTF-8 throughout: only a character cut at the tail's start is dropped
         text = data[max(start, 0):].decode("utf-8", errors="ignore")
         return text[-(self.keep * (self.width + 1) + 1):]
+
+    def _flush(self) -> None:
+        """The check's own reads never fail: a stream the handler closed (`sys.stdout.close()`) was
+        flushed as it closed, and what it printed until then is kept in the tail."""
+        if not self.closed:
+            self.flush()
 
     def lines(self) -> list[str]:
         """The last lines, a long one cut; first, if anything was let go, how much."""

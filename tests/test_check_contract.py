@@ -160,3 +160,13 @@ def test_a_handler_returning_what_lambda_cannot_encode_fails_every_invocation():
     assert code == 1, (out + err)[-2000:]
     assert ("the clean run fails, before any fault: Runtime.MarshalError: Unable to marshal response: "
             "Object of type datetime is not JSON serializable") in out, out[-2000:]
+
+
+# -- 6. a books table the check's AWS does not have -----------------------------------------------
+def test_a_books_table_named_by_a_setting_and_made_nowhere_is_exit_2_saying_what_to_do():
+    code, out, err = cli(target("keyed_books"), "--env", "LEDGER_TABLE=prod-ledger", *FAST)
+    line = one_line(code, err, 2)
+    assert "LEDGER_TABLE=prod-ledger" in line and "does not have" in line, line
+    assert "leave LEDGER_TABLE to the check" in line and "--setup or --template" in line and "--books none" in line
+    code, out, err = cli(target("keyed_books"), "--env", "LEDGER_TABLE=prod-ledger", "--json", *FAST)
+    assert "prod-ledger" in as_json(out, 2)

@@ -61,7 +61,7 @@ from typing import Any, Iterable, Sequence
 from ..sim.faults import CHARGE_CALL
 from ..sim.runtime.handler_guard import missing_setting
 from ..sim.stripe.params import UNSERVED
-from ..sim.world import ensure_moto
+from ..sim.world import ensure_moto, fake_client
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
 from .families import family_choice, key_decoding, object_schedules, timings, upload_kinds
 from .families.build import DIMENSIONS, schedules_for, sqs_schedules
@@ -120,6 +120,7 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
         raise CheckInputError(f"versioning is any of {', '.join(VERSIONING)} (got {', '.join(versioning)})")
 
     ensure_moto()
+    _books_table_exists(resolved, where)
     try:
         return _check(resolved, effects, retries, provider_factory, workers, where, versioning, trigger, ordering,
                       reuse_runs)
@@ -163,6 +164,22 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
     read = any(c.boundary.call == READ_CALL for a in clean.attempts for c in a.crossings)
     report.notes = money.file_note(clean.paid, runner.order_prices()) if read else []
     return key_decoding.judged(report)
+
+
+def _books_table_exists(target: Target, books: Books | None) -> None:
+    """A books table named by the handler's own settings (`--env`, its template, --setup) must be one
+    the check's AWS has (the template's and --setup's are made by now): else bad input, before the
+    clean run reads the books back. Unnamed, it is the check's own table (`LEDGER_TABLE`)."""
+    name = dict(target.env).get(books.table_env) if books else None
+    if not books or not name:
+        return
+    try:
+        fake_client("dynamodb").describe_table(TableName=name)
+    except fake_client("dynamodb").exceptions.ResourceNotFoundException:
+        left = (f"leave {books.table_env} to the check, which creates its own, " if books.table_env == "LEDGER_TABLE"
+                else "")
+        raise CheckInputError(f"the books' table {books.table_env}={name} names a table the check's AWS does not "
+                              f"have: {left}create the table with --setup or --template, or pass --books none") from None
 
 
 def discover(target: Target, effects: Sequence[str], provider_factory: str,

@@ -170,3 +170,25 @@ def test_a_books_table_named_by_a_setting_and_made_nowhere_is_exit_2_saying_what
     assert "leave LEDGER_TABLE to the check" in line and "--setup or --template" in line and "--books none" in line
     code, out, err = cli(target("keyed_books"), "--env", "LEDGER_TABLE=prod-ledger", "--json", *FAST)
     assert "prod-ledger" in as_json(out, 2)
+
+
+# -- 7. a provider factory named and not there ---------------------------------------------------
+def test_a_provider_factory_named_that_the_module_lacks_is_exit_2_naming_it():
+    code, out, err = cli(target("keyed_books"), "--provider-factory", "build_client", *FAST)
+    line = one_line(code, err, 2)
+    assert "--provider-factory build_client: keyed_books.py has no build_client" in line, line
+    assert "the check replaces this" not in out + err
+
+
+def test_the_default_provider_factory_missing_is_no_refusal_and_the_workbook_s_patterns_are_wired(tmp_path):
+    from idem.sim.runtime.local_lambda import LocalLambda
+    from idem.sim.world import LocalWorld
+
+    app = tmp_path / "no_factory.py"  # charges with Stripe's SDK itself, say: no factory to replace
+    app.write_text("def lambda_handler(event, context):\n    return {'ok': True}\n")
+    with LocalWorld() as world:
+        runtime = LocalLambda(world, world.env(), retries=0, handler=f"{app}:lambda_handler")
+        runtime.send({"Records": []})
+        assert [a.outcome for a in runtime.run()] == ["ok"]
+        wired = LocalLambda(world, world.env(), retries=0, provider_factory="build_client")  # idem.core.entry
+        assert wired.wired and wired._acquire()[1]

@@ -192,3 +192,30 @@ def test_the_default_provider_factory_missing_is_no_refusal_and_the_workbook_s_p
         assert [a.outcome for a in runtime.run()] == ["ok"]
         wired = LocalLambda(world, world.env(), retries=0, provider_factory="build_client")  # idem.core.entry
         assert wired.wired and wired._acquire()[1]
+
+
+# -- 8. what to do, where the error says it ------------------------------------------------------
+def test_a_setting_read_at_import_and_not_given_is_named_with_its_env_option():
+    code, out, err = cli(target("reads_setting_at_import"), *FAST)
+    line = one_line(code, err, 2)
+    assert "KeyError: 'ORDERS_TABLE'" in line and "pass it with --env ORDERS_TABLE=VALUE" in line, line
+
+
+@pytest.mark.parametrize("body, says, not_says", [
+    ("def lambda_handler(event, context):\n    return lambda_handler(event, context)\n", "RecursionError", "--env"),
+    ("def lambda_handler(event, context):\n    return open('config.json').read()\n", "FileNotFoundError", "--env"),
+    ("import os\ndef lambda_handler(event, context):\n    return os.environ['ORDERS_TABLE']\n",
+     "pass it with --env ORDERS_TABLE=VALUE", "--trigger"),  # a setting read in the invocation: exit 2 says it
+])
+def test_a_failing_clean_run_gets_the_env_hint_only_where_it_fits(tmp_path, body, says, not_says):
+    app = tmp_path / "app.py"
+    app.write_text(body)
+    code, out, err = cli(f"{app}:lambda_handler", *FAST)
+    assert code in (1, 2) and says in out + err and not_says not in out + err, (out + err)[-2000:]
+
+
+def test_an_s3_handler_fed_sqs_messages_is_told_to_check_its_trigger():
+    code, out, err = cli(target("keyed_books"), "--trigger", "sqs", *FAST)
+    assert code == 1, (out + err)[-2000:]
+    assert "KeyError: 's3'. The handler could not read the event the check sent (--trigger sqs" in out, out[-2000:]
+    assert "Check --trigger" in out and "--env" not in out, out[-2000:]

@@ -59,7 +59,7 @@ from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from ..sim.faults import CHARGE_CALL
-from ..sim.runtime.handler_guard import missing_setting
+from ..sim.runtime.handler_guard import clean_run_hint, missing_setting
 from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto, fake_client
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
@@ -219,7 +219,7 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
                    else Verdict.FAILED_VISIBLY if result.dlq else Verdict.SILENT_LOSS).value
         raise CleanRunBreaks(replace(result, verdict=verdict, findings=[
             f"the clean run fails, before any fault: {attempt.error}" + (f" (its last log lines: {logs})" if logs else "")
-            + ". If it needs a setting, pass it with --env NAME=VALUE"] + result.findings))
+            + clean_run_hint(attempt.error, attempt.traceback, trigger, dict(target.env))] + result.findings))
     if result.verdict == Verdict.SILENT_LOSS.value:  # a message of the clean run's batch never charged
         raise CleanRunBreaks(result)
     if result.findings:  # a batch whose charges cannot be told apart by upload

@@ -6,6 +6,8 @@
   (https://docs.aws.amazon.com/lambda/latest/dg/python-handler.html): bad input (exit 2).
 - It needs a setting it was not given (`missing_setting`): its clean run fails with a KeyError
   reading `os.environ`. Bad input too (exit 2): the reader passes it with `--env NAME=VALUE`.
+- Its clean run fails on its own (`clean_run_hint`): what to do where the error says it, a field of
+  another trigger's event (check `--trigger`) or a setting (`--env`), and nothing where it does not.
 - It starts another process (`no_subprocesses`): what that process does crosses no boundary the
   check watches, so no verdict can be trusted (exit 3). The start is refused inside the handler.
 """
@@ -53,6 +55,41 @@ def missing_setting(error_text: str, handler_traceback: str, env: dict[str, str]
     if not (lines and "environ" in lines[-1]):
         return ""
     return f"at {os.path.basename(places[-1][0])}:{places[-1][1]}" if places else "in the handler"
+
+
+#: The top-level fields of each trigger's event (or of its records) a handler reads first, as the check
+#: sends them (idem.sim.triggers): S3's event notification
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html), SQS's
+#: messages (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html) and EventBridge's event
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html).
+EVENT_FIELDS = {
+    "s3": ({"Records", "s3", "eventName", "eventTime", "eventSource", "eventVersion", "userIdentity",
+            "requestParameters", "responseElements", "awsRegion"}, "S3's event notification"),
+    "sqs": ({"Records", "body", "messageId", "receiptHandle", "attributes", "messageAttributes", "md5OfBody",
+             "eventSource", "eventSourceARN", "awsRegion"}, "SQS messages, each an S3 event notification in its body"),
+    "eventbridge": ({"detail", "detail-type", "source", "id", "time", "resources", "region", "account", "version"},
+                    "EventBridge's Object Created event"),
+}
+
+
+def clean_run_hint(error_text: str, handler_traceback: str, trigger: str, env: dict[str, str]) -> str:
+    """What to do about a clean run that fails, where the error says: a KeyError on a field of another
+    trigger's event than the one sent (check --trigger), or on a setting (--env). "" otherwise: a
+    RecursionError or a missing file is the handler's own, no setting and no trigger."""
+    found = re.fullmatch(r"KeyError: '([^']+)'", error_text.strip())
+    key = found.group(1) if found else ""
+    sent = EVENT_FIELDS.get(trigger, (set(), trigger))
+    others = [name for name, (fields, _) in EVENT_FIELDS.items() if key in fields - sent[0]]
+    if others:
+        return (f". The handler could not read the event the check sent (--trigger {trigger}: {sent[1]}): "
+                f"{key!r} is a field of {' and '.join(EVENT_FIELDS[n][1] for n in others)}; is the function fed "
+                "by another trigger? Check --trigger")
+    lines = [line.strip() for line in handler_traceback.splitlines() if line.startswith("    ")]
+    if key in env:
+        return ""
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", key) or (lines and re.search(r"\benviron\b|\bgetenv\b", lines[-1])):
+        return f". If it needs a setting, pass it with --env {key or 'NAME'}=VALUE"
+    return ""
 
 
 def import_hint(error: BaseException, handler_traceback: str, env: dict[str, str]) -> str:

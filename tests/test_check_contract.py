@@ -219,3 +219,38 @@ def test_an_s3_handler_fed_sqs_messages_is_told_to_check_its_trigger():
     assert code == 1, (out + err)[-2000:]
     assert "KeyError: 's3'. The handler could not read the event the check sent (--trigger sqs" in out, out[-2000:]
     assert "Check --trigger" in out and "--env" not in out, out[-2000:]
+
+
+# -- 9. every error in one line, saying what to do -------------------------------------------------
+def test_an_exception_at_import_whose_message_has_line_breaks_is_one_line(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text('raise RuntimeError("config invalid:\\n  - LEDGER_TABLE missing\\n  - BUCKET missing")\n'
+                   "def lambda_handler(event, context):\n    pass\n")
+    code, out, err = cli(f"{app}:lambda_handler", *FAST)
+    line = one_line(code, err, 2)
+    assert line.endswith("RuntimeError: config invalid: - LEDGER_TABLE missing - BUCKET missing"), line
+    code, out, err = cli(f"{app}:lambda_handler", *FAST, "--json")
+    assert "config invalid: - LEDGER_TABLE missing" in as_json(out, 2)
+
+
+def test_a_check_past_its_budget_asks_for_a_larger_one_and_does_not_say_the_handler_hangs():
+    from idem.explore.sandbox.parent import _Notes, _what_happened
+
+    notes = _Notes.__new__(_Notes)
+    notes.notes = []
+    said = _what_happened("budget", None, notes, 90.0, 1.0, [])
+    assert said.startswith("the check ran past its budget of 1 s of real time (--budget) before it finished: "
+                           "give it a larger --budget"), said
+    assert "the handler hangs" not in said
+    assert "the handler hangs" in _what_happened("stall", None, notes, 90.0, 1.0, [])
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--workers", "0"), "idem check: --workers must be 1 or more and at most 8; got 0"),
+    (("--retries", "5"), "idem check: retries are MaximumRetryAttempts values: 0, 1 or 2 (got 5)"),
+    (("--setup", "nomod:setup"), "idem check: --setup nomod:setup: cannot find module nomod: --setup takes "
+                                  "MODULE:FUNCTION"),
+])
+def test_a_bad_option_is_one_line_of_the_check_s_own(args, says):
+    code, out, err = cli(target("keyed_books"), "--retries", "0", *args)
+    assert code == 2 and err.strip().splitlines() == [err.strip()] and err.startswith(says), err[-2000:]

@@ -37,10 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
     except UsageError as problem:
-        if console.json_errors and argv[:1] == ["check"]:  # the check's --json has a schema of its own
+        if argv[:1] == ["check"]:  # the check's errors say "idem check: ...", its --json has a schema of its own
             from .check import refuse_usage
 
-            return refuse_usage(str(problem))
+            return refuse_usage(str(problem), console.json_errors)
         return fail(str(problem))
     try:
         return args.run(args)

@@ -207,17 +207,26 @@ def run(args: argparse.Namespace) -> int:
     return _answer(args, outcome)
 
 
-def refuse_usage(message: str) -> int:
-    """A command line argparse refused, under --json: the schema's error object, and exit 2."""
+def refuse_usage(message: str, as_json: bool = True) -> int:
+    """A command line argparse refused: one line, "idem check: ...", as every error of the check
+    says it; under --json, the schema's error object first. Exit 2."""
     from ..explore.report.schema import error_json
 
-    print(json.dumps(error_json(2, message), indent=2))
+    if as_json:
+        print(json.dumps(error_json(2, message), indent=2))
     print(f"idem check: {message}", file=sys.stderr)
     return 2
 
 
 def _answer(args: argparse.Namespace, outcome: Any) -> int:
-    """Print what the check answered: the report, or the handler's traceback and one line."""
+    """Print what the check answered: the report, or the handler's traceback and one line (an error
+    whose text has line breaks, such as a handler's exception at import, flattened to one, in its
+    JSON too)."""
+    if outcome.exit_code not in (0, 1):
+        text = " ".join(str(outcome.text).split())
+        said = outcome.json.get("error") if isinstance(outcome.json, dict) else None
+        outcome = replace(outcome, text=text, json={**outcome.json, "error": " ".join(said.split())}
+                          if isinstance(said, str) else outcome.json)
     if args.json:
         print(json.dumps(outcome.json, indent=2))
     elif outcome.exit_code in (0, 1):

@@ -111,7 +111,8 @@ def check_handler(target: str, *, effects: Iterable[str] = (), env: dict[str, st
             raise CheckInputError(f"effect {name!r} is not SERVICE:Operation (for example sqs:SendMessage)")
     retries = tuple(sorted(set(retries)))
     if not retries or any(r not in RETRIES for r in retries):
-        raise CheckInputError(f"retries are MaximumRetryAttempts values: 0, 1 or 2 (got {retries})")
+        raise CheckInputError("retries are MaximumRetryAttempts values: 0, 1 or 2 (got "
+                              f"{', '.join(map(str, retries)) or 'none'})")
     where = Books.parse(books)
     if ordering not in states.ORDERINGS:
         raise CheckInputError(f"--ordering {ordering!r} is not one of {', '.join(states.ORDERINGS)}")

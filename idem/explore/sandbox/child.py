@@ -149,6 +149,10 @@ def _run_setup(spec: str) -> dict[str, str]:
     except SetupFailed:
         raise
     except Exception as error:
+        missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):  # the set-up's own module
+            raise SetupFailed(f"--setup {spec}: cannot find module {missing}: --setup takes MODULE:FUNCTION "
+                              "(a module on PYTHONPATH: run from its folder) or FILE.py:FUNCTION") from None
         raise SetupFailed(f"--setup {spec} failed: {type(error).__name__}: {error}", traceback.format_exc()) from None
     if made is None:
         return {}

@@ -203,6 +203,11 @@ def _what_happened(verdict: str, code: int | None, notes: _Notes, stall: float, 
                     f"the check's bound on a schedule, and then {how_long}: it waits on a clock that only the "
                     f"check moves (time.time) or loops; {LAMBDA_ON_HANG}; the check cannot judge it: bound the "
                     "wait with context.get_remaining_time_in_millis() instead of a signal")
+        if verdict == "budget":  # invocations kept finishing (else the stall bound would have spoken)
+            return (f"{how_long} before it finished: give it a larger --budget (the whole check of a handler "
+                    "that holds takes longer than its clean run, a few seconds to minutes); if it still runs past, "
+                    "the handler may hang (a loop, a lock, or a wait on time.time, a clock the check moves only "
+                    "between calls)")
         return (f"{how_long}: the handler hangs (a loop, a lock, or a wait on time.time, a clock the check "
                 f"moves only between calls); {LAMBDA_ON_HANG}; the check cannot judge it")
     if code is not None and code < 0:

@@ -119,7 +119,7 @@ def test_a_latin1_source_with_its_coding_line_is_read_as_python_reads_it(tmp_pat
 def test_a_keyboard_interrupt_of_the_handler_is_exit_3_naming_it_and_where(name, where):
     code, out, err = cli(target(name), *FAST)
     line = one_line(code, err, 3)
-    assert f"the handler raised KeyboardInterrupt" in line and where in line, line
+    assert "the handler raised KeyboardInterrupt" in line and where in line, line
     assert "catches only Exception" in line and "raise an exception" in line, line
     code, out, err = cli(target(name), *FAST, "--json")
     assert "KeyboardInterrupt" in as_json(out, 3)

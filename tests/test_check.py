@@ -11,6 +11,7 @@ import pytest
 from idem.explore.check import check_handler
 from idem.explore.families.build import schedules_for
 from idem.cli import main
+from idem.explore.families.runs import EVERY_CALL
 from idem.sim.sdk_retries import EVERY
 from idem.sim.faults import END, Boundary, Side
 from idem.explore.judge.verdicts import judge_effects
@@ -147,7 +148,7 @@ def test_schedules_leave_out_twins():
     # and the runs: throttled 2, 3 or every time before the call; 2 or every SDK attempt's answer lost after it
     assert sorted((str(s.fault.at), s.fault.run) for s in found if s.dimension == "runs") == [
         ("after dynamodb:PutItem", 2), ("after dynamodb:PutItem", EVERY), ("before dynamodb:PutItem", 2),
-        ("before dynamodb:PutItem", 3), ("before dynamodb:PutItem", EVERY)]
+        ("before dynamodb:PutItem", 3), ("before dynamodb:PutItem", EVERY_CALL)]
     crash_places = {s.fault.at for s in single if s.fault and s.fault.how.value == "crash"}
     assert crash_places == {calls[0], calls[1]}  # a crash before a call is one after the last
 

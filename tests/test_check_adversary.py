@@ -101,6 +101,14 @@ def test_a_handler_that_returns_when_a_slow_call_leaves_it_little_time_loses_the
     assert code == 0, (out + err)[-3000:]
 
 
+def test_a_templates_table_deletes_what_its_ttl_says_so_a_25_hour_claim_breaks_days_later(monkeypatch):
+    # the template's TimeToLiveSpecification is the table's: the claim is gone three days later
+    code, out, err = check(monkeypatch, "--template", str(TEMPLATES / "ttl_25_hours.yaml"), "--function", "Charge",
+                           families="late")
+    assert code == 1 and "the same order uploaded again 3 d" in out, (out + err)[-3000:]
+    assert "double_charge" in out, out[-3000:]
+
+
 # -- false breaks and crashes, fixed --------------------------------------------------------------
 def test_a_templates_own_ledger_table_is_judged_per_schedule(monkeypatch):
     # keyed_books with LEDGER_TABLE the template's table: one table for every world of a process

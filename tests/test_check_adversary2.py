@@ -114,6 +114,24 @@ def test_transact_write_items_keeps_its_token_for_10_minutes(later, same, answer
         assert got == answer, item
 
 
+@pytest.mark.parametrize("length, refused", [(36, False), (37, True)])
+def test_a_client_request_token_longer_than_36_characters_is_refused_and_writes_nothing(length, refused):
+    # "Length Constraints: Minimum length of 1. Maximum length of 36." (API_TransactWriteItems); moto takes it
+    from botocore.exceptions import ClientError
+
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld(prefix="tokens") as world:
+        try:
+            world.dynamodb.transact_write_items(ClientRequestToken="t" * length, TransactItems=[{"Put": {
+                "TableName": world.ledger_table, "Item": {"pk": {"S": "line#1"}, "charge_id": {"S": "ch_1"}}}}])
+            code = ""
+        except ClientError as error:
+            code = error.response["Error"]["Code"]
+        written = world.dynamodb.get_item(TableName=world.ledger_table, Key={"pk": {"S": "line#1"}}).get("Item")
+        assert (code, written is None) == (("ValidationException", True) if refused else ("", False))
+
+
 def test_a_function_extending_its_messages_visibility_holds_and_one_zeroing_it_unreported_loses_them(monkeypatch):
     # ChangeMessageVisibility on the function's own source queue is answered from the modelled queue
     code, out, err = check(monkeypatch, target("sqs_extends_visibility"), "--trigger", "sqs",

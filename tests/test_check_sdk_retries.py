@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from idem.explore.check import check_handler
+from idem.explore.families.runs import EVERY_CALL
 from idem.sim.sdk_retries import EVERY
 
 HANDLERS = Path(__file__).parent / "handlers"
@@ -85,10 +86,17 @@ def test_a_lost_claim_answer_comes_back_as_the_resends_conditional_check_failure
     assert lost_everywhere(report).verdict == "failed_visibly"
 
 
+def test_a_helper_that_retries_until_its_deadline_is_seen_giving_up_there():
+    # "every time the handler calls it again" lasts as long as the invocation: its sleeps move the clock
+    report = check_handler(f"{HANDLERS / 'deadline_retry_books.py'}:lambda_handler", **FAST)
+    broken = {(r.schedule.fault.run, r.verdict) for r in report.broken if r.schedule.dimension == "runs"}
+    assert broken == {(EVERY_CALL, "silent_mismatch")}, report.explain()
+
+
 def test_a_run_of_three_throttles_is_what_breaks_a_helper_that_tries_three_times():
     report = check_handler(f"{HANDLERS / 'books_retry_helper.py'}:lambda_handler", **FAST)
     broken = {(r.schedule.fault.run, r.verdict) for r in report.broken if r.schedule.dimension == "runs"}
-    assert broken == {(3, "silent_mismatch"), (EVERY, "silent_mismatch")}, report.explain()
+    assert broken == {(3, "silent_mismatch"), (EVERY_CALL, "silent_mismatch")}, report.explain()
     assert past_the_key_window_only(report, but=("runs",)), report.explain()  # no single fault breaks it
     (smallest,) = {tuple(r.findings) for r in report.broken if r.schedule.dimension == "runs"}
     assert smallest == ("a charge with no ledger line",)

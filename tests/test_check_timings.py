@@ -55,10 +55,14 @@ def test_draws_are_seeded_inside_the_ranges_and_reach_both_minutes_and_hours():
         timings.Timing(1.5)
 
 
-def test_the_check_clock_starts_two_minutes_before_midnight_utc():
-    assert datetime.fromtimestamp(timings.CHECK_START, timezone.utc) == datetime(2025, 12, 31, 23, 58,
-                                                                                 tzinfo=timezone.utc)
+def test_the_check_clock_starts_two_minutes_before_a_new_day_week_month_and_year_utc():
+    start = datetime.fromtimestamp(timings.CHECK_START, timezone.utc)
+    assert start == datetime(2023, 12, 31, 23, 58, tzinfo=timezone.utc)
     assert timings.TO_MIDNIGHT == 120.0 < RETRY_DELAYS[0] + RETRY_DELAYS[1]  # the third attempt is tomorrow
+    after = datetime.fromtimestamp(timings.CHECK_START + timings.TO_MIDNIGHT, timezone.utc)
+    # every calendar key a team builds changes at that midnight: day, ISO week, both week counts, month, year
+    for shape in ("%Y-%m-%d", "%G-W%V", "%Y-%U", "%Y-%W", "%Y-%m", "%Y"):
+        assert start.strftime(shape) != after.strftime(shape), shape
 
 
 def test_every_new_family_is_named_and_each_range_end_is_a_schedule_of_its_own():
@@ -103,6 +107,45 @@ def test_pins_bug_todays_date_in_the_key_charges_again_after_midnight():
     assert midnight and midnight[0].verdict == "double_charge", report.explain()
     fifteen = [r for r in report.results if r.schedule.dimension == "late" and r.schedule.later.seconds == 901.0]
     assert fifteen and all(r.breaks for r in fifteen)  # 15 minutes past 23:58 is tomorrow too
+
+
+def test_pins_bug_the_iso_week_in_the_key_charges_again_when_a_copy_comes_on_monday():
+    report = check_handler(target("iso_week_key"), retries=(0,), workers=1)
+    midnight = [r for r in report.broken if r.schedule.later and r.schedule.later.why == "just past midnight"]
+    assert midnight and midnight[0].verdict == "double_charge", report.explain()
+
+
+def test_pins_bug_a_claim_kept_36_hours_charges_again_when_the_failure_queue_is_redriven_days_later(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "again")
+    report = check_handler(target("inprogress_ttl_36h"), retries=(0,), workers=1)
+    broken = {(r.schedule.later.seconds, r.verdict) for r in report.broken}
+    assert broken == {(timed.BEFORE_RETENTION_ENDS[0], "double_charge")}, report.explain()  # a day later: visible
+    assert timed.BEFORE_RETENTION_ENDS[0] == 4 * 86_400 - 1  # SQS's default retention, its last second
+
+
+def test_pins_bug_a_lease_on_time_monotonic_is_taken_over_by_an_environment_whose_clock_is_ahead(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    report = check_handler(target("monotonic_lease"), retries=(0,), workers=1)
+    assert report.broken and {r.verdict for r in report.broken} == {"silent_mismatch"}, report.explain()
+    assert all(r.schedule.delivery == "concurrent" for r in report.broken)  # a copy, in an environment of its own
+    report = check_handler(target("correct_monotonic_deadline"), retries=(0,), workers=1)
+    assert report.holds, report.explain()  # differences within one invocation are what monotonic is for
+
+
+def test_each_execution_environment_reads_its_own_monotonic_clock_which_never_goes_back(world):
+    import time
+
+    from idem.sim.runtime import LocalLambda
+    from idem.sim.runtime.on_lambda import as_lambda
+
+    runtime = LocalLambda(world, {}, handler=f"{target('keyed_books')}", seed=7)
+    seen = {}
+    for container in ("c1", "c2", "c1"):
+        with as_lambda({}, world.clock, runtime.session, monotonic_offset=runtime._monotonic_offset(container)):
+            seen.setdefault(container, []).append(time.monotonic())
+        world.clock.advance(60.0)
+    assert seen["c1"][1] - seen["c1"][0] == 120.0  # its own clock, moving with the virtual one
+    assert abs(seen["c2"][0] - seen["c1"][0]) > 1.0  # another environment: another reference point
 
 
 def test_pins_bug_a_key_of_the_order_id_alone_answers_another_accounts_order_as_a_duplicate():

@@ -75,7 +75,8 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # * `retry_ends`: a fault on two arrivals, with Lambda's two retries both at the low ends of
 #   their ranges (one and two minutes), and both at the high ends (the event's maximum age).
 # * `again`: every attempt fails. Then the event is redriven from the failure queue, or the same
-#   order is uploaded again, a day and a second later.
+#   order is uploaded again: a day and a second later, and in the last second the queue keeps the
+#   event (four days).
 # * `accounts`: another account uploads an order with the same order id and the same bytes.
 #   Two accounts' order "1001" are two orders, and each must be charged.
 # * `runs`: one call fails two, three or every time in a row.
@@ -84,8 +85,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #   `ObjectCreated:CompleteMultipartUpload`), and each must be charged once.
 # * `names`: the clean run's upload, at names that S3 writes URL-encoded into its event.
 #
-# Every delay is drawn from its documented range, not set to one point. The clock starts at
-# 23:58 UTC, so a retry two minutes later falls on another day.
+# Every delay is drawn from its documented range, not set to one point. The clock starts on a
+# Sunday, 31 December, at 23:58 UTC. So a retry two minutes later falls on another day, week,
+# month and year.
 
 # %% [markdown]
 # ### How an upload is judged

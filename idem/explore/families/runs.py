@@ -6,7 +6,10 @@ the next. Each retry a handler makes meets the next fault of the run:
 
 - **Before a call** (a throttle, after botocore's own attempts): the handler's own retries, the
   same call made again in the same invocation (#n, #n+1, ...), fail 2 or 3 times in a row, or
-  every time (`EVERY`: a retry helper that gives up after any number of tries is seen giving up).
+  every time (`EVERY_CALL`: a retry helper that gives up after any number of tries, or at a
+  deadline it keeps on the clock, is seen giving up). A batch call answered with its items
+  unprocessed or its entries failed (an HTTP 200) comes 1, 2, 3 and `EVERY` times in a row: boto3's
+  batch_writer sends the rest again at once, with no sleep, as long as any is left.
 - **After an AWS call** (its answer lost): botocore's own attempts (`idem.sim.sdk_retries`) lose
   their answers 2 times in a row, or every time (the SDK gives up: the handler sees the timeout).
   A run of one is the faults family's lost answer: the resend's own answer comes back. After a
@@ -22,9 +25,16 @@ from ...sim.platform.batch_partial import PARTIAL_CALLS, UNPROCESSED
 from ...sim.faults import CHARGE_CALL, END_CALL, FaultPlan, How, Side
 from ...sim.sdk_retries import EVERY
 
+#: Before a call, "every time": every call of the invocation to it, for as long as the invocation goes
+#: on. A helper that sleeps between tries moves the check's clock, and meets its own deadline or the
+#: function's timeout; one that retries with no sleep at all makes this many calls (a few seconds of
+#: the check's time) before one is answered.
+EVERY_CALL = 10_000
 #: The runs tried before a call (the handler's own retries) and after an AWS call (the SDK's).
-BEFORE_RUNS = (2, 3, EVERY)
+BEFORE_RUNS = (2, 3, EVERY_CALL)
 AFTER_RUNS = (2, EVERY)
+#: A batch call's items unprocessed (HTTP 200): alone, and 2, 3 and EVERY calls in a row.
+PARTIAL_RUNS = (1, 2, 3, EVERY)
 DESCRIPTION = ("one call failing several times in a row: throttled 2, 3 or every time the handler calls it "
                "again, or its answer lost on 2 or every one of the SDK's own attempts, x retries")
 
@@ -39,7 +49,7 @@ def run_plans(crossed: Sequence[Any]) -> list[FaultPlan]:
             plans += [FaultPlan(boundary, "1", How.EXCEPTION, run=n) for n in BEFORE_RUNS]
             if boundary.call in PARTIAL_CALLS:  # its items unprocessed or entries failed, alone or in a run
                 plans += [FaultPlan(boundary, "1", How.EXCEPTION, outcome=UNPROCESSED, run=n)
-                          for n in (1, *BEFORE_RUNS)]
+                          for n in PARTIAL_RUNS]
         elif boundary.call != CHARGE_CALL:
             plans += [FaultPlan(boundary, "1", How.EXCEPTION, run=n) for n in AFTER_RUNS]
         else:  # Stripe's SDK called directly resends too (max_network_retries): every answer lost
@@ -59,4 +69,4 @@ def describe(plan: Any) -> str:
         return ""
     if plan.at.side is Side.AFTER:
         return " and every SDK attempt after it" if run >= EVERY else f" and the SDK's next {run - 1} attempt(s)"
-    return " and every time the handler calls it again" if run >= EVERY else f", {run} calls in a row"
+    return " and every time the handler calls it again" if run >= EVERY_CALL else f", {run} calls in a row"

@@ -11,7 +11,7 @@
 - `again`: the same order after the first went to the failure queue: every attempt fails at a
   boundary (an exception), then, the outage over, the event is redriven from the failure queue, or
   the uploader uploads the same order again (same bytes, a new version), a day and 1 s later (past
-  Stripe's key window).
+  Stripe's key window), and in the last second the failure queue keeps the event (4 days).
 - `accounts`: another account's order with the same order id and the same bytes (`alice/...` and
   `bob/...`, see `idem.explore.families.accounts`), after the first is done or while the first invocation sits
   at each place a copy can start. Two orders: each must be charged as the clean run was.
@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ...sim.faults import END_CALL, FaultPlan, How, Side
 from ...sim.sdk_retries import EVERY
+from ...sim.triggers import RETENTION
 from ...sim.ttl_sweep import sweep_expired
 from . import accounts, timings
 from ..run import triggers
@@ -40,7 +41,8 @@ DIMENSIONS = {
     "retry_ends": "a fault at each boundary on two arrivals, Lambda's two retries both at the low ends of their "
                   "ranges (1 and 2 minutes) and both at the high ends (the event's maximum age)",
     "again": "every attempt fails at a boundary, then the event is redriven from the failure queue or the same "
-             "order uploaded again, 24 hours later (past Stripe's key window)",
+             "order uploaded again, 24 hours later (past Stripe's key window) and, on S3, 4 days later (the failure "
+             "queue's retention)",
     "accounts": "another account's order with the same order id (the same bytes under another folder), after "
                 "the first or while it sits at each boundary",
 }
@@ -49,8 +51,17 @@ PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
 PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
 PAST_KEY_WINDOW = (timings.STRIPE_KEY_WINDOW + 1.0, "past Stripe's 24-hour key window")
 DAYS_LATER = (3 * 86_400.0, "3 days later")
+#: SQS keeps a message 4 days unless its queue says otherwise (MessageRetentionPeriod, 60 s to 14 days:
+#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html): the
+#: event Lambda sent to the failure queue can be redriven, and the order sent again, until the last second
+BEFORE_RETENTION_ENDS = (RETENTION - 1.0, "the failure queue's last second of its 4-day retention")
 #: a record that is kept 15 minutes is met by the late family; the again family looks past Stripe's window
+#: (under SQS: a day after the message reached the dead-letter queue, whose retention counts from the
+#: message's first enqueue, so later is not always possible: idem.explore.families.sqs_timed)
 AGAIN_AFTER = (PAST_KEY_WINDOW,)
+#: on S3 (asynchronous invocation) the failure queue's message is new when Lambda sends it: any time in
+#: its retention period is a redrive AWS allows, from a day (past Stripe's window) to the last second
+AGAIN_AFTER_ASYNC = (PAST_KEY_WINDOW, BEFORE_RETENTION_ENDS)
 AGAIN_HOW = ("redrive", "upload")
 
 
@@ -154,7 +165,7 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
     # too (sdk_retries), else botocore's resend answers and the attempt ends ok, with nothing to redrive
     found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
                    later=Later("again", at, why, how))
-              for b in exception_at for at, why in AGAIN_AFTER for how in AGAIN_HOW]
+              for b in exception_at for at, why in AGAIN_AFTER_ASYNC for how in AGAIN_HOW]
     found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]
     return found

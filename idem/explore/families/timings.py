@@ -26,8 +26,9 @@ each range's two ends are schedules of their own (`idem.explore.families.timed`)
 - under --trigger sqs, the queue's visibility timeout (from the function's timeout to 12 h) and SQS's
   copy of a message (until the queue's retention period ends): `idem.explore.families.sqs_timed`.
 
-The check's clock starts at CHECK_START, 2025-12-31 23:58:00 UTC: a retry or a copy two minutes later
-is on another day (and year), so a key with the date in it meets the next day. Delays are drawn on a
+The check's clock starts at CHECK_START, Sunday 2023-12-31 23:58:00 UTC: a retry or a copy two minutes
+later is on another day, ISO week (Monday 2024-01-01 starts week 1), month and year, so a key with
+the date, the week or the month in it meets the next one. Delays are drawn on a
 log scale (seconds and hours are both reached). A draw is a fraction of its range (0 its low end, 1
 its high end), so the same draw fits a function whose maximum event age the template sets.
 """
@@ -35,14 +36,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
-from ...core.clock import EPOCH
 from ...sim.runtime.delays import RETRY_DELAYS, RetryDelay
 
-#: 2025-12-31T23:58:00Z: the day (and the year) ends 120 s into every schedule
-CHECK_START = EPOCH - 120.0
+#: Sunday 2023-12-31T23:58:00Z: the day, the ISO week, the month and the year end 120 s into every
+#: schedule (a Sunday that is a 31 December: the day's, the week's and the year's keys all change at once)
+CHECK_START = datetime(2023, 12, 31, 23, 58, tzinfo=timezone.utc).timestamp()
 #: seconds from CHECK_START to the next midnight
-TO_MIDNIGHT = EPOCH - CHECK_START
+TO_MIDNIGHT = datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp() - CHECK_START
 #: "can sometimes take a minute or longer" (S3's EventNotifications page, above): the lag counted
 S3_LAG = 60.0
 #: EventBridge retries delivery to a target for up to 24 h (API_RetryPolicy, above)

@@ -366,6 +366,14 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
                 for index in args.get("GlobalSecondaryIndexes", []):
                     index.pop("ProvisionedThroughput", None)
             session.client("dynamodb").create_table(**args)
+            ttl = props.get("TimeToLiveSpecification") or {}
+            if str(ttl.get("Enabled", "")).lower() == "true" and ttl.get("AttributeName"):
+                # the table's TTL as deployed: DynamoDB deletes an item once the number of seconds in
+                # AttributeName has passed ("typically within a few days"), and the check's sweeps do
+                # (idem.sim.ttl_sweep) only where TTL is on
+                # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-dynamodb-table-timetolivespecification.html)
+                session.client("dynamodb").update_time_to_live(
+                    TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]})
         elif kind == "AWS::Serverless::SimpleTable":
             key = props.get("PrimaryKey") or {"Name": "id", "Type": "String"}
             kind_of = {"String": "S", "Number": "N", "Binary": "B"}[key.get("Type", "String")]
@@ -390,8 +398,12 @@ def create(resources: list[dict[str, Any]], session: Any) -> list[str]:
             session.client("events").create_event_bus(Name=name)
         elif kind in STATE_MACHINES:
             definition = props.get("DefinitionString") or props.get("Definition") or PASS_DEFINITION
+            # STANDARD or EXPRESS, as deployed: only a standard workflow answers a StartExecution of a
+            # running execution's name and input with that execution (SAM's Type, CloudFormation's
+            # StateMachineType: https://docs.aws.amazon.com/step-functions/latest/dg/express-at-least-once-execution.html)
+            flavour = str(props.get("StateMachineType") or props.get("Type") or "STANDARD").upper()
             session.client("stepfunctions").create_state_machine(
                 name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/{STACK}-states",
-                definition=definition if isinstance(definition, str) else json.dumps(definition))
+                definition=definition if isinstance(definition, str) else json.dumps(definition), type=flavour)
         made.append(f"{kind.split('::')[-1]} {name}")
     return made

@@ -27,11 +27,15 @@ import weakref
 from typing import Any
 
 from moto.core.responses import ActionResult
-from moto.dynamodb.exceptions import DynamodbException
+from moto.dynamodb.exceptions import DynamodbException, MockValidationException
 from moto.dynamodb.responses import DynamoHandler
 
 #: "valid for 10 minutes after the first request that uses it is completed" (the page above)
 TOKEN_WINDOW_SECONDS = 600.0
+#: ClientRequestToken: "Length Constraints: Minimum length of 1. Maximum length of 36." (the page above;
+#: botocore's model says the same, and checks only the minimum): a longer token is refused, and moto
+#: takes it
+TOKEN_MAX_LENGTH = 36
 
 #: per table object: token -> (the request's other parameters, when it completed)
 _completed: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, float]]] = weakref.WeakKeyDictionary()
@@ -70,6 +74,10 @@ def remember_transaction_tokens() -> None:
         token = self.body.get("ClientRequestToken")
         if not token:
             return original(self)
+        if len(str(token)) > TOKEN_MAX_LENGTH:  # as DynamoDB refuses it: a validation error, nothing written
+            raise MockValidationException(
+                f"1 validation error detected: Value '{token}' at 'clientRequestToken' failed to satisfy "
+                f"constraint: Member must have length less than or equal to {TOKEN_MAX_LENGTH}")
         table = _first_table(self, self.body.get("TransactItems") or [])
         if table is None:
             return original(self)  # moto answers what is wrong with the request

@@ -185,6 +185,9 @@ class LocalLambda:
         # Request ids and owner tokens: the same every run, different for each runtime of a world.
         world.runtimes_started += 1
         self._random = random.Random(f"{world.prefix}/{world.runtimes_started if seed is None else seed}")
+        #: each execution environment's time.monotonic: its own reference point (`_monotonic_offset`)
+        self._uptimes = f"{world.prefix}/{world.runtimes_started if seed is None else seed}/uptime"
+        self._monotonic: dict[str, float] = {}
         self._running: list[Attempt] = []
         # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
@@ -437,7 +440,21 @@ class LocalLambda:
     def _environment(self, container: str = "") -> Any:
         if self.wired:
             return contextlib.nullcontext()
-        return as_lambda(per_environment(self.env, container), self.clock, self.session, sleep=self.sleep)
+        return as_lambda(per_environment(self.env, container), self.clock, self.session, sleep=self.sleep,
+                         monotonic_offset=self._monotonic_offset(container) if container else None)
+
+    def _monotonic_offset(self, container: str) -> float:
+        """What `time.monotonic` adds to the virtual clock in `container`. Each execution environment
+        is a process of its own (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html),
+        whose monotonic clock has a reference point of its own: "only the difference between the results
+        of two calls is valid" (https://docs.python.org/3/library/time.html#time.monotonic). It never goes
+        back inside one environment; across two, either may be ahead: each reads, at its cold start, an
+        uptime drawn from 0 to a day (seeded by runtime and environment), so a value kept in a table by one
+        environment and compared in another is as meaningless as on Lambda."""
+        if container not in self._monotonic:
+            uptime = random.Random(f"{self._uptimes}/{container}").uniform(0.0, 86_400.0)
+            self._monotonic[container] = uptime - self.clock.now()
+        return self._monotonic[container]
 
     def sleep(self, seconds: float) -> None:
         """`time.sleep` inside an invocation (the handler's, or botocore's between its retries): the

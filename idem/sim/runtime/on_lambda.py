@@ -75,13 +75,14 @@ def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
 
 @contextlib.contextmanager
 def as_lambda(env: dict[str, str], clock: Any, session: Any,
-              sleep: Callable[[float], None] | None = None) -> Iterator[None]:
+              sleep: Callable[[float], None] | None = None, monotonic_offset: float | None = None) -> Iterator[None]:
     """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
     settings in os.environ, boto3's default session (the watched one, on moto), every other
     boto3 session watched too (`every_session_watched`), and one clock: `time.time`,
     `datetime.now/utcnow/today` and the rest through time-machine
     (https://time-machine.readthedocs.io), and `time.monotonic`, which time-machine leaves
-    alone, by hand, all reading the virtual clock. Everything is put back afterwards."""
+    alone, by hand, all reading the virtual clock (`monotonic_offset`: what `time.monotonic` adds to it,
+    the execution environment's own; without one it reads 1,000 s at entry). Everything is put back afterwards."""
     saved_env = {name: os.environ.get(name) for name in env}
     saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
     saved_register, saved_sleep, saved_uuid1 = atexit.register, time.sleep, uuid.uuid1
@@ -97,9 +98,9 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any,
     # (`LocalLambda.in_flight`); otherwise it stands still (tick=False).
     travelling = _travelling(clock)
     travelling.__enter__()
-    start = clock.now()
-    time.monotonic = lambda: 1_000.0 + clock.now() - start  # type: ignore[assignment]
-    time.monotonic_ns = lambda: int((1_000.0 + clock.now() - start) * 1e9)  # type: ignore[assignment]
+    offset = 1_000.0 - clock.now() if monotonic_offset is None else monotonic_offset
+    time.monotonic = lambda: offset + clock.now()  # type: ignore[assignment]
+    time.monotonic_ns = lambda: int((offset + clock.now()) * 1e9)  # type: ignore[assignment]
     try:
         with every_session_watched(), inherit_invocations():
             yield

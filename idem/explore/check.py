@@ -253,10 +253,11 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
 def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, books: Books | None,
                  trigger: str, ordering: str) -> Any:
     """The clean run twice more, under two other numbers: what its judged writes
-    leave, with what differs between the two left out (`idem.explore.judge.state.CleanState`); None
-    when no named effect is a write."""
+    leave, with what differs between the two left out (`idem.explore.judge.state.CleanState`). When no
+    named effect is a write: None, or with a declared ordering rule an empty CleanState that carries
+    it (a named effect counted per call may be skipped by it too: `judge_uploads`' may_skip)."""
     if not states.state_effects(effects):
-        return None
+        return states.CleanState(ordering=ordering) if ordering != "none" else None
     # both in one world, one after the other: the second's invocation ids, uploads and sequencers are
     # others, and its clock starts a day and 1.5 s later, so an id or a time the handler writes differs
     offsets = iter((0.0, 86_401.5))

@@ -85,7 +85,12 @@ def targets(name: str, params: dict[str, Any]) -> list[tuple[str, str, Any]]:
 #: Calls that answer with the effect they made, which may be one made before: StartExecution with the
 #: name and input of a running execution "succeeds and return[s] the same response as the original
 #: request" (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
-#: The same execution again is not a second effect: counted by the distinct ids answered.
+#: The same execution again is not a second effect: counted by the distinct ids answered. That promise
+#: is a STANDARD workflow's: "StartExecution isn't idempotent for EXPRESS workflows" (the same page;
+#: "Starting multiple workflows with the same name results in concurrent executions",
+#: https://docs.aws.amazon.com/step-functions/latest/dg/express-at-least-once-execution.html), and the
+#: check's moto answers each Express start with a new execution ARN (idem.sim.platform.sfn_express),
+#: so each is counted.
 SAME_EFFECT_IDS = {"states:StartExecution": "executionArn"}
 
 

@@ -41,8 +41,11 @@ another one each time it is sent. So the check counts the second kind and compar
   second job item). Nothing written is a loss (`silent_loss`, or `failed_visibly` with the
   failure queue). Anything else is a break named in the findings: an item or object with other
   content than expected (an overwrite with different content, a stale write of an older order
-  last) is a `double_effect` when the schedule wrote more often than the clean run, else a
-  `silent_mismatch` (`needs_attention` when the failure queue holds the event).
+  last) is a `double_effect` when the schedule wrote more often than the clean run did for its
+  orders and the content found is none the schedule expects (a second application: a total read,
+  added to and put back), else a `silent_mismatch` (`needs_attention` when the failure queue holds
+  the event): another order's content at an order's key is wrong content, however often it was
+  written (a retry that copied the name's newest version again).
 - **a declared ordering rule** (`--ordering sequencer`): the handler keeps, per object name, the
   upload with the greatest S3 sequencer and skips an older one on purpose
   (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html:
@@ -321,6 +324,10 @@ class StateJudgement:
     counts: dict[str, int]  # each state-judged effect's count for the verdict rules (see `judge`)
     findings: list[str]
     mismatch: bool  # content differs from what was expected (not only more, or nothing)
+    #: every content that differs is one the schedule expects elsewhere: another order's state at this
+    #: key (one order's bytes under another's key, a stale write of an older order last), so what is
+    #: wrong is where it landed, however often the schedule wrote
+    misplaced: bool = False
 
 
 #: Writes that can add to an item rather than replace it (an UpdateItem's ADD or SET x = x + n).
@@ -335,7 +342,7 @@ def judge(clean: CleanState, found: Sequence[Found], effects: Sequence[str], bas
     want_all, got_all = clean.expected(orders, renamed), clean.got(found)
     counts: dict[str, int] = {}
     findings: list[str] = []
-    mismatch = False
+    mismatch, misplaced = False, True
     # Two uploads at one name (two orders, or one order's retried PUT): an update may add to what
     # the first left (a running total per customer), which no clean run of one upload shows; such
     # writes are judged by their calls.
@@ -361,9 +368,10 @@ def judge(clean: CleanState, found: Sequence[Found], effects: Sequence[str], bas
             continue
         counts[name] = wanted  # the state names what is wrong (`worse`), not the count
         mismatch = True
+        misplaced = misplaced and bool(extra) and {k[-1] for k in extra} <= {k[-1] for k in want}
         findings.append(f"{name} left other {things} than the clean run: expected {_show(missing)}, found "
                         f"{_show(extra) if extra else 'nothing there'}")
-    return StateJudgement(counts, findings, mismatch)
+    return StateJudgement(counts, findings, mismatch, misplaced=mismatch and misplaced)
 
 
 def _show(entries: Counter[tuple[Any, ...]]) -> str:
@@ -373,16 +381,19 @@ def _show(entries: Counter[tuple[Any, ...]]) -> str:
 
 
 def worse(verdict: str, judgement: StateJudgement, dlq: int, calls: dict[str, int],
-          baseline: dict[str, int]) -> str:
+          baseline: dict[str, int], orders: int = 1) -> str:
     """The verdict once a state that differs from the expected one is weighed: a break (see the
-    module), unless the verdict is already a double effect or charge."""
+    module), unless the verdict is already a double effect or charge. Other content is a double
+    effect when the schedule wrote more often than the clean run did for its `orders` (`calls`: the
+    schedule's calls, every upload's summed), unless it is another order's content, misplaced
+    (`StateJudgement.misplaced`): then the finding is wrong content, a mismatch."""
     if verdict in (Verdict.DOUBLE_CHARGE.value, Verdict.DOUBLE_EFFECT.value):
         return verdict
     if any(n > baseline.get(name, 0) for name, n in judgement.counts.items()):
         return Verdict.DOUBLE_EFFECT.value  # an item or object too many (a second job)
     if not judgement.mismatch:
         return verdict
-    if any(calls.get(n, 0) > baseline.get(n, 0) for n in judgement.counts):
+    if not judgement.misplaced and any(calls.get(n, 0) > baseline.get(n, 0) * orders for n in judgement.counts):
         return Verdict.DOUBLE_EFFECT.value
     return str((Verdict.NEEDS_ATTENTION if dlq else Verdict.SILENT_MISMATCH).value)
 

@@ -8,7 +8,7 @@ what a clean run did (`judge_effects`). The first rule that matches wins in both
 from __future__ import annotations
 
 from enum import Enum
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 
 class Verdict(str, Enum):
@@ -132,18 +132,27 @@ SEVERITY = tuple(v.value for v in (Verdict.DOUBLE_CHARGE, Verdict.DOUBLE_EFFECT,
 
 
 def judge_uploads(uploads: Sequence[Mapping[str, int]], whole: Mapping[str, int], baseline: Mapping[str, int],
-                  dlqs: Sequence[int], declined: bool = False, unit: str = "upload") -> tuple[str, list[str]]:
-    """The check's verdict for a schedule of several uploads (two of one name). Money, and any
-    effect counted per upload, is judged per upload (`uploads`: what the invocations of each
-    upload's event did; `dlqs`: the failure queue's messages about each), so two charges for one
-    and none for the other is two breaks, not a balance. The books, and the messages a queue
-    delivers, cannot be told apart by upload: they are judged over the schedule (`whole`), lines
-    against charges as many per charge as the clean run booked, messages against the clean run's
-    count for each upload. The worst verdict wins (SEVERITY); each finding names its upload
-    (`unit`: "order" when the counts are an order's, its uploads summed: docs/one_charge_per_order.md)."""
+                  dlqs: Sequence[int], declined: bool = False, unit: str = "upload", shared: Collection[str] = (),
+                  may_skip: Collection[int] = ()) -> tuple[str, list[str]]:
+    """The check's verdict for a schedule of several uploads (two of one name). Money, and every named
+    effect counted per call (a workflow started, an email sent, an event put), is judged per upload
+    (`uploads`: what the invocations of each upload's event did; `dlqs`: the failure queue's messages
+    about each): each is owed what the clean run made, and one with no count for an effect made it 0
+    times (docs/one_charge_per_order.md: every order gets each named effect), so two charges for one
+    and none for the other is two breaks, not a balance. The books, and the named effects in `shared`
+    (the messages a queue or an SNS FIFO topic delivers), cannot be told apart by upload: they are
+    judged over the schedule (`whole`), lines against charges as many per charge as the clean run
+    booked, messages against the clean run's count for each upload. `may_skip`: the indexes (from 0)
+    of uploads a declared ordering rule lets go without a named effect of their own (`--ordering
+    sequencer`: an order with a newer upload of its name; `idem.explore.judge.state.skipped_by_rule`),
+    never without its money. The worst verdict wins (SEVERITY); each finding names its upload (`unit`:
+    "order" when the counts are an order's, its uploads summed: docs/one_charge_per_order.md)."""
     verdicts, findings = [], []
+    owed = {name: n for name, n in baseline.items() if name != BOOKS and name not in shared}
     for n, (effects, dlq) in enumerate(zip(uploads, dlqs), start=1):
-        verdict, found = judge_upload(effects, {k: v for k, v in baseline.items() if k in effects}, dlq, declined)
+        wanted = {name: want for name, want in owed.items()
+                  if n - 1 not in may_skip or name == MONEY or effects.get(name, 0)}
+        verdict, found = judge_upload(effects, wanted, dlq, declined)
         verdicts.append(verdict)
         findings += [f"{unit} {n}: {f.replace('the upload', f'the {unit}').replace('one upload', f'one {unit}')}"
                      for f in found]
@@ -156,11 +165,11 @@ def judge_uploads(uploads: Sequence[Mapping[str, int]], whole: Mapping[str, int]
             findings.append("a charge with no ledger line" if lines < charges * per_charge
                             else "a ledger line with no charge")
             verdicts.append(wrong)
-    shared = {name: n * len(uploads) for name, n in baseline.items()
-              if n and name not in (MONEY, BOOKS) and name not in uploads[0]}
-    for name, n in shared.items():
+    together = {name: n * len(uploads) for name, n in baseline.items()
+                if n and name not in (MONEY, BOOKS) and name in shared}
+    for name, n in together.items():
         got = whole.get(name, 0)
         if got != n:
-            findings.append(f"{name} {got} times for {len(uploads)} uploads (clean run {n // len(uploads)} each)")
+            findings.append(f"{name} {got} times for {len(uploads)} {unit}s (clean run {n // len(uploads)} each)")
             verdicts.append(Verdict.DOUBLE_EFFECT.value if got > n else wrong)
     return min(verdicts, key=SEVERITY.index), findings

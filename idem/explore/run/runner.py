@@ -191,8 +191,10 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                           "every boundary the check watches; do the work in the function itself")
             count_same_effects_once(runtime.watch)  # the same execution answered again is one effect
             with on_clock(world.clock):  # what the handler's calls wrote carries the virtual time
-                counted = {name: n for (name, _), n in runtime.watch.effect_counts.items()
-                           if name not in QUEUE_SENDS}
+                counted: dict[str, int] = {}  # the schedule's: every upload's invocations summed
+                for (name, _), n in runtime.watch.effect_counts.items():
+                    if name not in QUEUE_SENDS:
+                        counted[name] = counted.get(name, 0) + n
                 for name in set(effects) & set(QUEUE_SENDS):
                     counted[name] = sum(delivered(world, url) for url in runtime.watch.queues
                                         if url != world.queue_url)
@@ -249,9 +251,15 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                         landed = counts.get(name, 0) or states.landed_for_order(runtime.watch, uploads, orders, name, i)
                         counts[name] = states.order_count(by_state, name, landed, i, orders,
                                                           clean_state.ordering, baseline)
-                verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order")
+                # what only the schedule as a whole can count: the messages a queue, or an SNS FIFO topic, delivers
+                shared = set(QUEUE_SENDS) | (set(TOPIC_PUBLISHES) if runtime.watch.topics else set())
+                ordering = clean_state.ordering if clean_state is not None else "none"
+                may_skip = [] if timed.renamed(schedule) else \
+                    [i for i in range(len(per)) if states.skipped_by_rule(ordering, i, orders)]  # one name's uploads
+                verdict, findings = judge_uploads(per, counted, baseline, failed, declined=declined, unit="order",
+                                                  shared=shared, may_skip=may_skip)
             if by_state:
-                verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline)
+                verdict = states.worse(verdict, by_state, sum(dlqs), calls, baseline, len(set(orders)))
                 findings = findings + by_state.findings
             new = [items[where] for where in sorted(recorded)]
             keys = [o.key for o, _, _ in uploads]

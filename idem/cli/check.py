@@ -105,9 +105,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ordering", choices=("none", "sequencer"), default="none",
                         help="the handler's declared ordering rule: sequencer, it keeps per object name the "
                              "upload with the greatest S3 sequencer and skips an older one on purpose, so an "
-                             "order with a newer upload of the same name may have no write of its own (the "
-                             "final state must still be the newest upload's); none (default): every order "
-                             "writes")
+                             "order with a newer upload of the same name may have no write or other named "
+                             "effect of its own, never a charge (the final state must still be the newest "
+                             "upload's); none (default): every order has each named effect")
     parser.add_argument("--retries", default=None,
                         help="the MaximumRetryAttempts values to try, from 0,1,2 (default all; with --template, "
                              "the template's own); under --trigger sqs, maxReceiveCount is each value + 1")

@@ -54,7 +54,8 @@ DAYS_LATER = (3 * 86_400.0, "3 days later")
 #: SQS keeps a message 4 days unless its queue says otherwise (MessageRetentionPeriod, 60 s to 14 days:
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html): the
 #: event Lambda sent to the failure queue can be redriven, and the order sent again, until the last second
-BEFORE_RETENTION_ENDS = (RETENTION - 1.0, "the failure queue's last second of its 4-day retention")
+BEFORE_RETENTION_ENDS = (RETENTION - 1.0, "the failure queue's last second of its 4-day retention, past Stripe's 24-hour key "
+                                          "window")
 #: a record that is kept 15 minutes is met by the late family; the again family looks past Stripe's window
 #: (under SQS: a day after the message reached the dead-letter queue, whose retention counts from the
 #: message's first enqueue, so later is not always possible: idem.explore.families.sqs_timed)

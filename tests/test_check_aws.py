@@ -269,6 +269,33 @@ def test_an_injected_aws_fault_is_what_botocore_raises_there(tmp_path, side, run
     assert attempt.outcome == "ok" and attempt.result == {"caught": caught}
 
 
+TIMES_A_THROTTLE = '''
+import os, boto3
+from botocore.exceptions import ClientError
+
+def lambda_handler(event, context):
+    before = context.get_remaining_time_in_millis()
+    try:
+        boto3.client("dynamodb").put_item(TableName=os.environ["LEDGER_TABLE"], Item={"pk": {"S": "x"}})
+    except ClientError:
+        pass
+    return {"spent_ms": before - context.get_remaining_time_in_millis()}
+'''
+
+
+def test_pins_gap_botocores_backoff_before_a_throttle_reaches_the_handler_is_not_slept(tmp_path):
+    # AWS: boto3's default (legacy) retry mode makes 10 attempts at DynamoDB, sleeping 0.05 s doubled
+    # each time (botocore/data/_retry.json): about 25.6 s go by before the handler hears of a throttle.
+    # The check raises the throttle at once (docs/reliability.md, "Not modelled"): no time is spent.
+    (tmp_path / "times.py").write_text(TIMES_A_THROTTLE)
+    with LocalWorld(prefix="backoff") as world:
+        fault = FaultPlan(Boundary("dynamodb:PutItem", 1, Side.BEFORE), "1")
+        runtime = LocalLambda(world, world.env(), fault=fault, retries=0, handler=f"{tmp_path / 'times.py'}:lambda_handler")
+        runtime.send({"Records": []})
+        (attempt,) = runtime.run()
+    assert attempt.outcome == "ok" and attempt.result == {"spent_ms": 0}
+
+
 def test_pins_bug_a_swallowed_throttle_leaves_a_charge_with_no_ledger_line():
     throttled = FaultPlan(Boundary("dynamodb:PutItem", 1, Side.BEFORE), "1")
     result = one_schedule("swallows_client_error", Schedule(throttled, "single", None, 0))

@@ -174,9 +174,10 @@ def _books_table_exists(target: Target, books: Books | None) -> None:
     name = dict(target.env).get(books.table_env) if books else None
     if not books or not name:
         return
+    dynamodb = fake_client("dynamodb")
     try:
-        fake_client("dynamodb").describe_table(TableName=name)
-    except fake_client("dynamodb").exceptions.ResourceNotFoundException:
+        dynamodb.describe_table(TableName=name)
+    except dynamodb.exceptions.ResourceNotFoundException:
         left = (f"leave {books.table_env} to the check, which creates its own, " if books.table_env == "LEDGER_TABLE"
                 else "")
         raise CheckInputError(f"the books' table {books.table_env}={name} names a table the check's AWS does not "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import functools
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,19 +27,10 @@ CHARGE_PATH = "/v1/payment_intents"
 
 def uses_stripe(target: str) -> bool:
     """Whether the handler's own module imports Stripe's SDK (read from its source)."""
-    module = target.rpartition(":")[0]
-    path: str | None = module if module.endswith(".py") else None
-    if path is None:
-        import importlib.util
+    from ..target.handler_shape import source_tree
 
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            return False
-        path = spec.origin if spec else None
-    try:
-        tree = ast.parse(Path(path or "").read_bytes())  # bytes: its coding line honoured, as Python does
-    except (OSError, SyntaxError, ValueError):
+    tree = source_tree(target.rpartition(":")[0])
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "stripe" for a in node.names):

@@ -3,25 +3,38 @@ from its source (not run), and why it is refused (exit 2)."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
+
+
+def source_tree(module: str) -> ast.Module | None:
+    """The handler's module (a .py file, or a dotted name found on sys.path) parsed, not run; None
+    where it cannot be found or parsed (the check's load says what is wrong with it)."""
+    path: str | None = module if module.endswith(".py") else None
+    if path is None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            return None
+        path = spec.origin if spec else None
+    return parsed(Path(path)) if path else None
+
+
+def parsed(path: Path) -> ast.Module | None:
+    """The Python source at `path` parsed, read as bytes so a PEP 263 coding line is honoured as
+    Python honours it; None where it cannot be read or parsed."""
+    try:
+        return ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
 
 
 def handler_shape(target: str) -> str:
     """"" for a plain function, or what calling it returns instead of a value: "coroutine" (async
     def), "generator" (a def with yield) or "async generator". Read from the source, not run."""
     module, _, function = target.rpartition(":")
-    path: str | None = module if module.endswith(".py") else None
-    if path is None:
-        try:
-            import importlib.util
-
-            spec = importlib.util.find_spec(module)
-            path = spec.origin if spec else None
-        except (ImportError, ValueError):
-            return ""
-    try:
-        tree = ast.parse(Path(path or "").read_bytes())  # bytes: its coding line honoured, as Python does
-    except (OSError, SyntaxError, ValueError):
+    tree = source_tree(module)
+    if tree is None:
         return ""  # the check itself says what is wrong with it
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckInputError
+from .handler_shape import parsed
 
 #: The workbook's own patterns, checked through the real entry point.
 PATTERNS = ("naive", "claim_first", "robust", "keyed")
@@ -71,9 +72,8 @@ def binds(path: Path, name: str) -> bool | None:
     (tuple, annotated and augmented ones too), an import and its `as` name, or a `global` declaration
     in a function. None when the source cannot tell: it does not parse or decode, is not Python
     source, or imports `*`; the load that follows says what is wrong, if anything."""
-    try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except (OSError, SyntaxError, ValueError):
+    tree = parsed(path)
+    if tree is None:
         return None
     found: set[str] = set()
     for node in tree.body:

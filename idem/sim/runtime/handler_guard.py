@@ -47,14 +47,25 @@ def callable_problem(module: Any, name: str) -> str:
 
 def missing_setting(error_text: str, handler_traceback: str, env: dict[str, str]) -> str:
     """Where a failed clean run read an environment variable it did not find ("at FILE:LINE"), or ""."""
-    found = re.fullmatch(r"KeyError: '([^']+)'", error_text.strip())
-    if not found or found.group(1) in env:
+    key = _key_error(error_text)
+    if not key or key in env:
         return ""
     places = [p for p in re.findall(r'File "([^"]+)", line (\d+)', handler_traceback) if not p[0].startswith("<")]
-    lines = [line.strip() for line in handler_traceback.splitlines() if line.startswith("    ")]
-    if not (lines and "environ" in lines[-1]):
+    if "environ" not in _failing_line(handler_traceback):
         return ""
     return f"at {os.path.basename(places[-1][0])}:{places[-1][1]}" if places else "in the handler"
+
+
+def _key_error(error_text: str) -> str:
+    """The key of a KeyError as an attempt's error reads ("KeyError: 'TABLE'"), or ""."""
+    found = re.fullmatch(r"KeyError: '([^']+)'", error_text.strip())
+    return found.group(1) if found else ""
+
+
+def _failing_line(handler_traceback: str) -> str:
+    """The source line the traceback ends on (its last indented line), or ""."""
+    lines = [line.strip() for line in handler_traceback.splitlines() if line.startswith("    ")]
+    return lines[-1] if lines else ""
 
 
 #: The top-level fields of each trigger's event (or of its records) a handler reads first, as the check
@@ -76,18 +87,16 @@ def clean_run_hint(error_text: str, handler_traceback: str, trigger: str, env: d
     """What to do about a clean run that fails, where the error says: a KeyError on a field of another
     trigger's event than the one sent (check --trigger), or on a setting (--env). "" otherwise: a
     RecursionError or a missing file is the handler's own, no setting and no trigger."""
-    found = re.fullmatch(r"KeyError: '([^']+)'", error_text.strip())
-    key = found.group(1) if found else ""
+    key = _key_error(error_text)
     sent = EVENT_FIELDS.get(trigger, (set(), trigger))
     others = [name for name, (fields, _) in EVENT_FIELDS.items() if key in fields - sent[0]]
     if others:
         return (f". The handler could not read the event the check sent (--trigger {trigger}: {sent[1]}): "
                 f"{key!r} is a field of {' and '.join(EVENT_FIELDS[n][1] for n in others)}; is the function fed "
                 "by another trigger? Check --trigger")
-    lines = [line.strip() for line in handler_traceback.splitlines() if line.startswith("    ")]
     if key in env:
         return ""
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", key) or (lines and re.search(r"\benviron\b|\bgetenv\b", lines[-1])):
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", key) or re.search(r"\benviron\b|\bgetenv\b", _failing_line(handler_traceback)):
         return f". If it needs a setting, pass it with --env {key or 'NAME'}=VALUE"
     return ""
 

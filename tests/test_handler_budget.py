@@ -10,6 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
+from botocore.exceptions import ReadTimeoutError  # type: ignore[import-untyped, unused-ignore]
 
 from idem.core import buffer
 from idem.core.handlers import keyed, keyed_settings, keyed_stripe
@@ -73,13 +74,21 @@ def silent_server():
 
 
 def test_a_hung_dynamodb_call_is_bounded(silent_server):
+    """botocore honours the handler's config: two attempts, each ended by the 0.75 s read timeout.
+    The wall-clock bound is loose on purpose (a loaded CI host once took 7 s for the 2.4 s this
+    takes idle); botocore's defaults would take 60 s for one attempt alone."""
     client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=silent_server,
                           aws_access_key_id="x", aws_secret_access_key="x", config=keyed_settings.aws_config())
+    attempts = []
+    client.meta.events.register("before-send.dynamodb.PutItem", lambda **kwargs: attempts.append(1))
     started = time.monotonic()
-    with pytest.raises(Exception, match="timed out|Read timeout"):
+    with pytest.raises(ReadTimeoutError):
         client.put_item(TableName="ledger", Item={"pk": {"S": "k"}})
     took = time.monotonic() - started
-    assert took <= keyed_settings.AWS_CALL_SECONDS + 1.0, took  # botocore's defaults: 2 x 60 s or more
+    assert len(attempts) == keyed_settings.AWS_MAX_ATTEMPTS == 2
+    assert (client.meta.config.connect_timeout, client.meta.config.read_timeout) == (0.5, 0.75)
+    assert took >= keyed_settings.AWS_MAX_ATTEMPTS * keyed_settings.AWS_READ_SECONDS, took
+    assert took < 30, took  # botocore's defaults: 60 s per attempt
 
 
 def test_every_client_the_handler_builds_is_bounded(monkeypatch):
@@ -102,7 +111,7 @@ def test_every_client_the_handler_builds_is_bounded(monkeypatch):
     for _, config in built:
         assert config.connect_timeout == keyed_settings.AWS_CONNECT_SECONDS
         assert config.read_timeout == keyed_settings.AWS_READ_SECONDS
-        assert config.retries == {"mode": "standard", "max_attempts": keyed_settings.AWS_MAX_ATTEMPTS}
+        assert config.retries == {"mode": "standard", "total_max_attempts": keyed_settings.AWS_MAX_ATTEMPTS}
 
 
 # -- the key's mode against the stage: refused at cold start, one log line, nothing charged ----------

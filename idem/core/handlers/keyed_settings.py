@@ -16,9 +16,11 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 DAY = 24 * 60 * 60
 
 # -- every call bounded, so that the slowest path of one upload fits in the function's timeout -----
-#: Each AWS client: these timeouts and botocore's standard retry mode, one retry (backoff of at most
-#: 1 s: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). botocore's
-#: defaults (60 s connect, 60 s read) could spend the whole timeout on one hung call.
+#: Each AWS client: these timeouts and botocore's standard retry mode, two attempts in all, so one
+#: retry (backoff of at most 1 s: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
+#: botocore's Config counts attempts in `total_max_attempts`; its `max_attempts` counts retries after
+#: the first, so `max_attempts: 2` would make three. Its defaults (60 s connect, 60 s read) could
+#: spend the whole timeout on one hung call.
 AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry inside the call
 #: The longest one AWS call can take: every attempt timing out, and the backoffs between.
@@ -32,7 +34,7 @@ UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later
 
 def aws_config() -> Any:
     return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
-                  retries={"mode": "standard", "max_attempts": AWS_MAX_ATTEMPTS})
+                  retries={"mode": "standard", "total_max_attempts": AWS_MAX_ATTEMPTS})
 
 
 def enough_time(remaining_ms: int) -> None:

@@ -47,6 +47,12 @@ def test_a_timeout_too_short_for_the_slowest_path_is_refused_at_cold_start():
                                  "RECORD_TTL_SECONDS": "3600"})
 
 
+class _Address(str):
+    """The silent server's address, and the connections it holds (`held`)."""
+
+    held: list[socket.socket]
+
+
 @pytest.fixture
 def silent_server():
     """A server that accepts connections and never answers: a hung call."""
@@ -65,7 +71,9 @@ def silent_server():
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    url = _Address(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    url.held = held
+    yield url
     done.set()
     thread.join()
     for conn in held:
@@ -89,6 +97,18 @@ def test_a_hung_dynamodb_call_is_bounded(silent_server):
     assert (client.meta.config.connect_timeout, client.meta.config.read_timeout) == (0.5, 0.75)
     assert took >= keyed_settings.AWS_MAX_ATTEMPTS * keyed_settings.AWS_READ_SECONDS, took
     assert took < 30, took  # botocore's defaults: 60 s per attempt
+
+
+def test_a_hung_stripe_call_is_bounded(silent_server):
+    """One attempt (no retry inside the SDK), ended by the 3 s read timeout, not the SDK's 80 s."""
+    stripe = pytest.importorskip("stripe")
+    provider = keyed_stripe.StripeProvider.from_secret("sk_test_x", api_base=silent_server)
+    started = time.monotonic()
+    with pytest.raises(stripe.APIConnectionError, match="Read timed out"):
+        provider.charge(customer="a", amount=500, currency="usd", reference="r", idempotency_key="k")
+    took = time.monotonic() - started
+    assert keyed_stripe.TIMEOUT_SECONDS[1] <= took < 30, took
+    assert len(silent_server.held) == 1  # one connection: the SDK did not send it again
 
 
 def test_every_client_the_handler_builds_is_bounded(monkeypatch):

@@ -112,11 +112,11 @@ def test_a_hung_stripe_call_is_bounded(silent_server):
 
 
 def test_every_client_the_handler_builds_is_bounded(monkeypatch):
-    built = []
+    built, real = [], boto3.client
 
     def client(name, **kwargs):
         built.append((name, kwargs.get("config")))
-        return object()
+        return real(name, region_name="us-east-1", **kwargs)  # a real one: the handler registers a hook on it
 
     monkeypatch.setattr(keyed.boto3, "client", client)
     monkeypatch.setattr(keyed, "_charger", None)

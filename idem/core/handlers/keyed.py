@@ -28,8 +28,8 @@ if COPIED:
                               make_provider, meaning_unless_auth, read_saved_method, why_refused)
     from keyed_settings import (KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership,
                                 NeedsAttention, ProviderAuthFailed, Record as Record, RecordsFailed, Settings,
-                                Status as Status, WorkInProgress, as_item, as_values, aws_config, conditional_write,
-                                enough_time, from_item, ours, settings_from_env)
+                                Status as Status, WorkInProgress, as_item, as_values, aws_config, bounded,
+                                conditional_write, enough_time, from_item, ours, settings_from_env)
 else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_events import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         log, log_outcome, metrics_document, parking, read_logged, utc)
@@ -41,7 +41,7 @@ else:  # the same files, inside idem (the workbook, and the stack's artifact)
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
         KEY_AGE_MARGIN_SECONDS, Claim as Claim, ConfigError as ConfigError, LostOwnership, NeedsAttention,
         ProviderAuthFailed, Record as Record, RecordsFailed, Settings, Status as Status, WorkInProgress, as_item,
-        as_values, aws_config, conditional_write, enough_time, from_item, ours, settings_from_env)
+        as_values, aws_config, bounded, conditional_write, enough_time, from_item, ours, settings_from_env)
 
 #: The fence of every write to a claimed record: only its owner, while it is in progress.
 FENCE = "#o = :me AND #s = :in_progress"
@@ -303,8 +303,8 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     global _charger
     if _charger is None:  # a cold start: read the settings and build the clients once (bounded)
         settings = settings_from_env(os.environ)
-        _charger = KeyedCharger(boto3.client("dynamodb", config=aws_config()), make_provider(), settings,
-                                s3=boto3.client("s3", config=aws_config()))
+        _charger = KeyedCharger(bounded(boto3.client("dynamodb", config=aws_config())), make_provider(), settings,
+                                s3=bounded(boto3.client("s3", config=aws_config())))
     request_id = str(getattr(context, "aws_request_id", ""))
     batch = read_logged(event, request_id, _charger.settings.charge_events)  # EventError: no S3 notification
     counts: Counter[str] = Counter(ignored=len(batch.skipped) - len(batch.malformed), malformed=len(batch.malformed))

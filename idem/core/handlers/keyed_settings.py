@@ -16,11 +16,10 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 DAY = 24 * 60 * 60
 
 # -- every call bounded, so that the slowest path of one upload fits in the function's timeout -----
-#: Each AWS client: these timeouts and botocore's standard retry mode, two attempts in all, so one
-#: retry (backoff of at most 1 s: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
-#: botocore's Config counts attempts in `total_max_attempts`; its `max_attempts` counts retries after
-#: the first, so `max_attempts: 2` would make three. Its defaults (60 s connect, 60 s read) could
-#: spend the whole timeout on one hung call.
+#: Each AWS client: these timeouts and botocore's standard retry mode, two attempts in all, so one retry (backoff
+#: at most 1 s: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html; `bounded`, below).
+#: `total_max_attempts` counts attempts (`max_attempts` counts retries: 2 would make three). Its defaults
+#: (60 s connect, 60 s read) could spend the whole timeout on one hung call.
 AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry inside the call
 #: The longest one AWS call can take: every attempt timing out, and the backoffs between.
@@ -35,6 +34,19 @@ UPLOAD_PATH_SECONDS = SLOWEST_PATH_SECONDS - AWS_CALL_SECONDS  # a batch's later
 def aws_config() -> Any:
     return Config(connect_timeout=AWS_CONNECT_SECONDS, read_timeout=AWS_READ_SECONDS,
                   retries={"mode": "standard", "total_max_attempts": AWS_MAX_ATTEMPTS})
+
+
+def bounded(client: Any) -> Any:
+    """`client`, deaf to `x-amz-retry-after`, which botocore 1.44 waits out up to 5 s past its 1 s backoff
+    (retries/standard.py, ExponentialBackoff.delay_amount): AWS_CALL_SECONDS holds; a longer throttle fails."""
+    client.meta.events.register_first(f"needs-retry.{client.meta.service_model.service_id.hyphenize()}",
+                                      _no_asked_delay, unique_id="keyed-retry-after")
+    return client
+
+
+def _no_asked_delay(response: Any = None, **_: Any) -> None:  # before botocore's retry handler; None: it decides
+    if response and response[0] is not None:
+        response[0].headers.pop("x-amz-retry-after", None)
 
 
 def enough_time(remaining_ms: int) -> None:

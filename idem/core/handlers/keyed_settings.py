@@ -16,10 +16,9 @@ from botocore.exceptions import ClientError  # type: ignore[import-untyped, unus
 DAY = 24 * 60 * 60
 
 # -- every call bounded, so that the slowest path of one upload fits in the function's timeout -----
-#: Each AWS client: these timeouts and botocore's standard retry mode, two attempts in all, so one retry (backoff
-#: at most 1 s: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html; `bounded`, below).
-#: `total_max_attempts` counts attempts (`max_attempts` counts retries: 2 would make three). Its defaults
-#: (60 s connect, 60 s read) could spend the whole timeout on one hung call.
+#: Each AWS client: these timeouts, two attempts in all (`total_max_attempts`; `max_attempts` counts retries), one
+#: backoff of at most 1 s (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html; `bounded`).
+#: botocore's defaults (60 s connect, 60 s read) could spend the whole timeout on one hung call.
 AWS_CONNECT_SECONDS, AWS_READ_SECONDS, AWS_MAX_ATTEMPTS = 0.5, 0.75, 2
 PROVIDER_CALL_SECONDS = 4.0  # keyed_stripe.py: 1 s connect, 3 s read, no retry inside the call
 #: The longest one AWS call can take: every attempt timing out, and the backoffs between.

@@ -24,7 +24,7 @@ BOUNDS = {"own_alarm": {"IDEM_CHECK_STALL_SECONDS": "15"}, "waits_for_the_clock"
 #: Every bad input in the suite: the handlers whose tests say exit 2 or 3.
 BAD_INPUTS = {"import_error": 2, "syntax_error": 2, "not_callable": 2, "one_argument": 2, "async_handler": 2,
               "generator_handler": 2, "needs_secret": 2, "reads_setting_at_import": 2, "json_orders": 2, "sns_notifier": 2,
-              "stripe_charges_api": 2, "shadows_responses": 2,
+              "stripe_charges_api": 2, "shadows_responses": 2, "partiql_decimal_literal": 2,
               "exits": 3, "os_exit": 3, "leaves_a_thread": 3, "own_alarm": 3, "waits_for_the_clock": 3,
               "calls_the_internet": 3, "starts_subprocess": 3, "split_syntax": 2, "exits_on_import": 3,
               "raises_keyboard_interrupt": 3, "interrupted_on_import": 3}

@@ -74,6 +74,7 @@ from .report.check_report import CheckReport
 from .run import reuse, runner, triggers, worlds
 from .run.pool import Dispatch, processes
 from .run.runner import CLEAN_RUN
+from .sandbox.stand_ins import CANNOT_SERVE
 from .target.deployed import Deployed
 from .target.target import PROVIDERS, Target, resolve
 
@@ -210,6 +211,9 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
         name = attempt.error.split("'")[1]
         raise CheckInputError(f"the handler needs the setting {name}, which the check was not given "
                               f"({attempt.error} {where}): pass it with --env {name}=VALUE")
+    if attempt.failed and CANNOT_SERVE in attempt.error:  # not the handler's fault: moto fails inside its own code
+        cause = " ".join(attempt.error[attempt.error.index(CANNOT_SERVE):].split()).rstrip(".")
+        raise CheckInputError(f"{cause}; the check cannot judge this handler")
     if attempt.failed and UNSERVED in attempt.error:  # not the handler's fault: the check's Stripe lacks the API
         raise CheckInputError(f"the handler calls a Stripe API the check cannot answer ({attempt.error.split(' This ')[0]}): "
                               "it judges charges made as PaymentIntents (stripe.PaymentIntent.create, or the provider "

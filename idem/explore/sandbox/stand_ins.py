@@ -13,6 +13,10 @@ it, its effect counted where `--effect` names it), and it is answered:
 
 The report names every call answered so (`used`), since its effect on AWS is not modelled: a job
 it starts is counted as a call, nothing more.
+
+A call moto implements but fails to serve (an exception of its own, raised inside moto or its PartiQL
+parser, not an AWS error it answers) is not the handler's doing: it is raised to the handler as
+`MotoCannotServe`, which the clean run turns into exit 2 ("the check cannot judge this handler").
 """
 from __future__ import annotations
 
@@ -25,6 +29,36 @@ _given: dict[tuple[str, str], dict[str, Any]] = {}
 #: "service:Operation" answered by a stand-in in this process (the clean run's are the report's)
 used: dict[str, str] = {}
 _installed = [False]
+
+
+#: the start of a `MotoCannotServe`'s message, found in the clean run's error (idem.explore.check)
+CANNOT_SERVE = "the local AWS (moto) cannot serve"
+#: where moto's own code lives: an exception whose innermost frame outside the standard library is here
+_MOTO_PACKAGES = ("moto", "py_partiql_parser")
+
+
+class MotoCannotServe(Exception):
+    """moto failed inside its own code while serving a call: the local AWS's limit, not the handler's fault."""
+
+
+def moto_failed(error: BaseException) -> bool:
+    """Whether `error` (not botocore's, not an AWS answer) was raised by moto's own code: the innermost
+    frame of its traceback outside the standard library is in moto or its PartiQL parser."""
+    import sysconfig
+    import traceback
+    from pathlib import Path
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(error, (BotoCoreError, ClientError)) or not isinstance(error, Exception):
+        return False
+    stdlib = {Path(sysconfig.get_paths()[name]).resolve() for name in ("stdlib", "platstdlib")}
+    for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
+        path = Path(frame.f_code.co_filename).resolve()
+        if any(root in path.parents for root in stdlib) and "site-packages" not in path.parts:
+            continue
+        return "site-packages" in path.parts and path.parts[path.parts.index("site-packages") + 1] in _MOTO_PACKAGES
+    return False
 
 
 class BadAnswer(ValueError):
@@ -80,6 +114,11 @@ def install(answers: list[str]) -> None:
             http, parsed = real(client, operation_model, request_dict, request_context)
         except NotImplementedError:
             http, parsed = None, None
+        except Exception as error:
+            if moto_failed(error):
+                raise MotoCannotServe(f"{CANNOT_SERVE} {service} {operation_model.name}: "
+                                      f"{type(error).__name__}: {error}") from error
+            raise
         if http is not None and not _not_implemented(http, parsed):
             return http, parsed
         used.setdefault(key, "its output shape")

@@ -55,9 +55,8 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         elif status == "pending":  # charged, still not settled when its window is judged
             pending_keys.add(key)
             pending_charges.add(str(result.get("charge_id", "")))
-            found.append(Finding("pending", upload.uri, key,
-                                 f"charge {result.get('charge_id', '?')} not settled yet (Stripe: processing)",
-                                 f"{settle} --key {key}"))
+            found.append(Finding("pending", upload.uri, key, _pending_detail(str(result.get("charge_id") or "?"),
+                                                                             charged), f"{settle} --key {key}"))
         elif not key:
             found.append(Finding("missing_line", upload.uri, "", "no readable order_id: no order, no charge",
                                  f"fix the file and upload it again (s3://{upload.bucket}/{upload.key})"))
@@ -208,6 +207,19 @@ def _account_problem(line: Entry, charge: Entry, customer_of: Callable[[str], st
     if charge.account and charge.account != line.account and charge.account != charge.customer:
         problems.append(f"the charge names account {charge.account}, the line {line.account}")
     return "; ".join(problems)
+
+
+def _pending_detail(charge_id: str, charged: Mapping[str, Entry]) -> str:
+    """A pending record's charge as Stripe holds it now: still unsettled, settled (money taken, its event not
+    booked yet), or not among the charges read in which money moved (failed, canceled, or made before the
+    window: `idem settle` reads it at Stripe, and releases the order if no money moved)."""
+    charge = charged.get(charge_id)
+    if charge is None:
+        return f"recorded pending with charge {charge_id}; no charge of it in which money moved was read " \
+               "(failed or canceled, or made before this window): settle reads it at Stripe"
+    if charge.status in UNSETTLED:
+        return f"charge {charge_id} not settled yet (Stripe: {charge.status})"
+    return f"recorded pending with charge {charge_id}; Stripe: {charge.status or 'settled'} (its event not booked yet)"
 
 
 def _settle_one(settle: str, entry: Entry) -> str:

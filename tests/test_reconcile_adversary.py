@@ -115,5 +115,64 @@ def test_pins_gap_a_declined_order_its_customer_paid_after_its_window_is_no_find
         assert item["status"]["S"] == "declined"
 
 
-def _unused(_: Any) -> None:
-    """(keeps Any imported for helpers added below)"""
+def _order_upload(stack: Any, name: str, order_id: str, cents: int) -> Any:
+    """An order file uploaded at the world's clock (moto reads it), as the uploader PUTs it."""
+    import json
+
+    from idem.sim.runtime import on_clock
+
+    with on_clock(stack.world.clock):
+        return stack.world.upload(name, json.dumps({"order_id": order_id, "amount_cents": cents,
+                                                    "currency": "usd"}).encode())
+
+
+def _booked_order(stack: Any, account: str, order_id: str, cents: int) -> tuple[str, str]:
+    """The order charged and booked under the handler's own key (keyed_orders.order_key)."""
+    from idem.core.handlers.keyed_orders import order_key
+
+    stack.env["UPLOAD_BUCKET"] = stack.world.bucket
+    method = stack.customer(f"cus_{account}")
+    stack.link(account, f"cus_{account}")
+    key = order_key(account, order_id)
+    charged = stack.charge(account, order_id, f"cus_{account}", method, cents=cents, key=key)
+    now = stack.world.clock.now()
+    stack.world.dynamodb.put_item(TableName=stack.world.ledger_table, Item=to_item({
+        "pk": key, "status": "done", "cents": cents, "currency": "usd", "customer": f"cus_{account}",
+        "charge_id": charged, "account": account, "booked_at": now, "booked_day": job.day_of(now),
+        "result": {"status": "done", "charge_id": charged, "amount_cents": cents}}))
+    return key, charged
+
+
+def test_an_upload_after_its_order_was_charged_asking_another_amount_is_a_finding():
+    """P2/P3. Alice's order A-1 was charged 500 and booked; a later upload of A-1 asks 700. The handler
+    refuses it (a duplicate on other terms: "refund or charge the difference by hand", docs/money_contract.md
+    2) and leaves the record `done`: the order the customer now asks is not what was charged, and no later
+    attempt will settle it. The window reports it for a person, naming both amounts. (Was: clean, as the
+    record is done and the line matches its charge: fixed.) The same upload in a later window (the order
+    booked before it) is reported too."""
+    with stripe_stack() as stack:
+        _order_upload(stack, "alice/A-1.json", "A-1", 500)
+        key, charged = _booked_order(stack, "alice", "A-1", 500)
+        stack.world.clock.advance(60)
+        again = _order_upload(stack, "alice/A-1-fixed.json", "A-1", 700)
+        found = stack.run().findings
+        assert [(f.kind, f.key) for f in found] == [("needs_attention", key)]
+        assert "700" in found[0].detail and "500" in found[0].detail and charged in found[0].detail
+        assert again.key in found[0].what
+        stack.world.clock.advance(2 * HOUR)
+        _order_upload(stack, "alice/A-1-fixed-again.json", "A-1", 700)
+        assert [(f.kind, f.key) for f in stack.run().findings] == [("needs_attention", key)]
+
+
+def test_an_upload_refused_before_its_fix_was_charged_and_a_retried_put_are_no_finding():
+    """No false alarm. A file asking more than the limit is parked, fixed and uploaded again, and the fix is
+    charged (the record's takeover): the first upload came before the order was booked, so it is not a
+    duplicate on other terms. An uploader's retried PUT of the charged file asks what was charged."""
+    with stripe_stack() as stack:
+        _order_upload(stack, "bob/B-1.json", "B-1", 900_000)  # over MAX_AMOUNT_CENTS: parked, nothing charged
+        stack.world.clock.advance(60)
+        _order_upload(stack, "bob/B-1-fixed.json", "B-1", 900)
+        _booked_order(stack, "bob", "B-1", 900)
+        stack.world.clock.advance(60)
+        _order_upload(stack, "bob/B-1-fixed.json", "B-1", 900)  # the uploader's retried PUT
+        assert stack.run().findings == []

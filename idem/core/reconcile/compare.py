@@ -26,11 +26,14 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
             uploads: Iterable[tuple[UploadSeen, str]] = (),
             status_of: Callable[[str], tuple[str, Mapping[str, Any]]] | None = None,
             settle: str = "python -m idem settle", refund: str = "python -m idem refund",
-            customer_of: Callable[[str], str | None] | None = None) -> WindowReport:
+            customer_of: Callable[[str], str | None] | None = None,
+            asked: Mapping[str, tuple[int, str]] | None = None) -> WindowReport:
     """Lines and charges as read, and the window's uploads with their order keys; differences
     only inside [start, end). `status_of(key)` reads a record the lines did not show (declined,
     pending and needs_attention records have no line); `customer_of(account)` is the customer the
-    account maps to (None: no mapping), compared with each booked charge's customer."""
+    account maps to (None: no mapping), compared with each booked charge's customer; `asked` (upload uri ->
+    amount_cents, currency) what each upload's order file asks, compared with what its order was charged
+    when the upload came after the booking (the handler refuses such a duplicate and leaves the record done)."""
     lines, uploads = list(lines), list(uploads)
     charges = list({charge.charge_id: charge for charge in charges}.values())  # one entry per charge
     booked = {line.charge_id: line for line in lines}
@@ -43,10 +46,18 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
     pending_keys: set[str] = set()  # orders reported pending (their record says so) ...
     pending_charges: set[str] = set()  # ... and the charges those records name
 
+    line_of = {line.key: line for line in lines}
     for upload, key in uploads:
         if key and key in booked_keys:
+            line = line_of[key]
+            if upload.at > line.at:  # sent again after it was booked: on the terms charged?
+                found += _asked_other(upload, key, (asked or {}).get(upload.uri), line.cents, line.currency,
+                                      line.charge_id, settle)
             continue
         status, result = status_of(key) if (key and status_of) else ("", {})
+        if status == "done" and result.get("amount_cents") is not None:
+            found += _asked_other(upload, key, (asked or {}).get(upload.uri), int(result["amount_cents"]), "",
+                                  str(result.get("charge_id") or "?"), settle)
         if status in ("done", "declined"):
             continue  # booked before the window (an uploader's retried PUT), or a final decline
         if status == "needs_attention":
@@ -207,6 +218,18 @@ def _account_problem(line: Entry, charge: Entry, customer_of: Callable[[str], st
     if charge.account and charge.account != line.account and charge.account != charge.customer:
         problems.append(f"the charge names account {charge.account}, the line {line.account}")
     return "; ".join(problems)
+
+
+def _asked_other(upload: UploadSeen, key: str, terms: tuple[int, str] | None, cents: int, currency: str,
+                 charge_id: str, settle: str) -> list[Finding]:
+    """An upload of a booked order asking another amount (or currency, when both name one) than was charged:
+    the handler refused it (docs/money_contract.md 2), and no later attempt settles it: one for a person."""
+    if terms is None or (terms[0] == cents and not (terms[1] and currency and terms[1] != currency)):
+        return []
+    return [Finding("needs_attention", upload.uri, key,
+                    f"this upload asks {terms[0]} {terms[1] or '(no currency)'}; the order was charged {cents} "
+                    f"{currency or 'cents'} ({charge_id}): refund or charge the difference by hand",
+                    f"{settle} --key {key}")]
 
 
 def _pending_detail(charge_id: str, charged: Mapping[str, Entry]) -> str:

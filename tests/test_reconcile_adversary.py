@@ -176,3 +176,39 @@ def test_an_upload_refused_before_its_fix_was_charged_and_a_retried_put_are_no_f
         stack.world.clock.advance(60)
         _order_upload(stack, "bob/B-1-fixed.json", "B-1", 900)  # the uploader's retried PUT
         assert stack.run().findings == []
+
+
+def test_a_line_whose_charge_failed_is_uncharged_and_another_stacks_charge_with_no_line_is_no_finding():
+    """P3. A done line naming a PaymentIntent that failed (`requires_payment_method`: no money moved) is an
+    `uncharged` finding; a charge carrying another stack's `idem_stack`, on no line of this ledger, is that
+    stack's to reconcile, not this one's."""
+    with stripe_stack() as stack:
+        method = stack.customer("cus_fay")
+        stack.link("fay", "cus_fay")
+        failed = stack.charge("fay", "F-1", "cus_fay", method)
+        restatus(stack, failed, status="requires_payment_method", amount_received=0)
+        key = stack.book("fay", "F-1", failed, customer="cus_fay")
+        other = stack.charge("fay", "F-2", "cus_fay", method)
+        restatus(stack, other, metadata={**stack.server.account.modes["test"].intents[other]["metadata"],
+                                         "idem_stack": "another-stack"})
+        assert [(f.kind, f.what, f.key) for f in stack.run().findings] == [("uncharged", failed, key)]
+
+
+def test_the_windows_lines_are_read_over_every_page_of_the_day_index():
+    """P3. DynamoDB answers a Query a page at a time (1 MB, or `Limit`) with `LastEvaluatedKey`
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.Pagination.html): with pages of two
+    items, five lines are all read (a line on page three with no charge is still found)."""
+    from idem.sim.world import fake_session
+
+    with stripe_stack() as stack:
+        for n in range(4):
+            method = stack.customer(f"cus_p{n}")
+            stack.link(f"p{n}", f"cus_p{n}")
+            stack.book(f"p{n}", f"P-{n}", stack.charge(f"p{n}", f"P-{n}", f"cus_p{n}", method), customer=f"cus_p{n}")
+            stack.world.clock.advance(1)
+        stack.link("p9", "cus_p9")
+        key = stack.book("p9", "P-9", "pi_never_made", customer="cus_p9")
+        session = fake_session()
+        session.events.register("provide-client-params.dynamodb.Query", lambda params, **_: params.update(Limit=2))
+        report = stack.run(session)
+        assert report.ledger_lines == 5 and [(f.kind, f.key) for f in report.findings] == [("uncharged", key)]

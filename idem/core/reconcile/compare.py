@@ -26,11 +26,14 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
             uploads: Iterable[tuple[UploadSeen, str]] = (),
             status_of: Callable[[str], tuple[str, Mapping[str, Any]]] | None = None,
             settle: str = "python -m idem settle", refund: str = "python -m idem refund",
-            customer_of: Callable[[str], str | None] | None = None) -> WindowReport:
+            customer_of: Callable[[str], str | None] | None = None,
+            asked: Mapping[str, tuple[int, str]] | None = None) -> WindowReport:
     """Lines and charges as read, and the window's uploads with their order keys; differences
     only inside [start, end). `status_of(key)` reads a record the lines did not show (declined,
     pending and needs_attention records have no line); `customer_of(account)` is the customer the
-    account maps to (None: no mapping), compared with each booked charge's customer."""
+    account maps to (None: no mapping), compared with each booked charge's customer; `asked` (upload uri ->
+    amount_cents, currency) what each upload's order file asks, compared with what its order was charged
+    when the upload came after the booking (the handler refuses such a duplicate and leaves the record done)."""
     lines, uploads = list(lines), list(uploads)
     charges = list({charge.charge_id: charge for charge in charges}.values())  # one entry per charge
     booked = {line.charge_id: line for line in lines}
@@ -43,10 +46,18 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
     pending_keys: set[str] = set()  # orders reported pending (their record says so) ...
     pending_charges: set[str] = set()  # ... and the charges those records name
 
+    line_of = {line.key: line for line in lines}
     for upload, key in uploads:
         if key and key in booked_keys:
+            line = line_of[key]
+            if upload.at > line.at:  # sent again after it was booked: on the terms charged?
+                found += _asked_other(upload, key, (asked or {}).get(upload.uri), line.cents, line.currency,
+                                      line.charge_id, settle)
             continue
         status, result = status_of(key) if (key and status_of) else ("", {})
+        if status == "done" and result.get("amount_cents") is not None:
+            found += _asked_other(upload, key, (asked or {}).get(upload.uri), int(result["amount_cents"]), "",
+                                  str(result.get("charge_id") or "?"), settle)
         if status in ("done", "declined"):
             continue  # booked before the window (an uploader's retried PUT), or a final decline
         if status == "needs_attention":
@@ -55,9 +66,8 @@ def compare(lines: Iterable[Entry], charges: Iterable[Entry], start: float, end:
         elif status == "pending":  # charged, still not settled when its window is judged
             pending_keys.add(key)
             pending_charges.add(str(result.get("charge_id", "")))
-            found.append(Finding("pending", upload.uri, key,
-                                 f"charge {result.get('charge_id', '?')} not settled yet (Stripe: processing)",
-                                 f"{settle} --key {key}"))
+            found.append(Finding("pending", upload.uri, key, _pending_detail(str(result.get("charge_id") or "?"),
+                                                                             charged), f"{settle} --key {key}"))
         elif not key:
             found.append(Finding("missing_line", upload.uri, "", "no readable order_id: no order, no charge",
                                  f"fix the file and upload it again (s3://{upload.bucket}/{upload.key})"))
@@ -208,6 +218,31 @@ def _account_problem(line: Entry, charge: Entry, customer_of: Callable[[str], st
     if charge.account and charge.account != line.account and charge.account != charge.customer:
         problems.append(f"the charge names account {charge.account}, the line {line.account}")
     return "; ".join(problems)
+
+
+def _asked_other(upload: UploadSeen, key: str, terms: tuple[int, str] | None, cents: int, currency: str,
+                 charge_id: str, settle: str) -> list[Finding]:
+    """An upload of a booked order asking another amount (or currency, when both name one) than was charged:
+    the handler refused it (docs/money_contract.md 2), and no later attempt settles it: one for a person."""
+    if terms is None or (terms[0] == cents and not (terms[1] and currency and terms[1] != currency)):
+        return []
+    return [Finding("needs_attention", upload.uri, key,
+                    f"this upload asks {terms[0]} {terms[1] or '(no currency)'}; the order was charged {cents} "
+                    f"{currency or 'cents'} ({charge_id}): refund or charge the difference by hand",
+                    f"{settle} --key {key}")]
+
+
+def _pending_detail(charge_id: str, charged: Mapping[str, Entry]) -> str:
+    """A pending record's charge as Stripe holds it now: still unsettled, settled (money taken, its event not
+    booked yet), or not among the charges read in which money moved (failed, canceled, or made before the
+    window: `idem settle` reads it at Stripe, and releases the order if no money moved)."""
+    charge = charged.get(charge_id)
+    if charge is None:
+        return f"recorded pending with charge {charge_id}; no charge of it in which money moved was read " \
+               "(failed or canceled, or made before this window): settle reads it at Stripe"
+    if charge.status in UNSETTLED:
+        return f"charge {charge_id} not settled yet (Stripe: {charge.status})"
+    return f"recorded pending with charge {charge_id}; Stripe: {charge.status or 'settled'} (its event not booked yet)"
 
 
 def _settle_one(settle: str, entry: Entry) -> str:

@@ -21,7 +21,8 @@ It reports (compare.py; KINDS, each with the command that settles it): an upload
 line, a line with no charge, a charge with no line, an order charged more than once however far
 apart its charges (refund all but the booked one), a line and its charge that disagree on the amount
 or the currency, a line whose account does not map to its charge's customer, an order left in
-needs_attention, a charge still not settled when its window is judged (one finding), a record still
+needs_attention or sent again after it was booked asking another amount (the handler refuses it, the
+record stays done), a charge still not settled when its window is judged (one finding), a record still
 pending 3 days on whose PaymentIntent Stripe settled (lines.pending_before: its event was lost; every
 window until a person settles it), and a refund
 Stripe made in the window (in its Dashboard, not through `idem refund`) that the ledger does not
@@ -63,7 +64,7 @@ from .refunds import booked_refunds, intent_of, refund_findings, refunded_of, un
 from .report import (DIMENSION, KINDS, NAMESPACE, Entry, Finding, UploadSeen,  # noqa: F401
                                WindowReport, day_of, emf, iso, window)
 from .uploads import (MAX_LISTED_VERSIONS, TooManyVersions,  # noqa: F401
-                                _parse_time, inventory_uploads, listed_uploads, newest_manifest, order_key)
+                                _parse_time, inventory_uploads, listed_uploads, newest_manifest, order_key, order_terms)
 
 __all__ = [  # re-exported: callers and tests import the job's parts from here
     "CHARGED", "CURSOR_KEY", "DAY_INDEX", "DAY_INDEX_ATTRIBUTES", "DIMENSION", "Entry", "Fetch", "Finding",
@@ -72,7 +73,7 @@ __all__ = [  # re-exported: callers and tests import the job's parts from here
     "NAMESPACE", "Pace", "SEARCHES_PER_SECOND", "STRIPE_API", "TooManyVersions", "UploadSeen", "WindowReport",
     "advance_cursor", "backfill_booked_day", "compare", "day_of", "days", "emf", "entry_of",
     "inventory_uploads", "iso", "ledger_lines", "line_terms", "listed_uploads", "mark_inventory",
-    "newest_manifest", "order_charges", "order_key", "orders_query", "read_cursor", "read_items",
+    "newest_manifest", "order_charges", "order_key", "order_terms", "orders_query", "read_cursor", "read_items",
     "reads_inventory", "record_status", "retrieve_charge", "standin_charges", "stripe_charges",
     "stripe_query", "window",
     # and the job's own
@@ -152,6 +153,7 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
         def customer_of(account: str) -> str | None:
             return mapped.get(account)
     uploads: list[tuple[UploadSeen, str]] = []
+    asked: dict[str, tuple[int, str]] = {}
     if env.get("UPLOAD_BUCKET"):
         identity = env.get("ORDER_IDENTITY") or "order-id"
         if inventory:
@@ -161,11 +163,13 @@ def reconcile_window(env: Mapping[str, str], session: Any, start: float, end: fl
             seen = [u for u in listed if start <= u.at < end]
         else:
             seen = listed_uploads(s3, env["UPLOAD_BUCKET"], start, end, limit=MAX_LISTED_VERSIONS)
-        uploads = [(u, order_key(s3, u, identity)) for u in seen]
+        read = [(u, order_terms(s3, u, identity)) for u in seen]
+        uploads = [(u, key) for u, (key, _) in read]
+        asked = {u.uri: terms for u, (_, terms) in read if terms is not None}
     settle, refund = _commands(env)
     report = compare(lines, charges, start, end, uploads,
                      status_of=lambda key: record_status(dynamodb, table, key), settle=settle, refund=refund,
-                     customer_of=customer_of)
+                     customer_of=customer_of, asked=asked)
     if not env.get("PROVIDER_TABLE"):  # records left pending past Stripe's retries, each against its PaymentIntent
         stale = pending_before(dynamodb, table, end - STALE_PENDING_SECONDS)
         with ThreadPoolExecutor(max_workers=LOOKUP_THREADS) as pool:

@@ -118,16 +118,25 @@ def order_key(s3: Any, upload: UploadSeen, identity: str = "order-id") -> str:
     version), never a copy of it: when the handler's key changes (an account in it), so does
     this. "" when the file names no order the handler would charge (the handler parks such a
     file under its upload's key, with the reason); the "upload" identity: the per-version key."""
+    return order_terms(s3, upload, identity)[0]
+
+
+def order_terms(s3: Any, upload: UploadSeen, identity: str = "order-id") -> tuple[str, tuple[int, str] | None]:
+    """`order_key`, and what the upload's order file asks (amount_cents, and its currency in lower case, ""
+    when the file names none), read once; None when no file names an order (object-name, upload)."""
     from ..handlers.keyed_orders import Upload, identify  # the handler's own recipe
 
     seen = Upload(upload.bucket, upload.key, upload.version_id, upload.etag, "")
     if identity == "upload":
-        return seen.idempotency_key
+        return seen.idempotency_key, None
     if identity not in ("order-id", "object-name"):
         raise ValueError(f"ORDER_IDENTITY {identity!r}: the reconciliation knows order-id, object-name and upload")
     try:
         ref = identify(seen, identity, s3)
     except ClientError:  # the file cannot be read at all (denied, throttled): no key to look up
-        return ""
-    return "" if ref.problem else ref.idempotency_key
+        return "", None
+    if ref.problem:
+        return "", None
+    order = ref.order
+    return ref.idempotency_key, (order.amount_cents, (order.currency or "").lower()) if order else None
 

@@ -142,8 +142,9 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
             return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
-        found = object_schedules.kept((sqs_schedules(crossed, retries, retention) if trigger == "sqs"
-                                       else schedules_for(crossed, retries, versioning, trigger))
+        sdk = resolved.provider == "stripe"  # Stripe's SDK called by the handler itself
+        found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk) if trigger == "sqs"
+                                       else schedules_for(crossed, retries, versioning, trigger, sdk))
                                       + upload_kinds.schedules(Schedule, retries)
                                       + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         try:  # a test knob: only some families (idem.explore.families.family_choice)

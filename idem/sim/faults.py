@@ -93,6 +93,16 @@ _STEP_NAMES = {boundary: step.value for step, boundary in STEP_BOUNDARIES.items(
 #: The provider's own outcomes, as fault points: the provider answers the charge call with
 #: them (see idem.core.provider). Not an exception the runtime raises: the provider's answer.
 PROVIDER_POINTS = tuple(o.value for o in ProviderOutcome if o is not ProviderOutcome.OK)
+#: Two more answers Stripe gives, which only a handler calling Stripe's SDK itself can be given
+#: (idem.explore.sandbox.stripe_sdk; the loopback Stripe's faults, idem.sim.stripe.errors):
+#: "provider_429", too many requests (https://docs.stripe.com/rate-limits), refused before the
+#: endpoint executes, so nothing is saved for the key; and "needs_authentication", a card that
+#: needs its holder: declined off-session (402 authentication_required), on-session a 200 whose
+#: PaymentIntent waits in requires_action (https://docs.stripe.com/payments/paymentintents/lifecycle),
+#: no money moved either way, the answer saved for the key.
+SDK_POINTS = ("provider_429", "needs_authentication")
+#: The outcomes in which no money moves and the answer is final for the order (a decline's kind).
+FINAL_REFUSALS = ("declined", "needs_authentication")
 
 
 def choice(kind: type[Enum], value: Any) -> Any:

@@ -157,7 +157,10 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # SDK at a local Stripe that keeps Stripe's rules. Each PaymentIntent the handler creates is then
 # a boundary named `provider:charge`, like the stand-in's `charge`. The check fails the invocation
 # before or after it. It has Stripe answer with an error: 503 (down), a saved 500, 409 (the key is
-# in use), or a decline. And it counts each charge for the invocation that sent it.
+# in use), 429 (too many requests), or a decline. It gives a card that needs its holder: declined
+# off-session, and on-session a 200 whose status is `requires_action`, with no money moved. So a
+# handler must read the PaymentIntent's `status`. And the check counts each charge for the
+# invocation that sent it.
 
 # %%
 # %%writefile scratch/broken_handler.py

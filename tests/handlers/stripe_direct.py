@@ -24,7 +24,7 @@ def lambda_handler(event, context):
         order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
         key = f"{bucket}/order/{order['order_id']}"
         intent = stripe.PaymentIntent.create(
-            amount=500, currency="usd", payment_method="pm_card_visa", confirm=True,
+            amount=500, currency="usd", payment_method="pm_card_visa", confirm=True, off_session=True,
             metadata={"account": "acct-1", "reference": f"{bucket}/{name}"},
             idempotency_key=hashlib.sha256(key.encode()).hexdigest())
         try:

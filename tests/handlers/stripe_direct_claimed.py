@@ -51,7 +51,7 @@ def charge_once(dynamodb, s3, record):
                                "Stripe may have pruned its key: a person must look") from None
     try:
         intent = stripe.PaymentIntent.create(
-            amount=500, currency="usd", payment_method="pm_card_visa", confirm=True,
+            amount=500, currency="usd", payment_method="pm_card_visa", confirm=True, off_session=True,
             metadata={"account": "acct-1", "reference": f"{bucket}/{name}"},
             idempotency_key=hashlib.sha256(key.encode()).hexdigest())
     except stripe.CardError as error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Sequence
 
-from ...sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, Side
+from ...sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, SDK_POINTS, Side
 from . import key_decoding, runs, sqs_timed, timed, timings, upload_kinds
 from .schedule import ARRIVALS, RETRIES, SECONDS, VERSIONING, Schedule
 
@@ -38,23 +38,27 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
 
 
 def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
-                  overwrite: Iterable[str] = VERSIONING, trigger: str = "s3") -> list[Schedule]:
+                  overwrite: Iterable[str] = VERSIONING, trigger: str = "s3", sdk: bool = False) -> list[Schedule]:
     """Every distinct schedule over the boundaries a clean run crossed: the faults dimension
     (exhaustive, as described in the module docstring), then the two bounded ones
-    (`overwrite_schedules`, `slow_schedules`)."""
+    (`overwrite_schedules`, `slow_schedules`). `sdk`: the handler calls Stripe's SDK itself."""
     retries = tuple(retries)
-    return timed.drawn(fault_schedules(crossed, retries) + overwrite_schedules(crossed, retries, overwrite)
+    return timed.drawn(fault_schedules(crossed, retries, sdk) + overwrite_schedules(crossed, retries, overwrite)
                        + slow_schedules(crossed, retries) + runs.run_schedules(crossed, retries, Schedule)) + timed.schedules(
         Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed), trigger)
 
 
-def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) -> list[Schedule]:
-    """Every fault on any set of arrivals, for every delivery of one upload and retry setting."""
+def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
+                    sdk: bool = False) -> list[Schedule]:
+    """Every fault on any set of arrivals, for every delivery of one upload and retry setting.
+    `sdk`: the handler calls Stripe's SDK itself, so Stripe can answer 429 or need the card's holder too."""
     exception_at, crash_at = fault_places(crossed)
     faults = [(How.EXCEPTION, b) for b in exception_at] + [(How.CRASH, b) for b in crash_at]
     # the provider's own answers at each charge call: down, a saved 500, a 409, a decline
+    # (and, to Stripe's SDK, a 429 and a card that needs authentication)
+    outcomes = PROVIDER_POINTS + (SDK_POINTS if sdk else ())
     faults += [(outcome, b) for b in crossed if b.call == CHARGE_CALL and b.side is Side.BEFORE
-               for outcome in PROVIDER_POINTS]
+               for outcome in outcomes]
     order = {b: n for n, b in enumerate(crossed)}
     deliveries = [("single", None), ("duplicate", None)] + [("concurrent", b) for b in copy_places(crossed)]
     found = []
@@ -68,14 +72,14 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES) ->
                 if copy_at is not None and 1 in arrivals and order[at] < order[copy_at]:
                     continue  # the first invocation fails before the copy would start
                 times = ",".join(map(str, arrivals))
-                plan = (FaultPlan(at, times, How.EXCEPTION, outcome=how) if how in PROVIDER_POINTS
+                plan = (FaultPlan(at, times, How.EXCEPTION, outcome=how) if how in outcomes
                         else FaultPlan(at, times, how))
                 found.append(Schedule(plan, delivery, copy_at, r))
     return found
 
 
 def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
-                  retention: float = timings.RETENTION_DEFAULT) -> list[Schedule]:
+                  retention: float = timings.RETENTION_DEFAULT, sdk: bool = False) -> list[Schedule]:
     """The schedules under --trigger sqs. Each batch already carries two uploads, one message
     each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
     call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
@@ -89,7 +93,7 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
     the families of time and accounts as SQS has them (`idem.explore.families.sqs_timed`), within the source
     queue's `retention` period."""
     retries, least = tuple(retries), min(retries)
-    found = fault_schedules(crossed, retries) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
+    found = fault_schedules(crossed, retries, sdk) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
     found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
     return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
         Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention)

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ...core.clock import VirtualClock
 from ...sim.sessions import release_handler_threads
+from ...sim.faults import FINAL_REFUSALS
 from ...sim.fastload import fewer_collections
 from ...sim.runtime.handler_guard import no_subprocesses
 from ...sim.runtime import LocalLambda, loopback_only, on_clock, schedule_deadline
@@ -241,7 +242,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     lines_seen |= lines
                     counted[LINES] = len(lines)
                 dlqs = failures_for(world, [o for o, _, _ in uploads])
-            declined = schedule.fault is not None and schedule.fault.outcome == "declined"
+            declined = schedule.fault is not None and schedule.fault.outcome in FINAL_REFUSALS
             if len(uploads) == 1:
                 verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
             else:  # judged per ORDER: an uploader's retried PUT is the same order again

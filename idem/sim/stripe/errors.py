@@ -112,7 +112,7 @@ FAULTS: dict[str, Fault] = {f.name: f for f in (
 )}
 #: The local runtime's provider outcomes (idem.sim.boundary) as faults.
 OUTCOMES = {"provider_down": "unavailable", "provider_500": "api_error", "provider_409": "in_flight",
-            "declined": "card_declined"}
+            "declined": "card_declined", "provider_429": "rate_limit", "needs_authentication": "authentication_required"}
 
 
 def _before(fault: Fault) -> Answer:

@@ -84,3 +84,28 @@ def test_the_ledger_client_the_handler_builds_keeps_within_aws_call_seconds(monk
     took = time.monotonic() - started
     assert len(sent) == 2 and sent[1] - sent[0] <= 1.5, sent
     assert took < keyed_settings.AWS_CALL_SECONDS, took
+
+
+@pytest.mark.parametrize("code, status, parked", [("NoSuchKey", 404, True), ("AccessDenied", 403, False)])
+def test_pins_gap_a_deleted_order_file_is_a_403_to_the_deployed_role_and_is_not_parked(code, status, parked):
+    """A GAP, pinned: the stack's role has s3:GetObject but not s3:ListBucket, and without ListBucket S3
+    answers a missing object with 403 AccessDenied, not 404 NoSuchKey
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html, "Permissions"). The handler parks
+    a NoSuchKey ("gone; nothing was charged") but raises on a 403: in the stack a deleted order file
+    fails until the failure queue takes it. No money moves. Closing it means granting ListBucket or
+    reading a 403 as gone (which would park every order if the permission were really missing)."""
+    from botocore.stub import Stubber
+
+    from idem.core.handlers import keyed_orders
+
+    upload = keyed_orders.Upload("uploads", "alice/order.json", None, "abc", "00AB", 0.0)
+    s3 = boto3.client("s3", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(s3) as stub:
+        stub.add_client_error("get_object", service_error_code=code, http_status_code=status)
+        if parked:
+            with pytest.raises(keyed_settings.NeedsAttention):
+                keyed_orders.read_order(upload, s3)
+        else:
+            with pytest.raises(Exception) as raised:
+                keyed_orders.read_order(upload, s3)
+            assert not isinstance(raised.value, keyed_settings.NeedsAttention)

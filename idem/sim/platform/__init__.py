@@ -1,6 +1,7 @@
 """What AWS services do that moto does not, answered around it for the function's own calls: DynamoDB's
 ClientRequestToken on transactions (`transact_tokens`), a BatchWriteItem naming one item twice
-refused whole (`batch_keys`), a PartiQL INSERT of a key the table has refused, and
-its `?` parameters read (`partiql_insert`), a batch call answered in part
+refused whole (`batch_keys`), a PartiQL INSERT of a key the table has refused (ExecuteStatement,
+ExecuteTransaction cancelled whole, BatchExecuteStatement's per-statement error), and its `?` parameters
+read (`partiql_insert`), a batch call answered in part
 (BatchWriteItem, BatchGetItem, SendMessageBatch, PublishBatch, PutEvents: `batch_partial`), ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`), and StartExecution on an
 EXPRESS state machine, a new execution every time (`sfn_express`)."""

@@ -43,9 +43,10 @@ lab: install
 		notebooks/00_start_here.ipynb
 
 # The whole suite: unit and scenario tests, every chapter under nbval, the Binder rehearsal
-# (a fresh venv from environment.yml runs every chapter), then the browser check.
+# (a fresh venv from environment.yml runs every chapter), then the browser check. It prints its 25
+# slowest tests at the end: the suite's time on 2 cores is a standard of its own (under 15 minutes).
 test: install
-	$(PY) -m pytest -n 2 --dist loadfile -m "not browser" $(PYTEST_NOTEBOOKS) tests notebooks
+	$(PY) -m pytest -n 2 --dist loadfile --durations=25 -m "not browser" $(PYTEST_NOTEBOOKS) tests notebooks
 	$(PY) -m pytest -m browser tests/browser
 
 test-unit: install

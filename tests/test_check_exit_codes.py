@@ -96,3 +96,21 @@ def test_a_vendored_package_is_not_taken_for_the_function_s_own_module(tmp_path)
     (tmp_path / "PyYAML-6.0.dist-info").mkdir()
     (tmp_path / "PyYAML-6.0.dist-info" / "top_level.txt").write_text("_yaml\nyaml\n")
     assert [name for name, _ in shadowing(str(tmp_path))] == ["responses"]
+
+
+def test_a_handler_s_binding_is_judged_again_when_its_defaults_change():
+    """Each cold start loads the handler afresh, so whether it binds (event, context) is kept per
+    code object; the same code with other defaults (or a wrapper) must still be judged on its own."""
+    import types
+
+    from idem.sim.runtime.handler_guard import callable_problem
+
+    module = types.ModuleType("team_handler")
+    exec("def handler(event, context, retries): return event\n", module.__dict__)
+    assert "missing a required argument: 'retries'" in callable_problem(module, "handler")
+    module.handler.__defaults__ = (3,)  # the same code, now callable with two arguments
+    assert callable_problem(module, "handler") == ""
+    module.handler.__defaults__ = None
+    assert "retries" in callable_problem(module, "handler")
+    module.handler.__signature__ = __import__("inspect").signature(lambda event, context: None)
+    assert callable_problem(module, "handler") == ""

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import traceback
+import types
 from typing import Any, Iterator
 
 from ..boundary import current
@@ -35,14 +36,37 @@ def callable_problem(module: Any, name: str) -> str:
     if not callable(function):
         return (f"{os.path.basename(where)}:{name} is a {type(function).__name__}, not a function: Lambda "
                 "cannot call it (Handler names a function taking (event, context))")
+    problem = _binding_problem(function)
+    if problem:
+        return f"{os.path.basename(where)}:{name} cannot be called as Lambda calls it, with (event, context): {problem}"
+    return ""
+
+
+#: `_binding_problem`'s answers for plain functions, by what their parameters depend on alone
+_BINDINGS: dict[tuple[Any, ...], str] = {}
+
+
+def _binding_problem(function: Any) -> str:
+    """Why `function(event, context)` cannot bind ("" if it can). Each cold start loads a fresh copy
+    of the handler's module, so the same function comes back as a new object at every one; for a
+    plain function (no `__wrapped__`, no `__signature__`) the answer depends only on its code and
+    which of its parameters have defaults, and is worked out once for those."""
+    plain = type(function) is types.FunctionType and not hasattr(function, "__wrapped__") \
+        and not hasattr(function, "__signature__")
+    key = (function.__code__, len(function.__defaults__ or ()), frozenset(function.__kwdefaults__ or ())) \
+        if plain else None
+    if key is not None and key in _BINDINGS:
+        return _BINDINGS[key]
     try:
         inspect.signature(function).bind({}, None)
+        problem = ""
     except TypeError as error:
-        return (f"{os.path.basename(where)}:{name} cannot be called as Lambda calls it, with (event, context): "
-                f"{error}")
+        problem = str(error)
     except ValueError:
-        return ""  # a builtin with no signature: let the call say
-    return ""
+        problem = ""  # a builtin with no signature: let the call say
+    if key is not None:
+        _BINDINGS[key] = problem
+    return problem
 
 
 def missing_setting(error_text: str, handler_traceback: str, env: dict[str, str]) -> str:

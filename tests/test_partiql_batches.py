@@ -48,6 +48,25 @@ def test_a_handler_that_ignores_the_batch_s_per_statement_error_charges_twice(mo
     assert "double_charge" in out
 
 
+def test_a_handler_reading_every_cancelled_partiql_transaction_as_a_duplicate_loses_the_throttled_order(monkeypatch):
+    """A throttle before ExecuteTransaction is a cancelled transaction, as before TransactWriteItems
+    (idem.sim.sdk_retries.cancelled_transaction): a handler that never reads the reasons skips the order."""
+    code, out, err = check(monkeypatch, "partiql_transaction_cancel_is_duplicate", families="faults")
+    assert code == 1 and "silent_loss" in out, (out + err)[-3000:]
+    assert "exception before dynamodb:ExecuteTransaction" in out, out[:3000]
+
+
+def test_a_throttle_before_execute_transaction_is_a_cancelled_transaction_with_a_reason_per_statement():
+    from idem.sim.faults import Boundary, Side
+    from idem.sim.sdk_retries import aws_error, cancelled_transaction
+
+    throttle = aws_error(Boundary("dynamodb:ExecuteTransaction", 1, Side.BEFORE), 1)
+    request = {"body": b'{"TransactStatements": [{"Statement": "INSERT"}, {"Statement": "INSERT"}]}'}
+    http, answer = cancelled_transaction("dynamodb:ExecuteTransaction", throttle, request)
+    assert http.status_code == 400 and answer["Error"]["Code"] == "TransactionCanceledException"
+    assert [r["Code"] for r in answer["CancellationReasons"]] == ["ThrottlingError", "None"]
+
+
 # -- the two calls themselves, in the check's world -------------------------------------------------
 @pytest.fixture
 def table():

@@ -76,21 +76,28 @@ _THROTTLED_REASONS = ({"Code": "ThrottlingError", "Message": "Throughput exceeds
                        "or index (injected)"}, {"Code": "None"})
 
 
+#: the transactions a throttle cancels, and the member of the request listing their items
+_TRANSACTIONS = {"dynamodb:TransactWriteItems": "TransactItems", "dynamodb:ExecuteTransaction": "TransactStatements"}
+
+
 def cancelled_transaction(call: str, error: Exception, request: Any) -> tuple[Any, dict[str, Any]] | None:
     """A throttle (`aws_error`) before a TransactWriteItems as DynamoDB answers it: the transaction
     cancelled, "insufficient provisioned capacity for the transaction to be completed"
     (https://docs.aws.amazon.com/sdk-for-python/v1/reference/clients/dynamodb/errors/TransactionCanceledException/),
     one CancellationReason per item (the first ThrottlingError, the others None); botocore does not retry
-    it. The (HTTP response, parsed answer) a `before-call` hook returns for it; None for any other fault."""
+    it. PartiQL's ExecuteTransaction likewise: its singleton statements' errors cancel it with
+    TransactionCanceledException, their reasons in its cancellation codes
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-reference.multiplestatements.transactions.html).
+    The (HTTP response, parsed answer) a `before-call` hook returns for it; None for any other fault."""
     import json
 
     from .sqs_deletes import _Answer
 
     code = getattr(error, "response", {}).get("Error", {}).get("Code")
-    if call != "dynamodb:TransactWriteItems" or code != THROTTLES["dynamodb"][0]:
+    if call not in _TRANSACTIONS or code != THROTTLES["dynamodb"][0]:
         return None
     try:
-        items = len(json.loads((request or {}).get("body") or b"{}").get("TransactItems") or [None])
+        items = len(json.loads((request or {}).get("body") or b"{}").get(_TRANSACTIONS[call]) or [None])
     except (TypeError, ValueError, AttributeError):
         items = 1
     reasons = [dict(_THROTTLED_REASONS[0])] + [dict(_THROTTLED_REASONS[1]) for _ in range(items - 1)]

@@ -64,6 +64,21 @@ def test_each_put_carries_its_own_request_and_every_copy_of_its_event_the_same()
         assert bridged == [m["x-amz-request-id"] for m in made]
 
 
+@pytest.mark.parametrize("versioned", [False, True])
+def test_an_upload_over_a_tagged_object_has_no_tags_as_a_put_object_makes_it(versioned):
+    """A PutObject with no x-amz-tagging makes an object with no tags
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html, `x-amz-tagging`); the check's
+    uploads go straight into moto's backend, whose put kept the replaced object's tags in an unversioned
+    bucket: a handler's "charged" tag then looked set on a second order it never charged."""
+    with LocalWorld(prefix="tags", versioned=versioned, provider_in_memory=True) as world:
+        name = triggers.object_name(1)
+        world.upload(name, order_body(1))
+        world.s3.put_object_tagging(Bucket=world.bucket, Key=name, Tagging={"TagSet": [{"Key": "charged", "Value": "1"}]})
+        second = world.upload(name, order_body(1, 2))
+        read = {"VersionId": second.version_id} if versioned else {}
+        assert world.s3.get_object_tagging(Bucket=world.bucket, Key=name, **read)["TagSet"] == []
+
+
 def test_names_reach_s3s_limit_and_arrive_url_encoded():
     longest = triggers.object_name(7, longest=True)
     assert len(longest.encode("utf-8")) == triggers.MAX_NAME_BYTES == 1024

@@ -132,6 +132,14 @@ def test_pins_bug_a_lease_on_time_monotonic_is_taken_over_by_an_environment_whos
     assert report.holds, report.explain()  # differences within one invocation are what monotonic is for
 
 
+def test_pins_bug_a_lease_on_time_perf_counter_is_taken_over_as_one_on_time_monotonic(monkeypatch):
+    """perf_counter is the same clock as monotonic (Python 3.13): each environment reads its own."""
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    report = check_handler(target("perf_counter_lease"), retries=(0,), workers=1)
+    assert report.broken and {r.verdict for r in report.broken} == {"silent_mismatch"}, report.explain()
+    assert all(r.schedule.delivery == "concurrent" for r in report.broken)
+
+
 def test_each_execution_environment_reads_its_own_monotonic_clock_which_never_goes_back(world):
     import time
 
@@ -143,9 +151,15 @@ def test_each_execution_environment_reads_its_own_monotonic_clock_which_never_go
     for container in ("c1", "c2", "c1"):
         with as_lambda({}, world.clock, runtime.session, monotonic_offset=runtime._monotonic_offset(container)):
             seen.setdefault(container, []).append(time.monotonic())
+            now = time.monotonic()  # the same clock however it is read (perf_counter is monotonic's since 3.13)
+            assert time.perf_counter() == now and time.clock_gettime(time.CLOCK_MONOTONIC) == now
+            assert time.perf_counter_ns() == time.clock_gettime_ns(time.CLOCK_BOOTTIME) == int(now * 1e9)
+            assert time.clock_gettime(time.CLOCK_REALTIME) == time.time()  # the wall clock: virtual too
         world.clock.advance(60.0)
     assert seen["c1"][1] - seen["c1"][0] == 120.0  # its own clock, moving with the virtual one
     assert abs(seen["c2"][0] - seen["c1"][0]) > 1.0  # another environment: another reference point
+    assert all(type(clock).__name__ == "builtin_function_or_method"  # put back afterwards
+               for clock in (time.monotonic, time.perf_counter, time.perf_counter_ns, time.clock_gettime))
 
 
 def test_pins_bug_a_key_of_the_order_id_alone_answers_another_accounts_order_as_a_duplicate():

@@ -296,7 +296,11 @@ class LocalWorld:
         from .atomic import _LOCK
 
         with _LOCK:
-            made = s3_backends[ACCOUNT]["aws"].put_object(self.bucket, key, body)
+            backend = s3_backends[ACCOUNT]["aws"]
+            made = backend.put_object(self.bucket, key, body)
+            # a PutObject with no x-amz-tagging makes an object with no tags; moto's backend put keeps
+            # the tags of the object it replaces in an unversioned bucket (its PutObject resets them so)
+            backend.put_object_tagging(made, {})
         version = made.version_id if self.versioned else None
         return {"ETag": made.etag, **({"VersionId": version} if version else {})}
 

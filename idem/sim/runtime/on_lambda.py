@@ -74,17 +74,101 @@ def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
 
 
 @contextlib.contextmanager
+def waits_on_clock(clock: Any) -> Iterator[None]:
+    """While it lasts, a handler's `Future.result(timeout=...)` and `Future.exception(timeout=...)` time
+    out on the virtual clock. A slow call moves that clock at once, so the future is done in real time at
+    once too, and its waiter would never see the deadline a slow answer makes it miss on Lambda. So each
+    future carries the virtual time it was made and done at, and an answer that came after the wait's
+    deadline raises TimeoutError, as the wait would have at its deadline ("If the call hasn't completed in
+    timeout seconds, then a TimeoutError will be raised":
+    https://docs.python.org/3/library/concurrent.futures.html#concurrent.futures.Future.result); the call
+    itself goes on, as there. The wait starts where its own thread's time is: the virtual time the future
+    was made at, moved on by what that thread itself moved the clock since (its slow calls, its sleeps),
+    not by another thread's slow call. Waits outside an invocation, or with no timeout, are left alone.
+    Not covered: `concurrent.futures.wait` and `as_completed`, `Thread.join`, `Event.wait`, queues."""
+    import concurrent.futures
+    import threading
+
+    future = concurrent.futures.Future
+    own = (future.__init__, future.set_result, future.set_exception, future.result, future.exception)
+    if getattr(own[3], "_idem_on_clock", False):  # already inside (a concurrent copy)
+        yield
+        return
+    moved: dict[int, float] = {}  # the seconds each thread has moved the clock by
+    own_advance_to = clock.advance_to
+
+    def advance_to(when: float) -> float:
+        before = clock.now()
+        now = own_advance_to(when)
+        moved[threading.get_ident()] = moved.get(threading.get_ident(), 0.0) + (now - before)
+        return now
+
+    def made(self: Any) -> None:
+        own[0](self)
+        self._idem_made = (clock.now(), threading.get_ident(), moved.get(threading.get_ident(), 0.0))
+
+    def done(setter: Callable[..., Any]) -> Callable[..., Any]:
+        def set_it(self: Any, value: Any) -> None:
+            self._idem_done_at = clock.now()
+            setter(self, value)
+        return set_it
+
+    def on_clock(wait_for: Callable[..., Any]) -> Callable[..., Any]:
+        def wait(self: Any, timeout: float | None = None) -> Any:
+            if timeout is None or current() is None:
+                return wait_for(self, timeout)
+            me, began = threading.get_ident(), clock.now()
+            made_at, maker, moved_then = getattr(self, "_idem_made", (began, None, 0.0))
+            if maker == me:  # the thread's own time: the clock less what other threads moved it by
+                began = min(began, made_at + moved.get(me, 0.0) - moved_then)
+            try:
+                answer = wait_for(self, timeout)
+            except concurrent.futures.TimeoutError:
+                raise
+            except BaseException:
+                if getattr(self, "_idem_done_at", began) > began + timeout:
+                    raise concurrent.futures.TimeoutError() from None
+                raise
+            if getattr(self, "_idem_done_at", began) > began + timeout:
+                raise concurrent.futures.TimeoutError()
+            return answer
+        wait._idem_on_clock = True  # type: ignore[attr-defined]
+        return wait
+
+    clock.advance_to = advance_to
+    future.__init__ = made  # type: ignore[method-assign]
+    future.set_result, future.set_exception = done(own[1]), done(own[2])  # type: ignore[method-assign]
+    future.result, future.exception = on_clock(own[3]), on_clock(own[4])  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        (future.__init__, future.set_result, future.set_exception, future.result,  # type: ignore[method-assign]
+         future.exception) = own
+        if clock.__dict__.get("advance_to") is advance_to:
+            del clock.advance_to
+
+
+#: the clock ids whose time has a reference point of the machine's own (its boot): one execution
+#: environment's, on Lambda (https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+_MONOTONIC_IDS = frozenset(getattr(time, name) for name in ("CLOCK_MONOTONIC", "CLOCK_MONOTONIC_RAW", "CLOCK_BOOTTIME",
+                                                            "CLOCK_UPTIME_RAW") if hasattr(time, name))
+
+
+@contextlib.contextmanager
 def as_lambda(env: dict[str, str], clock: Any, session: Any,
               sleep: Callable[[float], None] | None = None, monotonic_offset: float | None = None) -> Iterator[None]:
     """What a function sees on Lambda, for a handler the runtime cannot wire itself: its
     settings in os.environ, boto3's default session (the watched one, on moto), every other
     boto3 session watched too (`every_session_watched`), and one clock: `time.time`,
     `datetime.now/utcnow/today` and the rest through time-machine
-    (https://time-machine.readthedocs.io), and `time.monotonic`, which time-machine leaves
-    alone, by hand, all reading the virtual clock (`monotonic_offset`: what `time.monotonic` adds to it,
-    the execution environment's own; without one it reads 1,000 s at entry). Everything is put back afterwards."""
+    (https://time-machine.readthedocs.io), and the monotonic clocks, which time-machine leaves
+    alone, by hand (`time.monotonic`, `time.perf_counter`, which since Python 3.13 is the same clock
+    (https://docs.python.org/3/library/time.html#time.perf_counter), and `time.clock_gettime` of a
+    monotonic clock id), all reading the virtual clock (`monotonic_offset`: what they add to it,
+    the execution environment's own; without one they read 1,000 s at entry). Everything is put back afterwards."""
     saved_env = {name: os.environ.get(name) for name in env}
-    saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns)
+    saved = (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns, time.perf_counter, time.perf_counter_ns,
+             time.clock_gettime, time.clock_gettime_ns)
     saved_register, saved_sleep, saved_uuid1 = atexit.register, time.sleep, uuid.uuid1
     # time.sleep in an invocation moves the virtual clock (LocalLambda.sleep); elsewhere it sleeps
     time.sleep = lambda seconds: (sleep or (lambda _s: None))(seconds) if current() else saved_sleep(seconds)  # type: ignore[assignment]
@@ -99,15 +183,21 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any,
     travelling = _travelling(clock)
     travelling.__enter__()
     offset = 1_000.0 - clock.now() if monotonic_offset is None else monotonic_offset
-    time.monotonic = lambda: offset + clock.now()  # type: ignore[assignment]
-    time.monotonic_ns = lambda: int((offset + clock.now()) * 1e9)  # type: ignore[assignment]
+    time.monotonic = time.perf_counter = lambda: offset + clock.now()  # type: ignore[assignment]
+    time.monotonic_ns = time.perf_counter_ns = lambda: int((offset + clock.now()) * 1e9)  # type: ignore[assignment]
+    own_gettime, own_gettime_ns = saved[5], saved[6]
+    time.clock_gettime = lambda clock_id: (  # type: ignore[assignment]
+        offset + clock.now() if clock_id in _MONOTONIC_IDS else own_gettime(clock_id))
+    time.clock_gettime_ns = lambda clock_id: (  # type: ignore[assignment]
+        int((offset + clock.now()) * 1e9) if clock_id in _MONOTONIC_IDS else own_gettime_ns(clock_id))
     try:
-        with every_session_watched(), inherit_invocations():
+        with every_session_watched(), inherit_invocations(), waits_on_clock(clock):
             yield
     finally:
         travelling.__exit__(None, None, None)
         atexit.register, time.sleep, uuid.uuid1 = saved_register, saved_sleep, saved_uuid1  # type: ignore[assignment]
-        boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns = saved
+        (boto3.DEFAULT_SESSION, time.monotonic, time.monotonic_ns, time.perf_counter, time.perf_counter_ns,  # type: ignore[assignment]
+         time.clock_gettime, time.clock_gettime_ns) = saved
         for name, value in saved_env.items():
             if value is None:
                 os.environ.pop(name, None)

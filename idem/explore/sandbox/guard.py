@@ -29,7 +29,7 @@ class Guard:
         self.real_exit = os._exit
         self.threads: list[tuple[threading.Thread, float, str]] = []
         self._last_beat = 0.0
-        self._clock = time.perf_counter  # time-machine and the runtime move time.time and monotonic
+        self._clock = time.perf_counter  # the real one, taken now (the runtime moves perf_counter too)
         self._monitor_pid = 0
         self._alarm_noted = False
 

@@ -13,11 +13,11 @@ ExpressionAttributeNames unused in expressions: keys: {#f2}"
 values on a request with no expression that takes them: "ExpressionAttributeValues can only be
 specified when using expressions: ConditionExpression is null") are written as dynalite, an emulator
 tested against DynamoDB, writes them (mhart/dynalite validations/index.js); none of these words is on an
-AWS page. moto 5.2.5 refuses an unused name on every call, an unused value on UpdateItem only: it
-writes a PutItem, DeleteItem and TransactWriteItems action whose ExpressionAttributeValues hold one no
-expression uses (or that has no expression at all), and answers such a Query or Scan; it takes an
-empty ExpressionAttributeNames on PutItem, DeleteItem, UpdateItem, Query and Scan, and an unused name in
-TransactGetItems.
+AWS page. moto 5.2.5 refuses an unused name on every call but TransactGetItems, an unused value on
+UpdateItem only: it writes a PutItem, DeleteItem and TransactWriteItems action whose
+ExpressionAttributeValues hold one no expression uses (or that has no expression at all), and answers
+such a Query or Scan; it takes an empty ExpressionAttributeNames on PutItem, DeleteItem, UpdateItem,
+Query and Scan, and an unused name in TransactGetItems (each tried through `idem.sim.world`).
 
 Here a placeholder (`#name` or `:value`) counts as used where it stands in the request's own
 expressions as a whole token: ConditionExpression, UpdateExpression, KeyConditionExpression,
@@ -29,15 +29,17 @@ precision. Exceeding this results in an exception. [...] Positive range: 1E-130 
 9.9999999999999999999999999999999999999E+125; Negative range: -9.9999999999999999999999999999999999999E+125
 to -1E-130. In DynamoDB, numbers are represented as variable length. Leading and trailing zeroes are
 trimmed." (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html#HowItWorks.DataTypes.Number;
-the same 38 digits in https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
+the same limits in https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Constraints.html#limits-data-types).
 So a digit counts unless it is a leading or trailing zero: `1` followed by 40 zeros is one digit,
 `0e1000` is zero (ScyllaDB's tests, run against DynamoDB, store `31415926535897932384626433832795028841e30`
 and `0e1000`: scylladb test/alternator/test_number.py). The messages (ValidationException) are not on
 an AWS page; they are real DynamoDB's as dynalite and ScyllaDB's tests quote them: "Attempting to store
 more than 38 significant digits in a Number", "Number overflow. Attempting to store a number with
-magnitude larger than supported range" (the second also in AWS's TransactWriteItems page among a
-ValidationError's causes), "Number underflow. [...] smaller than supported range". moto 5.2.5 refuses
-only an underflow, and stores a Number of any precision and an overflowing one, in an Item, a Key,
+magnitude larger than supported range" (the second also among a ValidationError's messages in
+https://repost.aws/knowledge-center/dynamodb-transactwriteitems), "Number underflow. [...] smaller than
+supported range". Which of them DynamoDB names first for a number both too long and out of range is
+not documented: here the range, as dynalite does. moto 5.2.5 refuses
+only an underflow, and takes a Number of any precision and an overflowing one, in an Item,
 ExpressionAttributeValues, a transaction and a batch. Checked here: every N and NS, in maps and lists
 too, of Item, Key, ExpressionAttributeValues and ExclusiveStartKey, in PutItem, DeleteItem, UpdateItem,
 GetItem, Query, Scan, TransactWriteItems, TransactGetItems, BatchWriteItem and BatchGetItem. A text that

@@ -47,8 +47,9 @@ How it works:
    against the books (`idem.explore.judge.verdicts`): two charges, no charge, a charge with no line,
    a line with no charge, each named; with nothing in the failure queue, a silent break. Per
    ORDER (docs/one_charge_per_order.md): the charges and lines of an order's uploads must EQUAL the clean run's.
-   The clean run is judged too: one that fails, or books other than one line per charge, is the
-   report (exit 1, with its timeline).
+   The clean run is judged too: one that fails, or books other than one line per charge, or a charge
+   whose ledger line DynamoDB refused as invalid while the handler went on (no line: books the
+   default place would not otherwise judge), is the report (exit 1, with its timeline).
 
 Exit codes of `python -m idem check`: 0 when nothing breaks, 1 when something does (the clean
 run included), 2 for bad input (a module that is missing, a name that is not callable).
@@ -236,6 +237,12 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
         raise CleanRunBreaks(replace(result, verdict=Verdict.SILENT_MISMATCH.value, findings=[
             f"the clean run booked {lines} ledger line{'s' if lines != 1 else ''} for {charges} "
             f"charge{'s' if charges != 1 else ''}: the books disagree with the money with no fault at all"]))
+    if books is not None and charges and not lines and result.refused_lines:  # a line sent, refused, gone past
+        raise CleanRunBreaks(replace(result, verdict=(Verdict.NEEDS_ATTENTION if result.dlq
+                                                      else Verdict.SILENT_MISMATCH).value, findings=[
+            f"the clean run charged and booked no ledger line: DynamoDB refused the line it sent to "
+            f"{books.table_env} ({result.refused_lines[0]}) and the handler went on; a request DynamoDB "
+            "refuses as invalid is refused on every attempt"]))
     crossings = [c for a in result.attempts for c in a.crossings]
     made = sorted({call for a in result.attempts for call in a.calls}) + (
         [CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL for c in crossings) else [])

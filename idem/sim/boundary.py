@@ -101,6 +101,9 @@ class Watch:
         #: the runtime's provider client (a WatchedProvider), where a charge the handler sends
         #: with Stripe's SDK itself is counted for its invocation (idem.explore.stripe_sdk)
         self.provider: Any = None
+        #: the handler's DynamoDB requests DynamoDB refused as invalid (ValidationException: no retry
+        #: and no item's state makes them succeed), each as (call, its parameters, the message)
+        self.invalid: list[tuple[str, dict[str, Any], str]] = []
         #: under an SQS mapping, the references of the charges the provider declined (402): the
         #: runtime's DeclineWatch notes them, and so does a charge sent with Stripe's SDK itself
         self.declines: list[str] | None = None
@@ -279,6 +282,8 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
     running = current()
     if not running or not isinstance(params, dict):
         return
+    if model.service_model.endpoint_prefix == "dynamodb" and isinstance(context, dict):
+        context[_PARAMETERS] = params  # read again if DynamoDB refuses the request (`_after_call`)
     if params.get("QueueUrl") and model.name.startswith("SendMessage"):
         running[0].queues.add(params["QueueUrl"])
     topic = params.get("TopicArn") or params.get("TargetArn")
@@ -287,11 +292,19 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
         context[_FIFO_PUBLISH] = True
 
 
-def _after_call(model: Any, http_response: Any = None, context: Any = None, **_: Any) -> None:
+#: set in a DynamoDB call's botocore context: the call's own parameters
+_PARAMETERS = "idem_parameters"
+
+
+def _after_call(model: Any, http_response: Any = None, context: Any = None, parsed: Any = None, **_: Any) -> None:
     running = current()
     if running and not (isinstance(context, dict) and context.get(_ANSWERED)):  # as if it had raised before
         watch, visit = running
         status = getattr(http_response, "status_code", 200)
+        error = parsed.get("Error", {}) if isinstance(parsed, dict) else {}
+        if status >= 400 and isinstance(error, dict) and error.get("Code") == "ValidationException" \
+                and isinstance(context, dict) and isinstance(context.get(_PARAMETERS), dict):
+            watch.invalid.append((_call_name(model), context[_PARAMETERS], str(error.get("Message", ""))))
         # not counted: a FIFO publish (counted where it lands), or a batch call answered with every entry
         # failed (idem.sim.platform.batch_partial.NOTHING_LANDED: nothing landed)
         watch.after(visit, _call_name(model), succeeded=status < 300, counted=not (isinstance(context, dict) and (

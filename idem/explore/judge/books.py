@@ -56,3 +56,40 @@ class Books:
 
     def __str__(self) -> str:
         return f"{self.table_env}:{self.attribute}"
+
+
+def refused_lines(invalid: Iterable[tuple[str, dict[str, Any], str]], table: str, attribute: str) -> list[str]:
+    """The ledger lines the handler sent to the books' table that DynamoDB refused as invalid (a
+    ValidationException: no retry makes them land; `idem.sim.boundary.Watch.invalid`), each as its call
+    and DynamoDB's message: an item carrying `attribute` put (PutItem, a transaction's Put, a batch's
+    PutRequest), or an update naming it."""
+    found = []
+    for call, params, message in invalid:
+        if any(name == table and attribute in attributes for name, attributes in _written(call, params)):
+            found.append(f"{call}: {message}")
+    return found
+
+
+def _written(call: str, params: dict[str, Any]) -> Iterable[tuple[Any, Any]]:
+    """(table, the attribute names it writes) for each write of a DynamoDB request's parameters."""
+    def one(request: Any) -> Iterable[tuple[Any, Any]]:
+        if not isinstance(request, dict):
+            return []
+        if isinstance(request.get("Item"), dict):
+            return [(request.get("TableName"), set(request["Item"]))]
+        if isinstance(request.get("UpdateExpression"), str):
+            names = request.get("ExpressionAttributeNames") or {}
+            words = set(request["UpdateExpression"].replace(",", " ").replace("=", " ").split())
+            return [(request.get("TableName"), words | set(names.values() if isinstance(names, dict) else []))]
+        return []
+
+    if call in ("dynamodb:PutItem", "dynamodb:UpdateItem"):
+        return list(one(params))
+    if call == "dynamodb:TransactWriteItems":
+        return [w for entry in params.get("TransactItems") or [] if isinstance(entry, dict)
+                for action in entry.values() for w in one(action)]
+    if call == "dynamodb:BatchWriteItem":
+        tables = params.get("RequestItems") or {}
+        return [(name, set(request["PutRequest"].get("Item") or {})) for name, requests in tables.items()
+                for request in requests or [] if isinstance(request, dict) and isinstance(request.get("PutRequest"), dict)]
+    return []

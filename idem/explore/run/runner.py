@@ -19,7 +19,7 @@ from ..errors import CheckCouldNotFinish, CheckInputError
 from ..families import accounts, sqs_timed, timed, timings
 from ..families.schedule import Schedule
 from ..judge import money, state as states
-from ..judge.books import Books
+from ..judge.books import Books, refused_lines
 from ..judge.effects import (QUEUE_SENDS, TOPIC_PUBLISHES, delivered, failures_for, judge_sqs,
                              lines_booked, per_order, per_upload)
 from ..judge.result import Result
@@ -267,7 +267,9 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None, baseline.get(CHARGES, 0))
             verdict, findings = money.worse(verdict, paid), findings + wrong
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left,
-                                  paid=money.prices_paid(new), paid_by_link=money.by_link(new, keys)))
+                                  paid=money.prices_paid(new), paid_by_link=money.by_link(new, keys),
+                                  refused_lines=refused_lines(runtime.watch.invalid, table, books.attribute)
+                                  if table and books else []))
             _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results

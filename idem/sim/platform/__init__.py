@@ -4,4 +4,6 @@ refused whole (`batch_keys`), a PartiQL INSERT of a key the table has refused (E
 ExecuteTransaction cancelled whole, BatchExecuteStatement's per-statement error), and its `?` parameters
 read (`partiql_insert`), a batch call answered in part
 (BatchWriteItem, BatchGetItem, SendMessageBatch, PublishBatch, PutEvents: `batch_partial`), ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`), and StartExecution on an
-EXPRESS state machine, a new execution every time (`sfn_express`)."""
+EXPRESS state machine, a new execution every time (`sfn_express`); and DynamoDB's refusal of an
+expression placeholder no expression uses and of a Number past 38 significant digits or its range
+(`request_checks`)."""

@@ -121,15 +121,16 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
             made_at, maker, moved_then = getattr(self, "_idem_made", (began, None, 0.0))
             if maker == me:  # the thread's own time: the clock less what other threads moved it by
                 began = min(began, made_at + moved.get(me, 0.0) - moved_then)
+            late = lambda: getattr(self, "_idem_done_at", began) > began + timeout  # noqa: E731
             try:
                 answer = wait_for(self, timeout)
             except concurrent.futures.TimeoutError:
                 raise
             except BaseException:
-                if getattr(self, "_idem_done_at", began) > began + timeout:
+                if late():
                     raise concurrent.futures.TimeoutError() from None
                 raise
-            if getattr(self, "_idem_done_at", began) > began + timeout:
+            if late():
                 raise concurrent.futures.TimeoutError()
             return answer
         wait._idem_on_clock = True  # type: ignore[attr-defined]
@@ -183,13 +184,19 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any,
     travelling = _travelling(clock)
     travelling.__enter__()
     offset = 1_000.0 - clock.now() if monotonic_offset is None else monotonic_offset
-    time.monotonic = time.perf_counter = lambda: offset + clock.now()  # type: ignore[assignment]
-    time.monotonic_ns = time.perf_counter_ns = lambda: int((offset + clock.now()) * 1e9)  # type: ignore[assignment]
+    def monotonic() -> float:  # the environment's monotonic clock, however it is read
+        return offset + clock.now()
+
+    def monotonic_ns() -> int:
+        return int(monotonic() * 1e9)
+
     own_gettime, own_gettime_ns = saved[5], saved[6]
+    time.monotonic = time.perf_counter = monotonic  # type: ignore[assignment]
+    time.monotonic_ns = time.perf_counter_ns = monotonic_ns  # type: ignore[assignment]
     time.clock_gettime = lambda clock_id: (  # type: ignore[assignment]
-        offset + clock.now() if clock_id in _MONOTONIC_IDS else own_gettime(clock_id))
+        monotonic() if clock_id in _MONOTONIC_IDS else own_gettime(clock_id))
     time.clock_gettime_ns = lambda clock_id: (  # type: ignore[assignment]
-        int((offset + clock.now()) * 1e9) if clock_id in _MONOTONIC_IDS else own_gettime_ns(clock_id))
+        monotonic_ns() if clock_id in _MONOTONIC_IDS else own_gettime_ns(clock_id))
     try:
         with every_session_watched(), inherit_invocations(), waits_on_clock(clock):
             yield

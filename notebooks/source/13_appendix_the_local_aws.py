@@ -157,6 +157,11 @@ views.show_source(boundary._before_call, boundary._after_call)
 # moto never fails an entry, so the runtime makes such answers itself. Nothing landed, so the
 # call counts no effect.
 #
+# `_after_call` also keeps each DynamoDB request refused with a `ValidationException`, with its
+# parameters. Such a request is refused on every attempt. If the clean run charged and the ledger
+# line it sent was refused this way, the check reports a break even when the handler swallowed
+# the error.
+#
 # The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
 
 # %%

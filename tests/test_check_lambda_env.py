@@ -152,8 +152,14 @@ def test_a_stripe_sdk_direct_handler_runs_and_its_charges_land():
                if not _past(r["schedule"]))
 
 
-def test_a_stripe_sdk_direct_handler_holds_with_two_uploads_of_one_name():
-    code, out, err = cli(target("stripe_direct"), "--retries", "1", "--workers", "1", "--json")
+@pytest.fixture(scope="module")
+def stripe_direct_retried() -> tuple[int, str, str]:
+    """One check of stripe_direct with a retry, read by the two tests below (each asks its own question)."""
+    return cli(target("stripe_direct"), "--retries", "1", "--workers", "1", "--json")
+
+
+def test_a_stripe_sdk_direct_handler_holds_with_two_uploads_of_one_name(stripe_direct_retried):
+    code, out, err = stripe_direct_retried
     assert code == 1 and past_key_window_only(json.loads(out)), out + err
     second_orders = [r for r in json.loads(out)["results"] if "a second order at the same name" in r["schedule"]]
     assert second_orders and all(r["verdict"] not in ("double_charge", "silent_loss") for r in second_orders)
@@ -165,8 +171,8 @@ def test_a_stripe_sdk_direct_handler_holds_with_two_uploads_of_one_name():
     assert any("(new version), after the first is done" in r["schedule"] for r in both)
 
 
-def test_the_provider_s_faults_reach_a_charge_sent_with_stripe_s_sdk_directly():
-    code, out, err = cli(target("stripe_direct"), "--retries", "1", "--workers", "1", "--json")
+def test_the_provider_s_faults_reach_a_charge_sent_with_stripe_s_sdk_directly(stripe_direct_retried):
+    code, out, err = stripe_direct_retried
     # it holds through every provider fault; it breaks only past Stripe's key window (its only guard there)
     assert code == 1 and past_key_window_only(json.loads(out)), out + err
     schedules = [r["schedule"] for r in json.loads(out)["results"]]

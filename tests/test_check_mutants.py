@@ -3,7 +3,8 @@ it imports, keyed_*.py), each made from a copy of the files by a textual replace
 file that holds its pattern, failing loudly when the pattern is gone (so a rewrite of keyed cannot
 silently turn a mutant into keyed itself). The copy runs as a reader's copy does: the files side
 by side in one folder, that folder on sys.path, the siblings imported by their plain names. Each
-mutant is caught (the check breaks) or the test says why the check cannot or need not catch it."""
+mutant is caught (the check breaks, on the family of schedules named beside it, run alone) or the
+test says why the check cannot or need not catch it (those run on every family)."""
 from __future__ import annotations
 
 import shutil
@@ -14,51 +15,53 @@ import pytest
 
 from idem.explore.check import check_handler
 from idem.explore.errors import CheckInputError
+from idem.explore.families import family_choice
 
 HANDLERS = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers"
 KEYED = HANDLERS / "keyed.py"
 #: keyed.py and the siblings it imports (docs/one_charge_per_order.md: the handler to copy).
 FILES = sorted(HANDLERS.glob("keyed*.py"))
 
-#: name -> (pattern in keyed.py or a sibling, its replacement, retries to try, a verdict the check must give)
+#: name -> (pattern in keyed.py or a sibling, its replacement, retries to try, a verdict the check must
+#: give, and the family of schedules that must give it: the mutant is checked on that family alone)
 CAUGHT = {
     "fresh key per attempt": (
         "idempotency_key=claimed.key, metadata=metadata,",
         "idempotency_key=uuid.uuid4().hex, metadata=metadata,",
-        (0,), "double_charge"),
+        (0,), "double_charge", "again"),
     "no key at all": (
         "idempotency_key=claimed.key, metadata=metadata,",
         "metadata=metadata,",
-        (0,), "double_charge"),
+        (0,), "double_charge", "again"),
     "errors swallowed": (
         "            self.ledger.release(claimed)\n            raise\n",
         "            self.ledger.release(claimed)\n            return {\"status\": \"failed\"}\n",
-        (0,), "silent_loss"),
+        (0,), "silent_loss", "runs"),
     "failures not raised": (
         "    if len(failures) == 1 and not batch.malformed:\n        raise failures[0]\n"
         "    if failures or batch.malformed:\n",
         "    if failures and False:\n        raise failures[0]\n    if batch.malformed:\n",
-        (0,), "silent_loss"),
+        (0,), "silent_loss", "runs"),
     # Two orders at one name in one schedule (the overwrite dimension): keyed by the name instead
     # of the order the file names, the second order's key is the first's, so it is turned away as
     # a duplicate and never charged.
     "key without the order id (the name instead)": (
         "OrderRef(order_key(upload.account, order.order_id),",
-        'OrderRef(_order_key("order", f"{upload.bucket}\\n{upload.key}"),', (0,), "silent_loss"),
+        'OrderRef(_order_key("order", f"{upload.bucket}\\n{upload.key}"),', (0,), "silent_loss", "overwrite"),
     # Two accounts' order "1001" (the accounts family): keyed by the order id alone, the second
     # account's order is the first's key, turned away as a duplicate and never charged.
     "key without the account": (
         'return _order_key("order", f"{account}\\n{order_id}")',
-        'return _order_key("order", order_id)', (0,), "silent_loss"),
+        'return _order_key("order", order_id)', (0,), "silent_loss", "accounts"),
     # The order file read at the name's latest bytes, not this upload's: a second order landing
     # before the first invocation reads its file is read (and charged) in its place, twice over
     # its own key, and the first order is never charged.
     "order read at the latest version, not the event's": (
         'where = {"VersionId": upload.version_id} if upload.versioned else',
-        "where = {} if upload.versioned else", (0,), "silent_loss"),
+        "where = {} if upload.versioned else", (0,), "silent_loss", "overwrite"),
     "order read without IfMatch (unversioned bucket)": (
         """else {"IfMatch": '"' + upload.etag.strip('"') + '"'}""",
-        "else {}", (0,), "silent_loss"),
+        "else {}", (0,), "silent_loss", "overwrite"),
 }
 
 #: Mutants that are equivalent to keyed for money and books, each with why (each still applied, so
@@ -133,9 +136,11 @@ def mutant(tmp_path: Path, name: str, old: str, new: str, monkeypatch: pytest.Mo
 
 @pytest.mark.parametrize("name", sorted(CAUGHT))
 def test_the_check_catches_keyeds_mutant(tmp_path, monkeypatch, name):
-    old, new, retries, verdict = CAUGHT[name]
+    old, new, retries, verdict, family = CAUGHT[name]
+    monkeypatch.setenv(family_choice.VARIABLE, family)  # the family that must catch it, alone
     report = check_handler(mutant(tmp_path, name, old, new, monkeypatch), retries=retries, workers=1)
     assert not report.holds and report.tally().get(verdict, 0) > 0, report.tally()
+    assert {r.schedule.dimension for r in report.results} == {family}
 
 
 @pytest.mark.parametrize("name", sorted(NOT_CAUGHT))
@@ -158,6 +163,7 @@ def test_a_mutant_that_never_books_is_refused_when_the_books_are_named(tmp_path,
                     "            self.ledger.commit(claimed, result, upload.account, cents, charge_id,\n"
                     "                               Status.PENDING if status == PENDING else Status.DONE, customer, currency)\n",
                     "            pass\n", monkeypatch)
+    monkeypatch.setenv(family_choice.VARIABLE, "uploads")  # what the clean run booked decides both
     assert "NOT judged" in check_handler(target, retries=(0,), workers=1).books_judged()
     with pytest.raises(CheckInputError, match="booked no ledger line"):
         check_handler(target, retries=(0,), workers=1, books="LEDGER_TABLE:charge_id")

@@ -90,7 +90,8 @@ CAUGHT = {
 #: slow schedules break it.
 #: Gone since the merge: "a TTL shorter than the timeout". A claim carries no expires_at any more
 #: (docs/money_contract.md: only a run-out lease lets a takeover happen), so RECORD_TTL_SECONDS
-#: reaches no item keyed writes: that mutant changed nothing a schedule could run.
+#: reached no item keyed writes: that mutant changed nothing a schedule could run (and keyed no
+#: longer reads RECORD_TTL_SECONDS at all: tests/test_handler_lifetimes.py).
 NOT_CAUGHT = {
     "no lease (a copy takes over at once)": (
         "if (existing.status is Status.IN_PROGRESS and existing.lease_until <= now) \\\n",

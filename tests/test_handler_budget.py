@@ -43,8 +43,7 @@ def test_one_stripe_call_keeps_within_its_share():
 
 def test_a_timeout_too_short_for_the_slowest_path_is_refused_at_cold_start():
     with pytest.raises(keyed.ConfigError, match="slowest path"):
-        keyed.settings_from_env({"LEDGER_TABLE": "t", "FUNCTION_TIMEOUT_SECONDS": "20",
-                                 "RECORD_TTL_SECONDS": "3600"})
+        keyed.settings_from_env({"LEDGER_TABLE": "t", "FUNCTION_TIMEOUT_SECONDS": "20"})
 
 
 class _Address(str):

@@ -1,26 +1,38 @@
-"""Lifetimes that cover the work itself: a claim must outlive its invocation, and a charge
-whose claim was swept by DynamoDB's TTL is still booked, never ended in silence."""
+"""Lifetimes that cover the work itself: keyed's records never expire, so no TTL setting can make
+one vanish while its invocation charges; and a charge whose claim was deleted from under it (by hand,
+or by a TTL a table's owner set on another attribute) is still booked, never ended in silence."""
 from __future__ import annotations
 
 import pytest
 
 from idem.core.handlers import keyed
 from idem.core.ledger import booked_totals
+from idem.core.settings import Settings as TeachingSettings
 from idem.sim.world import LocalWorld
 
 
-def test_a_ttl_shorter_than_the_timeout_is_refused_at_cold_start():
-    # The issue's settings: TTL 60 s, maximum event age 60 s, timeout 900 s (accepted before).
-    with pytest.raises(keyed.ConfigError, match="shorter than the function's timeout"):
-        keyed.settings_from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "60", "MAX_EVENT_AGE_SECONDS": "60",
-                                 "PROVIDER_KEY_RETENTION_SECONDS": "86400", "FUNCTION_TIMEOUT_SECONDS": "900"})
-    ok = keyed.settings_from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "960",
-                                  "FUNCTION_TIMEOUT_SECONDS": "900"})
-    assert ok.function_timeout_seconds == 900
+def test_keyed_reads_no_record_ttl_since_its_records_never_expire():
+    # The settings an earlier review found: TTL 60 s, maximum event age 60 s, timeout 900 s. keyed
+    # refused them, saying DynamoDB's TTL could delete its claim; but no record of keyed's carries
+    # expires_at (test below, docs/money_contract.md), so it starts, and reads no RECORD_TTL_SECONDS.
+    settings = keyed.settings_from_env({"LEDGER_TABLE": "t", "RECORD_TTL_SECONDS": "60", "MAX_EVENT_AGE_SECONDS": "60",
+                                        "PROVIDER_KEY_RETENTION_SECONDS": "86400", "FUNCTION_TIMEOUT_SECONDS": "900"})
+    assert settings.function_timeout_seconds == 900 and not hasattr(settings, "record_ttl_seconds")
+    # the lifetime that can run out is the provider's memory of a key: shorter than Lambda's retries, refused
+    with pytest.raises(keyed.ConfigError, match="PROVIDER_KEY_RETENTION_SECONDS is 60 s, shorter than MAX_EVENT_AGE"):
+        keyed.settings_from_env({"LEDGER_TABLE": "t", "MAX_EVENT_AGE_SECONDS": "3600",
+                                 "PROVIDER_KEY_RETENTION_SECONDS": "60"})
+
+
+def test_the_teaching_patterns_records_expire_so_their_ttl_must_outlast_lambdas_retries():
+    with pytest.raises(keyed.ConfigError, match="RECORD_TTL_SECONDS is 60 s, shorter than MAX_EVENT_AGE_SECONDS"):
+        TeachingSettings("robust", "ledger", "provider", record_ttl_seconds=60, max_event_age_seconds=3600)
+    assert TeachingSettings("robust", "ledger", "provider", record_ttl_seconds=3600,
+                            max_event_age_seconds=3600).record_ttl_seconds == 3600
 
 
 class SlowProvider:
-    """A provider call so slow that DynamoDB's TTL sweeps the claim while it runs."""
+    """A provider call so slow that the claim is deleted from under it (a sweep) while it runs."""
 
     def __init__(self, world, key):
         self.world, self.key, self.inner = world, key, world.provider()
@@ -36,7 +48,7 @@ def test_a_charge_whose_claim_was_swept_is_still_booked():
     with LocalWorld() as world:
         upload = keyed.Upload.of(world.upload("alice/order.csv"))
         charger = keyed.KeyedCharger(world.dynamodb, SlowProvider(world, upload.idempotency_key),
-                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload",
+                                     keyed.Settings(world.ledger_table, order_identity="upload",
                                                     price_per_upload_cents=500),
                                      now=world.clock.now)
         result = charger.charge_once(upload, 900_000)
@@ -58,7 +70,7 @@ def test_a_swept_claim_retaken_by_another_invocation_is_lost_ownership_not_silen
                 return charge
 
         charger = keyed.KeyedCharger(world.dynamodb, TakenOver(world, upload.idempotency_key),
-                                     keyed.Settings(world.ledger_table, record_ttl_seconds=60, order_identity="upload",
+                                     keyed.Settings(world.ledger_table, order_identity="upload",
                                                     price_per_upload_cents=500),
                                      now=world.clock.now)
         assert charger.charge_once(upload, 900_000)["status"] == "superseded"  # logged, counted lost_ownership

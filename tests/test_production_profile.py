@@ -36,7 +36,7 @@ SERVICE_CALLS = {("sqs:SendMessage", "FailureQueue"), ("logs:CreateLogStream", "
                  ("xray:PutTelemetryRecords", "*")}
 #: The handler's environment in prod (the keyed handler's settings with its Stripe adapter:
 #: STAGE for the key's mode, STACK_NAME for the PaymentIntents' idem_stack metadata).
-PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "RECORD_TTL_SECONDS", "CURRENCIES", "MIN_AMOUNT_CENTS",
+PROD_ENV = {"LEDGER_TABLE", "MAX_EVENT_AGE_SECONDS", "CURRENCIES", "MIN_AMOUNT_CENTS",
             "MAX_AMOUNT_CENTS", "STRIPE_SECRET_PARAMETER", "FUNCTION_TIMEOUT_SECONDS", "STACK_NAME", "STAGE"}
 #: What keyed reads only to refuse to start (docs/money_contract.md: no default price).
 PROD_REFUSED = {"PRICE_CENTS", "CURRENCY"}

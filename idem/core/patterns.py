@@ -18,7 +18,7 @@ def keyed_handle(obj: S3Object, svc: Services, context: Any) -> dict[str, Any]:
         charger = svc.built["keyed"] = keyed.KeyedCharger(
             svc.ledger.client, svc.provider,
             keyed_settings.Settings(
-                svc.ledger.table, currencies=(svc.currency,), record_ttl_seconds=svc.ledger.ttl_seconds,
+                svc.ledger.table, currencies=(svc.currency,),
                 provider_key_retention_seconds=svc.provider_key_retention_seconds, order_identity=svc.order_identity,
                 # no order file read (object-name, upload): the entry point's PRICE_CENTS is the price per upload
                 price_per_upload_cents=None if svc.order_identity == "order-id" else svc.price_cents),

@@ -64,8 +64,6 @@ ORDER_IDENTITIES = ("order-id", "object-name", "upload")
 #: "POST Object"; "PostObject" kept too). Never a copy: it makes a new version of an order charged.
 CHARGE_EVENTS = ("ObjectCreated:Put", "ObjectCreated:Post", "ObjectCreated:CompleteMultipartUpload",
                  "ObjectCreated:PutObject", "ObjectCreated:POST Object", "ObjectCreated:PostObject")
-#: How long a claim must outlive the function's timeout (check_lifetimes).
-CLAIM_MARGIN_SECONDS = 60
 #: From 1 h before the key window ends, the charge is searched for before any charge: Stripe's search
 #: "can be up to an hour behind during outages" (https://docs.stripe.com/api/payment_intents/search).
 KEY_AGE_MARGIN_SECONDS = 3600
@@ -130,7 +128,8 @@ class Settings:
     min_amount_cents: int = 50
     max_amount_cents: int = 100_000
     price_per_upload_cents: int | None = None  # PRICE_PER_UPLOAD_CENTS: only where no order file is read
-    record_ttl_seconds: int = DAY
+    # No record TTL: a record of keyed's carries no expires_at, so DynamoDB's TTL never deletes one
+    # (docs/money_contract.md); RECORD_TTL_SECONDS is the teaching patterns' (idem/core/settings.py).
     provider_key_retention_seconds: int = DAY  # Stripe may prune a key 24 h old
     max_event_age_seconds: int | None = None  # the function's MaximumEventAgeInSeconds, when set
     function_timeout_seconds: int | None = None  # the function's Timeout, when set
@@ -156,8 +155,7 @@ class Settings:
         if not self.charge_events or not all(n.startswith("ObjectCreated:") for n in self.charge_events):
             raise ConfigError(f"CHARGE_EVENTS is {','.join(self.charge_events)!r}: name S3's ObjectCreated "
                               "events that create an order, e.g. ObjectCreated:Put,ObjectCreated:Post")
-        check_lifetimes(self.record_ttl_seconds, self.provider_key_retention_seconds,
-                        self.max_event_age_seconds, self.function_timeout_seconds)
+        check_lifetimes(self.provider_key_retention_seconds, self.max_event_age_seconds)
         if self.function_timeout_seconds is not None and SLOWEST_PATH_SECONDS >= self.function_timeout_seconds:
             raise ConfigError(f"FUNCTION_TIMEOUT_SECONDS is {self.function_timeout_seconds} s, and one upload's "
                               f"slowest path can take {SLOWEST_PATH_SECONDS:g} s: raise the timeout")
@@ -180,27 +178,23 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
                 for name in ("MAX_EVENT_AGE_SECONDS", "FUNCTION_TIMEOUT_SECONDS", "PRICE_PER_UPLOAD_CENTS")}
     currencies = tuple(c.strip().lower() for c in (env.get("CURRENCIES") or "usd").split(",") if c.strip())
     events = tuple(n.strip() for n in (env.get("CHARGE_EVENTS") or ",".join(CHARGE_EVENTS)).split(",") if n.strip())
+    # RECORD_TTL_SECONDS is not read: keyed's records carry no expires_at (see Settings)
     return Settings(table, currencies, _whole(env, "MIN_AMOUNT_CENTS", 50), _whole(env, "MAX_AMOUNT_CENTS", 100_000),
-                    optional["PRICE_PER_UPLOAD_CENTS"], _whole(env, "RECORD_TTL_SECONDS", DAY),
-                    _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY), optional["MAX_EVENT_AGE_SECONDS"],
-                    optional["FUNCTION_TIMEOUT_SECONDS"], env.get("ORDER_IDENTITY") or "order-id", events)
+                    optional["PRICE_PER_UPLOAD_CENTS"], _whole(env, "PROVIDER_KEY_RETENTION_SECONDS", DAY),
+                    optional["MAX_EVENT_AGE_SECONDS"], optional["FUNCTION_TIMEOUT_SECONDS"],
+                    env.get("ORDER_IDENTITY") or "order-id", events)
 
 
-def check_lifetimes(record_ttl: int, key_retention: int, max_event_age: int | None,
-                    timeout: int | None = None) -> None:
-    """The rule every lifetime obeys: a copy of an event is turned away, or looked up (docs/money_contract.md)."""
+def check_lifetimes(key_retention: int, max_event_age: int | None) -> None:
+    """The rule every lifetime obeys: a copy of an event is turned away, or looked up (docs/money_contract.md).
+    keyed's records never expire, so the one lifetime that can run out first is the provider's memory of a key."""
     if max_event_age is not None and not 60 <= max_event_age <= 21_600:
         raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-    for name, value, gone in (("RECORD_TTL_SECONDS", record_ttl, "its record is gone"),
-                              ("PROVIDER_KEY_RETENTION_SECONDS", key_retention, "the provider has forgotten its key")):
-        if max_event_age is not None and value < max_event_age:
-            raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
-                              f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
-                              f"raise {name} to {max_event_age} or more, or lower the maximum event age")
-    if timeout is not None and record_ttl < timeout + CLAIM_MARGIN_SECONDS:
-        raise ConfigError(f"RECORD_TTL_SECONDS is {record_ttl} s, shorter than the function's timeout ({timeout} s) "
-                          f"and a {CLAIM_MARGIN_SECONDS} s margin: DynamoDB's TTL could delete a claim while its "
-                          f"invocation is still charging; raise it to {timeout + CLAIM_MARGIN_SECONDS} or more")
+    if max_event_age is not None and key_retention < max_event_age:
+        raise ConfigError(f"PROVIDER_KEY_RETENTION_SECONDS is {key_retention} s, shorter than MAX_EVENT_AGE_SECONDS "
+                          f"({max_event_age} s): Lambda may still retry or re-deliver an event after the provider has "
+                          f"forgotten its key, and charge it again; raise PROVIDER_KEY_RETENTION_SECONDS to "
+                          f"{max_event_age} or more, or lower the maximum event age")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:

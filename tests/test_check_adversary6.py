@@ -5,7 +5,8 @@ verdict a correct checker must give and the published fact behind it in its docs
   new key when the wait times out) was said to hold: a slow call moved the virtual clock, but the future was
   done in real time at once, so the wait never timed out. Waits on a future now time out on the virtual
   clock (idem.sim.runtime.on_lambda.waits_on_clock); `futures_timeout_same_key` (fails instead, and Lambda's
-  retry charges under the same key) holds.
+  retry charges under the same key) holds. The same with `concurrent.futures.wait` and `as_completed`
+  (`futures_wait_recharge`, `futures_as_completed_recharge`: said to hold, found the next session).
 - `perf_counter_lease` (tests/test_check_timings.py): time.perf_counter was the host's, not each
   environment's, as time.monotonic is.
 - the check's uploads kept the replaced object's S3 tags in an unversioned bucket (tests/test_check_aws.py).
@@ -33,6 +34,19 @@ def test_pins_bug_a_second_charge_under_a_new_key_after_a_wait_times_out_charges
 
 def test_a_wait_that_times_out_and_fails_the_invocation_holds(monkeypatch):
     code, out, err = check(monkeypatch, "futures_timeout_same_key", families="slow,faults")
+    assert code == 0 and "holds: " in out, (out + err)[-3000:]
+
+
+@pytest.mark.parametrize("name", ["futures_wait_recharge", "futures_as_completed_recharge"])
+def test_pins_bug_a_charge_given_up_by_wait_or_as_completed_and_sent_again_under_a_new_key_charges_twice(
+        monkeypatch, name):
+    # both were said to hold: their waits, bound at the handler's import, never timed out on the virtual clock
+    code, out, err = check(monkeypatch, name, families="slow")
+    assert code == 1 and "double_charge" in out and "slow provider:charge" in out, (out + err)[-3000:]
+
+
+def test_a_charge_wait_gives_up_on_that_fails_the_invocation_holds(monkeypatch):
+    code, out, err = check(monkeypatch, "futures_wait_same_key", families="slow,faults")
     assert code == 0 and "holds: " in out, (out + err)[-3000:]
 
 
@@ -72,3 +86,46 @@ def test_the_waiter_s_own_time_counts_and_another_thread_s_does_not(waits):
     with pytest.raises(concurrent.futures.TimeoutError):
         slow.exception(timeout=10)
     assert time.monotonic() - started < 5  # no real wait for it
+
+
+def test_wait_counts_a_future_done_after_the_deadline_as_not_done(waits):
+    clock, pool = waits
+    from concurrent.futures import wait  # as a handler binds it: the name read while waits_on_clock is in force
+
+    quick = pool.submit(lambda: clock.advance_to(clock.now() + 5.0) and "charged")
+    quick.result()  # the pool's one thread: the slow call starts after it, 5 s in
+    slow = pool.submit(lambda: clock.advance_to(clock.now() + 29.0) and "charged")
+    done, not_done = wait([slow, quick], timeout=8)
+    assert (done, not_done) == ({quick}, {slow})  # quick came 5 s in, slow 34 s in
+    done, not_done = concurrent.futures.wait([slow, quick], timeout=60)
+    assert (done, not_done) == ({slow, quick}, set())
+
+
+def test_wait_for_the_first_ends_at_the_virtual_time_the_first_came(waits):
+    clock, pool = waits
+    later = pool.submit(lambda: clock.advance_to(clock.now() + 6.0))
+    sooner = pool.submit(lambda: clock.advance_to(clock.now() + 5.0))  # made after, on the clock 6 s on: done at 11
+    first = concurrent.futures.wait([later, sooner], timeout=30, return_when=concurrent.futures.FIRST_COMPLETED)
+    assert first.done == {later} and first.not_done == {sooner}
+
+
+def test_as_completed_gives_the_futures_done_by_the_deadline_then_times_out(waits):
+    clock, pool = waits
+    quick = pool.submit(lambda: "quick")
+    quick.result()
+    slow = pool.submit(lambda: clock.advance_to(clock.now() + 29.0) and "slow")
+    arrived = []
+    with pytest.raises(concurrent.futures.TimeoutError, match="1 \\(of 2\\) futures unfinished"):
+        for future in concurrent.futures.as_completed([slow, quick], timeout=8):
+            arrived.append(future.result())
+    assert arrived == ["quick"]
+    assert [f.result() for f in concurrent.futures.as_completed([slow, quick], timeout=60)] == ["quick", "slow"]
+
+
+def test_waits_outside_the_check_are_python_s_own_again():
+    from concurrent.futures import _base
+
+    from idem.sim.runtime import on_lambda
+
+    assert (concurrent.futures.wait, concurrent.futures.as_completed) == on_lambda._OWN_WAITS
+    assert (_base.wait, _base.as_completed) == on_lambda._OWN_WAITS

@@ -3,9 +3,11 @@ boto3's session, and one clock (time, datetime, monotonic, uuid1) that reads the
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import itertools
 import os
+import threading
 import time
 import uuid
 from typing import Any, Callable, Iterator
@@ -84,11 +86,9 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     https://docs.python.org/3/library/concurrent.futures.html#concurrent.futures.Future.result); the call
     itself goes on, as there. The wait starts where its own thread's time is: the virtual time the future
     was made at, moved on by what that thread itself moved the clock since (its slow calls, its sleeps),
-    not by another thread's slow call. Waits outside an invocation, or with no timeout, are left alone.
-    Not covered: `concurrent.futures.wait` and `as_completed`, `Thread.join`, `Event.wait`, queues."""
-    import concurrent.futures
-    import threading
-
+    not by another thread's slow call. `concurrent.futures.wait` and `as_completed` with a timeout judge
+    their futures alike (`_wait_on_clock`, `_as_completed_on_clock`). Waits outside an invocation, or with
+    no timeout, are left alone. Not covered: `Thread.join`, `Event.wait`, queues."""
     future = concurrent.futures.Future
     own = (future.__init__, future.set_result, future.set_exception, future.result, future.exception)
     if getattr(own[3], "_idem_on_clock", False):  # already inside (a concurrent copy)
@@ -109,7 +109,7 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
 
     def done(setter: Callable[..., Any]) -> Callable[..., Any]:
         def set_it(self: Any, value: Any) -> None:
-            self._idem_done_at = clock.now()
+            self._idem_done_at, self._idem_done_seq = clock.now(), next(_DONE)
             setter(self, value)
         return set_it
 
@@ -117,11 +117,8 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
         def wait(self: Any, timeout: float | None = None) -> Any:
             if timeout is None or current() is None:
                 return wait_for(self, timeout)
-            me, began = threading.get_ident(), clock.now()
-            made_at, maker, moved_then = getattr(self, "_idem_made", (began, None, 0.0))
-            if maker == me:  # the thread's own time: the clock less what other threads moved it by
-                began = min(began, made_at + moved.get(me, 0.0) - moved_then)
-            late = lambda: getattr(self, "_idem_done_at", began) > began + timeout  # noqa: E731
+            began = _began(clock, moved, [self])
+            late = lambda: _done_at(self, began) > began + timeout  # noqa: E731
             try:
                 answer = wait_for(self, timeout)
             except concurrent.futures.TimeoutError:
@@ -140,13 +137,93 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     future.__init__ = made  # type: ignore[method-assign]
     future.set_result, future.set_exception = done(own[1]), done(own[2])  # type: ignore[method-assign]
     future.result, future.exception = on_clock(own[3]), on_clock(own[4])  # type: ignore[method-assign]
+    modules = (concurrent.futures, concurrent.futures._base)
+    _WAITING.append((clock, moved))
+    for module in modules:  # a handler's `from concurrent.futures import wait` reads these at its import
+        module.wait, module.as_completed = _wait_on_clock, _as_completed_on_clock  # type: ignore[assignment]
     try:
         yield
     finally:
+        for module in modules:
+            module.wait, module.as_completed = _OWN_WAITS  # type: ignore[assignment]
+        _WAITING.remove((clock, moved))
         (future.__init__, future.set_result, future.set_exception, future.result,  # type: ignore[method-assign]
          future.exception) = own
         if clock.__dict__.get("advance_to") is advance_to:
             del clock.advance_to
+
+
+#: (the virtual clock, the seconds each thread has moved it by) of each waits_on_clock in force
+_WAITING: list[tuple[Any, dict[int, float]]] = []
+_OWN_WAITS = (concurrent.futures.wait, concurrent.futures.as_completed)
+
+
+def _began(clock: Any, moved: dict[int, float], futures: Any) -> float:
+    """When a wait on `futures` begins on the waiting thread's own time: the clock, less what other
+    threads moved it by since this thread made one of them (waits_on_clock)."""
+    me, began = threading.get_ident(), clock.now()
+    for made_at, maker, moved_then in (getattr(f, "_idem_made", (began, None, 0.0)) for f in futures):
+        if maker == me:
+            began = min(began, made_at + moved.get(me, 0.0) - moved_then)
+    return began
+
+
+def _done_at(future: Any, began: float) -> float:
+    """The virtual time `future` was done at (one done outside any invocation: when the wait began)."""
+    return float(getattr(future, "_idem_done_at", began))
+
+
+#: the order futures were done in, for those done at one virtual time
+_DONE = itertools.count(1)
+
+
+def _arrived(fs: set[Any], began: float) -> list[tuple[float, Any]]:
+    """The futures of `fs` done (in real time, at once: a slow call moved the clock instead), each with
+    the virtual time it was done at, in the order they came."""
+    came = sorted((f for f in fs if f.done()), key=lambda f: (_done_at(f, began), getattr(f, "_idem_done_seq", 0)))
+    return [(_done_at(f, began), f) for f in came]
+
+
+def _wait_on_clock(fs: Any, timeout: float | None = None, return_when: str = concurrent.futures.ALL_COMPLETED) -> Any:
+    """`concurrent.futures.wait` on the virtual clock: a future done after the deadline is not done
+    ("Returns a named 2-tuple of sets ... done ... not_done":
+    https://docs.python.org/3/library/concurrent.futures.html#concurrent.futures.wait), and with
+    FIRST_COMPLETED or FIRST_EXCEPTION the wait ends at the virtual time the first one came."""
+    if timeout is None or current() is None or not _WAITING:
+        return _OWN_WAITS[0](fs, timeout, return_when)
+    clock, moved = _WAITING[-1]
+    fs = set(fs)
+    began = _began(clock, moved, fs)
+    _OWN_WAITS[0](fs, timeout)  # the calls themselves, done at once in real time (a slow one moved the clock)
+    came = _arrived(fs, began)
+    ends = began + timeout
+    if return_when == concurrent.futures.FIRST_COMPLETED and came:
+        ends = min(ends, came[0][0])
+    elif return_when == concurrent.futures.FIRST_EXCEPTION:
+        failed = [when for when, f in came if not f.cancelled() and f.exception() is not None]
+        ends = min([ends] + failed[:1])
+    done = {f for when, f in came if when <= ends}
+    return concurrent.futures._base.DoneAndNotDoneFutures(done, fs - done)
+
+
+def _as_completed_on_clock(fs: Any, timeout: float | None = None) -> Iterator[Any]:
+    """`concurrent.futures.as_completed` on the virtual clock: the futures done by the deadline, in the
+    virtual order they came, then TimeoutError for the rest ("raises TimeoutError if __next__() is
+    called and the result isn't available after timeout seconds from the original call":
+    https://docs.python.org/3/library/concurrent.futures.html#concurrent.futures.as_completed)."""
+    if timeout is None or current() is None or not _WAITING:
+        return _OWN_WAITS[1](fs, timeout)
+    clock, moved = _WAITING[-1]
+    fs = set(fs)
+    began = _began(clock, moved, fs)  # from the call, not from the first __next__
+
+    def arriving() -> Iterator[Any]:
+        _OWN_WAITS[0](fs, timeout)
+        on_time = [f for when, f in _arrived(fs, began) if when <= began + timeout]
+        yield from on_time
+        if len(on_time) < len(fs):
+            raise concurrent.futures.TimeoutError(f"{len(fs) - len(on_time)} (of {len(fs)}) futures unfinished")
+    return arriving()
 
 
 #: the clock ids whose time has a reference point of the machine's own (its boot): one execution

@@ -7,6 +7,8 @@ verdict a correct checker must give and the published fact behind it in its docs
   clock (idem.sim.runtime.on_lambda.waits_on_clock); `futures_timeout_same_key` (fails instead, and Lambda's
   retry charges under the same key) holds. The same with `concurrent.futures.wait` and `as_completed`
   (`futures_wait_recharge`, `futures_as_completed_recharge`: said to hold, found the next session).
+  So is a timed `Thread.join` read with `is_alive()` (`thread_join_recharge` breaks, `thread_join_same_key`
+  holds).
 - `perf_counter_lease` (tests/test_check_timings.py): time.perf_counter was the host's, not each
   environment's, as time.monotonic is.
 - the check's uploads kept the replaced object's S3 tags in an unversioned bucket (tests/test_check_aws.py).
@@ -47,6 +49,18 @@ def test_pins_bug_a_charge_given_up_by_wait_or_as_completed_and_sent_again_under
 
 def test_a_charge_wait_gives_up_on_that_fails_the_invocation_holds(monkeypatch):
     code, out, err = check(monkeypatch, "futures_wait_same_key", families="slow,faults")
+    assert code == 0 and "holds: " in out, (out + err)[-3000:]
+
+
+def test_pins_bug_a_charge_thread_given_up_by_a_timed_join_and_charged_again_charges_twice(monkeypatch):
+    # said to hold: the thread's slow charge moved the virtual clock, but it ended in real time at once,
+    # so is_alive() after join(timeout=8) was False and the handler took its answer
+    code, out, err = check(monkeypatch, "thread_join_recharge", families="slow,faults")
+    assert code == 1 and "double_charge" in out and "slow provider:charge" in out, (out + err)[-3000:]
+
+
+def test_a_charge_thread_still_running_after_a_timed_join_that_fails_the_invocation_holds(monkeypatch):
+    code, out, err = check(monkeypatch, "thread_join_same_key", families="slow,faults")
     assert code == 0 and "holds: " in out, (out + err)[-3000:]
 
 
@@ -129,3 +143,29 @@ def test_waits_outside_the_check_are_python_s_own_again():
 
     assert (concurrent.futures.wait, concurrent.futures.as_completed) == on_lambda._OWN_WAITS
     assert (_base.wait, _base.as_completed) == on_lambda._OWN_WAITS
+
+
+def test_a_thread_whose_slow_call_ran_past_a_timed_join_is_alive_until_its_starter_s_time_gets_there(world):
+    import threading
+
+    from idem.sim import boundary
+    from idem.sim.runtime.on_lambda import waits_on_clock
+    from idem.sim.sessions import inherit_invocations
+
+    clock = world.clock
+    token = boundary._CURRENT.set((("watch", "visit"),))
+    try:
+        with inherit_invocations(), waits_on_clock(clock):
+            slow = threading.Thread(target=lambda: clock.advance_to(clock.now() + 29.0))
+            slow.start()
+            slow.join(timeout=8)
+            assert slow.is_alive()  # on Lambda it is: its call answers 29 s in, the join gave up at 8
+            clock.advance_to(clock.now() + 30.0)  # the starter's own wait (a sleep) past the thread's end
+            assert not slow.is_alive()
+            quick = threading.Thread(target=lambda: clock.advance_to(clock.now() + 5.0))
+            quick.start()
+            quick.join(timeout=8)
+            assert not quick.is_alive()  # done within the deadline
+        assert threading.Thread.is_alive is threading.Thread.__dict__["is_alive"]
+    finally:
+        boundary._CURRENT.reset(token)

@@ -29,6 +29,10 @@ def release_handler_threads() -> None:
         pools._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
 
 
+#: called with each thread an invocation starts, before it starts (idem.sim.runtime.on_lambda notes its times)
+THREAD_STARTS: list[Callable[[threading.Thread], None]] = []
+
+
 @contextlib.contextmanager
 def inherit_invocations() -> Iterator[None]:
     """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
@@ -46,6 +50,8 @@ def inherit_invocations() -> Iterator[None]:
             HANDLER_THREADS.add(self)
             context, run = contextvars.copy_context(), self.run
             self.run = lambda: context.run(run)  # type: ignore[method-assign]
+            for note in THREAD_STARTS:
+                note(self)
         start(self, *args, **kwargs)
 
     def submitted(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

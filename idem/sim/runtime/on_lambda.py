@@ -16,7 +16,7 @@ import boto3
 import time_machine
 
 from ..boundary import current
-from ..sessions import every_session_watched, inherit_invocations
+from ..sessions import THREAD_STARTS, every_session_watched, inherit_invocations
 
 
 #: The time-machine travellers in force (outermost first): when the virtual clock moves inside
@@ -88,7 +88,8 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     was made at, moved on by what that thread itself moved the clock since (its slow calls, its sleeps),
     not by another thread's slow call. `concurrent.futures.wait` and `as_completed` with a timeout judge
     their futures alike (`_wait_on_clock`, `_as_completed_on_clock`). Waits outside an invocation, or with
-    no timeout, are left alone. Not covered: `Thread.join`, `Event.wait`, queues."""
+    no timeout, are left alone. So does `Thread.join` with a timeout, read with `is_alive()` afterwards
+    (`_join_on_clock`). Not covered: `Event.wait`, queues."""
     future = concurrent.futures.Future
     own = (future.__init__, future.set_result, future.set_exception, future.result, future.exception)
     if getattr(own[3], "_idem_on_clock", False):  # already inside (a concurrent copy)
@@ -141,9 +142,12 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     _WAITING.append((clock, moved))
     for module in modules:  # a handler's `from concurrent.futures import wait` reads these at its import
         module.wait, module.as_completed = _wait_on_clock, _as_completed_on_clock  # type: ignore[assignment]
+    thread = threading.Thread
+    thread.join, thread.is_alive = _join_on_clock, _alive_on_clock  # type: ignore[method-assign]
     try:
         yield
     finally:
+        thread.join, thread.is_alive = _OWN_THREADS  # type: ignore[method-assign]
         for module in modules:
             module.wait, module.as_completed = _OWN_WAITS  # type: ignore[assignment]
         _WAITING.remove((clock, moved))
@@ -156,6 +160,62 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
 #: (the virtual clock, the seconds each thread has moved it by) of each waits_on_clock in force
 _WAITING: list[tuple[Any, dict[int, float]]] = []
 _OWN_WAITS = (concurrent.futures.wait, concurrent.futures.as_completed)
+_OWN_THREADS = (threading.Thread.join, threading.Thread.is_alive)
+
+
+def _note_start(self: threading.Thread) -> None:
+    """As an invocation starts a thread (`inherit_invocations`): the virtual time it started at and what its
+    starter had moved the clock by; the thread notes, as it ends, the virtual time it ended at on its own
+    time (its start, moved on by its own slow calls and sleeps)."""
+    if not _WAITING:
+        return
+    clock, moved = _WAITING[-1]
+    me, started_at, own_run = threading.get_ident(), clock.now(), self.run
+    self._idem_started = (started_at, me, moved.get(me, 0.0))  # type: ignore[attr-defined]
+
+    def run() -> None:
+        mine = threading.get_ident()
+        moved_then = moved.get(mine, 0.0)
+        try:
+            own_run()
+        finally:
+            self._idem_ended_at = started_at + moved.get(mine, 0.0) - moved_then  # type: ignore[attr-defined]
+    self.run = run  # type: ignore[method-assign]
+
+
+THREAD_STARTS.append(_note_start)
+
+
+def _own_time(thread: threading.Thread) -> float | None:
+    """The calling thread's own time, if it started `thread`: the virtual time it started it at, moved on by
+    what the caller itself moved the clock by since (not another thread's slow call)."""
+    started = getattr(thread, "_idem_started", None)
+    if not _WAITING or started is None or started[1] != threading.get_ident():
+        return None
+    clock, moved = _WAITING[-1]
+    return min(clock.now(), started[0] + moved.get(started[1], 0.0) - started[2])
+
+
+def _join_on_clock(self: threading.Thread, timeout: float | None = None) -> None:
+    """Thread.join on the virtual clock: a thread whose own slow calls ran past the deadline is still
+    alive when the join returns ("As join() always returns None, you must call is_alive() after join() to
+    decide whether a timeout happened": https://docs.python.org/3/library/threading.html#threading.Thread.join),
+    until its starter's own time reaches the virtual time it ended at."""
+    began = _own_time(self) if timeout is not None and current() is not None else None
+    _OWN_THREADS[0](self, timeout)
+    ended_at = getattr(self, "_idem_ended_at", None)
+    if began is not None and ended_at is not None and not _OWN_THREADS[1](self) and ended_at > began + timeout:
+        self._idem_alive_until = ended_at  # type: ignore[attr-defined]
+
+
+def _alive_on_clock(self: threading.Thread) -> bool:
+    """Thread.is_alive; inside an invocation, a thread a timed join gave up on is alive until its
+    starter's own time reaches the virtual time it ended at (`_join_on_clock`)."""
+    if _OWN_THREADS[1](self):
+        return True
+    until = getattr(self, "_idem_alive_until", None)
+    now = _own_time(self) if until is not None and current() is not None else None
+    return now is not None and now < until
 
 
 def _began(clock: Any, moved: dict[int, float], futures: Any) -> float:

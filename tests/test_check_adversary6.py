@@ -162,6 +162,12 @@ def test_a_thread_whose_slow_call_ran_past_a_timed_join_is_alive_until_its_start
             assert slow.is_alive()  # on Lambda it is: its call answers 29 s in, the join gave up at 8
             clock.advance_to(clock.now() + 30.0)  # the starter's own wait (a sleep) past the thread's end
             assert not slow.is_alive()
+            again = threading.Thread(target=lambda: clock.advance_to(clock.now() + 29.0))
+            again.start()
+            again.join(timeout=8)
+            assert again.is_alive()
+            again.join()  # waited to its end
+            assert not again.is_alive()
             quick = threading.Thread(target=lambda: clock.advance_to(clock.now() + 5.0))
             quick.start()
             quick.join(timeout=8)

@@ -200,12 +200,17 @@ def _join_on_clock(self: threading.Thread, timeout: float | None = None) -> None
     """Thread.join on the virtual clock: a thread whose own slow calls ran past the deadline is still
     alive when the join returns ("As join() always returns None, you must call is_alive() after join() to
     decide whether a timeout happened": https://docs.python.org/3/library/threading.html#threading.Thread.join),
-    until its starter's own time reaches the virtual time it ended at."""
-    began = _own_time(self) if timeout is not None and current() is not None else None
+    until its starter's own time reaches the virtual time it ended at. A join that waits to its end (no
+    timeout, or one that reaches it) leaves it ended."""
+    began = _own_time(self) if current() is not None else None
     _OWN_THREADS[0](self, timeout)
     ended_at = getattr(self, "_idem_ended_at", None)
-    if began is not None and ended_at is not None and not _OWN_THREADS[1](self) and ended_at > began + timeout:
+    if began is None or ended_at is None or _OWN_THREADS[1](self):
+        return
+    if timeout is not None and ended_at > began + timeout:
         self._idem_alive_until = ended_at  # type: ignore[attr-defined]
+    else:
+        self.__dict__.pop("_idem_alive_until", None)
 
 
 def _alive_on_clock(self: threading.Thread) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
-from .handlers.keyed_settings import DAY, ORDER_IDENTITIES, check_lifetimes
+from .handlers.keyed_settings import DAY, ORDER_IDENTITIES, check_lifetimes, check_outlasts
 
 HANDLER_MODES = ("naive", "claim_first", "robust", "keyed")
 #: Key recipes that tell every upload apart (chapter 03 shows why the others are unsafe).
@@ -72,11 +72,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_event_age_seconds is not None:  # the one rule of lifetimes (chapter 07)
             check_lifetimes(self.provider_key_retention_seconds, self.max_event_age_seconds)
-            if self.record_ttl_seconds < self.max_event_age_seconds:  # these patterns' records do expire
-                raise ConfigError(f"RECORD_TTL_SECONDS is {self.record_ttl_seconds} s, shorter than "
-                                  f"MAX_EVENT_AGE_SECONDS ({self.max_event_age_seconds} s): Lambda may still retry or "
-                                  "re-deliver an event after its record is gone, and charge it again; raise "
-                                  f"RECORD_TTL_SECONDS to {self.max_event_age_seconds} or more, or lower the maximum event age")
+            # these patterns' records do expire (keyed's never do)
+            check_outlasts("RECORD_TTL_SECONDS", self.record_ttl_seconds, self.max_event_age_seconds, "its record is gone")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "Settings":

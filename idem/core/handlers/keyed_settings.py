@@ -190,11 +190,15 @@ def check_lifetimes(key_retention: int, max_event_age: int | None) -> None:
     keyed's records never expire, so the one lifetime that can run out first is the provider's memory of a key."""
     if max_event_age is not None and not 60 <= max_event_age <= 21_600:
         raise ConfigError(f"MAX_EVENT_AGE_SECONDS is {max_event_age}; Lambda allows 60 to 21600")
-    if max_event_age is not None and key_retention < max_event_age:
-        raise ConfigError(f"PROVIDER_KEY_RETENTION_SECONDS is {key_retention} s, shorter than MAX_EVENT_AGE_SECONDS "
-                          f"({max_event_age} s): Lambda may still retry or re-deliver an event after the provider has "
-                          f"forgotten its key, and charge it again; raise PROVIDER_KEY_RETENTION_SECONDS to "
-                          f"{max_event_age} or more, or lower the maximum event age")
+    check_outlasts("PROVIDER_KEY_RETENTION_SECONDS", key_retention, max_event_age, "the provider has forgotten its key")
+
+
+def check_outlasts(name: str, value: int, max_event_age: int | None, gone: str) -> None:
+    """Refuse a lifetime `name` shorter than the maximum event age: a copy of the event may come after `gone`."""
+    if max_event_age is not None and value < max_event_age:
+        raise ConfigError(f"{name} is {value} s, shorter than MAX_EVENT_AGE_SECONDS ({max_event_age} s): "
+                          f"Lambda may still retry or re-deliver an event after {gone}, and charge it again; "
+                          f"raise {name} to {max_event_age} or more, or lower the maximum event age")
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:

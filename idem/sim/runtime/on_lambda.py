@@ -106,7 +106,7 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
 
     def made(self: Any) -> None:
         own[0](self)
-        self._idem_made = (clock.now(), threading.get_ident(), moved.get(threading.get_ident(), 0.0))
+        self._idem_made = _stamp(clock, moved)
 
     def done(setter: Callable[..., Any]) -> Callable[..., Any]:
         def set_it(self: Any, value: Any) -> None:
@@ -170,8 +170,8 @@ def _note_start(self: threading.Thread) -> None:
     if not _WAITING:
         return
     clock, moved = _WAITING[-1]
-    me, started_at, own_run = threading.get_ident(), clock.now(), self.run
-    self._idem_started = (started_at, me, moved.get(me, 0.0))  # type: ignore[attr-defined]
+    self._idem_started = _stamp(clock, moved)  # type: ignore[attr-defined]
+    started_at, own_run = self._idem_started[0], self.run  # type: ignore[attr-defined]
 
     def run() -> None:
         mine = threading.get_ident()
@@ -186,14 +186,25 @@ def _note_start(self: threading.Thread) -> None:
 THREAD_STARTS.append(_note_start)
 
 
-def _own_time(thread: threading.Thread) -> float | None:
-    """The calling thread's own time, if it started `thread`: the virtual time it started it at, moved on by
-    what the caller itself moved the clock by since (not another thread's slow call)."""
-    started = getattr(thread, "_idem_started", None)
-    if not _WAITING or started is None or started[1] != threading.get_ident():
+def _stamp(clock: Any, moved: dict[int, float]) -> tuple[float, int, float]:
+    """What a future or a thread is made with: the virtual time, its maker, and what the maker had moved the clock by."""
+    me = threading.get_ident()
+    return clock.now(), me, moved.get(me, 0.0)
+
+
+def _mine_since(stamp: tuple[float, int | None, float] | None, clock: Any, moved: dict[int, float]) -> float | None:
+    """The calling thread's own time, if it made what `stamp` (made at, maker, what the maker had moved the clock
+    by) was taken of: that virtual time, moved on by what the caller itself moved the clock by since (not by
+    another thread's slow call); None for what another thread made."""
+    if stamp is None or stamp[1] != threading.get_ident():
         return None
-    clock, moved = _WAITING[-1]
-    return min(clock.now(), started[0] + moved.get(started[1], 0.0) - started[2])
+    made_at, maker, moved_then = stamp
+    return min(clock.now(), made_at + moved.get(maker, 0.0) - moved_then)
+
+
+def _own_time(thread: threading.Thread) -> float | None:
+    """The calling thread's own time, if it started `thread` (`_mine_since`)."""
+    return _mine_since(getattr(thread, "_idem_started", None), *_WAITING[-1]) if _WAITING else None
 
 
 def _join_on_clock(self: threading.Thread, timeout: float | None = None) -> None:
@@ -226,11 +237,8 @@ def _alive_on_clock(self: threading.Thread) -> bool:
 def _began(clock: Any, moved: dict[int, float], futures: Any) -> float:
     """When a wait on `futures` begins on the waiting thread's own time: the clock, less what other
     threads moved it by since this thread made one of them (waits_on_clock)."""
-    me, began = threading.get_ident(), clock.now()
-    for made_at, maker, moved_then in (getattr(f, "_idem_made", (began, None, 0.0)) for f in futures):
-        if maker == me:
-            began = min(began, made_at + moved.get(me, 0.0) - moved_then)
-    return began
+    mine = [t for t in (_mine_since(getattr(f, "_idem_made", None), clock, moved) for f in futures) if t is not None]
+    return min([clock.now(), *mine])
 
 
 def _done_at(future: Any, began: float) -> float:

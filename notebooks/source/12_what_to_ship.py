@@ -308,7 +308,9 @@ views.Whole(money.who_pays_rows(money.who_pays()))
 # count the currency's smallest unit (cents for `usd`, yen for `jpy`), so one function's currencies
 # must count as many decimals: `usd,jpy` refuses to start. Set
 # `MAX_EVENT_AGE_SECONDS` and `FUNCTION_TIMEOUT_SECONDS` to your function's settings. The cold
-# start then checks every lifetime against them:
+# start then checks two things. The provider's memory of a key must outlast the maximum event age.
+# The slowest path of one upload must fit in the timeout. Keyed reads no record TTL, because its
+# records never expire:
 
 # %%
 views.show_source(keyed_settings.settings_from_env)

@@ -26,7 +26,8 @@ fi
 for resolution in "${RESOLUTIONS[@]}"; do
   venv="$work/$resolution"
   "$UV" venv --quiet --python "$PYTHON" "$venv"
-  "$UV" pip install --quiet --python "$venv/bin/python" --resolution "$resolution" -e '.[check]' 'pytest>=9.2' 'jsonschema>=4.23'  # the test tools at CI's own floors
+  "$UV" pip install --quiet --python "$venv/bin/python" --resolution "$resolution" -e '.[check]' 'pytest>=9.2' 'pytest-xdist>=3.8' 'jsonschema>=4.23'  # the test tools at CI's own floors
   echo "== $resolution: $("$venv/bin/python" -c 'from importlib.metadata import version as v; print(", ".join(f"{n} {v(n)}" for n in ("boto3", "moto", "time-machine", "stripe")))')"
-  env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not powertools" "${TESTS[@]}"
+  # Two workers, a file each (as `make test`): 6 minutes on 2 cores instead of 10.
+  env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -k "not powertools" "${TESTS[@]}"
 done

@@ -176,3 +176,102 @@ def test_a_thread_whose_slow_call_ran_past_a_timed_join_is_alive_until_its_start
         assert (threading.Thread.join, threading.Thread.is_alive) == on_lambda._OWN_THREADS  # Python's own again
     finally:
         boundary._CURRENT.reset(token)
+
+
+# -- Event.wait and Queue.get with a timeout (idem.sim.runtime.thread_waits) --------------------------------------
+
+@pytest.mark.parametrize("name", ["event_wait_recharge", "queue_get_recharge"])
+def test_pins_bug_a_charge_given_up_by_event_wait_or_queue_get_and_sent_again_under_a_new_key_charges_twice(
+        monkeypatch, name):
+    # both were said to hold in the slow family: the slow charge set its event (or put its answer) at once in
+    # real time, and the wait took it as in time
+    code, out, err = check(monkeypatch, name, families="slow")
+    assert code == 1 and "double_charge" in out and "slow provider:charge" in out, (out + err)[-3000:]
+    assert "breaks in 4 of 20 schedules" in out, out[:3000]  # each slow charge, as asyncio.wait_for finds them
+
+
+@pytest.mark.parametrize("name", ["event_wait_same_key", "queue_get_same_key"])
+def test_a_charge_event_wait_or_queue_get_gives_up_on_that_fails_the_invocation_holds(monkeypatch, name):
+    code, out, err = check(monkeypatch, name, families="slow,names")
+    assert code == 0 and "holds: " in out, (out + err)[-3000:]
+
+
+@pytest.fixture
+def own_clocks(world):
+    """An invocation's own thread (a Visit that started now, on this thread), with the threads and pool work
+    it starts running in its context, inside waits_on_clock; and a pool."""
+    import threading
+
+    from idem.sim import boundary
+    from idem.sim.runtime.on_lambda import waits_on_clock
+    from idem.sim.sessions import inherit_invocations
+
+    visit = boundary.Visit(1, 1, "work", began=world.clock.now(), thread=threading.current_thread())
+    token = boundary._CURRENT.set((("watch", visit),))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        with inherit_invocations(), waits_on_clock(world.clock):
+            yield world.clock, pool
+    finally:
+        boundary._CURRENT.reset(token)
+        pool.shutdown()
+
+
+def test_an_event_set_after_the_wait_s_deadline_on_the_setter_s_own_clock_is_not_seen(own_clocks):
+    import threading
+
+    clock, pool = own_clocks
+    slow, quick = threading.Event(), threading.Event()
+    pool.submit(lambda: (clock.advance_to(clock.now() + 29.0), slow.set())).result()  # set 29 s in, at once
+    started = clock.now()
+    assert slow.wait(8) is False  # its deadline was 8 s in
+    assert slow.is_set() and slow.wait(60) is True  # the flag is set: a later, longer wait sees it
+    assert clock.now() == started  # the clock was past the deadline already: no sleep
+    pool.submit(lambda: (clock.advance_to(clock.now() + 5.0), quick.set())).result()
+    assert quick.wait(8) is True  # 5 s after it was asked for: in time
+
+
+def test_a_queue_item_put_after_the_get_s_deadline_stays_for_a_later_get(own_clocks):
+    import queue
+
+    clock, pool = own_clocks
+    answers: queue.Queue = queue.Queue()
+    pool.submit(lambda: (clock.advance_to(clock.now() + 29.0), answers.put("charged"))).result()
+    with pytest.raises(queue.Empty):
+        answers.get(timeout=8)
+    assert answers.get(timeout=60) == "charged"
+    pool.submit(lambda: (clock.advance_to(clock.now() + 5.0), answers.put("quick"))).result()
+    assert answers.get(timeout=8) == "quick"
+    assert answers.empty()
+
+
+def test_a_thread_s_own_clock_starts_at_its_starter_s_and_another_thread_s_slow_call_does_not_move_it(own_clocks):
+    import threading
+
+    clock, _ = own_clocks
+    answer = threading.Event()
+    mine = threading.Thread(target=lambda: (clock.advance_to(clock.now() + 3.0), answer.set()))
+    other = threading.Thread(target=lambda: clock.advance_to(clock.now() + 100.0))  # someone else's slow call
+    other.start()
+    mine.start()
+    mine.join()
+    other.join(timeout=1)
+    assert clock.now() >= 103.0 + own_clocks_began(clock)  # both slow calls moved the one virtual clock
+    # but the answer came 3 s into this thread's own time, well within its 8 s
+    assert answer.wait(8) is True
+
+
+def own_clocks_began(clock) -> float:
+    from idem.sim.boundary import current
+
+    return current()[1].began
+
+
+def test_event_and_queue_waits_outside_the_check_are_python_s_own_again():
+    import queue
+    import threading
+
+    from idem.sim.runtime import thread_waits
+
+    assert (threading.Event.set, threading.Event.clear, threading.Event.wait) == thread_waits._OWN_EVENT
+    assert (queue.Queue._put, queue.Queue._get, queue.Queue.get) == thread_waits._OWN_QUEUE

@@ -67,6 +67,12 @@ class Visit:
     kill: Callable[[str], Any] | None = None
     dead: str = ""  # why its process died, once it has
     deadline: float = 0.0  # when Lambda stops it, on the runtime's clock (0: no deadline known)
+    began: float = 0.0  # when it started, on the runtime's clock (0: not known)
+    thread: threading.Thread | None = None  # the thread it runs in, once the runtime has started it
+    #: the seconds each of its threads moved the clock by (`idem.sim.runtime.thread_waits.own_time`)
+    moved: dict[int, float] = field(default_factory=dict)
+    threads: list[threading.Thread] = field(default_factory=list)  # the threads it started
+    pool_work: int = 0  # the pool work it submitted that has not yet ended
 
 
 @dataclass

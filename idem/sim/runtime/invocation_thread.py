@@ -72,7 +72,7 @@ class _Run:
                 self.done.set()  # runs only when the thread was not parked (a parked one never ends)
 
         self.visit.kill = self.die
-        self.thread = threading.Thread(target=main, name=name, daemon=True)
+        self.thread = self.visit.thread = threading.Thread(target=main, name=name, daemon=True)
         _LIVE.add(self.thread)
         self.thread.start()
         try:
@@ -90,6 +90,7 @@ class _Run:
         if not self.died:
             self.died, self.timed_out = why, timed_out
         self.done.set()
+        threading.current_thread()._idem_parked = True  # type: ignore[attr-defined]  # (thread_waits)
         _parked.append(_unjoined(threading.current_thread()))
         threading.Event().wait()  # forever: no frame above this one ever resumes
 

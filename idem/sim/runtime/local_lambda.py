@@ -307,7 +307,8 @@ class LocalLambda:
         self._running.append(attempt)
         context = LambdaContext(pending.request_id, self.function_name, deadline, self.clock, self.memory_mb)
         context.log_stream_name = log_stream_name(container.name)
-        visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline)
+        visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline,
+                      began=self.clock.now())
         run = _Run(visit)
         event = as_delivered(pending.event)
 

@@ -17,6 +17,7 @@ import time_machine
 
 from ..boundary import current
 from ..sessions import THREAD_STARTS, every_session_watched, inherit_invocations
+from .thread_waits import event_and_queue_waits, note_move, own_time, set_own_time
 
 
 #: The time-machine travellers in force (outermost first): when the virtual clock moves inside
@@ -89,7 +90,7 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     not by another thread's slow call. `concurrent.futures.wait` and `as_completed` with a timeout judge
     their futures alike (`_wait_on_clock`, `_as_completed_on_clock`). Waits outside an invocation, or with
     no timeout, are left alone. So does `Thread.join` with a timeout, read with `is_alive()` afterwards
-    (`_join_on_clock`). Not covered: `Event.wait`, queues."""
+    (`_join_on_clock`), and so do `Event.wait` and `Queue.get` (`thread_waits`)."""
     future = concurrent.futures.Future
     own = (future.__init__, future.set_result, future.set_exception, future.result, future.exception)
     if getattr(own[3], "_idem_on_clock", False):  # already inside (a concurrent copy)
@@ -102,6 +103,7 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
         before = clock.now()
         now = own_advance_to(when)
         moved[threading.get_ident()] = moved.get(threading.get_ident(), 0.0) + (now - before)
+        note_move(now - before)
         return now
 
     def made(self: Any) -> None:
@@ -145,7 +147,8 @@ def waits_on_clock(clock: Any) -> Iterator[None]:
     thread = threading.Thread
     thread.join, thread.is_alive = _join_on_clock, _alive_on_clock  # type: ignore[method-assign]
     try:
-        yield
+        with event_and_queue_waits(clock):
+            yield
     finally:
         thread.join, thread.is_alive = _OWN_THREADS  # type: ignore[method-assign]
         for module in modules:
@@ -171,11 +174,16 @@ def _note_start(self: threading.Thread) -> None:
         return
     clock, moved = _WAITING[-1]
     self._idem_started = _stamp(clock, moved)  # type: ignore[attr-defined]
-    started_at, own_run = self._idem_started[0], self.run  # type: ignore[attr-defined]
+    started_at, own_run, starter_time = self._idem_started[0], self.run, own_time(clock)  # type: ignore[attr-defined]
+    running = current()
+    if running is not None and isinstance(getattr(running[1], "threads", None), list):
+        running[1].threads.append(self)
 
     def run() -> None:
         mine = threading.get_ident()
         moved_then = moved.get(mine, 0.0)
+        if running is not None:  # its own clock starts where its starter's was (thread_waits.own_time)
+            set_own_time(starter_time, running[1])
         try:
             own_run()
         finally:

@@ -1,0 +1,63 @@
+"""Correct: queue_get_recharge's handler, but a charge not answered by its 8 s budget is not sent again under
+another key: the invocation fails, and Lambda's retry charges under the same key, which the provider answers with
+the first charge (Stripe replays a key's saved answer: https://docs.stripe.com/idempotency). Must HOLD in every family."""
+import hashlib
+import json
+import os
+import time
+import queue
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote_plus
+
+import boto3
+
+TABLE = os.environ["LEDGER_TABLE"]
+CHARGE_BUDGET_S = 8
+KEY_WINDOW_SECONDS = 23 * 3600
+_POOL = ThreadPoolExecutor(max_workers=2)
+
+
+def make_provider():
+    raise RuntimeError("the check replaces this")
+
+
+def charge_within_budget(provider, order, reference, key):
+    answers = queue.Queue()
+    _POOL.submit(lambda: answers.put(provider.charge(
+        customer="acct-1", amount=int(order["amount_cents"]), currency=order["currency"], reference=reference,
+        idempotency_key=key)))
+    try:
+        return answers.get(timeout=CHARGE_BUDGET_S)
+    except queue.Empty:
+        raise RuntimeError(f"{key}: the provider took over {CHARGE_BUDGET_S} s; Lambda retries with the same key") from None
+
+
+def lambda_handler(event, context):
+    provider, dynamodb, s3 = make_provider(), boto3.client("dynamodb"), boto3.client("s3")
+    for record in event["Records"]:
+        bucket, obj = record["s3"]["bucket"]["name"], record["s3"]["object"]
+        name = unquote_plus(obj["key"])
+        read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
+        order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
+        account = name.split("/", 1)[0]
+        key = "order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}".encode()).hexdigest()
+        now = time.time()
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)}},
+                              ConditionExpression="attribute_not_exists(pk)",
+                              ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except dynamodb.exceptions.ConditionalCheckFailedException as taken:
+            claim = taken.response.get("Item", {})
+            if claim.get("booked", {}).get("BOOL"):
+                continue
+            if now - float(claim["first_attempt_at"]["N"]) > KEY_WINDOW_SECONDS:
+                raise RuntimeError(f"{key}: first attempted over 23 h ago; a person must look") from None
+        charge = charge_within_budget(provider, order, f"{bucket}/{name}", key)
+        try:
+            dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": key}, "charge_id": {"S": charge.id}},
+                              ConditionExpression="attribute_not_exists(pk)")
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            pass
+        dynamodb.update_item(TableName=TABLE, Key={"pk": {"S": f"claim#{key}"}}, UpdateExpression="SET booked = :t",
+                             ExpressionAttributeValues={":t": {"BOOL": True}})
+    return {"ok": True}

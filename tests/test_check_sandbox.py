@@ -84,13 +84,13 @@ def test_handler_shape_reads_the_source_without_running_it(tmp_path):
 
 def test_a_handler_printing_50_mb_per_invocation_holds_in_bounded_time():
     """Before the output was capped this ran past 600 s. Bounded by the check's CPU time (69 s measured in
-    docs/reliability.md; ~3 s for the quiet twin), which other sessions' load moves little; the wall
-    time, which a loaded 2-core machine doubles or triples (155 s at a load average of 5), only far
-    below the old 600 s."""
+    docs/reliability.md; ~3 s for the quiet twin; 118 s alone on a slower host, and 158 s there in a CI
+    rehearsal beside the rest of the suite, so the bound is 300 s), and the wall time, which a loaded
+    2-core machine doubles or triples (155 s at a load average of 5), only far below the old 600 s."""
     started, before = time.monotonic(), _children_cpu()
     code, out, err = cli(target("loud_printer"), *FAST)
     assert code == 0, out + err
-    assert _children_cpu() - before < 150
+    assert _children_cpu() - before < 300
     assert time.monotonic() - started < 450
 
 

@@ -41,10 +41,6 @@ _OWN_EVENT = (threading.Event.set, threading.Event.clear, threading.Event.wait)
 _OWN_QUEUE = (queue.Queue._put, queue.Queue._get, queue.Queue.get)
 _OWN_WORK_ITEM = (concurrent.futures.thread._WorkItem.__init__, concurrent.futures.thread._WorkItem.run)
 
-#: the virtual clock of each event_and_queue_waits in force
-_CLOCKS: list[Any] = []
-
-
 def own_time(clock: Any) -> float:
     """The calling thread's own virtual time (see the module's docstring); outside an invocation, or for a
     thread whose clock is not known (one a stand-in visit runs), the clock's time."""
@@ -84,16 +80,6 @@ def _moved(visit: Any) -> dict[int, float]:
     """What each thread of an invocation moved the clock by (none known for a stand-in visit)."""
     moved = getattr(visit, "moved", None)
     return moved if isinstance(moved, dict) else {}
-
-
-def _work_made(self: Any, *args: Any, **kwargs: Any) -> None:
-    """A pool's work item, made as it is submitted: the submitter's own time goes with it."""
-    _OWN_WORK_ITEM[0](self, *args, **kwargs)
-    running = current()
-    if running is not None and _CLOCKS:
-        self._idem_submitted = (running[1], own_time(_CLOCKS[-1]))
-        if isinstance(getattr(running[1], "pool_work", None), int):
-            running[1].pool_work += 1
 
 
 def _work_run(self: Any) -> None:
@@ -193,6 +179,15 @@ def event_and_queue_waits(clock: Any) -> Iterator[None]:
         _timed_out(clock, deadline)
         return False
 
+    def work_made(self: Any, *args: Any, **kwargs: Any) -> None:
+        """A pool's work item, made as it is submitted: the submitter's own time goes with it."""
+        _OWN_WORK_ITEM[0](self, *args, **kwargs)
+        running = current()
+        if running is not None:
+            self._idem_submitted = (running[1], own_time(clock))
+            if isinstance(getattr(running[1], "pool_work", None), int):
+                running[1].pool_work += 1
+
     def queue_put(self: queue.Queue, item: Any) -> None:  # type: ignore[type-arg]
         times = self.__dict__.setdefault("_idem_put_at", collections.deque([None] * len(self.queue)))
         _OWN_QUEUE[0](self, item)
@@ -225,18 +220,16 @@ def event_and_queue_waits(clock: Any) -> Iterator[None]:
         _came(clock, came)
         return item
 
-    _CLOCKS.append(clock)
     event, work = threading.Event, concurrent.futures.thread._WorkItem
     event.set, event.clear, event.wait = event_set, event_clear, event_wait  # type: ignore[method-assign]
     queue.Queue._put, queue.Queue._get, queue.Queue.get = queue_put, queue_get, queue_get_on_clock  # type: ignore[method-assign]
-    work.__init__, work.run = _work_made, _work_run  # type: ignore[method-assign]
+    work.__init__, work.run = work_made, _work_run  # type: ignore[method-assign]
     try:
         yield
     finally:
         work.__init__, work.run = _OWN_WORK_ITEM  # type: ignore[method-assign]
         queue.Queue._put, queue.Queue._get, queue.Queue.get = _OWN_QUEUE  # type: ignore[method-assign]
         event.set, event.clear, event.wait = _OWN_EVENT  # type: ignore[method-assign]
-        _CLOCKS.remove(clock)
 
 
 #: what a get that timed out holds instead of an item

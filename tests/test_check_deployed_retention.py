@@ -139,7 +139,8 @@ def test_the_cli_report_states_the_rule_targets_policy_as_deployed():
     assert "trigger: eventbridge" in out
     assert ("as deployed (deployed_retention.yaml, function NeverRetried): Timeout 30 s, MemorySize 128 MB; "
             "MaximumRetryAttempts 2, MaximumEventAgeInSeconds 21600, no failure destination (an event that fails "
-            "every attempt is discarded); EventBridge target: MaximumRetryAttempts 0, "
+            "every attempt is discarded); fed by EventBridge, AWS::Events::Rule NoRetries, every key, every upload; "
+            "EventBridge target: MaximumRetryAttempts 0, "
             "MaximumEventAgeInSeconds 60, no DeadLetterConfig; the runs: --retries 0 (MaximumRetryAttempts)") in out
 
 

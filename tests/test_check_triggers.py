@@ -272,3 +272,16 @@ def test_the_fixture_takes_a_trigger(idem_check):
     # so its twin that claims the order first and keeps the first attempt's time is the one given here
     report = idem_check(target("eventbridge_claimed"), trigger="eventbridge", retries=(0,), workers=1)
     assert report.trigger == "eventbridge" and report.holds and not report.broken
+
+
+def test_eventbridges_envelope_time_is_in_whole_seconds_as_aws_writes_it(monkeypatch):
+    """S3's eventTime has milliseconds; EventBridge's envelope `time` does not ("2021-11-12T00:00:00Z",
+    ev-events.html). A handler reading it as AWS writes it holds; it failed its clean run when the check
+    copied S3's eventTime there."""
+    uploaded = LocalWorld().upload("acct/a.json", order_body(1))
+    assert (uploaded.event_time, eventbridge_event(uploaded)["time"]) == ("2026-01-01T00:00:00.000Z",
+                                                                         "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "uploads")
+    code, out, _ = cli(target("eventbridge_envelope_time"), "--trigger", "eventbridge", "--retries", "0",
+                       "--workers", "1")
+    assert code == 0, out

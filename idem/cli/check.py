@@ -195,8 +195,11 @@ def run(args: argparse.Namespace) -> int:
         request["template_resources"] = from_template.resources
         request["options"]["deployed"] = from_template.deployed
         request["upload_bucket"] = from_template.bucket if trigger == from_template.trigger else ""
-        s3 = next((t for t in from_template.triggers if t.kind == "s3"), None)
-        request["key_filter"] = [s3.prefix, s3.suffix] if s3 and trigger == "s3" else ["", ""]
+        # the asynchronous trigger the check runs (S3's notification or an EventBridge rule): its key
+        # filter, and the uploads it delivers (docs/check_from_a_template.md, P21 and P22)
+        fed = next((t for t in from_template.triggers if t.kind == trigger and t.kind != "sqs"), None)
+        request["key_filter"] = [fed.prefix, fed.suffix] if fed else ["", ""]
+        request["delivered_by"] = list(fed.delivered_by) if fed else []
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or STALL_SECONDS)
     outcome = run_sandboxed(request, budget=args.budget, stall=stall)

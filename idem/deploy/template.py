@@ -212,16 +212,35 @@ def parameter_values(cfn: dict[str, Any], given: dict[str, str] | None = None) -
     return values
 
 
-def conditions(cfn: dict[str, Any], values: dict[str, Any]) -> dict[str, bool]:
-    """Each condition of the template, true or false for these parameter values."""
+def find_in_map(cfn: dict[str, Any], args: list[Any]) -> Any:
+    """Fn::FindInMap [MapName, TopLevelKey, SecondLevelKey], its keys already resolved: the entry of the
+    template's Mappings (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-findinmap.html).
+    A key still an intrinsic leaves the function as it is; a missing entry is a ValueError naming it."""
+    if not isinstance(args, list) or len(args) != 3 or not all(isinstance(a, (str, int)) for a in args):
+        return {"Fn::FindInMap": args}
+    found: Any = cfn.get("Mappings") or {}
+    for key in map(str, args):
+        if not isinstance(found, dict) or key not in found:
+            raise ValueError(f"Fn::FindInMap {[str(a) for a in args]}: the template's Mappings have no such entry")
+        found = found[key]
+    return found
+
+
+def conditions(cfn: dict[str, Any], values: dict[str, Any], pseudo: dict[str, str] | None = None) -> dict[str, bool]:
+    """Each condition of the template, true or false for these parameter values (and `pseudo`
+    parameters' values, such as AWS::Region, where the caller knows them: a condition may use them,
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/conditions-section-structure.html)."""
     defined = cfn.get("Conditions") or {}
     done: dict[str, bool] = {}
+    known = {**(pseudo or {}), **values}
 
     def value(node: Any) -> Any:
         if isinstance(node, dict) and len(node) == 1:
             (fn, arg), = node.items()
             if fn == "Ref":
-                return values[arg] if arg in values else node
+                return known[arg] if arg in known else node
+            if fn == "Fn::FindInMap":
+                return find_in_map(cfn, [value(a) for a in arg])
             if fn == "Condition":
                 return truth(arg)
             if fn == "Fn::Equals":
@@ -243,13 +262,15 @@ def conditions(cfn: dict[str, Any], values: dict[str, Any]) -> dict[str, bool]:
     return {name: truth(name) for name in defined}
 
 
-def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[str, Any]:
+def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None,
+            pseudo: dict[str, str] | None = None) -> dict[str, Any]:
     """The template as CloudFormation would create it with these parameters: conditions
     evaluated, resources and outputs of a false condition gone, Fn::If and AWS::NoValue
-    resolved (in DeletionPolicy too, as AWS::LanguageExtensions allows), and Refs to
-    parameters replaced by their values. Pseudo parameters, !Sub and !GetAtt are left."""
+    resolved (in DeletionPolicy too, as AWS::LanguageExtensions allows), Refs to parameters
+    replaced by their values, and Fn::FindInMap read. `pseudo`: the pseudo parameters' values,
+    for conditions and mapping keys (without it they are left); !Sub and !GetAtt are left."""
     values = parameter_values(cfn, given)
-    truth = conditions(cfn, values)
+    truth = conditions(cfn, values, pseudo)
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
@@ -258,6 +279,10 @@ def resolve(cfn: dict[str, Any], given: dict[str, str] | None = None) -> dict[st
                 return walk(yes if truth[name] else no)
             if len(node) == 1 and "Ref" in node and node["Ref"] in values:
                 return values[node["Ref"]]
+            if len(node) == 1 and "Ref" in node and node["Ref"] in (pseudo or {}) and node["Ref"] != "AWS::NoValue":
+                return (pseudo or {})[node["Ref"]]
+            if len(node) == 1 and "Fn::FindInMap" in node:
+                return walk(find_in_map(cfn, walk(node["Fn::FindInMap"])))
             out = {}
             for key, item in node.items():
                 item = walk(item)

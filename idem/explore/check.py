@@ -141,7 +141,9 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         except CleanRunBreaks as wrong:
             clean = replace(wrong.result, clean=True)
             crossed = [c.boundary for a in clean.attempts for c in a.crossings]
-            return CheckReport(resolved, effects, crossed, {}, [clean], where, trigger)
+            # the books' line says they were judged where the break is theirs (a line refused)
+            judged = dict(clean.effects) if LINES in clean.effects else {}
+            return CheckReport(resolved, effects, crossed, judged, [clean], where, trigger)
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         sdk = resolved.provider == "stripe"  # Stripe's SDK called by the handler itself
         found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk) if trigger == "sqs"
@@ -238,11 +240,14 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
             f"the clean run booked {lines} ledger line{'s' if lines != 1 else ''} for {charges} "
             f"charge{'s' if charges != 1 else ''}: the books disagree with the money with no fault at all"]))
     if books is not None and charges and not lines and result.refused_lines:  # a line sent, refused, gone past
-        raise CleanRunBreaks(replace(result, verdict=(Verdict.NEEDS_ATTENTION if result.dlq
-                                                      else Verdict.SILENT_MISMATCH).value, findings=[
+        raise CleanRunBreaks(replace(result, effects={**result.effects, LINES: 0},  # the books judged: none
+                                     verdict=(Verdict.NEEDS_ATTENTION if result.dlq
+                                              else Verdict.SILENT_MISMATCH).value, findings=[
             f"the clean run charged and booked no ledger line: DynamoDB refused the line it sent to "
-            f"{books.table_env} ({result.refused_lines[0]}) and the handler went on; a request DynamoDB "
-            "refuses as invalid is refused on every attempt"]))
+            f"{books.table_env} ({result.refused_lines[0]}) and the handler went on; "
+            + ("on a clean run nothing else writes there, so no attempt books it"
+               if result.refused_lines[0].endswith("its condition failed")
+               else "a request DynamoDB refuses as invalid is refused on every attempt")]))
     crossings = [c for a in result.attempts for c in a.crossings]
     made = sorted({call for a in result.attempts for call in a.calls}) + (
         [CHARGE_CALL] if any(c.boundary.call == CHARGE_CALL for c in crossings) else [])

@@ -110,6 +110,9 @@ class Watch:
         #: the handler's DynamoDB requests DynamoDB refused as invalid (ValidationException: no retry
         #: and no item's state makes them succeed), each as (call, its parameters, the message)
         self.invalid: list[tuple[str, dict[str, Any], str]] = []
+        #: its DynamoDB writes whose condition failed (ConditionalCheckFailedException), likewise: on a
+        #: clean run, with nothing else writing, a ledger line refused so is never booked
+        self.conditions_failed: list[tuple[str, dict[str, Any], str]] = []
         #: under an SQS mapping, the references of the charges the provider declined (402): the
         #: runtime's DeclineWatch notes them, and so does a charge sent with Stripe's SDK itself
         self.declines: list[str] | None = None
@@ -308,9 +311,12 @@ def _after_call(model: Any, http_response: Any = None, context: Any = None, pars
         watch, visit = running
         status = getattr(http_response, "status_code", 200)
         error = parsed.get("Error", {}) if isinstance(parsed, dict) else {}
-        if status >= 400 and isinstance(error, dict) and error.get("Code") == "ValidationException" \
-                and isinstance(context, dict) and isinstance(context.get(_PARAMETERS), dict):
-            watch.invalid.append((_call_name(model), context[_PARAMETERS], str(error.get("Message", ""))))
+        if status >= 400 and isinstance(error, dict) and isinstance(context, dict) \
+                and isinstance(context.get(_PARAMETERS), dict):
+            kept = {"ValidationException": watch.invalid,
+                    "ConditionalCheckFailedException": watch.conditions_failed}.get(str(error.get("Code")))
+            if kept is not None:
+                kept.append((_call_name(model), context[_PARAMETERS], str(error.get("Message", ""))))
         # not counted: a FIFO publish (counted where it lands), or a batch call answered with every entry
         # failed (idem.sim.platform.batch_partial.NOTHING_LANDED: nothing landed)
         watch.after(visit, _call_name(model), succeeded=status < 300, counted=not (isinstance(context, dict) and (

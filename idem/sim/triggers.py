@@ -62,6 +62,16 @@ RETENTION = 345_600.0
 REASONS = {event: api for api, event in UPLOAD_EVENTS.items()}
 
 
+def envelope_time(event_time: str | None) -> str:
+    """EventBridge's envelope `time`, in whole seconds (`2021-11-12T00:00:00Z` in S3's page for the
+    event, ev-events.html above, and in EventBridge's event structure:
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html: "2017-12-22T18:43:48Z"), from S3's
+    eventTime, which has milliseconds (`2026-01-01T00:00:00.000Z`)."""
+    if not event_time:
+        return "2026-01-01T00:00:00Z"
+    return event_time.split(".", 1)[0].rstrip("Z") + "Z"
+
+
 def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
                       request_id: str = "N4N7GDK58NMKJ12R") -> dict[str, Any]:
     """The `Object Created` event EventBridge delivers for an upload, with the key as stored: S3's
@@ -77,7 +87,7 @@ def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
         detail_object["version-id"] = obj.version_id
     return {
         "version": "0", "id": event_id, "detail-type": "Object Created", "source": "aws.s3",
-        "account": ACCOUNT, "time": obj.event_time or "2026-01-01T00:00:00Z", "region": obj.region,
+        "account": ACCOUNT, "time": envelope_time(obj.event_time), "region": obj.region,
         "resources": [f"arn:aws:s3:::{obj.bucket}"],
         "detail": {"version": "0", "bucket": {"name": obj.bucket}, "object": detail_object,
                    "request-id": request_id, "requester": ACCOUNT,

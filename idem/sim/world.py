@@ -24,6 +24,7 @@ from ..core.ledger import Ledger
 from ..core.provider import MemoryStore, Provider
 from .atomic import make_dynamodb_atomic, make_transactions_item_scoped
 from .platform.batch_keys import refuse_repeated_batch_keys
+from .platform.legacy_parameters import judge_legacy_parameters
 from .platform.partiql_insert import refuse_duplicate_inserts
 from .platform.request_checks import refuse_invalid_requests
 from .platform.sfn_express import express_starts_anew
@@ -74,6 +75,7 @@ def ensure_moto() -> None:
         refuse_repeated_batch_keys()  # and a BatchWriteItem naming one item twice, which moto writes
         refuse_duplicate_inserts()  # and a PartiQL INSERT of a key the table has, which moto writes over it
         refuse_invalid_requests()  # and an unused placeholder or a Number DynamoDB cannot store, which moto takes
+        judge_legacy_parameters()  # and legacy Expected (its OR, its Value compared, its refused forms) and AttributeUpdates
         express_starts_anew()  # and an EXPRESS state machine's StartExecution, which moto answers as a STANDARD one's
         cache_dataclass_compiles()  # every cold start loads the function's module afresh
         cache_moto_url_tables()  # every request finds its handler in moto's URL table

@@ -27,8 +27,12 @@ each range's two ends are schedules of their own (`idem.explore.families.timed`)
   copy of a message (until the queue's retention period ends): `idem.explore.families.sqs_timed`.
 
 The check's clock starts at CHECK_START, Sunday 2023-12-31 23:58:00 UTC: a retry or a copy two minutes
-later is on another day, ISO week (Monday 2024-01-01 starts week 1), month and year, so a key with
-the date, the week or the month in it meets the next one. Delays are drawn on a
+later is on another day, ISO week (Monday 2024-01-01 starts week 1), month and year in UTC, so a key
+with the UTC date, week or month in it meets the next one (and in a zone west of UTC, where that
+midnight comes within the retries' six hours, its own). East of UTC it is already Monday 1 January:
+a key with a local date meets the next day only when the same order comes again a day later (the
+family late), and a local week, month or year is never crossed, so such a key is not judged (issue 41,
+left open). Delays are drawn on a
 log scale (seconds and hours are both reached). A draw is a fraction of its range (0 its low end, 1
 its high end), so the same draw fits a function whose maximum event age the template sets.
 """

@@ -77,6 +77,8 @@ def _written(call: str, params: dict[str, Any]) -> Iterable[tuple[Any, Any]]:
             return []
         if isinstance(request.get("Item"), dict):
             return [(request.get("TableName"), set(request["Item"]))]
+        if isinstance(request.get("AttributeUpdates"), dict):  # UpdateItem's legacy parameter
+            return [(request.get("TableName"), set(request["AttributeUpdates"]))]
         if isinstance(request.get("UpdateExpression"), str):
             names = request.get("ExpressionAttributeNames") or {}
             words = set(request["UpdateExpression"].replace(",", " ").replace("=", " ").split())

@@ -26,6 +26,7 @@ from ..judge.result import Result
 from ..judge.verdicts import BOOKS as LINES, MONEY as CHARGES, judge_upload, judge_uploads
 from ..target.target import Target
 from . import triggers, worlds
+from .uploads import delivers
 from .fastcalls import fast_calls
 
 #: Real seconds one schedule may run before the check gives up on it (exit 3).
@@ -71,10 +72,18 @@ ORDER_PRICE = money.Price(1250, "usd")
 def order_body(number: int, nth: int = 1) -> bytes:
     """The order file the check uploads for schedule `number` (docs/one_charge_per_order.md): JSON naming its order,
     `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
-    bytes every run; an uploader's retried PUT sends these bytes again."""
+    bytes every run; an uploader's retried PUT sends these bytes again. The first ends in two spaces
+    (JSON's whitespace), so the second order is the same size: S3's event gives an object's size
+    (`s3.object.size`), and a handler keying by name and size must meet a second order it cannot
+    tell from the first."""
     order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")
-    return json.dumps({"order_id": order_id, "amount_cents": ORDER_PRICE.cents,
+    body = json.dumps({"order_id": order_id, "amount_cents": ORDER_PRICE.cents,
                        "currency": ORDER_PRICE.currency}).encode()
+    return body + b" " * SECOND_ORDER_LONGER if nth == 1 else body
+
+
+#: how much longer a second order's id is than the first's ("-2")
+SECOND_ORDER_LONGER = 2
 
 
 def order_prices() -> list[money.Price] | None:
@@ -181,7 +190,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     uploads = _overwrite(runtime, world, obj, schedule, number, trigger)
                 else:
                     uploads = [(obj, triggers.event_for(trigger, world, obj), 1)]
-                    _deliver(runtime, uploads[0][1], schedule, trigger)
+                    if delivers(schedule.upload or "PutObject"):  # else no event: the trigger takes no such upload
+                        _deliver(runtime, uploads[0][1], schedule, trigger)
                     runtime.run()
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
@@ -269,6 +279,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left,
                                   paid=money.prices_paid(new), paid_by_link=money.by_link(new, keys),
                                   refused_lines=refused_lines(runtime.watch.invalid, table, books.attribute)
+                                  + [f"{line}: its condition failed" for line in refused_lines(
+                                      runtime.watch.conditions_failed, table, books.attribute)]
                                   if table and books else []))
             _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit

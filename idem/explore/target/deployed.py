@@ -84,6 +84,9 @@ class Deployed:
     failure_destination: str = ""
     #: an EventInvokeConfig left out: it configures another version or alias than the trigger invokes ("": none)
     unapplied: str = ""
+    #: what feeds it, as the template declares it: where, its bucket, key filter and event types
+    #: (`template_triggers.Trigger.describe`); "" when not read from a template
+    trigger: str = ""
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -169,6 +172,8 @@ class Deployed:
                                              if self.failure_destination else "no failure destination "
                                              "(an event that fails every attempt is discarded)")
                 + (f" ({self.unapplied})" if self.unapplied else ""))
+        if self.trigger:
+            line += f"; fed by {self.trigger}"
         if trigger == "eventbridge":
             dead = (f"DeadLetterConfig {self.eventbridge_dead_letter}" if self.eventbridge_dead_letter
                     else "no DeadLetterConfig")
@@ -176,6 +181,20 @@ class Deployed:
                      f"MaximumEventAgeInSeconds {self.eventbridge_event_age}, {dead}"
                      + ("" if self.eventbridge_rule else " (no rule targets it in the template: EventBridge's defaults)"))
         return line
+
+
+class Unreadable(ValueError):
+    """A setting the check needs as a number holds what it cannot resolve (exit 2, in one line)."""
+
+
+def _whole(value: Any, node: Any, what: str) -> int:
+    """`node` (a template value) resolved to a whole number, or Unreadable naming `what` and what it holds."""
+    found = value(node)
+    if isinstance(found, bool) or not isinstance(found, (int, str)) or not str(found).strip().lstrip("-").isdigit():
+        raise Unreadable(f"its {what} is {json.dumps(node, default=str)}, which the check cannot resolve to a "
+                         "number (it reads parameters, conditions, Fn::If, Fn::FindInMap, Ref, GetAtt and Sub): "
+                         "give the value itself, or a parameter with --parameter")
+    return int(found)
 
 
 def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, source: str,
@@ -191,11 +210,14 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
     unapplied = "" if sqs_source and rule_target is None else unapplied  # fed by SQS: not invoked asynchronously
     settings: dict[str, Any] = {
         "source": source,
-        "timeout": int(value(function.get("Timeout", DEFAULT_TIMEOUT))),
-        "memory_mb": int(value(function.get("MemorySize", DEFAULT_MEMORY))),
-        "max_retry_attempts": int(value(invoke.get("MaximumRetryAttempts", DEFAULT_RETRIES))),
-        "max_event_age": int(value(invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE))),
-        "reserved_concurrency": int(value(function.get("ReservedConcurrentExecutions", -1))),
+        "timeout": _whole(value, function.get("Timeout", DEFAULT_TIMEOUT), "Timeout"),
+        "memory_mb": _whole(value, function.get("MemorySize", DEFAULT_MEMORY), "MemorySize"),
+        "max_retry_attempts": _whole(value, invoke.get("MaximumRetryAttempts", DEFAULT_RETRIES),
+                                     "EventInvokeConfig's MaximumRetryAttempts"),
+        "max_event_age": _whole(value, invoke.get("MaximumEventAgeInSeconds", DEFAULT_EVENT_AGE),
+                                "EventInvokeConfig's MaximumEventAgeInSeconds"),
+        "reserved_concurrency": _whole(value, function.get("ReservedConcurrentExecutions", -1),
+                                       "ReservedConcurrentExecutions"),
         "failure_destination": failure_destination(function, invoke, value),
         "unapplied": unapplied,
     }
@@ -207,17 +229,22 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
             redrive = json.loads(redrive)
         types = value(mapping.get("FunctionResponseTypes")) or []
         settings.update(
-            batch_size=int(value(mapping.get("BatchSize", DEFAULT_BATCH_SIZE))),
+            batch_size=_whole(value, mapping.get("BatchSize", DEFAULT_BATCH_SIZE), "event source mapping's BatchSize"),
             report_batch_item_failures="ReportBatchItemFailures" in types,
-            visibility_timeout=int(value(queue.get("VisibilityTimeout", DEFAULT_VISIBILITY))),
-            max_receive_count=int(redrive.get("maxReceiveCount", 0) or 0), queue=queue_id,
-            message_retention=int(value(queue.get("MessageRetentionPeriod", DEFAULT_RETENTION))))
+            visibility_timeout=_whole(value, queue.get("VisibilityTimeout", DEFAULT_VISIBILITY),
+                                      "queue's VisibilityTimeout"),
+            max_receive_count=_whole(value, redrive.get("maxReceiveCount", 0) or 0, "queue's maxReceiveCount"),
+            queue=queue_id,
+            message_retention=_whole(value, queue.get("MessageRetentionPeriod", DEFAULT_RETENTION),
+                                     "queue's MessageRetentionPeriod"))
     if rule_target is not None:
         policy = value(rule_target.get("RetryPolicy")) or {}
         dead = (rule_target.get("DeadLetterConfig") or {}).get("Arn")
         settings.update(
-            eventbridge_retry_attempts=int(policy.get("MaximumRetryAttempts", DEFAULT_EVENTBRIDGE_ATTEMPTS)),
-            eventbridge_event_age=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE)),
+            eventbridge_retry_attempts=_whole(value, policy.get("MaximumRetryAttempts", DEFAULT_EVENTBRIDGE_ATTEMPTS),
+                                              "rule target's MaximumRetryAttempts"),
+            eventbridge_event_age=_whole(value, policy.get("MaximumEventAgeInSeconds", DEFAULT_EVENTBRIDGE_AGE),
+                                         "rule target's MaximumEventAgeInSeconds"),
             eventbridge_dead_letter=referenced_id(dead) or str(value(dead) or ""), eventbridge_rule=rule)
     return Deployed(**settings)
 
@@ -235,7 +262,8 @@ def invoke_config(function: dict[str, Any], resources: dict[str, Any], logical_i
         found.append((published_alias(function, value), dict(function["EventInvokeConfig"])))
     for res in resources.values():
         props = res.get("Properties") or {}
-        if res.get("Type") == "AWS::Lambda::EventInvokeConfig" and names_function(props.get("FunctionName"), logical_id):
+        if res.get("Type") == "AWS::Lambda::EventInvokeConfig" and names_function(
+                props.get("FunctionName"), logical_id, function_name(function, value), value):
             qualifier = value(props.get("Qualifier"))
             found.append((qualifier if isinstance(qualifier, str) else invoked_as, dict(props)))
     invoke: dict[str, Any] = {}
@@ -285,12 +313,37 @@ def names(node: Any, name: str) -> bool:
     return False
 
 
-def names_function(node: Any, logical_id: str) -> bool:
+def names_function(node: Any, logical_id: str, name: str = "", value: Any = None) -> bool:
     """Whether a template value names the function `logical_id`: its Ref, its Arn (GetAtt), SAM's
     `X.Alias` or `X.Version` (what AutoPublishAlias makes, "Referenceable property: X.Alias",
     https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-generated-resources-function.html),
-    or a !Sub of any of them."""
-    return any(names(node, f"{logical_id}{part}") for part in ("", ".Arn", ".Alias", ".Version"))
+    or a !Sub of any of them; or, where the function has a FunctionName (`name`), that name written
+    out (`value` resolves a !Sub): the name, its ARN or its partial ARN, with a version or alias or
+    not, as Lambda's API takes them ("Name formats", FunctionName:
+    https://docs.aws.amazon.com/lambda/latest/api/API_GetFunctionEventInvokeConfig.html)."""
+    if any(names(node, f"{logical_id}{part}") for part in ("", ".Arn", ".Alias", ".Version")):
+        return True
+    if not name or referenced_id(node):
+        return False
+    text = value(node) if value is not None else node
+    return isinstance(text, str) and named_by_text(text) == name
+
+
+def named_by_text(text: str) -> str:
+    """The function name a written-out FunctionName or ARN holds: `NAME`, `NAME:QUALIFIER`,
+    `ACCOUNT:function:NAME[:QUALIFIER]` or `arn:PARTITION:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER]`."""
+    parts = text.split(":")
+    if len(parts) >= 7 and parts[0] == "arn" and parts[2] == "lambda" and parts[5] == "function":
+        return parts[6]
+    if len(parts) >= 3 and parts[1] == "function":
+        return parts[2]
+    return parts[0] if len(parts) <= 2 else ""
+
+
+def function_name(function: dict[str, Any], value: Any) -> str:
+    """The function's FunctionName, where its template gives one ("": CloudFormation makes one up)."""
+    given = value(function.get("FunctionName")) if function.get("FunctionName") is not None else ""
+    return given if isinstance(given, str) else ""
 
 
 def published_alias(function: dict[str, Any], value: Any) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +159,7 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
     except template_parameters.ParameterError as error:
         raise TemplateError(str(error)) from None
     try:
-        cfn = resolve(raw, given)
+        cfn = resolve(raw, given, pseudo=_Resolver.PSEUDO)
     except (KeyError, ValueError) as error:
         raise TemplateError(f"--template {path}: {error}") from None
     resources = cfn.get("Resources") or {}
@@ -177,10 +177,12 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
                 props.get(NAMED_BY[res["Type"]]))} if NAMED_BY[res["Type"]] in props else props)
             made.append({"type": res["Type"], "id": rid, "name": names[rid], "properties": props})
     resolver = _Resolver(names, {n: r["Type"] for n, r in resources.items()})
-    glob = ((cfn.get("Globals") or {}).get("Function") or {})
-    props = {**glob, **(resources[logical_id].get("Properties") or {})}
-    env = {**((glob.get("Environment") or {}).get("Variables") or {}),
-           **((props.get("Environment") or {}).get("Variables") or {})}
+    own = resources[logical_id].get("Properties") or {}
+    # Globals reach SAM's own resource types only (P18)
+    glob = ((cfn.get("Globals") or {}).get("Function") or {}) \
+        if resources[logical_id].get("Type") == "AWS::Serverless::Function" else {}
+    props = merge_globals(glob, own)
+    env = (props.get("Environment") or {}).get("Variables") or {}
     env = {k: str(resolver.value(v)) for k, v in env.items()}
     target = source or ":".join(map(str, _handler_file(path, logical_id, props, resolver.value)))
     found = template_triggers.find(resources, logical_id, props, resolver.value, names)
@@ -189,20 +191,51 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
         raise TemplateError(f"{logical_id} is fed by {', '.join(kinds)} "
                             f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
                             "time: pick one with --trigger")
+    uploads = next((t for t in found if t.kind != "sqs"), None)  # an asynchronous trigger: S3's or a rule's
+    if uploads is not None and uploads.delivered_by and "PutObject" not in uploads.delivered_by:
+        what = "S3" if uploads.kind == "s3" else "its EventBridge rule"
+        raise TemplateError(f"{logical_id}: {what} invokes it only for {uploads.events} ({uploads.declared}), never "
+                            "for a PutObject, and the check uploads its orders by PutObject: check it with a "
+                            "template whose trigger takes PutObject uploads too")
     sqs = next((t for t in found if t.kind == "sqs"), None)
     rule = next((t for t in found if t.kind == "eventbridge"), None)
-    invoked = next((t for t in found if t.kind != "sqs"), None)  # an asynchronous trigger
-    settings = deployed.read(props, resources, logical_id, f"{Path(path).name}, function {logical_id}",
-                             resolver.value, (sqs.queue, sqs.mapping) if sqs else None,
-                             rule.target if rule else None, rule.declared if rule else "",
-                             invoked.invokes if invoked else deployed.LATEST)
-    s3 = next((t for t in found if t.kind == "s3"), None)
+    source_said = f"{Path(path).name}, function {logical_id}"
+    try:
+        settings = deployed.read(props, resources, logical_id, source_said,
+                                 resolver.value, (sqs.queue, sqs.mapping) if sqs else None,
+                                 rule.target if rule else None, rule.declared if rule else "",
+                                 uploads.invokes if uploads else deployed.LATEST)
+    except deployed.Unreadable as error:
+        raise TemplateError(f"--template {source_said}: {error}") from None
+    bucket = names.get(uploads.bucket, uploads.bucket) if uploads else ""
+    settings = replace(settings, trigger=uploads.describe(bucket) if uploads else
+                       "nothing in the template: S3 from the check's own bucket, every key" if not sqs else "")
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
-                            names.get(s3.bucket, s3.bucket) if s3 else "", _layers(path, props, resources, resolver.value),
+                            bucket, _layers(path, props, resources, resolver.value),
                             str(resolver.value(props.get("Runtime") or "")),
                             [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])])
+
+
+def merge_globals(glob: Any, own: Any) -> Any:
+    """A SAM function's properties with `Globals.Function` merged in, as SAM merges them: a value of
+    the function's own wins, maps merge key by key at every depth, lists join (Globals' first), and
+    an intrinsic function is one value (the Globals section of the AWS SAM template:
+    https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-specification-template-anatomy-globals.html).
+    `Architectures` is the function's own: it runs on one (aws-sam-translator's REPLACE rule)."""
+    def intrinsic(node: Any) -> bool:
+        return isinstance(node, dict) and len(node) == 1 and next(iter(node)) in ("Ref", "Condition") \
+            or isinstance(node, dict) and len(node) == 1 and str(next(iter(node))).startswith("Fn::")
+
+    def merge(g: Any, o: Any, key: str) -> Any:
+        if isinstance(g, dict) and isinstance(o, dict) and not intrinsic(g) and not intrinsic(o):
+            return {**g, **{k: merge(g[k], v, k) if k in g else v for k, v in o.items()}}
+        if isinstance(g, list) and isinstance(o, list) and key != "Architectures":
+            return g + o
+        return o
+
+    return merge(glob, own, "")
 
 
 def _layers(path: str, props: dict[str, Any], resources: dict[str, Any], value: Any) -> list[str]:

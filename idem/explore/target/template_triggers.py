@@ -8,20 +8,35 @@ On the function (SAM's `Events`): `S3`, `SQS`, `EventBridgeRule` / `CloudWatchEv
   EventBridge's event, not S3's notification), with the target's `RetryPolicy` and `DeadLetterConfig`
   (SAM's `EventBridgeRule` event takes the same two properties);
 - a bucket's `NotificationConfiguration.LambdaConfigurations` whose `Function` names it: s3, with
-  the configuration's key filter.
+  the configuration's key filter and event type;
+- the S3 API's own notification shape, as a custom resource writes it (CDK's
+  `Custom::S3BucketNotifications`: `NotificationConfiguration.LambdaFunctionConfigurations`, each with
+  `LambdaFunctionArn`, `Events` and `Filter.Key.FilterRules`, the bucket in `BucketName`).
 
-A function "named" is its Ref, its GetAtt Arn, its alias or version, or a !Sub of them
-(`deployed.names_function`).
+An EventBridge rule's pattern (SAM's `Pattern`, a rule's `EventPattern`) gives the bucket
+(`detail.bucket.name`), the key filter (`detail.object.key`, a prefix or a suffix) and the uploads it
+matches (`detail.reason`). Which uploads a trigger delivers is `delivered_by` (S3's APIs, as
+`idem.sim.world.UPLOAD_EVENTS` names them; empty: every upload): S3 invokes a function only for the
+event types it is subscribed to
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html).
+
+A function "named" is its Ref, its GetAtt Arn, its alias or version, a !Sub of them, or its
+FunctionName written out (`deployed.names_function`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .deployed import LATEST, names, names_function, published_alias, referenced_id
+from .deployed import LATEST, function_name, names, names_function, published_alias, referenced_id
 
 #: SAM's event types, as the check's triggers.
 SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
+#: The S3 event type of each upload API (`idem.sim.world.UPLOAD_EVENTS`, with S3's `s3:` prefix), and
+#: EventBridge's `detail.reason` is the API's own name (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html).
+UPLOAD_TYPES = {"PutObject": "s3:ObjectCreated:Put", "POST Object": "s3:ObjectCreated:Post",
+                "CompleteMultipartUpload": "s3:ObjectCreated:CompleteMultipartUpload"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +54,26 @@ class Trigger:
     target: dict[str, Any] = field(default_factory=dict)
     #: what it invokes: $LATEST (the function's plain ARN), or the alias it names (`deployed.invoke_config`)
     invokes: str = LATEST
+    #: s3 and eventbridge: the uploads it delivers, by S3 API (UPLOAD_TYPES' keys); empty: every upload
+    delivered_by: tuple[str, ...] = ()
+    #: as declared: S3's event types, or the rule's detail.reason values ("" for none named)
+    events: str = ""
+    #: what of the rule's pattern the check could not read (it delivers as if it were not there)
+    unread: str = ""
+
+    def describe(self, bucket_name: str) -> str:
+        """The report's account of it: where, its bucket, key filter and event types."""
+        said = [{"s3": "S3", "sqs": "SQS", "eventbridge": "EventBridge"}[self.kind], self.declared]
+        if bucket_name:
+            said.append(f"bucket {bucket_name}")
+        keys = " and ".join(f"{what} {value!r}" for what, value in (("beginning", self.prefix), ("ending", self.suffix))
+                            if value)
+        if self.kind != "sqs":
+            said.append(f"keys {keys}" if keys else "every key")
+            said.append(f"for {self.events} only" if self.delivered_by else "every upload")
+        if self.unread:
+            said.append(self.unread)
+        return ", ".join(said)
 
 
 def _filter(node: Any) -> tuple[str, str]:
@@ -46,6 +81,58 @@ def _filter(node: Any) -> tuple[str, str]:
     rules = (((node or {}).get("S3Key") or {}).get("Rules") or []) if isinstance(node, dict) else []
     found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in rules if isinstance(r, dict)}
     return found.get("prefix", ""), found.get("suffix", "")
+
+
+def _filter_rules(node: Any) -> tuple[str, str]:
+    """(prefix, suffix) of the S3 API's key filter: {Key: {FilterRules: [{Name: prefix, Value: ...}]}}."""
+    rules = (((node or {}).get("Key") or {}).get("FilterRules") or []) if isinstance(node, dict) else []
+    found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in rules if isinstance(r, dict)}
+    return found.get("prefix", ""), found.get("suffix", "")
+
+
+def _delivered_by(types: Any) -> tuple[tuple[str, ...], str]:
+    """(the upload APIs S3 event types deliver, empty for every upload; the types as declared)."""
+    declared = [str(types)] if isinstance(types, str) else [str(x) for x in types or []]
+    if not declared:
+        return (), ""
+    by = tuple(api for api, kind in UPLOAD_TYPES.items()
+               if any(d in (kind, "s3:ObjectCreated:*", "s3:*") for d in declared))
+    return (() if len(by) == len(UPLOAD_TYPES) else by), ", ".join(declared)
+
+
+def _pattern(node: Any, value: Any) -> tuple[str, str, str, tuple[str, ...], str, str]:
+    """What an EventBridge pattern says of S3's Object Created events: (bucket name, key prefix, key
+    suffix, the upload APIs its detail.reason matches (empty: every one), the reasons as declared,
+    what of it was not read)."""
+    pattern = value(node)
+    if isinstance(pattern, str):
+        try:
+            pattern = json.loads(pattern)
+        except ValueError:
+            pattern = {}
+    detail = pattern.get("detail") if isinstance(pattern, dict) else None
+    detail = detail if isinstance(detail, dict) else {}
+    unread: list[str] = []
+    names = ((detail.get("bucket") or {}).get("name") if isinstance(detail.get("bucket"), dict) else None) or []
+    bucket = str(names[0]) if isinstance(names, list) and len(names) == 1 and isinstance(names[0], str) else ""
+    prefix = suffix = ""
+    keys = ((detail.get("object") or {}).get("key") if isinstance(detail.get("object"), dict) else None) or []
+    if keys:
+        if isinstance(keys, list) and len(keys) == 1 and isinstance(keys[0], dict) and set(keys[0]) <= {"prefix", "suffix"} \
+                and all(isinstance(v, str) for v in keys[0].values()):
+            prefix, suffix = str(keys[0].get("prefix", "")), str(keys[0].get("suffix", ""))
+        else:
+            unread.append(f"its pattern on detail.object.key ({json.dumps(keys)}) not read: every key delivered")
+    reasons = detail.get("reason") or []
+    by: tuple[str, ...] = ()
+    if reasons:
+        if isinstance(reasons, list) and all(isinstance(r, str) for r in reasons):
+            by = tuple(api for api in UPLOAD_TYPES if api in reasons)
+            by = () if len(by) == len(UPLOAD_TYPES) else by
+        else:
+            unread.append(f"its pattern on detail.reason ({json.dumps(reasons)}) not read: every upload delivered")
+            reasons = []
+    return bucket, prefix, suffix, by, ", ".join(map(str, reasons)), "; ".join(unread)
 
 
 def _target(props: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +146,11 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
     intrinsic and `named` holds the resources' names, to know a queue by its ARN."""
     found: list[Trigger] = []
     alias = published_alias(props, value)
+    own = function_name(props, value)
+
+    def names_it(node: Any) -> bool:
+        return names_function(node, logical_id, own, value)
+
     for name, event in (props.get("Events") or {}).items():  # SAM points them at the alias, when there is one
         kind = SAM_EVENTS.get(str(event.get("Type")))
         if kind is None:
@@ -67,32 +159,52 @@ def find(resources: dict[str, Any], logical_id: str, props: dict[str, Any], valu
         if kind == "s3":
             prefix, suffix = _filter(ep.get("Filter"))
             bucket = ep.get("Bucket")
+            by, events = _delivered_by(ep.get("Events"))
             found.append(Trigger(kind, f"Events.{name}", referenced_id(bucket) or str(bucket or ""), prefix, suffix,
-                                 invokes=alias))
+                                 invokes=alias, delivered_by=by, events=events))
         elif kind == "sqs":
             found.append(Trigger(kind, f"Events.{name}", queue=referenced_id(ep.get("Queue")), mapping=dict(ep)))
         else:
-            found.append(Trigger(kind, f"Events.{name}", target=_target(ep), invokes=alias))
+            found.append(_rule(f"Events.{name}", ep.get("Pattern"), value, named, target=_target(ep), invokes=alias))
     for rid, res in resources.items():
         kind, rp = res.get("Type"), res.get("Properties") or {}
-        if kind == "AWS::Lambda::EventSourceMapping" and names_function(rp.get("FunctionName"), logical_id):
+        if kind == "AWS::Lambda::EventSourceMapping" and names_it(rp.get("FunctionName")):
             queue = referenced_id(rp.get("EventSourceArn")) or _queue_of(rp.get("EventSourceArn"), value, named)
             if (resources.get(queue) or {}).get("Type") == "AWS::SQS::Queue":
                 found.append(Trigger("sqs", f"AWS::Lambda::EventSourceMapping {rid}", queue=queue, mapping=dict(rp)))
         elif kind == "AWS::Events::Rule":
             for target in rp.get("Targets") or []:
-                if isinstance(target, dict) and names_function(target.get("Arn"), logical_id):
-                    found.append(Trigger("eventbridge", f"AWS::Events::Rule {rid}", target=_target(target),
-                                         invokes=_invokes(target.get("Arn"), logical_id, alias)))
+                if isinstance(target, dict) and names_it(target.get("Arn")):
+                    found.append(_rule(f"AWS::Events::Rule {rid}", rp.get("EventPattern"), value, named,
+                                       target=_target(target), invokes=_invokes(target.get("Arn"), logical_id, alias)))
                     break
         elif kind == "AWS::S3::Bucket":
             notifications = (rp.get("NotificationConfiguration") or {}).get("LambdaConfigurations") or []
             for n in notifications:
-                if names_function(n.get("Function"), logical_id):
+                if names_it(n.get("Function")):
                     prefix, suffix = _filter(n.get("Filter"))
+                    by, events = _delivered_by(n.get("Event"))
                     found.append(Trigger("s3", f"AWS::S3::Bucket {rid} NotificationConfiguration", rid,
-                                         prefix, suffix, invokes=_invokes(n.get("Function"), logical_id, alias)))
+                                         prefix, suffix, invokes=_invokes(n.get("Function"), logical_id, alias),
+                                         delivered_by=by, events=events))
+        elif isinstance(rp.get("NotificationConfiguration"), dict):  # the S3 API's shape: CDK's custom resource
+            bucket = rp.get("BucketName", rp.get("Bucket"))
+            for n in rp["NotificationConfiguration"].get("LambdaFunctionConfigurations") or []:
+                if isinstance(n, dict) and names_it(n.get("LambdaFunctionArn")):
+                    prefix, suffix = _filter_rules(n.get("Filter"))
+                    by, events = _delivered_by(n.get("Events"))
+                    found.append(Trigger("s3", f"{kind} {rid}", referenced_id(bucket) or str(value(bucket) or ""),
+                                         prefix, suffix, invokes=_invokes(n.get("LambdaFunctionArn"), logical_id, alias),
+                                         delivered_by=by, events=events))
     return found
+
+
+def _rule(declared: str, pattern: Any, value: Any, named: dict[str, str], **given: Any) -> Trigger:
+    """An EventBridge rule's trigger, with what its pattern says of the bucket, keys and uploads."""
+    bucket, prefix, suffix, by, reasons, unread = _pattern(pattern, value)
+    bucket_id = next((rid for rid, name in named.items() if name == bucket), bucket)
+    return Trigger("eventbridge", declared, bucket_id, prefix, suffix, delivered_by=by,
+                   events=f"detail.reason {reasons}" if reasons else "", unread=unread, **given)
 
 
 def _queue_of(arn: Any, value: Any, named: dict[str, str]) -> str:

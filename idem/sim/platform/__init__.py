@@ -6,4 +6,6 @@ read (`partiql_insert`), a batch call answered in part
 (BatchWriteItem, BatchGetItem, SendMessageBatch, PublishBatch, PutEvents: `batch_partial`), ChangeMessageVisibility on the modelled SQS source queue (`sqs_visibility`), and StartExecution on an
 EXPRESS state machine, a new execution every time (`sfn_express`); and DynamoDB's refusal of an
 expression placeholder no expression uses and of a Number past 38 significant digits or its range
-(`request_checks`)."""
+(`request_checks`); and the legacy `Expected` of PutItem, UpdateItem and DeleteItem, with its
+ConditionalOperator, its Value compared and its refused forms, and UpdateItem's legacy AttributeUpdates
+(`legacy_parameters`)."""

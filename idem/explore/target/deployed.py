@@ -193,7 +193,7 @@ def _whole(value: Any, node: Any, what: str) -> int:
     if isinstance(found, bool) or not isinstance(found, (int, str)) or not str(found).strip().lstrip("-").isdigit():
         raise Unreadable(f"its {what} is {json.dumps(node, default=str)}, which the check cannot resolve to a "
                          "number (it reads parameters, conditions, Fn::If, Fn::FindInMap, Ref, GetAtt and Sub): "
-                         "give the value itself, or a parameter with --parameter")
+                         "write the value there, or a parameter's Ref given with --parameter NAME=VALUE")
     return int(found)
 
 

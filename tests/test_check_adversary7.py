@@ -47,3 +47,40 @@ def test_a_second_order_at_the_same_name_is_the_same_size_so_a_key_of_name_and_s
     monkeypatch.setenv("IDEM_CHECK_FAMILIES", "overwrite")
     code, out, _ = cli(target("size_key"), "--retries", "0", "--workers", "1", "--json")
     assert code == 1 and json.loads(out)["verdicts"].get("silent_loss")
+
+
+def test_a_charge_refunded_in_full_kept_no_money_and_one_refunded_in_part_kept_the_rest():
+    from types import SimpleNamespace
+
+    from idem.explore.run.runner import kept_charges
+
+    refunds = {"test": [{"payment_intent": "pi_000001", "amount": 1250, "status": "succeeded"},
+                        {"payment_intent": "pi_000002", "amount": 250, "status": "succeeded"},
+                        {"payment_intent": "pi_000003", "amount": 1250, "status": "failed"}]}
+    server = SimpleNamespace(account=SimpleNamespace(modes=refunds, refunds=lambda mode: refunds[mode]))
+    made = [(f"memory:charge#ch_00000{n}", {"pk": f"charge#ch_00000{n}", "amount": 1250}) for n in (1, 2, 3, 4)]
+    made.append(("memory:charge#ch_000005", {"pk": "charge#ch_000005", "amount": 1250, "failed": True}))
+    assert [(where[-9:], item["amount"]) for where, item in kept_charges(made, server)] == [
+        ("ch_000002", 1000), ("ch_000003", 1250), ("ch_000004", 1250)]
+    assert kept_charges(made[:1], None) == made[:1]  # no loopback Stripe: nothing refunded there
+
+
+@pytest.mark.parametrize("name, families, code", [
+    ("refund_on_books_failure", "runs", 1),  # books a replayed, refunded charge: no money for a booked order
+    ("refund_then_park", "runs,again", 0),  # reads the refund and leaves the order to a person
+])
+def test_a_handler_that_refunds_when_its_books_fail_is_judged_by_the_money_it_kept(monkeypatch, name, families, code):
+    """Stripe replays a key's first answer after its charge was refunded: a retry that books the
+    replay books money the handler gave back. The check counted charges made, not money kept, and
+    said holds (and "a charge with no ledger line" of the twin's refunded charge)."""
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", families)
+    found, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert found == code, report["verdicts"]
+    if code:
+        assert any(r["verdict"] == "silent_mismatch" and "no charge for the upload" in " ".join(r["findings"])
+                   for r in report["results"])
+    else:  # its refunded charge is no charge with no line: the order failed visibly, money given back
+        (refunded,) = [r for r in report["results"] if r["schedule"] == "exception before dynamodb:UpdateItem on "
+                       "arrival 1, 2 calls in a row; single; 1 retry"]
+        assert (refunded["verdict"], refunded["effects"]["provider:charge"]) == ("failed_visibly", 0)

@@ -86,6 +86,30 @@ def order_body(number: int, nth: int = 1) -> bytes:
 SECOND_ORDER_LONGER = 2
 
 
+def kept_charges(charges: list[tuple[str, dict[str, Any]]], stripe_server: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The provider's charges as money kept: a charge refunded in full at the loopback Stripe, or whose
+    payment failed after it was answered (a bank debit `processing`, then failed), moved no money and is
+    left out; one refunded in part moved what is left of it. Stripe replays a key's first answer even
+    after its charge was refunded ("Subsequent requests with the same key return the same result":
+    https://docs.stripe.com/idempotency), so a handler that refunds on a failure and books the replay
+    on its retry books money it gave back (https://docs.stripe.com/api/refunds/create)."""
+    refunded: dict[str, int] = {}
+    for mode in getattr(getattr(stripe_server, "account", None), "modes", {}) or {}:
+        for refund in stripe_server.account.refunds(mode):
+            if refund.get("status") == "succeeded":
+                charge = "ch_" + str(refund["payment_intent"]).removeprefix("pi_")
+                refunded[charge] = refunded.get(charge, 0) + int(refund["amount"])
+    kept = []
+    for where, item in charges:
+        if item.get("failed"):
+            continue
+        back = refunded.get(str(item.get("pk", "")).removeprefix("charge#"), 0)
+        if back and back >= int(item.get("amount", 0)):
+            continue
+        kept.append((where, {**item, "amount": int(item["amount"]) - back} if back else item))
+    return kept
+
+
 def order_prices() -> list[money.Price] | None:
     """What the schedules' order files say a charge moves: the check's own file's price, or with
     `--object` the reader's file's (and its second order's), None if a file states no amount."""
@@ -223,12 +247,16 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     if judged and clean_state is not None else None
                 if by_state:
                     counted.update(by_state.counts)
+                made = world.provider_charges()
+                kept = kept_charges(made, stripe_server)
+                # a charge that kept no money is never counted, in this schedule or a later one (the
+                # loopback Stripe that knows of its refund is this batch's; the world outlives it)
+                charges_seen |= {where for where, _ in made} - {where for where, _ in kept}
                 if trigger == "sqs":  # a batch of uploads: each judged on its own money
-                    recorded = world.provider_charges()
-                    new = [item for where, item in sorted(recorded, key=lambda kept: kept[0])
+                    new = [item for where, item in sorted(kept, key=lambda found: found[0])
                            if where not in charges_seen]
                     results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
-                                             books, charges_seen, lines_seen, recorded))
+                                             books, charges_seen, lines_seen, kept))
                     keys = [o.key for o in batch]
                     paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None,
                                               baseline.get(CHARGES, 0) // len(triggers.SQS_BATCH))
@@ -243,7 +271,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     results[-1].left = left
                     _asked(results[-1], runtime)
                     continue
-                items = dict(world.provider_charges())
+                items = dict(kept)
                 recorded = set(items) - charges_seen
                 charges_seen |= recorded
                 counted[CHARGES] = len(recorded)

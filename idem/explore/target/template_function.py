@@ -192,7 +192,8 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
                             f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
                             "time: pick one with --trigger")
     uploads = next((t for t in found if t.kind != "sqs"), None)  # an asynchronous trigger: S3's or a rule's
-    if uploads is not None and uploads.delivered_by and "PutObject" not in uploads.delivered_by:
+    delivered = {by for t in found if t.kind != "sqs" for by in (t.delivered_by or ("PutObject",))}
+    if uploads is not None and "PutObject" not in delivered:
         what = "S3" if uploads.kind == "s3" else "its EventBridge rule"
         raise TemplateError(f"{logical_id}: {what} invokes it only for {uploads.events} ({uploads.declared}), never "
                             "for a PutObject, and the check uploads its orders by PutObject: check it with a "

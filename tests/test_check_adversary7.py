@@ -34,21 +34,6 @@ def test_its_twin_whose_condition_holds_is_judged_and_holds(monkeypatch):
     assert (code, report["books_judged"]) == (0, True)
 
 
-def test_a_second_order_at_the_same_name_is_the_same_size_so_a_key_of_name_and_size_breaks(monkeypatch):
-    """S3's event gives the object's size; a key of the name and the size takes a second order of the
-    same length for the first. The check's second order was 2 bytes longer than the first (`-2` in its
-    order id), so such a key held; the first order now ends in two spaces of JSON whitespace."""
-    from idem.explore.run.objects import UserObject
-    from idem.explore.run.runner import order_body
-
-    assert len(order_body(7)) == len(order_body(7, 2)) and order_body(7) != order_body(7, 2)
-    obj = UserObject(path="a.json", body=b'{"order_id": "A-1001", "amount_cents": 1250}', key="a.json")
-    assert len(obj.body_for(42)) == len(obj.body_for(42, second_order=True))
-    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "overwrite")
-    code, out, _ = cli(target("size_key"), "--retries", "0", "--workers", "1", "--json")
-    assert code == 1 and json.loads(out)["verdicts"].get("silent_loss")
-
-
 def test_a_charge_refunded_in_full_kept_no_money_and_one_refunded_in_part_kept_the_rest():
     from types import SimpleNamespace
 

@@ -6,6 +6,7 @@ it went to the failure queue, and another account uploads an order with the same
 behind its verdict in its docstring (tests/handlers/)."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -80,6 +81,9 @@ def test_every_new_family_is_named_and_each_range_end_is_a_schedule_of_its_own()
     ends = [s for s in found if s.dimension == "retry_ends"]
     assert {(s.fault.at, s.timing) for s in ends} == {(b, t) for b in crossed
                                                       for t in (timings.LOW_ENDS, timings.HIGH_ENDS)}
+    zones = [s for s in found if s.dimension == "zones"]  # retry_ends' high ends, hours earlier
+    assert {(s.fault.at, s.timing, s.later.seconds) for s in zones} == {
+        (b, timings.HIGH_ENDS, hours * 3600.0) for b in crossed for hours in timed.ZONE_STARTS}
     again = [s for s in found if s.dimension == "again"]
     assert {(s.fault.times, s.later.how) for s in again} == {("1,2,3", "redrive"), ("1,2,3", "upload")}
     assert all(s.later.seconds > 86_400 for s in again if "Stripe" in s.later.why)
@@ -176,7 +180,7 @@ def test_a_key_of_the_account_and_the_order_holds_in_every_family(name):
     report = check_handler(target(name), retries=(2,), workers=1)
     assert report.holds, report.explain()
     counts = report.dimensions()
-    assert all(counts[family] for family in timed.DIMENSIONS)
+    assert all(counts[family] for family in {**timed.DIMENSIONS, **timed.ZONES})
 
 
 def test_the_check_links_a_customer_only_for_a_function_that_reads_the_mapping():
@@ -189,3 +193,19 @@ def test_the_check_links_a_customer_only_for_a_function_that_reads_the_mapping()
 def test_the_handler_to_copy_holds_in_the_time_and_account_families():
     report = check_handler("idem.core.handlers.keyed:lambda_handler", retries=(0,), workers=1)
     assert report.holds, report.explain()
+
+
+@pytest.mark.parametrize("name", ["tokyo_month_key", "india_week_key"])
+def test_a_key_with_a_date_east_of_utc_breaks_only_where_the_clock_starts_hours_earlier(monkeypatch, name):
+    """From 23:58 UTC on Sunday 31 December it is already Monday 1 January east of UTC: no retry meets
+    a local midnight, and a key with Tokyo's month (UTC+9) or India's ISO week (UTC+5:30) held. The
+    family zones starts the clock 6, 12 and 18 hours earlier; Lambda's retry up to six hours later
+    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html) meets it."""
+    from check_cli import cli
+
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "retry_ends,zones")
+    code, out, _ = cli(target(name), "--retries", "2", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert code == 1
+    broken = {r["schedule"] for r in report["results"] if r["verdict"] == "double_charge"}
+    assert broken and all("the clock started" in label for label in broken)

@@ -148,7 +148,7 @@ def test_a_correct_sqs_handler_holds():
     # families of time and accounts (tests/test_check_sqs_world.py; retry_ends needs 2 retries).
     # Its faults: 801 (each message reads, claims, charges and books)
     assert report.dimensions() == {"faults": 801 + 1, "overwrite": 2, "slow": 0, "late": 9, "retry_ends": 0,
-                                   "again": 34, "accounts": 11, "runs": 38, "uploads": 2, "names": 3}
+                                   "again": 34, "accounts": 11, "zones": 0, "runs": 38, "uploads": 2, "names": 3}
     retried = {r.schedule.label(): r for r in report.results if r.schedule.second == "retried_put"
                and r.schedule.overwrite}
     assert sorted(retried) == sorted(RETRIED_PUT)

@@ -68,7 +68,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # %% [markdown]
 # ### Time, accounts, repeated failures and names
 #
-# Seven more families, each small, reach what happens later or elsewhere:
+# Eight more families, each small, reach what happens later or elsewhere:
 #
 # * `late`: no fault. A copy of the event comes at each end of its documented range, and at a few
 #   seeded times inside it. Then the same order is uploaded again, a day and three days later.
@@ -79,6 +79,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #   event (four days).
 # * `accounts`: another account uploads an order with the same order id and the same bytes.
 #   Two accounts' order "1001" are two orders, and each must be charged.
+# * `zones`: `retry_ends` at the high ends, with the clock started 6, 12 and 18 hours earlier. East
+#   of UTC, 23:58 UTC is already the next day; from these starts a retry meets local midnight in
+#   every zone up to UTC+14.
 # * `runs`: one call fails two, three or every time in a row.
 # * `uploads`: the clean run's order, uploaded by a browser's POST and by a multipart upload
 #   instead of a PUT. Each sends its own event name (`ObjectCreated:Post`,
@@ -87,7 +90,7 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #
 # Every delay is drawn from its documented range, not set to one point. The clock starts on a
 # Sunday, 31 December, at 23:58 UTC. So a retry two minutes later falls on another day, week,
-# month and year.
+# month and year in UTC (and, in the family `zones`, in the zones east of it).
 
 # %% [markdown]
 # ### How an upload is judged
@@ -219,8 +222,8 @@ def lambda_handler(event, context):
 # Check it. Lambda names a handler `file.function`; the check takes `module:function` (a module
 # it can import, as here) or `path/to/file.py:function`. To keep
 # this page quick, every check here tries one retry setting, `retries=(1,)`: Lambda retries once.
-# Without `retries`, the check tries 0, 1 and 2. The family `retry_ends` needs two retries, so it
-# counts 0 schedules on this page.
+# Without `retries`, the check tries 0, 1 and 2. The families `retry_ends` and `zones` need two
+# retries, so they count 0 schedules on this page.
 
 # %%
 money = check_handler("broken_handler:lambda_handler", retries=(1,), workers=1)

@@ -19,6 +19,7 @@ DIMENSIONS = {
     "slow": "one slow call (in flight until 1 s before the timeout, request or answer side) with a copy "
             "started meanwhile, or alone, no fault, x retries",
     **timed.DIMENSIONS,
+    **timed.ZONES,
     "runs": runs.DESCRIPTION,
     upload_kinds.FAMILY: upload_kinds.DESCRIPTION,
     key_decoding.FAMILY: key_decoding.DESCRIPTION,

@@ -15,6 +15,14 @@
 - `accounts`: another account's order with the same order id and the same bytes (`alice/...` and
   `bob/...`, see `idem.explore.families.accounts`), after the first is done or while the first invocation sits
   at each place a copy can start. Two orders: each must be charged as the clean run was.
+- `zones`: `retry_ends`' schedules with both retries at the high ends, the clock started 6, 12 and 18
+  hours before the check's usual start (17:58, 11:58 and 05:58 UTC on Sunday 31 December). A key with a
+  local date, week, month or year in it meets the next one when a retry crosses local midnight; from
+  23:58 UTC no retry does east of UTC (it is already Monday 1 January there). From these starts the
+  last retry, up to the event's maximum age later (six hours by default), crosses it in every zone from
+  UTC to UTC+14 (local midnight falls between the start and six hours later for offsets of 0-6, 6-12
+  and 12-18 hours). Zones west of UTC meet their midnight from the usual start, within six hours
+  (UTC-6 and further west meet it only by the families that come a day later).
 
 Every other schedule's delays are drawn too: a copy's and Lambda's retries' (`timings.draw`, keyed by
 the schedule's shape, so schedules that share a run still do: `idem.explore.run.reuse`).
@@ -46,6 +54,12 @@ DIMENSIONS = {
     "accounts": "another account's order with the same order id (the same bytes under another folder), after "
                 "the first or while it sits at each boundary",
 }
+#: the family zones (S3 and EventBridge: not under --trigger sqs), counted in the report after these
+ZONES = {"zones": "retry_ends at the high ends with the clock started 6, 12 and 18 hours earlier, so a retry meets "
+                  "local midnight (and the next day, week, month and year) in every zone from UTC to UTC+14 "
+                  "(not under --trigger sqs)"}
+#: the zones family's starts: how many hours before the check's usual start (timings.CHECK_START)
+ZONE_STARTS = (6, 12, 18)
 #: named times for the `late` and `again` families: (seconds after the first delivery, why)
 PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
 PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
@@ -87,6 +101,10 @@ class Later:
             return f"a copy of the event {when}"
         if self.kind == "retry_ends":
             return f"Lambda's retries at the {(timing or LOW_ENDS).name} of their ranges"
+        if self.kind == "zones":
+            hours = int(self.seconds // 3600)
+            return (f"the clock started {hours} h earlier ({self.why}), Lambda's retries at the "
+                    f"{(timing or HIGH_ENDS).name} of their ranges")
         if self.kind == "again":
             # a fault the SDK's own resend recovers fails no attempt: the label says what is done, not
             # what it found (the queue is redriven as it is; the order is uploaded again either way)
@@ -161,6 +179,9 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
     if most >= 2:
         found += [make(FaultPlan(b, "1,2", How.EXCEPTION), "single", None, most, timing=ends,
                        later=Later("retry_ends")) for b in exception_at for ends in (LOW_ENDS, HIGH_ENDS)]
+        found += [make(FaultPlan(b, "1,2", How.EXCEPTION), "single", None, most, timing=HIGH_ENDS,
+                       later=Later("zones", hours * 3600.0, zone_start(hours))) for hours in ZONE_STARTS
+                  for b in exception_at]
     every = ",".join(str(n) for n in range(1, most + 2))
     # every attempt fails: a lost answer after an AWS call is lost on each of the SDK's own resends
     # too (sdk_retries), else botocore's resend answers and the attempt ends ok, with nothing to redrive
@@ -170,6 +191,18 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
     found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]
     return found
+
+
+def zone_start(hours: int) -> str:
+    """The zones family's start `hours` before the usual one, in words: "17:58 UTC, 23:58 at UTC+6"."""
+    utc = (23 * 60 + 58 - hours * 60) % (24 * 60)
+    return f"{utc // 60:02d}:{utc % 60:02d} UTC, 23:58 at UTC+{hours}"
+
+
+def started_earlier(schedule: Any) -> float:
+    """How many seconds before timings.CHECK_START the schedule's clock starts (the zones family)."""
+    later = getattr(schedule, "later", None)
+    return later.seconds if later is not None and later.kind == "zones" else 0.0
 
 
 def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigger: str,
@@ -222,7 +255,7 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
             world.clock.advance(5.0)
             runtime.send(other())
             runtime.run()
-    else:  # retry_ends: the fault and the timing do it, DynamoDB's TTL deleting what expired before each retry
+    else:  # retry_ends, zones: the fault and the timing do it, DynamoDB's TTL deleting what expired before each retry
         swept_before_retries(runtime, world)
         runtime.run()
     return uploads

@@ -29,10 +29,9 @@ each range's two ends are schedules of their own (`idem.explore.families.timed`)
 The check's clock starts at CHECK_START, Sunday 2023-12-31 23:58:00 UTC: a retry or a copy two minutes
 later is on another day, ISO week (Monday 2024-01-01 starts week 1), month and year in UTC, so a key
 with the UTC date, week or month in it meets the next one (and in a zone west of UTC, where that
-midnight comes within the retries' six hours, its own). East of UTC it is already Monday 1 January:
-a key with a local date meets the next day only when the same order comes again a day later (the
-family late), and a local week, month or year is never crossed, so such a key is not judged (issue 41,
-left open). Delays are drawn on a
+midnight comes within the retries' six hours, its own). East of UTC it is already Monday 1 January,
+so the family zones (`timed`) starts the clock 6, 12 and 18 hours earlier, and a retry at the high end
+of its range meets local midnight in every zone from UTC to UTC+14. Delays are drawn on a
 log scale (seconds and hours are both reached). A draw is a fraction of its range (0 its low end, 1
 its high end), so the same draw fits a function whose maximum event age the template sets.
 """

@@ -104,14 +104,11 @@ class UserObject:
         second order's are the second file's, when one was given."""
         if second_order and self.second is not None:
             return _numbered(self.second, number, "")
-        # without a second file, the first ends in spaces so the second order made of it is its size
-        return _numbered(self.body, number, "-2" if second_order else "",
-                         pad=2 if not second_order and self.second is None else 0)
+        return _numbered(self.body, number, "-2" if second_order else "")
 
 
-def _numbered(body: bytes, number: int, suffix: str, pad: int = 0) -> bytes:
-    """`body`, a JSON order's order_id made the schedule's own (+ `suffix`; `pad` spaces after it, JSON's
-    whitespace); any other file as it is."""
+def _numbered(body: bytes, number: int, suffix: str) -> bytes:
+    """`body`, a JSON order's order_id made the schedule's own (+ `suffix`); any other file as it is."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -119,7 +116,7 @@ def _numbered(body: bytes, number: int, suffix: str, pad: int = 0) -> bytes:
     if not isinstance(data, dict) or "order_id" not in data:
         return body
     data["order_id"] = f"{data['order_id']}-{number:05d}{suffix}"
-    return json.dumps(data).encode() + b" " * pad
+    return json.dumps(data).encode()
 
 
 def paired(found: list[UserObject]) -> list[UserObject]:

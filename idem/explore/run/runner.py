@@ -72,18 +72,10 @@ ORDER_PRICE = money.Price(1250, "usd")
 def order_body(number: int, nth: int = 1) -> bytes:
     """The order file the check uploads for schedule `number` (docs/one_charge_per_order.md): JSON naming its order,
     `check-00001` for the first, `check-00001-2` for a second order at the same name. The same
-    bytes every run; an uploader's retried PUT sends these bytes again. The first ends in two spaces
-    (JSON's whitespace), so the second order is the same size: S3's event gives an object's size
-    (`s3.object.size`), and a handler keying by name and size must meet a second order it cannot
-    tell from the first."""
+    bytes every run; an uploader's retried PUT sends these bytes again."""
     order_id = f"check-{number:05d}" + (f"-{nth}" if nth > 1 else "")
-    body = json.dumps({"order_id": order_id, "amount_cents": ORDER_PRICE.cents,
+    return json.dumps({"order_id": order_id, "amount_cents": ORDER_PRICE.cents,
                        "currency": ORDER_PRICE.currency}).encode()
-    return body + b" " * SECOND_ORDER_LONGER if nth == 1 else body
-
-
-#: how much longer a second order's id is than the first's ("-2")
-SECOND_ORDER_LONGER = 2
 
 
 def kept_charges(charges: list[tuple[str, dict[str, Any]]], stripe_server: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -186,7 +178,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                (lambda customer: seed_customer(stripe_server, customer_id=customer))
                                if stripe_server is not None else None)
         for number, schedule in zip(numbers, schedules):
-            world.clock = VirtualClock(timings.CHECK_START)  # t=0 on its own clock, 2 minutes before midnight
+            # t=0 on its own clock, 2 minutes before midnight (the family zones: hours earlier)
+            world.clock = VirtualClock(timings.CHECK_START - timed.started_earlier(schedule))
             random.seed(f"idem-check/{number}")  # botocore's retry backoff (and the handler's draws): seeded
             # moto's version and message ids from the schedule's number: the same whichever
             # world, batch or process it runs in, and after whichever schedules

@@ -1,22 +1,22 @@
-"""Wrong: one charge per upload, an upload told apart by its name and its size ("a retried PUT
-is the same bytes; a new order at the same name is a new file"): the key is sha256(bucket, name,
-s3.object.size). Two different orders uploaded at the same name with the same byte length
-(order 1001 replaced by order 1002, same amount) get one key: the second is answered as booked
-and never charged (silent loss). S3 notifies every PUT, a second order at an existing name
-included (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html), and
-`size` is only "the object size in bytes"
-(https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html).
-Must BREAK (silent_loss on a same-length second order at one name)."""
+"""Wrong: keyed_books, but the key carries the ISO week in India's time ("settlement runs weekly, Monday
+00:00 IST", UTC+5:30 all year): sha256(bucket, account, order_id, ISO year-week in IST). A retry or a copy
+that crosses Monday 00:00 IST (Sunday 18:30 UTC) makes a new key and a new claim, and the order is
+charged again. Lambda retries a failed asynchronous event for
+up to 6 hours (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html),
+S3 sends duplicates, sometimes a minute or more later
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html). Must BREAK."""
 import hashlib
 import json
 import os
 import time
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote_plus
 
 import boto3
 
 TABLE = os.environ["LEDGER_TABLE"]
 KEY_WINDOW_SECONDS = 23 * 3600  # under Stripe's 24 hours
+IST = timezone(timedelta(hours=5, minutes=30), "IST")
 
 
 def make_provider():
@@ -30,7 +30,8 @@ def lambda_handler(event, context):
         name = unquote_plus(obj["key"])
         read = {"VersionId": obj["versionId"]} if obj.get("versionId") else {"IfMatch": obj["eTag"]}
         order = json.loads(s3.get_object(Bucket=bucket, Key=name, **read)["Body"].read())
-        key = "charge#upload#" + hashlib.sha256(f"{bucket}\n{name}\n{obj['size']}".encode()).hexdigest()
+        account = name.split("/", 1)[0]
+        key = "charge#order#" + hashlib.sha256(f"{bucket}\n{account}\n{order['order_id']}\n{datetime.now(IST):%G-W%V}".encode()).hexdigest()
         now = time.time()
         try:
             dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": f"claim#{key}"}, "first_attempt_at": {"N": str(now)}},

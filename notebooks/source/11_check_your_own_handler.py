@@ -636,10 +636,10 @@ with views.folded_output():
 # %% [markdown]
 # Exit code 1 means it breaks (the codes are listed in *What the check proves*, below). The first
 # line counts the schedules of each kind; the bracket after the number of breaks says how many of
-# each kind broke. The line `as deployed` is what the check read from the template and ran with: the
-# function's settings, where a failed event goes, and what feeds it (here the S3 event
-# `DocumentUploaded` of `DocumentBucket`, for every key and every kind of upload). The check ran
-# fewer schedules than it judged. A run asks a few questions:
+# each kind broke. The line `as deployed` is what the check read from the template and ran with:
+# the function's settings and where a failed event goes. Its end says what feeds the function:
+# here the S3 event `DocumentUploaded` of `DocumentBucket`, for every key and every kind of upload.
+# The check ran fewer schedules than it judged. A run asks a few questions:
 # which arrivals fail, and whether a failed attempt is retried. A schedule that answers them as
 # an earlier run did runs exactly as that run did, so it gets that run's result. Without money,
 # the verdicts read in effects:

@@ -197,11 +197,9 @@ def run(args: argparse.Namespace) -> int:
         request["upload_bucket"] = from_template.bucket if trigger == from_template.trigger else ""
         # the asynchronous trigger the check runs (S3's notification or an EventBridge rule): its key
         # filter, and the uploads it delivers (docs/check_from_a_template.md, P21 and P22)
-        fed = [t for t in from_template.triggers if t.kind == trigger and t.kind != "sqs"]
-        request["key_filter"] = [fed[0].prefix, fed[0].suffix] if fed else ["", ""]
-        # two notifications for one function (one for PUT, one for POST) deliver what either does
-        request["delivered_by"] = [] if not fed or any(not t.delivered_by for t in fed) else \
-            sorted({by for t in fed for by in t.delivered_by})
+        fed = next((t for t in from_template.triggers if t.kind == trigger and t.kind != "sqs"), None)
+        request["key_filter"] = [fed.prefix, fed.suffix] if fed else ["", ""]
+        request["delivered_by"] = from_template.delivered_by if fed else []
     # IDEM_CHECK_STALL_SECONDS: how long no invocation may finish (tests shorten it)
     stall = float(os.environ.get("IDEM_CHECK_STALL_SECONDS") or STALL_SECONDS)
     outcome = run_sandboxed(request, budget=args.budget, stall=stall)

@@ -66,6 +66,9 @@ class TemplateFunction:
     #: (x86_64 when not given: https://docs.aws.amazon.com/lambda/latest/dg/API_CreateFunction.html)
     runtime: str = ""
     architectures: list[str] = field(default_factory=lambda: ["x86_64"])
+    #: the uploads its asynchronous trigger delivers, by S3 API (every notification's joined; empty:
+    #: every upload): `template_triggers.Trigger.delivered_by`
+    delivered_by: list[str] = field(default_factory=list)
 
 
 def _loader() -> Any:
@@ -192,8 +195,11 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
                             f"({'; '.join(t.declared for t in found)}): the check takes one trigger at a "
                             "time: pick one with --trigger")
     uploads = next((t for t in found if t.kind != "sqs"), None)  # an asynchronous trigger: S3's or a rule's
-    delivered = {by for t in found if t.kind != "sqs" for by in (t.delivered_by or ("PutObject",))}
-    if uploads is not None and "PutObject" not in delivered:
+    # two notifications for one function (one for PUT, one for POST) deliver what either does
+    asynchronous = [t for t in found if t.kind != "sqs"]
+    delivered = [] if any(not t.delivered_by for t in asynchronous) else \
+        sorted({by for t in asynchronous for by in t.delivered_by})
+    if asynchronous and delivered and "PutObject" not in delivered:
         what = "S3" if uploads.kind == "s3" else "its EventBridge rule"
         raise TemplateError(f"{logical_id}: {what} invokes it only for {uploads.events} ({uploads.declared}), never "
                             "for a PutObject, and the check uploads its orders by PutObject: check it with a "
@@ -216,7 +222,7 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
                             bucket, _layers(path, props, resources, resolver.value),
                             str(resolver.value(props.get("Runtime") or "")),
-                            [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])])
+                            [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])], delivered)
 
 
 def merge_globals(glob: Any, own: Any) -> Any:

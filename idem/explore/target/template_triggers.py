@@ -76,18 +76,17 @@ class Trigger:
         return ", ".join(said)
 
 
-def _filter(node: Any) -> tuple[str, str]:
-    """(prefix, suffix) of an S3 key filter: {S3Key: {Rules: [{Name: prefix, Value: ...}]}}."""
-    rules = (((node or {}).get("S3Key") or {}).get("Rules") or []) if isinstance(node, dict) else []
-    found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in rules if isinstance(r, dict)}
+def _filter(node: Any, key: str = "S3Key", rules: str = "Rules") -> tuple[str, str]:
+    """(prefix, suffix) of an S3 key filter: CloudFormation's {S3Key: {Rules: [{Name: prefix, Value: ...}]}},
+    or the S3 API's {Key: {FilterRules: [...]}} (`_filter_rules`)."""
+    found_rules = (((node or {}).get(key) or {}).get(rules) or []) if isinstance(node, dict) else []
+    found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in found_rules if isinstance(r, dict)}
     return found.get("prefix", ""), found.get("suffix", "")
 
 
 def _filter_rules(node: Any) -> tuple[str, str]:
     """(prefix, suffix) of the S3 API's key filter: {Key: {FilterRules: [{Name: prefix, Value: ...}]}}."""
-    rules = (((node or {}).get("Key") or {}).get("FilterRules") or []) if isinstance(node, dict) else []
-    found = {str(r.get("Name", "")).lower(): str(r.get("Value", "")) for r in rules if isinstance(r, dict)}
-    return found.get("prefix", ""), found.get("suffix", "")
+    return _filter(node, "Key", "FilterRules")
 
 
 def _delivered_by(types: Any) -> tuple[tuple[str, ...], str]:

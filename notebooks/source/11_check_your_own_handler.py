@@ -79,9 +79,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #   event (four days).
 # * `accounts`: another account uploads an order with the same order id and the same bytes.
 #   Two accounts' order "1001" are two orders, and each must be charged.
-# * `zones`: `retry_ends` at the high ends, with the clock started 6, 12 and 18 hours earlier. East
-#   of UTC, 23:58 UTC is already the next day; from these starts a retry meets local midnight in
-#   every zone up to UTC+14.
+# * `zones`: `retry_ends` at the high ends, with the check's clock started 6, 12 and 18 hours
+#   earlier than usual (the usual start is below). From these starts a retry crosses midnight in
+#   every time zone east of UTC too, up to UTC+14.
 # * `runs`: one call fails two, three or every time in a row.
 # * `uploads`: the clean run's order, uploaded by a browser's POST and by a multipart upload
 #   instead of a PUT. Each sends its own event name (`ObjectCreated:Post`,

@@ -29,14 +29,11 @@ from .platform.partiql_insert import refuse_duplicate_inserts
 from .platform.request_checks import refuse_invalid_requests
 from .platform.sfn_express import express_starts_anew
 from .platform.transact_tokens import remember_transaction_tokens
+from .s3_uploads import UPLOAD_EVENTS
 from .fastload import (cache_dataclass_compiles, cache_moto_alias_keys, cache_moto_condition_lexing,
                        cache_moto_method_names, cache_moto_url_tables, cache_timestamp_parsing)
 
 REGION = "us-east-1"
-#: The event S3 sends for an upload by each API
-#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html)
-UPLOAD_EVENTS = {"PutObject": "ObjectCreated:Put", "POST Object": "ObjectCreated:Post",
-                 "CompleteMultipartUpload": "ObjectCreated:CompleteMultipartUpload"}
 ACCOUNT = "123456789012"  # moto's default account
 #: The ledger table as template.yaml declares it (tests/test_template.py holds them together):
 #: records keyed by `pk`, the sparse index of keyed's ledger lines by account (BOOKS_INDEX), and

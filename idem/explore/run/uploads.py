@@ -23,7 +23,7 @@ UPLOAD_BUCKET = ""
 #: The prefix of the trigger's key filter (set in the check's process before any world): another
 #: account's upload goes under it (`accounts.other_account_key`).
 KEY_PREFIX = ""
-#: The uploads the function's trigger delivers, by S3 API (`idem.sim.world.UPLOAD_EVENTS`' keys; set in
+#: The uploads the function's trigger delivers, by S3 API (`idem.sim.s3_uploads.UPLOAD_EVENTS`' keys; set in
 #: the check's process before any world): empty for every one. S3 invokes a function only for the
 #: event types it is subscribed to, an EventBridge rule only for the `detail.reason` it matches
 #: (docs/check_from_a_template.md, P22): another upload is an order nothing is told of.

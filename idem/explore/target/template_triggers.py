@@ -16,7 +16,7 @@ On the function (SAM's `Events`): `S3`, `SQS`, `EventBridgeRule` / `CloudWatchEv
 An EventBridge rule's pattern (SAM's `Pattern`, a rule's `EventPattern`) gives the bucket
 (`detail.bucket.name`), the key filter (`detail.object.key`, a prefix or a suffix) and the uploads it
 matches (`detail.reason`). Which uploads a trigger delivers is `delivered_by` (S3's APIs, as
-`idem.sim.world.UPLOAD_EVENTS` names them; empty: every upload): S3 invokes a function only for the
+`idem.sim.s3_uploads.UPLOAD_EVENTS` names them; empty: every upload): S3 invokes a function only for the
 event types it is subscribed to
 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html).
 
@@ -29,14 +29,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...sim.s3_uploads import UPLOAD_EVENTS
 from .deployed import LATEST, function_name, names, names_function, published_alias, referenced_id
 
 #: SAM's event types, as the check's triggers.
 SAM_EVENTS = {"S3": "s3", "SQS": "sqs", "EventBridgeRule": "eventbridge", "CloudWatchEvent": "eventbridge"}
-#: The S3 event type of each upload API (`idem.sim.world.UPLOAD_EVENTS`, with S3's `s3:` prefix), and
-#: EventBridge's `detail.reason` is the API's own name (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html).
-UPLOAD_TYPES = {"PutObject": "s3:ObjectCreated:Put", "POST Object": "s3:ObjectCreated:Post",
-                "CompleteMultipartUpload": "s3:ObjectCreated:CompleteMultipartUpload"}
+#: The S3 event type of each upload API (UPLOAD_EVENTS, with S3's `s3:` prefix), and EventBridge's
+#: `detail.reason` is the API's own name (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html).
+UPLOAD_TYPES = {api: "s3:" + event for api, event in UPLOAD_EVENTS.items()}
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ from .judge.books import Books
 from .judge.result import Result
 from .judge.verdicts import BOOKS as LINES, MONEY as CHARGES, Verdict
 from .report.check_report import CheckReport
-from .run import reuse, runner, triggers, worlds
+from .run import own_writes, reuse, runner, triggers, worlds
 from .run.pool import Dispatch, processes
 from .run.runner import CLEAN_RUN
 from .sandbox.stand_ins import CANNOT_SERVE
@@ -168,7 +168,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)
     read = any(c.boundary.call == READ_CALL for a in clean.attempts for c in a.crossings)
-    report.notes = money.file_note(clean.paid, runner.order_prices()) if read else []
+    report.notes = (money.file_note(clean.paid, runner.order_prices()) if read else []) + own_writes.note(clean)
     return key_decoding.judged(report)
 
 
@@ -209,8 +209,10 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
                                                "(no concurrency: ReservedConcurrentExecutions 0) until the event's "
                                                "maximum age"] + result.findings))
     # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
-    # function once per message of the clean run's batch (its boundaries are any invocation's)
-    attempt = next((a for a in result.attempts if a.failed), result.attempts[0])
+    # function once per message of the clean run's batch (its boundaries are any invocation's); an
+    # invocation of an object the function wrote itself is no order's (P23: named in the notes)
+    ordered = [a for a in result.attempts if a.delivery not in result.own_writes] or result.attempts
+    attempt = next((a for a in ordered if a.failed), ordered[0])
     if attempt.failed and (where := missing_setting(attempt.error, attempt.traceback, dict(target.env))):
         name = attempt.error.split("'")[1]
         raise CheckInputError(f"the handler needs the setting {name}, which the check was not given "
@@ -230,6 +232,14 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
         raise CleanRunBreaks(replace(result, verdict=verdict, findings=[
             f"the clean run fails, before any fault: {attempt.error}" + (f" (its last log lines: {logs})" if logs else "")
             + clean_run_hint(attempt.error, attempt.traceback, trigger, dict(target.env))] + result.findings))
+    first, again = result.own_charges
+    if first and again:  # its own write came back to it and was charged as an order (P23)
+        key = next(iter(result.own_writes.values()))
+        raise CleanRunBreaks(replace(result, verdict=Verdict.DOUBLE_CHARGE.value, findings=[
+            f"the clean run charged its one order {first + again} times: the function wrote {key!r} into the "
+            "bucket its trigger watches, S3 sent it that object's event as for any upload "
+            "(https://docs.aws.amazon.com/lambda/latest/dg/with-s3.html), and it charged again; write it "
+            "elsewhere, give the trigger a key filter that leaves it out, or skip such keys"] + result.findings))
     if result.verdict == Verdict.SILENT_LOSS.value:  # a message of the clean run's batch never charged
         raise CleanRunBreaks(result)
     if result.findings:  # a batch whose charges cannot be told apart by upload

@@ -116,6 +116,9 @@ class Watch:
         #: under an SQS mapping, the references of the charges the provider declined (402): the
         #: runtime's DeclineWatch notes them, and so does a charge sent with Stripe's SDK itself
         self.declines: list[str] | None = None
+        #: told of each object the handler created in S3, as (visit, API, bucket, key, answer): set by
+        #: whoever runs the function, where its trigger may send it that object's event (`own_writes`)
+        self.own_write: Callable[[Visit, str, str, str, dict[str, Any]], Any] | None = None
 
     def at(self, boundary: Boundary, action: Callable[[], Any], *, delivery: int = 1,
            attempt: int = 1) -> None:
@@ -344,8 +347,10 @@ def watch_events(events: Any) -> None:
     from .platform.sqs_visibility import watch_visibility  # or changing their visibility timeout
     from .platform.batch_partial import watch_partial  # a batch call answered in part
     from .writes import watch_writes  # where a write lands (idem.explore.state reads it back)
+    from .own_writes import watch_own_writes  # an object it creates, which S3 may tell it of
 
     watch_writes(events, current)
+    watch_own_writes(events, current)
     watch_deletes(events, current)
     watch_visibility(events, current)
     watch_partial(events, current, unwatched)

@@ -131,6 +131,14 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # customer charged for another account's order is a `double_charge`. The check cannot know your
 # pricing rule, so a clean run that charged another price than its order file says is not a break:
 # the report says it in a note under the verdict. (The rules in code: `idem.explore.judge.money`.)
+#
+# A handler may also write into the bucket that triggers it: an archive copy, a marker, a report.
+# S3 sends an event for that object too, like any upload
+# ([Using Lambda with Amazon S3](https://docs.aws.amazon.com/lambda/latest/dg/with-s3.html)).
+# So the check delivers it a second after the write, and follows such a chain three writes deep.
+# Your own copy of an order file is no new order. If the clean run charges it, the clean run
+# charges its one order twice, a `double_charge`. If its invocation fails and moves no money, the
+# report says so in a note.
 
 # %% [markdown]
 # ## A handler to check

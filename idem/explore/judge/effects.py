@@ -3,7 +3,7 @@ the books' lines, the failure queue, the handler's own queues; and the counts pe
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 from ...sim.runtime import work_of
 from ...sim.world import empty_queue, pk_text
@@ -27,20 +27,25 @@ def lines_booked(world: Any, table: str, attribute: str, seen: set[str]) -> set[
     return set(books_per_charge.lines(items, attribute))
 
 
-def failures_for(world: Any, uploads: Sequence[Any]) -> list[int]:
+def failures_for(world: Any, uploads: Sequence[Any], own_keys: Collection[str] = ()) -> list[int]:
     """Take every message out of the failure queue; count those about each upload: Lambda's
     destination records by their payload, a handler's own message by its body. One upload: a
     message naming its key (plain, URL-encoded, or either inside JSON). Two of one name: a message
     naming its sequencer (every destination record carries the whole event); a message naming only
-    the key counts for neither, since it cannot say which upload it is about."""
+    the key counts for neither, since it cannot say which upload it is about. A message naming one
+    of `own_keys` (objects the function wrote itself at other names, whose events came back to it:
+    `idem.explore.run.own_writes`) is about that object, not an upload."""
     texts = []
+    own_forms = [form for key in own_keys for form in triggers.key_forms(key)]
     for message in drain(world, world.queue_url):
         try:
             body = json.loads(message["Body"])
         except ValueError:
             body = message["Body"]
         payload = body.get("requestPayload", body) if isinstance(body, dict) else body
-        texts.append(message["Body"] + "\n" + json.dumps(payload))
+        text = message["Body"] + "\n" + json.dumps(payload)
+        if not any(form in text for form in own_forms):
+            texts.append(text)
     if len(uploads) == 1:
         forms = triggers.key_forms(uploads[0].key)
         return [sum(any(form in text for form in forms) for text in texts)]

@@ -25,7 +25,7 @@ from ..judge.effects import (QUEUE_SENDS, TOPIC_PUBLISHES, delivered, failures_f
 from ..judge.result import Result
 from ..judge.verdicts import BOOKS as LINES, MONEY as CHARGES, judge_upload, judge_uploads
 from ..target.target import Target
-from . import triggers, worlds
+from . import own_writes, triggers, worlds
 from .uploads import delivers
 from .fastcalls import fast_calls
 
@@ -189,6 +189,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                             number, target.deployed)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
             runtime.watch.effects = set(effects)
+            # the objects it writes where its trigger listens come back to it (P23); not modelled under SQS
+            own = own_writes.install(runtime, world, trigger) if trigger != "sqs" else own_writes.OwnWrites()
             # a plain name, one that needs decoding (the family names) or the longest S3 allows where
             # the schedule says (a handler that cannot take it fails visibly there, and only there)
             obj = world.upload(triggers.name_for(number, schedule), order_body(number),
@@ -272,7 +274,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     lines = lines_booked(world, table, books.attribute, lines_seen)
                     lines_seen |= lines
                     counted[LINES] = len(lines)
-                dlqs = failures_for(world, [o for o, _, _ in uploads])
+                dlqs = failures_for(world, [o for o, _, _ in uploads],
+                                    set(own.deliveries.values()) - {o.key for o, _, _ in uploads})
             declined = schedule.fault is not None and schedule.fault.outcome in FINAL_REFUSALS
             if len(uploads) == 1:
                 verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)
@@ -302,7 +305,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                   refused_lines=refused_lines(runtime.watch.invalid, table, books.attribute)
                                   + [f"{line}: its condition failed" for line in refused_lines(
                                       runtime.watch.conditions_failed, table, books.attribute)]
-                                  if table and books else []))
+                                  if table and books else [],
+                                  own_writes=dict(own.deliveries), own_charges=own.charges(runtime)))
             _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit
     return results

@@ -23,6 +23,9 @@ UPLOAD_BUCKET = ""
 #: The prefix of the trigger's key filter (set in the check's process before any world): another
 #: account's upload goes under it (`accounts.other_account_key`).
 KEY_PREFIX = ""
+#: The suffix of the trigger's key filter (set with KEY_PREFIX): with it, which of the function's own
+#: writes its trigger takes (`idem.explore.run.own_writes`).
+KEY_SUFFIX = ""
 #: The uploads the function's trigger delivers, by S3 API (`idem.sim.s3_uploads.UPLOAD_EVENTS`' keys; set in
 #: the check's process before any world): empty for every one. S3 invokes a function only for the
 #: event types it is subscribed to, an EventBridge rule only for the `detail.reason` it matches

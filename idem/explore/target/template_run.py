@@ -25,7 +25,7 @@ def prepare(request: dict[str, Any], objects: list[Any], run_setup: Any = None) 
     if request.get("upload_bucket"):
         uploads.UPLOAD_BUCKET = request["upload_bucket"]
     prefix, suffix = request.get("key_filter") or ("", "")
-    uploads.KEY_PREFIX = prefix
+    uploads.KEY_PREFIX, uploads.KEY_SUFFIX = prefix, suffix
     uploads.DELIVERED_BY = tuple(request.get("delivered_by") or ())
     for obj in objects:
         refused = uploads.refuse_unfiltered(obj.key_for(1), prefix, suffix)

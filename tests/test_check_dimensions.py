@@ -70,7 +70,7 @@ def lambda_handler(event, context):
     read = lambda: [time.time(), time.monotonic(), datetime.datetime.now().timestamp(),
                     context.get_remaining_time_in_millis()]
     print(json.dumps(read()))
-    provider.charge(customer="c", amount=1, currency="usd", reference="r", idempotency_key="k")
+    provider.charge(customer="c", amount=100, currency="usd", reference="r", idempotency_key="k")
     print(json.dumps(read()))
 """
 

@@ -135,3 +135,17 @@ def test_a_template_table_is_made_with_its_keys_and_indexes(tmp_path):
 def test_a_function_the_template_does_not_have_is_exit_2_listing_its_functions():
     code, _, err = cli("--template", str(TEMPLATE), "--function", "Charger", *FAST)
     assert code == 2 and "no function 'Charger'; its functions: Notifier" in err
+
+
+@pytest.mark.parametrize("given, numbered", [
+    (b'{"order_id": 1001, "amount_cents": 1250}', b'{"order_id": 100100042, "amount_cents": 1250}'),
+    (b'{"order_id":"A-7","amount_cents":1250,"amount_cents":99900}',
+     b'{"order_id":"A-7-00042","amount_cents":1250,"amount_cents":99900}'),
+    (b'{ "order_id" : "A\\"1" }\n', b'{ "order_id" : "A\\"1-00042" }\n'),
+])
+def test_only_the_order_ids_text_changes_every_other_byte_lands_as_written(tmp_path, given, numbered):
+    """docs/check_from_a_template.md P8a: before, the file was parsed and dumped again, so a field given
+    twice lost its first value and an integer id became a string."""
+    order = tmp_path / "order.json"
+    order.write_bytes(given)
+    assert UserObject.parse(f"{order}=alice/incoming/order.json").body_for(42) == numbered

@@ -9,7 +9,8 @@ import pytest
 
 from idem.core.errors import ConfigError
 from idem.core.handlers import keyed
-from idem.core.provider import DAY
+from idem.core.clock import VirtualClock
+from idem.core.provider import DAY, MemoryStore, Provider, ProviderError
 from idem.core.reconcile.audit import reconcile
 from idem.core.settings import Settings
 from idem.sim.faults import FaultPlan
@@ -247,3 +248,15 @@ def test_the_stacks_lifetimes_obey_the_rule():
     assert int(variables["MAX_EVENT_AGE_SECONDS"]) == function["EventInvokeConfig"]["MaximumEventAgeInSeconds"]
     Settings.from_env({**{k: v for k, v in variables.items() if isinstance(v, str)},
                        "LEDGER_TABLE": "l", "PROVIDER_TABLE": "p"})  # starts: no ConfigError
+
+
+@pytest.mark.parametrize("amount, currency", [(49, "usd"), (29, "gbp"), (49, "JPY")])
+def test_an_amount_under_stripes_minimum_is_refused_and_nothing_is_saved(amount, currency):
+    """Stripe refuses a charge under a currency's minimum with amount_too_small
+    (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts): before, the stand-in charged
+    30 cents, so a handler reading that refusal as final was never seen losing the order."""
+    provider = Provider(None, "unused", VirtualClock(0.0), store=MemoryStore())
+    with pytest.raises(ProviderError, match="amount_too_small"):
+        provider.charge(customer="c", amount=amount, currency=currency, reference="r", idempotency_key="k")
+    assert provider.charge(customer="c", amount=amount + 1, currency=currency, reference="r",
+                           idempotency_key="k").amount == amount + 1  # the key was never saved

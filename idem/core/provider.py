@@ -61,6 +61,12 @@ class ProviderOutcome(str, Enum):
         return self.value
 
 
+#: Stripe's minimum charge per currency, in the currency's smallest unit (a few of them: USD, EUR, CAD and
+#: AUD $0.50, GBP 30p, JPY ¥50), refused with `amount_too_small`
+#: (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts)
+MINIMUM_AMOUNTS = {"usd": 50, "eur": 50, "cad": 50, "aud": 50, "gbp": 30, "jpy": 50}
+
+
 @dataclass(frozen=True)
 class Charge:
     id: str
@@ -96,6 +102,9 @@ class Provider:
             raise KeyInFlight("409: another request with this idempotency key is in flight")
         if amount <= 0:  # validation fails before execution: nothing is saved
             raise ProviderError(f"amount must be positive, got {amount}")
+        if amount < MINIMUM_AMOUNTS.get(currency.lower(), 1):  # refused, not saved
+            raise ProviderError(f"400 amount_too_small: {amount} is under Stripe's minimum charge in {currency} "
+                                f"({MINIMUM_AMOUNTS[currency.lower()]} in its smallest unit)")
         if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:  # refused, not saved
             raise ProviderError(f"400: an idempotency key is at most {MAX_KEY_CHARS} characters, "
                                 f"got {len(idempotency_key)}: hash a longer one")

@@ -147,7 +147,9 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         sdk = resolved.provider == "stripe"  # Stripe's SDK called by the handler itself
         found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk) if trigger == "sqs"
-                                       else schedules_for(crossed, retries, versioning, trigger, sdk))
+                                       else schedules_for(crossed, retries, versioning, trigger, sdk,
+                                                          float(resolved.deployed.failure_retention) if resolved.deployed
+                                                          else timings.RETENTION_DEFAULT))
                                       + upload_kinds.schedules(Schedule, retries)
                                       + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         try:  # a test knob: only some families (idem.explore.families.family_choice)

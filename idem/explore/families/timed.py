@@ -65,18 +65,23 @@ PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
 PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
 PAST_KEY_WINDOW = (timings.STRIPE_KEY_WINDOW + 1.0, "past Stripe's 24-hour key window")
 DAYS_LATER = (3 * 86_400.0, "3 days later")
-#: SQS keeps a message 4 days unless its queue says otherwise (MessageRetentionPeriod, 60 s to 14 days:
-#: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html): the
-#: event Lambda sent to the failure queue can be redriven, and the order sent again, until the last second
-BEFORE_RETENTION_ENDS = (RETENTION - 1.0, "the failure queue's last second of its 4-day retention, past Stripe's 24-hour key "
-                                          "window")
+def before_retention_ends(retention: float = RETENTION) -> tuple[float, str]:
+    """SQS keeps a message 4 days unless its queue says otherwise (MessageRetentionPeriod, 60 s to 14 days:
+    https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html): the
+    event Lambda sent to the failure queue can be redriven, and the order sent again, until its last second."""
+    days = f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
+    past = ", past Stripe's 24-hour key window" if retention - 1.0 > timings.STRIPE_KEY_WINDOW else ""
+    return retention - 1.0, f"the failure queue's last second of its {days} retention{past}"
+
+
+BEFORE_RETENTION_ENDS = before_retention_ends()
 #: a record that is kept 15 minutes is met by the late family; the again family looks past Stripe's window
 #: (under SQS: a day after the message reached the dead-letter queue, whose retention counts from the
 #: message's first enqueue, so later is not always possible: idem.explore.families.sqs_timed)
 AGAIN_AFTER = (PAST_KEY_WINDOW,)
 #: on S3 (asynchronous invocation) the failure queue's message is new when Lambda sends it: any time in
 #: its retention period is a redrive AWS allows, from a day (past Stripe's window) to the last second
-AGAIN_AFTER_ASYNC = (PAST_KEY_WINDOW, BEFORE_RETENTION_ENDS)
+AGAIN_AFTER_ASYNC = (PAST_KEY_WINDOW, BEFORE_RETENTION_ENDS)  # SQS's default retention; a template's own: `schedules`
 AGAIN_HOW = ("redrive", "upload")
 
 
@@ -160,10 +165,12 @@ def _every_resend(boundary: Any) -> int:
 
 
 def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterable[int],
-              exception_at: Sequence[Any], copy_at: Sequence[Any], trigger: str = "s3") -> list[Any]:
+              exception_at: Sequence[Any], copy_at: Sequence[Any], trigger: str = "s3",
+              failure_retention: float = RETENTION) -> list[Any]:
     """The four families' schedules over the boundaries a clean run crossed; `make` builds a
     schedule.Schedule; `exception_at` and `copy_at` are where a fault and a copy can come; `trigger`
-    names the copy's range (`timings.copy_range`)."""
+    names the copy's range (`timings.copy_range`); `failure_retention`: how long the failure queue
+    keeps the event (a redrive comes no later than its last second)."""
     retries = tuple(retries)
     most, least = max(retries), min(retries)
     high = ("high end (EventBridge's retry window plus the maximum event age)" if trigger == "eventbridge"
@@ -187,7 +194,8 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
     # too (sdk_retries), else botocore's resend answers and the attempt ends ok, with nothing to redrive
     found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
                    later=Later("again", at, why, how))
-              for b in exception_at for at, why in AGAIN_AFTER_ASYNC for how in AGAIN_HOW]
+              for b in exception_at for at, why in (PAST_KEY_WINDOW, before_retention_ends(failure_retention))
+              for how in AGAIN_HOW if not (how == "redrive" and at >= failure_retention)]
     found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]
     return found

@@ -9,7 +9,9 @@ are kept apart by running each in an emptied account (`idem.explore.run.exact_ke
 orders apart, and are all the check changes in the file:
 
 - a JSON object with an `order_id` gets the schedule's number appended to it (`A-1001` becomes
-  `A-1001-00042`), so each schedule is its own order; any other file lands byte for byte;
+  `A-1001-00042`; an integer id `1001` becomes `100100042`), so each schedule is its own order. Only
+  the id's text changes: every other byte of the file (a field given twice, its spacing) lands as the
+  reader wrote it. Any other file lands byte for byte;
 - a second upload of the same name is the file again with the same bytes where the check sends
   the uploader's retried PUT, and a second order (`order_id` + `-2`) where it sends another order.
   A file that is not a JSON order has no second order the check could write: those schedules are
@@ -100,23 +102,38 @@ class UserObject:
         return self.second is not None or self.is_order
 
     def body_for(self, number: int, second_order: bool = False) -> bytes:
-        """The file's bytes for schedule `number` (see the module: only an order_id changes); a
+        """The file's bytes for schedule `number` (see the module: only an order_id's text changes); a
         second order's are the second file's, when one was given."""
         if second_order and self.second is not None:
-            return _numbered(self.second, number, "")
-        return _numbered(self.body, number, "-2" if second_order else "")
+            return _numbered(self.second, f"-{number:05d}")
+        return _numbered(self.body, f"-{number:05d}" + ("-2" if second_order else ""))
 
 
-def _numbered(body: bytes, number: int, suffix: str) -> bytes:
-    """`body`, a JSON order's order_id made the schedule's own (+ `suffix`); any other file as it is."""
+#: A member `"order_id": VALUE` in a JSON text, its value a string or an integer.
+_ORDER_ID = re.compile(rb'("order_id"\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+def _numbered(body: bytes, suffix: str) -> bytes:
+    """`body`, a JSON order's order_id with `suffix` appended to its text (an integer id, the suffix's
+    digits), every other byte as it was; any other file as it is."""
     try:
         data = json.loads(body)
     except ValueError:
         return body
-    if not isinstance(data, dict) or "order_id" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("order_id"), (str, int)) or isinstance(
+            data.get("order_id"), bool):
         return body
-    data["order_id"] = f"{data['order_id']}-{number:05d}{suffix}"
-    return json.dumps(data).encode()
+    wanted = data["order_id"]
+
+    def renamed(found: re.Match[bytes]) -> bytes:
+        text = found.group(2)
+        if json.loads(text) != wanted or type(json.loads(text)) is not type(wanted):
+            return found.group(0)  # another member's, or a value the file gives up (a field given twice)
+        if isinstance(wanted, int):
+            return found.group(1) + text + suffix.replace("-", "").encode()
+        return found.group(1) + text[:-1] + json.dumps(suffix)[1:-1].encode() + b'"'
+
+    return _ORDER_ID.sub(renamed, body)
 
 
 def paired(found: list[UserObject]) -> list[UserObject]:

@@ -82,6 +82,9 @@ class Deployed:
     reserved_concurrency: int = -1
     #: where a failed asynchronous event goes ("DeadLetterQueue Failures"; "": none, Lambda discards it)
     failure_destination: str = ""
+    #: how long that destination keeps a failed event, when it is an SQS queue (its MessageRetentionPeriod,
+    #: SQS's 4 days unless it says otherwise): the event can be redriven until its last second
+    failure_retention: int = DEFAULT_RETENTION
     #: an EventInvokeConfig left out: it configures another version or alias than the trigger invokes ("": none)
     unapplied: str = ""
     #: what feeds it, as the template declares it: where, its bucket, key filter and event types
@@ -169,6 +172,8 @@ class Deployed:
                     f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s")
         line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
                 f"{self.max_event_age}, " + (f"failure destination {self.failure_destination}"
+                                             + (f" (MessageRetentionPeriod {self.failure_retention} s)"
+                                                if self.failure_retention != DEFAULT_RETENTION else "")
                                              if self.failure_destination else "no failure destination "
                                              "(an event that fails every attempt is discarded)")
                 + (f" ({self.unapplied})" if self.unapplied else ""))
@@ -221,6 +226,10 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
         "failure_destination": failure_destination(function, invoke, value),
         "unapplied": unapplied,
     }
+    destination = (resources.get(settings["failure_destination"].partition(" ")[2]) or {})
+    if destination.get("Type") == "AWS::SQS::Queue":
+        settings["failure_retention"] = _whole(value, (destination.get("Properties") or {}).get(
+            "MessageRetentionPeriod", DEFAULT_RETENTION), "failure queue's MessageRetentionPeriod")
     if sqs_source:
         queue_id, mapping = sqs_source
         queue = (resources.get(queue_id) or {}).get("Properties") or {}

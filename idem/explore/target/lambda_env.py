@@ -6,7 +6,9 @@ The reserved variables are Lambda's "defined runtime environment variables"
 `_HANDLER`, `AWS_REGION`, `AWS_DEFAULT_REGION`, `AWS_EXECUTION_ENV` (`AWS_Lambda_python3.x`),
 `AWS_LAMBDA_FUNCTION_NAME`, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, `AWS_LAMBDA_FUNCTION_VERSION`,
 `AWS_LAMBDA_INITIALIZATION_TYPE`, `AWS_LAMBDA_LOG_GROUP_NAME`, `AWS_LAMBDA_LOG_STREAM_NAME`,
-`LAMBDA_TASK_ROOT` (the function's code), `LAMBDA_RUNTIME_DIR` and `TZ` (`:UTC`). The access keys
+`LAMBDA_TASK_ROOT` (the function's code) and `LAMBDA_RUNTIME_DIR`, and the unreserved `TZ`
+(`:UTC`), which a function may set to its own zone (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars-runtime.html):
+its local time then follows it (`idem.sim.runtime.on_lambda.as_lambda` calls `time.tzset`). The access keys
 (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) are moto's here, set by moto
 itself. A template's `Environment` and `--env` come on top (Lambda refuses to let a function set
 the reserved ones; the check lets `--env` do it, for a handler that must see another value).

@@ -336,6 +336,7 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any,
     # the handler registers is dropped, so the check's own exit runs none of it either.
     atexit.register = _dropped  # type: ignore[assignment]
     os.environ.update(env)
+    time.tzset()  # the function's TZ (Lambda's :UTC unless it sets its own): its local time follows it
     boto3.DEFAULT_SESSION = session
     # The runtime moves the clock between invocations, and inside one only during a slow call
     # (`LocalLambda.in_flight`); otherwise it stands still (tick=False).
@@ -368,3 +369,4 @@ def as_lambda(env: dict[str, str], clock: Any, session: Any,
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        time.tzset()

@@ -1,0 +1,53 @@
+"""Issue 41, the adversary's eighth round: handlers written as teams write them, each with the verdict a
+correct checker must give and the published fact behind it in its docstring (tests/handlers/README.md).
+Each test runs the CLI on the family of schedules that shows the point, with one retry setting and one
+worker."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from check_cli import cli, target
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def check(monkeypatch, *args: str, families: str, retries: str = "2") -> tuple[int, str, str]:
+    """The CLI on the named families only (IDEM_CHECK_FAMILIES), one retry setting, one worker."""
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", families)
+    return cli(*args, "--retries", retries, "--workers", "1")
+
+
+def verdicts(out: str) -> dict[str, int]:
+    return {name: int(n) for name, n in re.findall(r"^  ([a-z_]+) +(\d+)", out, flags=re.M)}
+
+
+def test_a_naive_utc_time_read_back_in_the_functions_own_time_zone_is_hours_off(monkeypatch):
+    """tz_utcnow_window stores utcnow() and reads it back with .timestamp(), which takes a naive time as
+    local: with TZ=America/Los_Angeles every age is 8 hours short, so an order redriven a day later is
+    charged again past Stripe's key window (before: holds, the process's TZ never changed)."""
+    code, out, err = check(monkeypatch, target("tz_utcnow_window"), "--env", "TZ=America/Los_Angeles",
+                           families="again")
+    assert code == 1 and verdicts(out).get("double_charge"), (out + err)[-3000:]
+
+
+@pytest.mark.parametrize("handler, env", [("tz_utcnow_window", ()), ("tz_aware_window", ("--env", "TZ=America/Los_Angeles"))])
+def test_the_same_in_utc_and_its_aware_twin_in_any_zone_hold(monkeypatch, handler, env):
+    code, out, err = check(monkeypatch, target(handler), *env, families="again")
+    assert code == 0, (out + err)[-3000:]
+
+
+def test_a_failure_queue_kept_14_days_is_redriven_in_its_last_second(monkeypatch):
+    """claim_ttl_7_days keeps its claim 7 days (DynamoDB TTL); its template's dead-letter queue keeps a failed
+    event 14 days, so a redrive on day 14 finds no claim and charges again (before: the again family
+    redrove at SQS's default 4 days only, and it held). With the default 4 days it holds."""
+    template = str(TEMPLATES / "claim_ttl_7_days.yaml")
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Charge", families="again")
+    assert code == 1 and verdicts(out).get("double_charge"), (out + err)[-3000:]
+    assert "failure destination DeadLetterQueue Failures (MessageRetentionPeriod 1209600 s)" in out
+    assert "its 14-day retention" in out
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Default4Days", families="again")
+    assert code == 0, (out + err)[-3000:]
+    assert "MessageRetentionPeriod" not in out.split("\n")[1]

@@ -51,3 +51,14 @@ def test_a_failure_queue_kept_14_days_is_redriven_in_its_last_second(monkeypatch
     code, out, err = check(monkeypatch, "--template", template, "--function", "Default4Days", families="again")
     assert code == 0, (out + err)[-3000:]
     assert "MessageRetentionPeriod" not in out.split("\n")[1]
+
+
+def test_a_dead_letter_queue_kept_14_days_is_redriven_in_its_last_second_under_sqs(monkeypatch):
+    """sqs_claim_ttl_7_days: the source queue's RedrivePolicy names a dead-letter queue that keeps messages
+    14 days, counted from the first enqueue; a redrive on day 14 finds the 7-day claim gone (before: the again
+    family redrove a day later only, and it held)."""
+    template = str(TEMPLATES / "sqs_claim_ttl_7_days.yaml")
+    code, out, err = check(monkeypatch, "--template", template, "--function", "Batch", families="again")
+    assert code == 1 and verdicts(out).get("double_charge"), (out + err)[-3000:]
+    assert "its dead-letter queue's 1209600 s" in out
+    assert "after the first message was sent (the dead-letter queue's last second of its 14-day retention)" in out

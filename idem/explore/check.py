@@ -146,7 +146,8 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             return CheckReport(resolved, effects, crossed, judged, [clean], where, trigger)
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         sdk = resolved.provider == "stripe"  # Stripe's SDK called by the handler itself
-        found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk) if trigger == "sqs"
+        dead_letter = float(resolved.deployed.dead_letter_retention) if resolved.deployed else 0.0
+        found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk, dead_letter) if trigger == "sqs"
                                        else schedules_for(crossed, retries, versioning, trigger, sdk,
                                                           float(resolved.deployed.failure_retention) if resolved.deployed
                                                           else timings.RETENTION_DEFAULT))

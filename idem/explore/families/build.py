@@ -81,7 +81,8 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
 
 
 def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
-                  retention: float = timings.RETENTION_DEFAULT, sdk: bool = False) -> list[Schedule]:
+                  retention: float = timings.RETENTION_DEFAULT, sdk: bool = False,
+                  dead_letter_retention: float = 0.0) -> list[Schedule]:
     """The schedules under --trigger sqs. Each batch already carries two uploads, one message
     each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
     call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
@@ -98,7 +99,7 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
     found = fault_schedules(crossed, retries, sdk) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
     found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
     return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
-        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention)
+        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention, dead_letter_retention)
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,

@@ -50,10 +50,22 @@ from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY
     _every_resend
 from .timings import HIGH_ENDS, LOW_ENDS, seconds, sqs_copy_delay as copy_delay
 
+def dead_letter_last_second(retention: float) -> Later:
+    """The again family's redrive in the last second a template's dead-letter queue keeps a message:
+    "For standard queues, the expiration of a message is always based on its original enqueue timestamp"
+    (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html),
+    so it counts from the first message's enqueue."""
+    days = f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
+    return Later("again", retention - 1.0, f"the dead-letter queue's last second of its {days} retention", "redrive",
+                 sqs=True, from_start=True)
+
+
 def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Sequence[Any],
-              copy_at: Sequence[Any], retention: float = timings.RETENTION_DEFAULT) -> list[Any]:
+              copy_at: Sequence[Any], retention: float = timings.RETENTION_DEFAULT,
+              dead_letter_retention: float = 0.0) -> list[Any]:
     """The SQS families' schedules (see the module docstring); `make` builds a schedule.Schedule;
-    `retention`: the source queue's retention period (seconds)."""
+    `retention`: the source queue's retention period (seconds); `dead_letter_retention`: a template's
+    dead-letter queue's (0: none declared), whose last second is redriven too when it is past a day."""
     retries = tuple(retries)
     most, least = max(retries), min(retries)
     points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, f"high end (the queue's retention period, {seconds(retention)})")]
@@ -70,6 +82,9 @@ def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Se
     found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
                    later=Later("again", at, why, how, sqs=True))
               for b in exception_at for at, why in AGAIN_AFTER for how in AGAIN_HOW]
+    if dead_letter_retention - 1.0 > PAST_KEY_WINDOW[0]:
+        found += [make(FaultPlan(b, every, How.EXCEPTION, run=_every_resend(b)), "single", None, most,
+                       later=dead_letter_last_second(dead_letter_retention)) for b in exception_at]
     found += [make(None, delivery, None, least, later=Later("accounts", how=how, sqs=True))
               for delivery, how in (("duplicate", "after"), ("same_batch", "same_batch"))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent", sqs=True)) for b in copy_at]
@@ -118,7 +133,10 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
         sweep_expired(world.clock.now())  # DynamoDB's TTL has deleted what expired meanwhile
         runtime.send_message(message(world.upload(batch[0].key, body(number, 1))))
     elif later.kind == "again":
-        world.clock.advance(later.seconds)
+        if later.from_start:
+            world.clock.advance_to(max(world.clock.now(), world.clock.start + later.seconds))
+        else:
+            world.clock.advance(later.seconds)
         sweep_expired(world.clock.now())
         runtime.watch.plan = FaultPlan()  # the outage is over
         if later.how == "redrive":  # the dead-letter queue's messages moved back to the source queue

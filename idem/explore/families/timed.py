@@ -94,6 +94,9 @@ class Later:
     why: str = ""  # what that time is, in words
     how: str = ""  # again: redrive or upload; accounts: after, concurrent or (sqs) same_batch
     sqs: bool = False  # a schedule of --trigger sqs (idem.explore.families.sqs_timed): worded for its queue
+    #: again under SQS: `seconds` counts from the first message's enqueue, not from the dead-letter queue's
+    #: receipt (a dead-letter queue's message expires by its first enqueue: sqs_timed.dead_letter_last_second)
+    from_start: bool = False
 
     def label(self, timing: Timing | None, copy_at: Any = None) -> str:
         if self.sqs:
@@ -133,7 +136,8 @@ class Later:
         if self.kind == "again":
             what = ("the dead-letter queue redriven to the source queue" if self.how == "redrive"
                     else "the same order uploaded again")
-            return f"then {what} {seconds(self.seconds)} later ({self.why})"
+            after = " after the first message was sent" if self.from_start else " later"
+            return f"then {what} {seconds(self.seconds)}{after} ({self.why})"
         where = {"after": ", its message after the batch is done",
                  "same_batch": ", its message in the same batch as the first's"}.get(
             self.how, f", received while the first is {copy_at}")

@@ -73,6 +73,8 @@ class Deployed:
     max_receive_count: int = 0  # 0: the queue has no redrive policy (no dead-letter queue)
     queue: str = ""  # the SQS source queue's name, when an SQS trigger feeds the function
     message_retention: int = DEFAULT_RETENTION  # the SQS source queue's MessageRetentionPeriod
+    #: its dead-letter queue's (RedrivePolicy's deadLetterTargetArn), when the template declares that queue (0: not)
+    dead_letter_retention: int = 0
     #: the EventBridge rule target's RetryPolicy, and its DeadLetterConfig queue ("": none)
     eventbridge_retry_attempts: int = DEFAULT_EVENTBRIDGE_ATTEMPTS
     eventbridge_event_age: int = DEFAULT_EVENTBRIDGE_AGE
@@ -169,7 +171,8 @@ class Deployed:
                             "returns until its retention period ends, then is lost)")
             return (f"{head}; SQS: BatchSize {self.batch_size}, ReportBatchItemFailures "
                     f"{'on' if self.report_batch_item_failures else 'off'}, VisibilityTimeout "
-                    f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s")
+                    f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s"
+                    + (f", its dead-letter queue's {self.dead_letter_retention} s" if self.dead_letter_retention else ""))
         line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
                 f"{self.max_event_age}, " + (f"failure destination {self.failure_destination}"
                                              + (f" (MessageRetentionPeriod {self.failure_retention} s)"
@@ -246,6 +249,12 @@ def read(function: dict[str, Any], resources: dict[str, Any], logical_id: str, s
             queue=queue_id,
             message_retention=_whole(value, queue.get("MessageRetentionPeriod", DEFAULT_RETENTION),
                                      "queue's MessageRetentionPeriod"))
+        arn = redrive.get("deadLetterTargetArn")  # resolved: the queue whose own ARN resolves to it
+        dead_letter = next((res for rid, res in resources.items() if res.get("Type") == "AWS::SQS::Queue"
+                            and arn and value({"Fn::GetAtt": [rid, "Arn"]}) == arn), {})
+        if dead_letter:
+            settings["dead_letter_retention"] = _whole(value, (dead_letter.get("Properties") or {}).get(
+                "MessageRetentionPeriod", DEFAULT_RETENTION), "dead-letter queue's MessageRetentionPeriod")
     if rule_target is not None:
         policy = value(rule_target.get("RetryPolicy")) or {}
         dead = (rule_target.get("DeadLetterConfig") or {}).get("Arn")

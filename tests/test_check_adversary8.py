@@ -62,3 +62,19 @@ def test_a_dead_letter_queue_kept_14_days_is_redriven_in_its_last_second_under_s
     assert code == 1 and verdicts(out).get("double_charge"), (out + err)[-3000:]
     assert "its dead-letter queue's 1209600 s" in out
     assert "after the first message was sent (the dead-letter queue's last second of its 14-day retention)" in out
+
+
+def test_bobs_file_naming_alices_customer_charges_alice_and_breaks(monkeypatch):
+    """file_customer_first lets the order file's `customer` win over the account's linked customer: the
+    family accounts uploads another account's order whose file names the first account's customer, and
+    Alice pays for Bob's order ("The file never chooses who pays": docs/money_contract.md, 2). Before, the
+    check's file never named a customer, and it held."""
+    code, out, err = check(monkeypatch, target("file_customer_first"), families="accounts", retries="0")
+    assert code == 1 and verdicts(out).get("double_charge"), (out + err)[-3000:]
+    assert "its file naming the first account's customer" in out
+
+
+@pytest.mark.parametrize("handler", ["file_customer_checked", "linked_customer"])
+def test_a_handler_that_refuses_or_ignores_the_files_customer_holds(monkeypatch, handler):
+    code, out, err = check(monkeypatch, target(handler), families="accounts", retries="0")
+    assert code == 0, (out + err)[-3000:]

@@ -64,7 +64,7 @@ from ..sim.runtime.handler_guard import clean_run_hint, missing_setting
 from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto, fake_client
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
-from .families import family_choice, key_decoding, object_schedules, timings, upload_kinds
+from .families import accounts, family_choice, key_decoding, object_schedules, timings, upload_kinds
 from .families.build import DIMENSIONS, schedules_for, sqs_schedules
 from .families.schedule import RETRIES, VERSIONING, Schedule
 from .judge import money, state as states
@@ -72,7 +72,7 @@ from .judge.books import Books
 from .judge.result import Result
 from .judge.verdicts import BOOKS as LINES, MONEY as CHARGES, Verdict
 from .report.check_report import CheckReport
-from .run import own_writes, reuse, runner, triggers, worlds
+from .run import objects, own_writes, reuse, runner, triggers, worlds
 from .run.pool import Dispatch, processes
 from .run.runner import CLEAN_RUN
 from .sandbox.stand_ins import CANNOT_SERVE
@@ -150,7 +150,11 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk, dead_letter) if trigger == "sqs"
                                        else schedules_for(crossed, retries, versioning, trigger, sdk,
                                                           float(resolved.deployed.failure_retention) if resolved.deployed
-                                                          else timings.RETENTION_DEFAULT))
+                                                          else timings.RETENTION_DEFAULT,
+                                                          # Bob's file naming Alice's customer: for a function
+                                                          # that reads the mapping, with the check's own file
+                                                          accounts.reads_mapping(resolved.module)
+                                                          and objects.CURRENT is None))
                                       + upload_kinds.schedules(Schedule, retries)
                                       + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         try:  # a test knob: only some families (idem.explore.families.family_choice)

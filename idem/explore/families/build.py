@@ -40,14 +40,15 @@ def copy_places(crossed: Sequence[Any]) -> list[Any]:
 
 def schedules_for(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
                   overwrite: Iterable[str] = VERSIONING, trigger: str = "s3", sdk: bool = False,
-                  failure_retention: float = timings.RETENTION_DEFAULT) -> list[Schedule]:
+                  failure_retention: float = timings.RETENTION_DEFAULT, names_customer: bool = False) -> list[Schedule]:
     """Every distinct schedule over the boundaries a clean run crossed: the faults dimension
     (exhaustive, as described in the module docstring), then the two bounded ones
     (`overwrite_schedules`, `slow_schedules`). `sdk`: the handler calls Stripe's SDK itself."""
     retries = tuple(retries)
     return timed.drawn(fault_schedules(crossed, retries, sdk) + overwrite_schedules(crossed, retries, overwrite)
                        + slow_schedules(crossed, retries) + runs.run_schedules(crossed, retries, Schedule)) + timed.schedules(
-        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed), trigger, failure_retention)
+        Schedule, crossed, retries, fault_places(crossed)[0], copy_places(crossed), trigger, failure_retention,
+        names_customer)
 
 
 def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,

@@ -83,6 +83,10 @@ AGAIN_AFTER = (PAST_KEY_WINDOW,)
 #: its retention period is a redrive AWS allows, from a day (past Stripe's window) to the last second
 AGAIN_AFTER_ASYNC = (PAST_KEY_WINDOW, BEFORE_RETENTION_ENDS)  # SQS's default retention; a template's own: `schedules`
 AGAIN_HOW = ("redrive", "upload")
+#: the accounts family's upload by another account whose file names the first account's linked customer:
+#: "The file never chooses who pays" (docs/money_contract.md, 2). Run for a function that reads the
+#: customer mapping (`accounts.reads_mapping`), with the check's own order file.
+NAMES_CUSTOMER = "names_customer"
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,9 @@ class Later:
             # what it found (the queue is redriven as it is; the order is uploaded again either way)
             what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
             return f"then {what} {seconds(self.seconds)} later ({self.why})"
+        if self.how == NAMES_CUSTOMER:
+            return ("another account's order with the same order id, its file naming the first account's customer, "
+                    "after the first is done")
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
 
@@ -170,7 +177,7 @@ def _every_resend(boundary: Any) -> int:
 
 def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterable[int],
               exception_at: Sequence[Any], copy_at: Sequence[Any], trigger: str = "s3",
-              failure_retention: float = RETENTION) -> list[Any]:
+              failure_retention: float = RETENTION, names_customer: bool = False) -> list[Any]:
     """The four families' schedules over the boundaries a clean run crossed; `make` builds a
     schedule.Schedule; `exception_at` and `copy_at` are where a fault and a copy can come; `trigger`
     names the copy's range (`timings.copy_range`); `failure_retention`: how long the failure queue
@@ -201,6 +208,8 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
               for b in exception_at for at, why in (PAST_KEY_WINDOW, before_retention_ends(failure_retention))
               for how in AGAIN_HOW if not (how == "redrive" and at >= failure_retention)]
     found += [make(None, "duplicate", None, least, later=Later("accounts", how="after"))]
+    if names_customer:  # Bob's file naming Alice's customer
+        found += [make(None, "duplicate", None, least, later=Later("accounts", how=NAMES_CUSTOMER))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent")) for b in copy_at]
     return found
 
@@ -256,7 +265,10 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
         def other() -> dict[str, Any]:
             key = accounts.other_account_key(first.key, number)
             link(key)
-            obj = world.upload(key, body(number, 1))  # the same order id, the same bytes
+            data = body(number, 1)  # the same order id, the same bytes; or the first account's customer named
+            if later.how == NAMES_CUSTOMER:
+                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(accounts.account_of(first.key))}).encode()
+            obj = world.upload(key, data)
             uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
             return uploads[-1][1]
         if later.how == "concurrent":

@@ -78,3 +78,12 @@ def test_bobs_file_naming_alices_customer_charges_alice_and_breaks(monkeypatch):
 def test_a_handler_that_refuses_or_ignores_the_files_customer_holds(monkeypatch, handler):
     code, out, err = check(monkeypatch, target(handler), families="accounts", retries="0")
     assert code == 0, (out + err)[-3000:]
+
+
+def test_an_account_taken_from_the_objects_metadata_is_the_uploaders_word_and_breaks(monkeypatch):
+    """meta_account takes the account from x-amz-meta-account when present: user-defined metadata is
+    whatever the uploader's PUT sends (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html).
+    Bob's upload naming Alice's account is answered as Alice's order (before, the check never sent
+    metadata, and it held)."""
+    code, out, err = check(monkeypatch, target("meta_account"), families="accounts", retries="0")
+    assert code == 1 and verdicts(out).get("silent_loss"), (out + err)[-3000:]

@@ -257,10 +257,11 @@ class LocalWorld:
 
     # -- S3's side: a real put_object, and the notification S3 would send -------------
     def upload(self, key: str, body: bytes | None = None, *, etag: str | None = None,
-               by: str = "PutObject") -> S3Object:
+               by: str = "PutObject", metadata: dict[str, str] | None = None) -> S3Object:
         """Put an object and describe its ObjectCreated event as S3 would. Without a body, an
         order file naming a new order (`order_body`): the keyed handler charges per order. `by`: the
-        S3 API that uploads it (UPLOAD_EVENTS): a multipart upload is a real one, in one part."""
+        S3 API that uploads it (UPLOAD_EVENTS): a multipart upload is a real one, in one part.
+        `metadata`: the uploader's user-defined metadata (`x-amz-meta-*`), as its PUT sends it."""
         if body is None:
             body = order_body(self._uploads + 1)
         if self.link_customers:
@@ -268,8 +269,8 @@ class LocalWorld:
         if by == "CompleteMultipartUpload":
             response = self._multipart(key, body)
         else:  # a POST stores the object as a PUT does (its ETag the bytes' MD5)
-            response = self._put_in_backend(key, body) if self.provider_store is not None \
-                else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
+            response = self._put_in_backend(key, body, metadata) if self.provider_store is not None \
+                else self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, Metadata=metadata or {})
         self._uploads += 1
         self._uploaded.append({"Key": key, "VersionId": response.get("VersionId") or "null"})
         # S3 sequencers are hex, grow with each event for a key, and vary in length.
@@ -288,7 +289,7 @@ class LocalWorld:
         return dict(self.s3.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=started["UploadId"],
                                                       MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]}))
 
-    def _put_in_backend(self, key: str, body: bytes) -> dict[str, Any]:
+    def _put_in_backend(self, key: str, body: bytes, metadata: dict[str, str] | None = None) -> dict[str, Any]:
         """put_object straight into moto's S3 backend, as `idem check`'s worlds do (the upload is
         S3's side, not the function's: no request to sign and parse for each schedule). The
         same object, version id and eTag as a PutObject makes."""
@@ -302,6 +303,8 @@ class LocalWorld:
             # a PutObject with no x-amz-tagging makes an object with no tags; moto's backend put keeps
             # the tags of the object it replaces in an unversioned bucket (its PutObject resets them so)
             backend.put_object_tagging(made, {})
+            if metadata:
+                made.set_metadata({f"x-amz-meta-{name}": value for name, value in metadata.items()})
         version = made.version_id if self.versioned else None
         return {"ETag": made.etag, **({"VersionId": version} if version else {})}
 

@@ -79,8 +79,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 #   event (four days).
 # * `accounts`: another account uploads an order with the same order id and the same bytes.
 #   Two accounts' order "1001" are two orders, and each must be charged. For a handler that reads
-#   the customer mapping, one more such upload's file names the first account's customer. The file
-#   never chooses who pays: charging that customer for it is a break.
+#   the customer mapping, one more such upload's file names the first account's customer, and its
+#   metadata the first account. The uploader never chooses who pays: charging that customer for it
+#   is a break.
 # * `zones`: `retry_ends` at the high ends, with the check's clock started 6, 12 and 18 hours
 #   earlier than usual (the usual start is below). From these starts a retry crosses midnight in
 #   every time zone east of UTC too, up to UTC+14.

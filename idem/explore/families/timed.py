@@ -83,9 +83,11 @@ AGAIN_AFTER = (PAST_KEY_WINDOW,)
 #: its retention period is a redrive AWS allows, from a day (past Stripe's window) to the last second
 AGAIN_AFTER_ASYNC = (PAST_KEY_WINDOW, BEFORE_RETENTION_ENDS)  # SQS's default retention; a template's own: `schedules`
 AGAIN_HOW = ("redrive", "upload")
-#: the accounts family's upload by another account whose file names the first account's linked customer:
-#: "The file never chooses who pays" (docs/money_contract.md, 2). Run for a function that reads the
-#: customer mapping (`accounts.reads_mapping`), with the check's own order file.
+#: the accounts family's upload by another account whose file names the first account's linked customer, and
+#: whose object's metadata names the first account: "The file never chooses who pays" (docs/money_contract.md,
+#: 2), and user-defined metadata is whatever the uploader's PUT sends
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html). Run for a function that reads
+#: the customer mapping (`accounts.reads_mapping`), with the check's own order file.
 NAMES_CUSTOMER = "names_customer"
 
 
@@ -123,8 +125,8 @@ class Later:
             what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
             return f"then {what} {seconds(self.seconds)} later ({self.why})"
         if self.how == NAMES_CUSTOMER:
-            return ("another account's order with the same order id, its file naming the first account's customer, "
-                    "after the first is done")
+            return ("another account's order with the same order id, its file naming the first account's customer "
+                    "and its metadata (x-amz-meta-account) the first account, after the first is done")
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
 
@@ -266,9 +268,11 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
             key = accounts.other_account_key(first.key, number)
             link(key)
             data = body(number, 1)  # the same order id, the same bytes; or the first account's customer named
+            claimed: dict[str, Any] = {}  # what the uploader writes: its file, and its object's metadata
             if later.how == NAMES_CUSTOMER:
                 data = json.dumps({**json.loads(data), "customer": accounts.customer_for(accounts.account_of(first.key))}).encode()
-            obj = world.upload(key, data)
+                claimed = {"metadata": {"account": accounts.account_of(first.key)}}
+            obj = world.upload(key, data, **claimed)
             uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
             return uploads[-1][1]
         if later.how == "concurrent":

@@ -38,12 +38,16 @@ real moto failure queue.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import heapq
 import itertools
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..core.clock import iso8601
 from ..core.events import S3Object
 from .runtime import Attempt, LocalLambda, on_clock, work_of
 from .runtime.local_lambda import _Pending
@@ -93,6 +97,49 @@ def eventbridge_event(obj: S3Object, event_id: str | None = None, *,
                    "request-id": request_id, "requester": ACCOUNT,
                    "source-ip-address": "127.0.0.1", "reason": REASONS.get(obj.event_name, "PutObject")},
     }
+
+
+#: The Subject S3 publishes its notifications to a topic with: what S3's messages carry as delivered (SNS's
+#: page: "If no Subject was specified, then this name-value pair does not appear"; S3's pages do not name it).
+S3_SUBJECT = "Amazon S3 Notification"
+
+
+@dataclass
+class SnsTopic:
+    """An SNS topic that the bucket notifies and the source queue subscribes to (Protocol sqs). SNS sends
+    the queue a JSON document: "the subject and message that were published to the topic along with
+    metadata about the message" (https://docs.aws.amazon.com/sns/latest/dg/sns-sqs-as-subscriber.html;
+    the fields: https://docs.aws.amazon.com/sns/latest/dg/http-notification-json.html), unless the
+    subscription sets RawMessageDelivery true: then "the message is sent as is"
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-large-payload-raw-message-delivery.html)."""
+
+    name: str
+    raw_message_delivery: bool = False
+    published: dict[str, int] = field(default_factory=dict)  # how often each upload's event was published
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:sns:{REGION}:{ACCOUNT}:{self.name}"
+
+    def body(self, message: str, upload: str, now: float) -> str:
+        """The SQS message body for S3's `message` about `upload` (its URI and sequencer), published at
+        `now` (epoch seconds): SNS's envelope, or the message itself with raw delivery. Its MessageId is
+        "unique for each message published" (each publish of one upload's event is a new one); ids,
+        signature and subscription are made from the topic and the upload, the same every run."""
+        if self.raw_message_delivery:
+            return message
+        n = self.published[upload] = self.published.get(upload, 0) + 1
+        message_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.arn}#{upload}#{n}"))
+        subscription = f"{self.arn}:{uuid.uuid5(uuid.NAMESPACE_URL, self.arn + '#sqs')}"
+        signed = hashlib.sha512(f"{message_id}\n{message}".encode()).digest()
+        host = f"https://sns.{REGION}.amazonaws.com"
+        return json.dumps({
+            "Type": "Notification", "MessageId": message_id, "TopicArn": self.arn, "Subject": S3_SUBJECT,
+            "Message": message, "Timestamp": iso8601(now), "SignatureVersion": "1",
+            # a SHA1withRSA signature of a 2,048-bit key: 256 bytes, 344 characters of base64
+            "Signature": base64.b64encode((signed * 4)[:256]).decode(),
+            "SigningCertURL": f"{host}/SimpleNotificationService-{hashlib.sha256(self.arn.encode()).hexdigest()[:32]}.pem",
+            "UnsubscribeURL": f"{host}/?Action=Unsubscribe&SubscriptionArn={subscription}"})
 
 
 @dataclass(frozen=True)
@@ -148,8 +195,9 @@ class SqsFedLambda(LocalLambda):
     are SQS's at-least-once copies (after the first invocation, or while it runs)."""
 
     def __init__(self, world: Any, env: dict[str, str], *, mapping: SqsMapping = SqsMapping(),
-                 dead_letter_url: str | None = None, **options: Any) -> None:
+                 dead_letter_url: str | None = None, topic: SnsTopic | None = None, **options: Any) -> None:
         super().__init__(world, env, **options)
+        self.topic = topic  # the SNS topic the queue is fed through (its bodies are SNS's), or None
         if mapping.visibility_timeout < self.timeout:
             raise ValueError(f"the queue's visibility timeout ({mapping.visibility_timeout:.0f} s) is shorter "
                              f"than the function's timeout ({self.timeout:.0f} s): Lambda refuses such a mapping")

@@ -39,7 +39,6 @@ The families (`schedules`; run by `deliver`):
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterable, Sequence
 
 from ...sim.faults import FaultPlan, How
@@ -98,7 +97,7 @@ def deliver_batch(runtime: Any, world: Any, batch: list[Any], schedule: Any, aga
     if schedule.later is None:
         return triggers.deliver_sqs(runtime, world, batch, schedule, again)
     return deliver(runtime, world, batch, schedule, number, body, link,
-                   lambda obj: json.dumps(triggers.event_for("s3", world, obj)))
+                   lambda obj: triggers.sqs_body(runtime, world, obj))
 
 
 def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: int,

@@ -11,7 +11,7 @@ from ..run import triggers
 from . import books as books_per_charge
 from .books import Books
 from .result import Result
-from .verdicts import BOOKS as LINES, MONEY as CHARGES
+from .verdicts import BOOKS as LINES, MONEY as CHARGES, Verdict
 
 if TYPE_CHECKING:
     from ..families.schedule import Schedule
@@ -122,8 +122,19 @@ def judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[An
                                                         lines_seen)
         counted[LINES] = sum(lines) + unowned_lines
     dlq = triggers.failures_by_upload(drain(world, world.queue_url), uploads)
+    # behind an SNS topic (its envelope: docs/check_from_a_template.md, P24), a clean run that took the payment
+    # client and charged nothing lost its orders; elsewhere it stays "made no charge" (exit 2), as before
+    topic = getattr(runtime, "topic", None)
+    enveloped = topic is not None and not topic.raw_message_delivery
     # with the uploader's retried PUT, a name's charges are its order's (docs/one_charge_per_order.md)
     verdict, findings = triggers.judge_batch(uploads, charges, unowned, lines, unowned_lines, dlq, counted,
                                              baseline, runtime.provider.declined, "order" if schedule.overwrite
-                                             or schedule.later else "upload", len(triggers.SQS_BATCH))
+                                             or schedule.later else "upload", len(triggers.SQS_BATCH),
+                                             enveloped and getattr(runtime, "provider_built", False))
+    if enveloped and not baseline and verdict == Verdict.SILENT_LOSS.value \
+            and findings[0].startswith("the clean run charged none"):  # what it printed, and what it was given
+        logs = [line[:200] for a in runtime.attempts for line in a.logs][-2:]
+        findings[0] += ((f" (its last log lines: {'; '.join(logs)})" if logs else "")
+                        + f"; each body is SNS's envelope from topic {topic.name}, S3's event the string in its "
+                          "Message (docs/check_from_a_template.md, P24)")
     return Result(schedule, counted, sum(dlq), verdict, runtime.attempts, findings)

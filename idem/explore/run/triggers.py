@@ -73,7 +73,7 @@ def sqs_runtime(world: Any, env: dict[str, str], schedule: Any, handler: str, pr
                                    max_receive_count=schedule.retries + 1))
         return SqsFedLambda(world, env, mapping=mapping, fault=schedule.fault,
                             retries=schedule.retries, handler=handler, provider_factory=provider_factory,
-                            seed=seed, **deployed.runtime_options())
+                            seed=seed, topic=deployed.sns_feed(), **deployed.runtime_options())
     # the visibility timeout drawn from its range, each end a schedule of its own (idem.explore.families.sqs_timed)
     visibility = visibility_timeout(timing)
     return SqsFedLambda(world, env, mapping=SqsMapping(visibility_timeout=visibility,
@@ -137,11 +137,22 @@ def event_for(trigger: str, world: Any, obj: S3Object) -> dict[str, Any]:
     return event
 
 
+def sqs_body(runtime: Any, world: Any, obj: S3Object) -> str:
+    """The SQS message body for `obj`'s upload: S3's event as JSON text, or, where the queue is fed
+    through an SNS topic the bucket notifies (`runtime.topic`), SNS's envelope around it, published
+    now (docs/check_from_a_template.md, P24)."""
+    event = json.dumps(event_for("s3", world, obj))
+    topic = getattr(runtime, "topic", None)
+    return topic.body(event, f"{obj.uri}#{obj.sequencer}", world.clock.now()) if topic is not None else event
+
+
 def key_forms(key: str) -> tuple[str, ...]:
     """How an object's name can appear in a message about it: plain, URL-encoded as S3's event has
-    it, and either one inside JSON text (non-ASCII escaped, as json.dumps writes it)."""
+    it, and either one inside JSON text (non-ASCII escaped, as json.dumps writes it), once or twice
+    (S3's event as the string in SNS's envelope: `sqs_body`)."""
     forms = (key, encode_key(key))
-    return tuple(dict.fromkeys(forms + tuple(json.dumps(f)[1:-1] for f in forms)))
+    once = tuple(json.dumps(f)[1:-1] for f in forms)
+    return tuple(dict.fromkeys(forms + once + tuple(json.dumps(f)[1:-1] for f in once)))
 
 
 def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule: Any,
@@ -152,13 +163,13 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
     (`same_batch`), or 5 s after the first batch's messages are done. (The families of time and
     accounts: `idem.explore.families.sqs_timed.deliver`.)"""
     for obj in uploads:
-        runtime.send_message(json.dumps(event_for("s3", world, obj)))
+        runtime.send_message(sqs_body(runtime, world, obj))
     if again is not None and schedule.delivery == "same_batch":
-        runtime.send_message(json.dumps(event_for("s3", world, again())))
+        runtime.send_message(sqs_body(runtime, world, again()))
     if getattr(schedule, "sent_twice", False):
         # S3 delivers a notification at least once: the same event, sent to the queue again, is a
         # second message with its own message id (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventNotifications.html: "designed to be delivered at least once")
-        runtime.send_message(json.dumps(event_for("s3", world, uploads[0])))
+        runtime.send_message(sqs_body(runtime, world, uploads[0]))
     if schedule.delivery == "duplicate":
         runtime.copy_messages(at=5.0)
     elif schedule.delivery == "concurrent":
@@ -166,7 +177,7 @@ def deliver_sqs(runtime: Any, world: Any, uploads: Sequence[S3Object], schedule:
     runtime.run()
     if again is not None and schedule.delivery != "same_batch":
         world.clock.advance(5.0)
-        runtime.send_message(json.dumps(event_for("s3", world, again())))
+        runtime.send_message(sqs_body(runtime, world, again()))
         runtime.run()
     return list(uploads)
 
@@ -236,13 +247,24 @@ def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3O
 
 def judge_batch(uploads: Sequence[S3Object], charges: list[int], unowned_charges: int, lines: list[int],
                 unowned_lines: int, dlq: list[int], effects: dict[str, int], baseline: dict[str, int],
-                declined: list[str], unit: str = "upload", clean_uploads: int = 0) -> tuple[str, list[str]]:
+                declined: list[str], unit: str = "upload", clean_uploads: int = 0,
+                built_provider: bool = False) -> tuple[str, list[str]]:
     """The batch's verdict: each upload judged on its own money (and books, where each line names
     its charge), named effects and unattributed books for the batch; the worst verdict wins.
     `unit` "order": a name's counts are its order's (the uploader's retried PUT of it included).
     `clean_uploads`: how many uploads the clean run's batch had (another account's order adds one
-    upload to a schedule's batch, which must get what one upload of the clean run got)."""
+    upload to a schedule's batch, which must get what one upload of the clean run got).
+    `built_provider`: the handler built its payment client with the check's stand-in (make_provider), and
+    a clean run that charged nothing with it lost its batch (`judge.effects.judge_sqs` says when)."""
     n = clean_uploads or len(uploads)
+    if not baseline and built_provider and not any(charges) and not unowned_charges and not any(dlq) \
+            and not declined and not any(effects.values()):
+        # the clean run: the handler took the payment client, charged no upload and returned, and SQS
+        # deleted every message, nothing in the dead-letter queue: each order is gone
+        return Verdict.SILENT_LOSS.value, [
+            f"the clean run charged none of the batch's {len(uploads)} uploads: the handler built its payment "
+            "client (make_provider) and returned, so SQS deleted every message, with nothing in the "
+            "dead-letter queue"]
     if not baseline:  # the clean run: only say what cannot be attributed
         charged = {obj.key.rsplit("/", 1)[0] for obj, got in zip(uploads, charges) if got}
         # an upload of the same folder as one charged, with no charge and nothing in the dead-letter

@@ -92,6 +92,10 @@ class Deployed:
     #: what feeds it, as the template declares it: where, its bucket, key filter and event types
     #: (`template_triggers.Trigger.describe`); "" when not read from a template
     trigger: str = ""
+    #: the SNS topic (its name) the SQS source queue subscribes to, which the bucket notifies ("": none), and
+    #: the subscription's RawMessageDelivery (docs/check_from_a_template.md, P24)
+    sns_topic: str = ""
+    raw_message_delivery: bool = False
 
     @classmethod
     def of(cls, given: "dict[str, Any] | Deployed | None") -> "Deployed | None":
@@ -109,6 +113,12 @@ class Deployed:
         if self.reserved_concurrency >= 0:  # none reserved: no limit of its own
             options["reserved_concurrency"] = self.reserved_concurrency
         return options
+
+    def sns_feed(self) -> Any:
+        """The topic the source queue is fed through (`idem.sim.triggers.SnsTopic`), or None."""
+        from ...sim.triggers import SnsTopic  # the runtime's: the check's process only
+
+        return SnsTopic(self.sns_topic, self.raw_message_delivery) if self.queue and self.sns_topic else None
 
     def eventbridge_window(self) -> float:
         """How long after the first delivery EventBridge may still deliver the event to the function
@@ -172,7 +182,8 @@ class Deployed:
             return (f"{head}; SQS: BatchSize {self.batch_size}, ReportBatchItemFailures "
                     f"{'on' if self.report_batch_item_failures else 'off'}, VisibilityTimeout "
                     f"{self.visibility_timeout} s, {redrive}, MessageRetentionPeriod {self.message_retention} s"
-                    + (f", its dead-letter queue's {self.dead_letter_retention} s" if self.dead_letter_retention else ""))
+                    + (f", its dead-letter queue's {self.dead_letter_retention} s" if self.dead_letter_retention else "")
+                    + (f"; {self.trigger}" if self.sns_topic and self.trigger else ""))
         line = (f"{head}; MaximumRetryAttempts {self.max_retry_attempts}, MaximumEventAgeInSeconds "
                 f"{self.max_event_age}, " + (f"failure destination {self.failure_destination}"
                                              + (f" (MessageRetentionPeriod {self.failure_retention} s)"

@@ -217,6 +217,10 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
     bucket = names.get(uploads.bucket, uploads.bucket) if uploads else ""
     settings = replace(settings, trigger=uploads.describe(bucket) if uploads else
                        "nothing in the template: S3 from the check's own bucket, every key" if not sqs else "")
+    fan = template_triggers.fanout(resources, sqs.queue, resolver.value, names) if sqs else None
+    if fan is not None:  # S3 -> SNS -> SQS: each body is SNS's envelope, unless delivered raw (P24)
+        settings = replace(settings, sns_topic=names.get(fan.topic, fan.topic), raw_message_delivery=fan.raw,
+                           trigger=fan.describe(names.get(fan.topic, fan.topic), names.get(fan.bucket, fan.bucket)))
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
     return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,

@@ -217,3 +217,73 @@ def _queue_of(arn: Any, value: Any, named: dict[str, str]) -> str:
 def _invokes(node: Any, logical_id: str, alias: str) -> str:
     """What a reference to the function invokes: its alias (`X.Alias`), else $LATEST (its Ref or Arn)."""
     return alias if names(node, f"{logical_id}.Alias") else LATEST
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """An SNS topic of the template that feeds an SQS queue (docs/check_from_a_template.md, P24)."""
+
+    topic: str  # the topic's logical id
+    subscription: str  # where the subscription is declared
+    raw: bool  # its RawMessageDelivery (false by default: SNS's envelope)
+    bucket: str = ""  # the logical id of the bucket that notifies the topic ("": none in the template)
+    notification: str = ""  # where that notification is declared
+    events: str = ""  # its event types, as declared
+
+    def describe(self, topic_name: str, bucket_name: str) -> str:
+        """The report's account of it."""
+        said = (f"fed through SNS topic {topic_name} ({self.subscription}, RawMessageDelivery "
+                + ("true: each body is S3's event as is)" if self.raw else
+                   "off: each body is SNS's envelope, S3's event the string in its Message)"))
+        if self.bucket:
+            return said + f", which bucket {bucket_name} notifies ({self.notification}" + (
+                f", {self.events})" if self.events else ")")
+        return said + ", which no bucket of the template notifies: the check's own bucket's S3 event is its Message"
+
+
+def fanout(resources: dict[str, Any], queue: str, value: Any, named: dict[str, str]) -> Fanout | None:
+    """The SNS topic of the template whose sqs subscription delivers to the queue `queue` (an
+    `AWS::SNS::Subscription` with Protocol sqs, or the topic's own `Subscription` list, its Endpoint
+    the queue's Arn), with the bucket that notifies it (`NotificationConfiguration.TopicConfigurations`,
+    CloudFormation's `Topic` or the S3 API's `TopicArn`); None when no topic feeds it. SNS sends the
+    queue its JSON envelope unless RawMessageDelivery is true
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-large-payload-raw-message-delivery.html)."""
+    def to_queue(props: Any) -> bool:
+        if not isinstance(props, dict) or str(value(props.get("Protocol"))).lower() != "sqs":
+            return False
+        endpoint = props.get("Endpoint")
+        return names(endpoint, f"{queue}.Arn") or names(endpoint, queue) or _queue_of(endpoint, value, named) == queue
+
+    found: Fanout | None = None
+    for rid, res in resources.items():
+        kind, rp = res.get("Type"), res.get("Properties") or {}
+        if kind == "AWS::SNS::Subscription" and to_queue(rp):
+            topic = referenced_id(rp.get("TopicArn")) or _topic_of(rp.get("TopicArn"), value, named)
+            if (resources.get(topic) or {}).get("Type") == "AWS::SNS::Topic":
+                raw = str(value(rp.get("RawMessageDelivery", False))).lower() == "true"
+                found = Fanout(topic, f"AWS::SNS::Subscription {rid}", raw)
+                break
+        if kind == "AWS::SNS::Topic" and any(to_queue(s) for s in rp.get("Subscription") or []):
+            found = Fanout(rid, f"AWS::SNS::Topic {rid} Subscription", False)  # no raw setting there
+            break
+    if found is None:
+        return None
+    for rid, res in resources.items():
+        config = ((res.get("Properties") or {}).get("NotificationConfiguration") or {})
+        for n in config.get("TopicConfigurations") or [] if isinstance(config, dict) else []:
+            arn = n.get("Topic", n.get("TopicArn")) if isinstance(n, dict) else None
+            if referenced_id(arn) == found.topic or (arn is not None and _topic_of(arn, value, named) == found.topic):
+                _, events = _delivered_by(n.get("Event", n.get("Events")))
+                bucket = rid if res.get("Type") == "AWS::S3::Bucket" else \
+                    referenced_id(res["Properties"].get("BucketName")) or str(value(res["Properties"].get("BucketName")) or "")
+                return Fanout(found.topic, found.subscription, found.raw, bucket,
+                              f"{res.get('Type')} {rid} NotificationConfiguration", events)
+    return found
+
+
+def _topic_of(arn: Any, value: Any, named: dict[str, str]) -> str:
+    """The logical id of the template's topic an ARN names: arn:PARTITION:sns:REGION:ACCOUNT:NAME."""
+    parts = str(value(arn)).split(":") if arn is not None else []
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sns":
+        return ""
+    return next((rid for rid, name in named.items() if name == parts[5]), "")

@@ -176,6 +176,7 @@ class LocalLambda:
         self.entry, self.function = (handler.rsplit(":", 1) if handler else (entry, "lambda_handler"))
         self.wired = handler is None  # the runtime builds the entry's App with its clock and ids
         self.provider_factory = provider_factory
+        self.provider_built = False  # whether the handler built its payment client with it (`_built_provider`)
         self.attempts: list[Attempt] = []
         self.containers: list[Container] = []
         self._containers_started = 0
@@ -417,13 +418,18 @@ class LocalLambda:
         homes = [vars(module), getattr(getattr(module, self.function, None), "__globals__", None)]
         found = [home for home in homes if isinstance(home, dict) and self.provider_factory in home]
         for home in found:
-            home[self.provider_factory] = lambda *_, **__: self.provider
+            home[self.provider_factory] = self._built_provider
         if not found and self.provider_factory != "make_provider":
             where = os.path.basename(getattr(module, "__file__", None) or self.entry)
             raise HandlerNotLoaded(f"--provider-factory {self.provider_factory}: {where} has no "
                                    f"{self.provider_factory} (nor has the module its {self.function} is written "
                                    "in): name the function the handler builds its payment client with, or leave "
                                    "--provider-factory out for make_provider", "")
+
+    def _built_provider(self, *_: Any, **__: Any) -> Any:
+        """The provider stand-in, noting that the handler built its payment client with it."""
+        self.provider_built = True
+        return self.provider
 
     @contextlib.contextmanager
     def _output(self, attempt: Attempt) -> Iterator[None]:

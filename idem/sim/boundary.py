@@ -73,6 +73,8 @@ class Visit:
     moved: dict[int, float] = field(default_factory=dict)
     threads: list[threading.Thread] = field(default_factory=list)  # the threads it started
     pool_work: int = 0  # the pool work it submitted that has not yet ended
+    #: its threads that are busy (`busy`, `take_off`), by thread id: what they do lands before it is judged
+    busy: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -140,10 +142,12 @@ class Watch:
         boundary = Boundary(call, visit.seen[call], Side.BEFORE)
         visit.pending.append(Boundary(call, visit.seen[call], Side.AFTER))
         self.arrive(visit, boundary)
+        take_off(visit)  # the call goes out now, unless its process died meanwhile
 
     def after(self, visit: Visit, call: str, succeeded: bool = True, step: str | None = None,
               counted: bool = True) -> None:
         """`counted` False: the call is an effect counted where it lands, not here (a FIFO publish)."""
+        land()
         boundary = visit.pending.pop() if visit.pending else Boundary(call, visit.seen[call], Side.AFTER)
         if succeeded and counted and call in self.effects:
             self.effect_counts[(call, visit.work)] += 1
@@ -151,13 +155,13 @@ class Watch:
 
     def abandon(self, visit: Visit) -> None:
         """The call raised before its answer came back (the fault before it, or its own error)."""
+        land()
         if visit.pending:
             visit.pending.pop()
 
     def arrive(self, visit: Visit, boundary: Boundary, name: str | None = None) -> None:
         """Record the crossing, start any copy waiting for it, then fail if the plan says so."""
-        if visit.dead and visit.kill is not None:
-            visit.kill(visit.dead)  # the process is gone: its other threads stop here too
+        stop_if_dead(visit)  # the process is gone: its other threads stop here too
         now = round(self._t(), 3)
         step = name or _STEP_NAMES.get(boundary)
         if step:
@@ -168,7 +172,9 @@ class Watch:
             if not trigger.fired and (trigger.at, trigger.delivery, trigger.attempt) == (
                     boundary, visit.delivery, visit.attempt):
                 trigger.fired = True
-                trigger.action()
+                with busy(visit):  # a copy, a slow call's flight: it ends before this invocation is judged
+                    trigger.action()
+                stop_if_dead(visit)  # its process died meanwhile (another of its threads crashed)
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
@@ -196,6 +202,88 @@ class Watch:
         if self.clock is None:
             return 0.0
         return self.clock.now() - getattr(self.clock, "start", 0.0)
+
+
+# -- a thread of an invocation: busy, then stopped with its process --------------------------
+# On Lambda a process that dies ends all its threads at once, and the execution environment is frozen
+# when its invocation is done ("Lambda freezes the execution environment when the runtime and each
+# extension have completed and there are no pending events":
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html). Here a thread of a dead
+# invocation stops at its next boundary; what it has under way (a call out, a copy the runtime runs at its
+# boundary) is `busy`, and whoever judges the invocation waits until none is (`settle`), so nothing it sent
+# lands later, in another schedule. The same lock guards the look at `dead` and the count, so a thread
+# either saw its process dead and stopped, or is counted busy before the judge looks.
+_BUSY = threading.Condition()
+
+
+def stop_if_dead(visit: Visit) -> None:
+    """The calling thread of `visit` stops here for good if its process died (`Visit.kill` never returns).
+    (A stand-in for a visit, with neither, never stops.)"""
+    dead, kill = getattr(visit, "dead", ""), getattr(visit, "kill", None)
+    if dead and kill is not None:
+        kill(dead)
+
+
+def _enter(visit: Visit, me: int) -> None:
+    """Count the calling thread busy for `visit`, or stop it there if its process died."""
+    with _BUSY:
+        dead = bool(visit.dead) and visit.kill is not None
+        if not dead:
+            visit.busy[me] += 1
+    if dead:
+        stop_if_dead(visit)
+
+
+def _leave(visit: Visit, me: int, every: bool = False) -> None:
+    """The calling thread is busy once less for `visit` (`every`: not at all)."""
+    with _BUSY:
+        if every or visit.busy[me] <= 1:
+            visit.busy.pop(me, None)
+        else:
+            visit.busy[me] -= 1
+        _BUSY.notify_all()
+
+
+@contextlib.contextmanager
+def busy(visit: Visit) -> Iterator[None]:
+    """While it lasts the calling thread is busy for `visit` (the runtime acts at its boundary: a copy, a
+    slow call's flight, a sleep running what falls due); a thread whose process died stops here instead."""
+    me = threading.get_ident()
+    _enter(visit, me)
+    try:
+        yield
+    finally:
+        _leave(visit, me)
+
+
+def take_off(visit: Visit) -> None:
+    """The calling thread's call goes out: it is busy for `visit` until the call lands (`land`), or
+    stops here if its process died since it crossed the boundary before the call."""
+    land()  # a call of its own that never said it landed
+    _enter(visit, threading.get_ident())
+    threading.current_thread()._idem_flight = visit  # type: ignore[attr-defined]
+
+
+def land() -> None:
+    """The calling thread's call (`take_off`) is back, or it never will be (its work ended, it stopped)."""
+    visit = threading.current_thread().__dict__.pop("_idem_flight", None)
+    if visit is not None:
+        _leave(visit, threading.get_ident())
+
+
+def stopped(visit: Visit) -> None:
+    """The calling thread stops for good (`Visit.kill`): it is busy for `visit` no more."""
+    land()
+    _leave(visit, threading.get_ident(), every=True)
+
+
+def settle(visit: Visit, poll: float = 0.05) -> None:
+    """Wait until no thread of `visit` but the caller is busy: what its threads sent has landed, and
+    each is stopped, ended, or will stop at its next boundary once `visit.dead` is set."""
+    me = threading.get_ident()
+    with _BUSY:
+        while any(thread != me for thread in visit.busy):
+            _BUSY.wait(poll)  # a timeout: the schedule's real-time bound (SIGALRM) can still ring
 
 
 # -- where a call goes: the invocation that made it --------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import boto3
 
-from .boundary import current, watch_events
+from .boundary import current, land, stop_if_dead, watch_events
 
 REGION = "us-east-1"
 
@@ -37,8 +37,13 @@ THREAD_STARTS: list[Callable[[threading.Thread], None]] = []
 def inherit_invocations() -> Iterator[None]:
     """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
     a copy of the context of the code that started or submitted it: its calls belong to the same
-    invocation (and a pool's thread, reused later by another invocation, takes that one's)."""
+    invocation (and a pool's thread, reused later by another invocation, takes that one's). A thread
+    of an invocation whose process died stops there instead. The check keeps it in force for a whole
+    batch (idem.explore.run.runner), not only while an invocation runs: a thread the handler left
+    running would otherwise start or submit work outside every invocation, whose calls cross no
+    boundary and land in a later schedule."""
     import concurrent.futures
+    import concurrent.futures.thread
 
     start, submit = threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit
     if getattr(start, "_idem_inherits", False):
@@ -46,16 +51,30 @@ def inherit_invocations() -> Iterator[None]:
         return
 
     def started(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
-        if current() is not None:
+        running = current()
+        # a thread of a dead process starts nothing (boundary.busy); not the runtime's own thread, nor a
+        # pool's worker (started under the pools' global lock: `submitted` stopped a dead one before it)
+        if running is not None and not getattr(self, "_idem_runtime", False) \
+                and getattr(self, "_target", None) is not concurrent.futures.thread._worker:
+            stop_if_dead(running[1])
+        if running is not None:
             HANDLER_THREADS.add(self)
             context, run = contextvars.copy_context(), self.run
-            self.run = lambda: context.run(run)  # type: ignore[method-assign]
+
+            def run_in_context() -> None:
+                try:
+                    context.run(run)
+                finally:
+                    land()  # a call of its own that never said it landed (boundary.take_off)
+            self.run = run_in_context  # type: ignore[method-assign]
             for note in THREAD_STARTS:
                 note(self)
         start(self, *args, **kwargs)
 
     def submitted(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        if current() is not None:
+        running = current()
+        if running is not None:
+            stop_if_dead(running[1])  # nor submits work
             return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
         return submit(self, fn, *args, **kwargs)
 

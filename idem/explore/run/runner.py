@@ -7,7 +7,7 @@ import random
 from typing import Any, Sequence
 
 from ...core.clock import VirtualClock
-from ...sim.sessions import release_handler_threads
+from ...sim.sessions import inherit_invocations, release_handler_threads
 from ...sim.faults import FINAL_REFUSALS
 from ...sim.fastload import fewer_collections
 from ...sim.runtime.handler_guard import no_subprocesses
@@ -160,7 +160,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
         raise ValueError("one batch runs in one bucket: versioned or unversioned schedules, not both")
     over_stripe = loopback_stripe if target.provider == "stripe" else (lambda _: contextlib.nullcontext())
     numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
-    with fewer_collections(), fast_calls(), worlds.world_for(versioned, numbers) as kept, \
+    # inherit_invocations for the whole batch: a thread a dead invocation left running stays its (sessions)
+    with fewer_collections(), fast_calls(), inherit_invocations(), worlds.world_for(versioned, numbers) as kept, \
             loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world) as stripe_server:
         world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen
         env = _env_for(world, target)
@@ -212,6 +213,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     if delivers(schedule.upload or "PutObject"):  # else no event: the trigger takes no such upload
                         _deliver(runtime, uploads[0][1], schedule, trigger)
                     runtime.run()
+                runtime.end()  # its invocations' threads left running act no more: judged now (LocalLambda.end)
             if refused:
                 raise CheckCouldNotFinish(f"the handler called {refused[0]}, outside the check's local AWS: "
                                           "the check refuses every socket but the loopback "

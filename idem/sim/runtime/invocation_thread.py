@@ -6,7 +6,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator
 
-from ..boundary import Visit
+from ..boundary import Visit, land, settle, stopped
 
 
 class ScheduleTimedOut(BaseException):
@@ -69,14 +69,18 @@ class _Run:
                 if not self.done.is_set():
                     self.raised = error
             finally:
+                land()  # a call of its own that never said it landed
                 self.done.set()  # runs only when the thread was not parked (a parked one never ends)
 
         self.visit.kill = self.die
         self.thread = self.visit.thread = threading.Thread(target=main, name=name, daemon=True)
+        self.thread._idem_runtime = True  # type: ignore[attr-defined]  # the runtime's, not the handler's (sessions)
         _LIVE.add(self.thread)
         self.thread.start()
         try:
             self.done.wait()
+            if self.died:  # its other threads: what they sent lands now, not in a later schedule (boundary.settle)
+                settle(self.visit)
         except BaseException:  # the schedule's real-time bound rang: stop every invocation thread too
             for thread in list(_LIVE):
                 _stop(thread)
@@ -89,6 +93,8 @@ class _Run:
         `timed_out`: Lambda stopped it at its deadline (the environment is reset the same way)."""
         if not self.died:
             self.died, self.timed_out = why, timed_out
+        self.visit.dead = self.visit.dead or why  # its other threads stop at their next boundary
+        stopped(self.visit)  # a parked thread is busy no more (boundary.settle)
         self.done.set()
         threading.current_thread()._idem_parked = True  # type: ignore[attr-defined]  # (thread_waits)
         _parked.append(_unjoined(threading.current_thread()))

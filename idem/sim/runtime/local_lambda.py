@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ...core.clock import iso8601
-from ..boundary import current, Crossing, Visit, Watch, WatchedProvider
+from ..boundary import busy, current, settle, Crossing, Visit, Watch, WatchedProvider
 from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, FaultPlan, Side, Step, choice
 from ..sessions import watched_session
 from ..sdk_retries import install as install_sdk_retries
@@ -190,6 +190,7 @@ class LocalLambda:
         self._uptimes = f"{world.prefix}/{world.runtimes_started if seed is None else seed}/uptime"
         self._monotonic: dict[str, float] = {}
         self._running: list[Attempt] = []
+        self.visits: list[Visit] = []  # every invocation it started (`end`)
         # a handler the check runs (not the workbook's wired entry) meets botocore's own errors
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
         if handler is not None:  # a lost answer after an AWS call is resent by botocore (sdk_retries)
@@ -310,6 +311,7 @@ class LocalLambda:
         context.log_stream_name = log_stream_name(container.name)
         visit = Visit(pending.delivery, pending.attempt, self.work_of(pending.event), deadline=deadline,
                       began=self.clock.now())
+        self.visits.append(visit)
         run = _Run(visit)
         event = as_delivered(pending.event)
 
@@ -361,6 +363,18 @@ class LocalLambda:
         if attempt.failed:
             self.after_failure(pending, attempt)
         return attempt
+
+    def end(self) -> None:
+        """The schedule is over: no thread of its invocations may act any more. On Lambda a function's
+        threads run only while an invocation of their execution environment runs ("Lambda freezes the
+        execution environment when the runtime and each extension have completed and there are no pending
+        events": https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html), and the
+        check's next schedule is another world's. So every invocation's threads left running stop at their
+        next boundary, and what they have under way lands first (`boundary.settle`), before it is judged."""
+        for visit in self.visits:
+            visit.dead = visit.dead or "the schedule ended: its execution environments are frozen"
+        for visit in self.visits:
+            settle(visit)
 
     def work_of(self, event: dict[str, Any]) -> str:
         """The work an invocation does (a trigger's runtime may group several events as one)."""
@@ -473,11 +487,13 @@ class LocalLambda:
             return
         visit = running[1]
         if visit.deadline and self.clock.now() + seconds >= visit.deadline:
-            self.advance(max(0.0, visit.deadline - self.clock.now()))
+            with busy(visit):  # what falls due runs before its invocation is judged (boundary.busy)
+                self.advance(max(0.0, visit.deadline - self.clock.now()))
             if visit.kill is not None:
                 visit.dead = "timed out"
                 visit.kill("timed out", True)  # type: ignore[call-arg]
-        self.advance(seconds)
+        with busy(visit):
+            self.advance(seconds)
 
     def _log(self, line: str) -> None:
         if self._running:

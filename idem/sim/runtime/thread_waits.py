@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Iterator
 
-from ..boundary import current
+from ..boundary import current, land
 
 _REAL_MONOTONIC = time.monotonic
 #: how long each look at what is waited for lasts, in real seconds, before asking again whether anything
@@ -91,6 +91,7 @@ def _work_run(self: Any) -> None:
     try:
         _OWN_WORK_ITEM[1](self)
     finally:
+        land()  # a call of the work's that never said it landed (boundary.take_off)
         if submitted is not None and isinstance(getattr(submitted[0], "pool_work", None), int):
             submitted[0].pool_work -= 1
 

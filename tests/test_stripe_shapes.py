@@ -41,6 +41,8 @@ def everything(world, server):
     client.v1.payment_intents.retrieve(intent.id)
     client.v1.payment_intents.list(params={"created": {"gte": 0, "lt": 2_000_000_000}, "limit": 5})
     client.v1.payment_intents.search(params={"query": "metadata['idem_stack']:'S'", "limit": 10})
+    held = client.v1.payment_intents.create(params={**params, "capture_method": "manual"})  # a hold, captured in part
+    client.v1.payment_intents.capture(held.id, params={"amount_to_capture": 1000}, options={"idempotency_key": "C"})
     for fault in sorted(name for name, f in FAULTS.items() if f.status):  # every error body, declines included
         server.inject(fault)
         try:

@@ -56,6 +56,8 @@ run included), 2 for bad input (a module that is missing, a name that is not cal
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
@@ -170,7 +172,9 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
                 resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
                 # and, where the clean run paid the customers the check linked (cus_<account> is the
                 # check's own: only a function reading its mapping finds it), go to those customers
-                clean_state, prices, clean.paid_by_link))
+                clean_state, prices, clean.paid_by_link,
+                # and an uncaptured hold counts as a charge only where the clean run's charges were holds
+                clean.held))
             results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)
@@ -228,9 +232,13 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
         cause = " ".join(attempt.error[attempt.error.index(CANNOT_SERVE):].split()).rstrip(".")
         raise CheckInputError(f"{cause}; the check cannot judge this handler")
     if attempt.failed and UNSERVED in attempt.error:  # not the handler's fault: the check's Stripe lacks the API
+        unserved = re.search(r"\((?:GET|POST|DELETE): [^)]*\)", attempt.error)
         raise CheckInputError(f"the handler calls a Stripe API the check cannot answer ({attempt.error.split(' This ')[0]}): "
-                              "it judges charges made as PaymentIntents (stripe.PaymentIntent.create, or the provider "
-                              "it hands make_provider); the Charges API and others are not modelled")
+                              f"{unserved.group(0)[1:-1] if unserved else 'this request'} is not served. The check "
+                              "judges charges made as PaymentIntents created and confirmed in one call "
+                              "(stripe.PaymentIntent.create, or the provider it hands make_provider), and serves "
+                              "their retrieve, list, search and capture, Customers, PaymentMethods and Refunds; "
+                              "anything else (a separate confirm, the Charges API) is not modelled")
     if attempt.failed:  # the handler fails with no fault at all: its own answer, a break (exit 1)
         logs = "; ".join(attempt.logs[-2:])
         did = any(result.effects.get(name) for name in (CHARGES, LINES, *effects))

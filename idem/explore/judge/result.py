@@ -31,6 +31,9 @@ class Result:
     paid: list[tuple[Any, Any]] = field(default_factory=list)
     #: every charge went to the customer the check linked to its upload's account (money.by_link)
     paid_by_link: bool = False
+    #: every charge it kept is a hold still uncaptured (capture_method=manual): for the clean run, the
+    #: handler's effect is the hold, and the schedules count holds as its charges (runner.kept_charges)
+    held: bool = False
     #: the ledger lines its handler sent to the books' table that DynamoDB refused as invalid
     #: (`idem.explore.judge.books.refused_lines`): read of the clean run
     refused_lines: list[str] = field(default_factory=list)

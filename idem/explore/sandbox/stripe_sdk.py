@@ -21,7 +21,8 @@ _aimed: list[str] = []  # the loopback Stripe now serving, in this process
 _serving: list[Any] = []  # and the server itself (a StripeServer)
 
 #: The request that creates a charge: POST /v1/payment_intents (with confirm=true, a charge)
-#: (https://docs.stripe.com/api/payment_intents/create). The loopback Stripe serves no other.
+#: (https://docs.stripe.com/api/payment_intents/create). The loopback Stripe serves no other request that
+#: charges (a capture collects a hold already placed: it goes as it is, as reads do).
 CHARGE_PATH = "/v1/payment_intents"
 
 

@@ -157,6 +157,8 @@ class StripeAccount(IdempotentRequests, CustomersAndPaymentMethods, PaymentInten
                  fault: Fault | None) -> Answer:
         if route == "POST /v1/payment_intents":
             return self._create_intent(mode, params, key, fault)
+        if route == "POST /v1/payment_intents/{id}/capture":
+            return Answer(200, self._capture(mode, ids[0], params))
         if route == "POST /v1/customers":
             return Answer(200, self.create_customer(mode, **_customer_fields(params)))
         if route == "POST /v1/customers/{id}":

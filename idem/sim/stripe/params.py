@@ -18,6 +18,7 @@ ROUTES = [
     ("GET", re.compile(r"/v1/payment_intents/search"), "GET /v1/payment_intents/search"),
     ("GET", re.compile(r"/v1/payment_intents"), "GET /v1/payment_intents"),
     ("GET", re.compile(r"/v1/payment_intents/([^/]+)"), "GET /v1/payment_intents/{id}"),
+    ("POST", re.compile(r"/v1/payment_intents/([^/]+)/capture"), "POST /v1/payment_intents/{id}/capture"),
     ("POST", re.compile(r"/v1/customers"), "POST /v1/customers"),
     ("POST", re.compile(r"/v1/customers/([^/]+)"), "POST /v1/customers/{id}"),
     ("GET", re.compile(r"/v1/customers/([^/]+)"), "GET /v1/customers/{id}"),
@@ -32,7 +33,8 @@ ROUTES = [
 
 
 #: said of a request the loopback does not serve (idem check reads it: a handler it cannot judge, exit 2)
-UNSERVED = "This loopback Stripe serves PaymentIntents, Customers, PaymentMethods and Refunds only."
+UNSERVED = ("This loopback Stripe serves PaymentIntents (create, retrieve, list, search, capture), Customers, "
+            "PaymentMethods and Refunds only.")
 
 
 def _route(method: str, path: str) -> tuple[str, list[str]]:
@@ -44,11 +46,14 @@ def _route(method: str, path: str) -> tuple[str, list[str]]:
 
 
 def _stand_in_request(mode: str, params: dict[str, Any], key: str) -> dict[str, Any]:
-    """The stand-in's charge for a PaymentIntent request: who (metadata `account`, else the customer),
-    how much, what for (metadata `reference`, else `order_id`), and the key (live keys apart)."""
+    """The stand-in's charge for a PaymentIntent request: who (the `customer` parameter, the Customer
+    charged: https://docs.stripe.com/api/payment_intents/create; with none, metadata `account`, as the
+    workbook's adapter names a payer that is no Stripe customer), how much, what for (metadata
+    `reference`, else `order_id`), and the key (live keys apart). Metadata is the caller's own notes:
+    it never overrides who Stripe charges."""
     given = params.get("metadata")
     metadata: dict[str, Any] = given if isinstance(given, dict) else {}
-    return {"customer": str(metadata.get("account") or params.get("customer") or ""),
+    return {"customer": str(params.get("customer") or metadata.get("account") or ""),
             "amount": _as_int(params.get("amount"), "amount"), "currency": str(params.get("currency", "")).lower(),
             "reference": str(metadata.get("reference") or metadata.get("order_id") or ""),
             "idempotency_key": (key if mode == "test" else f"live:{key}") if key else None}

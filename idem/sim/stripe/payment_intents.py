@@ -13,6 +13,10 @@ from .objects import Objects, _intent, _public, _refund
 from .params import _boolean, _integer, _metadata, _required, _stand_in_request
 
 
+#: capture_method: "automatic", "automatic_async" or "manual" (https://docs.stripe.com/api/payment_intents/create)
+CAPTURE_METHODS = ("automatic", "automatic_async", "manual")
+
+
 class PaymentIntentsAndRefunds:
     """`StripeAccount`'s PaymentIntents and refunds."""
 
@@ -32,6 +36,10 @@ class PaymentIntentsAndRefunds:
         currency = str(_required(params, "currency")).lower()
         metadata = _metadata(params.get("metadata"))
         confirm, off_session = _boolean(params, "confirm"), _boolean(params, "off_session")
+        capture_method = str(params.get("capture_method") or "automatic")
+        if capture_method not in CAPTURE_METHODS:
+            raise StripeError(400, "invalid_request_error", f"Invalid capture_method: must be one of "
+                              f"{', '.join(CAPTURE_METHODS)}", param="capture_method")
         if off_session and not confirm:
             # off_session: "This parameter can only be used with confirm=true."
             raise StripeError(400, "invalid_request_error",
@@ -85,12 +93,17 @@ class PaymentIntentsAndRefunds:
                   "requires_confirmation": "requires_confirmation"}.get(behaviour, "requires_payment_method")
         with self._lock:
             intent_id = "pi_" + charge_id.removeprefix("ch_") if charge_id else self._new_id("pi")
+            held = status == "succeeded" and capture_method == "manual"
             intent = _intent(intent_id, self.now(), mode, amount=amount, currency=currency, customer=customer_id,
-                             payment_method=method["id"] if method else None, metadata=metadata, status=status,
-                             description=params.get("description"))
+                             payment_method=method["id"] if method else None, metadata=metadata,
+                             status="requires_capture" if held else status, description=params.get("description"))
+            intent["capture_method"] = capture_method
             if moves:
                 intent["latest_charge"] = "ch_" + intent_id.removeprefix("pi_")
-                intent["amount_received"] = amount if status == "succeeded" else 0
+                intent["amount_received"] = amount if status == "succeeded" and not held else 0
+                # manual capture: authorized, held on the card, nothing collected until captured
+                # (https://docs.stripe.com/payments/place-a-hold-on-a-payment-method)
+                intent["amount_capturable"] = amount if held else 0
             if status == "requires_action":
                 intent["next_action"] = {"type": "use_stripe_sdk", "use_stripe_sdk": {}}
             declined = FAULTS.get(behaviour.split("/")[0])
@@ -131,6 +144,30 @@ class PaymentIntentsAndRefunds:
                                                   "message": "The payment failed."})
                 self.failed.add(intent_id)
                 self.provider.fail("ch_" + intent_id.removeprefix("pi_"))  # the stand-in: no money moved
+            public = _public(intent)
+            self._index(mode, public)
+            return public
+
+    def _capture(self, mode: str, intent_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Capture a held PaymentIntent (https://docs.stripe.com/api/payment_intents/capture): "Capture
+        the funds of an existing uncaptured PaymentIntent when its status is requires_capture";
+        `amount_to_capture` at most `amount_capturable` (all of it by default). Its key replays the
+        answer, as every POST's does (the idempotency layer)."""
+        with self._lock:
+            intent = self._intent(mode, intent_id, param="intent")
+            if intent["status"] != "requires_capture":
+                raise StripeError(400, "invalid_request_error", (
+                    f"This PaymentIntent could not be captured because it has a status of {intent['status']}. "
+                    "Only a PaymentIntent with one of the following statuses may be captured: requires_capture."),
+                    code="payment_intent_unexpected_state")
+            capturable = intent["amount_capturable"]
+            amount = _integer(params, "amount_to_capture") if "amount_to_capture" in params else capturable
+            if not 1 <= amount <= capturable:
+                raise StripeError(400, "invalid_request_error",
+                                  f"The amount to capture ({amount}) must be between 1 and {capturable}.",
+                                  code="amount_too_large" if amount > capturable else "parameter_invalid_integer",
+                                  param="amount_to_capture")
+            intent.update(status="succeeded", amount_received=amount, amount_capturable=0)
             public = _public(intent)
             self._index(mode, public)
             return public

@@ -37,6 +37,7 @@ REQUESTS: dict[str, type] = {
     "GET /v1/payment_intents": stripe_params.PaymentIntentListParams,
     "GET /v1/payment_intents/search": stripe_params.PaymentIntentSearchParams,
     "GET /v1/payment_intents/{id}": stripe_params.PaymentIntentRetrieveParams,
+    "POST /v1/payment_intents/{id}/capture": stripe_params.PaymentIntentCaptureParams,
     "POST /v1/customers": stripe_params.CustomerCreateParams,
     "POST /v1/customers/{id}": stripe_params.CustomerUpdateParams,
     "GET /v1/customers/{id}": stripe_params.CustomerRetrieveParams,

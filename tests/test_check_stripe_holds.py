@@ -1,0 +1,99 @@
+"""The adversary's eighth round, payments: handlers calling Stripe's SDK directly, over the check's
+loopback Stripe (each handler's docstring gives the published fact).
+
+- Who pays was read from the metadata's `account` before the PaymentIntent's `customer`, so a handler
+  noting its account in the metadata was never judged on who pays (cached_customer: said holds).
+- `capture_method=manual` was ignored (manual_hold: its clean run failed; manual_capture_swallow: holds).
+- Search answered at once (search_before_charge: holds); Stripe's search is not read-after-write.
+- A separate confirm is not served: the exit-2 message now names the request (create_then_confirm)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from check_cli import cli, target
+
+
+def test_the_customer_charged_is_the_customer_parameter_not_the_metadata_account():
+    from idem.sim.stripe.params import _stand_in_request
+
+    params = {"amount": "1250", "currency": "usd", "customer": "cus_alice",
+              "metadata": {"account": "bob", "order_id": "7"}}
+    assert _stand_in_request("test", params, "k")["customer"] == "cus_alice"
+    # a request naming no customer (the workbook's adapter, a payer that is no Stripe customer)
+    del params["customer"]
+    assert _stand_in_request("test", params, "k")["customer"] == "bob"
+
+
+def test_a_customer_kept_in_a_module_global_charges_another_accounts_order_to_it(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "accounts")
+    code, out, _ = cli(target("cached_customer"), "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert code == 1
+    assert "double_charge" in {r["verdict"] for r in report["results"]}
+
+
+def test_a_manual_capture_intent_waits_in_requires_capture_until_captured_once():
+    import stripe
+
+    from idem.sim.stripe.server import NoRealSleep, loopback_stripe
+    from idem.sim.world import LocalWorld
+
+    with LocalWorld(provider_in_memory=True) as world, loopback_stripe(world) as server:
+        client = stripe.StripeClient("sk_test_loopback", base_addresses={"api": server.url}, max_network_retries=0,
+                                     http_client=NoRealSleep(timeout=(2.0, 8.0)))
+        intent = client.v1.payment_intents.create(params={
+            "amount": 1250, "currency": "usd", "payment_method": "pm_card_visa", "confirm": True,
+            "off_session": True, "capture_method": "manual"}, options={"idempotency_key": "k1"})
+        assert (intent.status, intent.amount_capturable, intent.amount_received) == ("requires_capture", 1250, 0)
+        captured = client.v1.payment_intents.capture(intent.id, options={"idempotency_key": "c1"})
+        assert (captured.status, captured.amount_received, captured.amount_capturable) == ("succeeded", 1250, 0)
+        again = client.v1.payment_intents.capture(intent.id, options={"idempotency_key": "c1"})  # replayed
+        assert again.status == "succeeded" and server.account.replayed["c1"]
+        with pytest.raises(stripe.InvalidRequestError) as refused:  # a new key: nothing left to capture
+            client.v1.payment_intents.capture(intent.id, options={"idempotency_key": "c2"})
+        assert refused.value.code == "payment_intent_unexpected_state"
+
+
+def test_an_uncaptured_hold_kept_no_money_unless_the_clean_runs_charges_were_holds():
+    from types import SimpleNamespace
+
+    from idem.explore.run.runner import kept_charges
+
+    intents = [{"id": "pi_000001", "status": "requires_capture", "capture_method": "manual", "amount": 1250,
+                "amount_received": 0},
+               {"id": "pi_000002", "status": "succeeded", "capture_method": "manual", "amount": 1250,
+                "amount_received": 1000}]
+    server = SimpleNamespace(account=SimpleNamespace(modes={"test": None}, refunds=lambda mode: [],
+                                                     intents=lambda mode: intents))
+    made = [(f"memory:charge#ch_00000{n}", {"pk": f"charge#ch_00000{n}", "amount": 1250}) for n in (1, 2)]
+    assert [(w[-9:], i["amount"]) for w, i in kept_charges(made, server, holds=False)] == [("ch_000002", 1000)]
+    assert [(w[-9:], i["amount"]) for w, i in kept_charges(made, server, holds=True)] == [
+        ("ch_000001", 1250), ("ch_000002", 1000)]
+
+
+@pytest.mark.parametrize("name, families, retries, code", [
+    ("manual_hold", "faults", "0", 0),  # a hold per order, booked as held
+    ("manual_capture_swallow", "faults", "1", 1),  # a retry finds its line booked and never captures
+])
+def test_a_hold_is_the_charge_only_where_the_clean_run_held(monkeypatch, name, families, retries, code):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", families)
+    got, out, _ = cli(target(name), "--retries", retries, "--workers", "1", "--json")
+    assert got == code, out[-2000:]
+    if code:
+        assert any("a ledger line with no charge" in f for r in json.loads(out)["results"] for f in r["findings"])
+
+
+def test_a_search_before_a_fresh_key_charges_twice_when_search_lags(monkeypatch):
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    code, out, _ = cli(target("search_before_charge"), "--retries", "1", "--workers", "1", "--json")
+    assert code == 1
+    assert "double_charge" in {r["verdict"] for r in json.loads(out)["results"]}
+
+
+def test_a_separate_confirm_is_refused_naming_the_request():
+    code, _, err = cli(target("create_then_confirm"), "--retries", "0", "--workers", "1")
+    assert code == 2
+    assert "POST: /v1/payment_intents/pi_unpaid000001/confirm is not served" in err
+    assert "Charges API and others" not in err

@@ -46,7 +46,7 @@ from ...sim.ttl_sweep import sweep_expired
 from . import accounts, timings
 from ..run import triggers
 from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY_WINDOW, PAST_MIDNIGHT, Later, \
-    _every_resend
+    _every_resend, retention_words
 from .timings import HIGH_ENDS, LOW_ENDS, seconds, sqs_copy_delay as copy_delay
 
 def dead_letter_last_second(retention: float) -> Later:
@@ -54,8 +54,7 @@ def dead_letter_last_second(retention: float) -> Later:
     "For standard queues, the expiration of a message is always based on its original enqueue timestamp"
     (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html),
     so it counts from the first message's enqueue."""
-    days = f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
-    return Later("again", retention - 1.0, f"the dead-letter queue's last second of its {days} retention", "redrive",
+    return Later("again", retention - 1.0, f"the dead-letter queue's last second of its {retention_words(retention)} retention", "redrive",
                  sqs=True, from_start=True)
 
 

@@ -65,11 +65,16 @@ PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
 PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
 PAST_KEY_WINDOW = (timings.STRIPE_KEY_WINDOW + 1.0, "past Stripe's 24-hour key window")
 DAYS_LATER = (3 * 86_400.0, "3 days later")
+def retention_words(retention: float) -> str:
+    """A queue's retention period in words: "4-day", or its seconds as `seconds` writes them."""
+    return f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
+
+
 def before_retention_ends(retention: float = RETENTION) -> tuple[float, str]:
     """SQS keeps a message 4 days unless its queue says otherwise (MessageRetentionPeriod, 60 s to 14 days:
     https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html): the
     event Lambda sent to the failure queue can be redriven, and the order sent again, until its last second."""
-    days = f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
+    days = retention_words(retention)
     past = ", past Stripe's 24-hour key window" if retention - 1.0 > timings.STRIPE_KEY_WINDOW else ""
     return retention - 1.0, f"the failure queue's last second of its {days} retention{past}"
 
@@ -270,8 +275,9 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
             data = body(number, 1)  # the same order id, the same bytes; or the first account's customer named
             claimed: dict[str, Any] = {}  # what the uploader writes: its file, and its object's metadata
             if later.how == NAMES_CUSTOMER:
-                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(accounts.account_of(first.key))}).encode()
-                claimed = {"metadata": {"account": accounts.account_of(first.key)}}
+                alice = accounts.account_of(first.key)
+                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(alice)}).encode()
+                claimed = {"metadata": {"account": alice}}
             obj = world.upload(key, data, **claimed)
             uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
             return uploads[-1][1]

@@ -87,6 +87,21 @@ def order_body(number: int, nth: int = 1) -> bytes:
 SEARCH_LAG_SECONDS = 3600.0
 
 
+def _charge_of(intent: Any) -> str:
+    """The stand-in's charge id of a loopback PaymentIntent (`pi_X` is charge `ch_X`)."""
+    return "ch_" + str(intent).removeprefix("pi_")
+
+
+def _charge_id(item: dict[str, Any]) -> str:
+    """The charge id of a provider's charge record (`pk` = `charge#ch_X`)."""
+    return str(item.get("pk", "")).removeprefix("charge#")
+
+
+def all_held(charges: Sequence[dict[str, Any]], on_hold: set[str]) -> bool:
+    """Whether there are charges and every one of them is an uncaptured hold."""
+    return bool(charges) and all(_charge_id(c) in on_hold for c in charges)
+
+
 def uncaptured(stripe_server: Any) -> set[str]:
     """The charges of PaymentIntents at the loopback Stripe still waiting for their capture
     (capture_method=manual, status requires_capture): authorized and held on the card, no money
@@ -94,7 +109,7 @@ def uncaptured(stripe_server: Any) -> set[str]:
     account = getattr(stripe_server, "account", None)
     if not hasattr(account, "intents"):
         return set()
-    return {"ch_" + str(intent["id"]).removeprefix("pi_") for mode in account.modes
+    return {_charge_of(intent["id"]) for mode in account.modes
             for intent in account.intents(mode) if intent.get("status") == "requires_capture"}
 
 
@@ -114,16 +129,16 @@ def kept_charges(charges: list[tuple[str, dict[str, Any]]], stripe_server: Any,
     for mode in getattr(account, "modes", {}) or {}:
         for refund in stripe_server.account.refunds(mode):
             if refund.get("status") == "succeeded":
-                charge = "ch_" + str(refund["payment_intent"]).removeprefix("pi_")
+                charge = _charge_of(refund["payment_intent"])
                 refunded[charge] = refunded.get(charge, 0) + int(refund["amount"])
         for intent in account.intents(mode) if hasattr(account, "intents") else ():
             if intent.get("capture_method") == "manual" and intent.get("status") == "succeeded":
-                charge = "ch_" + str(intent["id"]).removeprefix("pi_")  # captured in part: the rest released
+                charge = _charge_of(intent["id"])  # captured in part: the rest released
                 refunded[charge] = refunded.get(charge, 0) + int(intent["amount"]) - int(intent["amount_received"])
     held = set() if holds else uncaptured(stripe_server)
     kept = []
     for where, item in charges:
-        charge_id = str(item.get("pk", "")).removeprefix("charge#")
+        charge_id = _charge_id(item)
         if item.get("failed") or charge_id in held:
             continue
         back = refunded.get(charge_id, 0)
@@ -297,8 +312,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     results[-1].findings += wrong
                     results[-1].paid = money.prices_paid(new)
                     results[-1].paid_by_link = money.by_link(new, keys)
-                    results[-1].held = bool(new) and all(str(c.get("pk", "")).removeprefix("charge#") in on_hold
-                                                         for c in new)
+                    results[-1].held = all_held(new, on_hold)
                     if by_state:
                         results[-1].verdict = states.worse(results[-1].verdict, by_state, results[-1].dlq,
                                                            calls, baseline)
@@ -342,8 +356,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
             verdict, findings = money.worse(verdict, paid), findings + wrong
             results.append(Result(schedule, counted, sum(dlqs), verdict, runtime.attempts, findings, left=left,
                                   paid=money.prices_paid(new), paid_by_link=money.by_link(new, keys),
-                                  held=bool(new) and all(str(c.get("pk", "")).removeprefix("charge#") in on_hold
-                                                         for c in new),
+                                  held=all_held(new, on_hold),
                                   refused_lines=refused_lines(runtime.watch.invalid, table, books.attribute)
                                   + [f"{line}: its condition failed" for line in refused_lines(
                                       runtime.watch.conditions_failed, table, books.attribute)]

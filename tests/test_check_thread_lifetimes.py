@@ -114,3 +114,31 @@ def test_at_a_schedules_end_a_leftover_thread_lands_its_call_and_then_acts_no_mo
         assert calls == ["put"]
         time.sleep(0.05)
     assert calls == ["put"]
+
+
+def test_a_dead_invocations_thread_resumed_after_its_batch_is_over_submits_no_work():
+    # the check runs a handler's schedules in batches; between two of them no invocation runs. The
+    # invocation's own thread, descheduled between two submits while a worker crashed, may only get the
+    # CPU back then: before, the patches were gone by that time and its second message's work ran in a
+    # new worker with no invocation at all, its calls (the charge) crossing no boundary. pool_batch broke
+    # with double_charge so, in about one run in twenty on a loaded machine (a charge of the schedule
+    # before, counted as one whose reference names no upload of the batch).
+    watch, visit = Watch(), Visit(1, 1, "work")
+    ran, resume, stopped_here = [], threading.Event(), threading.Event()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    def body() -> None:
+        with watch.visiting(visit):
+            threading.Thread(target=_crash, args=(visit,), daemon=True).start()  # a worker crashes
+            resume.wait()  # off the CPU between its two submits, until the batch is over
+            stopped_here.set()
+            pool.submit(ran.append, "charged")
+            ran.append("went on")
+
+    with inherit_invocations():  # one batch
+        _Run(visit).start(body, "test-invocation")
+    resume.set()  # the batch is over: only now does the invocation's thread run again
+    assert stopped_here.wait(2.0)
+    time.sleep(0.3)
+    pool.shutdown(wait=False)
+    assert ran == []  # before: ["went on", "charged"], the work run in a thread of no invocation

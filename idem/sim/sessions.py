@@ -35,19 +35,28 @@ THREAD_STARTS: list[Callable[[threading.Thread], None]] = []
 
 @contextlib.contextmanager
 def inherit_invocations() -> Iterator[None]:
-    """While it lasts, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in
-    a copy of the context of the code that started or submitted it: its calls belong to the same
-    invocation (and a pool's thread, reused later by another invocation, takes that one's). A thread
-    of an invocation whose process died stops there instead. The check keeps it in force for a whole
-    batch (idem.explore.run.runner), not only while an invocation runs: a thread the handler left
-    running would otherwise start or submit work outside every invocation, whose calls cross no
-    boundary and land in a later schedule."""
+    """From now on, a thread started, or a callable submitted to a ThreadPoolExecutor, runs in a copy
+    of the context of the code that started or submitted it: its calls belong to the same invocation
+    (and a pool's thread, reused later by another invocation, takes that one's). A thread of an
+    invocation whose process died stops there instead. Started or submitted outside every invocation,
+    they run as they would anyway.
+
+    Installed once, for the rest of the process: leaving the `with` takes nothing away. A dead
+    invocation's thread may get the CPU back only after the check's batch is over (its own thread,
+    descheduled between two submits while a worker crashed); were the patches gone by then, its work
+    would run in a thread of no invocation, its calls (a charge) crossing no boundary, and land in a
+    later schedule (docs/reliability.md, "a function's threads live and die with its invocations")."""
+    _install_inheritance()
+    yield
+
+
+def _install_inheritance() -> None:
+    """Patch threading.Thread.start and ThreadPoolExecutor.submit (see `inherit_invocations`), once."""
     import concurrent.futures
     import concurrent.futures.thread
 
     start, submit = threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit
     if getattr(start, "_idem_inherits", False):
-        yield
         return
 
     def started(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
@@ -80,10 +89,6 @@ def inherit_invocations() -> Iterator[None]:
 
     started._idem_inherits = True  # type: ignore[attr-defined]
     threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = started, submitted  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        threading.Thread.start, concurrent.futures.ThreadPoolExecutor.submit = start, submit  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

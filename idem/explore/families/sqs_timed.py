@@ -54,8 +54,8 @@ def dead_letter_last_second(retention: float) -> Later:
     "For standard queues, the expiration of a message is always based on its original enqueue timestamp"
     (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/setting-up-dead-letter-queue-retention.html),
     so it counts from the first message's enqueue."""
-    return Later("again", retention - 1.0, f"the dead-letter queue's last second of its {retention_words(retention)} retention", "redrive",
-                 sqs=True, from_start=True)
+    why = f"the dead-letter queue's last second of its {retention_words(retention)} retention"
+    return Later("again", retention - 1.0, why, "redrive", sqs=True, from_start=True)
 
 
 def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Sequence[Any],

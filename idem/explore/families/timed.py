@@ -65,6 +65,8 @@ PAST_MIDNIGHT = (timings.TO_MIDNIGHT + 1.0, "just past midnight")
 PAST_15_MINUTES = (15 * 60 + 1.0, "past a 15-minute window")
 PAST_KEY_WINDOW = (timings.STRIPE_KEY_WINDOW + 1.0, "past Stripe's 24-hour key window")
 DAYS_LATER = (3 * 86_400.0, "3 days later")
+
+
 def retention_words(retention: float) -> str:
     """A queue's retention period in words: "4-day", or its seconds as `seconds` writes them."""
     return f"{retention / 86_400:g}-day" if retention % 86_400 == 0 else seconds(retention)
@@ -275,9 +277,9 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
             data = body(number, 1)  # the same order id, the same bytes; or the first account's customer named
             claimed: dict[str, Any] = {}  # what the uploader writes: its file, and its object's metadata
             if later.how == NAMES_CUSTOMER:
-                alice = accounts.account_of(first.key)
-                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(alice)}).encode()
-                claimed = {"metadata": {"account": alice}}
+                first_account = accounts.account_of(first.key)
+                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(first_account)}).encode()
+                claimed = {"metadata": {"account": first_account}}
             obj = world.upload(key, data, **claimed)
             uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
             return uploads[-1][1]

@@ -210,7 +210,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
     over_stripe = (functools.partial(loopback_stripe, search_lag_seconds=SEARCH_LAG_SECONDS)
                    if target.provider == "stripe" else (lambda _: contextlib.nullcontext()))
     numbers = range(first, first + len(schedules)) if isinstance(first, int) else first
-    # inherit_invocations for the whole batch: a thread a dead invocation left running stays its (sessions)
+    # inherit_invocations: installed for the rest of the process, so a thread a dead invocation left running
+    # stays its invocation's even after the batch (sessions)
     with fewer_collections(), fast_calls(), inherit_invocations(), worlds.world_for(versioned, numbers) as kept, \
             loopback_only() as refused, no_subprocesses() as spawned, over_stripe(kept.world) as stripe_server:
         world, charges_seen, lines_seen = kept.world, kept.charges_seen, kept.lines_seen

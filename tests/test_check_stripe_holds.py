@@ -97,3 +97,27 @@ def test_a_separate_confirm_is_refused_naming_the_request():
     assert code == 2
     assert "POST: /v1/payment_intents/pi_unpaid000001/confirm is not served" in err
     assert "Charges API and others" not in err
+
+
+@pytest.mark.parametrize("name, code", [("list_fail_open", 1), ("list_fails_closed", 0)])
+def test_a_stripe_read_that_fails_is_failed_by_the_check_and_a_handler_charging_anyway_breaks(monkeypatch, name, code):
+    """list_fail_open takes a failed list of PaymentIntents for "not charged" and charges again under a
+    fresh key (held before: Stripe's reads were never failed); its twin lets the error raise and holds."""
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    got, out, _ = cli(target(name), "--retries", "0", "--workers", "1", "--json")
+    report = json.loads(out)
+    assert got == code, out[-2000:]
+    assert "before stripe:ListPaymentIntents" in report["boundaries"]
+    broken = [r for r in report["results"] if r["verdict"] == "double_charge"]
+    assert bool(broken) == bool(code)
+    assert all("stripe:ListPaymentIntents" in r["schedule"] for r in broken)
+
+
+def test_the_name_of_a_stripe_read_is_the_call_stripes_reference_names():
+    from idem.explore.sandbox.stripe_sdk import read_call
+
+    assert read_call("/v1/payment_intents") == "stripe:ListPaymentIntents"
+    assert read_call("/v1/payment_intents/search") == "stripe:SearchPaymentIntents"
+    assert read_call("/v1/payment_intents/pi_123") == "stripe:RetrievePaymentIntent"
+    assert read_call("/v1/customers/cus_123") == "stripe:RetrieveCustomer"
+    assert read_call("/v1/customers/cus_123/payment_methods") == "stripe:ListCustomerPaymentMethods"

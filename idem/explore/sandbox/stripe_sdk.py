@@ -99,6 +99,46 @@ def aim_sdk_at_loopback() -> None:
     stripe.StripeClient.__init__ = init  # type: ignore[method-assign]
 
 
+def read_call(path: str) -> str:
+    """The boundary a read of Stripe's crosses, named as Stripe's API reference names the call:
+    GET /v1/payment_intents is `stripe:ListPaymentIntents`, /v1/payment_intents/search
+    `stripe:SearchPaymentIntents`, /v1/customers/cus_1 `stripe:RetrieveCustomer`, and
+    /v1/customers/cus_1/payment_methods `stripe:ListCustomerPaymentMethods`."""
+    parts = [part for part in path.split("/") if part][1:]  # the path after /v1
+
+    def words(name: str, one: bool = False) -> str:
+        return "".join(word.capitalize() for word in (name[:-1] if one and name.endswith("s") else name).split("_"))
+
+    if len(parts) <= 1:
+        return f"stripe:List{words(parts[0] if parts else 'objects')}"
+    if parts[1] == "search":
+        return f"stripe:Search{words(parts[0])}"
+    if len(parts) == 2:
+        return f"stripe:Retrieve{words(parts[0], one=True)}"
+    return f"stripe:List{words(parts[0], one=True)}{words(parts[-1])}"
+
+
+def failed_read(running: Any, url: str, send: Any) -> Any:
+    """A read the handler sends to Stripe during an invocation (any GET): the boundary before it
+    (`read_call`). Where the fault plan fails it, the handler gets what Stripe's SDK raises when it
+    cannot reach Stripe, or Stripe answers 500, on every attempt its `max_network_retries` allows:
+    an APIConnectionError ("Connection errors", "Server errors": https://docs.stripe.com/error-handling).
+    A read changes nothing at Stripe, so there is no boundary after it. Else the read goes as it is."""
+    import stripe
+
+    from ...sim.faults import Boundary, InjectedFault, Side
+
+    watch, visit = running
+    call = read_call(urlsplit(url).path)
+    visit.seen[call] += 1
+    try:
+        watch.arrive(visit, Boundary(call, visit.seen[call], Side.BEFORE))
+    except InjectedFault as fault:
+        raise stripe.APIConnectionError(f"Unexpected error communicating with Stripe: GET {urlsplit(url).path} "
+                                        f"failed on every attempt of the SDK's ({fault})") from None
+    return send()
+
+
 def _form(post_data: Any) -> str:
     """The body of a request of Stripe's SDK, as text (it sends it form-encoded)."""
     return post_data.decode("utf-8", "replace") if isinstance(post_data, bytes) else str(post_data or "")
@@ -133,7 +173,8 @@ def sdk_client_class() -> type:
         fail the invocation before or after it, or have the provider answer it badly (503, a
         saved 500, 409, a decline) for the whole SDK call, retries included; a request with a key
         in flight gets 409. The charges it executed are put on the invocation that sent it, so
-        two uploads of one name are each judged on their own charges. Other requests, and a
+        two uploads of one name are each judged on their own charges. A read (any GET) crosses a
+        boundary of its own, where the fault plan can fail it (`failed_read`). Other requests, and a
         request made outside any invocation, go as they are."""
 
         def request(self, method: str, url: str, headers: Any, post_data: Any = None) -> Any:
@@ -151,6 +192,8 @@ def sdk_client_class() -> type:
                     method, url, headers, post_data, max_network_retries, _usage=_usage)
 
             running, server = current(), (_serving[-1] if _serving else None)
+            if running is not None and server is not None and method.upper() == "GET":
+                return failed_read(running, url, send)  # a read: it can fail, as Stripe's can
             if running is None or server is None or running[0].provider is None \
                     or method.upper() != "POST" or urlsplit(url).path != CHARGE_PATH:
                 return send()

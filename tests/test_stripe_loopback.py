@@ -91,6 +91,17 @@ def test_a_customer_that_does_not_exist_is_resource_missing_on_the_customer_para
     assert world.provider().charges() == []
 
 
+def test_an_amount_under_the_currencys_minimum_is_refused_as_stripe_refuses_it_and_saves_nothing(server, world):
+    customer, method = seed_customer(server)
+    with pytest.raises(stripe.InvalidRequestError) as raised:
+        create(sdk(server), off_session(customer, method, amount=49), key="k")
+    assert (raised.value.http_status, raised.value.code, raised.value.param) == (400, "amount_too_small", "amount")
+    assert raised.value.error.type == "invalid_request_error"
+    assert world.provider().charges() == []
+    intent = create(sdk(server), off_session(customer, method, amount=50), key="k")  # nothing saved for "k"
+    assert (intent.status, intent.amount_received) == ("succeeded", 50)
+
+
 def test_another_customers_method_is_refused(server, world):
     alice, alices_card = seed_customer(server)
     bob, _ = seed_customer(server)

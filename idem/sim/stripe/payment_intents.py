@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from ...core.errors import CardDeclined, ProviderError
-from ...core.provider import Provider
+from ...core.provider import MINIMUM_AMOUNTS, Provider
 from .customers import TEST_PAYMENT_METHODS
 from .errors import FAULTS, Answer, Fault, StripeError, _missing
 from .objects import Objects, _intent, _public, _refund
@@ -34,6 +34,11 @@ class PaymentIntentsAndRefunds:
             raise StripeError(400, "invalid_request_error", "This value must be greater than or equal to 1.",
                               code="parameter_invalid_integer", param="amount")
         currency = str(_required(params, "currency")).lower()
+        if amount < MINIMUM_AMOUNTS.get(currency, 1):
+            # Under the currency's minimum charge (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts):
+            # a request error with the code amount_too_small, refused before execution, so nothing is saved for the key.
+            raise StripeError(400, "invalid_request_error", f"Amount must be at least {MINIMUM_AMOUNTS[currency]} "
+                              f"{currency} in its smallest unit.", code="amount_too_small", param="amount")
         metadata = _metadata(params.get("metadata"))
         confirm, off_session = _boolean(params, "confirm"), _boolean(params, "off_session")
         capture_method = str(params.get("capture_method") or "automatic")

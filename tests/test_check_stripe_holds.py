@@ -132,3 +132,17 @@ def test_pins_gap_a_list_made_only_on_a_retry_that_fails_open_is_said_to_hold(mo
     report = json.loads(out)
     assert code == 0, out[-2000:]
     assert not any(b.startswith("before stripe:") for b in report["boundaries"])  # the clean run never lists
+
+
+def test_a_charge_refused_as_invalid_and_only_logged_is_a_silent_loss_not_an_exit_2(monkeypatch, tmp_path):
+    """refusal_logged logs Stripe's 400 (here amount_too_small: an order file of 30 cents) and returns
+    success: the order is lost and nothing tells a person. Before, the check's clean run made no charge and
+    it exited 2, as if it could not judge the handler."""
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"order_id": "small-1", "amount_cents": 30, "currency": "usd"}))
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    code, out, _ = cli(target("refusal_logged"), "--object", f"{small}=acct-1/small.json", "--retries", "0",
+                       "--workers", "1", "--json")
+    assert code == 1, out[-2000:]
+    (result,) = [r for r in json.loads(out)["results"] if r["verdict"] == "silent_loss"]
+    assert any("refused by the provider (400 amount_too_small" in f for f in result["findings"])

@@ -280,6 +280,12 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
     if missing:
         raise CheckInputError(f"--effect {', '.join(missing)} never happens on a clean run; the calls it "
                               f"makes are: {', '.join(made) or 'none'}")
+    if not result.effects.get(CHARGES) and not effects and result.refused_charges:  # no attempt failed
+        raise CleanRunBreaks(replace(result, verdict=Verdict.SILENT_LOSS.value, findings=[
+            f"the clean run's charge was refused by the provider ({result.refused_charges[0]}) and the function "
+            "returned success: the order is never charged, and nothing reaches the failure destination to tell a "
+            "person. A refusal no retry can mend is still the order's failure: raise it (the event then reaches the "
+            "failure destination after Lambda's retries), rather than log it and go on"] + result.findings))
     if not result.effects.get(CHARGES) and not effects:
         raise CheckInputError(f"{target.name} made no charge on a clean run and no --effect is named: "
                               "nothing to count. Does it build its payment client with make_provider "

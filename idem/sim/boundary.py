@@ -115,6 +115,9 @@ class Watch:
         #: its DynamoDB writes whose condition failed (ConditionalCheckFailedException), likewise: on a
         #: clean run, with nothing else writing, a ledger line refused so is never booked
         self.conditions_failed: list[tuple[str, dict[str, Any], str]] = []
+        #: the charge requests the provider refused as invalid (400: nothing executed, nothing saved for the
+        #: key), each in the error's own words: on a clean run, an order no retry will charge
+        self.refused: list[str] = []
         #: under an SQS mapping, the references of the charges the provider declined (402): the
         #: runtime's DeclineWatch notes them, and so does a charge sent with Stripe's SDK itself
         self.declines: list[str] | None = None
@@ -477,6 +480,8 @@ class WatchedProvider:
         except Exception as error:
             if executed(error):  # a saved 500: the charge went through, the answer is an error
                 self.count(1, visit.work)
+            if getattr(error, "http_status", None) == 400:
+                watch.refused.append(str(error)[:300])
             watch.abandon(visit)
             raise
         watch.after(visit, CHARGE_CALL, step="replayed" if getattr(charge, "replayed", False) else None)

@@ -37,6 +37,8 @@ class Result:
     #: the ledger lines its handler sent to the books' table that DynamoDB refused as invalid
     #: (`idem.explore.judge.books.refused_lines`): read of the clean run
     refused_lines: list[str] = field(default_factory=list)
+    #: the charge requests the provider refused as invalid (`Watch.refused`): read of the clean run
+    refused_charges: list[str] = field(default_factory=list)
     #: the deliveries of objects the function wrote itself into its trigger's bucket, by number, with
     #: each one's key (`idem.explore.run.own_writes`), and (charges made for the check's upload,
     #: charges made by the invocations of those writes)

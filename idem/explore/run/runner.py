@@ -362,6 +362,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                   + [f"{line}: its condition failed" for line in refused_lines(
                                       runtime.watch.conditions_failed, table, books.attribute)]
                                   if table and books else [],
+                                  refused_charges=list(runtime.watch.refused),
                                   own_writes=dict(own.deliveries), own_charges=own.charges(runtime)))
             _asked(results[-1], runtime)
     release_handler_threads()  # a killed invocation's pool must not hold the process at exit

@@ -139,6 +139,17 @@ def failed_read(running: Any, url: str, send: Any) -> Any:
     return send()
 
 
+def _error_words(body: Any) -> str:
+    """A Stripe error's code and message, from the body of its answer (https://docs.stripe.com/api/errors)."""
+    import json
+
+    try:
+        error = json.loads(body.decode("utf-8") if isinstance(body, bytes) else str(body)).get("error") or {}
+    except (ValueError, AttributeError):
+        return "400"
+    return f"400 {error.get('code') or error.get('type') or ''}: {error.get('message') or ''}"[:300]
+
+
 def _form(post_data: Any) -> str:
     """The body of a request of Stripe's SDK, as text (it sends it form-encoded)."""
     return post_data.decode("utf-8", "replace") if isinstance(post_data, bytes) else str(post_data or "")
@@ -221,6 +232,8 @@ def sdk_client_class() -> type:
             provider.count(made, visit.work)
             if answer[1] >= 400:  # the SDK raises Stripe's error: no answer reaches the handler
                 watch.abandon(visit)
+                if answer[1] == 400:  # refused as invalid: nothing executed, nothing saved for the key
+                    watch.refused.append(_error_words(answer[0]))
                 if answer[1] == 402 and watch.declines is not None:  # a decline: final, for this order only
                     watch.declines.append("\n".join(_texts(stripe_server.decode_form(_form(post_data)))))
             else:

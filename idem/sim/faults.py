@@ -34,6 +34,9 @@ class How(str, Enum):
 CHARGE_CALL = "provider:charge"
 #: The pseudo-call crossed when the handler returns.
 END_CALL = "end"
+#: Where the name of a read of Stripe's begins: a GET a handler sends with Stripe's SDK itself crosses a
+#: boundary of its own (`stripe:ListPaymentIntents`: idem.explore.sandbox.stripe_sdk.read_call)
+STRIPE_READS = "stripe:"
 
 
 @dataclass(frozen=True, order=True)

@@ -104,21 +104,23 @@ def read_call(path: str) -> str:
     GET /v1/payment_intents is `stripe:ListPaymentIntents`, /v1/payment_intents/search
     `stripe:SearchPaymentIntents`, /v1/customers/cus_1 `stripe:RetrieveCustomer`, and
     /v1/customers/cus_1/payment_methods `stripe:ListCustomerPaymentMethods`."""
+    from ...sim.faults import STRIPE_READS
+
     parts = [part for part in path.split("/") if part][1:]  # the path after /v1
 
     def words(name: str, one: bool = False) -> str:
         return "".join(word.capitalize() for word in (name[:-1] if one and name.endswith("s") else name).split("_"))
 
     if len(parts) <= 1:
-        return f"stripe:List{words(parts[0] if parts else 'objects')}"
+        return f"{STRIPE_READS}List{words(parts[0] if parts else 'objects')}"
     if parts[1] == "search":
-        return f"stripe:Search{words(parts[0])}"
+        return f"{STRIPE_READS}Search{words(parts[0])}"
     if len(parts) == 2:
-        return f"stripe:Retrieve{words(parts[0], one=True)}"
-    return f"stripe:List{words(parts[0], one=True)}{words(parts[-1])}"
+        return f"{STRIPE_READS}Retrieve{words(parts[0], one=True)}"
+    return f"{STRIPE_READS}List{words(parts[0], one=True)}{words(parts[-1])}"
 
 
-def failed_read(running: Any, url: str, send: Any) -> Any:
+def read_at_boundary(running: Any, url: str, send: Any) -> Any:
     """A read the handler sends to Stripe during an invocation (any GET): the boundary before it
     (`read_call`). Where the fault plan fails it, the handler gets what Stripe's SDK raises when it
     cannot reach Stripe, or Stripe answers 500, on every attempt its `max_network_retries` allows:
@@ -185,7 +187,7 @@ def sdk_client_class() -> type:
         saved 500, 409, a decline) for the whole SDK call, retries included; a request with a key
         in flight gets 409. The charges it executed are put on the invocation that sent it, so
         two uploads of one name are each judged on their own charges. A read (any GET) crosses a
-        boundary of its own, where the fault plan can fail it (`failed_read`). Other requests, and a
+        boundary of its own, where the fault plan can fail it (`read_at_boundary`). Other requests, and a
         request made outside any invocation, go as they are."""
 
         def request(self, method: str, url: str, headers: Any, post_data: Any = None) -> Any:
@@ -204,7 +206,7 @@ def sdk_client_class() -> type:
 
             running, server = current(), (_serving[-1] if _serving else None)
             if running is not None and server is not None and method.upper() == "GET":
-                return failed_read(running, url, send)  # a read: it can fail, as Stripe's can
+                return read_at_boundary(running, url, send)  # a read: it can fail, as Stripe's can
             if running is None or server is None or running[0].provider is None \
                     or method.upper() != "POST" or urlsplit(url).path != CHARGE_PATH:
                 return send()

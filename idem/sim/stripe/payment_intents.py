@@ -35,8 +35,9 @@ class PaymentIntentsAndRefunds:
                               code="parameter_invalid_integer", param="amount")
         currency = str(_required(params, "currency")).lower()
         if amount < MINIMUM_AMOUNTS.get(currency, 1):
-            # Under the currency's minimum charge (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts):
-            # a request error with the code amount_too_small, refused before execution, so nothing is saved for the key.
+            # Under the currency's minimum charge
+            # (https://docs.stripe.com/currencies#minimum-and-maximum-charge-amounts): a request error with the
+            # code amount_too_small, refused before execution, so nothing is saved for the key.
             raise StripeError(400, "invalid_request_error", f"Amount must be at least {MINIMUM_AMOUNTS[currency]} "
                               f"{currency} in its smallest unit.", code="amount_too_small", param="amount")
         metadata = _metadata(params.get("metadata"))

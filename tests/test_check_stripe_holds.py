@@ -123,15 +123,40 @@ def test_the_name_of_a_stripe_read_is_the_call_stripes_reference_names():
     assert read_call("/v1/customers/cus_123/payment_methods") == "stripe:ListCustomerPaymentMethods"
 
 
-def test_pins_gap_a_list_made_only_on_a_retry_that_fails_open_is_said_to_hold(monkeypatch):
-    """Wrong, pinned (docs/reliability.md, "Not modelled"): list_on_retry_fail_open charges twice when an
-    attempt fails after its charge and the retry's list fails too. That is two faults in one schedule, and
-    the second at a call its clean run never made; the check fails one call per schedule, among those."""
+def test_a_list_made_only_on_a_retry_that_fails_open_breaks_in_the_second_round(monkeypatch):
+    """list_on_retry_fail_open charges twice when an attempt fails after its charge and the retry's list
+    fails too: two faults in one schedule, the second at a read its clean run never made. The first round
+    alone (a fault at one call the clean run made) said holds; the family second_fault fails the read too."""
     monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
     code, out, _ = cli(target("list_on_retry_fail_open"), "--retries", "1", "--workers", "1", "--json")
     report = json.loads(out)
-    assert code == 0, out[-2000:]
+    assert code == 0, out[-2000:]  # the first round alone
     assert not any(b.startswith("before stripe:") for b in report["boundaries"])  # the clean run never lists
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults,second_fault")
+    code, out, _ = cli(target("list_on_retry_fail_open"), "--retries", "1", "--workers", "1", "--json")
+    broken = [r for r in json.loads(out)["results"] if r["verdict"] == "double_charge"]
+    assert code == 1 and broken, out[-2000:]
+    assert all(", then exception before stripe:ListPaymentIntents on its first arrival" in r["schedule"]
+               for r in broken)
+
+
+def test_the_second_round_fails_only_reads_of_stripes_that_a_first_round_fault_led_to():
+    from types import SimpleNamespace
+
+    from idem.explore.families import second_fault
+    from idem.explore.families.schedule import Schedule
+    from idem.sim.faults import Boundary, FaultPlan, Side
+
+    charged, listed = Boundary("provider:charge", 1, Side.AFTER), Boundary("stripe:ListPaymentIntents", 1, Side.BEFORE)
+    put = Boundary("dynamodb:UpdateItem", 1, Side.BEFORE)
+    faulted = Schedule(FaultPlan(charged, "1"), retries=1)
+    results = [SimpleNamespace(schedule=Schedule(None), reached={listed: 1}),  # no first fault: not again
+               SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1, put: 1}),
+               SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1})]  # the same way: once
+    (again,) = second_fault.schedules(results, crossed=[charged])
+    assert (again.fault.at, again.fault.also) == (charged, FaultPlan(listed, "1"))
+    assert again.dimension == "second_fault"
+    assert second_fault.schedules(results, crossed=[charged, listed]) == []  # the clean run lists: round one's
 
 
 def test_a_charge_refused_as_invalid_and_only_logged_is_a_silent_loss_not_an_exit_2(monkeypatch, tmp_path):

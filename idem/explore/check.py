@@ -66,7 +66,7 @@ from ..sim.runtime.handler_guard import clean_run_hint, missing_setting
 from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto, fake_client
 from .errors import CheckInputError, CleanRunBreaks, as_tool_errors
-from .families import accounts, family_choice, key_decoding, object_schedules, timings, upload_kinds
+from .families import accounts, family_choice, key_decoding, object_schedules, second_fault, timings, upload_kinds
 from .families.build import DIMENSIONS, schedules_for, sqs_schedules
 from .families.schedule import RETRIES, VERSIONING, Schedule
 from .judge import money, state as states
@@ -168,14 +168,27 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         with processes(workers) as pool:
             # a schedule's number (its upload and account) is its place in `found`, whichever
             # batch and process it runs in, so the report does not depend on `workers`
-            runs = Dispatch(found, pool, workers, lambda batch: (
-                resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
-                # and, where the clean run paid the customers the check linked (cus_<account> is the
-                # check's own: only a function reading its mapping finds it), go to those customers
-                clean_state, prices, clean.paid_by_link,
-                # and an uncaptured hold counts as a charge only where the clean run's charges were holds
-                clean.held))
+            def args_of(batch: list[int]) -> tuple[Any, ...]:
+                return (resolved, [found[i] for i in batch], baseline, effects, provider_factory, batch, where, trigger,
+                        # and, where the clean run paid the customers the check linked (cus_<account> is the
+                        # check's own: only a function reading its mapping finds it), go to those customers
+                        clean_state, prices, clean.paid_by_link,
+                        # and an uncaptured hold counts as a charge only where the clean run's charges were holds
+                        clean.held)
+
+            runs = Dispatch(found, pool, workers, args_of)
             results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
+            # the second round: a read of Stripe's that only a first-round fault led to, failed too
+            second = family_choice.chosen(second_fault.schedules(results, crossed), DIMENSIONS)
+            if second:
+                first, found = len(found), found + second  # numbered after the first round's (`args_of` reads it)
+                more: list[Any] = [None] * len(second)
+                runs = Dispatch(found, pool, workers, args_of)
+                runs.add(list(range(first, len(found))), 0)
+                while any(result is None for result in more):
+                    for i, result in runs.finished():
+                        more[i - first] = result
+                results, made = results + more, made + len(more)
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)
     read = any(c.boundary.call == READ_CALL for a in clean.attempts for c in a.crossings)

@@ -182,14 +182,17 @@ class Watch:
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
-        if not self.plan.strikes(boundary) or not self.plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
+        plan = self.plan
+        if plan.also is not None and not plan.strikes(boundary) and plan.also.strikes(boundary):
+            plan = plan.also  # the schedule's second fault (idem.explore.families.second_fault)
+        if not plan.strikes(boundary) or not plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
             return  # a lost answer after an AWS call: botocore resent it (sdk_retries), its answer is the handler's
-        if self.plan.outcome:  # the provider's side: it answers the call that is about to go out
-            visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, self.plan.outcome)
-            visit.outcome = self.plan.outcome
+        if plan.outcome:  # the provider's side: it answers the call that is about to go out
+            visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, plan.outcome)
+            visit.outcome = plan.outcome
             return
-        visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(self.plan.how))
-        if self.plan.how is How.CRASH:
+        visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(plan.how))
+        if plan.how is How.CRASH:
             message = f"the process died {boundary} (arrival {arrival})"
             visit.dead = message
             if visit.kill is not None:

@@ -8,9 +8,10 @@ Wrong: when that list fails (Stripe answers 500, or cannot be reached once the S
 https://docs.stripe.com/error-handling), the function charges anyway. An attempt that charged and then
 failed before booking (a crash, a throttled write) is retried by Lambda
 (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html), and a retry whose
-list fails charges the order a second time. idem check: holds, a gap pinned (docs/reliability.md, "Not
-modelled"): it takes two faults in one schedule (one after the charge, one at the retry's list), and the
-check fails one call per schedule, at the calls its clean run made; the list is made on a retry only."""
+list fails charges the order a second time. idem check: breaks (double_charge) in the family second_fault:
+it takes two faults in one schedule (one after the charge, one at the retry's list), and the list is made on
+a retry only. Before that family, the check failed one call per schedule, among those its clean run made,
+and said holds."""
 import json
 import os
 import time

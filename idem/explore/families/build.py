@@ -7,7 +7,7 @@ import itertools
 from typing import Any, Iterable, Sequence
 
 from ...sim.faults import CHARGE_CALL, END, FaultPlan, How, PROVIDER_POINTS, SDK_POINTS, Side
-from . import key_decoding, runs, sqs_timed, timed, timings, upload_kinds
+from . import key_decoding, runs, second_fault, sqs_timed, timed, timings, upload_kinds
 from .schedule import ARRIVALS, RETRIES, SECONDS, VERSIONING, Schedule
 
 #: The families of schedules, as the report counts them.
@@ -23,6 +23,7 @@ DIMENSIONS = {
     "runs": runs.DESCRIPTION,
     upload_kinds.FAMILY: upload_kinds.DESCRIPTION,
     key_decoding.FAMILY: key_decoding.DESCRIPTION,
+    second_fault.FAMILY: second_fault.DESCRIPTION,
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...sim.platform.batch_partial import UNPROCESSED, partial_words
 from ...sim.faults import Side
-from . import key_decoding, runs, upload_kinds
+from . import key_decoding, runs, second_fault, upload_kinds
 
 RETRIES = (0, 1, 2)
 ARRIVALS = (1, 2, 3)
@@ -53,6 +53,8 @@ class Schedule:
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"
             + runs.describe(self.fault))
+        if self.fault is not None and self.fault.also is not None:
+            fault += f", then {self.fault.also.how} {self.fault.also.at} on its first arrival"
         if self.later is not None:
             delivery = self.later.label(self.timing, self.copy_at)
         elif self.overwrite:
@@ -82,13 +84,16 @@ class Schedule:
     @property
     def dimension(self) -> str:
         """Which family of schedules this one belongs to (DIMENSIONS)."""
+        if self.fault is not None and self.fault.also is not None:
+            return second_fault.FAMILY
         return (self.later.kind if self.later else "overwrite" if self.overwrite else "slow" if self.slow
                 else key_decoding.FAMILY if self.name else upload_kinds.FAMILY if self.upload else "runs" if getattr(self.fault, "run", 1) > 1 else "faults")
 
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
-        arrivals = 0 if self.fault is None else len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
+        arrivals = 0 if self.fault is None else (len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
+                                                 + (self.fault.also is not None))
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
                 + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later) + bool(self.name) + bool(self.upload), self.retries, arrivals)
 

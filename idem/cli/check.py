@@ -28,7 +28,9 @@ SCHEDULES = ("schedules, in families (the report counts each; under --trigger sq
              "Stripe's SDK resend a request whose answer was lost, as the handler's client is configured), "
              "one delivery, per retry setting; late, retry_ends, again, accounts: each delay drawn from its "
              "documented range and at both its ends, the same order sent again a day and 3 days later, "
-             "redriven after every attempt failed, another account's order with the same order id")
+             "redriven after every attempt failed, another account's order with the same order id; "
+             "second_fault: a schedule of the others again, a read of Stripe's that only its fault led to (a "
+             "retry asking whether the first attempt charged) failing too")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CheckInputError
-from ..families import timed
+from ..families import second_fault, timed
 from ..families.build import DIMENSIONS
 from ..judge.books import Books
 from ..judge.result import Result
@@ -54,9 +54,10 @@ class CheckReport:
                    default=None)
 
     def dimensions(self) -> dict[str, int]:
-        """How many schedules each family added (DIMENSIONS)."""
+        """How many schedules each family added (DIMENSIONS); the second round's family only when it ran
+        (`idem.explore.families.second_fault`: most handlers read nothing of Stripe's after a fault)."""
         counts = Counter(r.schedule.dimension for r in self.results)
-        return {name: counts[name] for name in DIMENSIONS}
+        return {name: counts[name] for name in DIMENSIONS if name != second_fault.FAMILY or counts[name]}
 
     def tally(self) -> dict[str, int]:
         counts = Counter(r.verdict for r in self.results)

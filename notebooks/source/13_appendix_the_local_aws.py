@@ -162,7 +162,9 @@ views.show_source(boundary._before_call, boundary._after_call)
 # line it sent was refused this way, the check reports a break even when the handler swallowed
 # the error.
 #
-# The payment provider's client gets a thin wrapper, so its `charge` is a boundary too:
+# The payment provider's client gets a thin wrapper, so its `charge` is a boundary too. It also
+# keeps each charge the provider refused as invalid (a 400). No retry of that request will charge
+# the order, so a clean run that swallowed such a refusal has lost the order:
 
 # %%
 views.show_source(boundary.WatchedProvider.charge)
@@ -170,7 +172,8 @@ views.show_source(boundary.WatchedProvider.charge)
 # %% [markdown]
 # At each boundary the `Watch` counts the arrival, starts a concurrent copy if one waits there,
 # and fails the call if the fault plan says so. A fault after a call means the call did its work
-# and its answer was lost:
+# and its answer was lost. A plan can carry a second plan, `also`: a read of Stripe's that only
+# the first fault led to, such as a retry asking whether its first attempt charged:
 
 # %%
 views.show_source(boundary.Watch.arrive)

@@ -182,13 +182,8 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             second = family_choice.chosen(second_fault.schedules(results, crossed), DIMENSIONS)
             if second:
                 first, found = len(found), found + second  # numbered after the first round's (`args_of` reads it)
-                more: list[Any] = [None] * len(second)
-                runs = Dispatch(found, pool, workers, args_of)
-                runs.add(list(range(first, len(found))), 0)
-                while any(result is None for result in more):
-                    for i, result in runs.finished():
-                        more[i - first] = result
-                results, made = results + more, made + len(more)
+                more, ran = reuse.run_every(found, Dispatch(found, pool, workers, args_of), start=first)
+                results, made = results + more, made + ran
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)
     read = any(c.boundary.call == READ_CALL for a in clean.attempts for c in a.crossings)

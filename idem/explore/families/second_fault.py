@@ -35,7 +35,7 @@ def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
     known, found = set(crossed), {}
     for result in results:
         schedule = result.schedule
-        if schedule.fault is None or getattr(schedule.fault, "also", None) is not None:
+        if schedule.fault is None:
             continue
         for read in new_reads(result, known):
             plan = schedule.fault

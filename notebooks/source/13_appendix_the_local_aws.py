@@ -172,8 +172,8 @@ views.show_source(boundary.WatchedProvider.charge)
 # %% [markdown]
 # At each boundary the `Watch` counts the arrival, starts a concurrent copy if one waits there,
 # and fails the call if the fault plan says so. A fault after a call means the call did its work
-# and its answer was lost. A plan can carry a second plan, `also`: a read of Stripe's that only
-# the first fault led to, such as a retry asking whether its first attempt charged:
+# and its answer was lost. A fault plan can carry a second one, `also`. It fails a read of Stripe's
+# that only the first fault led to, such as a retry asking Stripe whether its first attempt charged:
 
 # %%
 views.show_source(boundary.Watch.arrive)

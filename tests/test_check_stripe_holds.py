@@ -140,7 +140,27 @@ def test_a_list_made_only_on_a_retry_that_fails_open_breaks_in_the_second_round(
                for r in broken)
 
 
-def test_the_second_round_fails_only_reads_of_stripes_that_a_first_round_fault_led_to():
+@pytest.mark.parametrize("name, code", [("takeover_fail_open", 1), ("takeover_fails_closed", 0)])
+def test_an_aws_call_made_only_on_a_retry_is_failed_in_the_second_round_and_a_handler_failing_open_breaks(
+        monkeypatch, name, code):
+    """takeover_fail_open reads any error of its retry's takeover (an UpdateItem its clean run never makes) as
+    "another attempt took the order over" and returns success: after a fault before the charge and a
+    throttled takeover, the order is never charged. The first round alone said holds; the second fails the
+    takeover too. Its twin lets a throttle raise and holds."""
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
+    first, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
+    assert first == 0, out[-2000:]  # the first round alone: both hold
+    assert "before dynamodb:UpdateItem" not in json.loads(out)["boundaries"]  # the clean run takes nothing over
+    monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults,second_fault")
+    got, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
+    results = json.loads(out)["results"]
+    broken = [r for r in results if r["verdict"] == "silent_loss"]
+    assert got == code and bool(broken) == bool(code), out[-2000:]
+    assert all(", then exception before dynamodb:UpdateItem on its first arrival" in r["schedule"] for r in broken)
+    assert any(", then exception before dynamodb:UpdateItem" in r["schedule"] for r in results)  # tried on both
+
+
+def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
     from types import SimpleNamespace
 
     from idem.explore.families import second_fault
@@ -148,15 +168,17 @@ def test_the_second_round_fails_only_reads_of_stripes_that_a_first_round_fault_l
     from idem.sim.faults import Boundary, FaultPlan, Side
 
     charged, listed = Boundary("provider:charge", 1, Side.AFTER), Boundary("stripe:ListPaymentIntents", 1, Side.BEFORE)
-    put = Boundary("dynamodb:UpdateItem", 1, Side.BEFORE)
+    put, answered = Boundary("dynamodb:UpdateItem", 1, Side.BEFORE), Boundary("dynamodb:UpdateItem", 1, Side.AFTER)
+    end = Boundary("end", 1, Side.AFTER)
     faulted = Schedule(FaultPlan(charged, "1"), retries=1)
     results = [SimpleNamespace(schedule=Schedule(None), reached={listed: 1}),  # no first fault: not again
-               SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1, put: 1}),
+               SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1, put: 1, answered: 1, end: 1}),
                SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1})]  # the same way: once
-    (again,) = second_fault.schedules(results, crossed=[charged])
-    assert (again.fault.at, again.fault.also) == (charged, FaultPlan(listed, "1"))
-    assert again.dimension == "second_fault"
-    assert second_fault.schedules(results, crossed=[charged, listed]) == []  # the clean run lists: round one's
+    again = second_fault.schedules(results, crossed=[charged])
+    # a read of Stripe's and an AWS call, each before it; never the side after a call, nor the handler's return
+    assert [(s.fault.at, s.fault.also) for s in again] == [(charged, FaultPlan(listed, "1")), (charged, FaultPlan(put, "1"))]
+    assert {s.dimension for s in again} == {"second_fault"}
+    assert second_fault.schedules(results, crossed=[charged, listed, put]) == []  # the clean run made both
 
 
 def test_a_charge_refused_as_invalid_and_only_logged_is_a_silent_loss_not_an_exit_2(monkeypatch, tmp_path):

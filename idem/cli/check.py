@@ -29,8 +29,9 @@ SCHEDULES = ("schedules, in families (the report counts each; under --trigger sq
              "one delivery, per retry setting; late, retry_ends, again, accounts: each delay drawn from its "
              "documented range and at both its ends, the same order sent again a day and 3 days later, "
              "redriven after every attempt failed, another account's order with the same order id; "
-             "second_fault: a schedule of the others again, a read of Stripe's that only its fault led to (a "
-             "retry asking whether the first attempt charged) failing too")
+             "second_fault: a schedule of the others again, a call that only its fault led to (a retry asking "
+             "Stripe whether the first attempt charged, taking over a claim; a release on the way to a failure) "
+             "failing too, on its first arrival")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

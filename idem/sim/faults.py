@@ -136,7 +136,7 @@ class FaultPlan:
     #: how many times in a row it strikes: a lost answer, the SDK's attempts at the call (sdk_retries);
     #: before a call, the same call made again in the invocation (#n, #n+1, ...: a handler's own retries)
     run: int = 1
-    #: a second plan, at another boundary: a read first made after this plan's fault (the family
+    #: a second plan, at another boundary: a call first made after this plan's fault (the family
     #: second_fault, idem.explore.families.second_fault), which fails too
     also: "FaultPlan | None" = None
 

@@ -94,6 +94,14 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # Every delay is drawn from its documented range, not set to one point. The clock starts on a
 # Sunday, 31 December, at 23:58 UTC. So a retry two minutes later falls on another day, week,
 # month and year in UTC (and, in the family `zones`, in the zones east of it).
+#
+# Then comes a second round, the family `second_fault`. A fault can lead a handler to a call its
+# clean run never made. A retry takes over the claim an earlier attempt left, or asks Stripe
+# whether that attempt charged. An attempt on its way to a failure releases its claim. The first
+# round never fails such a call, because it fails only calls the clean run made. So each schedule
+# that reached one runs again, with that call failing too on its first arrival. An error is not
+# an answer: a handler that reads a failed takeover as "another attempt has the order" returns
+# success on an unpaid order, and breaks. The report names this family only when it ran.
 
 # %% [markdown]
 # ### How an upload is judged

@@ -1,45 +1,52 @@
-"""The family `second_fault`: a fault of the first round, then a read of Stripe's that only that fault led to.
+"""The family `second_fault`: a fault of the first round, then a call that only that fault led to, failing too.
 
 The first round fails one call per schedule, among the calls the clean run made (`build`). Some calls
 are made only after a fault: the retry of an attempt that charged and stopped before booking asks
-Stripe whether the order was charged (a list or a search of PaymentIntents). A handler that takes a
-failed look-up for "not charged" charges again, and that takes two faults in one schedule: the first,
-and the look-up's. So after the first round, each of its schedules that reached a read of Stripe's the
-clean run never made (its result's `reached`) is run again with that read failing on its first arrival,
-as Stripe's SDK fails it (`idem.explore.sandbox.stripe_sdk.read_at_boundary`). The property, from the
-domain: a handler that cannot read Stripe has learnt nothing about what Stripe charged.
+Stripe whether the order was charged (a list or a search of PaymentIntents); a retry takes over the claim
+an earlier attempt left (a conditional UpdateItem); an attempt on its way to a failure releases or parks
+its claim. A handler that takes a failed look-up for "not charged" charges again, and one that takes a
+failed takeover for "another attempt has it" returns success on an unpaid order. Each takes two faults in
+one schedule: the first, and the call's. So after the first round, each of its schedules that reached a
+call the clean run never made (its result's `reached`) is run again with that call failing on its first
+arrival: a read of Stripe's as Stripe's SDK fails it (`idem.explore.sandbox.stripe_sdk.read_at_boundary`),
+an AWS call as botocore raises a throttle once its attempts are spent (`idem.sim.sdk_retries.aws_error`).
+The property, from the domain: an error is not an answer; a handler that could not make the call has
+learnt nothing from it.
 
-Not modelled: a second fault at any other call first made after a fault (an AWS call of a retry's).
+Not modelled: the side after such a call (a lost answer), a crash at it, its later arrivals, a third fault.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from ...sim.faults import STRIPE_READS, FaultPlan, How, Side
+from ...sim.faults import END_CALL, FaultPlan, How, Side
 
 FAMILY = "second_fault"
-DESCRIPTION = ("a fault of the other families, then a read of Stripe's that only the fault led to (a retry's "
-               "look-up) failing too, on its first arrival")
+DESCRIPTION = ("a fault of the other families, then a call that only the fault led to (a retry's look-up at Stripe, "
+               "its takeover of a claim, a release on the way to a failure) failing too, on its first arrival")
 
 
-def new_reads(result: Any, known: set[Any]) -> list[Any]:
-    """The reads of Stripe's `result`'s run reached that are not among the clean run's boundaries (`known`)."""
-    return [b for b in (result.reached or {}) if b.side is Side.BEFORE and b not in known
-            and str(b.call).startswith(STRIPE_READS)]
+def new_calls(result: Any, known: set[Any]) -> list[Any]:
+    """The calls `result`'s run reached that are not among the clean run's boundaries (`known`): the boundary
+    before each (a read of Stripe's, an AWS call; the handler's return is no call)."""
+    return [b for b in (result.reached or {}) if b.side is Side.BEFORE and b not in known and b.call != END_CALL]
 
 
 def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
-    """Each first-round schedule with a fault, again, with each read only it led to failing too; one per read
-    and way the first round got there (its fault, delivery, retries and family), in the first round's order."""
+    """Each first-round schedule with a fault, again, with each call only it led to failing too: for each call
+    and first fault, retry setting and family, the smallest schedule that reached the call (fewest copies and
+    failing arrivals: `Schedule.size`), in the first round's order. The other ways there (each place a copy
+    can start, a second order at the same name) are not tried with a second fault: a third thing going wrong."""
     known, found = set(crossed), {}
     for result in results:
         schedule = result.schedule
         if schedule.fault is None:
             continue
-        for read in new_reads(result, known):
+        for call in new_calls(result, known):
             plan = schedule.fault
-            way = (read, plan.at, plan.how, plan.outcome, plan.run, schedule.retries, schedule.dimension,
-                   schedule.delivery, schedule.copy_at, schedule.overwrite, schedule.second)
-            found.setdefault(way, replace(schedule, fault=replace(plan, also=FaultPlan(read, "1", How.EXCEPTION))))
-    return list(found.values())
+            way = (call, plan.at, plan.how, plan.outcome, plan.run, plan.times, schedule.retries, schedule.dimension)
+            if way not in found or schedule.size < found[way].size:
+                found[way] = schedule
+    return [replace(schedule, fault=replace(schedule.fault, also=FaultPlan(way[0], "1", How.EXCEPTION)))
+            for way, schedule in found.items()]

@@ -34,10 +34,11 @@ def new_calls(result: Any, known: set[Any]) -> list[Any]:
 
 
 def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
-    """Each first-round schedule with a fault, again, with each call only it led to failing too: for each call
-    and first fault, retry setting and family, the smallest schedule that reached the call (fewest copies and
-    failing arrivals: `Schedule.size`), in the first round's order. The other ways there (each place a copy
-    can start, a second order at the same name) are not tried with a second fault: a third thing going wrong."""
+    """First-round schedules with a fault, again, with a call only the fault led to failing too: for each such
+    call, first fault (its boundary and how it fails), retry setting and family, the smallest schedule that
+    reached the call (fewest copies, then failing arrivals: `Schedule.size`), in the first round's order. The
+    other ways there (each place a copy can start, the first fault on more arrivals or in a longer run) are
+    not tried with a second fault: each is a third thing going wrong."""
     known, found = set(crossed), {}
     for result in results:
         schedule = result.schedule
@@ -45,7 +46,7 @@ def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
             continue
         for call in new_calls(result, known):
             plan = schedule.fault
-            way = (call, plan.at, plan.how, plan.outcome, plan.run, plan.times, schedule.retries, schedule.dimension)
+            way = (call, plan.at, plan.how, plan.outcome, schedule.retries, schedule.dimension)
             if way not in found or schedule.size < found[way].size:
                 found[way] = schedule
     return [replace(schedule, fault=replace(schedule.fault, also=FaultPlan(way[0], "1", How.EXCEPTION)))

@@ -140,24 +140,33 @@ def test_a_list_made_only_on_a_retry_that_fails_open_breaks_in_the_second_round(
                for r in broken)
 
 
-@pytest.mark.parametrize("name, code", [("takeover_fail_open", 1), ("takeover_fails_closed", 0)])
+THROTTLED, LOST = ", then exception before dynamodb:UpdateItem", ", then exception after dynamodb:UpdateItem"
+
+
+@pytest.mark.parametrize("name, breaks_at", [("takeover_fail_open", {THROTTLED, LOST}), ("takeover_fails_closed", {LOST}),
+                                             ("takeover_own_token", set())])
 def test_an_aws_call_made_only_on_a_retry_is_failed_in_the_second_round_and_a_handler_failing_open_breaks(
-        monkeypatch, name, code):
-    """takeover_fail_open reads any error of its retry's takeover (an UpdateItem its clean run never makes) as
-    "another attempt took the order over" and returns success: after a fault before the charge and a
-    throttled takeover, the order is never charged. The first round alone said holds; the second fails the
-    takeover too. Its twin lets a throttle raise and holds."""
+        monkeypatch, name, breaks_at):
+    """A retry takes over an earlier attempt's claim (an UpdateItem its clean run never makes). takeover_fail_open
+    reads any error of it as "another attempt took the order over" and returns success; takeover_fails_closed
+    raises a throttle, but reads the ConditionalCheckFailed of botocore's resend of its own takeover (its answer
+    lost) as another's. Either way the order is never charged, or never booked. The first round alone said
+    holds for all three; the second fails the takeover too, throttled and with its answer lost.
+    takeover_own_token tells its own takeover by a token and holds."""
     monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults")
     first, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
-    assert first == 0, out[-2000:]  # the first round alone: both hold
+    assert first == 0, out[-2000:]  # the first round alone: all hold
     assert "before dynamodb:UpdateItem" not in json.loads(out)["boundaries"]  # the clean run takes nothing over
     monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults,second_fault")
     got, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
     results = json.loads(out)["results"]
-    broken = [r for r in results if r["verdict"] == "silent_loss"]
-    assert got == code and bool(broken) == bool(code), out[-2000:]
-    assert all(", then exception before dynamodb:UpdateItem on its first arrival" in r["schedule"] for r in broken)
-    assert any(", then exception before dynamodb:UpdateItem" in r["schedule"] for r in results)  # tried on both
+    broken = {r["schedule"] for r in results if r["verdict"] not in ("exactly_once", "needs_attention", "failed_visibly",
+                                                                       "declined")}
+    assert got == (1 if breaks_at else 0), out[-2000:]
+    # unpaid (the earlier attempt stopped before charging), or paid and never booked (it charged, then stopped)
+    assert {r["verdict"] for r in results if r["schedule"] in broken} <= {"silent_loss", "silent_mismatch"}
+    assert {second for second in (THROTTLED, LOST) if any(second in s for s in broken)} == breaks_at
+    assert all(any(second in r["schedule"] for r in results) for second in (THROTTLED, LOST))  # both tried on each
 
 
 def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
@@ -175,10 +184,13 @@ def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
                SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1, put: 1, answered: 1, end: 1}),
                SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1})]  # the same way: once
     again = second_fault.schedules(results, crossed=[charged])
-    # a read of Stripe's and an AWS call, each before it; never the side after a call, nor the handler's return
-    assert [(s.fault.at, s.fault.also) for s in again] == [(charged, FaultPlan(listed, "1")), (charged, FaultPlan(put, "1"))]
+    # a read of Stripe's, before it; an AWS call, before it and after it (its answer lost); never the return
+    assert [(s.fault.at, s.fault.also) for s in again] == [(charged, FaultPlan(listed, "1")), (charged, FaultPlan(put, "1")),
+                                                           (charged, FaultPlan(answered, "1"))]
     assert {s.dimension for s in again} == {"second_fault"}
-    assert second_fault.schedules(results, crossed=[charged, listed, put]) == []  # the clean run made both
+    assert second_fault.schedules(results, crossed=[charged, listed, put, answered]) == []  # the clean run made all
+    after_charge = Boundary("provider:charge", 2, Side.AFTER)  # a charge's answer: not an AWS call's
+    assert second_fault.schedules([SimpleNamespace(schedule=faulted, reached={after_charge: 1})], crossed=[]) == []
 
 
 def test_a_charge_refused_as_invalid_and_only_logged_is_a_silent_loss_not_an_exit_2(monkeypatch, tmp_path):

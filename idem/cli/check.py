@@ -31,7 +31,7 @@ SCHEDULES = ("schedules, in families (the report counts each; under --trigger sq
              "redriven after every attempt failed, another account's order with the same order id; "
              "second_fault: a schedule of the others again, a call that only its fault led to (a retry asking "
              "Stripe whether the first attempt charged, taking over a claim; a release on the way to a failure) "
-             "failing too, on its first arrival")
+             "failing too, on its first arrival: throttled, or its answer lost and the call resent")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

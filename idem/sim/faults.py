@@ -137,7 +137,7 @@ class FaultPlan:
     #: before a call, the same call made again in the invocation (#n, #n+1, ...: a handler's own retries)
     run: int = 1
     #: a second plan, at another boundary: a call first made after this plan's fault (the family
-    #: second_fault, idem.explore.families.second_fault), which fails too
+    #: second_fault, idem.explore.families.second_fault), which fails too (before it, or its answer lost)
     also: "FaultPlan | None" = None
 
     def strikes(self, boundary: "Boundary") -> bool:
@@ -145,6 +145,12 @@ class FaultPlan:
         at = self.at
         return at == boundary or (self.run > 1 and at is not None and at.side is Side.BEFORE and at.call == boundary.call
                                   and boundary.side is Side.BEFORE and at.nth < boundary.nth < at.nth + self.run)
+
+    def at_boundary(self, boundary: "Boundary") -> "FaultPlan":
+        """The plan that fails `boundary`: its second plan where only that one strikes there, else this one."""
+        if self.also is not None and not self.strikes(boundary) and self.also.strikes(boundary):
+            return self.also
+        return self
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "how", choice(How, self.how))

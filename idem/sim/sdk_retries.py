@@ -111,7 +111,7 @@ def resent_by_sdk(watch: Any, boundary: Any, visit: Any = None) -> bool:
     """Is a fault of `watch`'s plan at `boundary` a lost answer that the SDK resends (so the
     boundary's own crossing, once the SDK is done, raises nothing)? An exception after an AWS call,
     in a run of the check (`Watch.aws_errors`), or after a charge sent with Stripe's SDK itself."""
-    plan = watch.plan
+    plan = watch.plan.at_boundary(boundary)  # a second fault's plan at its own boundary (second_fault)
     if str(boundary.side) != "after" or str(plan.how) != "exception" or plan.outcome:
         return False
     if boundary.call == _CHARGE_CALL:
@@ -159,7 +159,7 @@ def lose_answers(request: Any, response: Any) -> None:
     if running is None or response is None:
         return
     watch, visit = running
-    plan = watch.plan
+    plan = watch.plan.at_boundary(visit.pending[-1]) if visit.pending else watch.plan  # or its second plan's
     if plan.at is None or not visit.pending or visit.pending[-1] != plan.at or not resent_by_sdk(watch, plan.at):
         return
     arrival = watch.arrivals[(plan.at, visit.work)] + 1  # counted when the SDK is done with the call

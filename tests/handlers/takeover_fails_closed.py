@@ -4,10 +4,16 @@ lease has run out (an earlier attempt stopped before booking) takes the claim ov
 update, then charges under the order's own idempotency key, so a charge the earlier attempt made is
 replayed, not made again (https://docs.stripe.com/api/idempotent_requests), and books it.
 
-Right, the twin of takeover_fail_open: only ConditionalCheckFailed means another attempt took the order
-over. Any other error from the takeover (a throttle, once botocore's attempts are spent) raises, so Lambda
-retries the invocation (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
-idem check: holds, in the family second_fault too."""
+Half right, the twin of takeover_fail_open: only ConditionalCheckFailed means another attempt took the
+order over; any other error of the takeover (a throttle, once botocore's attempts are spent) raises, so
+Lambda retries the invocation (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+
+Wrong still: a ConditionalCheckFailed can be its own. When the takeover's answer is lost after it did its
+work, botocore sends the same request again (a read timeout is retried in every retry mode:
+https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html), and the resend fails the
+condition its own first attempt changed. The function then returns success on an order nobody charges:
+silent_loss. idem check: breaks in the family second_fault, where the takeover's answer is lost; it holds
+where the takeover is throttled. takeover_own_token tells its own takeover from another's, and holds."""
 import json
 import os
 import time

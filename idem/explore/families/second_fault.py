@@ -9,28 +9,36 @@ failed takeover for "another attempt has it" returns success on an unpaid order.
 one schedule: the first, and the call's. So after the first round, each of its schedules that reached a
 call the clean run never made (its result's `reached`) is run again with that call failing on its first
 arrival: a read of Stripe's as Stripe's SDK fails it (`idem.explore.sandbox.stripe_sdk.read_at_boundary`),
-an AWS call as botocore raises a throttle once its attempts are spent (`idem.sim.sdk_retries.aws_error`).
-The property, from the domain: an error is not an answer; a handler that could not make the call has
+an AWS call as botocore raises a throttle once its attempts are spent (`idem.sim.sdk_retries.aws_error`),
+and, in another schedule, the AWS call's answer lost after it did its work, which botocore sends again
+(`idem.sim.sdk_retries.lose_answers`): the handler gets the resend's own answer, so a conditional
+takeover its first attempt made now fails its condition. The property, from the domain: an error is not
+an answer; a handler that could not make the call, or cannot tell its own write from another's, has
 learnt nothing from it.
 
-Not modelled: the side after such a call (a lost answer), a crash at it, its later arrivals, a third fault.
+Not modelled: a crash at such a call, its later arrivals, every attempt's answer lost, a third fault.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from ...sim.faults import END_CALL, FaultPlan, How, Side
+from ...sim.faults import CHARGE_CALL, END_CALL, STRIPE_READS, FaultPlan, How, Side
 
+#: the calls that are no AWS call: the charge (the provider's, or Stripe's SDK's) and Stripe's reads
+NOT_AWS = (CHARGE_CALL.partition(":")[0] + ":", STRIPE_READS)
 FAMILY = "second_fault"
 DESCRIPTION = ("a fault of the other families, then a call that only the fault led to (a retry's look-up at Stripe, "
-               "its takeover of a claim, a release on the way to a failure) failing too, on its first arrival")
+               "its takeover of a claim, a release on the way to a failure) failing too, on its first arrival: "
+               "throttled, or its answer lost and the call sent again")
 
 
 def new_calls(result: Any, known: set[Any]) -> list[Any]:
-    """The calls `result`'s run reached that are not among the clean run's boundaries (`known`): the boundary
-    before each (a read of Stripe's, an AWS call; the handler's return is no call)."""
-    return [b for b in (result.reached or {}) if b.side is Side.BEFORE and b not in known and b.call != END_CALL]
+    """The boundaries of calls `result`'s run reached that are not among the clean run's (`known`): before
+    each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost; botocore resends it).
+    The handler's return is no call; the side after a charge is the clean run's own."""
+    return [b for b in (result.reached or {}) if b not in known and b.call != END_CALL
+            and (b.side is Side.BEFORE or not b.call.startswith(NOT_AWS))]
 
 
 def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:

@@ -9,10 +9,14 @@ loopback Stripe (each handler's docstring gives the published fact).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from check_cli import cli, target
+
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "check-report.schema.json").read_text())
 
 
 def test_the_customer_charged_is_the_customer_parameter_not_the_metadata_account():
@@ -159,7 +163,10 @@ def test_an_aws_call_made_only_on_a_retry_is_failed_in_the_second_round_and_a_ha
     assert "before dynamodb:UpdateItem" not in json.loads(out)["boundaries"]  # the clean run takes nothing over
     monkeypatch.setenv("IDEM_CHECK_FAMILIES", "faults,second_fault")
     got, out, _ = cli(target(name), "--retries", "1", "--workers", "1", "--json")
-    results = json.loads(out)["results"]
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)  # the family second_fault is a documented member of `dimensions`
+    assert report["dimensions"]["second_fault"] > 0
+    results = report["results"]
     broken = {r["schedule"] for r in results if r["verdict"] not in ("exactly_once", "needs_attention", "failed_visibly",
                                                                        "declined")}
     assert got == (1 if breaks_at else 0), out[-2000:]

@@ -182,9 +182,7 @@ class Watch:
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
-        plan = self.plan
-        if plan.also is not None and not plan.strikes(boundary) and plan.also.strikes(boundary):
-            plan = plan.also  # the schedule's second fault (idem.explore.families.second_fault)
+        plan = self.plan.at_boundary(boundary)  # or the schedule's second fault (families.second_fault)
         if not plan.strikes(boundary) or not plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
             return  # a lost answer after an AWS call: botocore resent it (sdk_retries), its answer is the handler's
         if plan.outcome:  # the provider's side: it answers the call that is about to go out

@@ -172,8 +172,9 @@ views.show_source(boundary.WatchedProvider.charge)
 # %% [markdown]
 # At each boundary the `Watch` counts the arrival, starts a concurrent copy if one waits there,
 # and fails the call if the fault plan says so. A fault after a call means the call did its work
-# and its answer was lost. A fault plan can carry a second one, `also`. It fails a read of Stripe's
-# that only the first fault led to, such as a retry asking Stripe whether its first attempt charged:
+# and its answer was lost. A fault plan can carry a second one, `also`. It fails a call that only
+# the first fault led to, such as a retry asking Stripe whether its first attempt charged, or taking
+# over a claim. `at_boundary` picks the plan that fails each boundary:
 
 # %%
 views.show_source(boundary.Watch.arrive)

@@ -99,8 +99,9 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # clean run never made. A retry takes over the claim an earlier attempt left, or asks Stripe
 # whether that attempt charged. An attempt on its way to a failure releases its claim. The first
 # round never fails such a call, because it fails only calls the clean run made. So each schedule
-# that reached one runs again, with that call failing too on its first arrival: throttled, or its
-# answer lost and the request sent again by botocore. An error is not an answer. A handler that
+# that reached one runs again, with that call failing too on its first arrival. Either the
+# service throttles it (refuses it as too many requests), or its answer is lost and botocore, the
+# SDK under boto3, sends the request again. An error is not an answer. A handler that
 # reads a failed takeover as "another attempt has the order" returns success on an unpaid order,
 # and breaks. So does one that takes the refusal of its own resent takeover for another's. The
 # report names this family only when it ran.

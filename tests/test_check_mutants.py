@@ -168,3 +168,25 @@ def test_a_mutant_that_never_books_is_refused_when_the_books_are_named(tmp_path,
     assert "NOT judged" in check_handler(target, retries=(0,), workers=1).books_judged()
     with pytest.raises(CheckInputError, match="booked no ledger line"):
         check_handler(target, retries=(0,), workers=1, books="LEDGER_TABLE:charge_id")
+
+
+@pytest.mark.parametrize("trigger", ["s3", "sqs"])
+def test_a_look_up_read_as_no_charge_when_it_fails_is_caught_in_the_second_round(tmp_path, monkeypatch, trigger):
+    """keyed looks its charge up once the order's key may be forgotten (an order charged, never booked,
+    redriven a day later: the family `again`), and parks the order when the look-up fails. This mutant
+    takes a failed look-up for "no charge" and charges again under the forgotten key. The look-up is made
+    only after a fault, so only the second round fails it (docs/reliability.md, "an error is not an
+    answer"): before the look-up was a boundary the check never failed it, and the mutant held."""
+    target = mutant(tmp_path, "look-up failing open",
+                    "    except Exception as unavailable:  # never charge blind: park it for a person\n",
+                    "    except Exception:  # the mutant: a failed look-up read as no charge\n"
+                    "        return []\n"
+                    "    except BaseException as unavailable:\n", monkeypatch)
+    monkeypatch.setenv(family_choice.VARIABLE, "again,second_fault")
+    report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
+    twice = [r for r in report.broken if r.verdict == "double_charge"]
+    assert twice and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    # each where the look-up failed; the redrive (of the failure queue, of SQS's dead-letter queue) made it
+    # after the plan's outage was over (FaultPlan.over)
+    assert all(r.schedule.fault.also.at.call == "provider:find_charges" and r.schedule.later.kind == "again"
+               for r in twice), [r.schedule.label() for r in twice]

@@ -35,8 +35,9 @@ from typing import Any, Callable, Iterator
 from botocore.exceptions import ClientError
 
 from ..core.provider import ProviderOutcome
-from .faults import (_STEP_NAMES, CHARGE_CALL, END_CALL, STRIPE_READS, Boundary, Crash, FaultPlan, How, InjectedFault,
-                     Side)
+from ..core.errors import ProviderUnavailable
+from .faults import (_STEP_NAMES, CHARGE_CALL, END_CALL, FIND_CALL, PROVIDER_CALLS, STRIPE_READS, Boundary, Crash,
+                     FaultPlan, How, InjectedFault, Side)
 from .platform.batch_partial import NOTHING_LANDED
 from .sdk_retries import aws_error, cancelled_transaction, is_lost_answer, resent_by_sdk
 
@@ -197,8 +198,8 @@ class Watch:
                 visit.kill(message)  # never returns: no except, finally or atexit of the handler runs
             raise Crash(message)
         # an AWS call fails as botocore raises; a read of Stripe's as its SDK does (stripe_sdk.read_at_boundary)
-        if self.aws_errors and boundary.call not in (END_CALL, CHARGE_CALL) \
-                and not boundary.call.startswith(STRIPE_READS):
+        if self.aws_errors and boundary.call != END_CALL \
+                and not boundary.call.startswith((PROVIDER_CALLS, STRIPE_READS)):
             raise aws_error(boundary, arrival)
         if boundary.side is Side.AFTER and boundary.call != END_CALL:
             raise InjectedFault(f"the answer to {boundary.call} was lost (arrival {arrival}): "
@@ -459,7 +460,8 @@ def executed(error: BaseException) -> bool:
 
 
 class WatchedProvider:
-    """The provider client a function was built with, with `charge` as a boundary."""
+    """The provider client a function was built with, with `charge` and its look-up (`find_charges`)
+    as boundaries."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -512,6 +514,20 @@ class WatchedProvider:
         handler sent with Stripe's SDK itself is counted here too: idem.explore.stripe_sdk)."""
         self.made += executed
         self.made_for[work] += executed
+
+    def find_charges(self, *args: Any, **kwargs: Any) -> Any:
+        """The inner client's look-up, after the boundary before it (FIND_CALL). Where the fault plan
+        fails it, the caller gets what the stand-in raises when it cannot serve a request
+        (ProviderUnavailable, 503): nothing read. A read changes nothing, so no boundary follows it."""
+        running = current()
+        if running is not None:
+            watch, visit = running
+            visit.seen[FIND_CALL] += 1
+            try:
+                watch.arrive(visit, Boundary(FIND_CALL, visit.seen[FIND_CALL], Side.BEFORE))
+            except InjectedFault as fault:
+                raise ProviderUnavailable(f"the provider could not serve find_charges ({fault})") from None
+        return self.inner.find_charges(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

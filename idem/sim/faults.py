@@ -32,6 +32,11 @@ class How(str, Enum):
 
 #: The provider call every charging handler makes.
 CHARGE_CALL = "provider:charge"
+#: The provider interface's look-up of an order's charges (`Provider.find_charges`): a read, with a
+#: boundary before it only (idem.sim.boundary.WatchedProvider)
+FIND_CALL = "provider:find_charges"
+#: Where the name of every call to the provider interface begins
+PROVIDER_CALLS = "provider:"
 #: The pseudo-call crossed when the handler returns.
 END_CALL = "end"
 #: Where the name of a read of Stripe's begins: a GET a handler sends with Stripe's SDK itself crosses a
@@ -145,6 +150,11 @@ class FaultPlan:
         at = self.at
         return at == boundary or (self.run > 1 and at is not None and at.side is Side.BEFORE and at.call == boundary.call
                                   and boundary.side is Side.BEFORE and at.nth < boundary.nth < at.nth + self.run)
+
+    def over(self) -> "FaultPlan":
+        """The plan once its outage is over (the family `again`'s redrive): no fault left but its second
+        plan, a call only the fault led to, which still fails on its first arrival, whenever that comes."""
+        return FaultPlan(also=self.also)
 
     def at_boundary(self, boundary: "Boundary") -> "FaultPlan":
         """The plan that fails `boundary`: its second plan where only that one strikes there, else this one."""

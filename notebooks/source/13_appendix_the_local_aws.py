@@ -162,9 +162,11 @@ views.show_source(boundary._before_call, boundary._after_call)
 # line it sent was refused this way, the check reports a break even when the handler swallowed
 # the error.
 #
-# The payment provider's client gets a thin wrapper, so its `charge` is a boundary too. It also
-# keeps each charge the provider refused as invalid (a 400). No retry of that request will charge
-# the order, so a clean run that swallowed such a refusal has lost the order:
+# The payment provider's client gets a thin wrapper, so its `charge` is a boundary too, and so is
+# its look-up, `find_charges`. A failed look-up raises what the provider raises when it cannot
+# serve a request: nothing was read. The wrapper also keeps each charge the provider refused as
+# invalid (a 400). No retry of that request will charge the order, so a clean run that swallowed
+# such a refusal has lost the order:
 
 # %%
 views.show_source(boundary.WatchedProvider.charge)

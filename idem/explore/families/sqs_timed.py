@@ -136,7 +136,7 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
         else:
             world.clock.advance(later.seconds)
         sweep_expired(world.clock.now())
-        runtime.watch.plan = FaultPlan()  # the outage is over
+        runtime.watch.plan = runtime.watch.plan.over()  # the outage is over; a second fault is not
         if later.how == "redrive":  # the dead-letter queue's messages moved back to the source queue
             for moved in world.take_messages(world.queue_url):
                 runtime.send_message(moved["Body"])

@@ -261,7 +261,7 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
         runtime.run()  # every attempt fails: the event is in the failure queue
         world.clock.advance(later.seconds)
         sweep_expired(world.clock.now())
-        runtime.watch.plan = FaultPlan()  # the outage is over
+        runtime.watch.plan = runtime.watch.plan.over()  # the outage is over; a second fault is not
         if later.how == "redrive":  # as `idem redrive` does: each message's event, sent again
             for message in world.take_messages(world.queue_url):
                 runtime.send(json.loads(message["Body"]).get("requestPayload", event))

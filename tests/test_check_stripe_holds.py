@@ -200,6 +200,25 @@ def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
     assert second_fault.schedules([SimpleNamespace(schedule=faulted, reached={after_charge: 1})], crossed=[]) == []
 
 
+def test_every_schedule_of_the_second_round_fails_its_second_call(monkeypatch):
+    """The property of the family second_fault, run as the check runs it: the second call fails where its
+    schedule says, on its first arrival, in every family, the redrive of `again` included (its first fault
+    an outage that is over by then: FaultPlan.over). Before, `again`'s second faults ended with the outage:
+    18 of keyed's schedules here ran as their first-round twins under a second fault's name (on SQS, the
+mutant of tests/test_check_mutants.py pins the dead-letter queue's redrive)."""
+    from idem.explore.check import check_handler
+    from idem.explore.families import family_choice
+
+    monkeypatch.setenv(family_choice.VARIABLE, "faults,again,second_fault")
+    report = check_handler("idem.core.handlers.keyed:lambda_handler", retries=(0,), workers=1)
+    second = [r for r in report.results if r.schedule.dimension == "second_fault"]
+    assert any(r.schedule.later is not None for r in second)  # `again`'s redrives are among them
+    for r in second:
+        at = r.schedule.fault.also.at
+        marks = [c.failed for a in r.attempts for c in a.crossings if c.boundary == at]
+        assert marks and marks[0], (r.schedule.label(), marks)  # struck at its first crossing
+
+
 def test_a_charge_refused_as_invalid_and_only_logged_is_a_silent_loss_not_an_exit_2(monkeypatch, tmp_path):
     """refusal_logged logs Stripe's 400 (here amount_too_small: an order file of 30 cents) and returns
     success: the order is lost and nothing tells a person. Before, the check's clean run made no charge and

@@ -197,7 +197,8 @@ class Watch:
             if visit.kill is not None:
                 visit.kill(message)  # never returns: no except, finally or atexit of the handler runs
             raise Crash(message)
-        # an AWS call fails as botocore raises; a read of Stripe's as its SDK does (stripe_sdk.read_at_boundary)
+        # an AWS call fails as botocore raises; a read of Stripe's as its SDK does (stripe_sdk.read_at_boundary),
+        # a call to the provider as the provider does (WatchedProvider)
         if self.aws_errors and boundary.call != END_CALL \
                 and not boundary.call.startswith((PROVIDER_CALLS, STRIPE_READS)):
             raise aws_error(boundary, arrival)

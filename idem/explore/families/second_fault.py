@@ -1,20 +1,20 @@
 """The family `second_fault`: a fault of the first round, then a call that only that fault led to, failing too.
 
-The first round fails one call per schedule, among the calls the clean run made (`build`). Some calls
-are made only after a fault: the retry of an attempt that charged and stopped before booking asks
-Stripe whether the order was charged (a list or a search of PaymentIntents, or the provider interface's
-`find_charges`); a retry takes over the claim an earlier attempt left (a conditional UpdateItem); an
-attempt on its way to a failure releases or parks its claim. A handler that takes a failed look-up for "not charged" charges again, and one that takes a
-failed takeover for "another attempt has it" returns success on an unpaid order. Each takes two faults in
-one schedule: the first, and the call's. So after the first round, each of its schedules that reached a
-call the clean run never made (its result's `reached`) is run again with that call failing on its first
-arrival: a read of Stripe's as Stripe's SDK fails it (`idem.explore.sandbox.stripe_sdk.read_at_boundary`),
-an AWS call as botocore raises a throttle once its attempts are spent (`idem.sim.sdk_retries.aws_error`),
-and, in another schedule, the AWS call's answer lost after it did its work, which botocore sends again
-(`idem.sim.sdk_retries.lose_answers`): the handler gets the resend's own answer, so a conditional
-takeover its first attempt made now fails its condition. The property, from the domain: an error is not
-an answer; a handler that could not make the call, or cannot tell its own write from another's, has
-learnt nothing from it.
+The first round fails one call per schedule, among the calls the clean run made (`build`). Some calls are
+made only after a fault: the retry of an attempt that charged and stopped before booking asks Stripe whether
+the order was charged (a list or a search of PaymentIntents, or the provider interface's `find_charges`); a
+retry takes over the claim an earlier attempt left (a conditional UpdateItem); an attempt on its way to a
+failure releases or parks its claim. A handler that takes a failed look-up for "not charged" charges again,
+and one that takes a failed takeover for "another attempt has it" returns success on an unpaid order. Each
+takes two faults in one schedule: the first, and the call's. So after the first round, each of its schedules
+that reached a call the clean run never made (its result's `reached`) is run again with that call failing on
+its first arrival: a read of Stripe's as Stripe's SDK fails it
+(`idem.explore.sandbox.stripe_sdk.read_at_boundary`), an AWS call as botocore raises a throttle once its
+attempts are spent (`idem.sim.sdk_retries.aws_error`), and, in another schedule, the AWS call's answer lost
+after it did its work, which botocore sends again (`idem.sim.sdk_retries.lose_answers`): the handler gets
+the resend's own answer, so a conditional takeover its first attempt made now fails its condition. The
+property, from the domain: an error is not an answer; a handler that could not make the call, or cannot tell
+its own write from another's, has learnt nothing from it.
 
 In the family `again`, the first fault is an outage that is over before the redrive; the second fault
 outlives it (`FaultPlan.over`), so a call the redrive makes for the first time (keyed's look-up at the

@@ -205,7 +205,7 @@ def test_every_schedule_of_the_second_round_fails_its_second_call(monkeypatch):
     schedule says, on its first arrival, in every family, the redrive of `again` included (its first fault
     an outage that is over by then: FaultPlan.over). Before, `again`'s second faults ended with the outage:
     18 of keyed's schedules here ran as their first-round twins under a second fault's name (on SQS, the
-mutant of tests/test_check_mutants.py pins the dead-letter queue's redrive)."""
+    mutant of tests/test_check_mutants.py pins the dead-letter queue's redrive)."""
     from idem.explore.check import check_handler
     from idem.explore.families import family_choice
 

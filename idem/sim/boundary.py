@@ -149,6 +149,12 @@ class Watch:
         self.arrive(visit, boundary)
         take_off(visit)  # the call goes out now, unless its process died meanwhile
 
+    def before_read(self, visit: Visit, call: str) -> None:
+        """Cross the boundary before a read (the provider's look-up, a GET at Stripe), where the plan may fail
+        it. A read changes nothing, so no boundary follows it."""
+        visit.seen[call] += 1
+        self.arrive(visit, Boundary(call, visit.seen[call], Side.BEFORE))
+
     def after(self, visit: Visit, call: str, succeeded: bool = True, step: str | None = None,
               counted: bool = True) -> None:
         """`counted` False: the call is an effect counted where it lands, not here (a FIFO publish)."""
@@ -523,9 +529,8 @@ class WatchedProvider:
         running = current()
         if running is not None:
             watch, visit = running
-            visit.seen[FIND_CALL] += 1
             try:
-                watch.arrive(visit, Boundary(FIND_CALL, visit.seen[FIND_CALL], Side.BEFORE))
+                watch.before_read(visit, FIND_CALL)
             except InjectedFault as fault:
                 raise ProviderUnavailable(f"the provider could not serve find_charges ({fault})") from None
         return self.inner.find_charges(*args, **kwargs)

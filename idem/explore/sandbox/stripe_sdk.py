@@ -128,13 +128,11 @@ def read_at_boundary(running: Any, url: str, send: Any) -> Any:
     A read changes nothing at Stripe, so there is no boundary after it. Else the read goes as it is."""
     import stripe
 
-    from ...sim.faults import Boundary, InjectedFault, Side
+    from ...sim.faults import InjectedFault
 
     watch, visit = running
-    call = read_call(urlsplit(url).path)
-    visit.seen[call] += 1
     try:
-        watch.arrive(visit, Boundary(call, visit.seen[call], Side.BEFORE))
+        watch.before_read(visit, read_call(urlsplit(url).path))
     except InjectedFault as fault:
         raise stripe.APIConnectionError(f"Unexpected error communicating with Stripe: GET {urlsplit(url).path} "
                                         f"failed on every attempt of the SDK's ({fault})") from None

@@ -163,8 +163,9 @@ views.show_source(boundary._before_call, boundary._after_call)
 # the error.
 #
 # The payment provider's client gets a thin wrapper, so its `charge` is a boundary too, and so is
-# its look-up, `find_charges`. A failed look-up raises what the provider raises when it cannot
-# serve a request: nothing was read. The wrapper also keeps each charge the provider refused as
+# its look-up, `find_charges`. The look-up finds the charges made with an order's key. keyed asks
+# for them once the provider may have forgotten that key (chapter 06). A failed look-up raises what
+# the provider raises when it cannot serve a request: nothing was read. The wrapper also keeps each charge the provider refused as
 # invalid (a 400). No retry of that request will charge the order, so a clean run that swallowed
 # such a refusal has lost the order:
 

@@ -190,3 +190,43 @@ def test_a_look_up_read_as_no_charge_when_it_fails_is_caught_in_the_second_round
     # after the plan's outage was over (FaultPlan.over)
     assert all(r.schedule.fault.also.at.call == "provider:find_charges" and r.schedule.later.kind == "again"
                for r in twice), [r.schedule.label() for r in twice]
+
+
+@pytest.mark.parametrize("trigger", ["s3", "sqs"])
+def test_a_failed_park_counted_as_parked_is_caught_without_a_first_fault(tmp_path, monkeypatch, trigger):
+    """keyed parks an order it will not charge (a second order at one name whose file it cannot read as the
+    event's, another account's customer named in the file) and fails the upload, so the failure queue holds it.
+    This mutant counts a park whose write failed as parked (needs_attention, for the alarm) and returns success:
+    the order is neither charged, parked nor in the failure queue. The park is a call no clean run makes, reached
+    by schedules with no fault at all (the families overwrite and accounts); only the second round fails it
+    (docs/reliability.md, "an error is not an answer"). Before it ran fault-free schedules, the mutant held."""
+    target = mutant(tmp_path, "failed park counted as parked",
+                    "            counts[log_outcome(request_id, named, error)] += 1\n            failures.append(error)\n",
+                    "            counts[log_outcome(request_id, named, error)] += 1\n"
+                    "            if \"while parking\" in str(getattr(error, \"__notes__\", \"\")):\n"
+                    "                continue  # the mutant: counted needs_attention, so the alarm has it; not failed\n"
+                    "            failures.append(error)\n", monkeypatch)
+    monkeypatch.setenv(family_choice.VARIABLE, "overwrite,accounts,second_fault")
+    report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
+    lost = [r for r in report.broken if r.verdict == "silent_loss"]
+    assert lost and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    # each with no first fault, the park (an UpdateItem) failing on its first arrival
+    assert all(r.schedule.fault.at is None and r.schedule.fault.also.at.call == "dynamodb:UpdateItem"
+               for r in lost), [r.schedule.label() for r in lost]
+
+
+@pytest.mark.parametrize("trigger", ["s3", "sqs"])
+def test_a_file_that_chooses_who_pays_is_caught_on_either_trigger(tmp_path, monkeypatch, trigger):
+    """"The file never chooses who pays" (docs/money_contract.md, 2): keyed charges the account's linked customer
+    and parks a file that names another. This mutant lets the file's `customer` win, so Bob's file naming Alice's
+    customer charges Alice. The family accounts uploads such a file for a function that reads the mapping; before,
+    it did so only on S3, and under --trigger sqs the mutant held."""
+    target = mutant(tmp_path, "the file chooses who pays",
+                    "    named = ref.order.customer if ref.order else None\n    if named and named != linked:\n",
+                    "    named = ref.order.customer if ref.order else None\n"
+                    "    if named:\n        return named  # the mutant: the uploader's file chooses who pays\n"
+                    "    if named and named != linked:\n", monkeypatch)
+    monkeypatch.setenv(family_choice.VARIABLE, "accounts")
+    report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
+    wrong = [r for r in report.broken if r.schedule.later.how == "names_customer"]
+    assert wrong and len(wrong) == len(report.broken), report.tally()

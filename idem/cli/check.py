@@ -31,8 +31,8 @@ SCHEDULES = ("schedules, in families (the report counts each; under --trigger sq
              "redriven after every attempt failed, another account's order with the same order id; "
              "second_fault: a schedule of the others again, a call that only its fault led to (a retry asking "
              "Stripe or the provider whether the first attempt charged, taking over a claim; a release on the "
-             "way to a failure; a redrive's look-up a day later) "
-             "failing too, on its first arrival: throttled, or its answer lost and the call resent")
+             "way to a failure; a redrive's look-up a day later; with no fault, the park of a second order at "
+             "one name) failing too, on its first arrival: throttled, or its answer lost and the call resent")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

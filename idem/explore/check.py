@@ -149,14 +149,13 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
         retention = float(resolved.deployed.message_retention) if resolved.deployed else timings.RETENTION_DEFAULT
         sdk = resolved.provider == "stripe"  # Stripe's SDK called by the handler itself
         dead_letter = float(resolved.deployed.dead_letter_retention) if resolved.deployed else 0.0
-        found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk, dead_letter) if trigger == "sqs"
+        # Bob's file naming Alice's customer: for a function that reads the mapping, with the check's own file
+        names_customer = accounts.reads_mapping(resolved.module) and objects.CURRENT is None
+        found = object_schedules.kept((sqs_schedules(crossed, retries, retention, sdk, dead_letter, names_customer)
+                                       if trigger == "sqs"
                                        else schedules_for(crossed, retries, versioning, trigger, sdk,
                                                           float(resolved.deployed.failure_retention) if resolved.deployed
-                                                          else timings.RETENTION_DEFAULT,
-                                                          # Bob's file naming Alice's customer: for a function
-                                                          # that reads the mapping, with the check's own file
-                                                          accounts.reads_mapping(resolved.module)
-                                                          and objects.CURRENT is None))
+                                                          else timings.RETENTION_DEFAULT, names_customer))
                                       + upload_kinds.schedules(Schedule, retries)
                                       + key_decoding.schedules(Schedule, retries, trigger), trigger, CheckReport)
         try:  # a test knob: only some families (idem.explore.families.family_choice)

@@ -103,8 +103,12 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # service throttles it (refuses it as too many requests), or its answer is lost and botocore, the
 # SDK under boto3, sends the request again. An error is not an answer. A handler that
 # reads a failed takeover as "another attempt has the order" returns success on an unpaid order,
-# and breaks. So does one that takes the refusal of its own resent takeover for another's. The
-# report names this family only when it ran.
+# and breaks. So does one that takes the refusal of its own resent takeover for another's.
+#
+# A schedule with no fault can reach a new call too. A second order at the same name may replace
+# the first's file before it is read, or another account's file may name the first account's
+# customer. keyed parks that order (chapter 03), with a write the clean run never made. That
+# write is failed the same way. The report names this family only when it ran.
 
 # %% [markdown]
 # ### How an upload is judged

@@ -84,7 +84,7 @@ def fault_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
 
 def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
                   retention: float = timings.RETENTION_DEFAULT, sdk: bool = False,
-                  dead_letter_retention: float = 0.0) -> list[Schedule]:
+                  dead_letter_retention: float = 0.0, names_customer: bool = False) -> list[Schedule]:
     """The schedules under --trigger sqs. Each batch already carries two uploads, one message
     each, so the s3 families of overwrite and slow schedules are not run (SqsFedLambda has no
     call in flight); instead: the faults, S3 sending a notification twice, and the uploader's
@@ -96,12 +96,13 @@ def sqs_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,
     as often as in the clean run. A versioned bucket only: a handler keyed by versionId is then told apart
     from one keyed by the order (in an unversioned bucket every versionId is "null"). Then the runs, and
     the families of time and accounts as SQS has them (`idem.explore.families.sqs_timed`), within the source
-    queue's `retention` period."""
+    queue's `retention` period (with Bob's file naming Alice's customer where `names_customer`)."""
     retries, least = tuple(retries), min(retries)
     found = fault_schedules(crossed, retries, sdk) + [Schedule(None, "single", None, r, sent_twice=True) for r in retries]
     found += [Schedule(None, d, None, least, overwrite="versioned", second="retried_put") for d in ("single", "same_batch")]
     return timed.drawn(found + runs.run_schedules(crossed, retries, Schedule)) + sqs_timed.schedules(
-        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention, dead_letter_retention)
+        Schedule, retries, fault_places(crossed)[0], copy_places(crossed), retention, dead_letter_retention,
+        names_customer)
 
 
 def overwrite_schedules(crossed: Sequence[Any], retries: Iterable[int] = RETRIES,

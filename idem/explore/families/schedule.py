@@ -47,14 +47,16 @@ class Schedule:
     later: Any = None  # a schedule of the families where time and accounts matter (idem.explore.families.timed.Later)
 
     def label(self) -> str:
-        fault = "no fault" if self.fault is None else (
+        fault = "no fault" if self.fault is None or self.fault.at is None else (
             f"every {partial_words(self.fault.at.call)} {self.fault.at} on arrival {self.fault.times}" + runs.describe(self.fault)
             if self.fault.outcome == UNPROCESSED else
             f"the provider answers {self.fault.outcome} {self.fault.at} on arrival {self.fault.times}"
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"
             + runs.describe(self.fault))
         if self.fault is not None and self.fault.also is not None:
-            fault += f", then {self.fault.also.how} {self.fault.also.at} on its first arrival"
+            fault = (f"{self.fault.also.how} {self.fault.also.at}, a call the clean run never made, on its first arrival"
+                     if self.fault.at is None
+                     else f"{fault}, then {self.fault.also.how} {self.fault.also.at} on its first arrival")
         if self.later is not None:
             delivery = self.later.label(self.timing, self.copy_at)
         elif self.overwrite:
@@ -92,8 +94,8 @@ class Schedule:
     @property
     def size(self) -> tuple[int, ...]:
         """Smaller schedules are easier to read: fewer copies, retries and failing arrivals."""
-        arrivals = 0 if self.fault is None else (len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
-                                                 + (self.fault.also is not None))
+        arrivals = 0 if self.fault is None else ((len(self.fault.times.split(",")) + min(self.fault.run, 4) - 1
+                                                  if self.fault.at is not None else 0) + (self.fault.also is not None))
         return ({"single": 0, "duplicate": 1, "concurrent": 2, "between": 2, "same_batch": 1}[self.delivery] + 2 * self.slow
                 + bool(self.overwrite) + self.sent_twice + self.long_name + bool(self.later) + bool(self.name) + bool(self.upload), self.retries, arrivals)
 

@@ -1,4 +1,5 @@
-"""The family `second_fault`: a fault of the first round, then a call that only that fault led to, failing too.
+"""The family `second_fault`: a fault of the first round, then a call that only that fault led to, failing too
+(or, with no fault, a call only the schedule's deliveries led to).
 
 The first round fails one call per schedule, among the calls the clean run made (`build`). Some calls are
 made only after a fault: the retry of an attempt that charged and stopped before booking asks Stripe whether
@@ -15,6 +16,13 @@ after it did its work, which botocore sends again (`idem.sim.sdk_retries.lose_an
 the resend's own answer, so a conditional takeover its first attempt made now fails its condition. The
 property, from the domain: an error is not an answer; a handler that could not make the call, or cannot tell
 its own write from another's, has learnt nothing from it.
+
+A schedule with no fault reaches calls the clean run never made as well: keyed parks an order whose file a
+second order at its name replaced before it was read (`overwrite`), or another account's order whose file
+names the first account's customer (`accounts`), with a write the clean run never made. Each such schedule runs again with that call
+failing on its first arrival, the same two ways; its plan has no first fault (`FaultPlan(also=...)`), as a
+plan whose outage is over has none. A handler that counts a failed park as parked and returns success loses
+the order with nothing in the failure queue.
 
 In the family `again`, the first fault is an outage that is over before the redrive; the second fault
 outlives it (`FaultPlan.over`), so a call the redrive makes for the first time (keyed's look-up at the
@@ -34,7 +42,8 @@ NOT_AWS = (CHARGE_CALL.partition(":")[0] + ":", STRIPE_READS)
 FAMILY = "second_fault"
 DESCRIPTION = ("a fault of the other families, then a call that only the fault led to (a retry's look-up at Stripe, "
                "its takeover of a claim, a release on the way to a failure) failing too, on its first arrival: "
-               "throttled, or its answer lost and the call sent again")
+               "throttled, or its answer lost and the call sent again; with no fault, a call only the schedule's "
+               "deliveries led to (the park of a second order at one name) failing the same way")
 
 
 def new_calls(result: Any, known: set[Any]) -> list[Any]:
@@ -46,20 +55,18 @@ def new_calls(result: Any, known: set[Any]) -> list[Any]:
 
 
 def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
-    """First-round schedules with a fault, again, with a call only the fault led to failing too: for each such
-    call, first fault (its boundary and how it fails), retry setting and family, the smallest schedule that
-    reached the call (fewest copies, then failing arrivals: `Schedule.size`), in the first round's order. The
-    other ways there (each place a copy can start, the first fault on more arrivals or in a longer run) are
+    """First-round schedules again, with a call only their fault (or, with none, their deliveries) led to failing
+    too: for each such call, first fault (its boundary and how it fails, or none), retry setting and family,
+    the smallest schedule that reached the call (fewest copies, then failing arrivals: `Schedule.size`), in the
+    first round's order. The other ways there (each place a copy can start, the first fault on more arrivals or in a longer run) are
     not tried with a second fault: each is a third thing going wrong."""
     known, found = set(crossed), {}
     for result in results:
         schedule = result.schedule
-        if schedule.fault is None:
-            continue
+        plan = schedule.fault or FaultPlan()  # no fault: its family's deliveries led it there (module docstring)
         for call in new_calls(result, known):
-            plan = schedule.fault
             way = (call, plan.at, plan.how, plan.outcome, schedule.retries, schedule.dimension)
             if way not in found or schedule.size < found[way].size:
                 found[way] = schedule
-    return [replace(schedule, fault=replace(schedule.fault, also=FaultPlan(way[0], "1", How.EXCEPTION)))
+    return [replace(schedule, fault=replace(schedule.fault or FaultPlan(), also=FaultPlan(way[0], "1", How.EXCEPTION)))
             for way, schedule in found.items()]

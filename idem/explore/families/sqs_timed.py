@@ -34,7 +34,9 @@ The families (`schedules`; run by `deliver`):
   order is uploaded again.
 - `accounts`: another account's order with the same order id and bytes: its message after the
   batch is done, in the same batch, or received by another poller while the first invocation sits
-  at each place a copy can start. Each upload must be charged as the clean run charged one.
+  at each place a copy can start. Each upload must be charged as the clean run charged one. For a
+  function that reads the customer mapping, as on S3, one more such upload after the batch is done:
+  its file names the first account's customer and its metadata the first account (`timed.NAMES_CUSTOMER`).
 - `runs` (`idem.explore.families.runs`) and the SDKs' own resends (`idem.sim.sdk_retries`) are the same as on S3.
 """
 from __future__ import annotations
@@ -45,8 +47,8 @@ from ...sim.faults import FaultPlan, How
 from ...sim.ttl_sweep import sweep_expired
 from . import accounts, timings
 from ..run import triggers
-from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, PAST_15_MINUTES, PAST_KEY_WINDOW, PAST_MIDNIGHT, Later, \
-    _every_resend, retention_words
+from .timed import AGAIN_AFTER, AGAIN_HOW, DAYS_LATER, NAMES_CUSTOMER, PAST_15_MINUTES, PAST_KEY_WINDOW, \
+    PAST_MIDNIGHT, Later, _every_resend, naming_first_customer, retention_words
 from .timings import HIGH_ENDS, LOW_ENDS, seconds, sqs_copy_delay as copy_delay
 
 def dead_letter_last_second(retention: float) -> Later:
@@ -60,10 +62,11 @@ def dead_letter_last_second(retention: float) -> Later:
 
 def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Sequence[Any],
               copy_at: Sequence[Any], retention: float = timings.RETENTION_DEFAULT,
-              dead_letter_retention: float = 0.0) -> list[Any]:
+              dead_letter_retention: float = 0.0, names_customer: bool = False) -> list[Any]:
     """The SQS families' schedules (see the module docstring); `make` builds a schedule.Schedule;
     `retention`: the source queue's retention period (seconds); `dead_letter_retention`: a template's
-    dead-letter queue's (0: none declared), whose last second is redriven too when it is past a day."""
+    dead-letter queue's (0: none declared), whose last second is redriven too when it is past a day;
+    `names_customer`: the function reads the customer mapping (Bob's file naming Alice's customer)."""
     retries = tuple(retries)
     most, least = max(retries), min(retries)
     points = [(LOW_ENDS, "low end (0 s)"), (HIGH_ENDS, f"high end (the queue's retention period, {seconds(retention)})")]
@@ -85,6 +88,8 @@ def schedules(make: Callable[..., Any], retries: Iterable[int], exception_at: Se
                        later=dead_letter_last_second(dead_letter_retention)) for b in exception_at]
     found += [make(None, delivery, None, least, later=Later("accounts", how=how, sqs=True))
               for delivery, how in (("duplicate", "after"), ("same_batch", "same_batch"))]
+    if names_customer:
+        found += [make(None, "duplicate", None, least, later=Later("accounts", how=NAMES_CUSTOMER, sqs=True))]
     found += [make(None, "concurrent", b, least, later=Later("accounts", how="concurrent", sqs=True)) for b in copy_at]
     return found
 
@@ -111,7 +116,10 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
     def other() -> str:
         key = accounts.other_account_key(batch[0].key, number)
         link(key)
-        uploads.append(world.upload(key, body(number, 1)))  # the same order id, the same bytes
+        data, claimed = body(number, 1), {}  # the same order id, the same bytes
+        if later.how == NAMES_CUSTOMER:  # or the first account's customer named, as on S3
+            data, claimed = naming_first_customer(data, batch[0].key)
+        uploads.append(world.upload(key, data, **claimed))
         return message(uploads[-1])
 
     for obj in batch:
@@ -142,7 +150,7 @@ def deliver(runtime: Any, world: Any, batch: list[Any], schedule: Any, number: i
                 runtime.send_message(moved["Body"])
         else:
             runtime.send_message(message(world.upload(batch[0].key, body(number, 1))))
-    elif later.kind == "accounts" and later.how == "after":
+    elif later.kind == "accounts" and later.how in ("after", NAMES_CUSTOMER):
         world.clock.advance(5.0)
         runtime.send_message(other())
     else:

@@ -154,6 +154,9 @@ class Later:
                     else "the same order uploaded again")
             after = " after the first message was sent" if self.from_start else " later"
             return f"then {what} {seconds(self.seconds)}{after} ({self.why})"
+        if self.how == NAMES_CUSTOMER:
+            return ("another account's order with the same order id, its file naming the first account's customer "
+                    "and its metadata (x-amz-meta-account) the first account, its message after the batch is done")
         where = {"after": ", its message after the batch is done",
                  "same_batch": ", its message in the same batch as the first's"}.get(
             self.how, f", received while the first is {copy_at}")
@@ -223,6 +226,14 @@ def schedules(make: Callable[..., Any], crossed: Sequence[Any], retries: Iterabl
     return found
 
 
+def naming_first_customer(data: bytes, first_key: str) -> tuple[bytes, dict[str, Any]]:
+    """Another account's order file naming the customer linked to `first_key`'s account, and what its
+    uploader writes besides (its object's metadata naming that account): NAMES_CUSTOMER's upload."""
+    first_account = accounts.account_of(first_key)
+    named = json.dumps({**json.loads(data), "customer": accounts.customer_for(first_account)}).encode()
+    return named, {"metadata": {"account": first_account}}
+
+
 def zone_start(hours: int) -> str:
     """The zones family's start `hours` before the usual one, in words: "17:58 UTC, 23:58 at UTC+6"."""
     utc = (23 * 60 + 58 - hours * 60) % (24 * 60)
@@ -274,12 +285,9 @@ def run(runtime: Any, world: Any, first: Any, schedule: Any, number: int, trigge
         def other() -> dict[str, Any]:
             key = accounts.other_account_key(first.key, number)
             link(key)
-            data = body(number, 1)  # the same order id, the same bytes; or the first account's customer named
-            claimed: dict[str, Any] = {}  # what the uploader writes: its file, and its object's metadata
-            if later.how == NAMES_CUSTOMER:
-                first_account = accounts.account_of(first.key)
-                data = json.dumps({**json.loads(data), "customer": accounts.customer_for(first_account)}).encode()
-                claimed = {"metadata": {"account": first_account}}
+            data, claimed = body(number, 1), {}  # the same order id, the same bytes
+            if later.how == NAMES_CUSTOMER:  # or the first account's customer named
+                data, claimed = naming_first_customer(data, first.key)
             obj = world.upload(key, data, **claimed)
             uploads.append((obj, triggers.event_for(trigger, world, obj), 2))
             return uploads[-1][1]

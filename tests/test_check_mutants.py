@@ -16,6 +16,7 @@ import pytest
 from idem.explore.check import check_handler
 from idem.explore.errors import CheckInputError
 from idem.explore.families import family_choice
+from idem.sim.faults import Boundary
 
 HANDLERS = Path(__file__).resolve().parent.parent / "idem" / "core" / "handlers"
 KEYED = HANDLERS / "keyed.py"
@@ -192,6 +193,16 @@ def test_a_look_up_read_as_no_charge_when_it_fails_is_caught_in_the_second_round
                for r in twice), [r.schedule.label() for r in twice]
 
 
+#: keyed's mutant that counts a park whose write failed as parked (needs_attention, for the alarm) and returns
+#: success, the upload not failed: the order is neither charged, parked nor in the failure queue
+FAILED_PARK = (
+    "            counts[log_outcome(request_id, named, error)] += 1\n            failures.append(error)\n",
+    "            counts[log_outcome(request_id, named, error)] += 1\n"
+    "            if \"while parking\" in str(getattr(error, \"__notes__\", \"\")):\n"
+    "                continue  # the mutant: counted needs_attention, so the alarm has it; not failed\n"
+    "            failures.append(error)\n")
+
+
 @pytest.mark.parametrize("trigger", ["s3", "sqs"])
 def test_a_failed_park_counted_as_parked_is_caught_without_a_first_fault(tmp_path, monkeypatch, trigger):
     """keyed parks an order it will not charge (a second order at one name whose file it cannot read as the
@@ -200,12 +211,7 @@ def test_a_failed_park_counted_as_parked_is_caught_without_a_first_fault(tmp_pat
     the order is neither charged, parked nor in the failure queue. The park is a call no clean run makes, reached
     by schedules with no fault at all (the families overwrite and accounts); only the second round fails it
     (docs/reliability.md, "an error is not an answer"). Before it ran fault-free schedules, the mutant held."""
-    target = mutant(tmp_path, "failed park counted as parked",
-                    "            counts[log_outcome(request_id, named, error)] += 1\n            failures.append(error)\n",
-                    "            counts[log_outcome(request_id, named, error)] += 1\n"
-                    "            if \"while parking\" in str(getattr(error, \"__notes__\", \"\")):\n"
-                    "                continue  # the mutant: counted needs_attention, so the alarm has it; not failed\n"
-                    "            failures.append(error)\n", monkeypatch)
+    target = mutant(tmp_path, "failed park counted as parked", *FAILED_PARK, monkeypatch)
     monkeypatch.setenv(family_choice.VARIABLE, "overwrite,accounts,second_fault")
     report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
     lost = [r for r in report.broken if r.verdict == "silent_loss"]
@@ -230,3 +236,18 @@ def test_a_file_that_chooses_who_pays_is_caught_on_either_trigger(tmp_path, monk
     report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
     wrong = [r for r in report.broken if r.schedule.later.how == "names_customer"]
     assert wrong and len(wrong) == len(report.broken), report.tally()
+
+
+def test_a_failed_park_at_a_boundary_the_clean_run_crossed_in_another_role_is_caught(tmp_path, monkeypatch):
+    """Over Stripe's SDK keyed's clean run makes an UpdateItem before its charge (it keeps the customer's saved
+    payment method on the claim). The park of Bob's file naming Alice's customer is an UpdateItem at that same
+    boundary, another request: a call the clean run never made, though its boundary's name is the clean run's.
+    A boundary named by its call and number alone hid it, and the failed-park mutant held; a call is named by
+    what it asks too (its expressions and attribute names: idem.sim.call_roles)."""
+    target = mutant(tmp_path, "failed park counted as parked", *FAILED_PARK, monkeypatch)
+    monkeypatch.setenv(family_choice.VARIABLE, "accounts,second_fault")
+    report = check_handler(target, retries=(0,), workers=1, provider="stripe")
+    lost = [r for r in report.broken if r.verdict == "silent_loss"]
+    assert lost and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    assert all(r.schedule.fault.at is None and r.schedule.fault.also.at == Boundary("dynamodb:UpdateItem")
+               and r.schedule.fault.also.role for r in lost), [r.schedule.label() for r in lost]

@@ -176,7 +176,7 @@ def test_an_aws_call_made_only_on_a_retry_is_failed_in_the_second_round_and_a_ha
     assert all(any(second in r["schedule"] for r in results) for second in (THROTTLED, LOST))  # both tried on each
 
 
-def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
+def test_the_second_round_fails_only_calls_the_clean_run_never_made():
     from types import SimpleNamespace
 
     from idem.explore.families import second_fault
@@ -187,15 +187,28 @@ def test_the_second_round_fails_only_calls_that_a_first_round_fault_led_to():
     put, answered = Boundary("dynamodb:UpdateItem", 1, Side.BEFORE), Boundary("dynamodb:UpdateItem", 1, Side.AFTER)
     end = Boundary("end", 1, Side.AFTER)
     faulted = Schedule(FaultPlan(charged, "1"), retries=1)
-    results = [SimpleNamespace(schedule=Schedule(None), reached={listed: 1}),  # no first fault: not again
+    results = [SimpleNamespace(schedule=Schedule(None), reached={listed: 1}),  # no first fault: its deliveries led there
                SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1, put: 1, answered: 1, end: 1}),
                SimpleNamespace(schedule=faulted, reached={charged: 1, listed: 1})]  # the same way: once
     again = second_fault.schedules(results, crossed=[charged])
     # a read of Stripe's, before it; an AWS call, before it and after it (its answer lost); never the return
-    assert [(s.fault.at, s.fault.also) for s in again] == [(charged, FaultPlan(listed, "1")), (charged, FaultPlan(put, "1")),
-                                                           (charged, FaultPlan(answered, "1"))]
+    assert [(s.fault.at, s.fault.also) for s in again] == [(None, FaultPlan(listed, "1")), (charged, FaultPlan(listed, "1")),
+                                                           (charged, FaultPlan(put, "1")), (charged, FaultPlan(answered, "1"))]
     assert {s.dimension for s in again} == {"second_fault"}
+    assert "a call the clean run never made" in again[0].label()
     assert second_fault.schedules(results, crossed=[charged, listed, put, answered]) == []  # the clean run made all
+    # at a boundary the clean run crossed, a request that asks what none of the clean run's asked (a park where
+    # the clean run kept a payment method): failed, pinned to its role; the clean run's own role is not
+    roles = frozenset({(put, "ledger; SET payment_method = :m")})
+    parked = SimpleNamespace(schedule=faulted, reached={put: 1}, roles=frozenset(
+        {(put, "ledger; SET payment_method = :m"), (put, "ledger; SET #s = :s, reason = :r")}))
+    (pinned,) = second_fault.schedules([parked], crossed=[charged, put], roles=roles)
+    assert pinned.fault.also == FaultPlan(put, "1", role="ledger; SET #s = :s, reason = :r")
+    assert "(ledger; SET #s = :s, reason = :r)" in pinned.label()
+    # the clean run's role at another number (a batch's second order's claim) is the clean run's
+    other = SimpleNamespace(schedule=faulted, reached={put: 1}, roles=frozenset({(put, "ledger; SET payment_method = :m")}))
+    assert second_fault.schedules([other], crossed=[charged, put],
+                                  roles=frozenset({(Boundary(put.call, 2, put.side), "ledger; SET payment_method = :m")})) == []
     after_charge = Boundary("provider:charge", 2, Side.AFTER)  # a charge's answer: not an AWS call's
     assert second_fault.schedules([SimpleNamespace(schedule=faulted, reached={after_charge: 1})], crossed=[]) == []
 

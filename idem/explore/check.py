@@ -178,7 +178,7 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             runs = Dispatch(found, pool, workers, args_of)
             results, made = reuse.run_once(found, runs) if reuse_runs else reuse.run_every(found, runs)
             # the second round: a call that only a first-round fault led to, failed too
-            second = family_choice.chosen(second_fault.schedules(results, crossed), DIMENSIONS)
+            second = family_choice.chosen(second_fault.schedules(results, crossed, clean.roles), DIMENSIONS)
             if second:
                 first, found = len(found), found + second  # numbered after the first round's (`args_of` reads it)
                 more, ran = reuse.run_every(found, Dispatch(found, pool, workers, args_of), start=first)

@@ -38,8 +38,9 @@ from ..core.provider import ProviderOutcome
 from ..core.errors import ProviderUnavailable
 from .faults import (_STEP_NAMES, CHARGE_CALL, END_CALL, FIND_CALL, PROVIDER_CALLS, STRIPE_READS, Boundary, Crash,
                      FaultPlan, How, InjectedFault, Side)
+from .call_roles import role_of
 from .platform.batch_partial import NOTHING_LANDED
-from .sdk_retries import aws_error, cancelled_transaction, is_lost_answer, resent_by_sdk
+from .sdk_retries import aws_error, cancelled_transaction, is_lost_answer, resent_by_sdk, role_at
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Visit:
     pool_work: int = 0  # the pool work it submitted that has not yet ended
     #: its threads that are busy (`busy`, `take_off`), by thread id: what they do lands before it is judged
     busy: Counter = field(default_factory=Counter)
+    #: what each AWS call it made asked, at its boundaries before and after (idem.sim.call_roles)
+    roles: dict[Boundary, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,6 +105,10 @@ class Watch:
         #: the most arrivals any piece of work made at each boundary: which of a fault plan's
         #: arrivals this run ever asked about (idem.explore.check runs a schedule once per answer)
         self.reached: Counter[Boundary] = Counter()
+        #: each role a request had at each boundary (idem.sim.call_roles), and the arrivals of each role
+        #: per piece of work: a second plan pinned to a role fails that role's own first arrival
+        self.roles_reached: set[tuple[Boundary, str]] = set()
+        self.role_arrivals: Counter[tuple[Boundary, str, str]] = Counter()
         self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
         self.triggers: list[Trigger] = []
         self.queues: set[str] = set()  # the SQS queues the handler sent messages to
@@ -142,10 +149,13 @@ class Watch:
             _CURRENT.reset(token)
 
     # -- crossing a boundary ---------------------------------------------------------
-    def before(self, visit: Visit, call: str) -> None:
+    def before(self, visit: Visit, call: str, role: str = "") -> None:
+        """`role`: what the request asks (idem.sim.call_roles), for its boundaries before and after."""
         visit.seen[call] += 1
         boundary = Boundary(call, visit.seen[call], Side.BEFORE)
         visit.pending.append(Boundary(call, visit.seen[call], Side.AFTER))
+        if role:
+            visit.roles[boundary] = visit.roles[visit.pending[-1]] = role
         self.arrive(visit, boundary)
         take_off(visit)  # the call goes out now, unless its process died meanwhile
 
@@ -189,8 +199,13 @@ class Watch:
         self.arrivals[(boundary, visit.work)] += 1
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
-        plan = self.plan.at_boundary(boundary)  # or the schedule's second fault (families.second_fault)
-        if not plan.strikes(boundary) or not plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
+        role = role_at(visit, boundary)
+        self.roles_reached.add((boundary, role))
+        self.role_arrivals[(boundary, role, visit.work)] += 1
+        plan = self.plan.at_boundary(boundary, role)  # or the schedule's second fault (families.second_fault)
+        if plan.role is not None:  # a second plan pinned to a role: that role's own arrivals
+            arrival = self.role_arrivals[(boundary, role, visit.work)]
+        if not plan.strikes(boundary, role) or not plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
             return  # a lost answer after an AWS call: botocore resent it (sdk_retries), its answer is the handler's
         if plan.outcome:  # the provider's side: it answers the call that is about to go out
             visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, plan.outcome)
@@ -346,7 +361,7 @@ def _before_call(model: Any, params: Any = None, context: Any = None, **_: Any) 
         name = _call_name(model)
         visit.calls[name] += 1
         try:
-            watch.before(visit, name)
+            watch.before(visit, name, context.get(_ROLE, "") if isinstance(context, dict) else "")
         except ClientError as throttled:  # a throttle: a transaction is cancelled instead (botocore raises it)
             answer = cancelled_transaction(name, throttled, params)
             if answer is None or not isinstance(context, dict):
@@ -397,6 +412,8 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
     running = current()
     if not running or not isinstance(params, dict):
         return
+    if isinstance(context, dict):
+        context[_ROLE] = role_of(_call_name(model), params)
     if model.service_model.endpoint_prefix == "dynamodb" and isinstance(context, dict):
         context[_PARAMETERS] = params  # read again if DynamoDB refuses the request (`_after_call`)
     if params.get("QueueUrl") and model.name.startswith("SendMessage"):
@@ -409,6 +426,8 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
 
 #: set in a DynamoDB call's botocore context: the call's own parameters
 _PARAMETERS = "idem_parameters"
+#: set in every call's botocore context: what it asks (idem.sim.call_roles)
+_ROLE = "idem_role"
 
 
 def _after_call(model: Any, http_response: Any = None, context: Any = None, parsed: Any = None, **_: Any) -> None:

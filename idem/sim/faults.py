@@ -144,10 +144,16 @@ class FaultPlan:
     #: a second plan, at another boundary: a call first made after this plan's fault (the family
     #: second_fault, idem.explore.families.second_fault), which fails too (before it, or its answer lost)
     also: "FaultPlan | None" = None
+    #: a second plan's: only a request with this role at `at` (idem.sim.call_roles), None for any; its
+    #: arrivals are counted among that role's own
+    role: str | None = None
 
-    def strikes(self, boundary: "Boundary") -> bool:
-        """Is `boundary` one of the places this plan fails (its own, or the next in its run)?"""
+    def strikes(self, boundary: "Boundary", role: str = "") -> bool:
+        """Is `boundary` one of the places this plan fails (its own, or the next in its run), for a request
+        with `role` there?"""
         at = self.at
+        if self.role is not None:
+            return at == boundary and role == self.role
         return at == boundary or (self.run > 1 and at is not None and at.side is Side.BEFORE and at.call == boundary.call
                                   and boundary.side is Side.BEFORE and at.nth < boundary.nth < at.nth + self.run)
 
@@ -156,9 +162,10 @@ class FaultPlan:
         plan, a call only the fault led to, which still fails on its first arrival, whenever that comes."""
         return FaultPlan(also=self.also)
 
-    def at_boundary(self, boundary: "Boundary") -> "FaultPlan":
-        """The plan that fails `boundary`: its second plan where only that one strikes there, else this one."""
-        if self.also is not None and not self.strikes(boundary) and self.also.strikes(boundary):
+    def at_boundary(self, boundary: "Boundary", role: str = "") -> "FaultPlan":
+        """The plan that fails `boundary` (a request with `role` there): its second plan where only that one
+        strikes there, else this one."""
+        if self.also is not None and not self.strikes(boundary, role) and self.also.strikes(boundary, role):
             return self.also
         return self
 

@@ -111,7 +111,7 @@ def resent_by_sdk(watch: Any, boundary: Any, visit: Any = None) -> bool:
     """Is a fault of `watch`'s plan at `boundary` a lost answer that the SDK resends (so the
     boundary's own crossing, once the SDK is done, raises nothing)? An exception after an AWS call,
     in a run of the check (`Watch.aws_errors`), or after a charge sent with Stripe's SDK itself."""
-    plan = watch.plan.at_boundary(boundary)  # a second fault's plan at its own boundary (second_fault)
+    plan = watch.plan.at_boundary(boundary, role_at(visit, boundary))  # or a second fault's plan (second_fault)
     if str(boundary.side) != "after" or str(plan.how) != "exception" or plan.outcome:
         return False
     if boundary.call == _CHARGE_CALL:
@@ -159,10 +159,14 @@ def lose_answers(request: Any, response: Any) -> None:
     if running is None or response is None:
         return
     watch, visit = running
-    plan = watch.plan.at_boundary(visit.pending[-1]) if visit.pending else watch.plan  # or its second plan's
-    if plan.at is None or not visit.pending or visit.pending[-1] != plan.at or not resent_by_sdk(watch, plan.at):
+    role = role_at(visit, visit.pending[-1]) if visit.pending else ""
+    plan = watch.plan.at_boundary(visit.pending[-1], role) if visit.pending else watch.plan  # or its second plan's
+    if plan.at is None or not visit.pending or visit.pending[-1] != plan.at or not plan.strikes(plan.at, role) \
+            or not resent_by_sdk(watch, plan.at, visit):
         return
-    arrival = watch.arrivals[(plan.at, visit.work)] + 1  # counted when the SDK is done with the call
+    # counted when the SDK is done with the call: among its role's own, for a plan pinned to one
+    arrival = (watch.role_arrivals[(plan.at, role, visit.work)] if plan.role is not None
+               else watch.arrivals[(plan.at, visit.work)]) + 1
     context = getattr(request, "context", None) or {}
     attempt = int((context.get("retries") or {}).get("attempt", 1))
     if not plan.fails_on(arrival) or attempt > plan.run:
@@ -178,6 +182,12 @@ def lose_answers(request: Any, response: Any) -> None:
     visit.crossings.append(_HOOKS["crossing"](round(watch._t(), 3), plan.at,
                                     f"a lost answer (arrival {arrival}, the SDK's attempt {attempt}; botocore resends)"))
     raise lost_answer(plan.at.call, attempt, landed)
+
+
+def role_at(visit: Any, boundary: Any) -> str:
+    """What the request at `boundary` of `visit` asked (idem.sim.call_roles, kept in `Visit.roles`); "" for none."""
+    roles = getattr(visit, "roles", None)
+    return roles.get(boundary, "") if isinstance(roles, dict) else ""
 
 
 def _json(response: Any) -> dict[str, Any]:

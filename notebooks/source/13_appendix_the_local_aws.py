@@ -177,7 +177,10 @@ views.show_source(boundary.WatchedProvider.charge)
 # and fails the call if the fault plan says so. A fault after a call means the call did its work
 # and its answer was lost. A fault plan can carry a second one, `also`. It fails a call that only
 # the first fault led to, such as a retry asking Stripe whether its first attempt charged, or taking
-# over a claim. `at_boundary` picks the plan that fails each boundary:
+# over a claim. Such a call can come at a boundary whose name the clean run's call has. So each AWS
+# call also has a role: what it asks, such as its table and its expressions, not its data
+# (`idem.sim.call_roles`). `at_boundary` picks the plan that fails each boundary, for the role of
+# the request there:
 
 # %%
 views.show_source(boundary.Watch.arrive)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...sim.platform.batch_partial import UNPROCESSED, partial_words
+from ...sim.call_roles import shown
 from ...sim.faults import Side
 from . import key_decoding, runs, second_fault, upload_kinds
 
@@ -54,9 +55,10 @@ class Schedule:
             if self.fault.outcome else f"{self.fault.how} {self.fault.at} on arrival {self.fault.times}"
             + runs.describe(self.fault))
         if self.fault is not None and self.fault.also is not None:
-            fault = (f"{self.fault.also.how} {self.fault.also.at}, a call the clean run never made, on its first arrival"
-                     if self.fault.at is None
-                     else f"{fault}, then {self.fault.also.how} {self.fault.also.at} on its first arrival")
+            also = self.fault.also
+            call = f"{also.how} {also.at}" + (f" ({shown(also.role)})" if also.role else "")
+            fault = (f"{call}, a call the clean run never made, on its first arrival" if self.fault.at is None
+                     else f"{fault}, then {call} on its first arrival")
         if self.later is not None:
             delivery = self.later.label(self.timing, self.copy_at)
         elif self.overwrite:

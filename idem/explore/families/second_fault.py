@@ -46,27 +46,35 @@ DESCRIPTION = ("a fault of the other families, then a call that only the fault l
                "deliveries led to (the park of a second order at one name) failing the same way")
 
 
-def new_calls(result: Any, known: set[Any]) -> list[Any]:
-    """The boundaries of calls `result`'s run reached that are not among the clean run's (`known`): before
-    each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost; botocore resends it).
-    The handler's return is no call; the side after a charge is the clean run's own."""
-    return [b for b in (result.reached or {}) if b not in known and b.call != END_CALL
-            and (b.side is Side.BEFORE or not b.call.startswith(NOT_AWS))]
+def new_calls(result: Any, known: set[Any], roles: frozenset[tuple[Any, str]] = frozenset()) -> list[tuple[Any, Any]]:
+    """The calls `result`'s run made that the clean run never made, each as (boundary, role): a boundary not
+    among the clean run's (`known`; role None: whatever is asked there), or one of them where the request
+    asked what no request of the clean run's to that call asked (its role, idem.sim.call_roles; `roles` are
+    the clean run's: a batch's second order's claim, made at another number, is the clean run's). Before each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost;
+    botocore resends it). The handler's return is no call; the side after a charge is the clean run's own."""
+    def a_call(b: Any) -> bool:
+        return b.call != END_CALL and (b.side is Side.BEFORE or not b.call.startswith(NOT_AWS))
+    found: list[tuple[Any, Any]] = [(b, None) for b in (result.reached or {}) if b not in known and a_call(b)]
+    asked = {(b.call, b.side, role) for b, role in roles}
+    return found + sorted((b, role) for b, role in (getattr(result, "roles", None) or ())
+                          if role and b in known and (b.call, b.side, role) not in asked and a_call(b))
 
 
-def schedules(results: Iterable[Any], crossed: Sequence[Any]) -> list[Any]:
+def schedules(results: Iterable[Any], crossed: Sequence[Any], roles: frozenset[tuple[Any, str]] = frozenset()) -> list[Any]:
     """First-round schedules again, with a call only their fault (or, with none, their deliveries) led to failing
     too: for each such call, first fault (its boundary and how it fails, or none), retry setting and family,
     the smallest schedule that reached the call (fewest copies, then failing arrivals: `Schedule.size`), in the
-    first round's order. The other ways there (each place a copy can start, the first fault on more arrivals or in a longer run) are
-    not tried with a second fault: each is a third thing going wrong."""
+    first round's order. The other ways there (each place a copy can start, the first fault on more arrivals or
+    in a longer run) are not tried with a second fault: each is a third thing going wrong. `roles`: the clean
+    run's (`new_calls`)."""
     known, found = set(crossed), {}
     for result in results:
         schedule = result.schedule
         plan = schedule.fault or FaultPlan()  # no fault: its family's deliveries led it there (module docstring)
-        for call in new_calls(result, known):
+        for call in new_calls(result, known, roles):
             way = (call, plan.at, plan.how, plan.outcome, schedule.retries, schedule.dimension)
             if way not in found or schedule.size < found[way].size:
                 found[way] = schedule
-    return [replace(schedule, fault=replace(schedule.fault or FaultPlan(), also=FaultPlan(way[0], "1", How.EXCEPTION)))
+    return [replace(schedule, fault=replace(schedule.fault or FaultPlan(),
+                                            also=FaultPlan(way[0][0], "1", How.EXCEPTION, role=way[0][1])))
             for way, schedule in found.items()]

@@ -1,8 +1,8 @@
-"""A call's role (idem.sim.call_roles): what a request asks, told apart from its data, and how a second
+"""A call's role (idem.sim.platform.call_roles): what a request asks, told apart from its data, and how a second
 fault pinned to a role strikes only that role's requests at a boundary."""
 from __future__ import annotations
 
-from idem.sim.call_roles import SHOWN, role_of, shown
+from idem.sim.platform.call_roles import SHOWN, role_of, shown
 from idem.sim.faults import Boundary, FaultPlan, Side
 
 
@@ -12,24 +12,31 @@ def put(pk: str, **item: str) -> dict:
 
 
 def test_two_orders_claims_share_a_role_and_a_park_is_another_request_than_a_commit():
-    assert role_of("dynamodb:PutItem", put("order#1", status="in_progress")) == \
-        role_of("dynamodb:PutItem", put("order#2", status="done"))  # keys and values are data
+    assert role_of("dynamodb:PutItem", put("order#1", status="in_progress", at="2026-12-31T23:58:00Z")) == \
+        role_of("dynamodb:PutItem", put("order#2", status="in_progress", at="2027-01-01T00:01:00Z"))  # data
+    # a status word is the code's, not data: a claim and a booking written alike are two requests
+    assert role_of("dynamodb:PutItem", put("order#1", status="in_progress")) != \
+        role_of("dynamodb:PutItem", put("order#1", status="done"))
     commit = {"TableName": "ledger", "Key": {"pk": {"S": "order#1"}}, "UpdateExpression": "SET #s = :s, charge_id = :c",
               "ExpressionAttributeNames": {"#s": "status"}, "ExpressionAttributeValues": {":s": {"S": "done"}}}
     park = {**commit, "UpdateExpression": "SET #s = :s, reason = :r"}
     assert role_of("dynamodb:UpdateItem", commit) != role_of("dynamodb:UpdateItem", park)
     assert "status" in role_of("dynamodb:UpdateItem", commit)  # the attribute a name stands for
-    # the same expressions, another value: one role (docs/reliability.md says so)
+    # the same expressions, another status word: two requests (status_helper); another datum: one
     parked_value = {**commit, "ExpressionAttributeValues": {":s": {"S": "needs_attention"}}}
-    assert role_of("dynamodb:UpdateItem", commit) == role_of("dynamodb:UpdateItem", parked_value)
+    assert role_of("dynamodb:UpdateItem", commit) != role_of("dynamodb:UpdateItem", parked_value)
+    assert 'values :s="needs_attention"' in role_of("dynamodb:UpdateItem", parked_value)
+    reasons = [{**commit, "ExpressionAttributeValues": {":s": {"S": "done"}, ":r": {"S": why}}}
+               for why in ("file changed: PreconditionFailed", "no linked customer for alice")]
+    assert role_of("dynamodb:UpdateItem", reasons[0]) == role_of("dynamodb:UpdateItem", reasons[1])
 
 
 def test_a_transaction_a_batch_and_other_services_are_named_by_what_their_code_fixes():
-    one = {"TransactItems": [{"Put": put("a")}, {"Update": {"TableName": "books", "UpdateExpression": "ADD n :one"}}]}
-    two = {"TransactItems": [{"Put": put("b")}, {"Update": {"TableName": "books", "UpdateExpression": "ADD n :one"}}]}
+    one = {"TransactItems": [{"Put": put("order#1")}, {"Update": {"TableName": "books", "UpdateExpression": "ADD n :one"}}]}
+    two = {"TransactItems": [{"Put": put("order#2")}, {"Update": {"TableName": "books", "UpdateExpression": "ADD n :one"}}]}
     assert role_of("dynamodb:TransactWriteItems", one) == role_of("dynamodb:TransactWriteItems", two)
     assert "ADD n :one" in role_of("dynamodb:TransactWriteItems", one)
-    line = {"PutRequest": {"Item": {"pk": {"S": "x"}, "charge_id": {"S": "ch"}}}}
+    line = {"PutRequest": {"Item": {"pk": {"S": "order#1"}, "charge_id": {"S": "ch_1"}}}}
     batch = {"RequestItems": {"books": [line]}}
     assert "charge_id" in role_of("dynamodb:BatchWriteItem", batch)
     # two orders' lines ask what one order's line asks: a batch's size is data

@@ -243,7 +243,7 @@ def test_a_failed_park_at_a_boundary_the_clean_run_crossed_in_another_role_is_ca
     payment method on the claim). The park of Bob's file naming Alice's customer is an UpdateItem at that same
     boundary, another request: a call the clean run never made, though its boundary's name is the clean run's.
     A boundary named by its call and number alone hid it, and the failed-park mutant held; a call is named by
-    what it asks too (its expressions and attribute names: idem.sim.call_roles)."""
+    what it asks too (its expressions and attribute names: idem.sim.platform.call_roles)."""
     target = mutant(tmp_path, "failed park counted as parked", *FAILED_PARK, monkeypatch)
     monkeypatch.setenv(family_choice.VARIABLE, "accounts,second_fault")
     report = check_handler(target, retries=(0,), workers=1, provider="stripe")

@@ -38,7 +38,7 @@ from ..core.provider import ProviderOutcome
 from ..core.errors import ProviderUnavailable
 from .faults import (_STEP_NAMES, CHARGE_CALL, END_CALL, FIND_CALL, PROVIDER_CALLS, STRIPE_READS, Boundary, Crash,
                      FaultPlan, How, InjectedFault, Side)
-from .call_roles import role_of
+from .platform.call_roles import role_of
 from .platform.batch_partial import NOTHING_LANDED
 from .sdk_retries import aws_error, cancelled_transaction, is_lost_answer, resent_by_sdk, role_at
 
@@ -78,7 +78,7 @@ class Visit:
     pool_work: int = 0  # the pool work it submitted that has not yet ended
     #: its threads that are busy (`busy`, `take_off`), by thread id: what they do lands before it is judged
     busy: Counter = field(default_factory=Counter)
-    #: what each AWS call it made asked, at its boundaries before and after (idem.sim.call_roles)
+    #: what each AWS call it made asked, at its boundaries before and after (idem.sim.platform.call_roles)
     roles: dict[Boundary, str] = field(default_factory=dict)
 
 
@@ -105,7 +105,7 @@ class Watch:
         #: the most arrivals any piece of work made at each boundary: which of a fault plan's
         #: arrivals this run ever asked about (idem.explore.check runs a schedule once per answer)
         self.reached: Counter[Boundary] = Counter()
-        #: each role a request had at each boundary (idem.sim.call_roles), and the arrivals of each role
+        #: each role a request had at each boundary (idem.sim.platform.call_roles), and the arrivals of each role
         #: per piece of work: a second plan pinned to a role fails that role's own first arrival
         self.roles_reached: set[tuple[Boundary, str]] = set()
         self.role_arrivals: Counter[tuple[Boundary, str, str]] = Counter()
@@ -150,7 +150,7 @@ class Watch:
 
     # -- crossing a boundary ---------------------------------------------------------
     def before(self, visit: Visit, call: str, role: str = "") -> None:
-        """`role`: what the request asks (idem.sim.call_roles), for its boundaries before and after."""
+        """`role`: what the request asks (idem.sim.platform.call_roles), for its boundaries before and after."""
         visit.seen[call] += 1
         boundary = Boundary(call, visit.seen[call], Side.BEFORE)
         visit.pending.append(Boundary(call, visit.seen[call], Side.AFTER))
@@ -426,7 +426,7 @@ def _parameters(model: Any, params: Any = None, context: Any = None, **_: Any) -
 
 #: set in a DynamoDB call's botocore context: the call's own parameters
 _PARAMETERS = "idem_parameters"
-#: set in every call's botocore context: what it asks (idem.sim.call_roles)
+#: set in every call's botocore context: what it asks (idem.sim.platform.call_roles)
 _ROLE = "idem_role"
 
 

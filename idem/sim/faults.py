@@ -144,7 +144,7 @@ class FaultPlan:
     #: a second plan, at another boundary: a call first made after this plan's fault (the family
     #: second_fault, idem.explore.families.second_fault), which fails too (before it, or its answer lost)
     also: "FaultPlan | None" = None
-    #: a second plan's: only a request with this role at `at` (idem.sim.call_roles), None for any; its
+    #: a second plan's: only a request with this role at `at` (idem.sim.platform.call_roles), None for any; its
     #: arrivals are counted among that role's own
     role: str | None = None
 

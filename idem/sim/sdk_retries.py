@@ -185,7 +185,7 @@ def lose_answers(request: Any, response: Any) -> None:
 
 
 def role_at(visit: Any, boundary: Any) -> str:
-    """What the request at `boundary` of `visit` asked (idem.sim.call_roles, kept in `Visit.roles`); "" for none."""
+    """What the request at `boundary` of `visit` asked (idem.sim.platform.call_roles, kept in `Visit.roles`); "" for none."""
     roles = getattr(visit, "roles", None)
     return roles.get(boundary, "") if isinstance(roles, dict) else ""
 

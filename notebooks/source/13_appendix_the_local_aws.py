@@ -179,7 +179,7 @@ views.show_source(boundary.WatchedProvider.charge)
 # the first fault led to, such as a retry asking Stripe whether its first attempt charged, or taking
 # over a claim. Such a call can come at a boundary whose name the clean run's call has. So each AWS
 # call also has a role: what it asks, such as its table and its expressions, not its data
-# (`idem.sim.call_roles`). `at_boundary` picks the plan that fails each boundary, for the role of
+# (`idem.sim.platform.call_roles`). `at_boundary` picks the plan that fails each boundary, for the role of
 # the request there:
 
 # %%

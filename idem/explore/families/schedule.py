@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...sim.platform.batch_partial import UNPROCESSED, partial_words
-from ...sim.call_roles import shown
+from ...sim.platform.call_roles import shown
 from ...sim.faults import Side
 from . import key_decoding, runs, second_fault, upload_kinds
 

@@ -49,7 +49,7 @@ DESCRIPTION = ("a fault of the other families, then a call that only the fault l
 def new_calls(result: Any, known: set[Any], roles: frozenset[tuple[Any, str]] = frozenset()) -> list[tuple[Any, Any]]:
     """The calls `result`'s run made that the clean run never made, each as (boundary, role): a boundary not
     among the clean run's (`known`; role None: whatever is asked there), or one of them where the request
-    asked what no request of the clean run's to that call asked (its role, idem.sim.call_roles; `roles` are
+    asked what no request of the clean run's to that call asked (its role, idem.sim.platform.call_roles; `roles` are
     the clean run's: a batch's second order's claim, made at another number, is the clean run's). Before each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost;
     botocore resends it). The handler's return is no call; the side after a charge is the clean run's own."""
     def a_call(b: Any) -> bool:

@@ -23,7 +23,7 @@ class Result:
     #: the answers its run asked for (`same_run`): the most arrivals at each boundary, and the
     #: attempt numbers whose retry was decided
     reached: dict[Any, int] = field(default_factory=dict)
-    #: each (boundary, role) its run reached: what each AWS call asked there (idem.sim.call_roles)
+    #: each (boundary, role) its run reached: what each AWS call asked there (idem.sim.platform.call_roles)
     roles: frozenset[tuple[Any, str]] = frozenset()
     retries_asked: frozenset[int] = frozenset()
     #: the schedule whose run this result is (itself, or an earlier schedule that ran the same)

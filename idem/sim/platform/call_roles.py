@@ -7,13 +7,16 @@ another schedule, an UpdateItem at the same place that parks the order. The seco
 their role: for DynamoDB, the table, the expressions, the attribute names written or named, a PartiQL
 statement, and each item of a transaction or a batch the same way; for other services, the resource the
 request names (its bucket, queue, topic, state machine, function or event bus). Keys and values are the
-request's data (an order id, an amount), never part of its role.
+request's data (an order id, an amount), never part of its role, but for a value that reads as a word
+(`WORD`: "done", "parked", "in_progress"): a status the handler's code writes, so that one `SET #s = :s`
+writing "done" and another writing "parked" are two requests.
 
-What is not told apart: two requests with the same expressions and names whose values alone differ (one
-`SET #s = :s` writing "done", another "parked"). They share a role.
+What is not told apart: two requests whose values alone differ, each value with a digit, a space or
+punctuation (data), or a status word made of data.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 #: DynamoDB's expressions: what a request reads, writes and requires (its code, not its data)
@@ -23,6 +26,8 @@ EXPRESSIONS = ("KeyConditionExpression", "UpdateExpression", "ConditionExpressio
 RESOURCES = ("Bucket", "QueueUrl", "TopicArn", "TargetArn", "StateMachineArn", "FunctionName", "EventBusName")
 #: how long a role may be in a schedule's label
 SHOWN = 60
+#: a value that reads as a word, written by the handler's code (a status), not data (an id, a key, a reason)
+WORD = re.compile(r"[A-Za-z_]{1,40}")
 
 
 def role_of(call: str, params: Any) -> str:
@@ -42,7 +47,10 @@ def _dynamodb(params: Mapping[str, Any]) -> str:
         parts.append("names " + ",".join(sorted(str(v) for v in names.values())))
     item = params.get("Item")
     if isinstance(item, Mapping):
-        parts.append("item " + ",".join(sorted(str(k) for k in item)))
+        parts.append("item " + ",".join(sorted(str(k) + _word(v) for k, v in item.items())))
+    values = params.get("ExpressionAttributeValues")
+    if isinstance(values, Mapping) and any(_word(v) for v in values.values()):
+        parts.append("values " + ",".join(sorted(f"{k}{_word(v)}" for k, v in values.items() if _word(v))))
     # a transaction's items, a PartiQL batch's statements, a batch's requests: each kind once, however many
     # orders it carries (a batch of one order's line asks what a batch of two orders' lines asks)
     for many in ("TransactItems", "Statements"):
@@ -53,6 +61,12 @@ def _dynamodb(params: Mapping[str, Any]) -> str:
         parts += sorted({f"{table}: {_each(request)}" for table, some in requests.items()
                          for request in (some if isinstance(some, list) else [some])})
     return "; ".join(parts)
+
+
+def _word(value: Any) -> str:
+    """`="done"` for a DynamoDB string that reads as a word (`WORD`); "" for data."""
+    text = value.get("S") if isinstance(value, Mapping) else None
+    return f'="{text}"' if isinstance(text, str) and WORD.fullmatch(text) else ""
 
 
 def _each(entry: Any) -> str:

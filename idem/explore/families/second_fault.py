@@ -19,16 +19,23 @@ its own write from another's, has learnt nothing from it.
 
 A schedule with no fault reaches calls the clean run never made as well: keyed parks an order whose file a
 second order at its name replaced before it was read (`overwrite`), or another account's order whose file
-names the first account's customer (`accounts`), with a write the clean run never made. Each such schedule runs again with that call
-failing on its first arrival, the same two ways; its plan has no first fault (`FaultPlan(also=...)`), as a
-plan whose outage is over has none. A handler that counts a failed park as parked and returns success loses
-the order with nothing in the failure queue.
+names the first account's customer (`accounts`), with a write the clean run never made. Each such schedule
+runs again with that call failing on its first arrival, the same two ways; its plan has no first fault
+(`FaultPlan(also=...)`), as a plan whose outage is over has none. A handler that counts a failed park as
+parked and returns success loses the order with nothing in the failure queue.
+
+A call is also new where the clean run crossed its boundary with another request: a boundary is named by its
+call and number, and a takeover can be the invocation's second PutItem as the clean run's commit is. Each AWS
+call has a role (idem.sim.platform.call_roles: its table, expressions, attribute names and status words, or
+the resource it names); a call whose role no request of the clean run's to that call had is failed too, its
+plan pinned to that role (`FaultPlan.role`), so the clean run's own request at that boundary goes through.
 
 In the family `again`, the first fault is an outage that is over before the redrive; the second fault
 outlives it (`FaultPlan.over`), so a call the redrive makes for the first time (keyed's look-up at the
 provider, past its key window) fails too.
 
-Not modelled: a crash at such a call, its later arrivals, every attempt's answer lost, a third fault.
+Not modelled: a crash at such a call, its later arrivals, every attempt's answer lost, a third fault; two
+requests whose values alone tell them apart, each value data (a status word with a digit in it).
 """
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ class CheckReport:
 
     def dimensions(self) -> dict[str, int]:
         """How many schedules each family added (DIMENSIONS); the second round's family only when it ran
-        (`idem.explore.families.second_fault`: a handler that makes no call only a fault leads to has none)."""
+        (`idem.explore.families.second_fault`: a handler that makes no call its clean run never made has none)."""
         counts = Counter(r.schedule.dimension for r in self.results)
         return {name: counts[name] for name in DIMENSIONS if name != second_fault.FAMILY or counts[name]}
 

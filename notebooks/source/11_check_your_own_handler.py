@@ -108,7 +108,13 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # A schedule with no fault can reach a new call too. A second order at the same name may replace
 # the first's file before it is read, or another account's file may name the first account's
 # customer. keyed parks that order (chapter 03), with a write the clean run never made. That
-# write is failed the same way. The report names this family only when it ran.
+# write is failed the same way.
+#
+# A call can also be new at a boundary the clean run crossed. keyed's takeover of a claim is the
+# second `PutItem` of its invocation, as its clean run's booking is. So the check tells calls
+# apart by what they ask as well: the table, the expressions, the attribute names and the status
+# words they write, not the order's data. A request that asks what none of the clean run's asked
+# is failed the same way. The report names this family only when it ran.
 
 # %% [markdown]
 # ### How an upload is judged

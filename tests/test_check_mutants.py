@@ -171,6 +171,17 @@ def test_a_mutant_that_never_books_is_refused_when_the_books_are_named(tmp_path,
         check_handler(target, retries=(0,), workers=1, books="LEDGER_TABLE:charge_id")
 
 
+def caught_in_the_second_round(target: str, monkeypatch: pytest.MonkeyPatch, families: str, verdict: str,
+                               **options: str) -> list:
+    """The check of `target` on `families`, retries 0: its results with `verdict`, asserted to be there and to be
+    the second round's alone (every break of the mutant is a schedule of the family second_fault)."""
+    monkeypatch.setenv(family_choice.VARIABLE, families)
+    report = check_handler(target, retries=(0,), workers=1, **options)
+    found = [r for r in report.broken if r.verdict == verdict]
+    assert found and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    return found
+
+
 @pytest.mark.parametrize("trigger", ["s3", "sqs"])
 def test_a_look_up_read_as_no_charge_when_it_fails_is_caught_in_the_second_round(tmp_path, monkeypatch, trigger):
     """keyed looks its charge up once the order's key may be forgotten (an order charged, never booked,
@@ -183,10 +194,7 @@ def test_a_look_up_read_as_no_charge_when_it_fails_is_caught_in_the_second_round
                     "    except Exception:  # the mutant: a failed look-up read as no charge\n"
                     "        return []\n"
                     "    except BaseException as unavailable:\n", monkeypatch)
-    monkeypatch.setenv(family_choice.VARIABLE, "again,second_fault")
-    report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
-    twice = [r for r in report.broken if r.verdict == "double_charge"]
-    assert twice and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    twice = caught_in_the_second_round(target, monkeypatch, "again,second_fault", "double_charge", trigger=trigger)
     # each where the look-up failed; the redrive (of the failure queue, of SQS's dead-letter queue) made it
     # after the plan's outage was over (FaultPlan.over)
     assert all(r.schedule.fault.also.at.call == "provider:find_charges" and r.schedule.later.kind == "again"
@@ -212,10 +220,8 @@ def test_a_failed_park_counted_as_parked_is_caught_without_a_first_fault(tmp_pat
     by schedules with no fault at all (the families overwrite and accounts); only the second round fails it
     (docs/reliability.md, "an error is not an answer"). Before it ran fault-free schedules, the mutant held."""
     target = mutant(tmp_path, "failed park counted as parked", *FAILED_PARK, monkeypatch)
-    monkeypatch.setenv(family_choice.VARIABLE, "overwrite,accounts,second_fault")
-    report = check_handler(target, retries=(0,), workers=1, trigger=trigger)
-    lost = [r for r in report.broken if r.verdict == "silent_loss"]
-    assert lost and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    lost = caught_in_the_second_round(target, monkeypatch, "overwrite,accounts,second_fault", "silent_loss",
+                                      trigger=trigger)
     # each with no first fault, the park (an UpdateItem) failing on its first arrival
     assert all(r.schedule.fault.at is None and r.schedule.fault.also.at.call == "dynamodb:UpdateItem"
                for r in lost), [r.schedule.label() for r in lost]
@@ -245,9 +251,6 @@ def test_a_failed_park_at_a_boundary_the_clean_run_crossed_in_another_role_is_ca
     A boundary named by its call and number alone hid it, and the failed-park mutant held; a call is named by
     what it asks too (its expressions and attribute names: idem.sim.platform.call_roles)."""
     target = mutant(tmp_path, "failed park counted as parked", *FAILED_PARK, monkeypatch)
-    monkeypatch.setenv(family_choice.VARIABLE, "accounts,second_fault")
-    report = check_handler(target, retries=(0,), workers=1, provider="stripe")
-    lost = [r for r in report.broken if r.verdict == "silent_loss"]
-    assert lost and {r.schedule.dimension for r in report.broken} == {"second_fault"}, report.tally()
+    lost = caught_in_the_second_round(target, monkeypatch, "accounts,second_fault", "silent_loss", provider="stripe")
     assert all(r.schedule.fault.at is None and r.schedule.fault.also.at == Boundary("dynamodb:UpdateItem")
                and r.schedule.fault.also.role for r in lost), [r.schedule.label() for r in lost]

@@ -105,9 +105,8 @@ class Watch:
         #: the most arrivals any piece of work made at each boundary: which of a fault plan's
         #: arrivals this run ever asked about (idem.explore.check runs a schedule once per answer)
         self.reached: Counter[Boundary] = Counter()
-        #: each role a request had at each boundary (idem.sim.platform.call_roles), and the arrivals of each role
-        #: per piece of work: a second plan pinned to a role fails that role's own first arrival
-        self.roles_reached: set[tuple[Boundary, str]] = set()
+        #: the arrivals at each boundary per role a request had there (idem.sim.platform.call_roles) and piece of
+        #: work: a second plan pinned to a role fails that role's own first arrival; its keys are the roles reached
         self.role_arrivals: Counter[tuple[Boundary, str, str]] = Counter()
         self.effect_counts: Counter[tuple[str, str]] = Counter()  # (call, work) -> done
         self.triggers: list[Trigger] = []
@@ -200,7 +199,6 @@ class Watch:
         arrival = self.arrivals[(boundary, visit.work)]
         self.reached[boundary] = max(self.reached[boundary], arrival)
         role = role_at(visit, boundary)
-        self.roles_reached.add((boundary, role))
         self.role_arrivals[(boundary, role, visit.work)] += 1
         plan = self.plan.at_boundary(boundary, role)  # or the schedule's second fault (families.second_fault)
         if plan.role is not None:  # a second plan pinned to a role: that role's own arrivals

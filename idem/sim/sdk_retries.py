@@ -161,8 +161,7 @@ def lose_answers(request: Any, response: Any) -> None:
     watch, visit = running
     role = role_at(visit, visit.pending[-1]) if visit.pending else ""
     plan = watch.plan.at_boundary(visit.pending[-1], role) if visit.pending else watch.plan  # or its second plan's
-    if plan.at is None or not visit.pending or visit.pending[-1] != plan.at or not plan.strikes(plan.at, role) \
-            or not resent_by_sdk(watch, plan.at, visit):
+    if plan.at is None or not visit.pending or visit.pending[-1] != plan.at or not resent_by_sdk(watch, plan.at, visit):
         return
     # counted when the SDK is done with the call: among its role's own, for a plan pinned to one
     arrival = (watch.role_arrivals[(plan.at, role, visit.work)] if plan.role is not None
@@ -185,7 +184,8 @@ def lose_answers(request: Any, response: Any) -> None:
 
 
 def role_at(visit: Any, boundary: Any) -> str:
-    """What the request at `boundary` of `visit` asked (idem.sim.platform.call_roles, kept in `Visit.roles`); "" for none."""
+    """What the request at `boundary` of `visit` asked (idem.sim.platform.call_roles, kept in `Visit.roles`);
+    "" for none."""
     roles = getattr(visit, "roles", None)
     return roles.get(boundary, "") if isinstance(roles, dict) else ""
 

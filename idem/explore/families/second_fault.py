@@ -56,9 +56,10 @@ DESCRIPTION = ("a fault of the other families, then a call that only the fault l
 def new_calls(result: Any, known: set[Any], roles: frozenset[tuple[Any, str]] = frozenset()) -> list[tuple[Any, Any]]:
     """The calls `result`'s run made that the clean run never made, each as (boundary, role): a boundary not
     among the clean run's (`known`; role None: whatever is asked there), or one of them where the request
-    asked what no request of the clean run's to that call asked (its role, idem.sim.platform.call_roles; `roles` are
-    the clean run's: a batch's second order's claim, made at another number, is the clean run's). Before each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost;
-    botocore resends it). The handler's return is no call; the side after a charge is the clean run's own."""
+    asked what no request of the clean run's to that call asked (its role, idem.sim.platform.call_roles;
+    `roles` are the clean run's: a batch's second order's claim, made at another number, is the clean run's).
+    Before each (a read of Stripe's, an AWS call), and after each AWS call (its answer lost; botocore resends
+    it). The handler's return is no call; the side after a charge is the clean run's own."""
     def a_call(b: Any) -> bool:
         return b.call != END_CALL and (b.side is Side.BEFORE or not b.call.startswith(NOT_AWS))
     found: list[tuple[Any, Any]] = [(b, None) for b in (result.reached or {}) if b not in known and a_call(b)]
@@ -67,7 +68,8 @@ def new_calls(result: Any, known: set[Any], roles: frozenset[tuple[Any, str]] = 
                           if role and b in known and (b.call, b.side, role) not in asked and a_call(b))
 
 
-def schedules(results: Iterable[Any], crossed: Sequence[Any], roles: frozenset[tuple[Any, str]] = frozenset()) -> list[Any]:
+def schedules(results: Iterable[Any], crossed: Sequence[Any],
+              roles: frozenset[tuple[Any, str]] = frozenset()) -> list[Any]:
     """First-round schedules again, with a call only their fault (or, with none, their deliveries) led to failing
     too: for each such call, first fault (its boundary and how it fails, or none), retry setting and family,
     the smallest schedule that reached the call (fewest copies, then failing arrivals: `Schedule.size`), in the

@@ -96,6 +96,8 @@ AGAIN_HOW = ("redrive", "upload")
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html). Run for a function that reads
 #: the customer mapping (`accounts.reads_mapping`), with the check's own order file.
 NAMES_CUSTOMER = "names_customer"
+NAMES_CUSTOMER_WORDS = ("another account's order with the same order id, its file naming the first account's customer "
+                        "and its metadata (x-amz-meta-account) the first account")
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,7 @@ class Later:
             what = "the failure queue redriven" if self.how == "redrive" else "the same order uploaded again"
             return f"then {what} {seconds(self.seconds)} later ({self.why})"
         if self.how == NAMES_CUSTOMER:
-            return ("another account's order with the same order id, its file naming the first account's customer "
-                    "and its metadata (x-amz-meta-account) the first account, after the first is done")
+            return f"{NAMES_CUSTOMER_WORDS}, after the first is done"
         return "another account's order with the same order id" + (
             ", after the first is done" if self.how == "after" else f", while the first is {copy_at}")
 
@@ -155,8 +156,7 @@ class Later:
             after = " after the first message was sent" if self.from_start else " later"
             return f"then {what} {seconds(self.seconds)}{after} ({self.why})"
         if self.how == NAMES_CUSTOMER:
-            return ("another account's order with the same order id, its file naming the first account's customer "
-                    "and its metadata (x-amz-meta-account) the first account, its message after the batch is done")
+            return f"{NAMES_CUSTOMER_WORDS}, its message after the batch is done"
         where = {"after": ", its message after the batch is done",
                  "same_batch": ", its message in the same batch as the first's"}.get(
             self.how, f", received while the first is {copy_at}")

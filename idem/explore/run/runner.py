@@ -378,7 +378,8 @@ def _asked(result: Result, runtime: Any) -> None:
     """Keep with a result the answers its run asked for (`idem.explore.run.reuse`), and the last
     RESULT_LOG_LINES of what each attempt printed."""
     result.reached = dict(runtime.watch.reached)
-    result.roles = frozenset(runtime.watch.roles_reached)  # what each call asked (second_fault)
+    # what each call asked (second_fault): the roles the arrivals were counted by
+    result.roles = frozenset((b, role) for b, role, _ in runtime.watch.role_arrivals)
     result.retries_asked = frozenset(runtime.retries_asked)
     for attempt in result.attempts:
         del attempt.logs[:-RESULT_LOG_LINES]

@@ -5,7 +5,7 @@ bugs show in each family of schedules (faults, a second upload, a slow call, SQS
 handler that holds."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,38 @@ def test_a_fault_of_another_kind_or_place_is_another_run_once_it_fired():
     assert not reuse.same_run(Schedule(fault("1", LATER), "single", None, 2), ran)
     assert not reuse.same_run(Schedule(None, "single", None, 2), ran)
     assert not reuse.same_run(Schedule(fault("1"), "duplicate", None, 2), ran)  # another family
+
+
+def test_a_second_plan_is_the_runs_own_and_only_the_retries_may_differ():
+    # the second round: a first-round schedule again, a call its fault led to failing too (FaultPlan.also)
+    also = FaultPlan(LATER, "1", How.EXCEPTION)
+    ran = Ran(Schedule(FaultPlan(CHARGE, "1", also=also), "single", None, 2), {CHARGE: 2, LATER: 1}, frozenset({1}))
+    assert reuse.same_run(Schedule(FaultPlan(CHARGE, "1", also=also), "single", None, 1), ran)  # retried both
+    assert not reuse.same_run(Schedule(FaultPlan(CHARGE, "1", also=also), "single", None, 0), ran)
+    assert not reuse.same_run(Schedule(fault("1"), "single", None, 2), ran)  # the first round's: no second fault
+    assert not reuse.same_run(Schedule(FaultPlan(CHARGE, "1", also=replace(also, role="other")), "single", None, 2), ran)
+    # no first fault, only the second plan: it fails no arrival of the first's, and asks the same questions
+    alone = Ran(Schedule(FaultPlan(also=also), "single", None, 2), {LATER: 1}, frozenset({1}))
+    assert reuse.failing(alone.schedule) == frozenset()
+    assert reuse.same_run(Schedule(FaultPlan(also=also), "single", None, 1), alone)
+    assert not reuse.same_run(Schedule(None, "single", None, 1), alone)
+    assert not reuse.same_run(Schedule(FaultPlan(also=also), "single", None, 1), replace(alone, schedule=Schedule(
+        FaultPlan(also=FaultPlan(CHARGE, "1", How.EXCEPTION)), "single", None, 2)))
+
+
+def test_the_second_round_reuses_only_its_own_runs():
+    first = [Schedule(fault(times) if times else None, retries=retries) for times in TIMES for retries in (0, 1, 2)]
+    also = FaultPlan(LATER, "1", How.EXCEPTION)
+    second = [replace(s, fault=replace(s.fault or FaultPlan(), also=also)) for s in first]
+    schedules = first + second
+    expected, expected_runs = _phase_by_phase(second)
+    assert expected_runs < len(second)
+    for seed in range(5):
+        results, runs = reuse.run_once(schedules, ShuffledRuns(schedules, seed), start=len(first))
+        assert runs == expected_runs and len(results) == len(second)
+        assert [r.schedule for r in results] == second
+        assert all(r.ran_as is None or r.ran_as in second for r in results)  # never a first-round run
+        assert [("reused", r.ran_as) if r.ran_as is not None else r for r in results] == expected, seed
 
 
 def test_phases_put_fewer_failing_arrivals_and_more_retries_first():

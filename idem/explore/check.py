@@ -181,7 +181,9 @@ def _check(resolved: Target, effects: tuple[str, ...], retries: tuple[int, ...],
             second = family_choice.chosen(second_fault.schedules(results, crossed, clean.roles), DIMENSIONS)
             if second:
                 first, found = len(found), found + second  # numbered after the first round's (`args_of` reads it)
-                more, ran = reuse.run_every(found, Dispatch(found, pool, workers, args_of), start=first)
+                second_runs = Dispatch(found, pool, workers, args_of)
+                more, ran = (reuse.run_once(found, second_runs, start=first) if reuse_runs
+                             else reuse.run_every(found, second_runs, start=first))
                 results, made = results + more, made + ran
     report = CheckReport(resolved, effects, crossed, baseline, results, where, trigger, runs=made)
     # the clean run's price against its file's, for a handler that read the file (GetObject)

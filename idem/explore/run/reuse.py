@@ -15,6 +15,11 @@ still gets a result, the one its own run would have had.
 The runs go in phases, smaller before larger (fewer failing arrivals, then more retries first,
 since a run with retries left over answers the one with fewer when it never needed them), so
 that the run a schedule can reuse has finished before the schedule's turn.
+
+The second round (`idem.explore.families.second_fault`) reuses its own runs the same way: its schedules
+add a second plan (`FaultPlan.also`) to a first-round schedule's, once per retry setting, and a run
+answers another only where both plans are the same, so what differs is the retries alone, and a run
+that never asked for the retry it had answers the schedule that has none.
 """
 from __future__ import annotations
 
@@ -31,8 +36,9 @@ def family(schedule: Any) -> tuple[Any, ...]:
 
 
 def failing(schedule: Any) -> frozenset[int]:
-    """The arrivals the schedule's fault fails (none without a fault)."""
-    return frozenset() if schedule.fault is None else _arrivals(schedule.fault.times)
+    """The arrivals the schedule's fault fails (none without a fault, or with only a second plan)."""
+    plan = schedule.fault
+    return frozenset() if plan is None or plan.at is None else _arrivals(plan.times)
 
 
 @functools.cache
@@ -46,6 +52,11 @@ def _fault(schedule: Any) -> tuple[Any, ...]:
     return (plan.at, plan.how, plan.outcome, plan.run)
 
 
+def _second(schedule: Any) -> Any:
+    """The schedule's second plan (the second round's), None for the first round's."""
+    return None if schedule.fault is None else schedule.fault.also
+
+
 def same_run(schedule: Any, result: Any) -> bool:
     """Would `schedule` run exactly as `result`'s run did? Yes when it is of the same family and
     gives the same answer to every question that run asked: each arrival it reached at a
@@ -56,6 +67,8 @@ def same_run(schedule: Any, result: Any) -> bool:
 def _same_answers(schedule: Any, result: Any) -> bool:
     """`same_run` for a schedule and a run of one family."""
     ran = result.schedule
+    if _second(schedule) != _second(ran):  # a second plan is the run's own, reached or not
+        return False
     if any((n <= schedule.retries) != (n <= ran.retries) for n in result.retries_asked):
         return False
     fired = frozenset(k for k in failing(ran) if k <= result.reached.get(ran.fault.at, 0)) if ran.fault else frozenset()
@@ -86,19 +99,20 @@ class Runs(Protocol):
     def finished(self) -> list[tuple[int, Any]]: ...
 
 
-def run_once(schedules: Sequence[Any], runs: Runs) -> tuple[list[Any], int]:
+def run_once(schedules: Sequence[Any], runs: Runs, start: int = 0) -> tuple[list[Any], int]:
     """Every schedule's result, in order, running only those no earlier run answers. Returns the
-    results and how many runs were made.
+    results and how many runs were made; from `start` on (the check's second round: the first round's
+    are already run, and no run of theirs answers one of it).
 
     A schedule can only reuse a run of its own family, so each family goes through the phases on
     its own: its next phase is decided once its runs of the phase before have all come back, while
     other families' runs still go on. What is reused is what the phases alone decide (the runs of
     the family's earlier phases, in their order), however the runs are spread over processes."""
-    results: list[Any] = [None] * len(schedules)
+    results: list[Any] = [None] * (len(schedules) - start)
     steps: dict[tuple[Any, ...], list[tuple[int, list[int]]]] = {}  # a family's phases: (rank, indexes)
-    for rank, phase in enumerate(phases(schedules)):
+    for rank, phase in enumerate(phases(schedules[start:])):
         mine: dict[tuple[Any, ...], list[int]] = {}
-        for i in phase:
+        for i in (start + i for i in phase):
             mine.setdefault(family(schedules[i]), []).append(i)
         for name, indexes in mine.items():
             steps.setdefault(name, []).append((rank, indexes))
@@ -117,7 +131,7 @@ def run_once(schedules: Sequence[Any], runs: Runs) -> tuple[list[Any], int]:
                 if twin is None:
                     todo.append(i)
                 else:
-                    results[i] = replace(twin, schedule=schedules[i], ran_as=twin.schedule)  # twins are runs
+                    results[i - start] = replace(twin, schedule=schedules[i], ran_as=twin.schedule)  # twins are runs
             if todo:
                 running[name] = dict.fromkeys(todo)
                 made += len(todo)
@@ -128,7 +142,7 @@ def run_once(schedules: Sequence[Any], runs: Runs) -> tuple[list[Any], int]:
         next_runs(name)
     while running:
         for i, result in runs.finished():
-            results[i] = result
+            results[i - start] = result
             name = family(schedules[i])
             running[name][i] = result
             if all(r is not None for r in running[name].values()):

@@ -48,6 +48,23 @@ def test_a_claim_object_in_the_trigger_bucket_fails_its_own_invocation_and_is_na
     assert "note: the function wrote '_claims/" in out and "no money moved" in out
 
 
+def test_under_sqs_an_archive_in_the_trigger_bucket_comes_back_as_a_message_and_is_charged_again(monkeypatch):
+    """sqs_archive_same_bucket (S3 -> SQS -> Lambda) copies each booked order to archive/ in the bucket that
+    notifies its queue: the copy's event is one more message, read as the account "archive"'s order and
+    charged again (before, under --trigger sqs the function's own writes never came back: holds)."""
+    code, out, err = check(monkeypatch, target("sqs_archive_same_bucket"), "--trigger", "sqs", families="uploads")
+    assert code == 1, (out + err)[-3000:]
+    assert "double_charge" in out
+    assert ("the clean run charged the 2 orders of its batch 4 times: the function wrote 'archive/" in out
+            and "sent that object's event to its queue" in out)
+
+
+def test_under_sqs_its_twin_that_skips_its_own_archive_holds(monkeypatch):
+    code, out, err = check(monkeypatch, target("sqs_archive_skips"), "--trigger", "sqs", families="uploads")
+    assert code == 0 and "exactly_once" in out, (out + err)[-3000:]
+    assert "the function wrote" not in out  # its own copies come back and succeed: nothing to note
+
+
 @pytest.mark.parametrize("prefix, suffix, delivered_by, key, api, comes_back", [
     ("", "", (), "archive/a.json", "CopyObject", True),  # no template: the whole bucket, every event type
     ("incoming/", "", (), "archive/incoming/a.json", "CopyObject", False),  # outside the prefix

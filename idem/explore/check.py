@@ -231,7 +231,7 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
     # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
     # function once per message of the clean run's batch (its boundaries are any invocation's); an
     # invocation of an object the function wrote itself is no order's (P23: named in the notes)
-    ordered = [a for a in result.attempts if a.delivery not in result.own_writes] or result.attempts
+    ordered = [a for a in result.attempts if not own_writes.is_own(a, result.own_writes)] or result.attempts
     attempt = next((a for a in ordered if a.failed), ordered[0])
     if attempt.failed and (where := missing_setting(attempt.error, attempt.traceback, dict(target.env))):
         name = attempt.error.split("'")[1]
@@ -259,9 +259,11 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
     first, again = result.own_charges
     if first and again:  # its own write came back to it and was charged as an order (P23)
         key = next(iter(result.own_writes.values()))
+        orders = "its one order" if trigger != "sqs" else f"the {len(triggers.SQS_BATCH)} orders of its batch"
+        sent = "sent it that object's event" if trigger != "sqs" else "sent that object's event to its queue"
         raise CleanRunBreaks(replace(result, verdict=Verdict.DOUBLE_CHARGE.value, findings=[
-            f"the clean run charged its one order {first + again} times: the function wrote {key!r} into the "
-            "bucket its trigger watches, S3 sent it that object's event as for any upload "
+            f"the clean run charged {orders} {first + again} times: the function wrote {key!r} into the "
+            f"bucket its trigger watches, S3 {sent} as for any upload "
             "(https://docs.aws.amazon.com/lambda/latest/dg/with-s3.html), and it charged again; write it "
             "elsewhere, give the trigger a key filter that leaves it out, or skip such keys"] + result.findings))
     if result.verdict == Verdict.SILENT_LOSS.value:  # a message of the clean run's batch never charged

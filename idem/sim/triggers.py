@@ -45,7 +45,7 @@ import itertools
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Container
 
 from ..core.clock import iso8601
 from ..core.events import S3Object
@@ -208,6 +208,8 @@ class SqsFedLambda(LocalLambda):
         self._poll_seq = itertools.count()
         self._ids = itertools.count(1)
         self._work = ""  # every invocation of one run is one piece of work (see work_of)
+        #: messages about objects the function wrote itself (idem.explore.run.own_writes): their own work
+        self.own_messages: Container[str] = frozenset()
         self.provider = DeclineWatch(self.provider)
         self.watch.declines = self.provider.declined
         self.watch.sqs_source = self  # the function's own DeleteMessage on this queue (idem.sim.sqs_deletes)
@@ -273,6 +275,11 @@ class SqsFedLambda(LocalLambda):
         """Nothing: a failed batch's messages come back when their visibility timeout ends."""
 
     def work_of(self, event: dict[str, Any]) -> str:
+        """The run's one piece of work; a batch of the function's own writes alone is its own (its
+        arrivals at a boundary are not the run's, as an own write's event is its own work on S3)."""
+        ids = [r.get("messageId") for r in event.get("Records", []) if isinstance(r, dict)]
+        if ids and all(i in self.own_messages for i in ids):
+            return "own:" + ",".join(sorted(ids))
         return self._work or work_of(event)
 
     def _poll(self, only: list[Message] | None = None) -> None:
@@ -306,6 +313,7 @@ class SqsFedLambda(LocalLambda):
         receives = max(m.receives for m in batch.messages)
         pending = _Pending(now, 0, self._event(batch, now), delivery, receives, self._new_id(), now)
         attempt = self._invoke(pending)
+        attempt.messages = [m.message_id for m in batch.messages]
         self._settle(batch, attempt)
         if later:
             self._poll_at(now)

@@ -3,7 +3,7 @@ the books' lines, the failure queue, the handler's own queues; and the counts pe
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 
 from ...sim.runtime import work_of
 from ...sim.world import empty_queue, pk_text
@@ -111,9 +111,12 @@ def per_order(per_upload: Sequence[dict[str, int]], dlqs: Sequence[int],
 
 def judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[Any], counted: dict[str, int],
                baseline: dict[str, int], table: str | None, books: Books | None, charges_seen: set[str],
-               lines_seen: set[str], recorded: Sequence[tuple[str, dict[str, Any]]]) -> Result:
+               lines_seen: set[str], recorded: Sequence[tuple[str, dict[str, Any]]],
+               own_keys: Iterable[str] = ()) -> Result:
     """One SQS schedule's result: its batch's uploads judged one by one (`triggers.judge_batch`).
-    `recorded`: every charge at the provider (`LocalWorld.provider_charges`), read once by the caller."""
+    `recorded`: every charge at the provider (`LocalWorld.provider_charges`), read once by the caller.
+    `own_keys`: objects the function wrote where its trigger listens (P23): a failed message about one
+    is no upload's failure."""
     charges, unowned, owner_of = triggers.charges_by_upload(recorded, uploads, charges_seen)
     counted[CHARGES] = sum(charges) + unowned
     lines, unowned_lines = [0] * len(uploads), 0
@@ -121,7 +124,7 @@ def judge_sqs(world: Any, runtime: Any, schedule: Schedule, uploads: Sequence[An
         lines, unowned_lines = triggers.lines_by_upload(world, table, books.attribute, owner_of, uploads,
                                                         lines_seen)
         counted[LINES] = sum(lines) + unowned_lines
-    dlq = triggers.failures_by_upload(drain(world, world.queue_url), uploads)
+    dlq = triggers.failures_by_upload(drain(world, world.queue_url), uploads, own_keys)
     # behind an SNS topic (its envelope: docs/check_from_a_template.md, P24), a clean run that took the payment
     # client and charged nothing lost its orders; elsewhere it stays "made no charge" (exit 2), as before
     topic = getattr(runtime, "topic", None)

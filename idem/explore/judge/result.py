@@ -41,10 +41,10 @@ class Result:
     refused_lines: list[str] = field(default_factory=list)
     #: the charge requests the provider refused as invalid (`Watch.refused`): read of the clean run
     refused_charges: list[str] = field(default_factory=list)
-    #: the deliveries of objects the function wrote itself into its trigger's bucket, by number, with
+    #: the deliveries of objects the function wrote itself into its trigger's bucket, by number (SQS: message id), with
     #: each one's key (`idem.explore.run.own_writes`), and (charges made for the check's upload,
     #: charges made by the invocations of those writes)
-    own_writes: dict[int, str] = field(default_factory=dict)
+    own_writes: dict[int | str, str] = field(default_factory=dict)
     own_charges: tuple[int, int] = (0, 0)
 
     @property

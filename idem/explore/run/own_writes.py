@@ -5,6 +5,11 @@ accepts and by an API whose event type it delivers, is an object created like an
 the function its event. The check delivers it OWN_WRITE_DELAY seconds after the write and follows a
 chain of such writes MAX_DEPTH deep. It keeps which deliveries were the function's own writes, and
 what each invocation of the chain charged, so the clean run can be judged one charge per order.
+
+Fed by SQS, the event is one more message in the function's queue, sent OWN_WRITE_DELAY seconds after
+the write. A run's messages are one piece of work (`SqsFedLambda.work_of`), so its chain is bounded by
+count (MAX_DEPTH for each upload of the batch), and a charge is the own write's when its reference
+names the written key (as `idem.explore.run.triggers` tells each upload's charges by their reference).
 """
 from __future__ import annotations
 
@@ -31,8 +36,8 @@ MAX_DEPTH = 3
 class OwnWrites:
     """What came back to the function of its own writes, in one run."""
 
-    #: each delivery of an own write: its number (the runtime's) -> the key written
-    deliveries: dict[int, str] = field(default_factory=dict)
+    #: each delivery of an own write: its number (the runtime's; under SQS its message id) -> the key written
+    deliveries: dict[int | str, str] = field(default_factory=dict)
     #: how deep in a chain each piece of work is (absent: 0, the check's own upload)
     depth: dict[str, int] = field(default_factory=dict)
 
@@ -46,10 +51,25 @@ class OwnWrites:
         own = sum(n for work, n in made.items() if work in self.depth)
         return sum(made.values()) - own, own
 
+    def charges_named(self, charges: list[dict[str, Any]], uploads: list[str]) -> tuple[int, int]:
+        """`charges` in the provider's record as (those for the check's own uploads, those for the
+        function's own writes), the latter by a reference naming a written key no upload has (SQS)."""
+        written = [key for key in self.deliveries.values() if key not in uploads]
+        own = sum(1 for item in charges
+                  if any(form in str(item.get("reference", "")) for key in written for form in triggers.key_forms(key)))
+        return len(charges) - own, own
+
 
 def delivered(key: str, api: str) -> bool:
     """Whether the function's trigger sends it the event of an object created at `key` by `api`."""
     return uploads.accepts(key, uploads.KEY_PREFIX, uploads.KEY_SUFFIX) and uploads.delivers(api)
+
+
+def is_own(attempt: Any, deliveries: dict[int | str, str]) -> bool:
+    """Whether an invocation was of the function's own writes alone: its delivery one (S3,
+    EventBridge), or every message of its batch one (SQS)."""
+    messages = getattr(attempt, "messages", None)
+    return all(m in deliveries for m in messages) if messages else attempt.delivery in deliveries
 
 
 def install(runtime: Any, world: Any, trigger: str) -> OwnWrites:
@@ -58,9 +78,15 @@ def install(runtime: Any, world: Any, trigger: str) -> OwnWrites:
 
     def written(visit: Any, api: str, bucket: str, key: str, answer: dict[str, Any]) -> None:
         depth = kept.depth.get(visit.work, 0) + 1
+        if trigger == "sqs":  # one piece of work: a chain bounded by its count
+            depth = len(kept.deliveries) // len(triggers.SQS_BATCH) + 1
         if bucket != world.bucket or depth > MAX_DEPTH or not delivered(key, api):
             return
         version = answer.get("VersionId")
+        if trigger == "sqs":  # S3 notifies the queue: one more message, a second after the write
+            body = triggers.sqs_body(runtime, world, created(world, key, version, api))
+            kept.deliveries[runtime.send_message(body, at=world.clock.now() - world.clock.start + OWN_WRITE_DELAY)] = key
+            return
 
         def deliver() -> None:
             event = triggers.event_for(trigger, world, created(world, key, version, api))
@@ -70,6 +96,8 @@ def install(runtime: Any, world: Any, trigger: str) -> OwnWrites:
         runtime.at(world.clock.now() - world.clock.start + OWN_WRITE_DELAY, deliver)
 
     runtime.watch.own_write = written
+    if trigger == "sqs":
+        runtime.own_messages = kept.deliveries  # their batches are their own work (SqsFedLambda.work_of)
     return kept
 
 
@@ -89,7 +117,7 @@ def note(clean: Any) -> list[str]:
     on AWS each is retried and reaches the failure destination, where a person will find it."""
     failed: dict[str, str] = {}
     for attempt in clean.attempts:
-        if attempt.delivery in clean.own_writes and attempt.failed:
+        if is_own(attempt, clean.own_writes) and attempt.failed:
             failed.setdefault(clean.own_writes[attempt.delivery], attempt.error)
     return [f"note: the function wrote {key!r} into the bucket its trigger watches, S3 sent it that object's event "
             f"as for any upload, and the invocation failed ({error.splitlines()[0][:200]}): no money moved, but on "

@@ -241,8 +241,8 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                                             number, target.deployed)
                        if trigger == "sqs" else _runtime(world, target, schedule, provider_factory, number))
             runtime.watch.effects = set(effects)
-            # the objects it writes where its trigger listens come back to it (P23); not modelled under SQS
-            own = own_writes.install(runtime, world, trigger) if trigger != "sqs" else own_writes.OwnWrites()
+            # the objects it writes where its trigger listens come back to it (P23): under SQS as messages
+            own = own_writes.install(runtime, world, trigger)
             # a plain name, one that needs decoding (the family names) or the longest S3 allows where
             # the schedule says (a handler that cannot take it fails visibly there, and only there)
             obj = world.upload(triggers.name_for(number, schedule), order_body(number),
@@ -304,9 +304,12 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                 if trigger == "sqs":  # a batch of uploads: each judged on its own money
                     new = [item for where, item in sorted(kept, key=lambda found: found[0])
                            if where not in charges_seen]
-                    results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
-                                             books, charges_seen, lines_seen, kept))
                     keys = [o.key for o in batch]
+                    results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
+                                             books, charges_seen, lines_seen, kept,
+                                             own_keys=set(own.deliveries.values()) - set(keys)))
+                    results[-1].own_writes = dict(own.deliveries)
+                    results[-1].own_charges = own.charges_named(new, keys)
                     paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None,
                                               baseline.get(CHARGES, 0) // len(triggers.SQS_BATCH))
                     results[-1].verdict = money.worse(results[-1].verdict, paid)

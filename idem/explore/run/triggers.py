@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ...core.events import S3Object, encode_key
 from ...sim.runtime import LocalLambda
@@ -235,10 +235,15 @@ def lines_by_upload(world: Any, table: str, attribute: str, owner_of: dict[str, 
     return per, unowned
 
 
-def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3Object]) -> list[int]:
-    """The failure queue's messages about each upload (the dead-letter queue's body is S3's event)."""
+def failures_by_upload(messages: Sequence[dict[str, Any]], uploads: Sequence[S3Object],
+                       own_keys: Iterable[str] = ()) -> list[int]:
+    """The failure queue's messages about each upload (the dead-letter queue's body is S3's event);
+    one about an object the function wrote itself (`own_keys`, P23) is none of theirs."""
     per = [0] * len(uploads)
+    own = [form for key in own_keys for form in key_forms(key)]
     for message in messages:
+        if any(form in message["Body"] for form in own):
+            continue
         owner = _owner(message["Body"], uploads)
         if owner is not None:
             per[owner] += 1

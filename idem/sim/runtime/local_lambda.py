@@ -66,6 +66,7 @@ class Attempt:
     calls: dict[str, int] = field(default_factory=dict)  # AWS calls by "service:Operation"
     logs: list[str] = field(default_factory=list)
     traceback: str = ""  # the handler's own, when it raised
+    messages: list[str] = field(default_factory=list)  # fed by SQS: the message ids of its batch
 
     @property
     def dynamodb_calls(self) -> int:

@@ -1,6 +1,9 @@
-"""Right, as far as its own copies go: sqs_archive_same_bucket, but it skips every object under its own
+"""Right as far as its own copies go: sqs_archive_same_bucket, but it skips every object under its own
 `archive/` folder. The bucket notifies the queue of every object created in it, so each copy's message still
-comes back to it, and does nothing. Must HOLD under --trigger sqs where its twin breaks."""
+comes back to it, and does nothing: no second charge, no failure. Must HOLD on the clean run and in the
+family uploads where its twin breaks. Like its twin it charges before it looks at its books, so a message
+redelivered past Stripe's 24-hour key window is charged again: it breaks in the families late, retry_ends
+and again (double_charge), with or without its copies coming back."""
 import hashlib
 import json
 import os

@@ -5,6 +5,8 @@ function indirectly triggers itself": https://docs.aws.amazon.com/lambda/latest/
 The money is judged per order: the function's own copy of an order file is no new order."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from check_cli import cli, target
@@ -63,6 +65,24 @@ def test_under_sqs_its_twin_that_skips_its_own_archive_holds(monkeypatch):
     code, out, err = check(monkeypatch, target("sqs_archive_skips"), "--trigger", "sqs", families="uploads")
     assert code == 0 and "exactly_once" in out, (out + err)[-3000:]
     assert "the function wrote" not in out  # its own copies come back and succeed: nothing to note
+
+
+def test_under_sqs_a_marker_in_the_trigger_bucket_fails_its_own_message_and_is_named_in_the_notes(monkeypatch):
+    """sqs_done_marker marks each order done with an object under _done/ in the bucket that notifies its queue:
+    the marker's message is no order and fails. No money moves: it holds, with a note (before, the note's
+    look-up of the failed invocation by its delivery number raised: exit 3)."""
+    code, out, err = check(monkeypatch, target("sqs_done_marker"), "--trigger", "sqs", families="uploads")
+    assert code == 0, (out + err)[-3000:]
+    assert "note: the function wrote '_done/" in out and "no money moved" in out
+
+
+def test_an_invocation_is_an_own_writes_only_when_all_it_was_given_is():
+    deliveries = {3: "archive/a.json", "m-3": "_done/a.json", "m-4": "_done/b.json"}
+    s3 = SimpleNamespace(delivery=3, messages=[])
+    assert own_writes.own_key(s3, deliveries) == "archive/a.json"
+    assert own_writes.own_key(SimpleNamespace(delivery=1, messages=[]), deliveries) is None
+    assert own_writes.own_key(SimpleNamespace(delivery=1, messages=["m-3", "m-4"]), deliveries) == "_done/a.json"
+    assert own_writes.own_key(SimpleNamespace(delivery=3, messages=["m-3", "m-1"]), deliveries) is None  # an order's too
 
 
 @pytest.mark.parametrize("prefix, suffix, delivered_by, key, api, comes_back", [

@@ -231,7 +231,7 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
     # one invocation, or under --trigger sqs one per batch: a mapping with BatchSize 1 invokes the
     # function once per message of the clean run's batch (its boundaries are any invocation's); an
     # invocation of an object the function wrote itself is no order's (P23: named in the notes)
-    ordered = [a for a in result.attempts if not own_writes.is_own(a, result.own_writes)] or result.attempts
+    ordered = [a for a in result.attempts if own_writes.own_key(a, result.own_writes) is None] or result.attempts
     attempt = next((a for a in ordered if a.failed), ordered[0])
     if attempt.failed and (where := missing_setting(attempt.error, attempt.traceback, dict(target.env))):
         name = attempt.error.split("'")[1]

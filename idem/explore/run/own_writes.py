@@ -14,7 +14,7 @@ names the written key (as `idem.explore.run.triggers` tells each upload's charge
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ...core.events import S3Object
 from ...core.clock import iso8601
@@ -51,10 +51,14 @@ class OwnWrites:
         own = sum(n for work, n in made.items() if work in self.depth)
         return sum(made.values()) - own, own
 
+    def written(self, uploads: Iterable[str]) -> set[str]:
+        """The keys the function wrote that came back to it, but those of the check's own `uploads`."""
+        return set(self.deliveries.values()) - set(uploads)
+
     def charges_named(self, charges: list[dict[str, Any]], uploads: list[str]) -> tuple[int, int]:
         """`charges` in the provider's record as (those for the check's own uploads, those for the
         function's own writes), the latter by a reference naming a written key no upload has (SQS)."""
-        written = [key for key in self.deliveries.values() if key not in uploads]
+        written = self.written(uploads)
         own = sum(1 for item in charges
                   if any(form in str(item.get("reference", "")) for key in written for form in triggers.key_forms(key)))
         return len(charges) - own, own
@@ -65,11 +69,13 @@ def delivered(key: str, api: str) -> bool:
     return uploads.accepts(key, uploads.KEY_PREFIX, uploads.KEY_SUFFIX) and uploads.delivers(api)
 
 
-def is_own(attempt: Any, deliveries: dict[int | str, str]) -> bool:
-    """Whether an invocation was of the function's own writes alone: its delivery one (S3,
-    EventBridge), or every message of its batch one (SQS)."""
+def own_key(attempt: Any, deliveries: dict[int | str, str]) -> str | None:
+    """The key the function wrote whose event an invocation was of, None for an invocation of the check's
+    own uploads: its delivery one of `deliveries` (S3, EventBridge), or every message of its batch (SQS)."""
     messages = getattr(attempt, "messages", None)
-    return all(m in deliveries for m in messages) if messages else attempt.delivery in deliveries
+    if messages:
+        return deliveries[messages[0]] if all(m in deliveries for m in messages) else None
+    return deliveries.get(attempt.delivery)
 
 
 def install(runtime: Any, world: Any, trigger: str) -> OwnWrites:
@@ -77,9 +83,9 @@ def install(runtime: Any, world: Any, trigger: str) -> OwnWrites:
     kept = OwnWrites()
 
     def written(visit: Any, api: str, bucket: str, key: str, answer: dict[str, Any]) -> None:
-        depth = kept.depth.get(visit.work, 0) + 1
-        if trigger == "sqs":  # one piece of work: a chain bounded by its count
-            depth = len(kept.deliveries) // len(triggers.SQS_BATCH) + 1
+        # under SQS a run is one piece of work: its chain is bounded by its count
+        depth = (len(kept.deliveries) // len(triggers.SQS_BATCH) if trigger == "sqs"
+                 else kept.depth.get(visit.work, 0)) + 1
         if bucket != world.bucket or depth > MAX_DEPTH or not delivered(key, api):
             return
         version = answer.get("VersionId")
@@ -117,8 +123,9 @@ def note(clean: Any) -> list[str]:
     on AWS each is retried and reaches the failure destination, where a person will find it."""
     failed: dict[str, str] = {}
     for attempt in clean.attempts:
-        if is_own(attempt, clean.own_writes) and attempt.failed:
-            failed.setdefault(clean.own_writes[attempt.delivery], attempt.error)
+        key = own_key(attempt, clean.own_writes)
+        if key is not None and attempt.failed:
+            failed.setdefault(key, attempt.error)
     return [f"note: the function wrote {key!r} into the bucket its trigger watches, S3 sent it that object's event "
             f"as for any upload, and the invocation failed ({error.splitlines()[0][:200]}): no money moved, but on "
             "AWS it is retried and reaches the failure destination; write it elsewhere, give the trigger a key "

@@ -307,7 +307,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     keys = [o.key for o in batch]
                     results.append(judge_sqs(world, runtime, schedule, batch, counted, baseline, table,
                                              books, charges_seen, lines_seen, kept,
-                                             own_keys=set(own.deliveries.values()) - set(keys)))
+                                             own_keys=own.written(keys)))
                     results[-1].own_writes = dict(own.deliveries)
                     results[-1].own_charges = own.charges_named(new, keys)
                     paid, wrong = money.judge(new, clean_prices, keys if pays_by_link else None,
@@ -332,8 +332,7 @@ def run_batch(target: Target, schedules: Sequence[Schedule], baseline: dict[str,
                     lines = lines_booked(world, table, books.attribute, lines_seen)
                     lines_seen |= lines
                     counted[LINES] = len(lines)
-                dlqs = failures_for(world, [o for o, _, _ in uploads],
-                                    set(own.deliveries.values()) - {o.key for o, _, _ in uploads})
+                dlqs = failures_for(world, [o for o, _, _ in uploads], own.written(o.key for o, _, _ in uploads))
             declined = schedule.fault is not None and schedule.fault.outcome in FINAL_REFUSALS
             if len(uploads) == 1:
                 verdict, findings = judge_upload(counted, baseline, dlqs[0], declined=declined)

@@ -50,6 +50,7 @@ class Crossing:
     t: float
     boundary: Boundary
     failed: str = ""  # the fault injected here, if any
+    note: str = ""  # what the platform did here besides (a read answered as the table was a second before)
 
 
 @dataclass
@@ -80,6 +81,8 @@ class Visit:
     busy: Counter = field(default_factory=Counter)
     #: what each AWS call it made asked, at its boundaries before and after (idem.sim.platform.call_roles)
     roles: dict[Boundary, str] = field(default_factory=dict)
+    #: the last call's read was answered as its table was a second before (idem.sim.platform.eventual_reads)
+    stale_read: str = ""
 
 
 @dataclass
@@ -186,7 +189,9 @@ class Watch:
         step = name or _STEP_NAMES.get(boundary)
         if step:
             visit.steps.append((now, step))
-        crossing = Crossing(now, boundary)
+        crossing = Crossing(now, boundary, note=getattr(visit, "stale_read", "") if boundary.side is Side.AFTER else "")
+        if crossing.note:
+            visit.stale_read = ""
         visit.crossings.append(crossing)
         for trigger in self.triggers:
             if not trigger.fired and (trigger.at, trigger.delivery, trigger.attempt) == (
@@ -206,10 +211,10 @@ class Watch:
         if not plan.strikes(boundary, role) or not plan.fails_on(arrival) or resent_by_sdk(self, boundary, visit):
             return  # a lost answer after an AWS call: botocore resent it (sdk_retries), its answer is the handler's
         if plan.outcome:  # the provider's side: it answers the call that is about to go out
-            visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, plan.outcome)
+            visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, plan.outcome, crossing.note)
             visit.outcome = plan.outcome
             return
-        visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(plan.how))
+        visit.crossings[visit.crossings.index(crossing)] = Crossing(now, boundary, str(plan.how), crossing.note)
         if plan.how is How.CRASH:
             message = f"the process died {boundary} (arrival {arrival})"
             visit.dead = message

@@ -8,4 +8,5 @@ EXPRESS state machine, a new execution every time (`sfn_express`); and DynamoDB'
 expression placeholder no expression uses and of a Number past 38 significant digits or its range
 (`request_checks`); and the legacy `Expected` of PutItem, UpdateItem and DeleteItem, with its
 ConditionalOperator, its Value compared and its refused forms, and UpdateItem's legacy AttributeUpdates
-(`legacy_parameters`)."""
+(`legacy_parameters`); and a DynamoDB read without ConsistentRead (or of a global secondary index), which may
+miss a write of the last second (`eventual_reads`)."""

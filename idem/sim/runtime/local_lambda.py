@@ -34,10 +34,12 @@ from ..boundary import busy, current, settle, Crossing, Visit, Watch, WatchedPro
 from ..faults import CHARGE_CALL, END, STEP_BOUNDARIES, Boundary, Crash, FaultPlan, Side, Step, choice
 from ..sessions import watched_session
 from ..sdk_retries import install as install_sdk_retries
+from ..platform.eventual_reads import install as install_eventual_reads
 from ..world import ACCOUNT, REGION, LocalWorld
 from .cold_start import Container, HandlerExited, HandlerNotLoaded, handler_traceback
 from .delays import RetryDelay, documented_retry_delay
 from .throttles import throttled
+from .thread_waits import own_time
 from .handler_guard import callable_problem, import_hint
 from .invocation_thread import ScheduleTimedOut, _Run
 from .logtail import LogTail
@@ -196,6 +198,7 @@ class LocalLambda:
         self.watch = Watch(fault, self.clock, aws_errors=handler is not None)
         if handler is not None:  # a lost answer after an AWS call is resent by botocore (sdk_retries)
             install_sdk_retries(current, Crossing)
+            install_eventual_reads(current, own_time)  # a read without ConsistentRead may miss a write
         # The function's session: watched at its boundaries (a deployed stack's world may aim it
         # at an emulator's endpoint).
         self.session = world.function_session() if hasattr(world, "function_session") else watched_session()

@@ -145,6 +145,13 @@ def demo_account(key: str) -> str:
     return folder if slash and folder.strip() else "unassigned"
 
 
+def opaque_etag() -> str:
+    """An eTag that is no MD5 of the object's bytes, as S3 gives an object PUT under SSE-KMS ("not an MD5
+    digest of their object data": https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html): each
+    put its own, drawn from moto's seeded ids (`LocalWorld.seed_ids`), so the same in every run."""
+    return f"{mock_random.getrandbits(128):032x}"
+
+
 class LocalWorld:
     """The AWS resources one run of the workbook needs, created fresh on moto."""
 
@@ -176,6 +183,8 @@ class LocalWorld:
         self.queue_name = f"{self.prefix}-failures"
         self._uploads = 0
         self._uploaded: list[dict[str, str]] = []  # (key, version) of every upload(), for close()
+        #: the bucket encrypts with a KMS key: a PutObject's eTag is no MD5 of its bytes (`_put_in_backend`)
+        self.etags_not_md5 = False
         self.runtimes_started = 0
         self.provider_store: MemoryStore | None = MemoryStore() if provider_in_memory else None
         self.link_customers, self._linked = link_customers, set()
@@ -305,6 +314,8 @@ class LocalWorld:
             backend.put_object_tagging(made, {})
             if metadata:
                 made.set_metadata({f"x-amz-meta-{name}": value for name, value in metadata.items()})
+            if self.etags_not_md5:
+                made._etag = opaque_etag()
         version = made.version_id if self.versioned else None
         return {"ETag": made.etag, **({"VersionId": version} if version else {})}
 

@@ -29,10 +29,14 @@ from typing import Any, Protocol, Sequence
 
 
 def family(schedule: Any) -> tuple[Any, ...]:
-    """What a schedule fixes besides its answers: how the event arrives, what lands, what is slow."""
-    return (schedule.delivery, schedule.copy_at, schedule.overwrite, schedule.second, schedule.slow,
-            schedule.sent_twice, schedule.long_name, getattr(schedule, "name", ""),
-            getattr(schedule, "timing", None), getattr(schedule, "later", None))
+    """What a schedule fixes besides its answers: how the event arrives, what lands (and by which S3 API,
+    when not PutObject), what is slow. Its text is the key of the schedule's drawn delays (`timed.drawn`),
+    so a schedule uploading by PutObject has the same key as before the API was part of it."""
+    found = (schedule.delivery, schedule.copy_at, schedule.overwrite, schedule.second, schedule.slow,
+             schedule.sent_twice, schedule.long_name, getattr(schedule, "name", ""),
+             getattr(schedule, "timing", None), getattr(schedule, "later", None))
+    upload = getattr(schedule, "upload", "")
+    return (*found, upload) if upload else found
 
 
 def failing(schedule: Any) -> frozenset[int]:

@@ -31,6 +31,9 @@ KEY_SUFFIX = ""
 #: event types it is subscribed to, an EventBridge rule only for the `detail.reason` it matches
 #: (docs/check_from_a_template.md, P22): another upload is an order nothing is told of.
 DELIVERED_BY: tuple[str, ...] = ()
+#: The trigger's bucket encrypts with a KMS key by default (`template_triggers.encrypts_with_kms`; set in the
+#: check's process before any world): each upload's eTag is its own, no MD5 of its bytes (`LocalWorld.upload`).
+ETAGS_NOT_MD5 = False
 
 
 def delivers(by: str) -> bool:
@@ -42,6 +45,7 @@ def use_bucket(world: Any, name: str = "") -> Any:
     """Make `world` upload into `name` (default UPLOAD_BUCKET) instead of its own bucket: a fresh
     bucket of that name, versioned as the world is. Returns the world."""
     name = name or UPLOAD_BUCKET
+    world.etags_not_md5 = ETAGS_NOT_MD5
     if not name or world.bucket == name:
         return world
     s3 = world.s3

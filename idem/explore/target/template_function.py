@@ -222,6 +222,9 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
         settings = replace(settings, sns_topic=names.get(fan.topic, fan.topic), raw_message_delivery=fan.raw,
                            trigger=fan.describe(names.get(fan.topic, fan.topic), names.get(fan.bucket, fan.bucket)))
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
+    if uploads and uploads.kind == "s3" and template_triggers.encrypts_with_kms(resolved, bucket):
+        settings = replace(settings, trigger=f"{settings.trigger}; the bucket encrypts with a KMS key, so each "
+                                             "upload's eTag is its own, no MD5 of its bytes")
     return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
                             bucket, _layers(path, props, resources, resolver.value),

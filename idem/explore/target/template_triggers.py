@@ -219,6 +219,26 @@ def _invokes(node: Any, logical_id: str, alias: str) -> str:
     return alias if names(node, f"{logical_id}.Alias") else LATEST
 
 
+#: the default encryptions under which a PutObject's eTag is no MD5 of the object's bytes
+#: (https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html: SSE-KMS; DSSE-KMS is KMS's too:
+#: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-s3-bucket-serversideencryptionbydefault.html)
+KMS_ALGORITHMS = ("aws:kms", "aws:kms:dsse")
+
+
+def encrypts_with_kms(resources: list[dict[str, Any]], bucket: Any) -> bool:
+    """Does the template's bucket named `bucket` encrypt new objects with a KMS key by default
+    (`BucketEncryption`)? Then an upload's eTag is no MD5 of its bytes (docs/one_charge_per_order.md)."""
+    for resource in resources:
+        if resource.get("type") != "AWS::S3::Bucket" or not bucket or resource.get("name") != bucket:
+            continue
+        rules = ((resource.get("properties") or {}).get("BucketEncryption") or {}).get(
+            "ServerSideEncryptionConfiguration") or []
+        return any(isinstance(rule, dict) and str((rule.get("ServerSideEncryptionByDefault") or {}).get(
+            "SSEAlgorithm", "")).lower() in KMS_ALGORITHMS for rule in rules)
+    return False
+
+
+
 @dataclass(frozen=True)
 class Fanout:
     """An SNS topic of the template that feeds an SQS queue (docs/check_from_a_template.md, P24)."""

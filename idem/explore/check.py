@@ -62,6 +62,7 @@ from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from ..sim.faults import CHARGE_CALL
+from ..sim.platform import eventual_reads
 from ..sim.runtime.handler_guard import clean_run_hint, missing_setting
 from ..sim.stripe.params import UNSERVED
 from ..sim.world import ensure_moto, fake_client
@@ -221,8 +222,9 @@ def clean_run(target: Target, effects: Sequence[str], provider_factory: str,
     """`discover`, with the clean run's whole result (what it charged among it)."""
     # its upload's name is one no schedule uses: a queue's deduplication id made from it
     # must not drop a schedule's message
-    (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
-                          trigger)
+    with eventual_reads.fresh():  # the path the schedules are measured against: every read sees the latest
+        (result,) = runner.run_batch(target, [Schedule(retries=0)], {}, effects, provider_factory, CLEAN_RUN, books,
+                                     trigger)
     if not result.attempts:  # throttled until its maximum age: ReservedConcurrentExecutions 0 (throttles)
         raise CleanRunBreaks(replace(result, verdict=(Verdict.FAILED_VISIBLY if result.dlq else Verdict.SILENT_LOSS).value,
                                      findings=["the clean run never invoked the function: every attempt was throttled "
@@ -324,8 +326,9 @@ def _clean_state(target: Target, effects: Sequence[str], provider_factory: str, 
     saved = runner.VirtualClock  # the clock each of run_batch's schedules starts on
     runner.VirtualClock = lambda *start: saved(saved(*start).start + next(offsets, 0.0))
     try:
-        runs = [r.left for r in runner.run_batch(target, [Schedule(retries=0), Schedule(retries=0)], {}, effects,
-                                                 provider_factory, CLEAN_RUN - 2, books, trigger)]
+        with eventual_reads.fresh():  # clean runs, as `clean_run`'s
+            runs = [r.left for r in runner.run_batch(target, [Schedule(retries=0), Schedule(retries=0)], {}, effects,
+                                                     provider_factory, CLEAN_RUN - 2, books, trigger)]
     finally:
         runner.VirtualClock = saved
     return replace(states.CleanState.of(*runs), ordering=ordering)

@@ -18,6 +18,8 @@ moto always reads the latest items, so for the function's own calls (inside a ru
   index, BatchGetItem per table, a PartiQL SELECT without ConsistentRead) is answered by moto from those
   tables as they were one second before, on the reader's clock.
 
+The check's clean runs read the latest items (`fresh`): a read right after a write usually sees it, and the
+clean run is the path every schedule is measured against; every schedule reads as DynamoDB may.
 Conditions, transactions and strongly consistent reads (ConsistentRead=True, TransactGetItems,
 ExecuteTransaction) see the latest items, as DynamoDB judges them. The check's own reads and writes (its
 uploads, its customer links, its read-back of the books) are outside every watch: not kept, never stale.
@@ -27,11 +29,12 @@ counts as within the reader's second).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import weakref
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.responses import DynamoHandler
@@ -45,6 +48,17 @@ _WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transa
 #: just before that write), in the order the writes were made
 _kept: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, list[tuple[float, Any]]]]] = weakref.WeakKeyDictionary()
 _hooks: dict[str, Callable[..., Any]] = {}
+_fresh: list[bool] = []  # inside `fresh()`: every read sees the latest items
+
+
+@contextlib.contextmanager
+def fresh() -> Iterator[None]:
+    """Every read inside sees the latest items (the check's clean runs)."""
+    _fresh.append(True)
+    try:
+        yield
+    finally:
+        _fresh.pop()
 
 
 def install(current: Callable[[], Any], own_time: Callable[[Any], float]) -> None:
@@ -74,7 +88,7 @@ def _answer(handler: Any, name: str, original: Callable[[Any], Any]) -> Any:
     if clock is None:
         return original(handler)
     backend = handler.dynamodb_backend
-    eventual = eventually_read(name, body, backend)
+    eventual = None if _fresh else eventually_read(name, body, backend)
     if eventual is not None:
         return _read_as_it_was(handler, original, eventual, _hooks["own_time"](clock), running)
     written = tables_written(name, body, backend)

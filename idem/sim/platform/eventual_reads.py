@@ -41,9 +41,10 @@ from moto.dynamodb.responses import DynamoHandler
 
 #: how long after a write an eventually consistent read may still miss it, its end included (see above)
 WINDOW = 1.0
-_READS = ("get_item", "batch_get_item", "query", "scan", "execute_statement", "batch_execute_statement")
-_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items",
-           "execute_transaction")
+#: moto's answers to the requests that read or write items (DynamoHandler's methods)
+_REQUESTS = ("get_item", "batch_get_item", "query", "scan", "execute_statement", "batch_execute_statement",
+             "put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items",
+             "execute_transaction")
 #: per run's watch, per table (by id: the table object beside its kept states): (when, the table's items
 #: just before that write), in the order the writes were made
 _kept: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, list[tuple[float, Any]]]]] = weakref.WeakKeyDictionary()
@@ -71,7 +72,7 @@ def install(current: Callable[[], Any], own_time: Callable[[Any], float]) -> Non
 
 @functools.cache
 def _wrap() -> None:
-    for name in sorted({*_READS, *_WRITES}):
+    for name in _REQUESTS:
         original = getattr(DynamoHandler, name)
 
         @functools.wraps(original)
@@ -82,6 +83,8 @@ def _wrap() -> None:
 
 
 def _answer(handler: Any, name: str, original: Callable[[Any], Any]) -> Any:
+    """moto's answer to the request `name`: for the function's own, an eventually consistent read answered
+    from its tables as they were, and a write that succeeds kept with its tables as they were before it."""
     running = _hooks["current"]()
     clock = getattr(running[0], "clock", None) if running else None
     body = handler.body if isinstance(handler.body, dict) else {}

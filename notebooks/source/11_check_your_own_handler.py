@@ -44,6 +44,12 @@ BOOKS = ["dynamodb:UpdateItem"]  # the call that writes a charge into the books 
 # twice, or start a copy mid-run. Lambda can retry 0, 1 or 2 times. One choice of each (where
 # the fault strikes, how the event arrives, how often Lambda retries) is a **schedule**. The
 # check builds every schedule the clean run allows.
+#
+# The services behave as AWS documents, not as a test double would. One example: a DynamoDB read
+# without `ConsistentRead` is DynamoDB's default, and it "may not reflect the results of a recently
+# completed write" ([read consistency](https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadConsistency.html)).
+# So in every schedule such a read misses what the function wrote in the second before it. The
+# clean run reads the latest items: it is the path every schedule is measured against.
 
 # %% [markdown]
 # ### Two schedules that carry no fault
@@ -699,10 +705,14 @@ with views.folded_output():
 # ## Name the job after the upload
 #
 # A retry and a copy of the event carry the same bucket, file name and eTag. So make the job id
-# from those three. The uploader's retried PUT sends the same bytes: the same eTag, the same job
-# ([one charge per order](../docs/one_charge_per_order.md) says the same of an order). A new file
+# from those three. The uploader's retried PUT sends the same bytes. In a bucket that encrypts
+# with S3's own keys, S3's default, a PUT's eTag is the MD5 of the bytes: the same eTag, the same
+# job ([one charge per order](../docs/one_charge_per_order.md) says the same of an order). A new file
 # at the same name has new bytes, and gets a job of its own. Hash the three into an id of fixed
-# length. The handler below changes only how the job id is made. It goes into the second copy:
+# length. Under a KMS key, or from a multipart upload, the eTag is no MD5 of the bytes
+# ([ETag](https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html)). A retried PUT there gets
+# a job of its own, so name the job after what the file says, as the workbook keys an order. The
+# handler below changes only how the job id is made. It goes into the second copy:
 
 # %%
 # %%writefile scratch/job_keyed/src/app.py
@@ -1005,7 +1015,8 @@ views.show_source(KeyedCharger.charge_once)
 # * race two invocations at the same instant: its runtime runs one step at a time, and a copy
 #   starts only at a boundary;
 # * know your bucket: its overwrite schedules try a versioned bucket and an unversioned one, each
-#   named in the schedule; every other schedule runs in a versioned bucket;
+#   named in the schedule; every other schedule runs in a versioned bucket. It encrypts with S3's
+#   own keys unless a template says a KMS key;
 # * see an uploader that writes each name once (`If-None-Match`): its buckets take every PUT;
 # * see what other programs do with what the handler wrote, such as a worker that took a job;
 # * see clocks that disagree between machines, or DynamoDB's TTL deleting a record at any moment

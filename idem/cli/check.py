@@ -199,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         request["template_resources"] = from_template.resources
         request["options"]["deployed"] = from_template.deployed
         request["upload_bucket"] = from_template.bucket if trigger == from_template.trigger else ""
+        request["etags_not_md5"] = from_template.etags_not_md5 and trigger == from_template.trigger
         # the asynchronous trigger the check runs (S3's notification or an EventBridge rule): its key
         # filter, and the uploads it delivers (docs/check_from_a_template.md, P21 and P22)
         fed = next((t for t in from_template.triggers if t.kind == trigger and t.kind != "sqs"), None)

@@ -185,7 +185,7 @@ def timeline(result: Result, baseline: dict[str, int]) -> list[str]:
         for crossing in a.crossings:
             fault = f"   <-- {crossing.failed} injected here" if crossing.failed else ""
             late = f"  (t={crossing.t:.0f}s: a slow call)" if crossing.t > a.start + 0.5 else ""
-            note = f"  ({crossing.note})" if getattr(crossing, "note", "") else ""
+            note = f"  ({crossing.note})" if crossing.note else ""
             lines.append(f"      {crossing.boundary}{late}{note}{fault}")
         lines.append(f"      => {a.outcome}" + (f": {a.error}" if a.error else ""))
     counts = ", ".join(f"{name} {result.effects.get(name, 0)}" + ("" if result.clean else f" (clean run {n})")

@@ -31,7 +31,7 @@ KEY_SUFFIX = ""
 #: event types it is subscribed to, an EventBridge rule only for the `detail.reason` it matches
 #: (docs/check_from_a_template.md, P22): another upload is an order nothing is told of.
 DELIVERED_BY: tuple[str, ...] = ()
-#: The trigger's bucket encrypts with a KMS key by default (`template_triggers.encrypts_with_kms`; set in the
+#: The trigger's bucket encrypts with a KMS key by default (`TemplateFunction.etags_not_md5`; set in the
 #: check's process before any world): each upload's eTag is its own, no MD5 of its bytes (`LocalWorld.upload`).
 ETAGS_NOT_MD5 = False
 

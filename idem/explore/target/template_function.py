@@ -69,6 +69,9 @@ class TemplateFunction:
     #: the uploads its asynchronous trigger delivers, by S3 API (every notification's joined; empty:
     #: every upload): `template_triggers.Trigger.delivered_by`
     delivered_by: list[str] = field(default_factory=list)
+    #: the bucket its asynchronous trigger names encrypts with a KMS key by default: each upload's eTag is its
+    #: own, no MD5 of its bytes (`template_triggers.encrypts_with_kms`)
+    etags_not_md5: bool = False
 
 
 def _loader() -> Any:
@@ -222,14 +225,16 @@ def read(path: str, logical_id: str, parameters: dict[str, str] | None = None,
         settings = replace(settings, sns_topic=names.get(fan.topic, fan.topic), raw_message_delivery=fan.raw,
                            trigger=fan.describe(names.get(fan.topic, fan.topic), names.get(fan.bucket, fan.bucket)))
     resolved = [{**r, "properties": resolver.value(r["properties"])} for r in made]
-    if uploads and uploads.kind == "s3" and template_triggers.encrypts_with_kms(resolved, bucket):
+    kms = bool(uploads) and template_triggers.encrypts_with_kms(resolved, bucket)
+    if kms:
         settings = replace(settings, trigger=f"{settings.trigger}; the bucket encrypts with a KMS key, so each "
                                              "upload's eTag is its own, no MD5 of its bytes")
     return TemplateFunction(logical_id, target, env, kinds[0] if kinds else "s3",
                             settings.memory_mb, settings.timeout, resolved, settings.as_dict(), found,
                             bucket, _layers(path, props, resources, resolver.value),
                             str(resolver.value(props.get("Runtime") or "")),
-                            [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])], delivered)
+                            [str(a) for a in resolver.value(props.get("Architectures") or ["x86_64"])], delivered,
+                            etags_not_md5=kms)
 
 
 def merge_globals(glob: Any, own: Any) -> Any:

@@ -19,7 +19,6 @@ def prepare(request: dict[str, Any], objects: list[Any], run_setup: Any = None) 
     """Set up what `request` (the sandbox's) asks of the template, for `objects` (--object's).
     `run_setup`: how --setup runs (made again for each schedule with an exact --object KEY)."""
     from ..run import uploads
-    from .template_triggers import encrypts_with_kms
 
     if request.get("template_resources"):
         create(request["template_resources"])
@@ -28,7 +27,7 @@ def prepare(request: dict[str, Any], objects: list[Any], run_setup: Any = None) 
     prefix, suffix = request.get("key_filter") or ("", "")
     uploads.KEY_PREFIX, uploads.KEY_SUFFIX = prefix, suffix
     uploads.DELIVERED_BY = tuple(request.get("delivered_by") or ())
-    uploads.ETAGS_NOT_MD5 = encrypts_with_kms(request.get("template_resources") or [], request.get("upload_bucket"))
+    uploads.ETAGS_NOT_MD5 = bool(request.get("etags_not_md5"))  # the template's bucket encrypts with a KMS key
     for obj in objects:
         refused = uploads.refuse_unfiltered(obj.key_for(1), prefix, suffix)
         if refused:

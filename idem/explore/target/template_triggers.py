@@ -238,7 +238,6 @@ def encrypts_with_kms(resources: list[dict[str, Any]], bucket: Any) -> bool:
     return False
 
 
-
 @dataclass(frozen=True)
 class Fanout:
     """An SNS topic of the template that feeds an SQS queue (docs/check_from_a_template.md, P24)."""

@@ -18,8 +18,8 @@ moto always reads the latest items, so for the function's own calls (inside a ru
   index, BatchGetItem per table, a PartiQL SELECT without ConsistentRead) is answered by moto from those
   tables as they were one second before, on the reader's clock.
 
-The check's clean runs read the latest items (`fresh`): a read right after a write usually sees it, and the
-clean run is the path every schedule is measured against; every schedule reads as DynamoDB may.
+The check's clean runs read the latest items (`fresh`): the clean run is the path every schedule is measured
+against; every schedule reads as DynamoDB may.
 Conditions, transactions and strongly consistent reads (ConsistentRead=True, TransactGetItems,
 ExecuteTransaction) see the latest items, as DynamoDB judges them. The check's own reads and writes (its
 uploads, its customer links, its read-back of the books) are outside every watch: not kept, never stale.
@@ -87,10 +87,9 @@ def _answer(handler: Any, name: str, original: Callable[[Any], Any]) -> Any:
     from its tables as they were, and a write that succeeds kept with its tables as they were before it."""
     running = _hooks["current"]()
     clock = getattr(running[0], "clock", None) if running else None
-    body = handler.body if isinstance(handler.body, dict) else {}
     if clock is None:
         return original(handler)
-    backend = handler.dynamodb_backend
+    body, backend = handler.body if isinstance(handler.body, dict) else {}, handler.dynamodb_backend
     eventual = None if _fresh else eventually_read(name, body, backend)
     if eventual is not None:
         return _read_as_it_was(handler, original, eventual, _hooks["own_time"](clock), running)
